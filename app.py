@@ -1,0 +1,22 @@
+"""The whole registry as one Chalice app: every domain's routes plus the ingest handler.
+
+``chalice local``, the tests and ``make run`` use this app; production deploys one Lambda
+per route group from ``chalicelib/entry`` (see infrastructure/).
+"""
+
+from chalicelib.accounts.routes import bp as accounts_routes
+from chalicelib.core.app import create_app
+from chalicelib.core.meta_routes import bp as meta_routes
+from chalicelib.core.settings import get_settings
+from chalicelib.registry.routes import bp as registry_routes
+
+app = create_app("tfe-module-registry", [meta_routes, accounts_routes, registry_routes])
+
+
+@app.on_sqs_message(queue=get_settings().ingest_queue, batch_size=1)
+def ingest(event):
+    """S3 ObjectCreated notifications arrive through SQS; each message is one S3 event."""
+    from chalicelib.registry.ingest.handler import handle_sqs_body
+
+    for message in event:
+        handle_sqs_body(message.body)

@@ -1,0 +1,491 @@
+"""Organizations, users, teams and tokens: rules, permissions and cascades.
+
+Permissions follow SPEC.md's Authentication section: site admins may do everything;
+members of an organization's teams may read it; ``manage-modules`` (or the owners team)
+allows publishing; updating and deleting modules, and managing teams and tokens, needs the
+owners team. A caller without a permission gets 404, as if the thing did not exist.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from chalicelib.accounts.store import (
+    ACCESS_FLAGS,
+    DIRECTORY,
+    OrganizationModel,
+    TeamModel,
+    UserModel,
+)
+from chalicelib.admin.store import general_settings
+from chalicelib.core.auth import Principal, TokenModel, mint_token
+from chalicelib.core.errors import NotFound, Unprocessable
+from chalicelib.core.ids import new_id, now
+
+ORG_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]*$")
+EMAIL = re.compile(r"^[^@\s]+@[^@\s]+$")
+OWNERS = "owners"
+
+
+@dataclass(frozen=True)
+class OrgAccess:
+    """What a principal may do in one organization."""
+
+    can_read: bool = False
+    manage_modules: bool = False
+    manage_workspaces: bool = False
+    is_owner: bool = False
+    site_admin: bool = False
+
+    @classmethod
+    def everything(cls, *, site_admin: bool = False) -> OrgAccess:
+        return cls(True, True, True, True, site_admin)
+
+
+# ----- principals ---------------------------------------------------------------------------
+
+
+def get_user(user_id: str) -> UserModel:
+    try:
+        return UserModel.get(user_id)
+    except UserModel.DoesNotExist:
+        raise NotFound(f"user {user_id} not found") from None
+
+
+def is_site_admin(principal: Principal) -> bool:
+    if not principal.is_user:
+        return False
+    try:
+        return UserModel.get(principal.id).is_site_admin
+    except UserModel.DoesNotExist:
+        return False
+
+
+def access(principal: Principal, organization: str) -> OrgAccess:
+    """The principal's rights in ``organization`` (which may not exist)."""
+    if principal.kind == "organization":
+        readable = principal.organization == organization
+        return OrgAccess(can_read=readable)
+    if principal.kind == "team":
+        try:
+            team = TeamModel.get(principal.id)
+        except TeamModel.DoesNotExist:
+            return OrgAccess()
+        return _team_access([team], organization)
+    try:
+        user = UserModel.get(principal.id)
+    except UserModel.DoesNotExist:
+        return OrgAccess()
+    if user.is_site_admin:
+        return OrgAccess.everything(site_admin=True)
+    prefix = f"{organization}/"
+    team_ids = [ref[len(prefix) :] for ref in user.team_refs or () if ref.startswith(prefix)]
+    if not team_ids:
+        return OrgAccess()
+    return _team_access(list(TeamModel.batch_get(team_ids)), organization)
+
+
+def _team_access(teams: Iterable[TeamModel], organization: str) -> OrgAccess:
+    teams = [t for t in teams if t.organization == organization]
+    if not teams:
+        return OrgAccess()
+    if any(t.is_owners for t in teams):
+        return OrgAccess.everything()
+    return OrgAccess(
+        can_read=True,
+        manage_modules=any(t.access.manage_modules for t in teams),
+        manage_workspaces=any(t.access.manage_workspaces for t in teams),
+    )
+
+
+def readable_organization(principal: Principal, name: str) -> tuple[OrganizationModel, OrgAccess]:
+    """The organization and the caller's access, or 404 when missing or not readable."""
+    rights = access(principal, name)
+    if rights.can_read:
+        try:
+            return OrganizationModel.get(name), rights
+        except OrganizationModel.DoesNotExist:
+            pass
+    raise NotFound(f"organization {name!r} not found")
+
+
+def owned_organization(principal: Principal, name: str) -> OrganizationModel:
+    org, rights = readable_organization(principal, name)
+    if not rights.is_owner:
+        raise NotFound(f"organization {name!r} not found or you are not one of its owners")
+    return org
+
+
+# ----- users --------------------------------------------------------------------------------
+
+
+def create_user(username: str, email: str, *, site_admin: bool = False) -> UserModel:
+    if not ORG_NAME.match(username):
+        raise Unprocessable("username may contain letters, numbers, - and _", pointer="username")
+    if any(UserModel.by_username.query(username)):
+        raise Unprocessable(f"username {username!r} has already been taken")
+    user = UserModel(
+        new_id("user"), username=username, email=email, is_site_admin=site_admin, created_at=now()
+    )
+    user.save(condition=UserModel.id.does_not_exist())
+    return user
+
+
+def find_user_by_name(username: str) -> UserModel | None:
+    return next(iter(UserModel.by_username.query(username)), None)
+
+
+def bootstrap_admin(token: str | None, username: str = "admin") -> tuple[UserModel, str | None]:
+    """Make sure a site admin exists; with ``token``, that this exact token is theirs.
+
+    Returns the admin and the token secret when one was minted (to print once).
+    """
+    user = find_user_by_name(username)
+    if user is None:
+        user = create_user(username, f"{username}@localhost", site_admin=True)
+    elif not user.is_site_admin:
+        user.update(actions=[UserModel.is_site_admin.set(True)])
+    if token is not None:
+        from chalicelib.core.auth import hash_token
+
+        try:
+            existing = TokenModel.get(hash_token(token))
+            if existing.owner_id == user.id:
+                return user, None
+            existing.delete()
+        except TokenModel.DoesNotExist:
+            pass
+        mint_token("user", user.id, description="initial admin token", secret=token)
+        return user, None
+    if any(owned_tokens("user", user.id)):
+        return user, None
+    _, secret = mint_token("user", user.id, description="initial admin token")
+    return user, secret
+
+
+# ----- organizations ------------------------------------------------------------------------
+
+
+def validate_org_name(name: str | None) -> str:
+    if not name:
+        raise Unprocessable("name is required", pointer="/data/attributes/name")
+    if len(name) > 64 or not ORG_NAME.match(name):
+        raise Unprocessable(
+            "name must be 1 to 64 letters, numbers, - or _, starting with a letter or number",
+            pointer="/data/attributes/name",
+        )
+    return name
+
+
+def validate_email(email: str | None) -> str:
+    if not email or not EMAIL.match(email):
+        raise Unprocessable("email must be a valid email address", pointer="/data/attributes/email")
+    return email
+
+
+def create_organization(principal: Principal, name: str | None, email: str | None):
+    admin = is_site_admin(principal)
+    if not principal.is_user:
+        raise NotFound("organizations can only be created with a user token")
+    if general_settings()["limit-user-organization-creation"] and not admin:
+        raise NotFound("only site administrators may create organizations on this instance")
+    name = validate_org_name(name)
+    email = validate_email(email)
+    moment = now()
+    org = OrganizationModel(
+        name, external_id=new_id("org"), email=email, created_at=moment, updated_at=moment
+    )
+    try:
+        org.save(condition=OrganizationModel.name.does_not_exist())
+    except Exception as exc:  # PutError with ConditionalCheckFailed
+        if _conditional_failure(exc):
+            raise Unprocessable(
+                "name has already been taken", pointer="/data/attributes/name"
+            ) from None
+        raise
+    owners = _new_team(name, OWNERS, "secret", {})
+    owners.save()
+    add_team_members(owners, [principal.id])
+    return org
+
+
+def list_organizations(principal: Principal) -> list[OrganizationModel]:
+    if is_site_admin(principal):
+        return list(OrganizationModel.by_directory.query(DIRECTORY))
+    if principal.kind in ("team", "organization"):
+        name = principal.organization
+        return [o for o in OrganizationModel.batch_get([name])] if name else []
+    user = get_user(principal.id)
+    names = sorted({ref.split("/", 1)[0] for ref in user.team_refs or ()})
+    return sorted(OrganizationModel.batch_get(names), key=lambda o: o.name) if names else []
+
+
+def update_organization(
+    principal: Principal, name: str, *, email: str | None, new_name: str | None
+):
+    org = owned_organization(principal, name)
+    if new_name is not None and new_name != name:
+        raise Unprocessable(
+            "renaming an organization is not supported", pointer="/data/attributes/name"
+        )
+    if email is not None:
+        org.update(
+            actions=[
+                OrganizationModel.email.set(validate_email(email)),
+                OrganizationModel.updated_at.set(now()),
+            ]
+        )
+    return org
+
+
+def delete_organization(principal: Principal, name: str) -> None:
+    """Delete the organization and everything in it (teams, tokens, then its modules)."""
+    org = owned_organization(principal, name)
+    from chalicelib.registry import service as registry  # domains talk through services
+
+    registry.delete_all_for_organization(name)
+    for team in TeamModel.by_organization.query(name):
+        _delete_team(team)
+    for token in owned_tokens("organization", name):
+        token.delete()
+    org.delete()
+
+
+# ----- teams --------------------------------------------------------------------------------
+
+
+def _new_team(org: str, name: str, visibility: str, flags: dict[str, bool]) -> TeamModel:
+    team = TeamModel(
+        new_id("team"), organization=org, name=name, visibility=visibility, created_at=now()
+    )
+    for flag, value in flags.items():
+        setattr(team.access, flag, value)
+    return team
+
+
+def validate_team_name(name: str | None) -> str:
+    if not name:
+        raise Unprocessable("name is required", pointer="/data/attributes/name")
+    if len(name) > 64 or not ORG_NAME.match(name):
+        raise Unprocessable(
+            "name may contain letters, numbers, - and _ (at most 64)",
+            pointer="/data/attributes/name",
+        )
+    return name
+
+
+def create_team(
+    principal: Principal, org: str, name: str | None, visibility: str | None, flags: dict[str, bool]
+) -> TeamModel:
+    owned_organization(principal, org)
+    name = validate_team_name(name)
+    if any(TeamModel.by_organization.query(org, TeamModel.name == name)):
+        raise Unprocessable("name has already been taken", pointer="/data/attributes/name")
+    team = _new_team(org, name, visibility or "secret", flags)
+    team.save(condition=TeamModel.id.does_not_exist())
+    return team
+
+
+def list_teams(principal: Principal, org: str, names: list[str] | None) -> list[TeamModel]:
+    readable_organization(principal, org)
+    teams = list(TeamModel.by_organization.query(org))
+    if names:
+        wanted = set(names)
+        teams = [t for t in teams if t.name in wanted]
+    return teams
+
+
+def readable_team(principal: Principal, team_id: str) -> tuple[TeamModel, OrgAccess]:
+    try:
+        team = TeamModel.get(team_id)
+    except TeamModel.DoesNotExist:
+        raise NotFound(f"team {team_id} not found") from None
+    rights = access(principal, team.organization)
+    is_self = principal.kind == "team" and principal.id == team_id
+    if not (rights.can_read or is_self):
+        raise NotFound(f"team {team_id} not found")
+    return team, rights
+
+
+def owned_team(principal: Principal, team_id: str) -> TeamModel:
+    team, rights = readable_team(principal, team_id)
+    if not rights.is_owner:
+        raise NotFound(f"team {team_id} not found or you are not an owner of its organization")
+    return team
+
+
+def update_team(
+    principal: Principal,
+    team_id: str,
+    name: str | None,
+    visibility: str | None,
+    flags: dict[str, bool],
+) -> TeamModel:
+    team = owned_team(principal, team_id)
+    actions = []
+    if name is not None and name != team.name:
+        if team.is_owners:
+            raise Unprocessable(
+                "the owners team cannot be renamed", pointer="/data/attributes/name"
+            )
+        name = validate_team_name(name)
+        if any(TeamModel.by_organization.query(team.organization, TeamModel.name == name)):
+            raise Unprocessable("name has already been taken", pointer="/data/attributes/name")
+        actions.append(TeamModel.name.set(name))
+    if visibility is not None:
+        actions.append(TeamModel.visibility.set(visibility))
+    for flag, value in flags.items():
+        actions.append(getattr(TeamModel.access, flag).set(value))
+    if actions:
+        team.update(actions=actions)
+    return team
+
+
+def delete_team(principal: Principal, team_id: str) -> None:
+    team = owned_team(principal, team_id)
+    if team.is_owners:
+        raise Unprocessable("the owners team cannot be deleted")
+    _delete_team(team)
+
+
+def _delete_team(team: TeamModel) -> None:
+    remove_team_members(team, list(team.user_ids or ()))
+    for token in owned_tokens("team", team.id):
+        token.delete()
+    team.delete()
+
+
+def add_team_members(team: TeamModel, user_ids: list[str]) -> None:
+    ref = f"{team.organization}/{team.id}"
+    for user_id in user_ids:
+        UserModel(user_id).update(
+            actions=[UserModel.team_refs.add({ref})], condition=UserModel.id.exists()
+        )
+    if user_ids:
+        team.update(actions=[TeamModel.user_ids.add(set(user_ids))])
+
+
+def remove_team_members(team: TeamModel, user_ids: list[str]) -> None:
+    ref = f"{team.organization}/{team.id}"
+    for user_id in user_ids:
+        try:
+            UserModel(user_id).update(
+                actions=[UserModel.team_refs.delete({ref})], condition=UserModel.id.exists()
+            )
+        except Exception as exc:
+            if not _conditional_failure(exc):
+                raise
+    if user_ids:
+        team.update(actions=[TeamModel.user_ids.delete(set(user_ids))])
+
+
+def resolve_usernames(usernames: list[str]) -> list[UserModel]:
+    users = []
+    for index, username in enumerate(usernames):
+        user = find_user_by_name(username)
+        if user is None:
+            raise NotFound(f"user {username!r} not found", pointer=f"/data/{index}/id")
+        users.append(user)
+    return users
+
+
+def change_membership(principal: Principal, team_id: str, usernames: list[str], *, add: bool):
+    team = owned_team(principal, team_id)
+    users = resolve_usernames(usernames)
+    if add:
+        add_team_members(team, [u.id for u in users])
+    else:
+        if team.is_owners and set(team.user_ids or ()) <= {u.id for u in users}:
+            raise Unprocessable("the owners team must keep at least one member")
+        remove_team_members(team, [u.id for u in users])
+
+
+# ----- tokens -------------------------------------------------------------------------------
+
+
+def owned_tokens(kind: str, owner_id: str) -> Iterable[TokenModel]:
+    """The tokens of one owner. Owner ids share one key space (an organization may be named
+    like a user or team id), so the kind must always be part of the lookup."""
+    return TokenModel.by_owner.query(owner_id, filter_condition=TokenModel.kind == kind)
+
+
+def create_team_token(principal: Principal, team_id: str, description: str | None):
+    """A team has one token; creating a new one revokes the old one."""
+    team = owned_team(principal, team_id)
+    for old in owned_tokens("team", team.id):
+        old.delete()
+    token, secret = mint_token(
+        "team",
+        team.id,
+        organization=team.organization,
+        description=description,
+        created_by=principal.id,
+    )
+    team.update(actions=[TeamModel.token_id.set(token.id)])
+    return token, secret
+
+
+def team_token(principal: Principal, team_id: str) -> TokenModel:
+    team = owned_team(principal, team_id)
+    token = next(iter(owned_tokens("team", team.id)), None)
+    if token is None:
+        raise NotFound(f"team {team_id} has no token")
+    return token
+
+
+def delete_team_token(principal: Principal, team_id: str) -> None:
+    team_token(principal, team_id).delete()
+    TeamModel(team_id).update(actions=[TeamModel.token_id.remove()])
+
+
+def create_organization_token(principal: Principal, org: str, description: str | None):
+    owned_organization(principal, org)
+    for old in owned_tokens("organization", org):
+        old.delete()
+    return mint_token(
+        "organization", org, organization=org, description=description, created_by=principal.id
+    )
+
+
+def organization_token(principal: Principal, org: str) -> TokenModel:
+    owned_organization(principal, org)
+    token = next(iter(owned_tokens("organization", org)), None)
+    if token is None:
+        raise NotFound(f"organization {org!r} has no token")
+    return token
+
+
+def _own_user(principal: Principal, user_id: str) -> UserModel:
+    if principal.is_user and (principal.id == user_id or is_site_admin(principal)):
+        return get_user(user_id)
+    raise NotFound(f"user {user_id} not found")
+
+
+def create_user_token(principal: Principal, user_id: str, description: str | None, expired_at):
+    user = _own_user(principal, user_id)
+    return mint_token(
+        "user", user.id, description=description, created_by=principal.id, expired_at=expired_at
+    )
+
+
+def list_user_tokens(principal: Principal, user_id: str) -> list[TokenModel]:
+    user = _own_user(principal, user_id)
+    return list(owned_tokens("user", user.id))
+
+
+def user_token(principal: Principal, token_id: str) -> TokenModel:
+    token = next(iter(TokenModel.by_id.query(token_id)), None)
+    if token is None or token.kind != "user":
+        raise NotFound(f"authentication token {token_id} not found")
+    _own_user(principal, token.owner_id)
+    return token
+
+
+def _conditional_failure(exc: Exception) -> bool:
+    cause = getattr(exc, "cause_response_code", None)
+    return cause == "ConditionalCheckFailedException"
+
+
+__all__ = ["ACCESS_FLAGS", "OrgAccess", "access"]

@@ -1,0 +1,140 @@
+"""Routes: one wrapper that authenticates, hands the handler a request context and turns
+every ``ApiError`` (and every unexpected exception) into a JSON:API error document.
+
+Handlers stay short: ``def handler(ctx: Ctx, **path_params) -> Response``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from chalice import Blueprint, Chalice, Response
+from chalice.app import Request
+
+from chalicelib.core.auth import Principal, authenticate
+from chalicelib.core.errors import (
+    JSONAPI,
+    ApiError,
+    BadRequest,
+    MethodNotAllowed,
+    UnsupportedMediaType,
+    error_response,
+)
+from chalicelib.core.jsonapi import load_json
+from chalicelib.core.pagination import Page, Paged, paginate
+from chalicelib.core.settings import get_settings
+
+log = logging.getLogger("registry")
+
+CONTENT_TYPES = ["application/vnd.api+json", "application/json"]
+
+
+@dataclass
+class Ctx:
+    """What a handler needs of the request: body, query, the caller and absolute URLs."""
+
+    request: Request
+    principal: Principal | None
+    cache: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def user(self) -> Principal:
+        assert self.principal is not None, "route declared public but needs a principal"
+        return self.principal
+
+    def json(self) -> Any:
+        return load_json(self.request.raw_body)
+
+    @property
+    def query(self) -> dict[str, str]:
+        return dict(self.request.query_params or {})
+
+    @property
+    def base_url(self) -> str:
+        configured = get_settings().public_base_url
+        if configured:
+            return configured
+        headers = self.request.headers
+        proto = headers.get("x-forwarded-proto", "http")
+        host = headers.get("host", "localhost")
+        return f"{proto}://{host}"
+
+    def url(self, path: str) -> str:
+        return self.base_url + path
+
+    @property
+    def path(self) -> str:
+        return self.request.context.get("path") or self.request.path
+
+    def page(self) -> Page:
+        return Page.from_query(self.query)
+
+    def paginate(self, items: list[Any]) -> Paged[Any]:
+        return paginate(items, self.page(), self.url(self.path), self.query)
+
+
+Handler = Callable[..., Response]
+
+
+def route(
+    bp: Blueprint | Chalice, path: str, methods: tuple[str, ...] = ("GET",), *, public: bool = False
+) -> Callable[[Handler], Handler]:
+    """Register ``handler(ctx, **params)`` on ``bp`` at ``path`` for ``methods``."""
+
+    def decorate(handler: Handler) -> Handler:
+        def view(**params: str) -> Response:
+            request = bp.current_request
+            try:
+                principal = None if public else authenticate(request.headers.get("authorization"))
+                return handler(Ctx(request, principal), **params)
+            except ApiError as error:
+                return error_response(error)
+            except Exception:  # noqa: BLE001 - the one place unexpected errors become a 500
+                log.exception("unhandled error on %s %s", request.method, path)
+                return error_response(ApiError("an unexpected error occurred"))
+
+        view.__name__ = handler.__name__
+        view.__doc__ = handler.__doc__
+        bp.route(path, methods=list(methods), content_types=CONTENT_TYPES)(view)
+        return handler
+
+    return decorate
+
+
+_CHALICE_ERRORS: dict[int, type[ApiError]] = {
+    400: BadRequest,
+    405: MethodNotAllowed,
+    415: UnsupportedMediaType,
+}
+
+
+def rewrite_chalice_errors(event: Any, get_response: Callable[[Any], Response]) -> Response:
+    """HTTP middleware: Chalice's own ``{"Code","Message"}`` errors become JSON:API errors."""
+    response = get_response(event)
+    if response.status_code < 400:
+        return response
+    body = response.body
+    if isinstance(body, str | bytes):
+        try:
+            body = json.loads(body)
+        except ValueError:
+            return response
+    if not (isinstance(body, dict) and "Code" in body and "Message" in body):
+        return response
+    error_class = _CHALICE_ERRORS.get(response.status_code, ApiError)
+    error = error_class(str(body["Message"]))
+    error.status = response.status_code
+    rewritten = error_response(error)
+    for name, value in response.headers.items():
+        if name.lower() not in ("content-type", "content-length"):
+            rewritten.headers[name] = value
+    rewritten.headers["Content-Type"] = JSONAPI
+    return rewritten
+
+
+def install_middleware(app: Chalice) -> None:
+    app.register_middleware(rewrite_chalice_errors, "http")

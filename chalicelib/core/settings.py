@@ -1,0 +1,61 @@
+"""Settings read from the environment, once per process.
+
+Every deployment-specific value lives here so the rest of the code never reads ``os.environ``.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from functools import lru_cache
+
+EDITIONS = ("self-hosted", "hosted")
+
+
+@dataclass(frozen=True)
+class Settings:
+    edition: str
+    region: str
+    aws_endpoint_url: str | None
+    table_prefix: str
+    bucket: str
+    ingest_queue: str
+    public_base_url: str | None
+    max_archive_bytes: int
+    max_unpacked_bytes: int
+    upload_url_ttl: int
+    download_url_ttl: int
+    app_version: str
+
+    @property
+    def hosted(self) -> bool:
+        return self.edition == "hosted"
+
+    def table_name(self, short: str) -> str:
+        return f"{self.table_prefix}{short}"
+
+
+def _int(name: str, default: int) -> int:
+    raw = os.environ.get(name)
+    return int(raw) if raw else default
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    edition = os.environ.get("EDITION", "self-hosted")
+    if edition not in EDITIONS:
+        raise RuntimeError(f"EDITION must be one of {EDITIONS}, not {edition!r}")
+    return Settings(
+        edition=edition,
+        region=os.environ.get("AWS_DEFAULT_REGION") or os.environ.get("AWS_REGION") or "us-east-1",
+        aws_endpoint_url=os.environ.get("AWS_ENDPOINT_URL") or None,
+        table_prefix=os.environ.get("REGISTRY_TABLE_PREFIX", "registry-dev-"),
+        bucket=os.environ.get("REGISTRY_BUCKET", "registry-dev-archives"),
+        ingest_queue=os.environ.get("REGISTRY_INGEST_QUEUE", "registry-dev-ingest"),
+        public_base_url=(os.environ.get("REGISTRY_PUBLIC_URL") or "").rstrip("/") or None,
+        max_archive_bytes=_int("REGISTRY_MAX_ARCHIVE_BYTES", 50 * 1024 * 1024),
+        max_unpacked_bytes=_int("REGISTRY_MAX_UNPACKED_BYTES", 250 * 1024 * 1024),
+        upload_url_ttl=_int("REGISTRY_UPLOAD_URL_TTL", 3600),
+        download_url_ttl=_int("REGISTRY_DOWNLOAD_URL_TTL", 300),
+        app_version=os.environ.get("REGISTRY_VERSION", "0.1.0"),
+    )

@@ -1,0 +1,146 @@
+"""The ingest handler: one S3 ObjectCreated record in, one version ``ok`` or failed out.
+
+The SQS Lambda and the local poller both call ``handle_s3_record``; it is safe to run twice
+for the same object (SQS delivers at least once): a version already ``ok`` ignores new
+uploads, a missing object means the work was done, and every write is conditional on the
+version still existing with the same id.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+from urllib.parse import unquote_plus
+
+from botocore.exceptions import ClientError
+
+from chalicelib.core.aws import client
+from chalicelib.core.settings import get_settings
+from chalicelib.registry import objects, semver
+from chalicelib.registry import service as registry
+from chalicelib.registry.store import ModuleVersionModel
+
+log = logging.getLogger("registry.ingest")
+
+INGESTING = "reg_ingressing"
+
+
+def handle_sqs_body(body: str) -> None:
+    """An SQS message body is an S3 event notification (or S3's one-off test event)."""
+    event = json.loads(body)
+    for record in event.get("Records", []):
+        if record.get("eventSource") == "aws:s3" and record["eventName"].startswith(
+            "ObjectCreated"
+        ):
+            handle_s3_record(record)
+
+
+def handle_s3_record(record: dict[str, Any]) -> str:
+    """Ingest the uploaded archive named by ``record``; returns what happened (for logs)."""
+    key = unquote_plus(record["s3"]["object"]["key"])
+    upload = objects.UploadKey.parse(key)
+    if upload is None:
+        log.info("ignoring object %s: not an upload key", key)
+        return "ignored"
+    version = _find_version(upload)
+    if version is None:
+        objects.delete_objects([key])
+        return "stale"
+    if version.status == registry.DONE:
+        # Published archives are immutable: drop the late re-upload, keep the archive.
+        objects.delete_objects([key])
+        return "already-ok"
+    if not registry.mark_version(version, INGESTING):
+        return "stale"
+    try:
+        outcome = _ingest(version, upload)
+    except _Rejected as rejected:
+        registry.mark_version(version, registry.FAILED, error=rejected.reason)
+        objects.delete_objects([key])
+        log.info("version %s rejected: %s", version.id, rejected.reason)
+        return "failed"
+    except _Gone:
+        return "gone"
+    return outcome
+
+
+class _Rejected(Exception):
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class _Gone(Exception):
+    """The uploaded object disappeared (already processed by another delivery)."""
+
+
+def _find_version(upload: objects.UploadKey) -> ModuleVersionModel | None:
+    try:
+        order_key = semver.parse(upload.version).order_key
+        version = ModuleVersionModel.get(upload.module_id, order_key)
+    except (semver.InvalidVersion, ModuleVersionModel.DoesNotExist):
+        return None
+    return version if version.id == upload.version_id else None
+
+
+def _ingest(version: ModuleVersionModel, upload: objects.UploadKey) -> str:
+    from chalicelib.registry.ingest.archive import ArchiveError, read_archive
+    from chalicelib.registry.ingest.hcl import HclError, parse_module
+
+    settings = get_settings()
+    s3 = client("s3")
+    try:
+        obj = s3.get_object(Bucket=settings.bucket, Key=upload.key)
+    except ClientError as exc:
+        if exc.response["Error"]["Code"] in ("NoSuchKey", "404"):
+            raise _Gone() from None
+        raise
+    length = obj.get("ContentLength") or 0
+    if length > settings.max_archive_bytes:
+        obj["Body"].close()
+        raise _Rejected(
+            f"archive is {length} bytes, over the limit of {settings.max_archive_bytes} bytes"
+        )
+    try:
+        contents = read_archive(
+            obj["Body"],
+            max_compressed=settings.max_archive_bytes,
+            max_unpacked=settings.max_unpacked_bytes,
+        )
+        metadata = parse_module(contents.files)
+    except ArchiveError as exc:
+        raise _Rejected(exc.message) from None
+    except HclError as exc:
+        raise _Rejected(str(exc)) from None
+    name = version.module_key.split("#")[2]
+    metadata["root"]["name"] = name
+    metadata["sha256"] = contents.sha256
+    objects.put_metadata(upload.metadata_key, metadata)
+    # Copy exactly the bytes we validated: a re-upload racing with us fails the ETag check.
+    try:
+        s3.copy_object(
+            Bucket=settings.bucket,
+            Key=upload.archive_key,
+            CopySource={"Bucket": settings.bucket, "Key": upload.key},
+            CopySourceIfMatch=obj["ETag"],
+            ContentType="application/x-gzip",
+            MetadataDirective="REPLACE",
+        )
+    except ClientError as exc:
+        if exc.response["Error"]["Code"] in ("PreconditionFailed", "NoSuchKey", "412"):
+            return "superseded"  # the newer upload has its own event and will be ingested
+        raise
+    done = registry.mark_version(
+        version,
+        registry.DONE,
+        sha256=contents.sha256,
+        size=contents.compressed_size,
+        archive_key=upload.archive_key,
+        metadata_key=upload.metadata_key,
+    )
+    objects.delete_objects([upload.key])
+    if not done:
+        objects.delete_objects([upload.archive_key, upload.metadata_key])
+        return "stale"
+    return "ok"

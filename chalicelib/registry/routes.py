@@ -1,0 +1,295 @@
+"""HTTP routes of the registry-modules API (``/api/v2``), both path families.
+
+Path parameters at the same depth share one name across routes (API Gateway requires it),
+hence ``module_ref`` for "organization name or module id" under ``/registry-modules``.
+Empty path segments (``//``, a trailing ``/``) are dropped before dispatching deletes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from chalice import Blueprint
+
+from chalicelib.accounts.service import OrgAccess
+from chalicelib.core.errors import NotFound, Unprocessable
+from chalicelib.core.http import Ctx, route
+from chalicelib.core.ids import iso
+from chalicelib.core.jsonapi import (
+    Attributes,
+    document,
+    no_content,
+    parse_attributes,
+    resource,
+    to_one,
+)
+from chalicelib.registry import service
+from chalicelib.registry.semver import parse as parse_version
+from chalicelib.registry.service import ModuleRef
+from chalicelib.registry.store import ModuleModel, ModuleVersionModel
+
+bp = Blueprint(__name__)
+
+ORG_MODULES = "/api/v2/organizations/{organization_name}/registry-modules"
+MODULE = ORG_MODULES + "/{registry_name}/{namespace}/{name}/{provider}"
+
+
+# ----- rendering ----------------------------------------------------------------------------
+
+
+def _version_order(version: str) -> tuple[Any, ...]:
+    try:
+        return (0, parse_version(version).order_key)
+    except ValueError:
+        return (1, version)
+
+
+def render_module(module: ModuleModel, rights: OrgAccess) -> dict[str, Any]:
+    statuses = module.version_statuses.as_dict() if module.version_statuses else {}
+    attributes: dict[str, Any] = {
+        "name": module.name,
+        "namespace": module.namespace,
+        "provider": module.provider,
+        "registry-name": module.registry_name,
+        "status": module.status,
+        "version-statuses": [
+            {"version": v, **statuses[v]} for v in sorted(statuses, key=_version_order)
+        ],
+        "publishing-mechanism": module.publishing_mechanism,
+        "no-code": module.no_code,
+        "created-at": iso(module.created_at),
+        "updated-at": iso(module.updated_at),
+        "permissions": {
+            "can-delete": rights.is_owner,
+            "can-resync": rights.manage_modules,
+            "can-retry": rights.manage_modules,
+        },
+        "test-config": module.test_config,
+    }
+    return resource(
+        "registry-modules",
+        module.id,
+        attributes,
+        relationships={
+            "organization": to_one("organizations", module.organization),
+            "no-code-modules": {"data": []},
+        },
+        links={
+            "self": f"/api/v2/organizations/{module.organization}/registry-modules/"
+            f"{module.registry_name}/{module.namespace}/{module.name}/{module.provider}"
+        },
+    )
+
+
+def render_version(version: ModuleVersionModel, upload: str | None = None) -> dict[str, Any]:
+    attributes: dict[str, Any] = {
+        "source": version.source,
+        "status": version.status,
+        "version": version.version,
+        "commit-sha": version.commit_sha,
+        "created-at": iso(version.created_at),
+        "updated-at": iso(version.updated_at),
+    }
+    if version.error:
+        attributes["error"] = version.error
+    if version.sha256:
+        attributes["sha256"] = version.sha256
+    return resource(
+        "registry-module-versions",
+        version.id,
+        attributes,
+        relationships={"registry-module": to_one("registry-modules", version.module_id)},
+        links={"upload": upload} if upload else {},
+    )
+
+
+# ----- request bodies -----------------------------------------------------------------------
+
+
+class CreateModule(Attributes):
+    name: str | None = None
+    provider: str | None = None
+    namespace: str | None = None
+    registry_name: str | None = None
+    no_code: bool | None = None
+
+
+class TestConfig(Attributes):
+    tests_enabled: bool | None = None
+
+
+class UpdateModule(Attributes):
+    no_code: bool | None = None
+    test_config: TestConfig | None = None
+
+
+class CreateVersion(Attributes):
+    version: str | None = None
+    commit_sha: str | None = None
+
+
+# ----- modules ------------------------------------------------------------------------------
+
+
+@route(bp, ORG_MODULES, methods=("GET", "POST"))
+def modules(ctx: Ctx, organization_name: str):
+    if ctx.request.method == "POST":
+        attrs = parse_attributes(ctx.json(), CreateModule, type_="registry-modules")
+        module, rights = service.create_module(
+            ctx.user,
+            organization_name,
+            name=attrs.name,
+            provider=attrs.provider,
+            registry=attrs.registry_name,
+            namespace=attrs.namespace,
+            no_code=attrs.no_code,
+        )
+        return document(render_module(module, rights), status=201)
+    query = ctx.query
+    filters = {
+        field: query[f"filter[{field}]"]
+        for field in ("registry_name", "provider", "organization_name")
+        if query.get(f"filter[{field}]")
+    }
+    found, rights = service.list_modules(ctx.user, organization_name, query.get("q"), filters)
+    page = ctx.paginate(found)
+    return document(
+        [render_module(m, rights) for m in page.items], links=page.links, meta=page.meta
+    )
+
+
+@route(bp, MODULE, methods=("GET", "PATCH", "DELETE"))
+def module(
+    ctx: Ctx, organization_name: str, registry_name: str, namespace: str, name: str, provider: str
+):
+    ref = ModuleRef(organization_name, registry_name, namespace, name, provider)
+    if ctx.request.method == "DELETE":
+        return _delete(ctx, organization_name, [registry_name, namespace, name, provider])
+    if ctx.request.method == "PATCH":
+        attrs = parse_attributes(
+            ctx.json(), UpdateModule, type_="registry-modules", lenient_type=True
+        )
+        tests = attrs.test_config.tests_enabled if attrs.test_config else None
+        found, rights = service.update_module(
+            ctx.user, ref, no_code=attrs.no_code, tests_enabled=tests
+        )
+        found.refresh()
+        return document(render_module(found, rights))
+    found, rights = service.get_module(ctx.user, ref)
+    return document(render_module(found, rights))
+
+
+@route(bp, "/api/v2/registry-modules/show/{organization_name}/{name}/{provider}")
+def show_module_deprecated(ctx: Ctx, organization_name: str, name: str, provider: str):
+    ref = ModuleRef(organization_name, "private", organization_name, name, provider)
+    found, rights = service.get_module(ctx.user, ref)
+    return document(render_module(found, rights))
+
+
+@route(bp, "/api/v2/registry-modules/{module_ref}")
+def module_by_id(ctx: Ctx, module_ref: str):
+    found, rights = service.get_module_by_id(ctx.user, module_ref)
+    return document(render_module(found, rights))
+
+
+# ----- versions -----------------------------------------------------------------------------
+
+
+def _create_version(ctx: Ctx, ref: ModuleRef):
+    attrs = parse_attributes(ctx.json(), CreateVersion, type_="registry-module-versions")
+    version, upload = service.create_version(ctx.user, ref, attrs.version, attrs.commit_sha)
+    return document(render_version(version, upload), status=201)
+
+
+def _list_versions(ctx: Ctx, found: ModuleModel):
+    versions = sorted(service.list_versions(found), key=lambda v: v.order_key, reverse=True)
+    page = ctx.paginate(versions)
+    data = [render_version(v, service.upload_url(v)) for v in page.items]
+    return document(data, links=page.links, meta=page.meta)
+
+
+@route(bp, MODULE + "/versions", methods=("GET", "POST"))
+def versions(
+    ctx: Ctx, organization_name: str, registry_name: str, namespace: str, name: str, provider: str
+):
+    ref = ModuleRef(organization_name, registry_name, namespace, name, provider)
+    if ctx.request.method == "POST":
+        return _create_version(ctx, ref)
+    found, _ = service.get_module(ctx.user, ref)
+    return _list_versions(ctx, found)
+
+
+@route(bp, "/api/v2/registry-modules/{module_ref}/{name}/{provider}/versions", methods=("POST",))
+def create_version_deprecated(ctx: Ctx, module_ref: str, name: str, provider: str):
+    return _create_version(ctx, ModuleRef(module_ref, "private", module_ref, name, provider))
+
+
+@route(bp, "/api/v2/registry-modules/{module_ref}/versions")
+def versions_by_module_id(ctx: Ctx, module_ref: str):
+    found, _ = service.get_module_by_id(ctx.user, module_ref)
+    return _list_versions(ctx, found)
+
+
+@route(bp, MODULE + "/version")
+def version_lookup(
+    ctx: Ctx, organization_name: str, registry_name: str, namespace: str, name: str, provider: str
+):
+    wanted = ctx.query.get("module_version")
+    if not wanted:
+        raise Unprocessable(
+            "the module_version query parameter is required", parameter="module_version"
+        )
+    ref = ModuleRef(organization_name, registry_name, namespace, name, provider)
+    version, _ = service.find_version(ctx.user, ref, wanted)
+    return document(render_version(version, service.upload_url(version)))
+
+
+# ----- deletes ------------------------------------------------------------------------------
+
+
+def _delete(ctx: Ctx, organization: str, segments: list[str]):
+    """Drop trailing empty segments (``//``, trailing ``/``); an empty one inside is a 404."""
+    while segments and not segments[-1]:
+        segments.pop()
+    if len(segments) < 3 or not all(segments):
+        raise NotFound("module not found: the path needs registry, namespace and name")
+    service.delete(ctx.user, organization, segments)
+    return no_content()
+
+
+@route(bp, ORG_MODULES + "/{registry_name}/{namespace}/{name}", methods=("DELETE",))
+def delete_name(ctx: Ctx, organization_name: str, registry_name: str, namespace: str, name: str):
+    return _delete(ctx, organization_name, [registry_name, namespace, name])
+
+
+@route(bp, MODULE + "/{version}", methods=("DELETE",))
+def delete_version(
+    ctx: Ctx,
+    organization_name: str,
+    registry_name: str,
+    namespace: str,
+    name: str,
+    provider: str,
+    version: str,
+):
+    return _delete(ctx, organization_name, [registry_name, namespace, name, provider, version])
+
+
+DEPRECATED_DELETE = "/api/v2/registry-modules/actions/delete/{organization_name}/{name}"
+
+
+@route(bp, DEPRECATED_DELETE, methods=("POST",))
+def delete_name_deprecated(ctx: Ctx, organization_name: str, name: str):
+    return _delete(ctx, organization_name, ["private", organization_name, name])
+
+
+@route(bp, DEPRECATED_DELETE + "/{provider}", methods=("POST",))
+def delete_provider_deprecated(ctx: Ctx, organization_name: str, name: str, provider: str):
+    return _delete(ctx, organization_name, ["private", organization_name, name, provider])
+
+
+@route(bp, DEPRECATED_DELETE + "/{provider}/{version}", methods=("POST",))
+def delete_version_deprecated(
+    ctx: Ctx, organization_name: str, name: str, provider: str, version: str
+):
+    return _delete(ctx, organization_name, ["private", organization_name, name, provider, version])

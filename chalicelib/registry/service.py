@@ -1,0 +1,412 @@
+"""Registry modules and versions: validation, permissions, lifecycle and deletion cascades.
+
+A "module" resource is one (registry, namespace, name, provider) record. Deleting a
+module's last version deletes that record (the provider); deleting the last provider of a
+name leaves nothing of the name, which is SPEC.md's "module deleted".
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import dataclass
+
+from pynamodb.connection import Connection
+from pynamodb.exceptions import DeleteError, PutError, TransactWriteError, UpdateError
+from pynamodb.expressions.condition import size
+from pynamodb.transactions import TransactWrite
+
+from chalicelib.accounts import service as accounts
+from chalicelib.core.auth import Principal
+from chalicelib.core.errors import Forbidden, NotFound, Unprocessable
+from chalicelib.core.ids import new_id, now
+from chalicelib.core.settings import get_settings
+from chalicelib.registry import objects, semver
+from chalicelib.registry.store import ModuleModel, ModuleVersionModel, module_key, name_prefix
+
+log = logging.getLogger("registry")
+
+NAME = re.compile(r"^[0-9A-Za-z](?:[0-9A-Za-z_-]*[0-9A-Za-z])?$")
+PROVIDER = re.compile(r"^[0-9a-z]+$")
+MAX_LENGTH = 64
+REGISTRIES = ("private", "public")
+DONE = "ok"
+FAILED = "reg_ingress_failed"
+
+
+@dataclass(frozen=True)
+class ModuleRef:
+    organization: str
+    registry: str
+    namespace: str
+    name: str
+    provider: str
+
+    @property
+    def key(self) -> str:
+        return module_key(self.registry, self.namespace, self.name, self.provider)
+
+
+# ----- validation ---------------------------------------------------------------------------
+
+
+def validate_name(value: str | None, field: str) -> str:
+    if not value:
+        raise Unprocessable(f"{field} is required", pointer=f"/data/attributes/{field}")
+    if len(value) > MAX_LENGTH:
+        raise Unprocessable(
+            f"{field} must be at most {MAX_LENGTH} characters", pointer=f"/data/attributes/{field}"
+        )
+    if not NAME.match(value):
+        raise Unprocessable(
+            f"{field} may contain letters, numbers, dashes and underscores, "
+            "and must start and end with a letter or number",
+            pointer=f"/data/attributes/{field}",
+        )
+    return value
+
+
+def validate_provider(value: str | None) -> str:
+    if not value:
+        raise Unprocessable("provider is required", pointer="/data/attributes/provider")
+    if len(value) > MAX_LENGTH or not PROVIDER.match(value):
+        raise Unprocessable(
+            f"provider must be lowercase letters and numbers only, at most {MAX_LENGTH}",
+            pointer="/data/attributes/provider",
+        )
+    return value
+
+
+def check_registry(registry: str) -> str:
+    """``private`` always; ``public`` only where public curation exists (hosted edition)."""
+    if registry not in REGISTRIES:
+        raise NotFound(f"registry {registry!r} not found: use 'private' or 'public'")
+    if registry == "public" and not get_settings().hosted:
+        raise Forbidden("public module curation is disabled on this instance", title="forbidden")
+    return registry
+
+
+# ----- reading ------------------------------------------------------------------------------
+
+
+def _readable(principal: Principal, organization: str) -> accounts.OrgAccess:
+    return accounts.readable_organization(principal, organization)[1]
+
+
+def _require(rights: accounts.OrgAccess, what: str, *, owner: bool = False) -> None:
+    allowed = rights.is_owner if owner else rights.manage_modules
+    if not allowed:
+        need = "the owners team" if owner else "a team with the manage-modules permission"
+        raise NotFound(f"not found: {what} needs a user or team token of {need}")
+
+
+def list_modules(
+    principal: Principal, organization: str, q: str | None, filters: dict[str, str]
+) -> tuple[list[ModuleModel], accounts.OrgAccess]:
+    rights = _readable(principal, organization)
+    wanted_org = filters.get("organization_name")
+    if wanted_org and wanted_org != organization:
+        return [], rights
+    modules = list(ModuleModel.query(organization))
+    if registry := filters.get("registry_name"):
+        modules = [m for m in modules if m.registry_name == registry]
+    if provider := filters.get("provider"):
+        modules = [m for m in modules if m.provider == provider]
+    if q:
+        needle = q.lower()
+        modules = [
+            m
+            for m in modules
+            if needle in m.name.lower()
+            or needle in m.namespace.lower()
+            or needle in m.provider.lower()
+        ]
+    return modules, rights
+
+
+def get_module(principal: Principal, ref: ModuleRef) -> tuple[ModuleModel, accounts.OrgAccess]:
+    check_registry(ref.registry)
+    rights = _readable(principal, ref.organization)
+    try:
+        return ModuleModel.get(ref.organization, ref.key), rights
+    except ModuleModel.DoesNotExist:
+        raise NotFound(f"module {ref.namespace}/{ref.name}/{ref.provider} not found") from None
+
+
+def get_module_by_id(principal: Principal, module_id: str):
+    module = next(iter(ModuleModel.by_id.query(module_id)), None)
+    if module is None:
+        raise NotFound(f"registry module {module_id} not found")
+    rights = accounts.access(principal, module.organization)
+    if not rights.can_read:
+        raise NotFound(f"registry module {module_id} not found")
+    return module, rights
+
+
+def list_versions(module: ModuleModel) -> list[ModuleVersionModel]:
+    return list(ModuleVersionModel.query(module.id))
+
+
+def find_version(principal: Principal, ref: ModuleRef, version: str):
+    module, rights = get_module(principal, ref)
+    return _version(module, version), rights
+
+
+def _version(module: ModuleModel, version: str) -> ModuleVersionModel:
+    try:
+        parsed = semver.parse(version)
+        return ModuleVersionModel.get(module.id, parsed.order_key)
+    except (semver.InvalidVersion, ModuleVersionModel.DoesNotExist):
+        raise NotFound(
+            f"version {version!r} of {module.name}/{module.provider} not found"
+        ) from None
+
+
+# ----- creating -----------------------------------------------------------------------------
+
+
+def create_module(
+    principal: Principal,
+    organization: str,
+    *,
+    name: str | None,
+    provider: str | None,
+    registry: str | None,
+    namespace: str | None,
+    no_code: bool | None,
+) -> tuple[ModuleModel, accounts.OrgAccess]:
+    rights = _readable(principal, organization)
+    registry = registry or "private"
+    if registry not in REGISTRIES:
+        raise Unprocessable(
+            "registry-name must be 'private' or 'public'", pointer="/data/attributes/registry-name"
+        )
+    name = validate_name(name, "name")
+    provider = validate_provider(provider)
+    if registry == "private":
+        if namespace not in (None, "", organization):
+            raise Unprocessable(
+                "namespace cannot be set for private modules", pointer="/data/attributes/namespace"
+            )
+        namespace = organization
+    else:
+        check_registry(registry)
+        namespace = validate_name(namespace, "namespace")
+    _require(rights, "creating a module")
+    moment = now()
+    module = ModuleModel(
+        organization,
+        module_key(registry, namespace, name, provider),
+        id=new_id("mod"),
+        registry_name=registry,
+        namespace=namespace,
+        name=name,
+        provider=provider,
+        status="pending" if registry == "private" else "setup_complete",
+        no_code=bool(no_code),
+        created_at=moment,
+        updated_at=moment,
+    )
+    try:
+        module.save(condition=ModuleModel.key.does_not_exist())
+    except PutError as exc:
+        if _conditional(exc):
+            raise Unprocessable(
+                f"module {namespace}/{name}/{provider} already exists in the {registry} registry",
+                pointer="/data/attributes/name",
+                title="name has already been taken",
+            ) from None
+        raise
+    return module, rights
+
+
+def update_module(
+    principal: Principal, ref: ModuleRef, *, no_code: bool | None, tests_enabled: bool | None
+) -> tuple[ModuleModel, accounts.OrgAccess]:
+    module, rights = get_module(principal, ref)
+    _require(rights, "updating a module", owner=True)
+    actions = [ModuleModel.updated_at.set(now())]
+    if no_code is not None:
+        actions.append(ModuleModel.no_code.set(no_code))
+    if tests_enabled is not None:
+        config = module.test_config or {"id": new_id("tc")}
+        actions.append(ModuleModel.test_config.set({**config, "tests-enabled": tests_enabled}))
+    module.update(actions=actions)
+    return module, rights
+
+
+def create_version(
+    principal: Principal, ref: ModuleRef, version: str | None, commit_sha: str | None
+) -> tuple[ModuleVersionModel, str]:
+    """A pending version and its presigned upload URL."""
+    if ref.registry == "public":
+        check_registry("public")
+    module, rights = get_module(principal, ref)
+    if module.registry_name != "private":
+        raise Forbidden("versions cannot be created for public modules")
+    _require(rights, "creating a version")
+    if not version:
+        raise Unprocessable("version is required", pointer="/data/attributes/version")
+    try:
+        parsed = semver.parse(version)
+    except semver.InvalidVersion as exc:
+        raise Unprocessable(str(exc), pointer="/data/attributes/version") from None
+    moment = now()
+    version_id = new_id("modver")
+    upload = objects.UploadKey(module.id, version, version_id)
+    item = ModuleVersionModel(
+        module.id,
+        parsed.order_key,
+        id=version_id,
+        version=version,
+        commit_sha=commit_sha,
+        organization=module.organization,
+        module_key=module.key,
+        upload_key=upload.key,
+        created_at=moment,
+        updated_at=moment,
+    )
+    try:
+        with TransactWrite(connection=_connection()) as tx:
+            tx.save(item, condition=ModuleVersionModel.order_key.does_not_exist())
+            tx.update(
+                module,
+                actions=[
+                    ModuleModel.version_statuses[version].set({"status": "pending"}),
+                    ModuleModel.updated_at.set(moment),
+                ],
+                condition=ModuleModel.id == module.id,
+            )
+    except TransactWriteError as exc:
+        reasons = [r.code for r in (exc.cancellation_reasons or []) if r]
+        if reasons and reasons[0] == "ConditionalCheckFailed":
+            raise Unprocessable(
+                f"version {version} already exists",
+                pointer="/data/attributes/version",
+                title="version has already been taken",
+            ) from None
+        if len(reasons) > 1 and reasons[1] == "ConditionalCheckFailed":
+            raise NotFound("the module was deleted while the version was being created") from None
+        raise
+    return item, objects.presigned_upload_url(upload.key)
+
+
+def upload_url(version: ModuleVersionModel) -> str | None:
+    """The upload link stays usable until the version is ok (CI retries, failed ingests)."""
+    if version.status == DONE:
+        return None
+    return objects.presigned_upload_url(version.upload_key)
+
+
+# ----- deleting -----------------------------------------------------------------------------
+
+
+def delete(principal: Principal, organization: str, parts: list[str]) -> None:
+    """Delete by ``[registry, namespace, name]`` + optional ``provider`` + optional ``version``."""
+    registry, namespace, name, *rest = parts
+    check_registry(registry)
+    rights = _readable(principal, organization)
+    _require(rights, "deleting a module", owner=True)
+    if registry == "public" and rest:
+        raise NotFound("public modules can only be deleted by namespace and name")
+    if not rest:
+        modules = list(
+            ModuleModel.query(
+                organization, ModuleModel.key.startswith(name_prefix(registry, namespace, name))
+            )
+        )
+        if not modules:
+            raise NotFound(f"module {namespace}/{name} not found")
+        for module in modules:
+            delete_module_record(module)
+        return
+    provider = rest[0]
+    try:
+        module = ModuleModel.get(organization, module_key(registry, namespace, name, provider))
+    except ModuleModel.DoesNotExist:
+        raise NotFound(f"module {namespace}/{name}/{provider} not found") from None
+    if len(rest) == 1:
+        delete_module_record(module)
+        return
+    delete_version(module, _version(module, rest[1]))
+
+
+def delete_version(module: ModuleModel, version: ModuleVersionModel) -> None:
+    with TransactWrite(connection=_connection()) as tx:
+        tx.delete(version)
+        tx.update(
+            module,
+            actions=[
+                ModuleModel.version_statuses[version.version].remove(),
+                ModuleModel.updated_at.set(now()),
+            ],
+        )
+    objects.delete_objects([version.upload_key, version.archive_key, version.metadata_key])
+    # The last version takes its provider with it; a concurrent new version keeps it alive.
+    try:
+        module.delete(condition=size(ModuleModel.version_statuses) == 0)
+    except DeleteError as exc:
+        if not _conditional(exc):
+            raise
+
+
+def delete_module_record(module: ModuleModel) -> None:
+    """Delete the record first (it disappears from every read), then its versions."""
+    try:
+        module.delete()
+    except DeleteError:
+        log.warning("module %s was already gone", module.id)
+    versions = list(ModuleVersionModel.query(module.id))
+    with ModuleVersionModel.batch_write() as batch:
+        for version in versions:
+            batch.delete(version)
+    objects.delete_objects(
+        [k for v in versions for k in (v.upload_key, v.archive_key, v.metadata_key)]
+    )
+
+
+def delete_all_for_organization(organization: str) -> None:
+    for module in ModuleModel.query(organization):
+        delete_module_record(module)
+
+
+# ----- ingestion outcome --------------------------------------------------------------------
+
+
+def mark_version(
+    version: ModuleVersionModel, status: str, *, error: str | None = None, **fields: object
+) -> bool:
+    """Record an ingest status on the version and the module; False if either is gone."""
+    moment = now()
+    entry = {"status": status, **({"error": error} if error else {})}
+    actions = [ModuleVersionModel.status.set(status), ModuleVersionModel.updated_at.set(moment)]
+    actions.append(
+        ModuleVersionModel.error.set(error) if error else ModuleVersionModel.error.remove()
+    )
+    for name, value in fields.items():
+        actions.append(getattr(ModuleVersionModel, name).set(value))
+    module = ModuleModel(version.organization, version.module_key)
+    module_actions = [
+        ModuleModel.version_statuses[version.version].set(entry),
+        ModuleModel.updated_at.set(moment),
+    ]
+    if status == DONE:
+        module_actions.append(ModuleModel.status.set("setup_complete"))
+    try:
+        with TransactWrite(connection=_connection()) as tx:
+            tx.update(version, actions=actions, condition=ModuleVersionModel.id == version.id)
+            tx.update(module, actions=module_actions, condition=ModuleModel.id == version.module_id)
+    except TransactWriteError as exc:
+        if any(r and r.code == "ConditionalCheckFailed" for r in exc.cancellation_reasons or []):
+            return False
+        raise
+    return True
+
+
+def _connection() -> Connection:
+    settings = get_settings()
+    return Connection(region=settings.region, host=settings.aws_endpoint_url)
+
+
+def _conditional(exc: PutError | UpdateError | DeleteError) -> bool:
+    return getattr(exc, "cause_response_code", None) == "ConditionalCheckFailedException"

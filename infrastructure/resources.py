@@ -1,0 +1,96 @@
+"""The AWS resources the registry needs, defined once for CloudFormation and for moto.
+
+``provision()`` creates them against whatever endpoint boto3 is configured for (the local
+runner and the end-to-end tests point it at moto); the CloudFormation template is generated
+from the same table definitions and names.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from typing import Any
+
+# Importing the stores registers every model with db.MODELS.
+from chalicelib.accounts import store as _accounts_store  # noqa: F401
+from chalicelib.admin import store as _admin_store  # noqa: F401
+from chalicelib.core import auth as _auth  # noqa: F401
+from chalicelib.core import db
+from chalicelib.core.aws import client
+from chalicelib.core.settings import get_settings
+from chalicelib.registry import store as _registry_store  # noqa: F401
+from chalicelib.registry.objects import UPLOAD_PREFIX
+
+DLQ_SUFFIX = "-dlq"
+MAX_RECEIVES = 5
+
+
+def queue_policy(queue_arn: str, bucket: str) -> dict[str, Any]:
+    return {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Effect": "Allow",
+                "Principal": {"Service": "s3.amazonaws.com"},
+                "Action": "sqs:SendMessage",
+                "Resource": queue_arn,
+                "Condition": {"ArnLike": {"aws:SourceArn": f"arn:aws:s3:::{bucket}"}},
+            }
+        ],
+    }
+
+
+def notification_configuration(queue_arn: str) -> dict[str, Any]:
+    return {
+        "QueueConfigurations": [
+            {
+                "QueueArn": queue_arn,
+                "Events": ["s3:ObjectCreated:*"],
+                "Filter": {
+                    "Key": {
+                        "FilterRules": [
+                            {"Name": "prefix", "Value": UPLOAD_PREFIX},
+                            {"Name": "suffix", "Value": ".tar.gz"},
+                        ]
+                    }
+                },
+            }
+        ]
+    }
+
+
+def provision() -> str:
+    """Create tables, bucket, queue + dead-letter queue and the bucket -> queue wiring.
+
+    Idempotent. Returns the ingest queue URL.
+    """
+    settings = get_settings()
+    db.create_tables()
+    s3, sqs = client("s3"), client("sqs")
+    with contextlib.suppress(s3.exceptions.BucketAlreadyOwnedByYou):
+        s3.create_bucket(Bucket=settings.bucket)
+    dlq_url = sqs.create_queue(QueueName=settings.ingest_queue + DLQ_SUFFIX)["QueueUrl"]
+    dlq_arn = _queue_arn(dlq_url)
+    queue_url = sqs.create_queue(
+        QueueName=settings.ingest_queue,
+        Attributes={
+            "VisibilityTimeout": "120",
+            "RedrivePolicy": json.dumps(
+                {"deadLetterTargetArn": dlq_arn, "maxReceiveCount": str(MAX_RECEIVES)}
+            ),
+        },
+    )["QueueUrl"]
+    queue_arn = _queue_arn(queue_url)
+    sqs.set_queue_attributes(
+        QueueUrl=queue_url,
+        Attributes={"Policy": json.dumps(queue_policy(queue_arn, settings.bucket))},
+    )
+    s3.put_bucket_notification_configuration(
+        Bucket=settings.bucket, NotificationConfiguration=notification_configuration(queue_arn)
+    )
+    return queue_url
+
+
+def _queue_arn(url: str) -> str:
+    attributes = client("sqs").get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])
+    return attributes["Attributes"]["QueueArn"]

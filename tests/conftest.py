@@ -1,0 +1,161 @@
+"""Fast test layer: moto's in-process mock of AWS plus Chalice's test client.
+
+The environment is fixed before anything from chalicelib is imported, because table names
+and endpoints are read when the models are defined.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import tarfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+os.environ.update(
+    AWS_ACCESS_KEY_ID="testing",
+    AWS_SECRET_ACCESS_KEY="testing",
+    AWS_DEFAULT_REGION="us-east-1",
+    REGISTRY_TABLE_PREFIX="test-",
+    REGISTRY_BUCKET="test-archives",
+    REGISTRY_INGEST_QUEUE="test-ingest",
+)
+for _name in ("AWS_ENDPOINT_URL", "AWS_PROFILE", "EDITION", "REGISTRY_PUBLIC_URL"):
+    os.environ.pop(_name, None)
+
+import pytest  # noqa: E402
+from moto import mock_aws  # noqa: E402
+
+from chalicelib.core.aws import reset_clients  # noqa: E402
+from chalicelib.core.settings import get_settings  # noqa: E402
+
+ADMIN_TOKEN = "admin-token-for-tests"
+
+
+@pytest.fixture
+def aws() -> Iterator[None]:
+    with mock_aws():
+        reset_clients()
+        from infrastructure.resources import provision
+
+        provision()
+        yield
+    reset_clients()
+
+
+@pytest.fixture
+def hosted(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    monkeypatch.setenv("EDITION", "hosted")
+    get_settings.cache_clear()
+    yield
+    monkeypatch.delenv("EDITION")
+    get_settings.cache_clear()
+
+
+@dataclass
+class Reply:
+    status: int
+    headers: dict[str, str]
+    body: bytes
+
+    @property
+    def json(self) -> Any:
+        return json.loads(self.body) if self.body else None
+
+    @property
+    def data(self) -> Any:
+        return self.json["data"]
+
+    @property
+    def error(self) -> dict[str, Any]:
+        return self.json["errors"][0]
+
+
+class Api:
+    """JSON:API calls through Chalice's test client, as a given token."""
+
+    def __init__(self, client: Any, token: str | None) -> None:
+        self.client = client
+        self.token = token
+
+    def as_(self, token: str | None) -> Api:
+        return Api(self.client, token)
+
+    def call(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        *,
+        raw: str | None = None,
+        content_type: str = "application/vnd.api+json",
+    ) -> Reply:
+        headers = {"Content-Type": content_type}
+        if self.token:
+            headers["Authorization"] = f"Bearer {self.token}"
+        payload = raw if raw is not None else (json.dumps(body) if body is not None else None)
+        response = getattr(self.client.http, method.lower())(path, headers=headers, body=payload)
+        return Reply(response.status_code, dict(response.headers), response.body)
+
+    def get(self, path: str) -> Reply:
+        return self.call("GET", path)
+
+    def post(self, path: str, body: Any = None, **kw: Any) -> Reply:
+        return self.call("POST", path, body, **kw)
+
+    def patch(self, path: str, body: Any = None, **kw: Any) -> Reply:
+        return self.call("PATCH", path, body, **kw)
+
+    def delete(self, path: str, body: Any = None, **kw: Any) -> Reply:
+        return self.call("DELETE", path, body, **kw)
+
+
+@pytest.fixture
+def api(aws: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Api]:
+    from chalice.test import Client
+
+    from app import app
+    from chalicelib.accounts.service import bootstrap_admin
+
+    bootstrap_admin(ADMIN_TOKEN)
+    # An empty project dir: Chalice's client would otherwise export .chalice/config.json's
+    # stage environment (EDITION, table names) into os.environ.
+    with Client(app, project_dir=str(tmp_path_factory.mktemp("chalice"))) as client:
+        yield Api(client, ADMIN_TOKEN)
+
+
+def doc(type_: str, **attributes: Any) -> dict[str, Any]:
+    return {"data": {"type": type_, "attributes": attributes}}
+
+
+def make_org(api: Api, name: str = "acme") -> str:
+    reply = api.post("/api/v2/organizations", doc("organizations", name=name, email="o@x.io"))
+    assert reply.status == 201, reply.json
+    return name
+
+
+def make_team(api: Api, org: str, name: str, **access: bool) -> tuple[str, str]:
+    """A team with the given organization-access flags and its token: (team id, token)."""
+    flags = {k.replace("_", "-"): v for k, v in access.items()}
+    reply = api.post(
+        f"/api/v2/organizations/{org}/teams",
+        doc("teams", name=name, **{"organization-access": flags}),
+    )
+    assert reply.status == 201, reply.json
+    team_id = reply.data["id"]
+    token = api.post(f"/api/v2/teams/{team_id}/authentication-token", None)
+    assert token.status == 201, token.json
+    return team_id, token.data["attributes"]["token"]
+
+
+def tar_gz(files: dict[str, str | bytes]) -> bytes:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as archive:
+        for name, content in files.items():
+            data = content.encode() if isinstance(content, str) else content
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            archive.addfile(info, io.BytesIO(data))
+    return buffer.getvalue()

@@ -1,0 +1,444 @@
+"""Registry modules and versions through the HTTP layer (Chalice test client + moto)."""
+
+from __future__ import annotations
+
+from urllib.parse import unquote, urlparse
+
+import pytest
+
+from chalicelib.core.aws import client
+from chalicelib.core.settings import get_settings
+from tests.conftest import Api, doc, make_org, make_team, tar_gz
+
+ORG = "/api/v2/organizations/acme/registry-modules"
+MAIN_TF = """
+variable "region" {
+  type        = string
+  description = "Where to deploy"
+  default     = "eu-west-1"
+}
+variable "cidr" { type = string }
+resource "aws_vpc" "this" { cidr_block = var.cidr }
+output "vpc_id" { value = aws_vpc.this.id }
+"""
+
+
+def create_module(api: Api, name: str = "vpc", provider: str = "aws", **extra) -> dict:
+    reply = api.post(ORG, doc("registry-modules", name=name, provider=provider, **extra))
+    assert reply.status == 201, reply.json
+    return reply.data
+
+
+def create_version(api: Api, version: str, name: str = "vpc", provider: str = "aws"):
+    return api.post(
+        f"/api/v2/registry-modules/acme/{name}/{provider}/versions",
+        doc("registry-module-versions", version=version),
+    )
+
+
+def upload_key(version_reply) -> str:
+    """The S3 key inside a presigned links.upload URL (virtual-host or path style)."""
+    path = unquote(urlparse(version_reply.data["links"]["upload"]).path).lstrip("/")
+    bucket_prefix = f"{get_settings().bucket}/"
+    return path[len(bucket_prefix) :] if path.startswith(bucket_prefix) else path
+
+
+def upload_and_ingest(version_reply, files: dict[str, str | bytes] | bytes) -> str:
+    """PUT the archive where links.upload points and run the ingest handler on the event."""
+    from chalicelib.registry.ingest.handler import handle_s3_record
+
+    key = upload_key(version_reply)
+    body = files if isinstance(files, bytes) else tar_gz(files)
+    client("s3").put_object(Bucket=get_settings().bucket, Key=key, Body=body)
+    return handle_s3_record({"s3": {"object": {"key": key}}})
+
+
+@pytest.fixture
+def acme(api: Api) -> Api:
+    make_org(api, "acme")
+    return api
+
+
+def test_create_module_renders_what_clients_compare(acme: Api):
+    module = create_module(acme, registry_name="private", no_code=True)  # snake_case alias
+    attrs = module["attributes"]
+    assert module["id"].startswith("mod-")
+    assert attrs["namespace"] == "acme" and attrs["registry-name"] == "private"
+    assert attrs["status"] == "pending" and attrs["version-statuses"] == []
+    assert attrs["no-code"] is True
+    assert "vcs-repo" not in attrs
+    assert module["relationships"]["organization"]["data"] == {
+        "id": "acme",
+        "type": "organizations",
+    }
+    # go-tfe deep-compares create, read, read-by-id and list items.
+    read = acme.get(f"{ORG}/private/acme/vpc/aws").data
+    by_id = acme.get(f"/api/v2/registry-modules/{module['id']}").data
+    deprecated = acme.get("/api/v2/registry-modules/show/acme/vpc/aws").data
+    listed = acme.get(ORG).data
+    assert read == by_id == deprecated == module
+    assert listed == [module]
+
+
+@pytest.mark.parametrize(
+    ("attributes", "pointer"),
+    [
+        ({"provider": "aws"}, "/data/attributes/name"),
+        ({"name": "vpc"}, "/data/attributes/provider"),
+        ({"name": "-vpc", "provider": "aws"}, "/data/attributes/name"),
+        ({"name": "vpc_", "provider": "aws"}, "/data/attributes/name"),
+        ({"name": "v" * 65, "provider": "aws"}, "/data/attributes/name"),
+        ({"name": "vpc", "provider": "AWS"}, "/data/attributes/provider"),
+        ({"name": "vpc", "provider": "a" * 65}, "/data/attributes/provider"),
+        ({"name": "vpc", "provider": "aws", "namespace": "other"}, "/data/attributes/namespace"),
+        (
+            {"name": "vpc", "provider": "aws", "registry-name": "secret"},
+            "/data/attributes/registry-name",
+        ),
+        ({"name": 5, "provider": "aws"}, "/data/attributes/name"),
+        ({"name": "vpc", "provider": "aws", "no-code": "yes"}, "/data/attributes/no-code"),
+    ],
+)
+def test_create_module_rejects_bad_attributes(acme: Api, attributes: dict, pointer: str):
+    reply = acme.post(ORG, {"data": {"type": "registry-modules", "attributes": attributes}})
+    assert reply.status == 422, reply.json
+    assert reply.error["status"] == "422"
+    assert reply.error["source"]["pointer"] == pointer
+    assert acme.get(ORG).data == []
+
+
+def test_duplicate_module_and_public_curation(acme: Api, hosted_off=None):
+    create_module(acme)
+    again = acme.post(ORG, doc("registry-modules", name="vpc", provider="aws"))
+    assert again.status == 422
+    public = acme.post(
+        ORG,
+        doc(
+            "registry-modules",
+            name="vpc",
+            provider="aws",
+            namespace="terraform-aws-modules",
+            **{"registry-name": "public"},
+        ),
+    )
+    assert public.status == 403
+    assert acme.get(f"{ORG}/public/terraform-aws-modules/vpc/aws").status == 403
+    assert len(acme.get(ORG).data) == 1
+
+
+def test_public_modules_on_the_hosted_edition(acme: Api, hosted: None):
+    public = acme.post(
+        ORG,
+        doc(
+            "registry-modules",
+            name="vpc",
+            provider="aws",
+            namespace="terraform-aws-modules",
+            **{"registry-name": "public"},
+        ),
+    )
+    assert public.status == 201, public.json
+    assert public.data["attributes"]["registry-name"] == "public"
+    assert create_version_public(acme).status == 403
+    # Only the namespace-and-name delete form exists for public modules.
+    assert acme.delete(f"{ORG}/public/terraform-aws-modules/vpc/aws").status == 404
+    assert acme.delete(f"{ORG}/public/terraform-aws-modules/vpc").status == 204
+    assert acme.get(ORG).data == []
+
+
+def create_version_public(api: Api):
+    return api.post(
+        f"{ORG}/public/terraform-aws-modules/vpc/aws/versions",
+        doc("registry-module-versions", version="1.0.0"),
+    )
+
+
+def test_version_lifecycle_upload_ingest_and_lookup(acme: Api):
+    module = create_module(acme)
+    created = create_version(acme, "1.0.0")
+    assert created.status == 201, created.json
+    version = created.data
+    assert version["id"].startswith("modver-")
+    assert version["attributes"]["status"] == "pending"
+    assert version["relationships"]["registry-module"]["data"]["id"] == module["id"]
+    upload = version["links"]["upload"]
+    assert "/object/" in upload and upload.split("?")[0].endswith(".tar.gz")
+    assert "X-Amz-Signature=" in upload
+
+    assert upload_and_ingest(created, {"./main.tf": MAIN_TF, "./README.md": "# VPC"}) == "ok"
+
+    lookup = acme.get(f"{ORG}/private/acme/vpc/aws/version?module_version=1.0.0")
+    assert lookup.status == 200
+    attrs = lookup.data["attributes"]
+    assert attrs["status"] == "ok" and len(attrs["sha256"]) == 64
+    assert "upload" not in (lookup.data.get("links") or {})
+    read = acme.get(f"{ORG}/private/acme/vpc/aws").data["attributes"]
+    assert read["status"] == "setup_complete"
+    assert read["version-statuses"] == [{"version": "1.0.0", "status": "ok"}]
+
+    from chalicelib.registry import objects
+    from chalicelib.registry.store import ModuleVersionModel
+
+    stored = next(iter(ModuleVersionModel.query(module["id"])))
+    metadata = objects.get_metadata(stored.metadata_key)
+    root = metadata["root"]
+    assert root["name"] == "vpc" and root["readme"] == "# VPC"
+    inputs = {i["name"]: i for i in root["inputs"]}
+    assert inputs["region"]["default"] == '"eu-west-1"' and not inputs["region"]["required"]
+    assert inputs["cidr"]["required"] is True
+    assert [o["name"] for o in root["outputs"]] == ["vpc_id"]
+    assert root["resources"] == [{"name": "this", "type": "aws_vpc"}]
+
+
+def test_failed_ingest_keeps_a_reason_and_touches_nothing_else(acme: Api):
+    create_module(acme)
+    good = create_version(acme, "1.0.0")
+    assert upload_and_ingest(good, {"main.tf": MAIN_TF}) == "ok"
+    bad = create_version(acme, "1.1.0")
+    assert upload_and_ingest(bad, {"../evil.tf": "x"}) == "failed"
+    lookup = acme.get(f"{ORG}/private/acme/vpc/aws/version?module_version=1.1.0").data
+    assert lookup["attributes"]["status"] == "reg_ingress_failed"
+    assert "evil.tf" in lookup["attributes"]["error"]
+    # The failed version can be retried: its upload link is still handed out.
+    assert lookup["links"]["upload"]
+    statuses = acme.get(f"{ORG}/private/acme/vpc/aws").data["attributes"]["version-statuses"]
+    assert statuses[0] == {"version": "1.0.0", "status": "ok"}
+    assert statuses[1]["status"] == "reg_ingress_failed" and "evil.tf" in statuses[1]["error"]
+
+    not_gzip = create_version(acme, "1.2.0")
+    assert upload_and_ingest(not_gzip, b"PK\x03\x04 this is a zip") == "failed"
+    bad_hcl = create_version(acme, "1.3.0")
+    assert upload_and_ingest(bad_hcl, {"main.tf": 'variable "x" {'}) == "failed"
+    error = acme.get(f"{ORG}/private/acme/vpc/aws/version?module_version=1.3.0").data
+    assert "main.tf" in error["attributes"]["error"]
+
+
+def test_redelivered_and_late_uploads_are_harmless(acme: Api):
+    from chalicelib.registry.ingest.handler import handle_s3_record
+
+    create_module(acme)
+    created = create_version(acme, "2.0.0")
+    assert upload_and_ingest(created, {"main.tf": MAIN_TF}) == "ok"
+    before = acme.get(f"{ORG}/private/acme/vpc/aws/version?module_version=2.0.0").data
+    key = upload_key(created)
+    # SQS redelivers the same event: the version is already ok, nothing changes.
+    assert handle_s3_record({"s3": {"object": {"key": key}}}) == "already-ok"
+    # A late re-upload over a published version is dropped; the archive stays as it was.
+    assert upload_and_ingest(created, {"main.tf": "# replaced"}) == "already-ok"
+    after = acme.get(f"{ORG}/private/acme/vpc/aws/version?module_version=2.0.0").data
+    assert after["attributes"]["sha256"] == before["attributes"]["sha256"]
+
+
+@pytest.mark.parametrize(
+    ("version", "status"),
+    [
+        ("1.0", 422),
+        ("v1.0.0", 422),
+        ("01.0.0", 422),
+        ("1.0.0-", 422),
+        ("", 422),
+        ("1.2.3-alpha+feature", 201),
+        ("1.0.0-rc.1", 201),
+    ],
+)
+def test_version_must_be_semver(acme: Api, version: str, status: int):
+    create_module(acme)
+    reply = create_version(acme, version)
+    assert reply.status == status, reply.json
+    if status == 422:
+        assert reply.error["source"]["pointer"] == "/data/attributes/version"
+        assert acme.get(f"{ORG}/private/acme/vpc/aws").data["attributes"]["version-statuses"] == []
+
+
+def test_duplicate_version_is_422_and_both_paths_create(acme: Api):
+    create_module(acme)
+    new_path = acme.post(
+        f"{ORG}/private/acme/vpc/aws/versions",
+        doc("registry-module-versions", version="1.0.0", commit_sha="abc"),
+    )
+    assert new_path.status == 201
+    assert new_path.data["attributes"]["commit-sha"] == "abc"
+    assert create_version(acme, "1.0.0").status == 422
+    assert create_version(acme, "1.0.0", name="missing").status == 404
+
+
+def test_versions_are_listed_in_semver_order(acme: Api):
+    create_module(acme)
+    for v in ["1.10.0", "1.2.0", "1.2.0-rc.1", "1.2.0-beta.11", "1.2.0-beta.2", "0.9.0"]:
+        assert create_version(acme, v).status == 201
+    listed = acme.get(f"{ORG}/private/acme/vpc/aws/versions").data
+    assert [v["attributes"]["version"] for v in listed] == [
+        "1.10.0",
+        "1.2.0",
+        "1.2.0-rc.1",
+        "1.2.0-beta.11",
+        "1.2.0-beta.2",
+        "0.9.0",
+    ]
+    statuses = acme.get(f"{ORG}/private/acme/vpc/aws").data["attributes"]["version-statuses"]
+    assert [s["version"] for s in statuses] == [
+        "0.9.0",
+        "1.2.0-beta.2",
+        "1.2.0-beta.11",
+        "1.2.0-rc.1",
+        "1.2.0",
+        "1.10.0",
+    ]
+
+
+def test_list_search_filters_and_pagination(acme: Api):
+    for name, provider in [
+        ("vpc", "aws"),
+        ("vpc", "google"),
+        ("network", "azurerm"),
+        ("bucket", "aws"),
+    ]:
+        create_module(acme, name, provider)
+
+    def names(reply):
+        return sorted(
+            f"{m['attributes']['name']}/{m['attributes']['provider']}" for m in reply.data
+        )  # noqa: E731
+
+    assert names(acme.get(f"{ORG}?q=vpc")) == ["vpc/aws", "vpc/google"]
+    assert names(acme.get(f"{ORG}?q=AZURE")) == ["network/azurerm"]
+    assert names(acme.get(f"{ORG}?filter%5Bprovider%5D=aws")) == ["bucket/aws", "vpc/aws"]
+    assert acme.get(f"{ORG}?filter[registry_name]=public").data == []
+    assert acme.get(f"{ORG}?filter[organization_name]=other").data == []
+    page = acme.get(f"{ORG}?page[size]=3&page[number]=2")
+    assert len(page.data) == 1
+    meta = page.json["meta"]["pagination"]
+    assert meta == {
+        "current-page": 2,
+        "page-size": 3,
+        "prev-page": 1,
+        "next-page": None,
+        "total-pages": 2,
+        "total-count": 4,
+    }
+    assert page.json["links"]["first"].startswith("http")
+    beyond = acme.get(f"{ORG}?page[number]=999")
+    assert beyond.status == 200 and beyond.data == []
+    assert beyond.json["meta"]["pagination"]["current-page"] == 999
+    assert acme.get(f"{ORG}?page[size]=abc").status == 422
+
+
+def test_delete_cascades_version_provider_module(acme: Api):
+    create_module(acme, "vpc", "aws")
+    create_module(acme, "vpc", "google")
+    for v in ["1.0.0", "1.1.0"]:
+        assert create_version(acme, v).status == 201
+    assert create_version(acme, "1.0.0", provider="google").status == 201
+
+    # version -> the provider survives while it has versions
+    assert acme.delete(f"{ORG}/private/acme/vpc/aws/1.1.0").status == 204
+    statuses = acme.get(f"{ORG}/private/acme/vpc/aws").data["attributes"]["version-statuses"]
+    assert [s["version"] for s in statuses] == ["1.0.0"]
+    assert acme.delete(f"{ORG}/private/acme/vpc/aws/1.1.0").status == 404
+    # deleting the last version deletes the provider
+    assert acme.post("/api/v2/registry-modules/actions/delete/acme/vpc/aws/1.0.0", {}).status == 204
+    assert acme.get(f"{ORG}/private/acme/vpc/aws").status == 404
+    assert acme.get(f"{ORG}/private/acme/vpc/google").status == 200
+    # deleting the last provider leaves nothing of the name; `//` and trailing / tolerated
+    assert acme.delete(f"{ORG}/private/acme/vpc/google//").status == 204
+    assert acme.get(ORG).data == []
+    assert acme.delete(f"{ORG}/private/acme/vpc").status == 404
+
+
+def test_delete_whole_module_and_deprecated_forms(acme: Api):
+    create_module(acme, "vpc", "aws")
+    create_module(acme, "vpc", "google")
+    create_module(acme, "db", "aws")
+    assert create_version(acme, "1.0.0").status == 201
+    assert acme.post("/api/v2/registry-modules/actions/delete/acme/vpc", None).status == 204
+    assert [m["attributes"]["name"] for m in acme.get(ORG).data] == ["db"]
+    assert acme.post("/api/v2/registry-modules/actions/delete/acme/db/aws/", {}).status == 204
+    assert acme.get(ORG).data == []
+
+
+def test_permissions(acme: Api):
+    make_org(acme, "other")
+    create_module(acme)
+    _, publisher = make_team(acme, "acme", "publishers", manage_modules=True)
+    _, reader = make_team(acme, "acme", "readers")
+    _, outsider = make_team(acme, "other", "owners-of-other", manage_modules=True)
+    org_token = acme.post("/api/v2/organizations/acme/authentication-token", None)
+    org_token = org_token.data["attributes"]["token"]
+
+    # manage-modules may create modules and versions, but updating/deleting needs owners
+    as_publisher = acme.as_(publisher)
+    assert create_module(as_publisher, "db")["attributes"]["permissions"]["can-delete"] is False
+    assert create_version(as_publisher, "1.0.0").status == 201
+    assert as_publisher.delete(f"{ORG}/private/acme/vpc").status == 404
+    assert (
+        as_publisher.patch(
+            f"{ORG}/private/acme/vpc/aws", doc("registry-modules", no_code=True)
+        ).status
+        == 404
+    )
+    # read-only team and organization token can read but not publish
+    for token in (reader, org_token):
+        caller = acme.as_(token)
+        assert caller.get(f"{ORG}/private/acme/vpc/aws").status == 200
+        refused = caller.post(ORG, doc("registry-modules", name="x", provider="aws"))
+        assert refused.status == 404 and "not found" in refused.error["title"]
+        assert create_version(caller, "2.0.0").status == 404
+    # other organizations see nothing
+    stranger = acme.as_(outsider)
+    for path in (ORG, f"{ORG}/private/acme/vpc/aws", "/api/v2/registry-modules/show/acme/vpc/aws"):
+        assert stranger.get(path).status == 404
+    assert create_version(stranger, "3.0.0").status == 404
+    assert stranger.delete(f"{ORG}/private/acme/vpc").status == 404
+    module_id = acme.get(f"{ORG}/private/acme/vpc/aws").data["id"]
+    assert stranger.get(f"/api/v2/registry-modules/{module_id}").status == 404
+    assert acme.as_(None).get(ORG).status == 401
+    assert acme.as_("nope").get(ORG).status == 401
+    assert len(acme.get(f"{ORG}/private/acme/vpc/aws").data["attributes"]["version-statuses"]) == 1
+
+
+def test_update_module_no_code_and_test_config(acme: Api):
+    create_module(acme)
+    reply = acme.patch(
+        f"{ORG}/private/acme/vpc/aws/",
+        {
+            "data": {
+                "type": "registry-modules",
+                "attributes": {"no-code": True, "test-config": {"tests-enabled": True}},
+            }
+        },
+    )
+    assert reply.status == 200, reply.json
+    attrs = reply.data["attributes"]
+    assert attrs["no-code"] is True
+    assert attrs["test-config"]["tests-enabled"] is True
+    assert attrs["test-config"]["id"].startswith("tc-")
+    bad = acme.patch(f"{ORG}/private/acme/vpc/aws", doc("registry-modules", **{"no-code": 1}))
+    assert bad.status == 422
+    assert acme.get(f"{ORG}/private/acme/vpc/aws").data["attributes"]["no-code"] is True
+
+
+JUNK = [
+    "",
+    "null",
+    "[]",
+    '{"data": 5}',
+    '{"data": {"attributes": []}}',
+    "{not json",
+    '{"data": {"attributes": {"name": {"a": 1}, "no-code": [1], "version": {"a": 1}}}}',
+]
+
+
+def test_no_junk_body_yields_a_500(acme: Api):
+    create_module(acme)
+    targets = [
+        ("POST", ORG),
+        ("POST", f"{ORG}/private/acme/vpc/aws/versions"),
+        ("POST", "/api/v2/registry-modules/acme/vpc/aws/versions"),
+        ("PATCH", f"{ORG}/private/acme/vpc/aws"),
+    ]
+    for method, path in targets:
+        for body in JUNK:
+            reply = acme.call(method, path, raw=body)
+            assert 400 <= reply.status < 500, (method, path, body, reply.json)
+            assert reply.json["errors"][0]["status"] == str(reply.status)
+    assert len(acme.get(ORG).data) == 1
