@@ -1,0 +1,357 @@
+"""Defensive reading of uploaded module archives (.tar.gz).
+
+The archive comes straight from S3 as a non-seekable stream and is untrusted, so it is read
+strictly sequentially and every size is bounded while the bytes are being read:
+
+* compressed bytes are hashed and counted as they pass (cap: ``max_compressed``);
+* gzip is decoded by our own reader (``zlib`` with gzip framing) and fed to ``tarfile`` in
+  plain ``"r|"`` stream mode.  ``tarfile``'s own ``"r|gz"`` ignores the gzip trailer, so it
+  accepts corrupt (bad CRC) and some truncated archives; our reader verifies CRC and length;
+* decompressed bytes are capped as a whole (``max_unpacked`` plus an allowance for tar
+  headers), which also stops bombs hidden in tar metadata (a huge pax header is read into
+  memory by ``tarfile``) or in zeros after the end of the tar;
+* regular file sizes are summed per member, and bytes of kept files are counted as read.
+
+Only the files the metadata parser needs (``*.tf``, ``*.tf.json``, README*) are kept.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import posixpath
+import tarfile
+import zlib
+from dataclasses import dataclass, field
+from typing import BinaryIO
+
+__all__ = ["ArchiveContents", "ArchiveError", "read_archive"]
+
+_CHUNK = 64 * 1024
+_GZIP_MAGIC = b"\x1f\x8b"
+# Slack for tar framing on top of max_unpacked: headers, padding, pax records, end blocks.
+_FIXED_OVERHEAD = 1024 * 1024
+_PER_MEMBER_OVERHEAD = 2048
+
+
+class ArchiveError(Exception):
+    """The archive is unusable; ``message`` is safe and meant to be shown to the publisher."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+@dataclass
+class ArchiveContents:
+    files: dict[str, bytes] = field(default_factory=dict)
+    sha256: str = ""
+    compressed_size: int = 0
+    unpacked_size: int = 0
+    file_count: int = 0
+
+
+class _HashingReader:
+    """Counts and hashes the compressed bytes; enforces ``max_compressed``."""
+
+    def __init__(self, stream: BinaryIO, limit: int) -> None:
+        self._stream = stream
+        self._limit = limit
+        self.digest = hashlib.sha256()
+        self.size = 0
+
+    def read(self, size: int) -> bytes:
+        data = self._stream.read(size)
+        if data:
+            self.size += len(data)
+            if self.size > self._limit:
+                raise ArchiveError(
+                    f"archive is larger than the maximum allowed size of {self._limit} bytes "
+                    "(compressed)"
+                )
+            self.digest.update(data)
+        return data
+
+    def drain(self) -> None:
+        while self.read(_CHUNK):
+            pass
+
+
+class _GunzipReader:
+    """File-like ``read(n)`` over decompressed gzip data (multi-member aware).
+
+    Raises ArchiveError for non-gzip input, corrupt or truncated data and when more than
+    ``limit`` decompressed bytes would be produced.
+    """
+
+    def __init__(self, raw: _HashingReader, limit: int, max_unpacked: int) -> None:
+        self._raw = raw
+        self.limit = limit
+        self._max_unpacked = max_unpacked
+        self._pending = b""
+        self._decomp: zlib._Decompress | None = None
+        self._done = False
+        self.total = 0
+        self._start()
+
+    def _start(self) -> None:
+        head = self._raw.read(_CHUNK)
+        while 0 < len(head) < 2:  # a stream may legitimately return a single byte
+            more = self._raw.read(_CHUNK)
+            if not more:
+                break
+            head += more
+        if not head:
+            raise ArchiveError("archive is empty")
+        if not head.startswith(_GZIP_MAGIC):
+            raise ArchiveError(_describe_non_gzip(head))
+        self._pending = head
+        self._decomp = zlib.decompressobj(wbits=31)
+
+    def _next_member(self) -> None:
+        """Called at the end of a gzip member: start the next one or finish."""
+        assert self._decomp is not None
+        rest = self._decomp.unused_data
+        while len(rest) < 2:
+            more = self._raw.read(_CHUNK)
+            if not more:
+                break
+            rest += more
+        if not rest:
+            self._done = True
+            return
+        if rest.startswith(_GZIP_MAGIC):
+            self._pending = rest
+            self._decomp = zlib.decompressobj(wbits=31)
+            return
+        # Some tools pad the file with NULs (tape blocking); anything else is garbage.
+        while rest:
+            if rest.strip(b"\0"):
+                raise ArchiveError("archive has unexpected data after the end of the gzip stream")
+            rest = self._raw.read(_CHUNK)
+        self._done = True
+
+    def read(self, size: int = -1) -> bytes:
+        if size == 0:
+            return b""
+        if size is None or size < 0:
+            size = _CHUNK
+        while not self._done:
+            assert self._decomp is not None
+            if self._decomp.eof:
+                self._next_member()
+                continue
+            data = self._pending or self._raw.read(_CHUNK)
+            if not data:
+                raise ArchiveError("archive is truncated: the gzip data ends unexpectedly")
+            try:
+                out = self._decomp.decompress(data, size)
+            except zlib.error as exc:
+                raise ArchiveError(f"archive is corrupt: invalid gzip data ({exc})") from None
+            self._pending = self._decomp.unconsumed_tail
+            if out:
+                self.total += len(out)
+                if self.total > self.limit:
+                    raise ArchiveError(
+                        f"archive unpacks to more than the maximum allowed size of "
+                        f"{self._max_unpacked} bytes"
+                    )
+                return out
+        return b""
+
+
+def _describe_non_gzip(head: bytes) -> str:
+    if head.startswith(b"PK\x03\x04"):
+        return "archive is not gzip-compressed (it looks like a zip file; upload a .tar.gz)"
+    if head[257:262] == b"ustar":
+        return "archive is not gzip-compressed (it is a plain tar; compress it with gzip)"
+    return "archive is not gzip-compressed"
+
+
+class _CheckedTarInfo(tarfile.TarInfo):
+    """Records header errors that ``tarfile`` would otherwise treat as end-of-archive.
+
+    In ``TarFile.next`` an invalid or truncated header after the first member silently ends
+    iteration, which would hide corruption (and everything after it).
+    """
+
+    @classmethod
+    def fromtarfile(cls, tarfile_: tarfile.TarFile) -> tarfile.TarInfo:
+        try:
+            return super().fromtarfile(tarfile_)
+        except (tarfile.InvalidHeaderError, tarfile.TruncatedHeaderError) as exc:
+            tarfile_._ingest_bad_header = str(exc)  # type: ignore[attr-defined]
+            raise
+
+
+def _is_kept(path: str) -> bool:
+    # Hidden files and directories are ignored like Terraform does; this also drops the
+    # "._main.tf" AppleDouble files that macOS tar adds, which are binary.
+    if any(part.startswith(".") for part in path.split("/")):
+        return False
+    base = posixpath.basename(path)
+    return base.endswith((".tf", ".tf.json")) or base.lower().startswith("readme")
+
+
+def _is_tf(path: str) -> bool:
+    return path.endswith((".tf", ".tf.json"))
+
+
+def _normalise(name: str) -> str:
+    """Validate a member name and return it as a clean relative path ("" for the root)."""
+    if "\0" in name:
+        raise ArchiveError(f"archive member {name!r} has a NUL character in its name")
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ArchiveError(f"archive member {name!r} has a name that is not valid UTF-8") from None
+    if "\\" in name:
+        raise ArchiveError(f"archive member {name!r} has a backslash in its path")
+    if name.startswith("/"):
+        raise ArchiveError(f"archive member {name!r} has an absolute path")
+    parts = [p for p in name.split("/") if p not in ("", ".")]
+    if ".." in parts:
+        raise ArchiveError(f"archive member {name!r} has a '..' path component")
+    return "/".join(parts)
+
+
+def _check_type(member: tarfile.TarInfo) -> None:
+    name = member.name
+    if member.issym():
+        raise ArchiveError(
+            f"archive member {name!r} is a symbolic link (to {member.linkname!r}); "
+            "links are not allowed"
+        )
+    if member.islnk():
+        raise ArchiveError(
+            f"archive member {name!r} is a hard link (to {member.linkname!r}); "
+            "links are not allowed"
+        )
+    if member.ischr() or member.isblk():
+        raise ArchiveError(f"archive member {name!r} is a device file; devices are not allowed")
+    if member.isfifo():
+        raise ArchiveError(f"archive member {name!r} is a FIFO; FIFOs are not allowed")
+    if member.issparse():
+        raise ArchiveError(
+            f"archive member {name!r} is a sparse file; sparse files are not allowed"
+        )
+    if not (member.isreg() or member.isdir()):
+        raise ArchiveError(
+            f"archive member {name!r} has an unsupported type ({member.type!r}); only regular "
+            "files and directories are allowed"
+        )
+
+
+def read_archive(
+    stream: BinaryIO,
+    *,
+    max_compressed: int,
+    max_unpacked: int,
+    max_members: int = 10_000,
+) -> ArchiveContents:
+    """Read and validate a module .tar.gz from a non-seekable stream (only ``read(n)`` used).
+
+    Raises ArchiveError with a publisher-facing message for anything unsafe or unusable.
+    """
+    raw = _HashingReader(stream, max_compressed)
+    # The decompressed-bytes cap grows with the members seen so far, so tar metadata can
+    # never add more than a small, bounded amount on top of max_unpacked.
+    base_limit = max_unpacked + _FIXED_OVERHEAD
+    gunzip = _GunzipReader(raw, base_limit + _PER_MEMBER_OVERHEAD, max_unpacked)
+    result = ArchiveContents()
+    try:
+        # Closed by the "with tar:" below; open() itself may raise before that.
+        tar = tarfile.open(fileobj=gunzip, mode="r|", tarinfo=_CheckedTarInfo)  # noqa: SIM115
+    except tarfile.ReadError as exc:
+        if str(exc) == "empty file":
+            raise ArchiveError("archive is empty (the gzip data contains no tar content)") from None
+        raise ArchiveError(f"archive is gzip-compressed but is not a tar archive ({exc})") from None
+
+    members = 0
+    last = ""
+    seen: set[str] = set()
+    try:
+        with tar:
+            for member in tar:
+                members += 1
+                if members > max_members:
+                    raise ArchiveError(f"archive has more than {max_members} members")
+                gunzip.limit = base_limit + _PER_MEMBER_OVERHEAD * (members + 1)
+                _check_type(member)
+                path = _normalise(member.name)
+                last = member.name
+                if member.isdir():
+                    continue
+                if not path:
+                    raise ArchiveError(f"archive member {member.name!r} is not a valid file name")
+                if path in seen:
+                    raise ArchiveError(f"archive contains {path!r} more than once")
+                seen.add(path)
+                result.file_count += 1
+                result.unpacked_size += member.size
+                if result.unpacked_size > max_unpacked:
+                    raise ArchiveError(
+                        f"archive unpacks to more than the maximum allowed size of "
+                        f"{max_unpacked} bytes (at member {member.name!r})"
+                    )
+                if _is_kept(path):
+                    result.files[path] = _read_member(tar, member, max_unpacked)
+            bad = getattr(tar, "_ingest_bad_header", None)
+            if bad is not None:
+                where = f"after member {last!r}" if last else "at the start"
+                raise ArchiveError(f"archive is corrupt: invalid tar header {where} ({bad})")
+        # Read to the end so the gzip trailer (CRC, length) is verified and the digest covers
+        # the whole object; both readers keep enforcing their caps.
+        while gunzip.read(_CHUNK):
+            pass
+        raw.drain()
+    except tarfile.TarError as exc:
+        where = f" after member {last!r}" if last else ""
+        raise ArchiveError(f"archive is corrupt or truncated{where} ({exc})") from None
+    except EOFError:
+        raise ArchiveError("archive is truncated: the data ends unexpectedly") from None
+
+    _check_root(result.files)
+    result.sha256 = raw.digest.hexdigest()
+    result.compressed_size = raw.size
+    return result
+
+
+def _read_member(tar: tarfile.TarFile, member: tarfile.TarInfo, max_unpacked: int) -> bytes:
+    """Read one member in chunks, counting what is actually produced, not the header size."""
+    fobj = tar.extractfile(member)
+    if fobj is None:  # pragma: no cover - regular files always have a file object
+        return b""
+    chunks: list[bytes] = []
+    got = 0
+    while True:
+        chunk = fobj.read(_CHUNK)
+        if not chunk:
+            break
+        got += len(chunk)
+        if got > member.size or got > max_unpacked:
+            raise ArchiveError(f"archive member {member.name!r} is larger than its header says")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _check_root(files: dict[str, bytes]) -> None:
+    tf_paths = [p for p in files if _is_tf(p)]
+    if any("/" not in p for p in tf_paths):
+        return
+    if not tf_paths:
+        raise ArchiveError(
+            "archive contains no Terraform files (*.tf or *.tf.json); the module files must be "
+            "at the root of the archive"
+        )
+    tops = {p.split("/", 1)[0] for p in tf_paths}
+    message = (
+        "no Terraform files (*.tf or *.tf.json) at the archive root: the module files must be "
+        "at the root of the archive, not in a subdirectory"
+    )
+    if len(tops) == 1:
+        (top,) = tops
+        message += (
+            f"; all .tf files are inside the folder {top + '/'!r}, so create the archive from "
+            f"inside that folder (e.g. tar -czf module.tar.gz -C {top} .)"
+        )
+    raise ArchiveError(message)

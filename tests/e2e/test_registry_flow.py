@@ -1,0 +1,136 @@
+"""The registry's main flow through the real local stack, as a CI pipeline would use it."""
+
+from __future__ import annotations
+
+import pytest
+import requests
+
+from tests.conftest import doc, tar_gz
+from tests.e2e.conftest import Stack, wait_for
+
+pytestmark = pytest.mark.e2e
+
+MODULE_TF = """
+terraform {
+  required_providers {
+    aws = { source = "hashicorp/aws", version = ">= 5.0" }
+  }
+}
+variable "name" {
+  type        = string
+  description = "Name prefix"
+}
+variable "tags" {
+  type    = map(string)
+  default = { team = "platform" }
+}
+resource "aws_s3_bucket" "this" { bucket = var.name }
+output "arn" {
+  value       = aws_s3_bucket.this.arn
+  description = "Bucket ARN"
+}
+"""
+
+
+def test_publish_ingest_and_delete_through_the_local_stack(stack: Stack):
+    admin = stack.session()
+    assert admin.get(f"{stack.url}/api/v2/ping").status_code == 204
+    assert (
+        admin.post(
+            stack.api("/organizations"), json=doc("organizations", name="acme", email="ops@acme.io")
+        ).status_code
+        == 201
+    )
+    team = admin.post(
+        stack.api("/organizations/acme/teams"),
+        json=doc("teams", name="publishers", **{"organization-access": {"manage-modules": True}}),
+    )
+    assert team.status_code == 201, team.text
+    token = admin.post(stack.api(f"/teams/{team.json()['data']['id']}/authentication-token"))
+    ci = stack.session(token.json()["data"]["attributes"]["token"])
+    modules = stack.api("/organizations/acme/registry-modules")
+
+    created = ci.post(modules, json=doc("registry-modules", name="bucket", provider="aws"))
+    assert created.status_code == 201, created.text
+
+    def publish(version: str, archive: bytes) -> requests.Response:
+        reply = ci.post(
+            stack.api("/registry-modules/acme/bucket/aws/versions"),
+            json=doc("registry-module-versions", version=version),
+        )
+        assert reply.status_code == 201, reply.text
+        upload = reply.json()["data"]["links"]["upload"]
+        # Exactly as go-tfe does it: a plain PUT, no Authorization header.
+        put = requests.put(
+            upload, data=archive, headers={"Content-Type": "application/octet-stream"}
+        )
+        assert put.status_code == 200, put.text
+        return reply
+
+    def version_status(version: str) -> dict:
+        reply = ci.get(
+            f"{modules}/private/acme/bucket/aws/version", params={"module_version": version}
+        )
+        return reply.json()["data"]["attributes"]
+
+    publish(
+        "1.0.0",
+        tar_gz(
+            {
+                "main.tf": MODULE_TF,
+                "README.md": "# Bucket\n",
+                "modules/policy/main.tf": 'variable "arn" {}',
+            }
+        ),
+    )
+    publish("1.1.0", tar_gz({"main.tf": MODULE_TF}))
+    ok = wait_for(lambda: version_status("1.0.0"), lambda a: a["status"] == "ok")
+    assert ok["status"] == "ok" and len(ok["sha256"]) == 64
+    assert (
+        wait_for(lambda: version_status("1.1.0"), lambda a: a["status"] == "ok")["status"] == "ok"
+    )
+
+    # A hostile archive is refused with a reason the publisher can read.
+    publish("1.2.0", tar_gz({"../../etc/passwd.tf": "x"}))
+    failed = wait_for(
+        lambda: version_status("1.2.0"),
+        lambda a: a["status"] != "pending" and a["status"] != "reg_ingressing",
+    )
+    assert failed["status"] == "reg_ingress_failed"
+    assert "passwd.tf" in failed["error"]
+
+    module = ci.get(f"{modules}/private/acme/bucket/aws").json()["data"]["attributes"]
+    assert module["status"] == "setup_complete"
+    assert [(s["version"], s["status"]) for s in module["version-statuses"]] == [
+        ("1.0.0", "ok"),
+        ("1.1.0", "ok"),
+        ("1.2.0", "reg_ingress_failed"),
+    ]
+
+    # A second provider of the same name, then the cascades (deletes need the owners team).
+    assert (
+        ci.post(modules, json=doc("registry-modules", name="bucket", provider="google")).status_code
+        == 201
+    )
+    assert ci.delete(f"{modules}/private/acme/bucket/aws/1.2.0").status_code == 404
+    assert admin.delete(f"{modules}/private/acme/bucket/aws/1.2.0").status_code == 204
+    remaining = ci.get(f"{modules}/private/acme/bucket/aws").json()["data"]["attributes"]
+    assert [s["version"] for s in remaining["version-statuses"]] == ["1.0.0", "1.1.0"]
+    assert admin.delete(f"{modules}/private/acme/bucket/aws").status_code == 204
+    assert ci.get(f"{modules}/private/acme/bucket/aws").status_code == 404
+    assert ci.get(f"{modules}/private/acme/bucket/google").status_code == 200
+    assert admin.delete(f"{modules}/private/acme/bucket").status_code == 204
+    listing = ci.get(modules).json()
+    assert listing["data"] == [] and listing["meta"]["pagination"]["total-count"] == 0
+
+
+def test_unknown_routes_and_bad_requests_are_json_api_errors(stack: Stack):
+    anonymous = stack.session(None)
+    missing = anonymous.get(stack.api("/no/such/thing"))
+    assert missing.status_code == 404
+    assert missing.json()["errors"][0]["status"] == "404"
+    assert anonymous.get(stack.api("/organizations")).status_code == 401
+    discovery = anonymous.get(f"{stack.url}/.well-known/terraform.json")
+    assert discovery.headers["Content-Type"] == "application/json"
+    assert discovery.json()["modules.v1"] == "/api/registry/v1/modules/"
+    assert stack.startup_seconds < 30
