@@ -84,13 +84,14 @@ def render_team(team: TeamModel, rights: service.OrgAccess | None = None):
     )
 
 
-def render_user(user: UserModel) -> dict[str, Any]:
+def render_user(user: UserModel, *, private: bool = True) -> dict[str, Any]:
+    """``private`` adds what only the user and site admins may see (the email address)."""
     return resource(
         "users",
         user.id,
         {
             "username": user.username,
-            "email": user.email,
+            "email": user.email if private else "",
             "is-service-account": False,
             "is-site-admin": user.is_site_admin,
             "is-admin": user.is_site_admin,
@@ -203,7 +204,9 @@ def account_details(ctx: Ctx):
 
 @route(bp, "/api/v2/users/{user_id}")
 def show_user(ctx: Ctx, user_id: str):
-    return document(render_user(service.get_user(user_id)))
+    user = service.get_user(user_id)
+    private = ctx.user.id == user_id or service.is_site_admin(ctx.user)
+    return document(render_user(user, private=private))
 
 
 # ----- organizations ------------------------------------------------------------------------
@@ -345,11 +348,10 @@ def organization_token(ctx: Ctx, organization_name: str):
             ctx.user, organization_name, attrs.description
         )
         return document(render_token(token, secret), status=201)
-    token = service.organization_token(ctx.user, organization_name)
     if ctx.request.method == "DELETE":
-        token.delete()
+        service.delete_organization_token(ctx.user, organization_name)
         return no_content()
-    return document(render_token(token))
+    return document(render_token(service.organization_token(ctx.user, organization_name)))
 
 
 @route(bp, "/api/v2/users/{user_id}/authentication-tokens", methods=("GET", "POST"))

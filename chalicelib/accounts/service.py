@@ -12,6 +12,8 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from pynamodb.exceptions import UpdateError
+
 from chalicelib.accounts.store import (
     ACCESS_FLAGS,
     DIRECTORY,
@@ -21,7 +23,7 @@ from chalicelib.accounts.store import (
 )
 from chalicelib.admin.store import general_settings
 from chalicelib.core.auth import Principal, TokenModel, mint_token
-from chalicelib.core.errors import NotFound, Unprocessable
+from chalicelib.core.errors import Conflict, NotFound, Unprocessable
 from chalicelib.core.ids import new_id, now
 
 ORG_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]*$")
@@ -108,6 +110,18 @@ def readable_organization(principal: Principal, name: str) -> tuple[Organization
             return OrganizationModel.get(name), rights
         except OrganizationModel.DoesNotExist:
             pass
+    raise NotFound(f"organization {name!r} not found")
+
+
+def organization_access(principal: Principal, name: str) -> OrgAccess:
+    """The caller's rights in an existing organization, or 404 when missing or not readable.
+
+    Reads the organization item only for site admins: a team token, a team member and an
+    organization token exist only while their organization does (they go with it).
+    """
+    rights = access(principal, name)
+    if rights.can_read and (not rights.site_admin or OrganizationModel.count(name, limit=1)):
+        return rights
     raise NotFound(f"organization {name!r} not found")
 
 
@@ -248,7 +262,8 @@ def delete_organization(principal: Principal, name: str) -> None:
     registry.delete_all_for_organization(name)
     for team in TeamModel.by_organization.query(name):
         _delete_team(team)
-    for token in owned_tokens("organization", name):
+    _delete_token(org.token_hash)
+    for token in owned_tokens("organization", name):  # any the index still shows
         token.delete()
     org.delete()
 
@@ -352,6 +367,7 @@ def delete_team(principal: Principal, team_id: str) -> None:
 
 def _delete_team(team: TeamModel) -> None:
     remove_team_members(team, list(team.user_ids or ()))
+    _delete_token(team.token_hash)
     for token in owned_tokens("team", team.id):
         token.delete()
     team.delete()
@@ -411,50 +427,85 @@ def owned_tokens(kind: str, owner_id: str) -> Iterable[TokenModel]:
     return TokenModel.by_owner.query(owner_id, filter_condition=TokenModel.kind == kind)
 
 
-def create_team_token(principal: Principal, team_id: str, description: str | None):
-    """A team has one token; creating a new one revokes the old one."""
-    team = owned_team(principal, team_id)
-    for old in owned_tokens("team", team.id):
-        old.delete()
+def _rotate_single_token(
+    holder: TeamModel | OrganizationModel,
+    kind: str,
+    owner: str,
+    organization: str,
+    principal: Principal,
+    description: str | None,
+):
+    """Teams and organizations hold one token, found by the hash kept on their own item.
+
+    The new token is minted first, then swapped in with a condition on the old hash, so
+    two concurrent rotations cannot both succeed and leave an untracked live token.
+    """
+    model = type(holder)
+    old_hash = holder.token_hash
     token, secret = mint_token(
-        "team",
-        team.id,
-        organization=team.organization,
-        description=description,
-        created_by=principal.id,
+        kind, owner, organization=organization, description=description, created_by=principal.id
     )
-    team.update(actions=[TeamModel.token_id.set(token.id)])
+    expected = model.token_hash == old_hash if old_hash else model.token_hash.does_not_exist()
+    try:
+        holder.update(
+            actions=[model.token_id.set(token.id), model.token_hash.set(token.token_hash)],
+            condition=expected,
+        )
+    except UpdateError as exc:
+        token.delete()
+        if _conditional_failure(exc):
+            raise Conflict("the token was rotated concurrently; try again") from None
+        raise
+    _delete_token(old_hash)
     return token, secret
 
 
-def team_token(principal: Principal, team_id: str) -> TokenModel:
+def _held_token(holder: TeamModel | OrganizationModel, what: str) -> TokenModel:
+    if holder.token_hash:
+        try:
+            return TokenModel.get(holder.token_hash)
+        except TokenModel.DoesNotExist:
+            pass
+    raise NotFound(f"{what} has no token")
+
+
+def _revoke_held_token(holder: TeamModel | OrganizationModel, what: str) -> None:
+    token = _held_token(holder, what)
+    model = type(holder)
+    holder.update(actions=[model.token_id.remove(), model.token_hash.remove()])
+    token.delete()
+
+
+def _delete_token(token_hash: str | None) -> None:
+    if token_hash:
+        TokenModel(token_hash).delete()
+
+
+def create_team_token(principal: Principal, team_id: str, description: str | None):
+    """A team has one token; creating a new one revokes the old one."""
     team = owned_team(principal, team_id)
-    token = next(iter(owned_tokens("team", team.id)), None)
-    if token is None:
-        raise NotFound(f"team {team_id} has no token")
-    return token
+    return _rotate_single_token(team, "team", team.id, team.organization, principal, description)
+
+
+def team_token(principal: Principal, team_id: str) -> TokenModel:
+    return _held_token(owned_team(principal, team_id), f"team {team_id}")
 
 
 def delete_team_token(principal: Principal, team_id: str) -> None:
-    team_token(principal, team_id).delete()
-    TeamModel(team_id).update(actions=[TeamModel.token_id.remove()])
+    _revoke_held_token(owned_team(principal, team_id), f"team {team_id}")
 
 
 def create_organization_token(principal: Principal, org: str, description: str | None):
-    owned_organization(principal, org)
-    for old in owned_tokens("organization", org):
-        old.delete()
-    return mint_token(
-        "organization", org, organization=org, description=description, created_by=principal.id
-    )
+    holder = owned_organization(principal, org)
+    return _rotate_single_token(holder, "organization", org, org, principal, description)
 
 
 def organization_token(principal: Principal, org: str) -> TokenModel:
-    owned_organization(principal, org)
-    token = next(iter(owned_tokens("organization", org)), None)
-    if token is None:
-        raise NotFound(f"organization {org!r} has no token")
-    return token
+    return _held_token(owned_organization(principal, org), f"organization {org!r}")
+
+
+def delete_organization_token(principal: Principal, org: str) -> None:
+    _revoke_held_token(owned_organization(principal, org), f"organization {org!r}")
 
 
 def _own_user(principal: Principal, user_id: str) -> UserModel:

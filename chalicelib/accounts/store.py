@@ -43,6 +43,9 @@ class OrganizationModel(db.Model):
     collaborator_auth_policy = UnicodeAttribute(default="password")
     cost_estimation_enabled = BooleanAttribute(default=False)
     session_timeout = UnicodeAttribute(null=True)
+    # The organization's single token: its id and the hash it is stored under.
+    token_id = UnicodeAttribute(null=True)
+    token_hash = UnicodeAttribute(null=True)
     created_at = UTCDateTimeAttribute()
     updated_at = UTCDateTimeAttribute()
     by_directory = OrganizationDirectory()
@@ -105,7 +108,9 @@ class TeamModel(db.Model):
     sso_team_id = UnicodeAttribute(null=True)
     access = OrganizationAccess(default=OrganizationAccess)
     user_ids = UnicodeSetAttribute(default=set)
+    # The team's single token: its id and the hash it is stored under.
     token_id = UnicodeAttribute(null=True)
+    token_hash = UnicodeAttribute(null=True)
     created_at = UTCDateTimeAttribute()
     by_organization = TeamsByOrganization()
 

@@ -90,7 +90,7 @@ def check_registry(registry: str) -> str:
 
 
 def _readable(principal: Principal, organization: str) -> accounts.OrgAccess:
-    return accounts.readable_organization(principal, organization)[1]
+    return accounts.organization_access(principal, organization)
 
 
 def _require(rights: accounts.OrgAccess, what: str, *, owner: bool = False) -> None:
