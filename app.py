@@ -8,9 +8,12 @@ from chalicelib.accounts.routes import bp as accounts_routes
 from chalicelib.core.app import create_app
 from chalicelib.core.meta_routes import bp as meta_routes
 from chalicelib.core.settings import get_settings
+from chalicelib.registry.protocol_routes import bp as protocol_routes
 from chalicelib.registry.routes import bp as registry_routes
 
-app = create_app("tfe-module-registry", [meta_routes, accounts_routes, registry_routes])
+app = create_app(
+    "tfe-module-registry", [meta_routes, accounts_routes, registry_routes, protocol_routes]
+)
 
 
 @app.on_sqs_message(queue=get_settings().ingest_queue, batch_size=1)

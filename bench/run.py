@@ -5,7 +5,9 @@ Prints
   moto, through the real routes),
 - cold import time of the app module against a bare ``import chalice, boto3, pynamodb.models,
   pydantic`` (fresh interpreters, median of several runs),
-- ingest time for a module of ~80 .tf files (bench/ingest_bench.py).
+- ingest time for a module of ~80 .tf files (bench/ingest_bench.py),
+- the registry protocol hot path (bench/protocol_bench.py) and ``terraform get`` of 20
+  modules from the local stack (bench/terraform_bench.py).
 """
 
 from __future__ import annotations
@@ -209,8 +211,8 @@ def main() -> None:
         f"  import app (every route group + ingest handler)    {full:7.1f} ms"
         f"   (+{full - bare:.1f} ms)"
     )
-    print("Ingest:")
-    subprocess.run([sys.executable, str(ROOT / "bench" / "ingest_bench.py")], check=True)
+    for script in ("ingest_bench.py", "protocol_bench.py", "terraform_bench.py"):
+        subprocess.run([sys.executable, str(ROOT / "bench" / script)], check=True)
 
 
 if __name__ == "__main__":

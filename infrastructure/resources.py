@@ -18,6 +18,7 @@ from chalicelib.core import auth as _auth  # noqa: F401
 from chalicelib.core import db
 from chalicelib.core.aws import client
 from chalicelib.core.settings import get_settings
+from chalicelib.registry import public as _public_cache  # noqa: F401
 from chalicelib.registry import store as _registry_store  # noqa: F401
 from chalicelib.registry.objects import UPLOAD_PREFIX
 

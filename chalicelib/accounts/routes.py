@@ -130,6 +130,10 @@ def render_service_account(principal: Principal) -> dict[str, Any]:
 
 
 def render_token(token: TokenModel, secret: str | None = None) -> dict[str, Any]:
+    relationships = {"created-by": to_one("users", token.created_by)}
+    if token.kind == "team":
+        # TFE names the owning team; pytfe hydrates ``TeamToken.team`` from it.
+        relationships["team"] = to_one("teams", token.owner_id)
     return resource(
         "authentication-tokens",
         token.id,
@@ -140,7 +144,7 @@ def render_token(token: TokenModel, secret: str | None = None) -> dict[str, Any]
             "token": secret,
             "expired-at": iso(token.expired_at),
         },
-        relationships={"created-by": to_one("users", token.created_by)},
+        relationships=relationships,
     )
 
 

@@ -125,6 +125,19 @@ def organization_access(principal: Principal, name: str) -> OrgAccess:
     raise NotFound(f"organization {name!r} not found")
 
 
+def readable_organization_names(principal: Principal) -> list[str]:
+    """Names of every organization the principal can read (for cross-organization lists)."""
+    if principal.kind in ("team", "organization"):
+        return [principal.organization] if principal.organization else []
+    try:
+        user = UserModel.get(principal.id)
+    except UserModel.DoesNotExist:
+        return []
+    if user.is_site_admin:
+        return [org.name for org in OrganizationModel.by_directory.query(DIRECTORY)]
+    return sorted({ref.split("/", 1)[0] for ref in user.team_refs or ()})
+
+
 def owned_organization(principal: Principal, name: str) -> OrganizationModel:
     org, rights = readable_organization(principal, name)
     if not rights.is_owner:

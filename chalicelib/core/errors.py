@@ -100,5 +100,14 @@ def error_response(error: ApiError) -> Response:
     )
 
 
+def registry_error_response(error: ApiError) -> Response:
+    """The registry protocol's error shape: ``{"errors": ["message"]}`` as plain JSON."""
+    message = error.detail or error.title
+    headers = {"Content-Type": "application/json", **error.headers}
+    return Response(
+        body=json.dumps({"errors": [message]}), status_code=error.status, headers=headers
+    )
+
+
 def attribute_pointer(name: str) -> str:
     return f"/data/attributes/{name}"

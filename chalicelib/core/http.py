@@ -81,9 +81,18 @@ Handler = Callable[..., Response]
 
 
 def route(
-    bp: Blueprint | Chalice, path: str, methods: tuple[str, ...] = ("GET",), *, public: bool = False
+    bp: Blueprint | Chalice,
+    path: str,
+    methods: tuple[str, ...] = ("GET",),
+    *,
+    public: bool = False,
+    render_error: Callable[[ApiError], Response] = error_response,
 ) -> Callable[[Handler], Handler]:
-    """Register ``handler(ctx, **params)`` on ``bp`` at ``path`` for ``methods``."""
+    """Register ``handler(ctx, **params)`` on ``bp`` at ``path`` for ``methods``.
+
+    ``render_error`` shapes error bodies: JSON:API by default, the registry protocol's
+    ``{"errors": ["..."]}`` for ``/api/registry`` routes.
+    """
 
     def decorate(handler: Handler) -> Handler:
         def view(**params: str) -> Response:
@@ -92,10 +101,10 @@ def route(
                 principal = None if public else authenticate(request.headers.get("authorization"))
                 return handler(Ctx(request, principal), **params)
             except ApiError as error:
-                return error_response(error)
+                return render_error(error)
             except Exception:  # noqa: BLE001 - the one place unexpected errors become a 500
                 log.exception("unhandled error on %s %s", request.method, path)
-                return error_response(ApiError("an unexpected error occurred"))
+                return render_error(ApiError("an unexpected error occurred"))
 
         view.__name__ = handler.__name__
         view.__doc__ = handler.__doc__

@@ -26,6 +26,8 @@ class Settings:
     upload_url_ttl: int
     download_url_ttl: int
     app_version: str
+    public_registry_url: str
+    public_cache_ttl: int
 
     @property
     def hosted(self) -> bool:
@@ -58,4 +60,8 @@ def get_settings() -> Settings:
         upload_url_ttl=_int("REGISTRY_UPLOAD_URL_TTL", 3600),
         download_url_ttl=_int("REGISTRY_DOWNLOAD_URL_TTL", 300),
         app_version=os.environ.get("REGISTRY_VERSION", "0.1.0"),
+        public_registry_url=(
+            os.environ.get("REGISTRY_PUBLIC_UPSTREAM") or "https://registry.terraform.io"
+        ).rstrip("/"),
+        public_cache_ttl=_int("REGISTRY_PUBLIC_CACHE_TTL", 300),
     )

@@ -37,6 +37,9 @@ MODULE = ORG_MODULES + "/{registry_name}/{namespace}/{name}/{provider}"
 # ----- rendering ----------------------------------------------------------------------------
 
 
+VERSION_STATUS_KEYS = ("status", "error")
+
+
 def _version_order(version: str) -> tuple[Any, ...]:
     try:
         return (0, parse_version(version).order_key)
@@ -53,7 +56,8 @@ def render_module(module: ModuleModel, rights: OrgAccess) -> dict[str, Any]:
         "registry-name": module.registry_name,
         "status": module.status,
         "version-statuses": [
-            {"version": v, **statuses[v]} for v in sorted(statuses, key=_version_order)
+            {"version": v, **{k: statuses[v][k] for k in VERSION_STATUS_KEYS if k in statuses[v]}}
+            for v in sorted(statuses, key=_version_order)
         ],
         "publishing-mechanism": module.publishing_mechanism,
         "no-code": module.no_code,

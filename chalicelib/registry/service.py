@@ -19,7 +19,7 @@ from pynamodb.transactions import TransactWrite
 from chalicelib.accounts import service as accounts
 from chalicelib.core.auth import Principal
 from chalicelib.core.errors import Forbidden, NotFound, Unprocessable
-from chalicelib.core.ids import new_id, now
+from chalicelib.core.ids import iso, new_id, now
 from chalicelib.core.settings import get_settings
 from chalicelib.registry import objects, semver
 from chalicelib.registry.store import ModuleModel, ModuleVersionModel, module_key, name_prefix
@@ -378,7 +378,9 @@ def mark_version(
 ) -> bool:
     """Record an ingest status on the version and the module; False if either is gone."""
     moment = now()
-    entry = {"status": status, **({"error": error} if error else {})}
+    entry: dict[str, str] = {"status": status, **({"error": error} if error else {})}
+    if status == DONE:
+        entry["published-at"] = iso(moment)
     actions = [ModuleVersionModel.status.set(status), ModuleVersionModel.updated_at.set(moment)]
     actions.append(
         ModuleVersionModel.error.set(error) if error else ModuleVersionModel.error.remove()

@@ -1,0 +1,136 @@
+"""Registry protocol hot path: DynamoDB calls and latency of ``versions`` and ``download``.
+
+A module with 200 versions in an organization of 1,000 modules, against a module with one
+version in an organization of one module: the counts must not grow with either. Runs the real
+routes through Chalice's test client on moto (in-process), so latencies are moto's, not
+DynamoDB's; the call counts are what carries over to AWS.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+os.environ.update(
+    AWS_ACCESS_KEY_ID="bench",
+    AWS_SECRET_ACCESS_KEY="bench",
+    AWS_DEFAULT_REGION="us-east-1",
+    REGISTRY_TABLE_PREFIX="bench-",
+)
+os.environ.pop("AWS_ENDPOINT_URL", None)
+
+from bench.run import CALLS, counting_dynamodb  # noqa: E402
+
+
+def seed(organization: str, modules: int, versions: int) -> str:
+    """An organization with ``modules`` modules; the first has ``versions`` ok versions."""
+    from chalicelib.accounts.service import create_organization, create_team, create_team_token
+    from chalicelib.core.auth import Principal
+    from chalicelib.core.ids import iso, new_id, now
+    from chalicelib.registry.semver import parse
+    from chalicelib.registry.store import ModuleModel, ModuleVersionModel, module_key
+
+    admin = Principal("user", _admin_id(), "bench")
+    create_organization(admin, organization, "bench@example.com")
+    team = create_team(admin, organization, "ci", None, {"manage_modules": True})
+    _, token = create_team_token(admin, team.id, None)
+    moment = now()
+    with ModuleModel.batch_write() as batch:
+        for index in range(modules):
+            name = "big" if index == 0 else f"mod{index:04d}"
+            module = ModuleModel(
+                organization,
+                module_key("private", organization, name, "aws"),
+                id=new_id("mod"),
+                registry_name="private",
+                namespace=organization,
+                name=name,
+                provider="aws",
+                status="setup_complete",
+                created_at=moment,
+                updated_at=moment,
+            )
+            count = versions if index == 0 else 1
+            for v in range(count):
+                module.version_statuses[f"1.{v}.0"] = {"status": "ok", "published-at": iso(moment)}
+            batch.save(module)
+            if index == 0:
+                first = module
+    with ModuleVersionModel.batch_write() as batch:
+        for v in range(versions):
+            text = f"1.{v}.0"
+            batch.save(
+                ModuleVersionModel(
+                    first.id,
+                    parse(text).order_key,
+                    id=new_id("modver"),
+                    version=text,
+                    status="ok",
+                    organization=organization,
+                    module_key=first.key,
+                    upload_key="unused",
+                    archive_key=f"v1/archives/{first.id}/{v}.tar.gz",
+                    created_at=moment,
+                    updated_at=moment,
+                )
+            )
+    return token
+
+
+def _admin_id() -> str:
+    from chalicelib.accounts.service import bootstrap_admin
+
+    return bootstrap_admin("bench-admin")[0].id
+
+
+def measure(client: Any, token: str, path: str, runs: int = 50) -> tuple[int, str, float, int]:
+    headers = {"Authorization": f"Bearer {token}"}
+    samples = []
+    for _ in range(runs):
+        CALLS.clear()
+        started = time.perf_counter()
+        response = client.http.get(path, headers=headers)
+        samples.append((time.perf_counter() - started) * 1000)
+        assert response.status_code in (200, 204), (path, response.body)
+    detail = ", ".join(f"{op} {n}" for op, n in sorted(CALLS.items()))
+    return sum(CALLS.values()), detail, statistics.median(samples), response.status_code
+
+
+def main() -> None:
+    from chalice.test import Client
+    from moto import mock_aws
+
+    with mock_aws():
+        from app import app
+        from infrastructure.resources import provision
+
+        provision()
+        _admin_id()
+        big_token = seed("big-org", modules=1000, versions=200)
+        small_token = seed("small-org", modules=1, versions=1)
+        print("Registry protocol hot path (moto in-process, median of 50 requests):")
+        with Client(app, project_dir=tempfile.mkdtemp()) as client, counting_dynamodb():
+            for label, org, token in (
+                ("1 version, org of 1 module", "small-org", small_token),
+                ("200 versions, org of 1,000 modules", "big-org", big_token),
+            ):
+                base = f"/api/registry/v1/modules/{org}/big/aws"
+                for op, path in (
+                    ("versions", f"{base}/versions"),
+                    ("download", f"{base}/1.0.0/download"),
+                ):
+                    calls, detail, latency, _ = measure(client, token, path)
+                    print(
+                        f"  {op:<9} {label:<36} {calls} DynamoDB calls ({detail}), {latency:.1f} ms"
+                    )
+
+
+if __name__ == "__main__":
+    main()

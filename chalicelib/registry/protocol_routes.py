@@ -1,0 +1,192 @@
+"""Routes of the module registry protocol (``modules.v1``) and the public-registry proxy.
+
+Private: ``/api/registry/v1/modules/...`` with the organization name as namespace and the
+same bearer tokens as the API. Public proxy (hosted edition only; 404 elsewhere):
+``/api/registry/public/v1/modules/...``. Errors use the protocol's ``{"errors": [...]}``.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+from urllib.parse import urlencode
+
+from chalice import Blueprint, Response
+
+from chalicelib.core.errors import NotFound, Unprocessable, registry_error_response
+from chalicelib.core.http import Ctx, route
+from chalicelib.core.settings import get_settings
+from chalicelib.registry import protocol
+
+bp = Blueprint(__name__)
+
+BASE = "/api/registry/v1/modules"
+PUBLIC = "/api/registry/public/v1/modules"
+MODULE = BASE + "/{namespace}/{name}/{provider}"
+
+
+def protocol_route(path: str):
+    return route(bp, path, render_error=registry_error_response)
+
+
+def reply(body: dict[str, Any], status: int = 200) -> Response:
+    return Response(
+        body=json.dumps(body), status_code=status, headers={"Content-Type": "application/json"}
+    )
+
+
+def _int_param(ctx: Ctx, name: str, default: int) -> int:
+    raw = ctx.query.get(name)
+    if raw in (None, ""):
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise Unprocessable(f"{name} must be an integer", parameter=name) from None
+    if value < 0:
+        raise Unprocessable(f"{name} must not be negative", parameter=name)
+    return value
+
+
+def paged_modules(ctx: Ctx, modules: list[dict[str, Any]]) -> Response:
+    """offset/limit paging with the protocol's meta (next_* / prev_* only when they exist)."""
+    offset = _int_param(ctx, "offset", 0)
+    limit = min(protocol.MAX_LIMIT, max(1, _int_param(ctx, "limit", protocol.DEFAULT_LIMIT)))
+    if ctx.query.get("verified") == "true":
+        modules = []  # nothing here is verified by a registry operator
+    modules.sort(key=lambda m: (m["namespace"], m["name"], m["provider"]))
+    meta: dict[str, Any] = {"limit": limit, "current_offset": offset}
+
+    def url(at: int) -> str:
+        params = {k: v for k, v in ctx.query.items() if k != "offset"}
+        params["limit"] = str(limit)
+        if at:
+            params["offset"] = str(at)
+        return f"{ctx.path}?{urlencode(params)}"
+
+    if offset + limit < len(modules):
+        meta["next_offset"] = offset + limit
+        meta["next_url"] = url(offset + limit)
+    if offset > 0:
+        meta["prev_offset"] = max(0, offset - limit)
+        meta["prev_url"] = url(max(0, offset - limit))
+    return reply({"meta": meta, "modules": modules[offset : offset + limit]})
+
+
+# ----- private registry ---------------------------------------------------------------------
+
+
+@protocol_route(BASE)
+def list_all(ctx: Ctx):
+    return paged_modules(
+        ctx,
+        protocol.listing(
+            ctx.user, provider=ctx.query.get("provider"), namespace=ctx.query.get("namespace")
+        ),
+    )
+
+
+@protocol_route(BASE + "/search")
+def search(ctx: Ctx):
+    query = ctx.query.get("q", "").strip()
+    if not query:
+        raise Unprocessable("q is required", parameter="q")
+    found = protocol.listing(
+        ctx.user,
+        query=query,
+        provider=ctx.query.get("provider"),
+        namespace=ctx.query.get("namespace"),
+    )
+    return paged_modules(ctx, found)
+
+
+@protocol_route(BASE + "/{namespace}")
+def list_namespace(ctx: Ctx, namespace: str):
+    found = protocol.listing(ctx.user, namespace=namespace, provider=ctx.query.get("provider"))
+    return paged_modules(ctx, found)
+
+
+@protocol_route(BASE + "/{namespace}/{name}")
+def latest_all_providers(ctx: Ctx, namespace: str, name: str):
+    found = protocol.listing(ctx.user, namespace=namespace, name=name)
+    if not found:
+        raise NotFound(f"module {namespace}/{name} not found")
+    return paged_modules(ctx, found)
+
+
+@protocol_route(MODULE)
+def latest_for_provider(ctx: Ctx, namespace: str, name: str, provider: str):
+    found = protocol.find_module(ctx.user, namespace, name, provider)
+    return reply(protocol.detail(found, protocol.find_version(found, None)))
+
+
+@protocol_route(MODULE + "/versions")
+def versions(ctx: Ctx, namespace: str, name: str, provider: str):
+    found = protocol.find_module(ctx.user, namespace, name, provider)
+    return reply(protocol.versions_document(found))
+
+
+@protocol_route(MODULE + "/download")
+def download_latest(ctx: Ctx, namespace: str, name: str, provider: str):
+    found = protocol.find_module(ctx.user, namespace, name, provider)
+    version = protocol.find_version(found, None)
+    location = ctx.url(f"{BASE}/{namespace}/{name}/{provider}/{version.version}/download")
+    return Response(body="", status_code=302, headers={"Location": location})
+
+
+@protocol_route(MODULE + "/{version}")
+def one_version(ctx: Ctx, namespace: str, name: str, provider: str, version: str):
+    found = protocol.find_module(ctx.user, namespace, name, provider)
+    return reply(protocol.detail(found, protocol.find_version(found, version)))
+
+
+@protocol_route(MODULE + "/{version}/download")
+def download(ctx: Ctx, namespace: str, name: str, provider: str, version: str):
+    found = protocol.find_module(ctx.user, namespace, name, provider)
+    stored = protocol.find_version(found, version)
+    return Response(
+        body="", status_code=204, headers={"X-Terraform-Get": protocol.download_url(stored)}
+    )
+
+
+# ----- public registry proxy (hosted edition) -----------------------------------------------
+
+
+def _proxied(answer: Any) -> Response:
+    from chalicelib.registry import public
+
+    public.decode(answer)  # 404 / 502 as protocol errors
+    return Response(
+        body=answer.body,
+        status_code=200,
+        headers={"Content-Type": "application/json", "X-Cache": "hit" if answer.cached else "miss"},
+    )
+
+
+def _require_hosted() -> None:
+    if not get_settings().hosted:
+        raise NotFound("the public registry proxy is only available on the hosted edition")
+
+
+@protocol_route(PUBLIC + "/{namespace}/{name}/{provider}/versions")
+def public_versions(ctx: Ctx, namespace: str, name: str, provider: str):
+    _require_hosted()
+    from chalicelib.registry import public
+
+    return _proxied(public.versions(namespace, name, provider))
+
+
+@protocol_route(PUBLIC + "/{namespace}/{name}/{provider}")
+def public_latest(ctx: Ctx, namespace: str, name: str, provider: str):
+    _require_hosted()
+    from chalicelib.registry import public
+
+    return _proxied(public.latest(namespace, name, provider))
+
+
+@protocol_route(PUBLIC + "/{namespace}/{name}/{provider}/{version}")
+def public_version(ctx: Ctx, namespace: str, name: str, provider: str, version: str):
+    _require_hosted()
+    from chalicelib.registry import public
+
+    return _proxied(public.version(namespace, name, provider, version))

@@ -1,0 +1,83 @@
+"""Start and stop the local stack (``python -m infrastructure.local``) as a subprocess.
+
+Used by the end-to-end tests and the benchmarks: free ports, wait for READY, Ctrl-C to stop.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@dataclass
+class Spawned:
+    url: str
+    moto_url: str
+    process: subprocess.Popen[str]
+    startup_seconds: float
+
+
+def start(admin_token: str, **env: str) -> Spawned:
+    port, moto_port = free_port(), free_port()
+    environment = {
+        **{k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "REGISTRY_"))},
+        "PORT": str(port),
+        "MOTO_PORT": str(moto_port),
+        "REGISTRY_ADMIN_TOKEN": admin_token,
+        "REGISTRY_ACCESS_LOG": "0",
+        "PYTHONUNBUFFERED": "1",
+        **env,
+    }
+    started = time.monotonic()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "infrastructure.local"],
+        cwd=ROOT,
+        env=environment,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    assert process.stdout is not None
+    lines = []
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        line = process.stdout.readline()
+        if not line:
+            break
+        lines.append(line)
+        if line.strip() == "READY":
+            return Spawned(
+                f"http://127.0.0.1:{port}",
+                f"http://127.0.0.1:{moto_port}",
+                process,
+                time.monotonic() - started,
+            )
+    process.kill()
+    raise RuntimeError("local stack did not start:\n" + "".join(lines))
+
+
+def stop(spawned: Spawned) -> str:
+    """Ctrl-C, as a person would; returns the output. Raises if it does not exit cleanly."""
+    spawned.process.send_signal(signal.SIGINT)
+    try:
+        output, _ = spawned.process.communicate(timeout=20)
+    except subprocess.TimeoutExpired:
+        spawned.process.kill()
+        raise
+    if spawned.process.returncode != 0:
+        raise RuntimeError(f"local stack exited with {spawned.process.returncode}:\n{output}")
+    return output

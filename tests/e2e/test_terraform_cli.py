@@ -1,0 +1,125 @@
+"""The real ``terraform`` binary installs modules from the local stack (registry protocol)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import requests
+
+from tests.conftest import doc, tar_gz
+from tests.e2e.conftest import Stack, wait_for
+
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.skipif(shutil.which("terraform") is None, reason="terraform is not on PATH"),
+]
+
+HOST = "registry.test"  # never resolved: the CLI config's host block maps its services
+
+
+def module_source(version: str) -> bytes:
+    return tar_gz(
+        {
+            "main.tf": f'output "version" {{\n  value = "{version}"\n}}\n',
+            "variables.tf": 'variable "name" {\n  type    = string\n  default = "x"\n}\n',
+        }
+    )
+
+
+def write_cli_config(directory: Path, stack: Stack, token: str) -> Path:
+    config = directory / "cli.tfrc"
+    config.write_text(
+        f'host "{HOST}" {{\n'
+        f'  services = {{\n    "modules.v1" = "{stack.url}/api/registry/v1/modules/"\n  }}\n}}\n'
+        f'credentials "{HOST}" {{\n  token = "{token}"\n}}\n'
+    )
+    return config
+
+
+def terraform_get(workdir: Path, cli_config: Path, constraint: str) -> str:
+    """Run ``terraform get`` for one module with ``constraint``; the installed version."""
+    workdir.mkdir(parents=True)
+    (workdir / "main.tf").write_text(
+        f'module "bucket" {{\n  source  = "{HOST}/acme/bucket/aws"\n'
+        f'  version = "{constraint}"\n}}\n'
+    )
+    env = {
+        **os.environ,
+        "TF_CLI_CONFIG_FILE": str(cli_config),
+        "CHECKPOINT_DISABLE": "1",
+        "TF_IN_AUTOMATION": "1",
+    }
+    result = subprocess.run(
+        ["terraform", "get", "-no-color"],
+        cwd=workdir,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    manifest = json.loads((workdir / ".terraform/modules/modules.json").read_text())
+    (entry,) = [m for m in manifest["Modules"] if m["Key"] == "bucket"]
+    installed = (workdir / entry["Dir"] / "main.tf").read_text()
+    assert f'"{entry["Version"]}"' in installed  # the archive of that very version
+    return entry["Version"]
+
+
+def test_terraform_installs_the_right_versions(stack: Stack, tmp_path: Path):
+    admin = stack.session()
+    assert admin.post(
+        stack.api("/organizations"), json=doc("organizations", name="acme", email="ops@acme.io")
+    ).status_code in (201, 422)
+    team = admin.post(
+        stack.api("/organizations/acme/teams"),
+        json=doc("teams", name="terraform-ci", **{"organization-access": {"manage-modules": True}}),
+    )
+    assert team.status_code == 201, team.text
+    minted = admin.post(stack.api(f"/teams/{team.json()['data']['id']}/authentication-token"))
+    token = minted.json()["data"]["attributes"]["token"]
+    ci = stack.session(token)
+    assert (
+        ci.post(
+            stack.api("/organizations/acme/registry-modules"),
+            json=doc("registry-modules", name="bucket", provider="aws"),
+        ).status_code
+        == 201
+    )
+    for version in ["1.0.0", "1.1.0", "2.0.0-rc.1"]:
+        created = ci.post(
+            stack.api("/registry-modules/acme/bucket/aws/versions"),
+            json=doc("registry-module-versions", version=version),
+        )
+        assert created.status_code == 201, created.text
+        put = requests.put(
+            created.json()["data"]["links"]["upload"],
+            data=module_source(version),
+            headers={"Content-Type": "application/octet-stream"},
+        )
+        assert put.status_code == 200
+
+    def statuses() -> list[str]:
+        reply = ci.get(stack.api("/organizations/acme/registry-modules/private/acme/bucket/aws"))
+        return [s["status"] for s in reply.json()["data"]["attributes"]["version-statuses"]]
+
+    assert wait_for(statuses, lambda s: s == ["ok"] * 3) == ["ok"] * 3
+    config = write_cli_config(tmp_path, stack, token)
+
+    assert terraform_get(tmp_path / "pessimistic", config, "~> 1.0") == "1.1.0"
+    assert terraform_get(tmp_path / "at-least", config, ">= 1.0.0") == "1.1.0"
+    # A pre-release is only chosen when it is pinned exactly.
+    assert terraform_get(tmp_path / "pinned-rc", config, "2.0.0-rc.1") == "2.0.0-rc.1"
+
+    admin.delete(stack.api("/organizations/acme/registry-modules/private/acme/bucket/aws/1.1.0"))
+    assert terraform_get(tmp_path / "after-delete", config, "~> 1.0") == "1.0.0"
+
+    # Without credentials the registry answers 401 and terraform fails.
+    anonymous = tmp_path / "anonymous.tfrc"
+    anonymous.write_text(config.read_text().split("credentials")[0])
+    with pytest.raises(AssertionError, match="401|Unauthorized|unauthorized"):
+        terraform_get(tmp_path / "no-token", anonymous, "~> 1.0")
