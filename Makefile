@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint format bench install clean
+.PHONY: run test lint format bench install clean package
 
 $(STAMP): requirements.txt requirements-dev.txt
 	$(PYTHON) -m venv $(VENV)
@@ -27,9 +27,20 @@ format: $(STAMP)
 
 test: lint
 	$(PY) -m pytest
+	$(MAKE) package
+
+# out/: the CloudFormation template (Chalice's, merged with infrastructure/template.py's)
+# and the deployment zip, linted with cfn-lint. Packaging reads no AWS account.
+package: $(STAMP)
+	rm -rf out build/merge.json
+	AWS_DEFAULT_REGION=$${AWS_DEFAULT_REGION:-us-east-1} $(PY) -m infrastructure.template build/merge.json
+	AWS_DEFAULT_REGION=$${AWS_DEFAULT_REGION:-us-east-1} $(VENV)/bin/chalice package \
+		--stage prod --merge-template build/merge.json out/
+	$(VENV)/bin/cfn-lint out/sam.json
+	@ls -l out/deployment.zip | awk '{printf "deployment package: %.1f MB\n", $$5/1048576}'
 
 bench: $(STAMP)
 	$(PY) bench/run.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache
+	rm -rf $(VENV) .pytest_cache .ruff_cache out build

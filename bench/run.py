@@ -7,7 +7,9 @@ Prints
   pydantic`` (fresh interpreters, median of several runs),
 - ingest time for a module of ~80 .tf files (bench/ingest_bench.py),
 - the registry protocol hot path (bench/protocol_bench.py) and ``terraform get`` of 20
-  modules from the local stack (bench/terraform_bench.py).
+  modules from the local stack (bench/terraform_bench.py),
+- the deployment zip's size and each function's entry-module import time
+  (bench/package_bench.py).
 """
 
 from __future__ import annotations
@@ -211,7 +213,8 @@ def main() -> None:
         f"  import app (every route group + ingest handler)    {full:7.1f} ms"
         f"   (+{full - bare:.1f} ms)"
     )
-    for script in ("ingest_bench.py", "protocol_bench.py", "terraform_bench.py"):
+    scripts = ("ingest_bench.py", "protocol_bench.py", "terraform_bench.py", "package_bench.py")
+    for script in scripts:
         subprocess.run([sys.executable, str(ROOT / "bench" / script)], check=True)
 
 

@@ -10,12 +10,14 @@ import json
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from chalice import Blueprint, Chalice, Response
 from chalice.app import Request
 
-from chalicelib.core.auth import Principal, authenticate
+if TYPE_CHECKING:
+    from chalicelib.core.auth import Principal
+
 from chalicelib.core.errors import (
     JSONAPI,
     ApiError,
@@ -80,6 +82,13 @@ class Ctx:
 Handler = Callable[..., Response]
 
 
+def _authenticate(header: str | None) -> Principal:
+    # Imported on first use: public routes (ping, discovery) never load PynamoDB.
+    from chalicelib.core.auth import authenticate
+
+    return authenticate(header)
+
+
 def route(
     bp: Blueprint | Chalice,
     path: str,
@@ -98,7 +107,7 @@ def route(
         def view(**params: str) -> Response:
             request = bp.current_request
             try:
-                principal = None if public else authenticate(request.headers.get("authorization"))
+                principal = None if public else _authenticate(request.headers.get("authorization"))
                 return handler(Ctx(request, principal), **params)
             except ApiError as error:
                 return render_error(error)
@@ -108,6 +117,7 @@ def route(
 
         view.__name__ = handler.__name__
         view.__doc__ = handler.__doc__
+        view.__module__ = handler.__module__
         bp.route(path, methods=list(methods), content_types=CONTENT_TYPES)(view)
         return handler
 

@@ -15,9 +15,10 @@ import time
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
+from datetime import timedelta
 from urllib.parse import quote
 
-from pynamodb.attributes import NumberAttribute, UnicodeAttribute
+from pynamodb.attributes import NumberAttribute, TTLAttribute, UnicodeAttribute
 
 from chalicelib.core import db
 from chalicelib.core.errors import ApiError, NotFound
@@ -43,7 +44,7 @@ class PublicCacheModel(db.Model):
     body = UnicodeAttribute()
     fresh_until = NumberAttribute()
     # DynamoDB's TTL deletes long-stale entries; fresh_until decides what is served.
-    expires_at = NumberAttribute()
+    expires_at = TTLAttribute()
 
 
 @dataclass(frozen=True)
@@ -100,7 +101,7 @@ def fetch(path: str, ttl: int) -> Answer:
             status=status,
             body=body,
             fresh_until=int(now + ttl),
-            expires_at=int(now + ttl + IMMUTABLE_TTL),
+            expires_at=timedelta(seconds=ttl + IMMUTABLE_TTL),
         ).save()
     return Answer(status, body, cached=False)
 

@@ -1,0 +1,538 @@
+"""Generate the CloudFormation template merged into ``chalice package --merge-template``.
+
+``python -m infrastructure.template out/merge.json`` writes it. It adds everything Chalice
+does not know about: parameters, the DynamoDB tables (from the PynamoDB models), the archive
+bucket, the ingest queue and its dead-letter queue, the KMS key, gateway responses, one
+function and one least-privilege role per route group, and it re-points every route's API
+Gateway integration at its group's function.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from chalicelib.core import db
+from chalicelib.core.settings import get_settings
+from chalicelib.registry.objects import UPLOAD_PREFIX
+from infrastructure import resources  # noqa: F401 - registers every model with db.MODELS
+from infrastructure.groups import EVENT_FUNCTIONS, READ, ROUTE_GROUPS, Function
+
+TABLE_READ = [
+    "dynamodb:GetItem",
+    "dynamodb:BatchGetItem",
+    "dynamodb:Query",
+    "dynamodb:ConditionCheckItem",
+    "dynamodb:DescribeTable",
+]
+TABLE_WRITE = TABLE_READ + [
+    "dynamodb:PutItem",
+    "dynamodb:UpdateItem",
+    "dynamodb:DeleteItem",
+    "dynamodb:BatchWriteItem",
+]
+BUCKET = "${AWS::StackName}-archives-${AWS::AccountId}"
+QUEUE_NAME = "${AWS::StackName}-ingest"
+ABANDONED_UPLOAD_DAYS = 7
+
+
+def sub(text: str) -> dict[str, str]:
+    return {"Fn::Sub": text}
+
+
+def camel(short: str) -> str:
+    return "".join(part.capitalize() for part in short.split("-"))
+
+
+# ----- routes -------------------------------------------------------------------------------
+
+
+_ROUTES_OF_ENTRY = """
+import importlib, json, sys
+app = importlib.import_module(sys.argv[1]).app
+print(json.dumps([[path, method, entry.view_function.__module__]
+                  for path, methods in app.routes.items()
+                  for method, entry in methods.items()]))
+"""
+
+
+def entry_routes(entry_module: str) -> list[tuple[str, str, str]]:
+    """(path, method, module of the handler) of an entry module's app.
+
+    Read in a fresh interpreter: a Chalice blueprint registered in a second app in the same
+    process loses its methods and its request (it follows the last app it was added to).
+    """
+    result = subprocess.run(
+        [sys.executable, "-c", _ROUTES_OF_ENTRY, entry_module],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=Path(__file__).resolve().parents[1],
+    )
+    return [tuple(route) for route in json.loads(result.stdout)]
+
+
+def group_routes() -> dict[str, list[tuple[str, str]]]:
+    """(path, method) of every route, per route-group function, from the entry modules."""
+    return {
+        function.logical_id: [
+            (path, method) for path, method, _ in entry_routes(function.entry_module)
+        ]
+        for function in ROUTE_GROUPS
+    }
+
+
+def integration_uri(logical_id: str) -> dict[str, str]:
+    return sub(
+        "arn:${AWS::Partition}:apigateway:${AWS::Region}:lambda:path/2015-03-31/"
+        f"functions/${{{logical_id}.Arn}}/invocations"
+    )
+
+
+def repointed_paths() -> dict[str, Any]:
+    paths: dict[str, Any] = {}
+    for logical_id, routes in group_routes().items():
+        for path, method in routes:
+            paths.setdefault(path, {})[method.lower()] = {
+                "x-amazon-apigateway-integration": {"uri": integration_uri(logical_id)}
+            }
+    return paths
+
+
+# ----- tables -------------------------------------------------------------------------------
+
+
+def table_short_names() -> dict[str, type]:
+    prefix = get_settings().table_prefix
+    return {model.Meta.table_name[len(prefix) :]: model for model in db.MODELS}
+
+
+def _key_schema(keys: list[dict[str, str]]) -> list[dict[str, str]]:
+    return sorted(
+        ({"AttributeName": k["AttributeName"], "KeyType": k["KeyType"]} for k in keys),
+        key=lambda k: k["KeyType"] != "HASH",
+    )
+
+
+def table_resource(short: str, model: type) -> dict[str, Any]:
+    schema = model._get_schema()
+    properties: dict[str, Any] = {
+        "TableName": sub(f"${{AWS::StackName}}-{short}"),
+        "BillingMode": "PAY_PER_REQUEST",
+        "AttributeDefinitions": schema["attribute_definitions"],
+        "KeySchema": _key_schema(schema["key_schema"]),
+        "PointInTimeRecoverySpecification": {"PointInTimeRecoveryEnabled": True},
+        "SSESpecification": {"SSEEnabled": True},
+    }
+    indexes = [
+        {
+            "IndexName": index["index_name"],
+            "KeySchema": _key_schema(index["key_schema"]),
+            "Projection": index["projection"],
+        }
+        for index in schema.get("global_secondary_indexes", [])
+    ]
+    if indexes:
+        properties["GlobalSecondaryIndexes"] = indexes
+    ttl = model._ttl_attribute()
+    if ttl is not None:
+        properties["TimeToLiveSpecification"] = {"AttributeName": ttl.attr_name, "Enabled": True}
+    return {
+        "Type": "AWS::DynamoDB::Table",
+        "DeletionPolicy": "Retain",
+        "UpdateReplacePolicy": "Retain",
+        "Properties": properties,
+    }
+
+
+# ----- functions and roles ------------------------------------------------------------------
+
+
+def environment() -> dict[str, Any]:
+    return {
+        "Variables": {
+            "EDITION": {"Ref": "Edition"},
+            "REGISTRY_PUBLIC_URL": {"Ref": "InstanceAddress"},
+            "REGISTRY_MAX_ARCHIVE_BYTES": {"Ref": "MaxArchiveBytes"},
+            "REGISTRY_TABLE_PREFIX": sub("${AWS::StackName}-"),
+            "REGISTRY_BUCKET": sub(BUCKET),
+            "REGISTRY_INGEST_QUEUE": {"Fn::GetAtt": ["IngestQueue", "QueueName"]},
+            "REGISTRY_KMS_KEY": {"Ref": "SecretsKey"},
+        }
+    }
+
+
+def role(function: Function) -> dict[str, Any]:
+    statements: list[dict[str, Any]] = [
+        {
+            "Effect": "Allow",
+            "Action": ["logs:CreateLogGroup", "logs:CreateLogStream", "logs:PutLogEvents"],
+            "Resource": sub("arn:${AWS::Partition}:logs:${AWS::Region}:${AWS::AccountId}:*"),
+        }
+    ]
+    for access in (READ, "write"):
+        names = sorted(short for short, level in function.tables.items() if level == access)
+        if not names:
+            continue
+        arns = []
+        for short in names:
+            table = sub(
+                "arn:${AWS::Partition}:dynamodb:${AWS::Region}:${AWS::AccountId}:"
+                f"table/${{AWS::StackName}}-{short}"
+            )
+            arns += [table, {"Fn::Join": ["", [table, "/index/*"]]}]
+        statements.append(
+            {
+                "Effect": "Allow",
+                "Action": TABLE_READ if access == READ else TABLE_WRITE,
+                "Resource": arns,
+            }
+        )
+    if function.s3_actions:
+        statements.append(
+            {
+                "Effect": "Allow",
+                "Action": list(function.s3_actions),
+                "Resource": sub(f"arn:${{AWS::Partition}}:s3:::{BUCKET}/v1/*"),
+            }
+        )
+    if function is EVENT_FUNCTIONS[0]:
+        statements.append(
+            {
+                "Effect": "Allow",
+                "Action": [
+                    "sqs:ReceiveMessage",
+                    "sqs:DeleteMessage",
+                    "sqs:GetQueueAttributes",
+                    "sqs:ChangeMessageVisibility",
+                ],
+                "Resource": {"Fn::GetAtt": ["IngestQueue", "Arn"]},
+            }
+        )
+    statements.append(
+        {
+            "Effect": "Allow",
+            "Action": ["kms:Decrypt", "kms:GenerateDataKey"],
+            "Resource": {"Fn::GetAtt": ["SecretsKey", "Arn"]},
+        }
+    )
+    return {
+        "Type": "AWS::IAM::Role",
+        "Properties": {
+            "AssumeRolePolicyDocument": {
+                "Version": "2012-10-17",
+                "Statement": [
+                    {
+                        "Effect": "Allow",
+                        "Principal": {"Service": "lambda.amazonaws.com"},
+                        "Action": "sts:AssumeRole",
+                    }
+                ],
+            },
+            "Policies": [
+                {
+                    "PolicyName": "least-privilege",
+                    "PolicyDocument": {"Version": "2012-10-17", "Statement": statements},
+                }
+            ],
+        },
+    }
+
+
+def function_properties(function: Function) -> dict[str, Any]:
+    return {
+        "Handler": function.handler,
+        "Role": {"Fn::GetAtt": [f"{function.logical_id}Role", "Arn"]},
+        "MemorySize": function.memory,
+        "Timeout": function.timeout,
+        "Environment": environment(),
+    }
+
+
+def new_function(function: Function) -> dict[str, Any]:
+    return {
+        "Type": "AWS::Serverless::Function",
+        "Properties": {
+            "Runtime": "python3.11",
+            "CodeUri": "./deployment.zip",
+            "Architectures": ["x86_64"],
+            "Tracing": "PassThrough",
+            **function_properties(function),
+        },
+    }
+
+
+def invoke_permission(logical_id: str) -> dict[str, Any]:
+    return {
+        "Type": "AWS::Lambda::Permission",
+        "Properties": {
+            "FunctionName": {"Ref": logical_id},
+            "Action": "lambda:InvokeFunction",
+            "Principal": "apigateway.amazonaws.com",
+            "SourceArn": sub(
+                "arn:${AWS::Partition}:execute-api:${AWS::Region}:${AWS::AccountId}:${RestAPI}/*"
+            ),
+        },
+    }
+
+
+# ----- the rest of the stack ----------------------------------------------------------------
+
+
+def storage_resources() -> dict[str, Any]:
+    return {
+        "ArchiveBucket": {
+            "Type": "AWS::S3::Bucket",
+            "DependsOn": "IngestQueuePolicy",
+            "DeletionPolicy": "Retain",
+            "UpdateReplacePolicy": "Retain",
+            "Properties": {
+                "BucketName": sub(BUCKET),
+                "BucketEncryption": {
+                    "ServerSideEncryptionConfiguration": [
+                        {"ServerSideEncryptionByDefault": {"SSEAlgorithm": "AES256"}}
+                    ]
+                },
+                "PublicAccessBlockConfiguration": {
+                    "BlockPublicAcls": True,
+                    "BlockPublicPolicy": True,
+                    "IgnorePublicAcls": True,
+                    "RestrictPublicBuckets": True,
+                },
+                "OwnershipControls": {"Rules": [{"ObjectOwnership": "BucketOwnerEnforced"}]},
+                "LifecycleConfiguration": {
+                    "Rules": [
+                        {
+                            "Id": "abandoned-uploads",
+                            "Status": "Enabled",
+                            "Prefix": UPLOAD_PREFIX,
+                            "ExpirationInDays": ABANDONED_UPLOAD_DAYS,
+                            "AbortIncompleteMultipartUpload": {"DaysAfterInitiation": 1},
+                        }
+                    ]
+                },
+                "NotificationConfiguration": {
+                    "QueueConfigurations": [
+                        {
+                            "Event": "s3:ObjectCreated:*",
+                            "Queue": {"Fn::GetAtt": ["IngestQueue", "Arn"]},
+                            "Filter": {
+                                "S3Key": {
+                                    "Rules": [
+                                        {"Name": "prefix", "Value": UPLOAD_PREFIX},
+                                        {"Name": "suffix", "Value": ".tar.gz"},
+                                    ]
+                                }
+                            },
+                        }
+                    ]
+                },
+            },
+        },
+        "ArchiveBucketPolicy": {
+            "Type": "AWS::S3::BucketPolicy",
+            "Properties": {
+                "Bucket": {"Ref": "ArchiveBucket"},
+                "PolicyDocument": {
+                    "Version": "2012-10-17",
+                    "Statement": [
+                        {
+                            "Sid": "DenyInsecureTransport",
+                            "Effect": "Deny",
+                            "Principal": "*",
+                            "Action": "s3:*",
+                            "Resource": [
+                                sub(f"arn:${{AWS::Partition}}:s3:::{BUCKET}"),
+                                sub(f"arn:${{AWS::Partition}}:s3:::{BUCKET}/*"),
+                            ],
+                            "Condition": {"Bool": {"aws:SecureTransport": "false"}},
+                        }
+                    ],
+                },
+            },
+        },
+        "IngestDeadLetterQueue": {
+            "Type": "AWS::SQS::Queue",
+            "Properties": {
+                "QueueName": sub("${AWS::StackName}-ingest-dlq"),
+                "MessageRetentionPeriod": 1209600,
+                "SqsManagedSseEnabled": True,
+            },
+        },
+        "IngestQueue": {
+            "Type": "AWS::SQS::Queue",
+            "Properties": {
+                "QueueName": sub(QUEUE_NAME),
+                "VisibilityTimeout": 6 * EVENT_FUNCTIONS[0].timeout,
+                "SqsManagedSseEnabled": True,
+                "RedrivePolicy": {
+                    "deadLetterTargetArn": {"Fn::GetAtt": ["IngestDeadLetterQueue", "Arn"]},
+                    "maxReceiveCount": resources.MAX_RECEIVES,
+                },
+            },
+        },
+        "IngestQueuePolicy": {
+            "Type": "AWS::SQS::QueuePolicy",
+            "Properties": {
+                "Queues": [{"Ref": "IngestQueue"}],
+                "PolicyDocument": {
+                    "Version": "2012-10-17",
+                    "Statement": [
+                        {
+                            "Effect": "Allow",
+                            "Principal": {"Service": "s3.amazonaws.com"},
+                            "Action": "sqs:SendMessage",
+                            "Resource": {"Fn::GetAtt": ["IngestQueue", "Arn"]},
+                            "Condition": {
+                                "ArnLike": {
+                                    "aws:SourceArn": sub(f"arn:${{AWS::Partition}}:s3:::{BUCKET}")
+                                },
+                                "StringEquals": {"aws:SourceAccount": {"Ref": "AWS::AccountId"}},
+                            },
+                        }
+                    ],
+                },
+            },
+        },
+        "SecretsKey": {
+            "Type": "AWS::KMS::Key",
+            "Properties": {
+                "Description": "Envelope encryption of the registry's stored secrets",
+                "EnableKeyRotation": True,
+                "KeyPolicy": {
+                    "Version": "2012-10-17",
+                    "Statement": [
+                        {
+                            "Sid": "AccountAdministers",
+                            "Effect": "Allow",
+                            "Principal": {
+                                "AWS": sub("arn:${AWS::Partition}:iam::${AWS::AccountId}:root")
+                            },
+                            "Action": "kms:*",
+                            "Resource": "*",
+                        }
+                    ],
+                },
+            },
+        },
+        "SecretsKeyAlias": {
+            "Type": "AWS::KMS::Alias",
+            "Properties": {
+                "AliasName": sub("alias/${AWS::StackName}-secrets"),
+                "TargetKeyId": {"Ref": "SecretsKey"},
+            },
+        },
+    }
+
+
+def gateway_responses() -> dict[str, Any]:
+    """API Gateway's own answers, as JSON:API error documents."""
+
+    def response(kind: str, status: str | None, title: str) -> dict[str, Any]:
+        body = {
+            "errors": [
+                {
+                    "status": status or "$context.error.responseType",
+                    "title": title,
+                    "detail": "$context.error.message",
+                }
+            ]
+        }
+        properties: dict[str, Any] = {
+            "RestApiId": {"Ref": "RestAPI"},
+            "ResponseType": kind,
+            "ResponseParameters": {
+                "gatewayresponse.header.Content-Type": "'application/vnd.api+json'"
+            },
+            "ResponseTemplates": {"application/json": json.dumps(body)},
+        }
+        if status:
+            properties["StatusCode"] = status
+        return {"Type": "AWS::ApiGateway::GatewayResponse", "Properties": properties}
+
+    return {
+        "UnknownRouteResponse": response("MISSING_AUTHENTICATION_TOKEN", "404", "not found"),
+        "Default4xxResponse": response("DEFAULT_4XX", None, "bad request"),
+        "Default5xxResponse": response("DEFAULT_5XX", None, "internal server error"),
+    }
+
+
+PARAMETERS = {
+    "Edition": {
+        "Type": "String",
+        "Default": "self-hosted",
+        "AllowedValues": ["self-hosted", "hosted"],
+        "Description": "self-hosted serves /admin; hosted serves public curation",
+    },
+    "InstanceAddress": {
+        "Type": "String",
+        "Default": "",
+        "Description": "Public base URL, e.g. https://registry.example.com "
+        "(absolute links, SAML URLs); empty = request host",
+    },
+    "MaxArchiveBytes": {
+        "Type": "Number",
+        "Default": 52428800,
+        "MinValue": 1024,
+        "Description": "Largest module archive accepted, in bytes",
+    },
+}
+
+
+def merge_template() -> dict[str, Any]:
+    resources_out: dict[str, Any] = {}
+    for short, model in sorted(table_short_names().items()):
+        resources_out[f"{camel(short)}Table"] = table_resource(short, model)
+    resources_out.update(storage_resources())
+    resources_out.update(gateway_responses())
+    for function in ROUTE_GROUPS + EVENT_FUNCTIONS:
+        resources_out[f"{function.logical_id}Role"] = role(function)
+        if function.logical_id in ("APIHandler", *(f.logical_id for f in EVENT_FUNCTIONS)):
+            resources_out[function.logical_id] = {"Properties": function_properties(function)}
+        else:
+            resources_out[function.logical_id] = new_function(function)
+            resources_out[f"{function.logical_id}InvokePermission"] = invoke_permission(
+                function.logical_id
+            )
+    # Chalice writes the SQS event source as Fn::Sub over the queue name it saw at packaging
+    # time; the prod stage in .chalice/config.json sets that name to QUEUE_NAME, so it
+    # resolves to IngestQueue (created first: the function's environment refers to it).
+    # Chalice's shared role is left with nothing but logs: no function uses it.
+    resources_out["DefaultRole"] = {
+        "Properties": {
+            "Policies": [
+                {
+                    "PolicyName": "DefaultRolePolicy",
+                    "PolicyDocument": {
+                        "Version": "2012-10-17",
+                        "Statement": [
+                            {
+                                "Effect": "Allow",
+                                "Action": ["logs:CreateLogStream"],
+                                "Resource": sub(
+                                    "arn:${AWS::Partition}:logs:${AWS::Region}:${AWS::AccountId}:*"
+                                ),
+                            }
+                        ],
+                    },
+                }
+            ]
+        }
+    }
+    resources_out["RestAPI"] = {"Properties": {"DefinitionBody": {"paths": repointed_paths()}}}
+    return {"Parameters": PARAMETERS, "Resources": resources_out}
+
+
+def main(argv: list[str]) -> int:
+    target = Path(argv[1] if len(argv) > 1 else "out/merge.json")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(json.dumps(merge_template(), indent=2) + "\n")
+    print(f"wrote {target}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -1,0 +1,106 @@
+"""The deployment template agrees with the code: tables, route groups, event handlers."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections import Counter
+
+import pytest
+
+from chalicelib.core import db
+from infrastructure import template
+from infrastructure.groups import EVENT_FUNCTIONS, ROUTE_GROUPS
+
+
+def _keys(schema: list[dict]) -> set[tuple[str, str]]:
+    return {(k["AttributeName"], k["KeyType"]) for k in schema}
+
+
+def test_template_tables_match_the_models_and_the_local_tables(aws: None):
+    from chalicelib.core.aws import client
+
+    merged = template.merge_template()["Resources"]
+    tables = {
+        r["Properties"]["TableName"]["Fn::Sub"]: r["Properties"]
+        for r in merged.values()
+        if r.get("Type") == "AWS::DynamoDB::Table"
+    }
+    shorts = template.table_short_names()
+    assert set(tables) == {f"${{AWS::StackName}}-{short}" for short in shorts}
+    dynamodb = client("dynamodb")
+    for short, model in shorts.items():
+        cfn = tables[f"${{AWS::StackName}}-{short}"]
+        local = dynamodb.describe_table(TableName=model.Meta.table_name)["Table"]
+        assert _keys(cfn["KeySchema"]) == _keys(local["KeySchema"]), short
+        assert cfn["KeySchema"][0]["KeyType"] == "HASH"
+        cfn_indexes = {
+            i["IndexName"]: _keys(i["KeySchema"]) for i in cfn.get("GlobalSecondaryIndexes", [])
+        }
+        local_indexes = {
+            i["IndexName"]: _keys(i["KeySchema"]) for i in local.get("GlobalSecondaryIndexes", [])
+        }
+        assert cfn_indexes == local_indexes, short
+        defined = {a["AttributeName"] for a in cfn["AttributeDefinitions"]}
+        used = {name for name, _ in _keys(cfn["KeySchema"])}
+        used |= {name for keys in cfn_indexes.values() for name, _ in keys}
+        assert defined == used, short  # CloudFormation rejects unused attribute definitions
+        assert cfn["BillingMode"] == "PAY_PER_REQUEST"
+        assert cfn["PointInTimeRecoverySpecification"]["PointInTimeRecoveryEnabled"]
+        ttl = model._ttl_attribute()
+        assert cfn.get("TimeToLiveSpecification", {}).get("AttributeName") == (
+            ttl.attr_name if ttl else None
+        ), short
+    assert len(shorts) == len(db.MODELS)
+
+
+def test_every_route_belongs_to_exactly_one_group_function():
+    from app import app
+
+    full = Counter((path, method) for path, methods in app.routes.items() for method in methods)
+    grouped = Counter(route for routes in template.group_routes().values() for route in routes)
+    assert grouped == full  # nothing missing, nothing extra, nothing in two groups
+    paths = template.repointed_paths()
+    for path, methods in app.routes.items():
+        for method in methods:
+            uri = paths[path][method.lower()]["x-amazon-apigateway-integration"]["uri"]
+            assert any(f"${{{g.logical_id}.Arn}}" in uri["Fn::Sub"] for g in ROUTE_GROUPS)
+
+
+def test_every_event_handler_is_repointed_at_its_own_entry_module():
+    """Chalice makes one function per event handler in app.py (SQS, schedules); each must be
+    re-pointed at a lean entry module instead of app.py, which imports every route group."""
+    import importlib
+
+    from app import app
+
+    generated = {template.camel(source.name.replace("_", "-")) for source in app.event_sources}
+    assert generated == {f.logical_id for f in EVENT_FUNCTIONS}
+    merged = template.merge_template()["Resources"]
+    for function in EVENT_FUNCTIONS:
+        assert merged[function.logical_id]["Properties"]["Handler"] == function.handler
+        module, attribute = function.handler.rsplit(".", 1)
+        assert callable(getattr(importlib.import_module(module), attribute))
+
+
+@pytest.mark.parametrize("group", ROUTE_GROUPS, ids=lambda g: g.logical_id)
+def test_entry_modules_import_only_their_own_group(group):
+    """A group's Lambda never loads another group's routes, nor the ingest parser."""
+    route_modules = {
+        g.logical_id: sorted({module for _, _, module in template.entry_routes(g.entry_module)})
+        for g in ROUTE_GROUPS
+    }
+    foreign = sorted(
+        {m for gid, mods in route_modules.items() if gid != group.logical_id for m in mods}
+        - set(route_modules[group.logical_id])
+    )
+    foreign += ["chalicelib.registry.ingest.hcl", "chalicelib.registry.ingest.archive", "app"]
+    code = (
+        f"import sys, json; import {group.entry_module}; "
+        f"print(json.dumps([m for m in {foreign!r} if m in sys.modules]))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
+    assert json.loads(result.stdout) == []
