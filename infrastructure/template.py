@@ -429,32 +429,33 @@ def storage_resources() -> dict[str, Any]:
 
 
 def gateway_responses() -> dict[str, Any]:
-    """API Gateway's own answers, as JSON:API error documents."""
+    """API Gateway's own answers (no Lambda involved), as JSON:API error documents."""
 
     def response(kind: str, status: str | None, title: str) -> dict[str, Any]:
-        body = {
-            "errors": [
-                {
-                    "status": status or "$context.error.responseType",
-                    "title": title,
-                    "detail": "$context.error.message",
-                }
-            ]
+        error: dict[str, str] = {
+            "title": title,
+            "detail": "$context.error.message",
+            "code": "$context.error.responseType",
         }
+        if status:
+            error["status"] = status
         properties: dict[str, Any] = {
             "RestApiId": {"Ref": "RestAPI"},
             "ResponseType": kind,
             "ResponseParameters": {
                 "gatewayresponse.header.Content-Type": "'application/vnd.api+json'"
             },
-            "ResponseTemplates": {"application/json": json.dumps(body)},
+            "ResponseTemplates": {"application/json": json.dumps({"errors": [error]})},
         }
         if status:
             properties["StatusCode"] = status
         return {"Type": "AWS::ApiGateway::GatewayResponse", "Properties": properties}
 
     return {
+        # An unknown path: API Gateway would say 403 "Missing Authentication Token".
         "UnknownRouteResponse": response("MISSING_AUTHENTICATION_TOKEN", "404", "not found"),
+        "ThrottledResponse": response("THROTTLED", "429", "too many requests"),
+        "TooLargeResponse": response("REQUEST_TOO_LARGE", "413", "request too large"),
         "Default4xxResponse": response("DEFAULT_4XX", None, "bad request"),
         "Default5xxResponse": response("DEFAULT_5XX", None, "internal server error"),
     }
