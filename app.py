@@ -4,15 +4,22 @@
 per route group from ``chalicelib/entry`` (see infrastructure/).
 """
 
+from chalice import Rate
+
 from chalicelib.accounts.routes import bp as accounts_routes
+from chalicelib.accounts.workspaces.routes import bp as workspace_routes
+from chalicelib.admin.routes import bp as admin_routes
 from chalicelib.core.app import create_app
 from chalicelib.core.meta_routes import bp as meta_routes
 from chalicelib.core.settings import get_settings
 from chalicelib.registry.protocol_routes import bp as protocol_routes
 from chalicelib.registry.routes import bp as registry_routes
+from chalicelib.tags.routes import bp as tag_routes
 
 app = create_app(
-    "tfe-module-registry", [meta_routes, accounts_routes, registry_routes, protocol_routes]
+    "tfe-module-registry",
+    [meta_routes, accounts_routes, registry_routes, protocol_routes, workspace_routes, tag_routes]
+    + [admin_routes],
 )
 
 
@@ -23,3 +30,11 @@ def ingest(event):
 
     for message in event:
         handle_sqs_body(message.body)
+
+
+@app.schedule(Rate(1, unit=Rate.HOURS))
+def oidc_key_maintenance(event):
+    """Rotate the OIDC signing key every 90 days and trim old keys 30 days after a rotation."""
+    from chalicelib.admin.oidc import run_due_maintenance
+
+    run_due_maintenance()

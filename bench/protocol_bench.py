@@ -26,7 +26,7 @@ os.environ.update(
 )
 os.environ.pop("AWS_ENDPOINT_URL", None)
 
-from bench.run import CALLS, counting_dynamodb  # noqa: E402
+from bench.run import CALLS, allow_bursts, counting_dynamodb  # noqa: E402
 
 
 def seed(organization: str, modules: int, versions: int) -> str:
@@ -113,6 +113,7 @@ def main() -> None:
 
         provision()
         _admin_id()
+        allow_bursts()
         big_token = seed("big-org", modules=1000, versions=200)
         small_token = seed("small-org", modules=1, versions=1)
         print("Registry protocol hot path (moto in-process, median of 50 requests):")

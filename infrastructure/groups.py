@@ -12,13 +12,18 @@ from dataclasses import dataclass, field
 READ = "read"
 WRITE = "write"
 
-# What authenticating a request reads (tokens -> users/teams -> organizations, settings).
-AUTH_TABLES = {
-    "tokens": READ,
-    "users": READ,
-    "teams": READ,
-    "organizations": READ,
-    "settings": READ,
+# What every API request touches: the rate limiter's counter (one conditional UpdateItem)
+# and the general settings that configure it.
+EVERY_REQUEST = {"rate-limits": WRITE, "settings": READ}
+# What authenticating a request reads (tokens -> users/teams -> organizations).
+AUTH_TABLES = {**EVERY_REQUEST, "tokens": READ, "users": READ, "teams": READ, "organizations": READ}
+REGISTRY_TABLES = {"registry-modules": WRITE, "registry-module-versions": WRITE}
+WORKSPACE_TABLES = {
+    "workspaces": WRITE,
+    "workspace-names": WRITE,
+    "tags": WRITE,
+    "tag-ids": WRITE,
+    "tag-workspaces": WRITE,
 }
 
 
@@ -38,10 +43,9 @@ class Function:
         return self.handler.rsplit(".", 1)[0]
 
 
-REGISTRY_WRITE = {"registry-modules": WRITE, "registry-module-versions": WRITE}
-
-# APIHandler is the function Chalice generates; it serves the accounts group.
 ROUTE_GROUPS: tuple[Function, ...] = (
+    # APIHandler is the function Chalice generates; it serves the accounts group. Deleting an
+    # organization cascades into its modules, workspaces and tags.
     Function(
         "APIHandler",
         "chalicelib.entry.accounts.app",
@@ -51,15 +55,16 @@ ROUTE_GROUPS: tuple[Function, ...] = (
             "users": WRITE,
             "teams": WRITE,
             "tokens": WRITE,
-            **REGISTRY_WRITE,
+            **REGISTRY_TABLES,
+            **WORKSPACE_TABLES,
         },
         s3_actions=("s3:DeleteObject",),
     ),
-    Function("MetaFunction", "chalicelib.entry.meta.app", {"settings": READ}, memory=256),
+    Function("MetaFunction", "chalicelib.entry.meta.app", EVERY_REQUEST, memory=256),
     Function(
         "RegistryFunction",
         "chalicelib.entry.registry.app",
-        {**AUTH_TABLES, **REGISTRY_WRITE},
+        {**AUTH_TABLES, **REGISTRY_TABLES},
         s3_actions=("s3:PutObject", "s3:DeleteObject"),
     ),
     Function(
@@ -73,16 +78,27 @@ ROUTE_GROUPS: tuple[Function, ...] = (
         },
         s3_actions=("s3:GetObject",),
     ),
+    Function(
+        "WorkspacesFunction", "chalicelib.entry.workspaces.app", {**AUTH_TABLES, **WORKSPACE_TABLES}
+    ),
+    Function("AdminFunction", "chalicelib.entry.admin.app", {**AUTH_TABLES, "settings": WRITE}),
 )
 
 INGEST = Function(
     "Ingest",
     "chalicelib.entry.ingest.ingest",
-    REGISTRY_WRITE,
+    REGISTRY_TABLES,
     s3_actions=("s3:GetObject", "s3:PutObject", "s3:DeleteObject"),
     memory=1024,
     timeout=120,
 )
+OIDC_KEYS = Function(
+    "OidcKeyMaintenance",
+    "chalicelib.entry.oidc.oidc_key_maintenance",
+    {"settings": WRITE},
+    memory=256,
+    timeout=60,
+)
 
 # Functions Chalice generates for event handlers in app.py, and where they really live.
-EVENT_FUNCTIONS: tuple[Function, ...] = (INGEST,)
+EVENT_FUNCTIONS: tuple[Function, ...] = (INGEST, OIDC_KEYS)

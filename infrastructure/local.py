@@ -28,6 +28,26 @@ def _configure_environment(moto_port: int) -> None:
     os.environ.pop("AWS_PROFILE", None)
 
 
+def make_moto_dynamodb_atomic() -> None:
+    """Apply each DynamoDB request atomically, as DynamoDB does.
+
+    The moto server runs requests on parallel threads with no such guarantee: a cancelled
+    TransactWriteItems restores whole-table snapshots taken before it ran (undoing other
+    threads' writes) and an UpdateItem's read-modify-write can interleave with another's.
+    API requests still run in parallel; only each DynamoDB operation is serialised.
+    """
+    from moto.dynamodb.responses import DynamoHandler
+
+    lock = threading.RLock()
+    original = DynamoHandler.call_action
+
+    def call_action(self: Any) -> Any:
+        with lock:
+            return original(self)
+
+    DynamoHandler.call_action = call_action
+
+
 class Poller(threading.Thread):
     """Drains the ingest queue like the SQS event source mapping does in AWS."""
 
@@ -99,6 +119,7 @@ def main() -> int:
     from chalice.local import LocalDevServer
     from moto.server import ThreadedMotoServer
 
+    make_moto_dynamodb_atomic()
     moto = ThreadedMotoServer(ip_address="127.0.0.1", port=moto_port, verbose=False)
     moto.start()
 

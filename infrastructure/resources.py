@@ -13,14 +13,16 @@ from typing import Any
 
 # Importing the stores registers every model with db.MODELS.
 from chalicelib.accounts import store as _accounts_store  # noqa: F401
+from chalicelib.accounts.workspaces import store as _workspaces_store  # noqa: F401
 from chalicelib.admin import store as _admin_store  # noqa: F401
 from chalicelib.core import auth as _auth  # noqa: F401
-from chalicelib.core import db
+from chalicelib.core import db, secrets
 from chalicelib.core.aws import client
 from chalicelib.core.settings import get_settings
 from chalicelib.registry import public as _public_cache  # noqa: F401
 from chalicelib.registry import store as _registry_store  # noqa: F401
 from chalicelib.registry.objects import UPLOAD_PREFIX
+from chalicelib.tags import store as _tags_store  # noqa: F401
 
 DLQ_SUFFIX = "-dlq"
 MAX_RECEIVES = 5
@@ -61,12 +63,13 @@ def notification_configuration(queue_arn: str) -> dict[str, Any]:
 
 
 def provision() -> str:
-    """Create tables, bucket, queue + dead-letter queue and the bucket -> queue wiring.
+    """Create tables, KMS key, bucket, queue + dead-letter queue, bucket -> queue wiring.
 
     Idempotent. Returns the ingest queue URL.
     """
     settings = get_settings()
     db.create_tables()
+    secrets.ensure_key()  # the KMS key (and alias) that seals secrets at rest
     s3, sqs = client("s3"), client("sqs")
     with contextlib.suppress(s3.exceptions.BucketAlreadyOwnedByYou):
         s3.create_bucket(Bucket=settings.bucket)

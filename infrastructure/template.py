@@ -19,7 +19,7 @@ from chalicelib.core import db
 from chalicelib.core.settings import get_settings
 from chalicelib.registry.objects import UPLOAD_PREFIX
 from infrastructure import resources  # noqa: F401 - registers every model with db.MODELS
-from infrastructure.groups import EVENT_FUNCTIONS, READ, ROUTE_GROUPS, Function
+from infrastructure.groups import EVENT_FUNCTIONS, INGEST, READ, ROUTE_GROUPS, Function
 
 TABLE_READ = [
     "dynamodb:GetItem",
@@ -199,7 +199,7 @@ def role(function: Function) -> dict[str, Any]:
                 "Resource": sub(f"arn:${{AWS::Partition}}:s3:::{BUCKET}/v1/*"),
             }
         )
-    if function is EVENT_FUNCTIONS[0]:
+    if function is INGEST:
         statements.append(
             {
                 "Effect": "Allow",
@@ -366,7 +366,7 @@ def storage_resources() -> dict[str, Any]:
             "Type": "AWS::SQS::Queue",
             "Properties": {
                 "QueueName": sub(QUEUE_NAME),
-                "VisibilityTimeout": 6 * EVENT_FUNCTIONS[0].timeout,
+                "VisibilityTimeout": 6 * INGEST.timeout,
                 "SqsManagedSseEnabled": True,
                 "RedrivePolicy": {
                     "deadLetterTargetArn": {"Fn::GetAtt": ["IngestDeadLetterQueue", "Arn"]},

@@ -21,6 +21,9 @@ os.environ.update(
     REGISTRY_TABLE_PREFIX="test-",
     REGISTRY_BUCKET="test-archives",
     REGISTRY_INGEST_QUEUE="test-ingest",
+    # Tests send bursts with one token; the tests of rate limiting itself switch it on with
+    # the `rate_limited` fixture (production defaults to on).
+    REGISTRY_RATE_LIMITING="off",
 )
 for _name in ("AWS_ENDPOINT_URL", "AWS_PROFILE", "EDITION", "REGISTRY_PUBLIC_URL"):
     os.environ.pop(_name, None)
@@ -52,6 +55,20 @@ def hosted(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     yield
     monkeypatch.delenv("EDITION")
     get_settings.cache_clear()
+
+
+@pytest.fixture
+def rate_limited(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """API rate limiting on by default, as in production."""
+    from chalicelib.admin.store import forget_cached_general
+
+    monkeypatch.setenv("REGISTRY_RATE_LIMITING", "on")
+    get_settings.cache_clear()
+    forget_cached_general()
+    yield
+    monkeypatch.setenv("REGISTRY_RATE_LIMITING", "off")
+    get_settings.cache_clear()
+    forget_cached_general()
 
 
 @dataclass

@@ -57,7 +57,9 @@ def assert_error(reply: Reply, status: int) -> dict[str, Any]:
 # ----- meta: ping, discovery, 401 -----------------------------------------------------------
 
 
-def test_ping_and_discovery_are_public_and_carry_what_clients_read(api: Api) -> None:
+def test_ping_and_discovery_are_public_and_carry_what_clients_read(
+    rate_limited: None, api: Api
+) -> None:
     anonymous = api.as_(None)
     ping = anonymous.get("/api/v2/ping")
     assert ping.status == 204

@@ -1,12 +1,33 @@
-"""Site-wide settings singletons (one item per settings area, defaults when unset)."""
+"""Storage of the site-admin domain: settings singletons and rate-limit counters.
+
+Settings: one item per area (``general``, ``smtp``, ``saml`` ...) in the ``settings`` table.
+``values`` holds what may be shown; ``secrets`` holds KMS-sealed values only (see
+core/secrets.py) and is never rendered. Writes are optimistic: a version attribute makes a
+concurrent update fail with 409 instead of silently losing one of the two.
+
+Rate limits: one item per client and one-second window in the ``rate-limits`` table, bumped
+by a single conditional UpdateItem and expired by DynamoDB's TTL.
+"""
 
 from __future__ import annotations
 
+import threading
+import time
+from datetime import UTC, datetime
 from typing import Any
 
-from pynamodb.attributes import JSONAttribute, UnicodeAttribute
+from pynamodb.attributes import (
+    JSONAttribute,
+    NumberAttribute,
+    TTLAttribute,
+    UnicodeAttribute,
+    VersionAttribute,
+)
+from pynamodb.exceptions import PutError, UpdateError
 
 from chalicelib.core import db
+from chalicelib.core.errors import Conflict
+from chalicelib.core.settings import get_settings
 
 GENERAL_DEFAULTS: dict[str, Any] = {
     "limit-user-organization-creation": True,
@@ -26,19 +47,111 @@ class SettingsModel(db.Model):
 
     id = UnicodeAttribute(hash_key=True)
     values = JSONAttribute(default=dict)
+    secrets = JSONAttribute(null=True)
+    version = VersionAttribute(null=True)
+
+
+@db.register
+class RateLimitModel(db.Model):
+    """Requests seen from one client in one window: ``key`` = ``<client>#<window start>``."""
+
+    Meta = db.table("rate-limits")
+
+    key = UnicodeAttribute(hash_key=True)
+    hits = NumberAttribute(default=0)
+    expires = TTLAttribute(null=True)
+
+
+def load(area: str) -> SettingsModel:
+    """The stored item of an area, or a fresh unsaved one."""
+    try:
+        return SettingsModel.get(area, consistent_read=True)
+    except SettingsModel.DoesNotExist:
+        return SettingsModel(area, values={}, secrets={})
+
+
+def save(item: SettingsModel) -> None:
+    """Write an area back; 409 when someone else updated it since ``load``."""
+    try:
+        item.save()
+    except PutError as exc:
+        if exc.cause_response_code == "ConditionalCheckFailedException":
+            raise Conflict("the settings were changed concurrently; retry the request") from None
+        raise
+    if item.id == "general":
+        forget_cached_general()
+
+
+def delete(area: str) -> None:
+    SettingsModel(area).delete(add_version_condition=False)
 
 
 def read_settings(area: str, defaults: dict[str, Any]) -> dict[str, Any]:
-    try:
-        stored = SettingsModel.get(area).values
-    except SettingsModel.DoesNotExist:
-        stored = {}
-    return {**defaults, **stored}
+    return {**defaults, **(load(area).values or {})}
 
 
 def write_settings(area: str, values: dict[str, Any]) -> None:
-    SettingsModel(area, values=values).save()
+    item = load(area)
+    item.values = values
+    save(item)
+
+
+def general_defaults() -> dict[str, Any]:
+    """GENERAL_DEFAULTS, with the deployment's default for rate limiting (on unless
+    REGISTRY_RATE_LIMITING=off)."""
+    return {**GENERAL_DEFAULTS, "api-rate-limiting-enabled": get_settings().rate_limiting_default}
 
 
 def general_settings() -> dict[str, Any]:
-    return read_settings("general", GENERAL_DEFAULTS)
+    """The general settings as stored now (one consistent read)."""
+    return read_settings("general", general_defaults())
+
+
+# ----- per-instance cache of the general settings (the rate limiter's view) -------------------
+
+_cache_lock = threading.Lock()
+_cached: tuple[float, dict[str, Any]] | None = None
+
+
+def cached_general_settings() -> dict[str, Any]:
+    """General settings, re-read at most every REGISTRY_SETTINGS_CACHE_SECONDS per instance."""
+    global _cached
+    ttl = get_settings().admin_settings_cache_ttl
+    moment = time.monotonic()
+    with _cache_lock:
+        if _cached is not None and moment - _cached[0] < ttl:
+            return _cached[1]
+    values = general_settings()
+    with _cache_lock:
+        _cached = (moment, values)
+    return values
+
+
+def forget_cached_general() -> None:
+    global _cached
+    with _cache_lock:
+        _cached = None
+
+
+# ----- rate-limit counters ---------------------------------------------------------------------
+
+
+def count_request(key: str, limit: int, expires_at: int) -> int | None:
+    """Count one request in the window ``key`` if fewer than ``limit`` were counted.
+
+    One conditional UpdateItem. Returns the new count, or ``None`` when the window is full.
+    """
+    item = RateLimitModel(key)
+    try:
+        item.update(
+            actions=[
+                RateLimitModel.hits.add(1),
+                RateLimitModel.expires.set(datetime.fromtimestamp(expires_at, tz=UTC)),
+            ],
+            condition=RateLimitModel.hits.does_not_exist() | (RateLimitModel.hits < limit),
+        )
+    except UpdateError as exc:
+        if exc.cause_response_code == "ConditionalCheckFailedException":
+            return None
+        raise
+    return int(item.hits)

@@ -3,18 +3,42 @@
 from __future__ import annotations
 
 import logging
+import threading
+from typing import Any
 
 from chalice import Blueprint, Chalice
 
+from chalicelib.admin.ratelimit import rate_limit
 from chalicelib.core.http import install_middleware
 
 
+class RegistryApp(Chalice):
+    """Chalice with a per-thread ``current_request``.
+
+    Chalice keeps the request in one attribute of the app; Lambda runs one request per
+    process so that is fine there, but the threaded local server (``make run``) would let
+    parallel requests read each other's request. Blueprints read it through the app.
+    """
+
+    _requests = threading.local()
+
+    @property  # type: ignore[override]
+    def current_request(self) -> Any:
+        return getattr(self._requests, "request", None)
+
+    @current_request.setter
+    def current_request(self, value: Any) -> None:
+        self._requests.request = value
+
+
 def create_app(name: str, blueprints: list[Blueprint]) -> Chalice:
-    app = Chalice(app_name=name)
+    app = RegistryApp(app_name=name)
     app.log.setLevel(logging.INFO)
     logging.getLogger("registry").setLevel(logging.INFO)
     # JSON:API clients send their own media type; Chalice must pass bodies through as-is.
     app.api.binary_types = [t for t in app.api.binary_types if t != "application/json"]
+    # Outermost: a request over the API rate limit never reaches its handler.
+    app.register_middleware(rate_limit, "http")
     install_middleware(app)
     for blueprint in blueprints:
         app.register_blueprint(blueprint)

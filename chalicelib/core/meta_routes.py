@@ -27,9 +27,8 @@ def api_headers() -> dict[str, str]:
         "TFP-AppName": "HCP Terraform" if settings.hosted else "Terraform Enterprise",
         "X-TFE-Version": "v202411-1",
         "X-TFE-Current-Version": settings.app_version,
-        "X-RateLimit-Limit": "30",
-        "X-RateLimit-Remaining": "29",
-        "X-RateLimit-Reset": "0.0",
+        # X-RateLimit-Limit/-Remaining/-Reset: added to every response, this one included,
+        # by the rate limiter middleware (chalicelib/admin/ratelimit.py), with the real limit.
     }
 
 

@@ -28,6 +28,12 @@ class Settings:
     app_version: str
     public_registry_url: str
     public_cache_ttl: int
+    kms_key: str
+    smtp_timeout: float
+    sms_api_url: str
+    sms_timeout: float
+    admin_settings_cache_ttl: float
+    rate_limiting_default: bool
 
     @property
     def hosted(self) -> bool:
@@ -40,6 +46,11 @@ class Settings:
 def _int(name: str, default: int) -> int:
     raw = os.environ.get(name)
     return int(raw) if raw else default
+
+
+def _float(name: str, default: float) -> float:
+    raw = os.environ.get(name)
+    return float(raw) if raw else default
 
 
 @lru_cache(maxsize=1)
@@ -64,4 +75,13 @@ def get_settings() -> Settings:
             os.environ.get("REGISTRY_PUBLIC_UPSTREAM") or "https://registry.terraform.io"
         ).rstrip("/"),
         public_cache_ttl=_int("REGISTRY_PUBLIC_CACHE_TTL", 300),
+        kms_key=os.environ.get("REGISTRY_KMS_KEY") or "alias/registry-dev-secrets",
+        smtp_timeout=_float("REGISTRY_SMTP_TIMEOUT", 10.0),
+        sms_api_url=(os.environ.get("REGISTRY_SMS_API_URL") or "https://api.twilio.com").rstrip(
+            "/"
+        ),
+        sms_timeout=_float("REGISTRY_SMS_TIMEOUT", 10.0),
+        admin_settings_cache_ttl=_float("REGISTRY_SETTINGS_CACHE_SECONDS", 5.0),
+        # The default of the api-rate-limiting-enabled admin setting until an admin sets it.
+        rate_limiting_default=os.environ.get("REGISTRY_RATE_LIMITING", "on").lower() != "off",
     )

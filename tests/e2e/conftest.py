@@ -34,7 +34,8 @@ class Stack:
 
 @pytest.fixture(scope="session")
 def stack() -> Iterator[Stack]:
-    running = spawn.start(ADMIN_TOKEN)
+    # Scenario tests burst with one token; test_admin_e2e runs its own stack with limiting on.
+    running = spawn.start(ADMIN_TOKEN, REGISTRY_RATE_LIMITING="off")
     yield Stack(running.url, running.moto_url, running.startup_seconds)
     output = spawn.stop(running)  # Ctrl-C must stop everything cleanly
     assert "stopped" in output

@@ -1,0 +1,1 @@
+"""Workspaces: as much of TFE's workspace resource as tags and the clients need."""

@@ -1,0 +1,110 @@
+"""Outbound SMTP: the test message every enabled SMTP settings update sends.
+
+Failures become the statuses the API documents: 401 when the server refuses the
+credentials, 504 when it does not answer in time, 500 for any other server error.
+Error details name the server and the SMTP reply, never the password.
+"""
+
+from __future__ import annotations
+
+import smtplib
+import ssl
+from dataclasses import dataclass
+from email.message import EmailMessage
+
+from chalicelib.core.errors import ApiError, Unauthorized
+from chalicelib.core.settings import get_settings
+
+
+class GatewayTimeout(ApiError):
+    status = 504
+    title = "gateway timeout"
+
+
+class SmtpServerError(ApiError):
+    status = 500
+    title = "smtp server error"
+
+
+@dataclass(frozen=True)
+class SmtpConfig:
+    host: str
+    port: int
+    sender: str
+    auth: str
+    username: str | None
+    password: str | None
+
+    def __repr__(self) -> str:  # never show the password, even in a traceback
+        return f"SmtpConfig(host={self.host!r}, port={self.port}, auth={self.auth!r})"
+
+
+def _message(config: SmtpConfig, recipient: str) -> EmailMessage:
+    message = EmailMessage()
+    message["From"] = config.sender
+    message["To"] = recipient
+    message["Subject"] = "Test message from the Terraform module registry"
+    message.set_content(
+        "This is a test message sent while saving the SMTP settings of the registry.\n"
+        "If you can read it, outgoing mail works.\n"
+    )
+    return message
+
+
+def _open(config: SmtpConfig, timeout: float) -> smtplib.SMTP:
+    context = ssl.create_default_context()
+    if config.port == 465:
+        return smtplib.SMTP_SSL(config.host, config.port, timeout=timeout, context=context)
+    server = smtplib.SMTP(config.host, config.port, timeout=timeout)
+    server.ehlo()
+    if server.has_extn("starttls"):
+        server.starttls(context=context)
+        server.ehlo()
+    return server
+
+
+def send_test_message(config: SmtpConfig, recipient: str) -> None:
+    """Deliver one test message or raise the ApiError that describes why not."""
+    where = f"{config.host}:{config.port}"
+    timeout = get_settings().smtp_timeout
+    try:
+        server = _open(config, timeout)
+        try:
+            if config.auth in ("plain", "login"):
+                server.user, server.password = config.username or "", config.password or ""
+                if config.auth == "plain":
+                    server.auth("PLAIN", server.auth_plain)
+                else:
+                    server.auth("LOGIN", server.auth_login, initial_response_ok=False)
+            server.send_message(_message(config, recipient))
+        finally:
+            try:
+                server.quit()
+            except (smtplib.SMTPException, OSError):
+                server.close()
+    except smtplib.SMTPAuthenticationError as exc:
+        raise Unauthorized(
+            f"the SMTP server {where} rejected the credentials ({exc.smtp_code})"
+        ) from None
+    except (TimeoutError, smtplib.SMTPServerDisconnected) as exc:
+        # smtplib reports a reply that never came as a disconnect caused by the timeout
+        if not isinstance(exc, TimeoutError) and not isinstance(exc.__context__, TimeoutError):
+            raise SmtpServerError(f"the SMTP server {where} closed the connection") from None
+        raise GatewayTimeout(
+            f"the SMTP server {where} did not answer within {timeout:g}s"
+        ) from None
+    except smtplib.SMTPResponseException as exc:
+        reply = (
+            exc.smtp_error.decode("utf-8", "replace") if isinstance(exc.smtp_error, bytes) else ""
+        )
+        raise SmtpServerError(
+            f"the SMTP server {where} answered {exc.smtp_code} {reply}".strip()
+        ) from None
+    except smtplib.SMTPNotSupportedError:
+        raise SmtpServerError(
+            f"the SMTP server {where} does not support {config.auth} auth"
+        ) from None
+    except smtplib.SMTPRecipientsRefused:
+        raise SmtpServerError(f"the SMTP server {where} refused the test recipient") from None
+    except (smtplib.SMTPException, ssl.SSLError, OSError) as exc:
+        raise SmtpServerError(f"could not deliver through {where}: {type(exc).__name__}") from None

@@ -1,0 +1,454 @@
+"""Rules of the site-admin settings: defaults, cross-attribute validation, write-only secrets.
+
+Each ``update_*`` takes the attributes a request sets (kebab names, nulls dropped), merges
+them over what is stored, validates the result and only then writes: a 422 (or a failed SMTP
+test) changes nothing. Secrets are sealed with KMS into the item's ``secrets`` and never
+rendered; the ``render_*`` functions only read ``values``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from cryptography import x509
+from cryptography.hazmat.primitives.serialization import load_pem_private_key
+
+from chalicelib.accounts.service import is_site_admin
+from chalicelib.admin import mail, sms, store
+from chalicelib.admin.store import general_defaults
+from chalicelib.core import secrets
+from chalicelib.core.auth import Principal
+from chalicelib.core.errors import BadRequest, NotFound, Unprocessable, attribute_pointer
+from chalicelib.core.ids import new_id
+from chalicelib.core.settings import get_settings
+
+_EMAIL = re.compile(r"^[^@\s<>]+@[^@\s<>]+\.[^@\s<>]+$")
+_PHONE = re.compile(r"^\+?[0-9][0-9 ().-]{2,30}$")
+
+
+def ensure_site_admin(principal: Principal) -> None:
+    """Admin settings exist only for site admins of the self-hosted edition: else 404."""
+    if get_settings().hosted or not is_site_admin(principal):
+        raise NotFound("not found: user unauthorized to perform action")
+
+
+def _invalid(name: str, message: str) -> Unprocessable:
+    return Unprocessable(f"{name} {message}", pointer=attribute_pointer(name))
+
+
+def _require(values: dict[str, Any], names: tuple[str, ...], why: str) -> None:
+    for name in names:
+        value = values.get(name)
+        if value is None or (isinstance(value, str) and not value.strip()):
+            raise _invalid(name, f"is required {why}")
+
+
+def _check_email(name: str, value: str | None) -> None:
+    if value and not _EMAIL.match(value):
+        raise _invalid(name, "must be an email address")
+
+
+def _check_https(name: str, value: str | None) -> None:
+    if value and not re.match(r"^https://[^\s/]+", value):
+        raise _invalid(name, "must be an https:// URL")
+
+
+def _check_certificate(name: str, value: str | None) -> None:
+    if not value:
+        return
+    if "-----BEGIN CERTIFICATE-----" not in value:
+        raise _invalid(name, "must be a PEM-encoded X.509 certificate")
+    try:
+        x509.load_pem_x509_certificate(value.encode())
+    except ValueError:
+        raise _invalid(name, "must be a PEM-encoded X.509 certificate") from None
+
+
+def _seal_changes(
+    item: store.SettingsModel, area: str, plaintexts: dict[str, str]
+) -> dict[str, Any]:
+    """The item's sealed secrets with ``plaintexts`` applied ("" removes a secret)."""
+    sealed = dict(item.secrets or {})
+    for name, plaintext in plaintexts.items():
+        if plaintext:
+            sealed[name] = secrets.seal(plaintext, purpose=f"{area}/{name}")
+        else:
+            sealed.pop(name, None)
+    return sealed
+
+
+def _secret(item: store.SettingsModel, area: str, name: str) -> str | None:
+    sealed = (item.secrets or {}).get(name)
+    return secrets.unseal(sealed, purpose=f"{area}/{name}") if sealed else None
+
+
+# ----- general ---------------------------------------------------------------------------------
+
+GENERAL_READ_ONLY: dict[str, Any] = {
+    "require-two-factor-for-admins": False,
+    "fair-run-queuing-enabled": False,
+    "limit-organizations-per-user": False,
+    "default-organizations-per-user-ceiling": 500,
+    "limit-workspaces-per-organization": False,
+    "default-workspaces-per-organization-ceiling": 500,
+}
+_DEPRECATED_TIMEOUTS = {
+    "terraform-build-worker-plan-timeout": "plan-timeout",
+    "terraform-build-worker-apply-timeout": "apply-timeout",
+}
+
+
+def render_general(values: dict[str, Any]) -> dict[str, Any]:
+    out = {name: values.get(name, default) for name, default in general_defaults().items()}
+    for old, new in _DEPRECATED_TIMEOUTS.items():
+        out[old] = out[new]
+    return {**out, **GENERAL_READ_ONLY}
+
+
+def general() -> dict[str, Any]:
+    return render_general(store.general_settings())
+
+
+def update_general(changes: dict[str, Any]) -> dict[str, Any]:
+    for old, new in _DEPRECATED_TIMEOUTS.items():
+        if old in changes:
+            changes.setdefault(new, changes.pop(old))
+    item = store.load("general")
+    item.values = {**(item.values or {}), **changes}  # defaults stay defaults until set
+    store.save(item)
+    return render_general({**general_defaults(), **item.values})
+
+
+# ----- cost estimation ---------------------------------------------------------------------------
+
+COST = "cost-estimation"
+COST_ALIASES = {  # the seed's neutral names -> the real API's names
+    "cloud-a-access-key-id": "aws-access-key-id",
+    "cloud-a-secret-key": "aws-secret-key",
+    "cloud-b-credentials": "gcp-credentials",
+    "cloud-c-client-id": "azure-client-id",
+    "cloud-c-client-secret": "azure-client-secret",
+    "cloud-c-subscription-id": "azure-subscription-id",
+    "cloud-c-tenant-id": "azure-tenant-id",
+}
+COST_SECRETS = ("cloud-a-secret-key", "cloud-b-credentials", "cloud-c-client-secret")
+COST_SETS = {
+    "cloud-a": ("cloud-a-access-key-id", "cloud-a-secret-key"),
+    "cloud-b": ("cloud-b-credentials",),
+    "cloud-c": (
+        "cloud-c-client-id",
+        "cloud-c-client-secret",
+        "cloud-c-subscription-id",
+        "cloud-c-tenant-id",
+    ),
+}
+_COST_FLAGS = {"cloud-a": "aws-enabled", "cloud-b": "gcp-enabled", "cloud-c": "azure-enabled"}
+
+
+def _cost_present(values: dict[str, Any], sealed: dict[str, Any]) -> set[str]:
+    return {name for name in COST_ALIASES if values.get(name) or name in sealed}
+
+
+def render_cost_estimation(item: store.SettingsModel) -> dict[str, Any]:
+    values = item.values or {}
+    present = _cost_present(values, item.secrets or {})
+    out: dict[str, Any] = {"enabled": bool(values.get("enabled", False))}
+    for name, alias in COST_ALIASES.items():
+        shown = None if name in COST_SECRETS else (values.get(name) or None)
+        out[name] = out[alias] = shown
+    for cloud, names in COST_SETS.items():
+        complete = all(name in present for name in names)
+        out[f"{cloud}-enabled"] = out[_COST_FLAGS[cloud]] = complete
+    out["aws-instance-profile-enabled"] = False
+    return out
+
+
+def cost_estimation() -> dict[str, Any]:
+    return render_cost_estimation(store.load(COST))
+
+
+def update_cost_estimation(changes: dict[str, Any]) -> dict[str, Any]:
+    item = store.load(COST)
+    values = dict(item.values or {})
+    plaintexts: dict[str, str] = {}
+    for name, alias in COST_ALIASES.items():
+        given = name if name in changes else alias if alias in changes else None
+        if given is None:
+            continue
+        value = changes[given]
+        if name == "cloud-b-credentials" and value:
+            try:
+                parsed = json.loads(value)
+            except ValueError:
+                parsed = None
+            if not isinstance(parsed, dict):
+                raise _invalid(given, "must be the JSON text of a service account key file")
+        if name in COST_SECRETS:
+            plaintexts[name] = value
+        else:
+            values[name] = value
+    if "enabled" in changes:
+        values["enabled"] = changes["enabled"]
+    present = _cost_present(values, item.secrets or {})
+    present |= {name for name, value in plaintexts.items() if value}
+    present -= {name for name, value in plaintexts.items() if not value}
+    if values.get("enabled") and not any(
+        all(name in present for name in names) for names in COST_SETS.values()
+    ):
+        raise _invalid(
+            "enabled",
+            "needs at least one complete credential set (both cloud-a/aws keys, the "
+            "cloud-b/gcp credentials, or all four cloud-c/azure values)",
+        )
+    item.values, item.secrets = values, _seal_changes(item, COST, plaintexts)
+    store.save(item)
+    return render_cost_estimation(item)
+
+
+# ----- SAML ------------------------------------------------------------------------------------
+
+SAML = "saml"
+SAML_DEFAULTS: dict[str, Any] = {
+    "enabled": False,
+    "debug": False,
+    "team-management-enabled": False,
+    "authn-requests-signed": False,
+    "want-assertions-signed": False,
+    "idp-cert": None,
+    "old-idp-cert": None,
+    "slo-endpoint-url": None,
+    "sso-endpoint-url": None,
+    "attr-username": "Username",
+    "attr-groups": "MemberOf",
+    "attr-site-admin": "SiteAdmin",
+    "site-admin-role": "site-admins",
+    "sso-api-token-session-timeout": 1209600,
+    "certificate": None,
+    "signature-signing-method": "SHA256",
+    "signature-digest-method": "SHA256",
+    "provider-type": "unknown",
+}
+_SAML_REQUIRED = (
+    "idp-cert",
+    "sso-endpoint-url",
+    "slo-endpoint-url",
+    "attr-username",
+    "attr-groups",
+    "attr-site-admin",
+    "site-admin-role",
+)
+
+
+def _same_pem(a: str, b: str) -> bool:
+    return "".join(a.split()) == "".join(b.split())
+
+
+def render_saml(item: store.SettingsModel, base_url: str) -> dict[str, Any]:
+    values = {**SAML_DEFAULTS, **(item.values or {})}
+    return {
+        **values,
+        "private-key": None,
+        "acs-consumer-url": f"{base_url}/users/saml/auth",
+        "metadata-url": f"{base_url}/users/saml/metadata",
+    }
+
+
+def saml(base_url: str) -> dict[str, Any]:
+    return render_saml(store.load(SAML), base_url)
+
+
+def update_saml(changes: dict[str, Any], base_url: str) -> dict[str, Any]:
+    item = store.load(SAML)
+    values = {**SAML_DEFAULTS, **(item.values or {})}
+    private_key = changes.pop("private-key", None)
+    _check_certificate("idp-cert", changes.get("idp-cert"))
+    _check_certificate("certificate", changes.get("certificate"))
+    _check_https("sso-endpoint-url", changes.get("sso-endpoint-url"))
+    _check_https("slo-endpoint-url", changes.get("slo-endpoint-url"))
+    if private_key:
+        try:
+            load_pem_private_key(private_key.encode(), password=None)
+        except (ValueError, TypeError):
+            raise _invalid("private-key", "must be an unencrypted PEM private key") from None
+    new_cert = changes.pop("idp-cert", None)
+    if new_cert is not None:
+        current = values.get("idp-cert")
+        if new_cert and current and not _same_pem(new_cert, current):
+            values["old-idp-cert"] = current
+        values["idp-cert"] = new_cert or None
+    values.update(changes)
+    if values["enabled"]:
+        _require(values, _SAML_REQUIRED, "when SAML is enabled")
+        if values["authn-requests-signed"]:
+            _require(values, ("certificate",), "when authn-requests-signed is true")
+            has_key = private_key if private_key is not None else (item.secrets or {}).get("key")
+            if not has_key:
+                raise _invalid("private-key", "is required when authn-requests-signed is true")
+    plaintexts = {} if private_key is None else {"key": private_key}
+    item.values, item.secrets = values, _seal_changes(item, SAML, plaintexts)
+    store.save(item)
+    return render_saml(item, base_url)
+
+
+def revoke_old_idp_certificate(base_url: str) -> dict[str, Any]:
+    item = store.load(SAML)
+    item.values = {**(item.values or {}), "old-idp-cert": None}
+    store.save(item)
+    return render_saml(item, base_url)
+
+
+# ----- SMTP ------------------------------------------------------------------------------------
+
+SMTP = "smtp"
+SMTP_DEFAULTS: dict[str, Any] = {
+    "enabled": False,
+    "host": None,
+    "port": None,
+    "sender": None,
+    "auth": "none",
+    "username": None,
+}
+
+
+def render_smtp(item: store.SettingsModel) -> dict[str, Any]:
+    return {**SMTP_DEFAULTS, **(item.values or {})}
+
+
+def smtp() -> dict[str, Any]:
+    return render_smtp(store.load(SMTP))
+
+
+def update_smtp(changes: dict[str, Any]) -> dict[str, Any]:
+    item = store.load(SMTP)
+    values = {**SMTP_DEFAULTS, **(item.values or {})}
+    recipient = changes.pop("test-email-address", None)
+    password = changes.pop("password", None)
+    values.update(changes)
+    _check_email("sender", values.get("sender"))
+    _check_email("test-email-address", recipient)
+    if values["enabled"]:
+        _require(values, ("host", "port", "sender"), "when SMTP is enabled")
+        if not recipient:
+            raise _invalid("test-email-address", "is required when SMTP is enabled")
+        if values["auth"] != "none":
+            _require(values, ("username",), f"when auth is {values['auth']}")
+            secret = password if password is not None else _secret(item, SMTP, "password")
+            if not secret:
+                raise _invalid("password", f"is required when auth is {values['auth']}")
+        else:
+            secret = None
+        config = mail.SmtpConfig(
+            host=values["host"],
+            port=values["port"],
+            sender=values["sender"],
+            auth=values["auth"],
+            username=values.get("username"),
+            password=secret,
+        )
+        mail.send_test_message(config, recipient)
+    plaintexts = {} if password is None else {"password": password}
+    item.values, item.secrets = values, _seal_changes(item, SMTP, plaintexts)
+    store.save(item)
+    return render_smtp(item)
+
+
+# ----- SMS -------------------------------------------------------------------------------------
+
+SMS = "sms"
+SMS_DEFAULTS: dict[str, Any] = {"enabled": False, "account-sid": None, "from-number": None}
+
+
+def render_sms(item: store.SettingsModel) -> dict[str, Any]:
+    return {**SMS_DEFAULTS, **(item.values or {})}
+
+
+def sms_settings() -> dict[str, Any]:
+    return render_sms(store.load(SMS))
+
+
+def update_sms(changes: dict[str, Any]) -> dict[str, Any]:
+    item = store.load(SMS)
+    values = {**SMS_DEFAULTS, **(item.values or {})}
+    token = changes.pop("auth-token", None)
+    values.update(changes)
+    if values.get("from-number") and not _PHONE.match(values["from-number"]):
+        raise _invalid("from-number", "must be a phone number")
+    if values["enabled"]:
+        _require(values, ("account-sid", "from-number"), "when SMS is enabled")
+        has_token = token if token is not None else (item.secrets or {}).get("auth-token")
+        if not has_token:
+            raise _invalid("auth-token", "is required when SMS is enabled")
+    plaintexts = {} if token is None else {"auth-token": token}
+    item.values, item.secrets = values, _seal_changes(item, SMS, plaintexts)
+    store.save(item)
+    return render_sms(item)
+
+
+def verify_sms(test_number: str | None) -> None:
+    item = store.load(SMS)
+    values = {**SMS_DEFAULTS, **(item.values or {})}
+    if not values["enabled"]:
+        raise BadRequest("invalid verification settings: SMS is disabled")
+    if not test_number or not test_number.strip():
+        raise BadRequest("invalid verification settings: test-number is required")
+    if not _PHONE.match(test_number):
+        raise BadRequest("invalid verification settings: test-number must be a phone number")
+    token = _secret(item, SMS, "auth-token")
+    if not (token and values.get("account-sid") and values.get("from-number")):
+        raise BadRequest("invalid verification settings: SMS settings are incomplete")
+    sms.send_test_sms(values["account-sid"], token, values["from-number"], test_number)
+
+
+# ----- customization ---------------------------------------------------------------------------
+
+CUSTOMIZATION = "customization"
+CUSTOMIZATION_DEFAULTS: dict[str, Any] = {
+    "support-email-address": "support@hashicorp.com",
+    "login-help": "",
+    "footer": "",
+    "error": "",
+    "new-user": "",
+}
+
+
+def customization() -> dict[str, Any]:
+    return {**CUSTOMIZATION_DEFAULTS, **(store.load(CUSTOMIZATION).values or {})}
+
+
+def update_customization(changes: dict[str, Any]) -> dict[str, Any]:
+    _check_email("support-email-address", changes.get("support-email-address"))
+    item = store.load(CUSTOMIZATION)
+    item.values = {**CUSTOMIZATION_DEFAULTS, **(item.values or {}), **changes}
+    store.save(item)
+    return dict(item.values)
+
+
+# ----- data retention policy -------------------------------------------------------------------
+
+RETENTION = "data-retention-policy"
+RETENTION_TYPE = "data-retention-policy-delete-olders"
+
+
+def retention_policy() -> dict[str, Any]:
+    values = store.load(RETENTION).values or {}
+    if not values.get("id"):
+        raise NotFound("not found: no site-wide data retention policy is set")
+    return values
+
+
+def set_retention_policy(days: int) -> tuple[dict[str, Any], bool]:
+    """Create or update the site-wide policy: (policy, created)."""
+    item = store.load(RETENTION)
+    created = not (item.values or {}).get("id")
+    item.values = {
+        "id": (item.values or {}).get("id") or new_id("drp"),
+        "delete-older-than-n-days": days,
+    }
+    store.save(item)
+    return item.values, created
+
+
+def delete_retention_policy() -> None:
+    store.delete(RETENTION)

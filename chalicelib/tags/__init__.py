@@ -1,0 +1,1 @@
+"""Organization tags and the workspace tag relationships."""

@@ -1,0 +1,78 @@
+"""HTTP routes of organization tags and of the workspace tag relationships."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from chalice import Blueprint, Response
+
+from chalicelib.core.http import Ctx, route
+from chalicelib.core.ids import iso
+from chalicelib.core.jsonapi import document, no_content, relationship_list, resource, to_one
+from chalicelib.tags import service
+from chalicelib.tags.store import TagModel
+
+bp = Blueprint(__name__)
+
+ORG_TAGS = "/api/v2/organizations/{organization_name}/tags"
+TAG_WORKSPACES = "/api/v2/tags/{tag_id}/relationships/workspaces"
+WORKSPACE_TAGS = "/api/v2/workspaces/{workspace_id}/relationships/tags"
+
+
+def render_tag(tag: TagModel) -> dict[str, Any]:
+    return resource(
+        "tags",
+        tag.id,
+        {
+            "name": tag.name,
+            "created-at": iso(tag.created_at),
+            "instance-count": int(tag.instance_count or 0),
+        },
+        relationships={"organization": to_one("organizations", tag.organization)},
+    )
+
+
+def _listing(ctx: Ctx, tags: list[TagModel]) -> Response:
+    page = ctx.paginate(tags)
+    return document([render_tag(t) for t in page.items], links=page.links, meta=page.meta)
+
+
+@route(bp, ORG_TAGS, methods=("GET",))
+def list_tags(ctx: Ctx, organization_name: str) -> Response:
+    query = ctx.query
+    tags = service.list_tags(
+        ctx.user, organization_name, query.get("q"), query.get("filter[exclude][taggable][id]")
+    )
+    return _listing(ctx, tags)
+
+
+@route(bp, ORG_TAGS, methods=("DELETE",))
+def delete_tags(ctx: Ctx, organization_name: str) -> Response:
+    service.delete_tags(ctx.user, organization_name, relationship_list(ctx.json()))
+    return no_content()
+
+
+@route(bp, TAG_WORKSPACES, methods=("POST",))
+def add_workspaces(ctx: Ctx, tag_id: str) -> Response:
+    items = relationship_list(ctx.json(), type_="workspaces")
+    service.add_workspaces_to_tag(ctx.user, tag_id, items)
+    return no_content()
+
+
+@route(bp, WORKSPACE_TAGS, methods=("GET",))
+def workspace_tags(ctx: Ctx, workspace_id: str) -> Response:
+    return _listing(ctx, service.workspace_tags(ctx.user, workspace_id, ctx.query.get("name")))
+
+
+@route(bp, WORKSPACE_TAGS, methods=("POST",))
+def add_workspace_tags(ctx: Ctx, workspace_id: str) -> Response:
+    items = relationship_list(ctx.json(), type_="tags")
+    service.add_workspace_tags(ctx.user, workspace_id, items)
+    return no_content()
+
+
+@route(bp, WORKSPACE_TAGS, methods=("DELETE",))
+def remove_workspace_tags(ctx: Ctx, workspace_id: str) -> Response:
+    items = relationship_list(ctx.json(), type_="tags")
+    service.remove_workspace_tags(ctx.user, workspace_id, items)
+    return no_content()

@@ -1,0 +1,385 @@
+"""Organization tags: listing, attaching to and detaching from workspaces, bulk deletion.
+
+Every change of a (tag, workspace) pair is one DynamoDB transaction of three or four items:
+
+* attach: put the pair item (condition: absent), add 1 to the tag's ``instance_count``
+  (condition: same tag id, not being deleted) or create the tag with count 1 (condition:
+  name unused), and record the tag in the workspace's ``tags`` map (condition: workspace
+  alive);
+* detach: delete the pair item (condition: present), subtract 1 from the count (condition:
+  count > 1) or, for the last pair, delete the tag and its id item (condition: count = 1),
+  and drop it from the workspace's map.
+
+So the count equals the number of pair items at every commit, whatever runs concurrently;
+a failed condition on the tag means "someone else changed it first": re-read and retry.
+Attaching an attached pair and detaching a detached one are no-ops.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from pynamodb.exceptions import DeleteError, TransactWriteError, UpdateError
+from pynamodb.transactions import TransactWrite
+
+from chalicelib.accounts import service as accounts
+from chalicelib.accounts.workspaces import service as workspaces
+from chalicelib.accounts.workspaces.service import WorkspaceRef, conditional, connection
+from chalicelib.accounts.workspaces.store import WorkspaceModel, tag_entries
+from chalicelib.core.auth import Principal
+from chalicelib.core.errors import Conflict, NotFound, Unprocessable
+from chalicelib.core.ids import new_id, now
+from chalicelib.tags.store import TagIdModel, TagModel, TagWorkspaceModel
+
+TAG_NAME = re.compile(r"^[A-Za-z0-9:_-]{1,255}$")
+MAX_ATTEMPTS = 12
+FAILED = "ConditionalCheckFailed"
+RETRYABLE = ("TransactionConflict", "ThrottlingError", "ProvisionedThroughputExceeded")
+
+
+@dataclass(frozen=True)
+class TagRef:
+    """One element of a relationship body: a tag id or a tag name."""
+
+    id: str | None
+    name: str | None
+
+
+# ----- validation ---------------------------------------------------------------------------
+
+
+def validate_tag_name(name: Any, pointer: str) -> str:
+    if not isinstance(name, str) or not name:
+        raise Unprocessable("tag name must be a non-empty string", pointer=pointer)
+    if not TAG_NAME.match(name):
+        raise Unprocessable(
+            "tag names are 1 to 255 letters, numbers, colons, hyphens or underscores",
+            pointer=pointer,
+        )
+    return name
+
+
+def parse_tag_refs(items: list[dict[str, Any]]) -> list[TagRef]:
+    """Each element needs an ``id`` or ``attributes.name``; every name is validated before
+    anything is written, so a bad one changes nothing."""
+    refs: list[TagRef] = []
+    for index, item in enumerate(items):
+        tag_id = item.get("id")
+        attributes = item.get("attributes")
+        if attributes is not None and not isinstance(attributes, dict):
+            raise Unprocessable("attributes must be an object", pointer=f"/data/{index}/attributes")
+        name = (attributes or {}).get("name")
+        if tag_id not in (None, ""):
+            if not isinstance(tag_id, str):
+                raise Unprocessable("id must be a string", pointer=f"/data/{index}/id")
+            refs.append(TagRef(tag_id, None))
+        elif name is not None:
+            refs.append(TagRef(None, validate_tag_name(name, f"/data/{index}/attributes/name")))
+        else:
+            raise Unprocessable("each tag needs an id or attributes.name", pointer=f"/data/{index}")
+    return refs
+
+
+def ids_of(items: list[dict[str, Any]], what: str) -> list[str]:
+    ids = []
+    for index, item in enumerate(items):
+        value = item.get("id")
+        if not isinstance(value, str) or not value:
+            raise Unprocessable(f"each {what} needs an id", pointer=f"/data/{index}/id")
+        ids.append(value)
+    return ids
+
+
+# ----- reading ------------------------------------------------------------------------------
+
+
+def _tag(organization: str, name: str) -> TagModel | None:
+    try:
+        return TagModel.get(organization, name, consistent_read=True)
+    except TagModel.DoesNotExist:
+        return None
+
+
+def _tag_ids(ids: list[str]) -> dict[str, TagIdModel]:
+    unique = list(dict.fromkeys(ids))
+    return {t.id: t for t in TagIdModel.batch_get(unique, consistent_read=True)} if unique else {}
+
+
+def list_tags(
+    principal: Principal, organization: str, q: str | None, exclude_workspace: str | None
+) -> list[TagModel]:
+    """Tags of the organization, name-ordered: one Query on its partition."""
+    accounts.organization_access(principal, organization)
+    tags = [t for t in TagModel.query(organization) if not t.deleting]
+    if q:
+        needle = q.lower()
+        tags = [t for t in tags if needle in t.name.lower()]
+    if exclude_workspace:
+        workspace = workspaces.find(WorkspaceRef(id=exclude_workspace))
+        if workspace is not None and workspace.organization == organization:
+            on_it = {tag_id for tag_id, _ in tag_entries(workspace)}
+            tags = [t for t in tags if t.id not in on_it]
+    return tags
+
+
+def workspace_tags(
+    principal: Principal, workspace_id: str, name_filter: str | None
+) -> list[TagModel]:
+    """Tags of a workspace in insertion order (a GetItem and a BatchGet)."""
+    workspace, _ = workspaces.readable(principal, WorkspaceRef(id=workspace_id))
+    entries = tag_entries(workspace)
+    if name_filter:
+        entries = [(i, n) for i, n in entries if name_filter.lower() in n.lower()]
+    keys = [(workspace.organization, name) for _, name in entries]
+    found = {t.id: t for t in TagModel.batch_get(keys)} if keys else {}
+    return [found[tag_id] for tag_id, _ in entries if tag_id in found]
+
+
+# ----- the pair transactions ----------------------------------------------------------------
+
+
+def _backoff(attempt: int) -> None:
+    time.sleep(min(0.2, 0.005 * 2**attempt) * random.random())
+
+
+def attach(organization: str, workspace_id: str, ref: TagRef) -> bool:
+    """Attach one tag (by id or name) to one workspace. True if a pair was created."""
+    for attempt in range(MAX_ATTEMPTS):
+        if ref.id:
+            known = _tag_ids([ref.id]).get(ref.id)
+            if known is None or known.organization != organization:
+                raise NotFound(f"tag {ref.id} not found")
+            name = known.name
+        else:
+            assert ref.name
+            name = ref.name
+        tag = _tag(organization, name)
+        if ref.id and (tag is None or tag.id != ref.id):
+            raise NotFound(f"tag {ref.id} not found")
+        if tag is not None and tag.deleting:
+            if ref.id:
+                raise NotFound(f"tag {ref.id} is being deleted")
+            _backoff(attempt + 3)  # a bulk delete is finishing: recreate the name after it
+            continue
+        labels: list[tuple[str, str]] = []
+        try:
+            with TransactWrite(connection=connection()) as tx:
+                if tag is None:
+                    tag_id = new_id("tag")
+                    tx.save(
+                        TagModel(organization, name, id=tag_id, instance_count=1, created_at=now()),
+                        condition=TagModel.name.does_not_exist(),
+                    )
+                    tx.save(
+                        TagIdModel(tag_id, organization=organization, name=name),
+                        condition=TagIdModel.id.does_not_exist(),
+                    )
+                    labels += [("put", "tag"), ("put", "tag-id")]
+                else:
+                    tag_id = tag.id
+                    tx.update(
+                        TagModel(organization, name),
+                        actions=[TagModel.instance_count.add(1)],
+                        condition=(TagModel.id == tag_id) & TagModel.deleting.does_not_exist(),
+                    )
+                    labels.append(("update", "tag"))
+                tx.save(
+                    TagWorkspaceModel(
+                        tag_id, workspace_id, organization=organization, created_at=now()
+                    ),
+                    condition=TagWorkspaceModel.workspace_id.does_not_exist(),
+                )
+                labels.append(("put", "pair"))
+                workspaces.tx_attach_tag(tx, workspace_id, tag_id, name)
+                labels.append(("update", "workspace"))
+            return True
+        except TransactWriteError as exc:
+            failed = _failed(exc, labels)
+            if "workspace" in failed:
+                raise NotFound(f"workspace {workspace_id} not found") from None
+            if "pair" in failed and tag is not None:
+                return False  # already attached
+            if failed or _retryable(exc):
+                _backoff(attempt)
+                continue
+            raise
+    raise Conflict("too many concurrent changes to this tag; try again")
+
+
+def detach(
+    organization: str, workspace_id: str, tag_id: str, name: str, *, last: bool = False
+) -> bool:
+    """Detach one tag from one workspace. True if a pair was removed. ``last`` is a hint
+    that this is the tag's last pair (the guess is checked by the transaction's condition)."""
+    for attempt in range(MAX_ATTEMPTS):
+        labels: list[tuple[str, str]] = []
+        try:
+            with TransactWrite(connection=connection()) as tx:
+                tx.delete(
+                    TagWorkspaceModel(tag_id, workspace_id),
+                    condition=TagWorkspaceModel.workspace_id.exists(),
+                )
+                labels.append(("delete", "pair"))
+                if last:
+                    tx.delete(
+                        TagModel(organization, name),
+                        condition=(TagModel.id == tag_id) & (TagModel.instance_count == 1),
+                    )
+                    tx.delete(TagIdModel(tag_id))
+                    labels += [("delete", "tag"), ("delete", "tag-id")]
+                else:
+                    tx.update(
+                        TagModel(organization, name),
+                        actions=[TagModel.instance_count.add(-1)],
+                        condition=(TagModel.id == tag_id) & (TagModel.instance_count > 1),
+                    )
+                    labels.append(("update", "tag"))
+                workspaces.tx_detach_tag(tx, workspace_id, tag_id)
+                labels.append(("update", "workspace"))
+            return True
+        except TransactWriteError as exc:
+            failed = _failed(exc, labels)
+            if "pair" in failed:
+                return False  # not attached
+            if "tag" in failed:
+                last = not last  # the count is (or is no longer) 1: take the other branch
+                if attempt:
+                    _backoff(attempt)
+                continue
+            if "workspace" in failed:
+                raise NotFound(f"workspace {workspace_id} not found") from None
+            if _retryable(exc):
+                _backoff(attempt)
+                continue
+            raise
+    raise Conflict("too many concurrent changes to this tag; try again")
+
+
+# PynamoDB sends a transaction's items grouped: condition checks, deletes, puts, updates.
+_SENT_ORDER = {"check": 0, "delete": 1, "put": 2, "update": 3}
+
+
+def _failed(exc: TransactWriteError, labels: list[tuple[str, str]]) -> set[str]:
+    """Which of our labelled items failed their condition (reasons come in sent order)."""
+    sent = sorted(labels, key=lambda kind_label: _SENT_ORDER[kind_label[0]])
+    codes = workspaces.reason_codes(exc)
+    return {label for (_, label), code in zip(sent, codes, strict=False) if code == FAILED}
+
+
+def _retryable(exc: TransactWriteError) -> bool:
+    codes = workspaces.reason_codes(exc)
+    return any(code in RETRYABLE for code in codes) or exc.cause_response_code in (
+        "TransactionConflictException",
+        "TransactionInProgressException",
+        "ThrottlingException",
+    )
+
+
+# ----- workspace tag relationships ----------------------------------------------------------
+
+
+def add_workspace_tags(principal: Principal, workspace_id: str, items: list[dict]) -> None:
+    refs = parse_tag_refs(items)
+    workspace, _ = workspaces.manageable(principal, WorkspaceRef(id=workspace_id))
+    _check_ids(workspace.organization, [r.id for r in refs if r.id])
+    on_it = tag_entries(workspace)
+    ids, names = {i for i, _ in on_it}, {n for _, n in on_it}
+    for ref in refs:
+        if ref.id in ids or ref.name in names:
+            continue  # already there (a concurrent change is caught by the pair condition)
+        attach(workspace.organization, workspace.id, ref)
+
+
+def tag_workspace_names(workspace: WorkspaceModel, names: list[str]) -> None:
+    """Tag a just-created workspace (``tag-names`` on create)."""
+    for name in dict.fromkeys(names):
+        attach(workspace.organization, workspace.id, TagRef(None, name))
+
+
+def remove_workspace_tags(principal: Principal, workspace_id: str, items: list[dict]) -> None:
+    refs = parse_tag_refs(items)
+    workspace, _ = workspaces.manageable(principal, WorkspaceRef(id=workspace_id))
+    _check_ids(workspace.organization, [r.id for r in refs if r.id])
+    on_it = tag_entries(workspace)
+    by_name = {name: tag_id for tag_id, name in on_it}
+    by_id = dict(on_it)
+    for ref in refs:
+        tag_id = ref.id if ref.id else by_name.get(ref.name or "")
+        if tag_id and tag_id in by_id:  # unknown names, and tags not on it: nothing to do
+            detach(workspace.organization, workspace.id, tag_id, by_id[tag_id])
+
+
+def _check_ids(organization: str, ids: list[str]) -> None:
+    known = _tag_ids(ids)
+    for tag_id in ids:
+        if tag_id not in known or known[tag_id].organization != organization:
+            raise NotFound(f"tag {tag_id} not found")
+
+
+# ----- tag-addressed operations -------------------------------------------------------------
+
+
+def add_workspaces_to_tag(principal: Principal, tag_id: str, items: list[dict]) -> None:
+    ids = ids_of(items, "workspace")
+    known = _tag_ids([tag_id]).get(tag_id)
+    rights = accounts.access(principal, known.organization) if known else None
+    if known is None or rights is None or not rights.can_read:
+        raise NotFound(f"tag {tag_id} not found")
+    if not rights.manage_workspaces:
+        raise NotFound(f"tag {tag_id} not found, or your token lacks manage-workspaces")
+    found = workspaces.workspaces_by_ids(ids)
+    for index, workspace_id in enumerate(ids):
+        workspace = found.get(workspace_id)
+        if workspace is None or workspace.organization != known.organization:
+            raise NotFound(f"workspace {workspace_id} not found", pointer=f"/data/{index}/id")
+    for workspace_id in dict.fromkeys(ids):
+        attach(known.organization, workspace_id, TagRef(tag_id, None))
+
+
+def delete_tags(principal: Principal, organization: str, items: list[dict]) -> None:
+    """Bulk delete: fence each tag off (no new pairs), detach it from every workspace (the
+    last detach deletes it), then remove whatever is left. Unknown ids are ignored, so a
+    retried request succeeds."""
+    for index, item in enumerate(items):
+        if item.get("type") not in ("tags", None, ""):
+            raise Unprocessable("type must be 'tags'", pointer=f"/data/{index}/type")
+    ids = ids_of(items, "tag")
+    workspaces.require_manage(principal, organization)
+    known = [t for t in _tag_ids(ids).values() if t.organization == organization]
+    for tag in known:
+        _delete_tag(organization, tag.id, tag.name)
+
+
+def _delete_tag(organization: str, tag_id: str, name: str) -> None:
+    try:
+        TagModel(organization, name).update(
+            actions=[TagModel.deleting.set(True)], condition=TagModel.id == tag_id
+        )
+    except UpdateError as exc:
+        if conditional(exc):  # already gone with its last workspace
+            TagIdModel(tag_id).delete()
+            return
+        raise
+    pairs = list(TagWorkspaceModel.query(tag_id, consistent_read=True))
+    for remaining, pair in enumerate(reversed(pairs), start=1):
+        detach(organization, pair.workspace_id, tag_id, name, last=remaining == len(pairs))
+    if pairs:
+        return  # the last detach deleted the tag and its id item
+    # Normally the last detach deleted both items already; these are for a tag left without
+    # pairs (a retried delete after a failure half-way).
+    try:
+        TagModel(organization, name).delete(condition=TagModel.id == tag_id)
+    except DeleteError as exc:
+        if not conditional(exc):
+            raise
+    TagIdModel(tag_id).delete()
+
+
+def delete_all_for_organization(organization: str) -> None:
+    """Cascade of an organization delete, after its workspaces: normally nothing is left."""
+    for tag in TagModel.query(organization, consistent_read=True):
+        _delete_tag(organization, tag.id, tag.name)
