@@ -25,9 +25,10 @@ format: $(STAMP)
 	$(PY) -m ruff format .
 	$(PY) -m ruff check --fix .
 
+# Lint, package (template + cfn-lint), then the suite, whose summary closes the output.
 test: lint
-	$(PY) -m pytest
 	$(MAKE) package
+	$(PY) -m pytest
 
 # out/: the CloudFormation template (Chalice's, merged with infrastructure/template.py's)
 # and the deployment zip, linted with cfn-lint. Packaging reads no AWS account.
