@@ -8,7 +8,6 @@ DynamoDB's; the call counts are what carries over to AWS.
 
 from __future__ import annotations
 
-import os
 import statistics
 import sys
 import tempfile
@@ -18,15 +17,8 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-os.environ.update(
-    AWS_ACCESS_KEY_ID="bench",
-    AWS_SECRET_ACCESS_KEY="bench",
-    AWS_DEFAULT_REGION="us-east-1",
-    REGISTRY_TABLE_PREFIX="bench-",
-)
-os.environ.pop("AWS_ENDPOINT_URL", None)
 
-from bench.run import CALLS, allow_bursts, counting_dynamodb  # noqa: E402
+from bench.common import CALLS, allow_bursts, counting_dynamodb  # noqa: E402
 
 
 def seed(organization: str, modules: int, versions: int) -> str:

@@ -9,7 +9,6 @@ A team token with manage-workspaces is used, so the counts include authenticatio
 from __future__ import annotations
 
 import json
-import os
 import sys
 import tempfile
 import time
@@ -18,15 +17,8 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-os.environ.update(
-    AWS_ACCESS_KEY_ID="bench",
-    AWS_SECRET_ACCESS_KEY="bench",
-    AWS_DEFAULT_REGION="us-east-1",
-    REGISTRY_TABLE_PREFIX="bench-",
-)
-os.environ.pop("AWS_ENDPOINT_URL", None)
 
-from bench.run import CALLS, counting_dynamodb  # noqa: E402
+from bench.common import CALLS, counting_dynamodb  # noqa: E402
 
 ORG = "bench-tags"
 
