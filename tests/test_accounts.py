@@ -671,3 +671,42 @@ def test_team_token_rotation_revokes_by_key_not_by_index(api: Api) -> None:
     assert api.delete(f"/api/v2/teams/{team_id}/authentication-token").status == 204
     assert api.as_(second).get("/api/v2/organizations/acme").status == 401
     assert TeamModel.get(team_id).token_hash is None
+
+
+def test_additional_team_tokens_by_id_are_for_owners_only(api: Api) -> None:
+    """pytfe's multi-token endpoints: extra team tokens revoke nothing, are listed per
+    organization, and only the organization's owners see or delete them by id."""
+    from chalicelib.accounts.store import TeamModel
+
+    make_org(api, "acme")
+    make_org(api, "other")
+    team_id, legacy = make_team(api, "acme", "ci", manage_modules=True)
+    extra = api.post(
+        f"/api/v2/teams/{team_id}/authentication-tokens",
+        {"data": {"type": "authentication-tokens", "attributes": {"description": "nightly"}}},
+    )
+    assert extra.status == 201, extra.json
+    extra_id, extra_secret = extra.data["id"], extra.data["attributes"]["token"]
+    assert api.as_(legacy).get("/api/v2/organizations/acme").status == 200
+    assert api.as_(extra_secret).get("/api/v2/organizations/acme").status == 200
+    listed = api.get("/api/v2/organizations/acme/team-tokens").data
+    assert {t["id"] for t in listed} >= {extra_id}
+    assert all(t["attributes"]["token"] is None for t in listed)
+    assert (
+        api.get(f"/api/v2/authentication-tokens/{extra_id}").data["attributes"]["description"]
+        == "nightly"
+    )
+
+    _, outsider = make_team(api, "other", "owners-elsewhere", manage_modules=True)
+    for caller in (outsider, legacy):  # another organization; a non-owner team token
+        assert api.as_(caller).get(f"/api/v2/authentication-tokens/{extra_id}").status == 404
+        assert api.as_(caller).delete(f"/api/v2/authentication-tokens/{extra_id}").status == 404
+    assert api.as_(outsider).get("/api/v2/organizations/acme/team-tokens").status == 404
+
+    assert api.delete(f"/api/v2/authentication-tokens/{extra_id}").status == 204
+    assert api.as_(extra_secret).get("/api/v2/organizations/acme").status == 401
+    # Deleting the legacy token by id also clears the team's record of it.
+    legacy_id = TeamModel.get(team_id).token_id
+    assert api.delete(f"/api/v2/authentication-tokens/{legacy_id}").status == 204
+    assert TeamModel.get(team_id).token_hash is None
+    assert api.as_(legacy).get("/api/v2/organizations/acme").status == 401

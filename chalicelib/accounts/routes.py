@@ -369,10 +369,24 @@ def user_tokens(ctx: Ctx, user_id: str):
     return document([render_token(t) for t in page.items], links=page.links, meta=page.meta)
 
 
+@route(bp, "/api/v2/teams/{team_id}/authentication-tokens", methods=("POST",))
+def additional_team_token(ctx: Ctx, team_id: str):
+    attrs = parse_attributes(ctx.json(), TokenAttributes, required=False)
+    token, secret = service.create_additional_team_token(
+        ctx.user, team_id, attrs.description, attrs.expired_at
+    )
+    return document(render_token(token, secret), status=201)
+
+
+@route(bp, "/api/v2/organizations/{organization_name}/team-tokens")
+def organization_team_tokens(ctx: Ctx, organization_name: str):
+    page = ctx.paginate(service.list_organization_team_tokens(ctx.user, organization_name))
+    return document([render_token(t) for t in page.items], links=page.links, meta=page.meta)
+
+
 @route(bp, "/api/v2/authentication-tokens/{token_id}", methods=("GET", "DELETE"))
-def user_token(ctx: Ctx, token_id: str):
-    token = service.user_token(ctx.user, token_id)
+def token_by_id(ctx: Ctx, token_id: str):
     if ctx.request.method == "DELETE":
-        token.delete()
+        service.delete_token_by_id(ctx.user, token_id)
         return no_content()
-    return document(render_token(token))
+    return document(render_token(service.token_by_id(ctx.user, token_id)))

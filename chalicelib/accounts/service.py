@@ -544,12 +544,55 @@ def list_user_tokens(principal: Principal, user_id: str) -> list[TokenModel]:
     return list(owned_tokens("user", user.id))
 
 
-def user_token(principal: Principal, token_id: str) -> TokenModel:
+def create_additional_team_token(
+    principal: Principal, team_id: str, description: str | None, expired_at
+):
+    """One more token for a team (``/teams/:id/authentication-tokens``): unlike the team's
+    single legacy token, creating it revokes nothing."""
+    team = owned_team(principal, team_id)
+    return mint_token(
+        "team",
+        team.id,
+        organization=team.organization,
+        description=description,
+        created_by=principal.id,
+        expired_at=expired_at,
+    )
+
+
+def list_organization_team_tokens(principal: Principal, org: str) -> list[TokenModel]:
+    """Every team token of the organization (one Query per team)."""
+    owned_organization(principal, org)
+    tokens = []
+    for team in TeamModel.by_organization.query(org):
+        tokens += owned_tokens("team", team.id)
+    return sorted(tokens, key=lambda t: t.created_at)
+
+
+def token_by_id(principal: Principal, token_id: str) -> TokenModel:
+    """A user token for its user (or a site admin), a team token for the organization's
+    owners; anything else is 404."""
     token = next(iter(TokenModel.by_id.query(token_id)), None)
-    if token is None or token.kind != "user":
+    if token is None or token.kind not in ("user", "team"):
         raise NotFound(f"authentication token {token_id} not found")
-    _own_user(principal, token.owner_id)
+    if token.kind == "user":
+        _own_user(principal, token.owner_id)
+    else:
+        try:
+            owned_team(principal, token.owner_id)
+        except NotFound:
+            raise NotFound(f"authentication token {token_id} not found") from None
     return token
+
+
+def delete_token_by_id(principal: Principal, token_id: str) -> None:
+    token = token_by_id(principal, token_id)
+    if token.kind == "team":
+        team = TeamModel.get(token.owner_id)
+        if team.token_hash == token.token_hash:
+            _revoke_held_token(team, f"team {team.id}")
+            return
+    token.delete()
 
 
 def _conditional_failure(exc: Exception) -> bool:

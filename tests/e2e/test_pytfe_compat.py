@@ -148,17 +148,20 @@ def test_accounts_through_pytfe(session: Session):
     assert session.ci.organizations.read(ORG).name == ORG
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=NotFound,
-    reason="POST /api/v2/teams/:id/authentication-tokens (multiple team tokens, used by pytfe "
-    "whenever a description is given) is not served yet",
-)
 def test_team_token_with_description(session: Session):
-    token = session.admin.team_tokens.create_with_options(
+    """pytfe's multi-token path: POST /teams/:id/authentication-tokens, then read, list and
+    delete by id; the team's legacy single token keeps working throughout."""
+    tokens = session.admin.team_tokens
+    token = tokens.create_with_options(
         session.team_id, TeamTokenCreateOptions(description="nightly publisher")
     )
     assert token.token and token.description == "nightly publisher"
+    assert tokens.read_by_id(token.id).description == "nightly publisher"
+    assert token.id in [t.id for t in tokens.list(ORG)]
+    tokens.delete_by_id(token.id)
+    with pytest.raises(NotFound):
+        tokens.read_by_id(token.id)
+    assert session.ci.organizations.read(ORG).name == ORG
 
 
 def test_publish_read_and_list_through_pytfe(session: Session):
