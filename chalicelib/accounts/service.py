@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from pynamodb.exceptions import UpdateError
 
 from chalicelib.accounts.store import (
-    ACCESS_FLAGS,
     DIRECTORY,
     OrganizationModel,
     TeamModel,
@@ -598,6 +597,3 @@ def delete_token_by_id(principal: Principal, token_id: str) -> None:
 def _conditional_failure(exc: Exception) -> bool:
     cause = getattr(exc, "cause_response_code", None)
     return cause == "ConditionalCheckFailedException"
-
-
-__all__ = ["ACCESS_FLAGS", "OrgAccess", "access"]

@@ -21,7 +21,6 @@ from chalicelib.core.errors import Unauthorized
 from chalicelib.core.ids import new_id, now
 
 PrincipalKind = Literal["user", "team", "organization"]
-TOKEN_PREFIX = {"user": "at", "team": "at", "organization": "at"}
 _ALPHABET = string.ascii_letters + string.digits
 
 

@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 from chalice import Response
 from pydantic import AliasChoices, AliasGenerator, BaseModel, ConfigDict, ValidationError
 
-from chalicelib.core.errors import JSONAPI, BadRequest, Unprocessable, attribute_pointer
+from chalicelib.core.errors import JSONAPI, BadRequest, Unprocessable
 
 
 def kebab(name: str) -> str:
@@ -161,7 +161,3 @@ def document(data: Any, status: int = 200, **top: Any) -> Response:
 
 def no_content() -> Response:
     return Response(body="", status_code=204, headers={})
-
-
-def pointer(name: str) -> str:
-    return attribute_pointer(name)

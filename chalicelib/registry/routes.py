@@ -103,7 +103,7 @@ def render_version(version: ModuleVersionModel, upload: str | None = None) -> di
         version.id,
         attributes,
         relationships={"registry-module": to_one("registry-modules", version.module_id)},
-        links={"upload": upload} if upload else {},
+        links={"upload": upload} if upload else None,
     )
 
 
