@@ -15,11 +15,12 @@ from chalicelib.core.settings import get_settings
 from chalicelib.registry.protocol_routes import bp as protocol_routes
 from chalicelib.registry.routes import bp as registry_routes
 from chalicelib.tags.routes import bp as tag_routes
+from chalicelib.vcs.routes import bp as vcs_routes
 
 app = create_app(
     "tfe-module-registry",
     [meta_routes, accounts_routes, registry_routes, protocol_routes, workspace_routes, tag_routes]
-    + [admin_routes],
+    + [admin_routes, vcs_routes],
 )
 
 

@@ -25,6 +25,7 @@ WORKSPACE_TABLES = {
     "tag-ids": WRITE,
     "tag-workspaces": WRITE,
 }
+VCS_TABLES = {"oauth-clients": WRITE, "oauth-tokens": WRITE}
 
 
 @dataclass(frozen=True)
@@ -45,7 +46,7 @@ class Function:
 
 ROUTE_GROUPS: tuple[Function, ...] = (
     # APIHandler is the function Chalice generates; it serves the accounts group. Deleting an
-    # organization cascades into its modules, workspaces and tags.
+    # organization cascades into its modules, VCS connections, workspaces and tags.
     Function(
         "APIHandler",
         "chalicelib.entry.accounts.app",
@@ -57,6 +58,7 @@ ROUTE_GROUPS: tuple[Function, ...] = (
             "tokens": WRITE,
             **REGISTRY_TABLES,
             **WORKSPACE_TABLES,
+            **VCS_TABLES,
         },
         s3_actions=("s3:DeleteObject",),
     ),
@@ -81,6 +83,8 @@ ROUTE_GROUPS: tuple[Function, ...] = (
     Function(
         "WorkspacesFunction", "chalicelib.entry.workspaces.app", {**AUTH_TABLES, **WORKSPACE_TABLES}
     ),
+    # VCS connections; their secrets are sealed with KMS (see chalicelib/core/secrets.py).
+    Function("VcsFunction", "chalicelib.entry.vcs.app", {**AUTH_TABLES, **VCS_TABLES}),
     Function("AdminFunction", "chalicelib.entry.admin.app", {**AUTH_TABLES, "settings": WRITE}),
 )
 

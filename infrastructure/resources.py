@@ -23,6 +23,7 @@ from chalicelib.registry import public as _public_cache  # noqa: F401
 from chalicelib.registry import store as _registry_store  # noqa: F401
 from chalicelib.registry.objects import UPLOAD_PREFIX
 from chalicelib.tags import store as _tags_store  # noqa: F401
+from chalicelib.vcs import store as _vcs_store  # noqa: F401
 
 DLQ_SUFFIX = "-dlq"
 MAX_RECEIVES = 5

@@ -9,6 +9,7 @@ Gateway integration at its group's function.
 
 from __future__ import annotations
 
+import functools
 import json
 import subprocess
 import sys
@@ -59,7 +60,8 @@ print(json.dumps([[path, method, entry.view_function.__module__]
 """
 
 
-def entry_routes(entry_module: str) -> list[tuple[str, str, str]]:
+@functools.cache
+def entry_routes(entry_module: str) -> tuple[tuple[str, str, str], ...]:
     """(path, method, module of the handler) of an entry module's app.
 
     Read in a fresh interpreter: a Chalice blueprint registered in a second app in the same
@@ -72,7 +74,7 @@ def entry_routes(entry_module: str) -> list[tuple[str, str, str]]:
         check=True,
         cwd=Path(__file__).resolve().parents[1],
     )
-    return [tuple(route) for route in json.loads(result.stdout)]
+    return tuple(tuple(route) for route in json.loads(result.stdout))
 
 
 def group_routes() -> dict[str, list[tuple[str, str]]]:

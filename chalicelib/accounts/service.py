@@ -267,14 +267,16 @@ def update_organization(
 
 
 def delete_organization(principal: Principal, name: str) -> None:
-    """Delete the organization and everything in it (teams, tokens, then its modules,
-    workspaces and tags)."""
+    """Delete the organization and everything in it (its modules, VCS connections, workspaces
+    and tags, then teams and tokens)."""
     org = owned_organization(principal, name)
     from chalicelib.accounts.workspaces import service as workspaces
     from chalicelib.registry import service as registry  # domains talk through services
     from chalicelib.tags import service as tags
+    from chalicelib.vcs import service as vcs
 
     registry.delete_all_for_organization(name)
+    vcs.delete_all_for_organization(name)
     workspaces.delete_all_for_organization(name)  # a tag goes with its last workspace
     tags.delete_all_for_organization(name)  # leftovers of an interrupted delete
     for team in TeamModel.by_organization.query(name):

@@ -1,0 +1,1 @@
+"""VCS connections (OAuth clients and tokens) and reading module sources from git."""

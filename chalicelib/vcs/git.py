@@ -1,0 +1,339 @@
+"""Reading module sources from git hosts over smart HTTP, with dulwich (no git binary).
+
+* ``repository_url`` turns a VCS connection and a repository identifier into a clone URL;
+* ``list_tags`` reads the remote's tags (annotated tags peeled to their commits);
+* ``semver_tags`` picks the tags that are versions, and says why the others were skipped;
+* ``archive_commit`` fetches one commit (shallow, into memory) and packs its tree, or one
+  subdirectory of it, as the .tar.gz the ingest path reads.
+
+The token travels as HTTP basic auth; the username each provider expects is in
+``BASIC_AUTH_USERNAMES``. Nothing here logs a token or puts it in an error message.
+"""
+
+from __future__ import annotations
+
+import io
+import posixpath
+import re
+import stat
+import tarfile
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote, urlsplit
+
+from chalicelib.registry import semver
+
+DEFAULT_MAX_PACK_BYTES = 50 * 1024 * 1024
+DEFAULT_MAX_ARCHIVE_BYTES = 50 * 1024 * 1024
+TIMEOUT_SECONDS = 30.0
+TAG_REF = b"refs/tags/"
+PEELED = b"^{}"
+
+# Username of the basic-auth pair that carries the token, per service provider.
+BASIC_AUTH_USERNAMES: dict[str, str] = {
+    "github": "x-access-token",
+    "github_enterprise": "x-access-token",
+    "gitlab_hosted": "oauth2",
+    "gitlab_community_edition": "oauth2",
+    "gitlab_enterprise_edition": "oauth2",
+    "bitbucket_hosted": "x-token-auth",
+    "bitbucket_server": "x-token-auth",
+    "bitbucket_data_center": "x-token-auth",
+    "ado_services": "pat",
+    "ado_server": "pat",
+}
+DEFAULT_USERNAME = "x-access-token"
+
+_PART = re.compile(r"^[A-Za-z0-9._~-]+$")
+_ADO = "ado_services", "ado_server"
+
+
+class GitError(Exception):
+    """Fetching from the repository failed; ``str(error)`` is safe to show to a publisher."""
+
+
+class IdentifierError(ValueError):
+    """A repository identifier does not fit its service provider's format."""
+
+
+@dataclass(frozen=True)
+class SkippedTag:
+    tag: str
+    reason: str
+
+
+# ----- repository URLs ----------------------------------------------------------------------
+
+
+def identifier_parts(service_provider: str, identifier: Any) -> list[str]:
+    """Validate ``identifier`` for the provider and return its path segments.
+
+    ``<org>/<repo>`` everywhere (for Bitbucket Server/Data Center ``<org>`` is the project
+    key); Azure DevOps uses ``<org>/<project>/_git/<repo>``.
+    """
+    if not isinstance(identifier, str) or not identifier.strip():
+        raise IdentifierError("the repository identifier must be a non-empty string")
+    parts = identifier.split("/")
+    if service_provider in _ADO:
+        if len(parts) != 4 or parts[2] != "_git":
+            raise IdentifierError(
+                f"{identifier!r} is not an Azure DevOps identifier: "
+                "use <organization>/<project>/_git/<repository>"
+            )
+    elif len(parts) != 2:
+        what = "<project key>/<repository>" if "bitbucket" in service_provider else "<org>/<repo>"
+        raise IdentifierError(f"{identifier!r} is not a repository identifier: use {what}")
+    for part in parts:
+        if not part:
+            raise IdentifierError(f"{identifier!r} has an empty part")
+        if part in (".", "..") or not _PART.match(part):
+            raise IdentifierError(
+                f"{identifier!r} has an invalid part {part!r}: letters, digits, '.', '_', "
+                "'-' and '~' only (no spaces)"
+            )
+    return parts
+
+
+def repository_url(client: Any, identifier: str) -> str:
+    """``<http-url>/<identifier>.git`` for a connection (anything with ``service_provider``
+    and ``http_url``). Azure DevOps clone URLs carry no ``.git`` suffix."""
+    provider = client.service_provider
+    parts = identifier_parts(provider, identifier)
+    base = (client.http_url or "").rstrip("/")
+    if urlsplit(base).scheme not in ("http", "https"):
+        raise IdentifierError("the VCS connection has no http(s) URL")
+    path = "/".join(quote(part, safe="") for part in parts)
+    return f"{base}/{path}" if provider in _ADO else f"{base}/{path}.git"
+
+
+# ----- tags ---------------------------------------------------------------------------------
+
+
+def _client(repo_url: str, token: str | None, username: str) -> tuple[Any, str]:
+    from dulwich.client import Urllib3HttpGitClient
+
+    parts = urlsplit(repo_url)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise GitError("the repository URL must be an http(s) URL")
+    if parts.username or parts.password:
+        raise GitError("the repository URL must not contain credentials")
+    base = f"{parts.scheme}://{parts.netloc}"
+    client = Urllib3HttpGitClient(
+        base,
+        username=username if token else None,
+        password=token or None,
+        timeout=TIMEOUT_SECONDS,
+        quiet=True,
+    )
+    return client, parts.path
+
+
+def _describe(exc: BaseException, repo_url: str) -> GitError:
+    from dulwich.client import HTTPUnauthorized
+    from dulwich.errors import HangupException, NotGitRepository
+
+    if isinstance(exc, HTTPUnauthorized):
+        return GitError(f"{repo_url}: authentication failed (is the connection's token valid?)")
+    if isinstance(exc, NotGitRepository):
+        return GitError(f"{repo_url}: not found, or not a git repository")
+    if isinstance(exc, HangupException):
+        return GitError(f"{repo_url}: the server hung up")
+    message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    return GitError(f"{repo_url}: {message[:300]}")
+
+
+def _refs(repo_url: str, token: str | None, username: str) -> dict[bytes, bytes]:
+    client, path = _client(repo_url, token, username)
+    try:
+        result = client.get_refs(path)
+    except Exception as exc:  # noqa: BLE001 - every transport/protocol failure is a GitError
+        raise _describe(exc, repo_url) from None
+    return {bytes(k): bytes(v) for k, v in result.refs.items() if v is not None}
+
+
+def list_tags(
+    repo_url: str, token: str | None, *, username: str = DEFAULT_USERNAME
+) -> dict[str, str]:
+    """Tag name -> commit sha (hex); annotated tags are peeled to the commit they tag."""
+    refs = _refs(repo_url, token, username)
+    tags: dict[str, str] = {}
+    for ref, sha in refs.items():
+        if not ref.startswith(TAG_REF) or ref.endswith(PEELED):
+            continue
+        name = ref[len(TAG_REF) :].decode("utf-8", "replace")
+        tags[name] = refs.get(ref + PEELED, sha).decode("ascii")
+    return dict(sorted(tags.items()))
+
+
+def semver_tags(
+    tags: dict[str, str], tag_prefix: str | None = None
+) -> tuple[list[tuple[str, str]], list[SkippedTag]]:
+    """Versions from tags: ``[prefix][v]<semver>`` -> ``(<semver>, sha)``, in version order.
+
+    Returns the versions and the skipped tags with the reason for each. Two tags naming
+    the same version (``v1.0.0`` and ``1.0.0``): the first by name wins, the other is skipped.
+    """
+    found: dict[str, tuple[semver.Version, str, str]] = {}
+    skipped: list[SkippedTag] = []
+    for tag, sha in sorted(tags.items()):
+        rest = tag
+        if tag_prefix:
+            if not tag.startswith(tag_prefix):
+                skipped.append(
+                    SkippedTag(tag, f"does not start with the tag prefix {tag_prefix!r}")
+                )
+                continue
+            rest = tag[len(tag_prefix) :]
+        candidate = rest[1:] if rest[:1] == "v" else rest
+        try:
+            version = semver.parse(candidate)
+        except semver.InvalidVersion:
+            skipped.append(SkippedTag(tag, f"{rest!r} is not a semantic version (v1.2.3 or 1.2.3)"))
+            continue
+        if version.text in found:
+            skipped.append(
+                SkippedTag(
+                    tag,
+                    f"version {version.text} is already taken by tag {found[version.text][2]!r}",
+                )
+            )
+            continue
+        found[version.text] = (version, sha, tag)
+    ordered = sorted(found.values(), key=lambda item: item[0].order_key)
+    return [(v.text, sha) for v, sha, _ in ordered], skipped
+
+
+# ----- archives -----------------------------------------------------------------------------
+
+
+class _CappedBuffer(io.BytesIO):
+    def __init__(self, cap: int, repo_url: str) -> None:
+        super().__init__()
+        self.cap = cap
+        self.repo_url = repo_url
+
+    def write(self, data: Any) -> int:
+        if self.tell() + len(data) > self.cap:
+            raise GitError(f"{self.repo_url}: the fetched data exceeds {self.cap} bytes")
+        return super().write(data)
+
+
+def _fetch_commit(
+    repo_url: str, token: str | None, sha: str, username: str, max_pack_bytes: int
+) -> tuple[Any, Any]:
+    """A MemoryRepo holding ``sha`` (shallow) and the commit object."""
+    from dulwich.objects import Commit, Tag
+    from dulwich.repo import MemoryRepo
+
+    if not re.fullmatch(r"[0-9a-f]{40}|[0-9a-f]{64}", sha or ""):
+        raise GitError(f"{sha!r} is not a full commit sha")
+    target = sha.encode("ascii")
+    refs = _refs(repo_url, token, username)
+    # Servers without allow-reachable-sha1-in-want accept only advertised objects: want the
+    # tag (or branch) that points at the commit when there is one.
+    want = target
+    for ref, value in refs.items():
+        if ref.endswith(PEELED):
+            if value == target:
+                want = refs.get(ref[: -len(PEELED)], target)
+                break
+        elif value == target:
+            break
+
+    client, path = _client(repo_url, token, username)
+    repo = MemoryRepo()
+    buffer = _CappedBuffer(max_pack_bytes, repo_url)
+    try:
+        client.fetch_pack(
+            path,
+            lambda refs, depth=None: [want],
+            repo.get_graph_walker(),
+            buffer.write,
+            depth=1,
+        )
+        if buffer.tell():
+            buffer.seek(0)
+            repo.object_store.add_thin_pack(buffer.read, None)
+    except GitError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - every transport/protocol failure is a GitError
+        raise _describe(exc, repo_url) from None
+    try:
+        obj = repo.object_store[target]
+    except KeyError:
+        raise GitError(f"{repo_url}: commit {sha} was not found") from None
+    while isinstance(obj, Tag):
+        obj = repo.object_store[obj.object[1]]
+    if not isinstance(obj, Commit):
+        raise GitError(f"{repo_url}: {sha} is not a commit")
+    return repo, obj
+
+
+def archive_commit(
+    repo_url: str,
+    token: str | None,
+    sha: str,
+    *,
+    subdirectory: str | None = None,
+    username: str = DEFAULT_USERNAME,
+    max_pack_bytes: int = DEFAULT_MAX_PACK_BYTES,
+    max_archive_bytes: int = DEFAULT_MAX_ARCHIVE_BYTES,
+) -> bytes:
+    """A .tar.gz of the commit's tree, files at the root (or ``subdirectory``'s contents).
+
+    Regular files only: symlinks and submodules are left out. The fetched pack and the
+    unpacked files are each capped.
+    """
+    repo, commit = _fetch_commit(repo_url, token, sha, username, max_pack_bytes)
+    store = repo.object_store
+    tree = store[commit.tree]
+    prefix = _clean_subdirectory(subdirectory)
+    if prefix:
+        for part in prefix.split("/"):
+            entry = _entry(tree, part)
+            if entry is None or not stat.S_ISDIR(entry[0]):
+                raise GitError(f"{repo_url}: commit {sha} has no directory {prefix!r}")
+            tree = store[entry[1]]
+
+    buffer = io.BytesIO()
+    total = 0
+    with tarfile.open(fileobj=buffer, mode="w:gz") as archive:
+        stack = [("", tree)]
+        while stack:
+            base, current = stack.pop()
+            for item in current.iteritems():
+                name = item.path.decode("utf-8", "surrogateescape")
+                path = posixpath.join(base, name) if base else name
+                if stat.S_ISDIR(item.mode):
+                    stack.append((path, store[item.sha]))
+                elif stat.S_ISREG(item.mode):
+                    data = store[item.sha].as_raw_string()
+                    total += len(data)
+                    if total > max_archive_bytes:
+                        raise GitError(
+                            f"{repo_url}: the files of {sha} exceed {max_archive_bytes} bytes"
+                        )
+                    info = tarfile.TarInfo(path)
+                    info.size = len(data)
+                    info.mode = 0o755 if item.mode & 0o111 else 0o644
+                    info.mtime = commit.commit_time
+                    archive.addfile(info, io.BytesIO(data))
+                # Symlinks (0o120000) and submodules (0o160000) are skipped.
+    return buffer.getvalue()
+
+
+def _clean_subdirectory(subdirectory: str | None) -> str:
+    if not subdirectory:
+        return ""
+    clean = subdirectory.strip("/")
+    parts = clean.split("/")
+    if any(part in ("", ".", "..") for part in parts) or "\\" in clean:
+        raise GitError(f"{subdirectory!r} is not a valid source directory")
+    return clean
+
+
+def _entry(tree: Any, name: str) -> tuple[int, bytes] | None:
+    try:
+        return tree[name.encode("utf-8")]
+    except KeyError:
+        return None

@@ -1,0 +1,382 @@
+"""VCS connections: OAuth clients and OAuth tokens as the TFE API and go-tfe shape them.
+
+A client records how to reach a VCS host (service provider, HTTP and API URLs); creating it
+with an ``oauth-token-string`` also creates its OAuth token (``ot-``), the id publishing
+names. Token strings, SSH keys, client secrets and private keys are sealed with KMS
+(``chalicelib.core.secrets``) and are write-only: no response carries them.
+
+Reading needs access to the organization; creating, updating and deleting need the owners
+team. Anything else is a 404, as for the rest of the API.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+from pynamodb.exceptions import TransactWriteError
+from pynamodb.transactions import TransactWrite
+
+from chalicelib.accounts import service as accounts
+from chalicelib.accounts.store import OrganizationModel
+from chalicelib.accounts.workspaces.service import connection
+from chalicelib.core import secrets
+from chalicelib.core.auth import Principal
+from chalicelib.core.errors import Conflict, NotFound, Unprocessable
+from chalicelib.core.ids import new_id, now
+from chalicelib.core.jsonapi import Attributes
+from chalicelib.vcs import git
+from chalicelib.vcs.store import (
+    PURPOSE_PRIVATE_KEY,
+    PURPOSE_SECRET,
+    PURPOSE_SSH_KEY,
+    PURPOSE_TOKEN,
+    OAuthClientModel,
+    OAuthTokenModel,
+)
+
+POINTER = "/data/attributes/"
+MAX_SECRET_LENGTH = 16 * 1024
+MAX_TEXT_LENGTH = 2048
+
+# service-provider -> (display name, default http-url, default api-url); providers without
+# defaults are self-hosted and need both URLs.
+PROVIDERS: dict[str, tuple[str, str | None, str | None]] = {
+    "github": ("GitHub", "https://github.com", "https://api.github.com"),
+    "github_enterprise": ("GitHub Enterprise", None, None),
+    "gitlab_hosted": ("GitLab.com", "https://gitlab.com", "https://gitlab.com/api/v4"),
+    "gitlab_community_edition": ("GitLab Community Edition", None, None),
+    "gitlab_enterprise_edition": ("GitLab Enterprise Edition", None, None),
+    "bitbucket_hosted": ("Bitbucket Cloud", "https://bitbucket.org", "https://api.bitbucket.org"),
+    "bitbucket_server": ("Bitbucket Server", None, None),
+    "bitbucket_data_center": ("Bitbucket Data Center", None, None),
+    "ado_services": ("Azure DevOps Services", "https://dev.azure.com", "https://dev.azure.com"),
+    "ado_server": ("Azure DevOps Server", None, None),
+}
+# Bitbucket Server / Data Center can be connected with an application link (key and
+# private key) instead of a personal token string.
+APP_LINK_PROVIDERS = ("bitbucket_server", "bitbucket_data_center")
+
+
+class ClientAttributes(Attributes):
+    name: str | None = None
+    service_provider: str | None = None
+    http_url: str | None = None
+    api_url: str | None = None
+    oauth_token_string: str | None = None
+    private_key: str | None = None
+    key: str | None = None
+    secret: str | None = None
+    rsa_public_key: str | None = None
+    organization_scoped: bool | None = None
+
+
+class TokenAttributes(Attributes):
+    ssh_key: str | None = None
+
+
+@dataclass(frozen=True)
+class Connection:
+    """What fetching from a repository needs: the client and the plaintext token string."""
+
+    client: OAuthClientModel
+    token_id: str
+    token: str
+
+    @property
+    def username(self) -> str:
+        return git.BASIC_AUTH_USERNAMES.get(self.client.service_provider, git.DEFAULT_USERNAME)
+
+    def repository_url(self, identifier: str) -> str:
+        return git.repository_url(self.client, identifier)
+
+
+# ----- validation ---------------------------------------------------------------------------
+
+
+def _url(value: str | None, name: str) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise Unprocessable(f"{name} is required for this service provider", pointer=POINTER + name)
+    parts = urlsplit(value.strip())
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise Unprocessable(f"{name} must be an http or https URL", pointer=POINTER + name)
+    if parts.username or parts.password:
+        raise Unprocessable(f"{name} must not contain credentials", pointer=POINTER + name)
+    if parts.query or parts.fragment:
+        raise Unprocessable(f"{name} must not have a query or fragment", pointer=POINTER + name)
+    return value.strip().rstrip("/")
+
+
+def _text(value: str | None, name: str, limit: int = MAX_TEXT_LENGTH) -> str | None:
+    if value is None:
+        return None
+    if len(value) > limit:
+        raise Unprocessable(f"{name} is longer than {limit} characters", pointer=POINTER + name)
+    return value
+
+
+def _secret_text(value: str | None, name: str) -> str | None:
+    if value is None:
+        return None
+    if not value.strip():
+        raise Unprocessable(f"{name} must not be empty", pointer=POINTER + name)
+    return _text(value, name, MAX_SECRET_LENGTH)
+
+
+def _provider(value: str | None) -> str:
+    if value not in PROVIDERS:
+        allowed = ", ".join(PROVIDERS)
+        raise Unprocessable(
+            f"service-provider must be one of {allowed}", pointer=POINTER + "service-provider"
+        )
+    return value
+
+
+# ----- access -------------------------------------------------------------------------------
+
+
+def _organization_id(name: str) -> str | None:
+    try:
+        return OrganizationModel.get(name, attributes_to_get=["external_id"]).external_id
+    except OrganizationModel.DoesNotExist:
+        return None
+
+
+def _current(item: OAuthClientModel | OAuthTokenModel) -> bool:
+    """Whether ``item`` belongs to the organization of that name that exists now (not to a
+    deleted one whose name was reused)."""
+    return item.organization_id == _organization_id(item.organization)
+
+
+def _require_owner(principal: Principal, organization: str, what: str) -> None:
+    rights = accounts.organization_access(principal, organization)
+    if not rights.is_owner:
+        raise NotFound(f"not found: {what} needs a user or team token of the owners team")
+
+
+def _client(principal: Principal, client_id: str, *, owner: bool = False) -> OAuthClientModel:
+    try:
+        client = OAuthClientModel.get(client_id, consistent_read=True)
+    except OAuthClientModel.DoesNotExist:
+        raise NotFound(f"oauth client {client_id} not found") from None
+    rights = accounts.access(principal, client.organization)
+    if not rights.can_read or (owner and not rights.is_owner) or not _current(client):
+        raise NotFound(f"oauth client {client_id} not found")
+    return client
+
+
+def _token(principal: Principal, token_id: str, *, owner: bool = False) -> OAuthTokenModel:
+    try:
+        token = OAuthTokenModel.get(token_id, consistent_read=True)
+    except OAuthTokenModel.DoesNotExist:
+        raise NotFound(f"oauth token {token_id} not found") from None
+    rights = accounts.access(principal, token.organization)
+    if not rights.can_read or (owner and not rights.is_owner) or not _current(token):
+        raise NotFound(f"oauth token {token_id} not found")
+    return token
+
+
+# ----- clients ------------------------------------------------------------------------------
+
+
+def create_client(
+    principal: Principal, organization: str, attrs: ClientAttributes
+) -> tuple[OAuthClientModel, list[OAuthTokenModel]]:
+    _require_owner(principal, organization, "creating an OAuth client")
+    organization_id = _organization_id(organization)
+    if organization_id is None:
+        raise NotFound(f"organization {organization!r} not found")
+    provider = _provider(attrs.service_provider)
+    _, default_http, default_api = PROVIDERS[provider]
+    http_url = _url(attrs.http_url or default_http, "http-url")
+    api_url = _url(attrs.api_url or default_api, "api-url")
+    token_string = _secret_text(attrs.oauth_token_string, "oauth-token-string")
+    private_key = _secret_text(attrs.private_key, "private-key")
+    secret = _secret_text(attrs.secret, "secret")
+    key = _text(attrs.key, "key")
+    if token_string is None and not (provider in APP_LINK_PROVIDERS and key and private_key):
+        need = "oauth-token-string is required"
+        if provider in APP_LINK_PROVIDERS:
+            need += " (or key and private-key for an application link)"
+        raise Unprocessable(need, pointer=POINTER + "oauth-token-string")
+
+    moment = now()
+    client = OAuthClientModel(
+        new_id("oc"),
+        organization=organization,
+        organization_id=organization_id,
+        service_provider=provider,
+        name=_text(attrs.name, "name"),
+        http_url=http_url,
+        api_url=api_url,
+        key=key,
+        rsa_public_key=_text(attrs.rsa_public_key, "rsa-public-key", MAX_SECRET_LENGTH),
+        organization_scoped=True
+        if attrs.organization_scoped is None
+        else attrs.organization_scoped,
+        callback_id=new_id("cb").removeprefix("cb-"),
+        secret=secrets.seal(secret, purpose=PURPOSE_SECRET) if secret else None,
+        private_key=(
+            secrets.seal(private_key, purpose=PURPOSE_PRIVATE_KEY) if private_key else None
+        ),
+        created_at=moment,
+        updated_at=moment,
+    )
+    tokens: list[OAuthTokenModel] = []
+    with TransactWrite(connection=connection()) as tx:
+        tx.save(client, condition=OAuthClientModel.id.does_not_exist())
+        if token_string is not None:
+            token = _new_token(client, token_string)
+            tx.save(token, condition=OAuthTokenModel.id.does_not_exist())
+            tokens.append(token)
+    return client, tokens
+
+
+def _new_token(client: OAuthClientModel, token_string: str) -> OAuthTokenModel:
+    moment = now()
+    return OAuthTokenModel(
+        new_id("ot"),
+        client_id=client.id,
+        organization=client.organization,
+        organization_id=client.organization_id,
+        token=secrets.seal(token_string, purpose=PURPOSE_TOKEN),
+        created_at=moment,
+        updated_at=moment,
+    )
+
+
+def list_clients(principal: Principal, organization: str) -> list[OAuthClientModel]:
+    accounts.organization_access(principal, organization)
+    current = _organization_id(organization)
+    clients = OAuthClientModel.by_organization.query(organization)
+    return [c for c in clients if c.organization_id == current]
+
+
+def get_client(principal: Principal, client_id: str) -> OAuthClientModel:
+    return _client(principal, client_id)
+
+
+def client_tokens(client: OAuthClientModel) -> list[OAuthTokenModel]:
+    return list(OAuthTokenModel.by_client.query(client.id))
+
+
+def update_client(
+    principal: Principal, client_id: str, attrs: ClientAttributes
+) -> OAuthClientModel:
+    client = _client(principal, client_id, owner=True)
+    given = attrs.model_fields_set
+    if "service_provider" in given and attrs.service_provider != client.service_provider:
+        raise Unprocessable(
+            "service-provider cannot be changed; create a new OAuth client",
+            pointer=POINTER + "service-provider",
+        )
+    # Validate everything before anything is written.
+    changes: dict[str, Any] = {}
+    if "name" in given:
+        changes["name"] = _text(attrs.name, "name")
+    if "http_url" in given:
+        changes["http_url"] = _url(attrs.http_url, "http-url")
+    if "api_url" in given:
+        changes["api_url"] = _url(attrs.api_url, "api-url")
+    if "key" in given:
+        changes["key"] = _text(attrs.key, "key")
+    if "rsa_public_key" in given:
+        changes["rsa_public_key"] = _text(attrs.rsa_public_key, "rsa-public-key", MAX_SECRET_LENGTH)
+    if "organization_scoped" in given and attrs.organization_scoped is not None:
+        changes["organization_scoped"] = attrs.organization_scoped
+    secret = _secret_text(attrs.secret, "secret") if "secret" in given else None
+    private_key = _secret_text(attrs.private_key, "private-key") if "private_key" in given else None
+    token_string = (
+        _secret_text(attrs.oauth_token_string, "oauth-token-string")
+        if "oauth_token_string" in given
+        else None
+    )
+    if "secret" in given:
+        changes["secret"] = secrets.seal(secret, purpose=PURPOSE_SECRET) if secret else None
+    if "private_key" in given:
+        changes["private_key"] = (
+            secrets.seal(private_key, purpose=PURPOSE_PRIVATE_KEY) if private_key else None
+        )
+
+    for name, value in changes.items():
+        setattr(client, name, value)
+    client.updated_at = now()
+    with TransactWrite(connection=connection()) as tx:
+        tx.save(client, condition=OAuthClientModel.id.exists())
+        if token_string is not None:
+            existing = client_tokens(client)
+            if existing:
+                token = existing[0]
+                token.token = secrets.seal(token_string, purpose=PURPOSE_TOKEN)
+                token.updated_at = now()
+                tx.save(token, condition=OAuthTokenModel.id.exists())
+            else:
+                tx.save(_new_token(client, token_string))
+    return client
+
+
+def delete_client(principal: Principal, client_id: str) -> None:
+    client = _client(principal, client_id, owner=True)
+    tokens = client_tokens(client)
+    try:
+        with TransactWrite(connection=connection()) as tx:
+            tx.delete(client, condition=OAuthClientModel.id.exists())
+            for token in tokens:
+                tx.delete(token)
+    except TransactWriteError:
+        raise Conflict("the OAuth client changed while it was being deleted; retry") from None
+
+
+def delete_all_for_organization(organization: str) -> None:
+    """Remove every connection of an organization being deleted (idempotent)."""
+    for client in OAuthClientModel.by_organization.query(organization):
+        for token in client_tokens(client):
+            token.delete()
+        client.delete()
+
+
+# ----- tokens -------------------------------------------------------------------------------
+
+
+def list_client_tokens(principal: Principal, client_id: str) -> list[OAuthTokenModel]:
+    return client_tokens(_client(principal, client_id))
+
+
+def get_token(principal: Principal, token_id: str) -> OAuthTokenModel:
+    return _token(principal, token_id)
+
+
+def update_token(principal: Principal, token_id: str, attrs: TokenAttributes) -> OAuthTokenModel:
+    token = _token(principal, token_id, owner=True)
+    if "ssh_key" in attrs.model_fields_set:
+        ssh_key = _secret_text(attrs.ssh_key, "ssh-key")
+        token.ssh_key = secrets.seal(ssh_key, purpose=PURPOSE_SSH_KEY) if ssh_key else None
+        token.updated_at = now()
+        token.save(condition=OAuthTokenModel.id.exists())
+    return token
+
+
+def delete_token(principal: Principal, token_id: str) -> None:
+    token = _token(principal, token_id, owner=True)
+    token.delete()
+
+
+# ----- for publishing -----------------------------------------------------------------------
+
+
+def resolve_connection(organization: str, token_id: str) -> Connection:
+    """The client and plaintext token behind ``token_id`` for fetching from ``organization``'s
+    repositories; 422 when the token does not exist or belongs to another organization.
+
+    The caller has already checked the principal's rights on ``organization``."""
+    pointer = "/data/attributes/vcs-repo/oauth-token-id"
+    try:
+        token = OAuthTokenModel.get(token_id, consistent_read=True)
+        client = OAuthClientModel.get(token.client_id, consistent_read=True)
+    except (OAuthTokenModel.DoesNotExist, OAuthClientModel.DoesNotExist):
+        raise Unprocessable(f"oauth token {token_id!r} not found", pointer=pointer) from None
+    if token.organization != organization or not _current(token):
+        raise Unprocessable(f"oauth token {token_id!r} not found", pointer=pointer)
+    plaintext = secrets.unseal(token.token, purpose=PURPOSE_TOKEN)
+    return Connection(client=client, token_id=token.id, token=plaintext)
