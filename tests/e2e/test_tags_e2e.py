@@ -21,7 +21,7 @@ pytestmark = pytest.mark.e2e
 ORG = "concurrent-co"
 TAGS = ["hot", "warm", "cold", "env:prod"]
 WORKSPACES = 6
-REQUESTS = 120
+REQUESTS = 80
 
 
 def _body(names: list[str]) -> dict:
