@@ -21,6 +21,7 @@ from chalicelib.accounts.store import (
     UserModel,
 )
 from chalicelib.admin.store import general_settings
+from chalicelib.core import db
 from chalicelib.core.auth import Principal, TokenModel, mint_token
 from chalicelib.core.errors import Conflict, NotFound, Unprocessable
 from chalicelib.core.ids import new_id, now
@@ -226,7 +227,7 @@ def create_organization(principal: Principal, name: str | None, email: str | Non
     try:
         org.save(condition=OrganizationModel.name.does_not_exist())
     except Exception as exc:  # PutError with ConditionalCheckFailed
-        if _conditional_failure(exc):
+        if db.conditional_failure(exc):
             raise Unprocessable(
                 "name has already been taken", pointer="/data/attributes/name"
             ) from None
@@ -410,7 +411,7 @@ def remove_team_members(team: TeamModel, user_ids: list[str]) -> None:
                 actions=[UserModel.team_refs.delete({ref})], condition=UserModel.id.exists()
             )
         except Exception as exc:
-            if not _conditional_failure(exc):
+            if not db.conditional_failure(exc):
                 raise
     if user_ids:
         team.update(actions=[TeamModel.user_ids.delete(set(user_ids))])
@@ -472,7 +473,7 @@ def _rotate_single_token(
         )
     except UpdateError as exc:
         token.delete()
-        if _conditional_failure(exc):
+        if db.conditional_failure(exc):
             raise Conflict("the token was rotated concurrently; try again") from None
         raise
     _delete_token(old_hash)
@@ -594,8 +595,3 @@ def delete_token_by_id(principal: Principal, token_id: str) -> None:
             _revoke_held_token(team, f"team {team.id}")
             return
     token.delete()
-
-
-def _conditional_failure(exc: Exception) -> bool:
-    cause = getattr(exc, "cause_response_code", None)
-    return cause == "ConditionalCheckFailedException"

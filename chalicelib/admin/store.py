@@ -75,7 +75,7 @@ def save(item: SettingsModel) -> None:
     try:
         item.save()
     except PutError as exc:
-        if exc.cause_response_code == "ConditionalCheckFailedException":
+        if db.conditional_failure(exc):
             raise Conflict("the settings were changed concurrently; retry the request") from None
         raise
     if item.id == "general":
@@ -151,7 +151,7 @@ def count_request(key: str, limit: int, expires_at: int) -> int | None:
             condition=RateLimitModel.hits.does_not_exist() | (RateLimitModel.hits < limit),
         )
     except UpdateError as exc:
-        if exc.cause_response_code == "ConditionalCheckFailedException":
+        if db.conditional_failure(exc):
             return None
         raise
     return int(item.hits)

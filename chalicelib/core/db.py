@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
-
+from pynamodb.connection import Connection
+from pynamodb.exceptions import TransactWriteError
 from pynamodb.models import Model
 
 from chalicelib.core.settings import get_settings
@@ -37,6 +37,21 @@ def create_tables() -> None:
             model.create_table(billing_mode="PAY_PER_REQUEST", wait=True)
 
 
-def table_definitions() -> list[dict[str, Any]]:
-    """The CreateTable arguments of every registered model (for infrastructure)."""
-    return [{"TableName": model.Meta.table_name, **model._get_schema()} for model in MODELS]
+# The code a cancelled transaction reports for an item whose condition failed.
+TRANSACTION_CONDITION_FAILED = "ConditionalCheckFailed"
+
+
+def connection() -> Connection:
+    """A low-level connection for TransactWrite, on the same region and endpoint as models."""
+    settings = get_settings()
+    return Connection(region=settings.region, host=settings.aws_endpoint_url)
+
+
+def conditional_failure(exc: Exception) -> bool:
+    """Whether a PutItem/UpdateItem/DeleteItem failed only because its condition was false."""
+    return getattr(exc, "cause_response_code", None) == "ConditionalCheckFailedException"
+
+
+def cancellation_codes(exc: TransactWriteError) -> list[str | None]:
+    """Why each item of a cancelled transaction failed, in the order the items were sent."""
+    return [r.code if r else None for r in (exc.cancellation_reasons or [])]

@@ -24,8 +24,8 @@ class Page:
     @classmethod
     def from_query(cls, query: dict[str, str]) -> Page:
         return cls(
-            number=max(1, _int_param(query, "page[number]", 1)),
-            size=min(MAX_PAGE_SIZE, max(1, _int_param(query, "page[size]", DEFAULT_PAGE_SIZE))),
+            number=max(1, int_param(query, "page[number]", 1)),
+            size=min(MAX_PAGE_SIZE, max(1, int_param(query, "page[size]", DEFAULT_PAGE_SIZE))),
         )
 
     @property
@@ -33,7 +33,8 @@ class Page:
         return (self.number - 1) * self.size
 
 
-def _int_param(query: dict[str, str], name: str, default: int) -> int:
+def int_param(query: dict[str, str], name: str, default: int) -> int:
+    """An integer query parameter (absent or empty = ``default``); otherwise a 422."""
     raw = query.get(name)
     if raw is None or raw == "":
         return default

@@ -15,6 +15,7 @@ from chalice import Blueprint, Response
 
 from chalicelib.core.errors import NotFound, Unprocessable, registry_error_response
 from chalicelib.core.http import Ctx, route
+from chalicelib.core.pagination import int_param
 from chalicelib.core.settings import get_settings
 from chalicelib.registry import protocol
 
@@ -35,14 +36,8 @@ def reply(body: dict[str, Any], status: int = 200) -> Response:
     )
 
 
-def _int_param(ctx: Ctx, name: str, default: int) -> int:
-    raw = ctx.query.get(name)
-    if raw in (None, ""):
-        return default
-    try:
-        value = int(raw)
-    except ValueError:
-        raise Unprocessable(f"{name} must be an integer", parameter=name) from None
+def _count_param(ctx: Ctx, name: str, default: int) -> int:
+    value = int_param(ctx.query, name, default)
     if value < 0:
         raise Unprocessable(f"{name} must not be negative", parameter=name)
     return value
@@ -50,8 +45,8 @@ def _int_param(ctx: Ctx, name: str, default: int) -> int:
 
 def paged_modules(ctx: Ctx, modules: list[dict[str, Any]]) -> Response:
     """offset/limit paging with the protocol's meta (next_* / prev_* only when they exist)."""
-    offset = _int_param(ctx, "offset", 0)
-    limit = min(protocol.MAX_LIMIT, max(1, _int_param(ctx, "limit", protocol.DEFAULT_LIMIT)))
+    offset = _count_param(ctx, "offset", 0)
+    limit = min(protocol.MAX_LIMIT, max(1, _count_param(ctx, "limit", protocol.DEFAULT_LIMIT)))
     if ctx.query.get("verified") == "true":
         modules = []  # nothing here is verified by a registry operator
     modules.sort(key=lambda m: (m["namespace"], m["name"], m["provider"]))

@@ -11,12 +11,12 @@ import logging
 import re
 from dataclasses import dataclass
 
-from pynamodb.connection import Connection
-from pynamodb.exceptions import DeleteError, PutError, TransactWriteError, UpdateError
+from pynamodb.exceptions import DeleteError, PutError, TransactWriteError
 from pynamodb.expressions.condition import size
 from pynamodb.transactions import TransactWrite
 
 from chalicelib.accounts import service as accounts
+from chalicelib.core import db
 from chalicelib.core.auth import Principal
 from chalicelib.core.errors import Forbidden, NotFound, Unprocessable
 from chalicelib.core.ids import iso, new_id, now
@@ -210,7 +210,7 @@ def create_module(
     try:
         module.save(condition=ModuleModel.key.does_not_exist())
     except PutError as exc:
-        if _conditional(exc):
+        if db.conditional_failure(exc):
             raise Unprocessable(
                 f"module {namespace}/{name}/{provider} already exists in the {registry} registry",
                 pointer="/data/attributes/name",
@@ -267,7 +267,7 @@ def create_version(
         updated_at=moment,
     )
     try:
-        with TransactWrite(connection=_connection()) as tx:
+        with TransactWrite(connection=db.connection()) as tx:
             tx.save(item, condition=ModuleVersionModel.order_key.does_not_exist())
             tx.update(
                 module,
@@ -278,14 +278,14 @@ def create_version(
                 condition=ModuleModel.id == module.id,
             )
     except TransactWriteError as exc:
-        reasons = [r.code for r in (exc.cancellation_reasons or []) if r]
-        if reasons and reasons[0] == "ConditionalCheckFailed":
+        reasons = db.cancellation_codes(exc)
+        if reasons[:1] == [db.TRANSACTION_CONDITION_FAILED]:
             raise Unprocessable(
                 f"version {version} already exists",
                 pointer="/data/attributes/version",
                 title="version has already been taken",
             ) from None
-        if len(reasons) > 1 and reasons[1] == "ConditionalCheckFailed":
+        if reasons[1:2] == [db.TRANSACTION_CONDITION_FAILED]:
             raise NotFound("the module was deleted while the version was being created") from None
         raise
     return item, objects.presigned_upload_url(upload.key)
@@ -332,7 +332,7 @@ def delete(principal: Principal, organization: str, parts: list[str]) -> None:
 
 
 def delete_version(module: ModuleModel, version: ModuleVersionModel) -> None:
-    with TransactWrite(connection=_connection()) as tx:
+    with TransactWrite(connection=db.connection()) as tx:
         tx.delete(version)
         tx.update(
             module,
@@ -346,7 +346,7 @@ def delete_version(module: ModuleModel, version: ModuleVersionModel) -> None:
     try:
         module.delete(condition=size(ModuleModel.version_statuses) == 0)
     except DeleteError as exc:
-        if not _conditional(exc):
+        if not db.conditional_failure(exc):
             raise
 
 
@@ -395,20 +395,11 @@ def mark_version(
     if status == DONE:
         module_actions.append(ModuleModel.status.set("setup_complete"))
     try:
-        with TransactWrite(connection=_connection()) as tx:
+        with TransactWrite(connection=db.connection()) as tx:
             tx.update(version, actions=actions, condition=ModuleVersionModel.id == version.id)
             tx.update(module, actions=module_actions, condition=ModuleModel.id == version.module_id)
     except TransactWriteError as exc:
-        if any(r and r.code == "ConditionalCheckFailed" for r in exc.cancellation_reasons or []):
+        if db.TRANSACTION_CONDITION_FAILED in db.cancellation_codes(exc):
             return False
         raise
     return True
-
-
-def _connection() -> Connection:
-    settings = get_settings()
-    return Connection(region=settings.region, host=settings.aws_endpoint_url)
-
-
-def _conditional(exc: PutError | UpdateError | DeleteError) -> bool:
-    return getattr(exc, "cause_response_code", None) == "ConditionalCheckFailedException"

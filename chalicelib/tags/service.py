@@ -28,8 +28,9 @@ from pynamodb.transactions import TransactWrite
 
 from chalicelib.accounts import service as accounts
 from chalicelib.accounts.workspaces import service as workspaces
-from chalicelib.accounts.workspaces.service import WorkspaceRef, conditional, connection
+from chalicelib.accounts.workspaces.service import WorkspaceRef
 from chalicelib.accounts.workspaces.store import WorkspaceModel, tag_entries
+from chalicelib.core import db
 from chalicelib.core.auth import Principal
 from chalicelib.core.errors import Conflict, NotFound, Unprocessable
 from chalicelib.core.ids import new_id, now
@@ -37,7 +38,6 @@ from chalicelib.tags.store import TagIdModel, TagModel, TagWorkspaceModel
 
 TAG_NAME = re.compile(r"^[A-Za-z0-9:_-]{1,255}$")
 MAX_ATTEMPTS = 12
-FAILED = "ConditionalCheckFailed"
 RETRYABLE = ("TransactionConflict", "ThrottlingError", "ProvisionedThroughputExceeded")
 
 
@@ -167,7 +167,7 @@ def attach(organization: str, workspace_id: str, ref: TagRef) -> bool:
             continue
         labels: list[tuple[str, str]] = []
         try:
-            with TransactWrite(connection=connection()) as tx:
+            with TransactWrite(connection=db.connection()) as tx:
                 if tag is None:
                     tag_id = new_id("tag")
                     tx.save(
@@ -218,7 +218,7 @@ def detach(
     for attempt in range(MAX_ATTEMPTS):
         labels: list[tuple[str, str]] = []
         try:
-            with TransactWrite(connection=connection()) as tx:
+            with TransactWrite(connection=db.connection()) as tx:
                 tx.delete(
                     TagWorkspaceModel(tag_id, workspace_id),
                     condition=TagWorkspaceModel.workspace_id.exists(),
@@ -266,12 +266,16 @@ _SENT_ORDER = {"check": 0, "delete": 1, "put": 2, "update": 3}
 def _failed(exc: TransactWriteError, labels: list[tuple[str, str]]) -> set[str]:
     """Which of our labelled items failed their condition (reasons come in sent order)."""
     sent = sorted(labels, key=lambda kind_label: _SENT_ORDER[kind_label[0]])
-    codes = workspaces.reason_codes(exc)
-    return {label for (_, label), code in zip(sent, codes, strict=False) if code == FAILED}
+    codes = db.cancellation_codes(exc)
+    return {
+        label
+        for (_, label), code in zip(sent, codes, strict=False)
+        if code == db.TRANSACTION_CONDITION_FAILED
+    }
 
 
 def _retryable(exc: TransactWriteError) -> bool:
-    codes = workspaces.reason_codes(exc)
+    codes = db.cancellation_codes(exc)
     return any(code in RETRYABLE for code in codes) or exc.cause_response_code in (
         "TransactionConflictException",
         "TransactionInProgressException",
@@ -360,7 +364,7 @@ def _delete_tag(organization: str, tag_id: str, name: str) -> None:
             actions=[TagModel.deleting.set(True)], condition=TagModel.id == tag_id
         )
     except UpdateError as exc:
-        if conditional(exc):  # already gone with its last workspace
+        if db.conditional_failure(exc):  # already gone with its last workspace
             TagIdModel(tag_id).delete()
             return
         raise
@@ -374,7 +378,7 @@ def _delete_tag(organization: str, tag_id: str, name: str) -> None:
     try:
         TagModel(organization, name).delete(condition=TagModel.id == tag_id)
     except DeleteError as exc:
-        if not conditional(exc):
+        if not db.conditional_failure(exc):
             raise
     TagIdModel(tag_id).delete()
 

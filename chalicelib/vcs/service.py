@@ -20,8 +20,7 @@ from pynamodb.transactions import TransactWrite
 
 from chalicelib.accounts import service as accounts
 from chalicelib.accounts.store import OrganizationModel
-from chalicelib.accounts.workspaces.service import connection
-from chalicelib.core import secrets
+from chalicelib.core import db, secrets
 from chalicelib.core.auth import Principal
 from chalicelib.core.errors import Conflict, NotFound, Unprocessable
 from chalicelib.core.ids import new_id, now
@@ -224,7 +223,7 @@ def create_client(
         updated_at=moment,
     )
     tokens: list[OAuthTokenModel] = []
-    with TransactWrite(connection=connection()) as tx:
+    with TransactWrite(connection=db.connection()) as tx:
         tx.save(client, condition=OAuthClientModel.id.does_not_exist())
         if token_string is not None:
             token = _new_token(client, token_string)
@@ -302,7 +301,7 @@ def update_client(
     for name, value in changes.items():
         setattr(client, name, value)
     client.updated_at = now()
-    with TransactWrite(connection=connection()) as tx:
+    with TransactWrite(connection=db.connection()) as tx:
         tx.save(client, condition=OAuthClientModel.id.exists())
         if token_string is not None:
             existing = client_tokens(client)
@@ -320,7 +319,7 @@ def delete_client(principal: Principal, client_id: str) -> None:
     client = _client(principal, client_id, owner=True)
     tokens = client_tokens(client)
     try:
-        with TransactWrite(connection=connection()) as tx:
+        with TransactWrite(connection=db.connection()) as tx:
             tx.delete(client, condition=OAuthClientModel.id.exists())
             for token in tokens:
                 tx.delete(token)

@@ -12,16 +12,15 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from pynamodb.connection import Connection
 from pynamodb.exceptions import TransactWriteError, UpdateError
 from pynamodb.transactions import TransactWrite
 
 from chalicelib.accounts import service as accounts
 from chalicelib.accounts.workspaces.store import WorkspaceModel, WorkspaceNameModel, tag_entries
+from chalicelib.core import db
 from chalicelib.core.auth import Principal
 from chalicelib.core.errors import Conflict, NotFound, Unprocessable
 from chalicelib.core.ids import new_id, now
-from chalicelib.core.settings import get_settings
 
 NAME = re.compile(r"^[A-Za-z0-9_-]{1,90}$")
 EXECUTION_MODES = ("remote", "local")
@@ -58,19 +57,6 @@ class WorkspaceRef:
 
     def describe(self) -> str:
         return self.id or f"{self.organization}/{self.name}"
-
-
-def connection() -> Connection:
-    settings = get_settings()
-    return Connection(region=settings.region, host=settings.aws_endpoint_url)
-
-
-def conditional(exc: Exception) -> bool:
-    return getattr(exc, "cause_response_code", None) == "ConditionalCheckFailedException"
-
-
-def reason_codes(exc: TransactWriteError) -> list[str | None]:
-    return [r.code if r else None for r in (exc.cancellation_reasons or [])]
 
 
 # ----- validation ---------------------------------------------------------------------------
@@ -217,14 +203,14 @@ def create_workspace(
     for key, value in values.items():
         setattr(workspace, key, value)
     try:
-        with TransactWrite(connection=connection()) as tx:
+        with TransactWrite(connection=db.connection()) as tx:
             tx.save(
                 WorkspaceNameModel(organization, name, workspace_id=workspace.id),
                 condition=WorkspaceNameModel.name.does_not_exist(),
             )
             tx.save(workspace, condition=WorkspaceModel.id.does_not_exist())
     except TransactWriteError as exc:  # sent as: put claim, put workspace
-        if reason_codes(exc)[:1] == ["ConditionalCheckFailed"]:
+        if db.cancellation_codes(exc)[:1] == [db.TRANSACTION_CONDITION_FAILED]:
             raise Unprocessable(
                 "name has already been taken", pointer="/data/attributes/name"
             ) from None
@@ -246,14 +232,14 @@ def update_workspace(
         try:
             workspace.update(actions=actions, condition=alive)
         except UpdateError as exc:
-            if conditional(exc):
+            if db.conditional_failure(exc):
                 raise NotFound(f"workspace {ref.describe()} not found") from None
             raise
         return workspace
     old = workspace.name
     actions.append(WorkspaceModel.name.set(new_name))
     try:
-        with TransactWrite(connection=connection()) as tx:
+        with TransactWrite(connection=db.connection()) as tx:
             tx.save(
                 WorkspaceNameModel(workspace.organization, new_name, workspace_id=workspace.id),
                 condition=WorkspaceNameModel.name.does_not_exist(),
@@ -264,12 +250,12 @@ def update_workspace(
             )
             tx.update(workspace, actions=actions, condition=alive & (WorkspaceModel.name == old))
     except TransactWriteError as exc:
-        codes = reason_codes(exc)  # sent as: delete old claim, put new claim, update
-        if codes[1:2] == ["ConditionalCheckFailed"]:
+        codes = db.cancellation_codes(exc)  # sent as: delete old claim, put new claim, update
+        if codes[1:2] == [db.TRANSACTION_CONDITION_FAILED]:
             raise Unprocessable(
                 "name has already been taken", pointer="/data/attributes/name"
             ) from None
-        if "ConditionalCheckFailed" in codes:
+        if db.TRANSACTION_CONDITION_FAILED in codes:
             raise Conflict("the workspace changed concurrently; try again") from None
         raise
     return _get(workspace.id) or workspace
@@ -292,12 +278,12 @@ def destroy(workspace: WorkspaceModel) -> None:
             actions=[WorkspaceModel.deleting.set(True)], condition=WorkspaceModel.id.exists()
         )
     except UpdateError as exc:
-        if conditional(exc):
+        if db.conditional_failure(exc):
             return
         raise
     for tag_id, tag_name in tag_entries(workspace):
         tags.detach(workspace.organization, workspace.id, tag_id, tag_name)
-    with TransactWrite(connection=connection()) as tx:
+    with TransactWrite(connection=db.connection()) as tx:
         tx.delete(workspace)
         tx.delete(
             WorkspaceNameModel(workspace.organization, workspace.name),
