@@ -14,19 +14,20 @@ from chalicelib.core.meta_routes import bp as meta_routes
 from chalicelib.core.settings import get_settings
 from chalicelib.registry.protocol_routes import bp as protocol_routes
 from chalicelib.registry.routes import bp as registry_routes
+from chalicelib.registry.webhook_routes import bp as webhook_routes
 from chalicelib.tags.routes import bp as tag_routes
 from chalicelib.vcs.routes import bp as vcs_routes
 
 app = create_app(
     "tfe-module-registry",
     [meta_routes, accounts_routes, registry_routes, protocol_routes, workspace_routes, tag_routes]
-    + [admin_routes, vcs_routes],
+    + [admin_routes, vcs_routes, webhook_routes],
 )
 
 
 @app.on_sqs_message(queue=get_settings().ingest_queue, batch_size=1)
 def ingest(event):
-    """S3 ObjectCreated notifications arrive through SQS; each message is one S3 event."""
+    """Each SQS message is one S3 ObjectCreated event or one VCS publishing job."""
     from chalicelib.registry.ingest.handler import handle_sqs_body
 
     for message in event:

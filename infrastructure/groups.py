@@ -26,6 +26,8 @@ WORKSPACE_TABLES = {
     "tag-workspaces": WRITE,
 }
 VCS_TABLES = {"oauth-clients": WRITE, "oauth-tokens": WRITE}
+# Publishing from VCS reads a connection (and checks its organization still exists).
+VCS_READ = {"oauth-clients": READ, "oauth-tokens": READ, "organizations": READ}
 
 
 @dataclass(frozen=True)
@@ -38,6 +40,8 @@ class Function:
     s3_actions: tuple[str, ...] = ()
     memory: int = 512
     timeout: int = 30
+    # Puts VCS publishing jobs on the ingest queue (chalicelib.registry.jobs).
+    sends_jobs: bool = False
 
     @property
     def entry_module(self) -> str:
@@ -66,8 +70,17 @@ ROUTE_GROUPS: tuple[Function, ...] = (
     Function(
         "RegistryFunction",
         "chalicelib.entry.registry.app",
-        {**AUTH_TABLES, **REGISTRY_TABLES},
+        {**AUTH_TABLES, **REGISTRY_TABLES, **VCS_READ},
         s3_actions=("s3:PutObject", "s3:DeleteObject"),
+        sends_jobs=True,
+    ),
+    # VCS hosts' webhook deliveries: no token, verified with the module's sealed secret.
+    Function(
+        "WebhooksFunction",
+        "chalicelib.entry.webhooks.app",
+        {**EVERY_REQUEST, "registry-modules": WRITE},
+        memory=256,
+        sends_jobs=True,
     ),
     Function(
         "ProtocolFunction",
@@ -88,13 +101,15 @@ ROUTE_GROUPS: tuple[Function, ...] = (
     Function("AdminFunction", "chalicelib.entry.admin.app", {**AUTH_TABLES, "settings": WRITE}),
 )
 
+# S3 upload events and VCS publishing jobs (tag syncs, git fetches) from the ingest queue.
 INGEST = Function(
     "Ingest",
     "chalicelib.entry.ingest.ingest",
-    REGISTRY_TABLES,
+    {**REGISTRY_TABLES, **VCS_READ},
     s3_actions=("s3:GetObject", "s3:PutObject", "s3:DeleteObject"),
     memory=1024,
     timeout=120,
+    sends_jobs=True,
 )
 OIDC_KEYS = Function(
     "OidcKeyMaintenance",

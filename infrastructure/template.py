@@ -214,6 +214,14 @@ def role(function: Function) -> dict[str, Any]:
                 "Resource": {"Fn::GetAtt": ["IngestQueue", "Arn"]},
             }
         )
+    if function.sends_jobs:
+        statements.append(
+            {
+                "Effect": "Allow",
+                "Action": ["sqs:SendMessage", "sqs:GetQueueUrl"],
+                "Resource": {"Fn::GetAtt": ["IngestQueue", "Arn"]},
+            }
+        )
     statements.append(
         {
             "Effect": "Allow",

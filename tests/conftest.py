@@ -108,8 +108,9 @@ class Api:
         *,
         raw: str | None = None,
         content_type: str = "application/vnd.api+json",
+        headers: dict[str, str] | None = None,
     ) -> Reply:
-        headers = {"Content-Type": content_type}
+        headers = {"Content-Type": content_type, **(headers or {})}
         if self.token:
             headers["Authorization"] = f"Bearer {self.token}"
         payload = raw if raw is not None else (json.dumps(body) if body is not None else None)

@@ -334,14 +334,19 @@ def test_semver_tags_and_skip_reasons() -> None:
         "1.2": "0" * 40,
     }
     versions, skipped = git.semver_tags(tags, None)
-    assert versions == [("1.0.0", "c" * 40), ("1.1.0", "b" * 40), ("2.0.0-rc.1", "d" * 40)]
+    assert versions[0].tag == "1.0.0"
+    assert [v[:2] for v in versions] == [
+        ("1.0.0", "c" * 40),
+        ("1.1.0", "b" * 40),
+        ("2.0.0-rc.1", "d" * 40),
+    ]
     reasons = {s.tag: s.reason for s in skipped}
     assert set(reasons) == {"v1.0.0", "not-a-version", "V3.0.0", "1.2"}
     assert "already taken by tag '1.0.0'" in reasons["v1.0.0"]
     assert "not a semantic version" in reasons["not-a-version"]
 
     versions, skipped = git.semver_tags({"net/v0.1.0": "a" * 40, "v1.0.0": "b" * 40}, "net/")
-    assert versions == [("0.1.0", "a" * 40)]
+    assert versions == [("0.1.0", "a" * 40, "net/v0.1.0")]
     assert [s.tag for s in skipped] == ["v1.0.0"]
     assert "tag prefix" in skipped[0].reason
 
@@ -371,12 +376,14 @@ def test_list_tags_peels_annotated_tags(git_server: tuple[GitServer, dict[str, s
         "not-a-version": shas["net-1.0.0"],
         "1.1.0": shas["net-1.1.0"],
         "v1.1.0-rc.1": shas["net-1.1.0"],
+        "v1.2.0": shas["net-1.2.0"],
     }
     versions, skipped = git.semver_tags(tags, None)
     assert versions == [
-        ("1.0.0", shas["net-1.0.0"]),
-        ("1.1.0-rc.1", shas["net-1.1.0"]),
-        ("1.1.0", shas["net-1.1.0"]),
+        ("1.0.0", shas["net-1.0.0"], "v1.0.0"),
+        ("1.1.0-rc.1", shas["net-1.1.0"], "v1.1.0-rc.1"),
+        ("1.1.0", shas["net-1.1.0"], "1.1.0"),
+        ("1.2.0", shas["net-1.2.0"], "v1.2.0"),
     ]
     assert [s.tag for s in skipped] == ["not-a-version"]
 
@@ -404,7 +411,7 @@ def test_archive_of_a_monorepo_subdirectory(git_server: tuple[GitServer, dict[st
     url = f"{server.url}/acme/infra.git"
     tags = git.list_tags(url, TOKEN)
     versions, skipped = git.semver_tags(tags, "net/")
-    assert versions == [("0.1.0", shas["mono-net-0.1.0"])]
+    assert versions == [("0.1.0", shas["mono-net-0.1.0"], "net/v0.1.0")]
     assert {s.tag for s in skipped} == {"dns/v0.2.0", "v9.9.9"}
     data = git.archive_commit(url, TOKEN, versions[0][1], subdirectory="modules/net")
     assert set(unpack(data)) == {"main.tf", "README.md"}

@@ -173,7 +173,12 @@ def build_repos() -> tuple[dict[str, MemoryRepo], dict[str, str]]:
     )
     module.tag("1.1.0")
     module.tag("v1.1.0-rc.1", annotated=True)
-    module.commit({"main.tf": MAIN_TF, "README.md": "# net (main)\n"}, "unreleased")
+    # A broken release: its HCL does not parse, so that version must fail visibly.
+    shas["net-1.2.0"] = module.commit({"main.tf": 'variable "x" {\n', "README.md": "# net\n"})
+    module.tag("v1.2.0")
+    shas["net-main"] = module.commit(
+        {"main.tf": MAIN_TF, "README.md": "# net (main)\n"}, "unreleased"
+    )
 
     mono = RepoBuilder()
     shas["mono-net-0.1.0"] = mono.commit(
@@ -188,7 +193,15 @@ def build_repos() -> tuple[dict[str, MemoryRepo], dict[str, str]]:
     mono.tag("net/v0.1.0", annotated=True)
     mono.tag("dns/v0.2.0")
     mono.tag("v9.9.9")
-    return {"acme/terraform-aws-net": module.repo, "acme/infra": mono.repo}, shas
+    untagged = RepoBuilder()
+    untagged.commit({"main.tf": MAIN_TF}, "no releases")
+    untagged.tag("release-one")
+    repos = {
+        "acme/terraform-aws-net": module.repo,
+        "acme/infra": mono.repo,
+        "acme/terraform-aws-untagged": untagged.repo,
+    }
+    return repos, shas
 
 
 def serve() -> Iterator[tuple[GitServer, dict[str, str]]]:

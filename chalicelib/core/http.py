@@ -96,11 +96,13 @@ def route(
     *,
     public: bool = False,
     render_error: Callable[[ApiError], Response] = error_response,
+    content_types: list[str] = CONTENT_TYPES,
 ) -> Callable[[Handler], Handler]:
     """Register ``handler(ctx, **params)`` on ``bp`` at ``path`` for ``methods``.
 
     ``render_error`` shapes error bodies: JSON:API by default, the registry protocol's
-    ``{"errors": ["..."]}`` for ``/api/registry`` routes.
+    ``{"errors": ["..."]}`` for ``/api/registry`` routes. ``content_types`` are the request
+    bodies accepted (others answer 415).
     """
 
     def decorate(handler: Handler) -> Handler:
@@ -118,7 +120,7 @@ def route(
         view.__name__ = handler.__name__
         view.__doc__ = handler.__doc__
         view.__module__ = handler.__module__
-        bp.route(path, methods=list(methods), content_types=CONTENT_TYPES)(view)
+        bp.route(path, methods=list(methods), content_types=content_types)(view)
         return handler
 
     return decorate

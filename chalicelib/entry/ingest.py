@@ -1,4 +1,4 @@
-"""The ingest function: S3 ObjectCreated notifications delivered through SQS."""
+"""The ingest function: S3 ObjectCreated notifications and VCS publishing jobs, from SQS."""
 
 from chalice import Chalice
 
@@ -9,7 +9,8 @@ app = Chalice(app_name="registry-ingest")
 
 @app.on_sqs_message(queue=get_settings().ingest_queue, batch_size=1)
 def ingest(event):
-    """Each SQS message is one S3 event notification; a failure leaves it for SQS to retry."""
+    """Each SQS message is one S3 event or one publishing job; a failure leaves it for SQS
+    to retry."""
     from chalicelib.registry.ingest.handler import handle_sqs_body
 
     for message in event:

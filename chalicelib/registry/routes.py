@@ -23,7 +23,7 @@ from chalicelib.core.jsonapi import (
     resource,
     to_one,
 )
-from chalicelib.registry import service
+from chalicelib.registry import publishing, service
 from chalicelib.registry.semver import parse as parse_version
 from chalicelib.registry.service import ModuleRef
 from chalicelib.registry.store import ModuleModel, ModuleVersionModel
@@ -47,7 +47,16 @@ def _version_order(version: str) -> tuple[Any, ...]:
         return (1, version)
 
 
-def render_module(module: ModuleModel, rights: OrgAccess) -> dict[str, Any]:
+def render_vcs_repo(module: ModuleModel, base_url: str) -> dict[str, Any]:
+    return {
+        **module.vcs_repo,
+        "github-app-installation-id": None,
+        "webhook-url": f"{base_url}/webhooks/vcs/{module.webhook_id}",
+    }
+
+
+def render_module(module: ModuleModel, rights: OrgAccess, base_url: str) -> dict[str, Any]:
+    """``vcs-repo`` (and the last tag sync's ``vcs-sync`` report) only on VCS modules."""
     statuses = module.version_statuses.as_dict() if module.version_statuses else {}
     attributes: dict[str, Any] = {
         "name": module.name,
@@ -65,11 +74,14 @@ def render_module(module: ModuleModel, rights: OrgAccess) -> dict[str, Any]:
         "updated-at": iso(module.updated_at),
         "permissions": {
             "can-delete": rights.is_owner,
-            "can-resync": rights.manage_modules,
-            "can-retry": rights.manage_modules,
+            "can-resync": rights.manage_modules and module.publishing_mechanism == "git_tag",
+            "can-retry": rights.manage_modules and bool(module.vcs_repo),
         },
         "test-config": module.test_config,
     }
+    if module.vcs_repo:
+        attributes["vcs-repo"] = render_vcs_repo(module, base_url)
+        attributes["vcs-sync"] = module.vcs_sync
     return resource(
         "registry-modules",
         module.id,
@@ -125,6 +137,7 @@ class TestConfig(Attributes):
 class UpdateModule(Attributes):
     no_code: bool | None = None
     test_config: TestConfig | None = None
+    vcs_repo: publishing.VcsRepoAttributes | None = None
 
 
 class CreateVersion(Attributes):
@@ -148,7 +161,7 @@ def modules(ctx: Ctx, organization_name: str):
             namespace=attrs.namespace,
             no_code=attrs.no_code,
         )
-        return document(render_module(module, rights), status=201)
+        return document(render_module(module, rights, ctx.base_url), status=201)
     query = ctx.query
     filters = {
         field: query[f"filter[{field}]"]
@@ -158,7 +171,9 @@ def modules(ctx: Ctx, organization_name: str):
     found, rights = service.list_modules(ctx.user, organization_name, query.get("q"), filters)
     page = ctx.paginate(found)
     return document(
-        [render_module(m, rights) for m in page.items], links=page.links, meta=page.meta
+        [render_module(m, rights, ctx.base_url) for m in page.items],
+        links=page.links,
+        meta=page.meta,
     )
 
 
@@ -175,25 +190,70 @@ def module(
         )
         tests = attrs.test_config.tests_enabled if attrs.test_config else None
         found, rights = service.update_module(
-            ctx.user, ref, no_code=attrs.no_code, tests_enabled=tests
+            ctx.user, ref, no_code=attrs.no_code, tests_enabled=tests, vcs_repo=attrs.vcs_repo
         )
-        found.refresh()
-        return document(render_module(found, rights))
+        return document(render_module(found, rights, ctx.base_url))
     found, rights = service.get_module(ctx.user, ref)
-    return document(render_module(found, rights))
+    return document(render_module(found, rights, ctx.base_url))
 
 
 @route(bp, "/api/v2/registry-modules/show/{organization_name}/{name}/{provider}")
 def show_module_deprecated(ctx: Ctx, organization_name: str, name: str, provider: str):
     ref = ModuleRef(organization_name, "private", organization_name, name, provider)
     found, rights = service.get_module(ctx.user, ref)
-    return document(render_module(found, rights))
+    return document(render_module(found, rights, ctx.base_url))
 
 
 @route(bp, "/api/v2/registry-modules/{module_ref}")
 def module_by_id(ctx: Ctx, module_ref: str):
     found, rights = service.get_module_by_id(ctx.user, module_ref)
-    return document(render_module(found, rights))
+    return document(render_module(found, rights, ctx.base_url))
+
+
+# ----- publishing from VCS ------------------------------------------------------------------
+
+
+def _publish(ctx: Ctx, organization: str | None):
+    attrs = parse_attributes(ctx.json(), publishing.PublishAttributes, type_="registry-modules")
+    module, rights, secret = publishing.publish(ctx.user, organization, attrs)
+    rendered = render_module(module, rights, ctx.base_url)
+    # Shown once, like a token: the VCS host signs webhook deliveries with it.
+    rendered["attributes"]["vcs-repo"]["webhook-secret"] = secret
+    return document(rendered, status=201)
+
+
+@route(bp, ORG_MODULES + "/vcs", methods=("POST",))
+def publish_from_vcs(ctx: Ctx, organization_name: str):
+    return _publish(ctx, organization_name)
+
+
+@route(bp, "/api/v2/registry-modules", methods=("POST",))
+def publish_from_vcs_deprecated(ctx: Ctx):
+    """The organization is the one the oauth-token-id belongs to."""
+    return _publish(ctx, None)
+
+
+@route(bp, "/api/v2/registry-modules/{module_ref}/actions/resync", methods=("POST",))
+def resync_module(ctx: Ctx, module_ref: str):
+    module, rights = publishing.resync(ctx.user, module_ref)
+    return document(render_module(module, rights, ctx.base_url))
+
+
+@route(bp, "/api/v2/registry-modules/{module_ref}/actions/retry", methods=("POST",))
+def retry_module(ctx: Ctx, module_ref: str):
+    module, rights = publishing.retry(ctx.user, module_ref)
+    return document(render_module(module, rights, ctx.base_url))
+
+
+@route(
+    bp,
+    "/api/v2/registry-modules/{module_ref}/actions/regenerate-webhook-secret",
+    methods=("POST",),
+)
+def regenerate_webhook_secret(ctx: Ctx, module_ref: str):
+    module, secret = publishing.regenerate_webhook_secret(ctx.user, module_ref)
+    attributes = {"webhook-url": render_vcs_repo(module, ctx.base_url)["webhook-url"]}
+    return document(resource("webhook-secrets", module.id, {**attributes, "secret": secret}))
 
 
 # ----- versions -----------------------------------------------------------------------------

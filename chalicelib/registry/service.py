@@ -10,8 +10,9 @@ from __future__ import annotations
 import logging
 import re
 from dataclasses import dataclass
+from typing import Any
 
-from pynamodb.exceptions import DeleteError, PutError, TransactWriteError
+from pynamodb.exceptions import DeleteError, PutError, TransactWriteError, UpdateError
 from pynamodb.expressions.condition import size
 from pynamodb.transactions import TransactWrite
 
@@ -93,7 +94,7 @@ def _readable(principal: Principal, organization: str) -> accounts.OrgAccess:
     return accounts.organization_access(principal, organization)
 
 
-def _require(rights: accounts.OrgAccess, what: str, *, owner: bool = False) -> None:
+def require_rights(rights: accounts.OrgAccess, what: str, *, owner: bool = False) -> None:
     allowed = rights.is_owner if owner else rights.manage_modules
     if not allowed:
         need = "the owners team" if owner else "a team with the manage-modules permission"
@@ -192,7 +193,7 @@ def create_module(
     else:
         check_registry(registry)
         namespace = validate_name(namespace, "namespace")
-    _require(rights, "creating a module")
+    require_rights(rights, "creating a module")
     moment = now()
     module = ModuleModel(
         organization,
@@ -207,59 +208,108 @@ def create_module(
         created_at=moment,
         updated_at=moment,
     )
+    save_new_module(module)
+    return module, rights
+
+
+def save_new_module(module: ModuleModel) -> None:
+    """Store a new module record; 422 when that registry/namespace/name/provider exists."""
     try:
         module.save(condition=ModuleModel.key.does_not_exist())
     except PutError as exc:
         if db.conditional_failure(exc):
             raise Unprocessable(
-                f"module {namespace}/{name}/{provider} already exists in the {registry} registry",
+                f"module {module.namespace}/{module.name}/{module.provider} already exists "
+                f"in the {module.registry_name} registry",
                 pointer="/data/attributes/name",
                 title="name has already been taken",
             ) from None
         raise
-    return module, rights
 
 
 def update_module(
-    principal: Principal, ref: ModuleRef, *, no_code: bool | None, tests_enabled: bool | None
+    principal: Principal,
+    ref: ModuleRef,
+    *,
+    no_code: bool | None,
+    tests_enabled: bool | None,
+    vcs_repo: Any = None,
 ) -> tuple[ModuleModel, accounts.OrgAccess]:
+    """Everything is validated before anything is written; a switch to (or a change of)
+    tag-based publishing queues a tag sync."""
     module, rights = get_module(principal, ref)
-    _require(rights, "updating a module", owner=True)
+    require_rights(rights, "updating a module", owner=True)
     actions = [ModuleModel.updated_at.set(now())]
+    sync = False
+    if vcs_repo is not None:
+        from chalicelib.registry import publishing
+
+        vcs_actions, sync = publishing.update_actions(module, vcs_repo)
+        actions += vcs_actions
     if no_code is not None:
         actions.append(ModuleModel.no_code.set(no_code))
     if tests_enabled is not None:
         config = module.test_config or {"id": new_id("tc")}
         actions.append(ModuleModel.test_config.set({**config, "tests-enabled": tests_enabled}))
-    module.update(actions=actions)
+    try:
+        module.update(actions=actions, condition=ModuleModel.id == module.id)
+    except UpdateError as exc:
+        if db.conditional_failure(exc):
+            raise NotFound("the module was deleted while it was being updated") from None
+        raise
+    if sync:
+        from chalicelib.registry import publishing
+
+        publishing.queue_sync(module)
     return module, rights
 
 
 def create_version(
     principal: Principal, ref: ModuleRef, version: str | None, commit_sha: str | None
-) -> tuple[ModuleVersionModel, str]:
-    """A pending version and its presigned upload URL."""
+) -> tuple[ModuleVersionModel, str | None]:
+    """A pending version and its presigned upload URL (None for VCS-backed modules, whose
+    archive the registry fetches from the repository itself)."""
     if ref.registry == "public":
         check_registry("public")
     module, rights = get_module(principal, ref)
     if module.registry_name != "private":
         raise Forbidden("versions cannot be created for public modules")
-    _require(rights, "creating a version")
+    require_rights(rights, "creating a version")
     if not version:
         raise Unprocessable("version is required", pointer="/data/attributes/version")
+    if module.vcs_repo:
+        from chalicelib.registry import publishing
+
+        return publishing.create_branch_version(module, version, commit_sha), None
+    item = insert_version(module, version, commit_sha=commit_sha)
+    return item, objects.presigned_upload_url(item.upload_key)
+
+
+def insert_version(
+    module: ModuleModel,
+    version: str,
+    *,
+    commit_sha: str | None = None,
+    source: str = "tfe-api",
+    tag: str | None = None,
+) -> ModuleVersionModel:
+    """Create a pending version item and its entry in the module's statuses, in one
+    transaction; 422 when the version exists, 404 when the module went away."""
     try:
         parsed = semver.parse(version)
     except semver.InvalidVersion as exc:
         raise Unprocessable(str(exc), pointer="/data/attributes/version") from None
     moment = now()
     version_id = new_id("modver")
-    upload = objects.UploadKey(module.id, version, version_id)
+    upload = objects.UploadKey(module.id, parsed.text, version_id)
     item = ModuleVersionModel(
         module.id,
         parsed.order_key,
         id=version_id,
-        version=version,
+        version=parsed.text,
+        source=source,
         commit_sha=commit_sha,
+        tag=tag,
         organization=module.organization,
         module_key=module.key,
         upload_key=upload.key,
@@ -272,7 +322,7 @@ def create_version(
             tx.update(
                 module,
                 actions=[
-                    ModuleModel.version_statuses[version].set({"status": "pending"}),
+                    ModuleModel.version_statuses[parsed.text].set({"status": "pending"}),
                     ModuleModel.updated_at.set(moment),
                 ],
                 condition=ModuleModel.id == module.id,
@@ -281,19 +331,20 @@ def create_version(
         reasons = db.cancellation_codes(exc)
         if reasons[:1] == [db.TRANSACTION_CONDITION_FAILED]:
             raise Unprocessable(
-                f"version {version} already exists",
+                f"version {parsed.text} already exists",
                 pointer="/data/attributes/version",
                 title="version has already been taken",
             ) from None
         if reasons[1:2] == [db.TRANSACTION_CONDITION_FAILED]:
             raise NotFound("the module was deleted while the version was being created") from None
         raise
-    return item, objects.presigned_upload_url(upload.key)
+    return item
 
 
 def upload_url(version: ModuleVersionModel) -> str | None:
-    """The upload link stays usable until the version is ok (CI retries, failed ingests)."""
-    if version.status == DONE:
+    """The upload link stays usable until the version is ok (CI retries, failed ingests).
+    VCS versions have none: their archive comes from the repository."""
+    if version.status == DONE or version.source != "tfe-api":
         return None
     return objects.presigned_upload_url(version.upload_key)
 
@@ -306,7 +357,7 @@ def delete(principal: Principal, organization: str, parts: list[str]) -> None:
     registry, namespace, name, *rest = parts
     check_registry(registry)
     rights = _readable(principal, organization)
-    _require(rights, "deleting a module", owner=True)
+    require_rights(rights, "deleting a module", owner=True)
     if registry == "public" and rest:
         raise NotFound("public modules can only be deleted by namespace and name")
     if not rest:

@@ -38,6 +38,16 @@ class ModuleById(GlobalSecondaryIndex):
     id = UnicodeAttribute(hash_key=True)
 
 
+class ModuleByWebhook(GlobalSecondaryIndex):
+    """Sparse: only VCS-backed modules have a webhook id."""
+
+    class Meta:
+        index_name = "by-webhook"
+        projection = AllProjection()
+
+    webhook_id = UnicodeAttribute(hash_key=True)
+
+
 @db.register
 class ModuleModel(db.Model):
     Meta = db.table("registry-modules")
@@ -56,9 +66,16 @@ class ModuleModel(db.Model):
     # version -> {"status": ..., "error": ...}; updated with per-key SET/REMOVE so concurrent
     # writers of different versions never overwrite each other.
     version_statuses = MapAttribute(default=dict)
+    # VCS-backed modules only: the repository settings (chalicelib.registry.publishing), the
+    # webhook id in the webhook URL, its KMS-sealed secret and the last tag sync's report.
+    vcs_repo = JSONAttribute(null=True)
+    webhook_id = UnicodeAttribute(null=True)
+    webhook_secret = JSONAttribute(null=True)
+    vcs_sync = JSONAttribute(null=True)
     created_at = UTCDateTimeAttribute()
     updated_at = UTCDateTimeAttribute()
     by_id = ModuleById()
+    by_webhook = ModuleByWebhook()
 
 
 @db.register
@@ -73,6 +90,7 @@ class ModuleVersionModel(db.Model):
     error = UnicodeAttribute(null=True)
     source = UnicodeAttribute(default="tfe-api")
     commit_sha = UnicodeAttribute(null=True)
+    tag = UnicodeAttribute(null=True)
     organization = UnicodeAttribute()
     module_key = UnicodeAttribute()
     upload_key = UnicodeAttribute()

@@ -18,7 +18,7 @@ import re
 import stat
 import tarfile
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 from urllib.parse import quote, urlsplit
 
 from chalicelib.registry import semver
@@ -27,6 +27,7 @@ DEFAULT_MAX_PACK_BYTES = 50 * 1024 * 1024
 DEFAULT_MAX_ARCHIVE_BYTES = 50 * 1024 * 1024
 TIMEOUT_SECONDS = 30.0
 TAG_REF = b"refs/tags/"
+BRANCH_REF = b"refs/heads/"
 PEELED = b"^{}"
 
 # Username of the basic-auth pair that carries the token, per service provider.
@@ -60,6 +61,14 @@ class IdentifierError(ValueError):
 class SkippedTag:
     tag: str
     reason: str
+
+
+class TagVersion(NamedTuple):
+    """A tag that names a version: the bare SemVer text, the commit and the tag itself."""
+
+    version: str
+    sha: str
+    tag: str
 
 
 # ----- repository URLs ----------------------------------------------------------------------
@@ -165,10 +174,21 @@ def list_tags(
     return dict(sorted(tags.items()))
 
 
+def branch_head(
+    repo_url: str, token: str | None, branch: str, *, username: str = DEFAULT_USERNAME
+) -> str:
+    """The commit sha at the tip of ``branch``."""
+    refs = _refs(repo_url, token, username)
+    sha = refs.get(BRANCH_REF + branch.encode("utf-8"))
+    if sha is None:
+        raise GitError(f"{repo_url}: there is no branch {branch!r}")
+    return sha.decode("ascii")
+
+
 def semver_tags(
     tags: dict[str, str], tag_prefix: str | None = None
-) -> tuple[list[tuple[str, str]], list[SkippedTag]]:
-    """Versions from tags: ``[prefix][v]<semver>`` -> ``(<semver>, sha)``, in version order.
+) -> tuple[list[TagVersion], list[SkippedTag]]:
+    """Versions from tags: ``[prefix][v]<semver>`` -> ``TagVersion``, in version order.
 
     Returns the versions and the skipped tags with the reason for each. Two tags naming
     the same version (``v1.0.0`` and ``1.0.0``): the first by name wins, the other is skipped.
@@ -200,7 +220,7 @@ def semver_tags(
             continue
         found[version.text] = (version, sha, tag)
     ordered = sorted(found.values(), key=lambda item: item[0].order_key)
-    return [(v.text, sha) for v, sha, _ in ordered], skipped
+    return [TagVersion(v.text, sha, tag) for v, sha, tag in ordered], skipped
 
 
 # ----- archives -----------------------------------------------------------------------------
@@ -287,7 +307,7 @@ def archive_commit(
     repo, commit = _fetch_commit(repo_url, token, sha, username, max_pack_bytes)
     store = repo.object_store
     tree = store[commit.tree]
-    prefix = _clean_subdirectory(subdirectory)
+    prefix = clean_subdirectory(subdirectory)
     if prefix:
         for part in prefix.split("/"):
             entry = _entry(tree, part)
@@ -322,7 +342,7 @@ def archive_commit(
     return buffer.getvalue()
 
 
-def _clean_subdirectory(subdirectory: str | None) -> str:
+def clean_subdirectory(subdirectory: str | None) -> str:
     if not subdirectory:
         return ""
     clean = subdirectory.strip("/")

@@ -364,18 +364,38 @@ def delete_token(principal: Principal, token_id: str) -> None:
 # ----- for publishing -----------------------------------------------------------------------
 
 
-def resolve_connection(organization: str, token_id: str) -> Connection:
-    """The client and plaintext token behind ``token_id`` for fetching from ``organization``'s
-    repositories; 422 when the token does not exist or belongs to another organization.
+POINTER_TOKEN = "/data/attributes/vcs-repo/oauth-token-id"
 
-    The caller has already checked the principal's rights on ``organization``."""
-    pointer = "/data/attributes/vcs-repo/oauth-token-id"
+
+def _publishing_token(token_id: str) -> OAuthTokenModel:
     try:
         token = OAuthTokenModel.get(token_id, consistent_read=True)
+    except OAuthTokenModel.DoesNotExist:
+        raise Unprocessable(f"oauth token {token_id!r} not found", pointer=POINTER_TOKEN) from None
+    if not _current(token):
+        raise Unprocessable(f"oauth token {token_id!r} not found", pointer=POINTER_TOKEN)
+    return token
+
+
+def token_organization(token_id: str) -> str:
+    """The organization an OAuth token belongs to (the deprecated publish path names no
+    organization: the token does); 422 when there is no such token."""
+    return _publishing_token(token_id).organization
+
+
+def resolve_connection(organization: str, token_id: str, *, unseal: bool = True) -> Connection:
+    """The client and plaintext token behind ``token_id`` for fetching from ``organization``'s
+    repositories; 422 when the token does not exist or belongs to another organization.
+    With ``unseal=False`` the token string is left sealed (``token`` is empty): enough to
+    validate a publish request without a KMS call.
+
+    The caller has already checked the principal's rights on ``organization``."""
+    token = _publishing_token(token_id)
+    if token.organization != organization:
+        raise Unprocessable(f"oauth token {token_id!r} not found", pointer=POINTER_TOKEN)
+    try:
         client = OAuthClientModel.get(token.client_id, consistent_read=True)
-    except (OAuthTokenModel.DoesNotExist, OAuthClientModel.DoesNotExist):
-        raise Unprocessable(f"oauth token {token_id!r} not found", pointer=pointer) from None
-    if token.organization != organization or not _current(token):
-        raise Unprocessable(f"oauth token {token_id!r} not found", pointer=pointer)
-    plaintext = secrets.unseal(token.token, purpose=PURPOSE_TOKEN)
+    except OAuthClientModel.DoesNotExist:
+        raise Unprocessable(f"oauth token {token_id!r} not found", pointer=POINTER_TOKEN) from None
+    plaintext = secrets.unseal(token.token, purpose=PURPOSE_TOKEN) if unseal else ""
     return Connection(client=client, token_id=token.id, token=plaintext)

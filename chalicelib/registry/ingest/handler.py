@@ -27,8 +27,14 @@ INGESTING = "reg_ingressing"
 
 
 def handle_sqs_body(body: str) -> None:
-    """An SQS message body is an S3 event notification (or S3's one-off test event)."""
+    """An SQS message body is an S3 event notification (or S3's one-off test event), or a
+    VCS publishing job (``chalicelib.registry.jobs``)."""
     event = json.loads(body)
+    if "kind" in event:
+        from chalicelib.registry import jobs
+
+        log.info("job %s: %s", event.get("kind"), jobs.handle(event))
+        return
     for record in event.get("Records", []):
         if record.get("eventSource") == "aws:s3" and record["eventName"].startswith(
             "ObjectCreated"
