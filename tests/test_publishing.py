@@ -315,6 +315,29 @@ def test_branch_based_publishing_and_switching_to_tags(
     back = acme.patch(NET, doc("registry-modules", **{"vcs-repo": {"branch": "release"}}))
     assert back.status == 200 and back.data["attributes"]["publishing-mechanism"] == "branch"
 
+    # The branch's newest commits, on go-tfe's and pytfe's paths; a missing branch is the
+    # VCS host's answer (502), not ours.
+    missing = acme.get(f"{NET}/commits")
+    assert missing.status == 502 and "no branch 'release'" in missing.error["detail"]
+    acme.patch(NET, doc("registry-modules", **{"vcs-repo": {"branch": "main"}}))
+    commits = acme.get(f"{NET}/commits")
+    assert commits.status == 200, commits.json
+    assert [c["attributes"]["sha"] for c in commits.data] == [
+        shas["net-main"],
+        shas["net-1.2.0"],
+        shas["net-1.1.0"],
+        shas["net-1.0.0"],
+    ]
+    newest = commits.data[0]
+    assert newest["type"] == "commits" and newest["attributes"]["message"] == "unreleased"
+    assert newest["attributes"]["author"] == "Test"
+    assert newest["attributes"]["url"].endswith(
+        f"/acme/terraform-aws-net/commit/{shas['net-main']}"
+    )
+    assert newest["attributes"]["date"].endswith("Z")
+    same = acme.get(f"{V2}/registry-modules/acme/net/aws/commits")
+    assert same.status == 200 and same.data == commits.data
+
 
 # ----- webhooks -----------------------------------------------------------------------------
 

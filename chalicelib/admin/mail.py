@@ -12,13 +12,8 @@ import ssl
 from dataclasses import dataclass
 from email.message import EmailMessage
 
-from chalicelib.core.errors import ApiError, Unauthorized
+from chalicelib.core.errors import ApiError, GatewayTimeout, Unauthorized
 from chalicelib.core.settings import get_settings
-
-
-class GatewayTimeout(ApiError):
-    status = 504
-    title = "gateway timeout"
 
 
 class SmtpServerError(ApiError):

@@ -14,14 +14,8 @@ import urllib.error
 import urllib.parse
 import urllib.request
 
-from chalicelib.admin.mail import GatewayTimeout
-from chalicelib.core.errors import ApiError, BadRequest
+from chalicelib.core.errors import BadGateway, BadRequest, GatewayTimeout
 from chalicelib.core.settings import get_settings
-
-
-class BadGateway(ApiError):
-    status = 502
-    title = "bad gateway"
 
 
 def send_test_sms(account_sid: str, auth_token: str, from_number: str, to_number: str) -> None:

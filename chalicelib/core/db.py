@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import cache
+
 from pynamodb.connection import Connection
 from pynamodb.exceptions import TransactWriteError
 from pynamodb.models import Model
@@ -42,9 +44,17 @@ TRANSACTION_CONDITION_FAILED = "ConditionalCheckFailed"
 
 
 def connection() -> Connection:
-    """A low-level connection for TransactWrite, on the same region and endpoint as models."""
+    """A low-level connection for TransactWrite, on the same region and endpoint as models.
+
+    Kept per process: a new Connection builds a new botocore client (~100 ms of loading
+    service models), which every transactional request would otherwise pay."""
     settings = get_settings()
-    return Connection(region=settings.region, host=settings.aws_endpoint_url)
+    return _connection(settings.region, settings.aws_endpoint_url)
+
+
+@cache
+def _connection(region: str, host: str | None) -> Connection:
+    return Connection(region=region, host=host)
 
 
 def conditional_failure(exc: Exception) -> bool:

@@ -89,6 +89,18 @@ class TooManyRequests(ApiError):
     title = "too many requests"
 
 
+class BadGateway(ApiError):
+    """An outside service (VCS host, public registry, SMS provider) failed or refused."""
+
+    status = 502
+    title = "bad gateway"
+
+
+class GatewayTimeout(ApiError):
+    status = 504
+    title = "gateway timeout"
+
+
 def error_document(*errors: ApiError) -> dict[str, Any]:
     return {"errors": [e.to_dict() for e in errors]}
 

@@ -12,6 +12,8 @@ so SQS retries (and the dead-letter queue) cover a crash in the middle of any of
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
+from functools import cache
 from typing import Any
 
 from chalicelib.core.aws import client
@@ -22,11 +24,34 @@ FETCH = "vcs-fetch"
 KINDS = (SYNC, FETCH)
 
 
+BATCH = 10  # SendMessageBatch's limit
+
+
+@cache
+def _queue_url(sqs: Any, queue_name: str) -> str:
+    """One GetQueueUrl per client (a new client, e.g. another endpoint, asks again)."""
+    return sqs.get_queue_url(QueueName=queue_name)["QueueUrl"]
+
+
 def enqueue(kind: str, **fields: str) -> None:
+    enqueue_many(kind, [fields])
+
+
+def enqueue_many(kind: str, items: Iterable[dict[str, str]]) -> None:
+    """One message per item, sent ten to a request."""
     assert kind in KINDS, kind
     sqs = client("sqs")
-    url = sqs.get_queue_url(QueueName=get_settings().ingest_queue)["QueueUrl"]
-    sqs.send_message(QueueUrl=url, MessageBody=json.dumps({"kind": kind, **fields}))
+    url = _queue_url(sqs, get_settings().ingest_queue)
+    bodies = [json.dumps({"kind": kind, **fields}) for fields in items]
+    for start in range(0, len(bodies), BATCH):
+        entries = [
+            {"Id": str(index), "MessageBody": body}
+            for index, body in enumerate(bodies[start : start + BATCH])
+        ]
+        result = sqs.send_message_batch(QueueUrl=url, Entries=entries)
+        if result.get("Failed"):
+            failed = result["Failed"][0]
+            raise RuntimeError(f"SQS refused a job message: {failed.get('Message')}")
 
 
 def handle(message: dict[str, Any]) -> str:

@@ -16,7 +16,7 @@ from typing import Any
 
 from chalicelib.accounts import service as accounts
 from chalicelib.core.auth import Principal
-from chalicelib.core.errors import NotFound
+from chalicelib.core.errors import BadGateway, NotFound
 from chalicelib.registry import objects, semver
 from chalicelib.registry import service as registry
 from chalicelib.registry.store import ModuleModel, ModuleVersionModel, module_key
@@ -198,7 +198,7 @@ def _curated_summary(module: ModuleModel) -> dict[str, Any] | None:
 
     try:
         upstream = public.decode(public.latest(module.namespace, module.name, module.provider))
-    except (NotFound, public.UpstreamUnavailable):
+    except (NotFound, BadGateway):
         return None
     return {key: upstream.get(key) for key in SUMMARY_KEYS}
 

@@ -21,18 +21,13 @@ from urllib.parse import quote
 from pynamodb.attributes import NumberAttribute, TTLAttribute, UnicodeAttribute
 
 from chalicelib.core import db
-from chalicelib.core.errors import ApiError, NotFound
+from chalicelib.core.errors import BadGateway, NotFound
 from chalicelib.core.settings import get_settings
 
 log = logging.getLogger("registry.public")
 
 IMMUTABLE_TTL = 24 * 3600
 TIMEOUT_SECONDS = 5
-
-
-class UpstreamUnavailable(ApiError):
-    status = 502
-    title = "bad gateway"
 
 
 @db.register
@@ -88,13 +83,13 @@ def fetch(path: str, ttl: int) -> Answer:
                 "upstream %s unreachable (%s); serving a stale answer for %s", base, exc, path
             )
             return _answer(cached, cached=True)
-        raise UpstreamUnavailable(
+        raise BadGateway(
             f"the public registry at {base} could not be reached: {getattr(exc, 'reason', exc)}"
         ) from None
     if status >= 500:
         if cached is not None:
             return _answer(cached, cached=True)
-        raise UpstreamUnavailable(f"the public registry at {base} answered {status}")
+        raise BadGateway(f"the public registry at {base} answered {status}")
     if status in (200, 404):
         PublicCacheModel(
             path,
@@ -124,8 +119,8 @@ def decode(answer: Answer) -> dict:
     if answer.status == 404:
         raise NotFound("module not found in the public registry")
     if answer.status != 200:
-        raise UpstreamUnavailable(f"the public registry answered {answer.status}")
+        raise BadGateway(f"the public registry answered {answer.status}")
     try:
         return json.loads(answer.body)
     except ValueError:
-        raise UpstreamUnavailable("the public registry answered with invalid JSON") from None
+        raise BadGateway("the public registry answered with invalid JSON") from None

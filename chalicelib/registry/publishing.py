@@ -26,6 +26,7 @@ import logging
 import re
 import secrets as random
 import uuid
+from datetime import UTC, datetime
 from typing import Any
 
 from pynamodb.exceptions import UpdateError
@@ -34,7 +35,7 @@ from chalicelib.accounts import service as accounts
 from chalicelib.core import db, secrets
 from chalicelib.core.auth import Principal
 from chalicelib.core.aws import client
-from chalicelib.core.errors import NotFound, Unauthorized, Unprocessable
+from chalicelib.core.errors import BadGateway, NotFound, Unauthorized, Unprocessable
 from chalicelib.core.ids import iso, new_id, now
 from chalicelib.core.jsonapi import Attributes
 from chalicelib.core.settings import get_settings
@@ -365,11 +366,12 @@ def resync(principal: Principal, module_id: str) -> tuple[ModuleModel, accounts.
 def retry(principal: Principal, module_id: str) -> tuple[ModuleModel, accounts.OrgAccess]:
     """Fetch every version that is not ok again (and, for a failed sync, sync again)."""
     module, rights = _vcs_module(principal, module_id, "retrying a module")
-    for version in service.list_versions(module):
-        if version.status in NOT_DONE and service.mark_version(version, "pending"):
-            jobs.enqueue(
-                jobs.FETCH, module_id=module.id, version=version.version, version_id=version.id
-            )
+    fetches = [
+        {"module_id": module.id, "version": version.version, "version_id": version.id}
+        for version in service.list_versions(module)
+        if version.status in NOT_DONE and service.mark_version(version, "pending")
+    ]
+    jobs.enqueue_many(jobs.FETCH, fetches)
     if not module.vcs_repo.get("branch") and (module.vcs_sync or {}).get("status") == "failed":
         _record_sync(module, {"status": "queued"})
         queue_sync(module)
@@ -388,6 +390,46 @@ def regenerate_webhook_secret(principal: Principal, module_id: str) -> tuple[Mod
         condition=ModuleModel.id == module.id,
     )
     return module, secret
+
+
+def commit_url(repo: dict[str, Any], sha: str) -> str:
+    """Where the VCS host shows a commit."""
+    base = repo["repository-http-url"]
+    provider = repo["service-provider"]
+    if provider.startswith("gitlab"):
+        return f"{base}/-/commit/{sha}"
+    if provider.startswith("bitbucket"):
+        return f"{base}/commits/{sha}"
+    return f"{base}/commit/{sha}"
+
+
+def list_commits(principal: Principal, ref: service.ModuleRef) -> list[dict[str, Any]]:
+    """The newest 20 commits of the module's branch (the default branch for tag-based
+    modules), read from the VCS host now: no pagination, as in TFE."""
+    module, _ = service.get_module(principal, ref)
+    repo = module.vcs_repo
+    if not repo:
+        raise Unprocessable("this module is not backed by a VCS repository: it has no commits")
+    connection = vcs.resolve_connection(module.organization, repo["oauth-token-id"])
+    try:
+        url = connection.repository_url(repo["identifier"])
+        commits = git.recent_commits(
+            url, connection.token, repo.get("branch") or None, username=connection.username
+        )
+    except (git.GitError, git.IdentifierError) as exc:
+        raise BadGateway(f"could not read the repository's commits: {exc}") from None
+    return [
+        {
+            "sha": c.sha,
+            "date": iso(datetime.fromtimestamp(c.date, UTC)),
+            "url": commit_url(repo, c.sha),
+            "author": c.author,
+            "author-avatar-url": None,
+            "author-html-url": None,
+            "message": c.message,
+        }
+        for c in commits
+    ]
 
 
 # ----- jobs ---------------------------------------------------------------------------------
@@ -453,6 +495,7 @@ def sync_tags(module_id: str) -> str:
     found, skipped = git.semver_tags(tags, repo.get("tag-prefix"))
     existing = {v.version: v for v in service.list_versions(module)}
     published: list[str] = []
+    fetches: list[dict[str, str]] = []
     reported = [{"tag": s.tag, "reason": s.reason} for s in skipped]
     for tag in found:
         have = existing.get(tag.version)
@@ -478,9 +521,11 @@ def sync_tags(module_id: str) -> str:
         except Unprocessable:
             continue  # a concurrent sync created it
         except NotFound:
-            return "gone"
-        jobs.enqueue(jobs.FETCH, module_id=module.id, version=item.version, version_id=item.id)
+            break  # the module was deleted meanwhile
+        fetches.append({"module_id": module.id, "version": item.version, "version_id": item.id})
         published.append(tag.version)
+    # Queued even when the module went away midway: those jobs find nothing and stop.
+    jobs.enqueue_many(jobs.FETCH, fetches)
 
     report: dict[str, Any] = {
         "status": "synced",
@@ -584,7 +629,7 @@ def receive_webhook(webhook_id: str, headers: Any, body: bytes) -> tuple[int, di
     if not webhooks.verify(provider, secret, headers, body):
         raise Unauthorized(
             "the webhook delivery is not signed with this module's secret "
-            f"({webhooks.SCHEMES[provider]})",
+            f"({webhooks.SCHEMES.get(provider, provider)})",
             title="unauthorized",
         )
     event = webhooks.classify(provider, headers, body)

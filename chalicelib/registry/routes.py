@@ -233,6 +233,24 @@ def publish_from_vcs_deprecated(ctx: Ctx):
     return _publish(ctx, None)
 
 
+def _commits(ctx: Ctx, ref: ModuleRef):
+    commits = publishing.list_commits(ctx.user, ref)
+    return document([resource("commits", c["sha"], c) for c in commits])
+
+
+@route(bp, MODULE + "/commits")
+def commits(
+    ctx: Ctx, organization_name: str, registry_name: str, namespace: str, name: str, provider: str
+):
+    return _commits(ctx, ModuleRef(organization_name, registry_name, namespace, name, provider))
+
+
+@route(bp, "/api/v2/registry-modules/{module_ref}/{name}/{provider}/commits")
+def commits_deprecated(ctx: Ctx, module_ref: str, name: str, provider: str):
+    """pytfe's path: ``module_ref`` is the organization name."""
+    return _commits(ctx, ModuleRef(module_ref, "private", module_ref, name, provider))
+
+
 @route(bp, "/api/v2/registry-modules/{module_ref}/actions/resync", methods=("POST",))
 def resync_module(ctx: Ctx, module_ref: str):
     module, rights = publishing.resync(ctx.user, module_ref)

@@ -239,9 +239,14 @@ class _CappedBuffer(io.BytesIO):
 
 
 def _fetch_commit(
-    repo_url: str, token: str | None, sha: str, username: str, max_pack_bytes: int
+    repo_url: str,
+    token: str | None,
+    sha: str,
+    username: str,
+    max_pack_bytes: int,
+    depth: int = 1,
 ) -> tuple[Any, Any]:
-    """A MemoryRepo holding ``sha`` (shallow) and the commit object."""
+    """A MemoryRepo holding ``sha`` and ``depth - 1`` generations of history, and the commit."""
     from dulwich.objects import Commit, Tag
     from dulwich.repo import MemoryRepo
 
@@ -269,7 +274,7 @@ def _fetch_commit(
             lambda refs, depth=None: [want],
             repo.get_graph_walker(),
             buffer.write,
-            depth=1,
+            depth=depth,
         )
         if buffer.tell():
             buffer.seek(0)
@@ -357,3 +362,49 @@ def _entry(tree: Any, name: str) -> tuple[int, bytes] | None:
         return tree[name.encode("utf-8")]
     except KeyError:
         return None
+
+
+@dataclass(frozen=True)
+class CommitInfo:
+    sha: str
+    date: int
+    author: str
+    message: str
+
+
+def recent_commits(
+    repo_url: str,
+    token: str | None,
+    branch: str | None,
+    *,
+    limit: int = 20,
+    username: str = DEFAULT_USERNAME,
+    max_pack_bytes: int = DEFAULT_MAX_PACK_BYTES,
+) -> list[CommitInfo]:
+    """The newest ``limit`` commits of ``branch`` (the remote's HEAD when None), newest first,
+    following first parents, from one shallow fetch."""
+    refs = _refs(repo_url, token, username)
+    ref = BRANCH_REF + branch.encode("utf-8") if branch else b"HEAD"
+    head = refs.get(ref)
+    if head is None:
+        raise GitError(
+            f"{repo_url}: there is no branch {branch!r}" if branch else f"{repo_url}: empty"
+        )
+    repo, commit = _fetch_commit(
+        repo_url, token, head.decode("ascii"), username, max_pack_bytes, depth=limit
+    )
+    store = repo.object_store
+    found: list[CommitInfo] = []
+    while commit is not None and len(found) < limit:
+        author = commit.author.decode("utf-8", "replace")
+        found.append(
+            CommitInfo(
+                sha=commit.id.decode("ascii"),
+                date=commit.author_time,
+                author=author.split(" <", 1)[0],
+                message=commit.message.decode("utf-8", "replace").strip(),
+            )
+        )
+        parent = commit.parents[0] if commit.parents else None
+        commit = store[parent] if parent is not None and parent in store else None
+    return found
