@@ -91,9 +91,16 @@ def statuses(api: Api, path: str = NET) -> dict[str, dict[str, str]]:
     return {s["version"]: s for s in module.data["attributes"]["version-statuses"]}
 
 
-def signed(secret: str, body: bytes, event: str) -> dict[str, str]:
-    digest = hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
-    return {"X-GitHub-Event": event, "X-Hub-Signature-256": f"sha256={digest}"}
+def deliver(api: Api, path: str, payload: Any, event: str, secret: str | None) -> Any:
+    """A GitHub delivery of ``payload`` (signed with ``secret`` unless None) to ``path``."""
+    body = json.dumps(payload)
+    headers = {"X-GitHub-Event": event}
+    if secret is not None:
+        digest = hmac.new(secret.encode(), body.encode(), hashlib.sha256).hexdigest()
+        headers["X-Hub-Signature-256"] = f"sha256={digest}"
+    return api.as_(None).call(
+        "POST", path, raw=body, content_type="application/json", headers=headers
+    )
 
 
 # ----- tag-based publishing -----------------------------------------------------------------
@@ -357,73 +364,32 @@ def test_webhook_publishes_a_new_tag_and_refuses_forgeries(
     # A new tag on the host, then its push delivery.
     git_repo = server.repos["acme/terraform-aws-net"]
     git_repo.refs[b"refs/tags/v1.3.0"] = shas["net-main"].encode()
-    body = json.dumps({"ref": "refs/tags/v1.3.0", "after": shas["net-main"]}).encode()
-    hook = acme.as_(None)
+    tag_push = {"ref": "refs/tags/v1.3.0", "after": shas["net-main"]}
 
-    forged = hook.call(
-        "POST",
-        path,
-        raw=body.decode(),
-        content_type="application/json",
-        headers=signed("not-the-secret", body, "push"),
-    )
+    forged = deliver(acme, path, tag_push, "push", "not-the-secret")
     assert forged.status == 401, forged.json
-    unsigned = hook.call("POST", path, raw=body.decode(), content_type="application/json")
-    assert unsigned.status == 401
+    assert deliver(acme, path, tag_push, "push", None).status == 401
     assert drain() == [] and "1.3.0" not in statuses(acme)
 
-    branch_push = json.dumps({"ref": "refs/heads/main"}).encode()
-    ignored = hook.call(
-        "POST",
-        path,
-        raw=branch_push.decode(),
-        content_type="application/json",
-        headers=signed(secret, branch_push, "push"),
-    )
+    ignored = deliver(acme, path, {"ref": "refs/heads/main"}, "push", secret)
     assert ignored.status == 200 and ignored.json["status"] == "ignored"
     assert drain() == []
 
-    accepted = hook.call(
-        "POST",
-        path,
-        raw=body.decode(),
-        content_type="application/json",
-        headers=signed(secret, body, "push"),
-    )
+    accepted = deliver(acme, path, tag_push, "push", secret)
     assert accepted.status == 202, accepted.json
     drain()
     assert statuses(acme)["1.3.0"] == {"version": "1.3.0", "status": "ok"}
 
-    unknown = hook.call(
-        "POST",
-        "/webhooks/vcs/00000000-0000-0000-0000-000000000000",
-        raw=body.decode(),
-        content_type="application/json",
-        headers=signed(secret, body, "push"),
-    )
-    assert unknown.status == 404
+    unknown = "/webhooks/vcs/00000000-0000-0000-0000-000000000000"
+    assert deliver(acme, unknown, tag_push, "push", secret).status == 404
 
     # A regenerated secret replaces the old one.
     fresh = acme.post(
         f"{V2}/registry-modules/{created.data['id']}/actions/regenerate-webhook-secret"
     )
     assert fresh.status == 200, fresh.json
-    new_secret = fresh.data["attributes"]["secret"]
-    old = hook.call(
-        "POST",
-        path,
-        raw=body.decode(),
-        content_type="application/json",
-        headers=signed(secret, body, "ping"),
-    )
-    assert old.status == 401
-    ping = hook.call(
-        "POST",
-        path,
-        raw="{}",
-        content_type="application/json",
-        headers=signed(new_secret, b"{}", "ping"),
-    )
+    assert deliver(acme, path, {}, "ping", secret).status == 401
+    ping = deliver(acme, path, {}, "ping", fresh.data["attributes"]["secret"])
     assert ping.status == 200 and ping.json["status"] == "ok"
 
 

@@ -130,13 +130,9 @@ class CreateModule(Attributes):
     no_code: bool | None = None
 
 
-class TestConfig(Attributes):
-    tests_enabled: bool | None = None
-
-
 class UpdateModule(Attributes):
     no_code: bool | None = None
-    test_config: TestConfig | None = None
+    test_config: publishing.TestConfigAttributes | None = None
     vcs_repo: publishing.VcsRepoAttributes | None = None
 
 

@@ -41,12 +41,14 @@ def write_cli_config(directory: Path, stack: Stack, token: str) -> Path:
     return config
 
 
-def terraform_get(workdir: Path, cli_config: Path, constraint: str) -> str:
-    """Run ``terraform get`` for one module with ``constraint``; the installed version."""
+def terraform_get(
+    workdir: Path, cli_config: Path, constraint: str, source: str = f"{HOST}/acme/bucket/aws"
+) -> tuple[str, Path]:
+    """Run ``terraform get`` for one module with ``constraint``: the installed version and
+    the directory it was installed in."""
     workdir.mkdir(parents=True)
     (workdir / "main.tf").write_text(
-        f'module "bucket" {{\n  source  = "{HOST}/acme/bucket/aws"\n'
-        f'  version = "{constraint}"\n}}\n'
+        f'module "bucket" {{\n  source  = "{source}"\n  version = "{constraint}"\n}}\n'
     )
     env = {
         **os.environ,
@@ -65,9 +67,14 @@ def terraform_get(workdir: Path, cli_config: Path, constraint: str) -> str:
     assert result.returncode == 0, result.stdout + result.stderr
     manifest = json.loads((workdir / ".terraform/modules/modules.json").read_text())
     (entry,) = [m for m in manifest["Modules"] if m["Key"] == "bucket"]
-    installed = (workdir / entry["Dir"] / "main.tf").read_text()
-    assert f'"{entry["Version"]}"' in installed  # the archive of that very version
-    return entry["Version"]
+    return entry["Version"], workdir / entry["Dir"]
+
+
+def installed_version(workdir: Path, cli_config: Path, constraint: str) -> str:
+    """The version ``terraform get`` picked, checked against the archive it unpacked."""
+    version, directory = terraform_get(workdir, cli_config, constraint)
+    assert f'"{version}"' in (directory / "main.tf").read_text()  # that very version's archive
+    return version
 
 
 def test_terraform_installs_the_right_versions(stack: Stack, tmp_path: Path):
@@ -110,13 +117,13 @@ def test_terraform_installs_the_right_versions(stack: Stack, tmp_path: Path):
     assert wait_for(statuses, lambda s: s == ["ok"] * 3) == ["ok"] * 3
     config = write_cli_config(tmp_path, stack, token)
 
-    assert terraform_get(tmp_path / "pessimistic", config, "~> 1.0") == "1.1.0"
-    assert terraform_get(tmp_path / "at-least", config, ">= 1.0.0") == "1.1.0"
+    assert installed_version(tmp_path / "pessimistic", config, "~> 1.0") == "1.1.0"
+    assert installed_version(tmp_path / "at-least", config, ">= 1.0.0") == "1.1.0"
     # A pre-release is only chosen when it is pinned exactly.
-    assert terraform_get(tmp_path / "pinned-rc", config, "2.0.0-rc.1") == "2.0.0-rc.1"
+    assert installed_version(tmp_path / "pinned-rc", config, "2.0.0-rc.1") == "2.0.0-rc.1"
 
     admin.delete(stack.api("/organizations/acme/registry-modules/private/acme/bucket/aws/1.1.0"))
-    assert terraform_get(tmp_path / "after-delete", config, "~> 1.0") == "1.0.0"
+    assert installed_version(tmp_path / "after-delete", config, "~> 1.0") == "1.0.0"
 
     # Without credentials the registry answers 401 and terraform fails.
     anonymous = tmp_path / "anonymous.tfrc"

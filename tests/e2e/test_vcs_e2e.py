@@ -5,9 +5,7 @@ new tag, and the real ``terraform`` installing what was published."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -24,7 +22,7 @@ from pytfe.models.registry_module import (
 
 from tests.conftest import doc
 from tests.e2e.conftest import ADMIN_TOKEN, Stack, wait_for
-from tests.e2e.test_terraform_cli import HOST, write_cli_config
+from tests.e2e.test_terraform_cli import HOST, terraform_get, write_cli_config
 from tests.vcs_git_server import TOKEN, GitServer, serve
 
 pytestmark = [
@@ -40,25 +38,10 @@ def git_server() -> Iterator[tuple[GitServer, dict[str, str]]]:
     yield from serve()
 
 
-def terraform_get(workdir: Path, cli_config: Path, constraint: str) -> str:
-    workdir.mkdir(parents=True)
-    (workdir / "main.tf").write_text(
-        f'module "net" {{\n  source  = "{HOST}/{ORG}/net/aws"\n  version = "{constraint}"\n}}\n'
-    )
-    env = {**os.environ, "TF_CLI_CONFIG_FILE": str(cli_config), "CHECKPOINT_DISABLE": "1"}
-    result = subprocess.run(
-        ["terraform", "get", "-no-color"],
-        cwd=workdir,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert result.returncode == 0, result.stdout + result.stderr
-    manifest = json.loads((workdir / ".terraform/modules/modules.json").read_text())
-    (entry,) = [m for m in manifest["Modules"] if m["Key"] == "net"]
-    assert (workdir / entry["Dir"] / "main.tf").exists()
-    return entry["Version"]
+def installed(workdir: Path, cli_config: Path, constraint: str) -> str:
+    version, directory = terraform_get(workdir, cli_config, constraint, f"{HOST}/{ORG}/net/aws")
+    assert 'variable "cidr"' in (directory / "main.tf").read_text()
+    return version
 
 
 def test_publish_from_git_then_a_webhook_tag_reaches_terraform(
@@ -117,7 +100,7 @@ def test_publish_from_git_then_a_webhook_tag_reaches_terraform(
     assert commits.items[0].sha == shas["net-main"]
 
     cli = write_cli_config(tmp_path, stack, ADMIN_TOKEN)
-    assert terraform_get(tmp_path / "first", cli, "~> 1.0") == "1.1.0"
+    assert installed(tmp_path / "first", cli, "~> 1.0") == "1.1.0"
 
     # A new tag, and GitLab's tag push delivery with the module's secret token.
     server.repos["acme/terraform-aws-net"].refs[b"refs/tags/v1.3.0"] = shas["net-main"].encode()
@@ -147,4 +130,4 @@ def test_publish_from_git_then_a_webhook_tag_reaches_terraform(
     )
     assert delivered.status_code == 202, delivered.text
     assert wait_for(version_statuses, lambda s: s.get("1.3.0") == "ok").get("1.3.0") == "ok"
-    assert terraform_get(tmp_path / "second", cli, "~> 1.0") == "1.3.0"
+    assert installed(tmp_path / "second", cli, "~> 1.0") == "1.3.0"
