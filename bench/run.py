@@ -6,8 +6,9 @@ Prints
 - cold import time of the app module against a bare ``import chalice, boto3, pynamodb.models,
   pydantic`` (fresh interpreters, median of several runs),
 - ingest time for a module of ~80 .tf files (bench/ingest_bench.py),
-- the registry protocol hot path (bench/protocol_bench.py) and ``terraform get`` of 20
-  modules from the local stack (bench/terraform_bench.py),
+- the registry protocol hot path (bench/protocol_bench.py), publishing 30 tags from a git
+  repository (bench/vcs_bench.py) and ``terraform get`` of 20 modules from the local stack
+  (bench/terraform_bench.py),
 - the deployment zip's size and each function's entry-module import time
   (bench/package_bench.py).
 """
@@ -187,7 +188,13 @@ def main() -> None:
         f"  import app (every route group + ingest handler)    {full:7.1f} ms"
         f"   (+{full - bare:.1f} ms)"
     )
-    scripts = ("ingest_bench.py", "protocol_bench.py", "terraform_bench.py", "package_bench.py")
+    scripts = (
+        "ingest_bench.py",
+        "protocol_bench.py",
+        "vcs_bench.py",
+        "terraform_bench.py",
+        "package_bench.py",
+    )
     for script in scripts:
         subprocess.run([sys.executable, str(ROOT / "bench" / script)], check=True)
 

@@ -65,6 +65,7 @@ ROUTE_GROUPS: tuple[Function, ...] = (
             **VCS_TABLES,
         },
         s3_actions=("s3:DeleteObject",),
+        sends_jobs=True,  # removing deleted VCS modules' webhooks at the VCS host
     ),
     Function("MetaFunction", "chalicelib.entry.meta.app", EVERY_REQUEST, memory=256),
     Function(

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import Api, doc, make_org, make_team
+from tests.vcs_api_server import VcsApi
 from tests.vcs_git_server import TOKEN, GitServer, serve
 
 V2 = "/api/v2"
@@ -58,16 +59,25 @@ def drain(limit: int = 200) -> list[str]:
     raise AssertionError("the ingest queue never emptied")
 
 
-def connect(api: Api, server: GitServer, token: str = TOKEN, org: str = "acme") -> str:
-    """An OAuth client for the loopback git server; returns its OAuth token id."""
+def connect(
+    api: Api,
+    server: GitServer,
+    token: str = TOKEN,
+    org: str = "acme",
+    *,
+    provider: str = "github_enterprise",
+    api_url: str | None = None,
+) -> str:
+    """An OAuth client for the loopback git server (and a REST API at ``api_url``); returns
+    its OAuth token id."""
     reply = api.post(
         f"{V2}/organizations/{org}/oauth-clients",
         doc(
             "oauth-clients",
             **{
-                "service-provider": "github_enterprise",
+                "service-provider": provider,
                 "http-url": server.url,
-                "api-url": server.url + "/api/v3",
+                "api-url": api_url or server.url + "/api/v3",
                 "oauth-token-string": token,
             },
         ),
@@ -391,6 +401,68 @@ def test_webhook_publishes_a_new_tag_and_refuses_forgeries(
     assert deliver(acme, path, {}, "ping", secret).status == 401
     ping = deliver(acme, path, {}, "ping", fresh.data["attributes"]["secret"])
     assert ping.status == 200 and ping.json["status"] == "ok"
+
+
+def test_webhooks_are_added_and_removed_at_the_vcs_host(
+    acme: Api, git_server: tuple[GitServer, dict[str, str]]
+) -> None:
+    server, _ = git_server
+    with VcsApi() as host:
+        token_id = connect(acme, server, api_url=host.url + "/api/v3")
+        created = publish(acme, token_id, "acme/terraform-aws-net")
+        repo = created.data["attributes"]["vcs-repo"]
+        assert repo["webhook-registration"] == {"status": "pending", "detail": None}
+        drain()
+        registration = acme.get(NET).data["attributes"]["vcs-repo"]["webhook-registration"]
+        assert registration == {"status": "registered", "detail": None}
+        (added,) = host.requests
+        assert (added.method, added.path) == ("POST", "/api/v3/repos/acme/terraform-aws-net/hooks")
+        assert added.headers["authorization"] == f"Bearer {TOKEN}"
+        assert added.body["config"]["url"] == repo["webhook-url"]
+        assert added.body["config"]["secret"] == repo["webhook-secret"]
+        assert set(added.body["events"]) == {"push", "create"}
+
+        # A new secret replaces the hook; deleting the module removes it.
+        module_id = created.data["id"]
+        fresh = acme.post(f"{V2}/registry-modules/{module_id}/actions/regenerate-webhook-secret")
+        drain()
+        removed, replaced = host.requests[1:]
+        assert (removed.method, removed.path) == ("DELETE", added.path + "/1")
+        assert replaced.body["config"]["secret"] == fresh.data["attributes"]["secret"]
+        assert list(host.hooks) == ["2"]
+        assert acme.delete(f"{MODULES}/private/acme/net").status == 204
+        drain()
+        assert host.requests[-1].method == "DELETE" and host.hooks == {}
+
+        # A host that refuses: visible, and retry adds it once the host accepts.
+        host.refuse = 403
+        again = publish(acme, token_id, "acme/terraform-aws-net")
+        drain()
+        registration = acme.get(NET).data["attributes"]["vcs-repo"]["webhook-registration"]
+        assert registration["status"] == "failed" and "answered 403" in registration["detail"]
+        assert TOKEN not in registration["detail"]
+        host.refuse = None
+        acme.post(f"{V2}/registry-modules/{again.data['id']}/actions/retry")
+        drain()
+        registration = acme.get(NET).data["attributes"]["vcs-repo"]["webhook-registration"]
+        assert registration["status"] == "registered"
+
+        # GitLab: the project path URL-encoded, the secret as the token, tag pushes only.
+        gitlab = connect(acme, server, provider="gitlab_enterprise_edition", api_url=host.url)
+        publish(acme, gitlab, "acme/terraform-aws-untagged")
+        drain()
+        added = host.requests[-1]
+        assert added.path == "/projects/acme%2Fterraform-aws-untagged/hooks"
+        assert added.body["tag_push_events"] is True and added.body["push_events"] is False
+        assert added.body["token"]
+
+    # Azure DevOps: added by hand, and the module says how.
+    ado = connect(acme, server, provider="ado_server", api_url=server.url)
+    publish(acme, ado, "acme/infra/_git/net", name="net", provider="azurerm")
+    drain()
+    module = acme.get(f"{MODULES}/private/acme/net/azurerm").data["attributes"]
+    assert module["vcs-repo"]["webhook-registration"]["status"] == "manual"
+    assert "Code pushed" in module["vcs-repo"]["webhook-registration"]["detail"]
 
 
 def test_provider_signature_schemes() -> None:

@@ -6,7 +6,10 @@ so SQS retries (and the dead-letter queue) cover a crash in the middle of any of
 
 * ``vcs-sync``  (module): read the repository's tags and create a version per new SemVer tag;
 * ``vcs-fetch`` (version): fetch the version's commit and put it at the version's upload key,
-  which raises the S3 event the ingest handler already processes.
+  which raises the S3 event the ingest handler already processes;
+* ``vcs-hook`` (module): add the module's webhook at the VCS host (replacing the one added
+  before, or the one named in ``previous``);
+* ``vcs-unhook``: remove a webhook of a deleted module (or a re-pointed one) at the host.
 """
 
 from __future__ import annotations
@@ -21,7 +24,9 @@ from chalicelib.core.settings import get_settings
 
 SYNC = "vcs-sync"
 FETCH = "vcs-fetch"
-KINDS = (SYNC, FETCH)
+HOOK = "vcs-hook"
+UNHOOK = "vcs-unhook"
+KINDS = (SYNC, FETCH, HOOK, UNHOOK)
 
 
 BATCH = 10  # SendMessageBatch's limit
@@ -33,11 +38,11 @@ def _queue_url(sqs: Any, queue_name: str) -> str:
     return sqs.get_queue_url(QueueName=queue_name)["QueueUrl"]
 
 
-def enqueue(kind: str, **fields: str) -> None:
+def enqueue(kind: str, **fields: Any) -> None:
     enqueue_many(kind, [fields])
 
 
-def enqueue_many(kind: str, items: Iterable[dict[str, str]]) -> None:
+def enqueue_many(kind: str, items: Iterable[dict[str, Any]]) -> None:
     """One message per item, sent ten to a request."""
     assert kind in KINDS, kind
     sqs = client("sqs")
@@ -65,4 +70,8 @@ def handle(message: dict[str, Any]) -> str:
         return publishing.fetch_version(
             message["module_id"], message["version"], message["version_id"]
         )
+    if kind == HOOK:
+        return publishing.register_webhook(message["module_id"], message.get("previous"))
+    if kind == UNHOOK:
+        return publishing.remove_webhook(message["organization"], message["previous"])
     return "ignored"

@@ -26,6 +26,7 @@ import logging
 import re
 import secrets as random
 import uuid
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -41,7 +42,7 @@ from chalicelib.core.jsonapi import Attributes
 from chalicelib.core.settings import get_settings
 from chalicelib.registry import jobs, semver, service, webhooks
 from chalicelib.registry.store import ModuleModel, ModuleVersionModel, module_key
-from chalicelib.vcs import git
+from chalicelib.vcs import git, hooks
 from chalicelib.vcs import service as vcs
 
 log = logging.getLogger("registry.publishing")
@@ -176,11 +177,17 @@ def _check_credentials(repo: VcsRepoAttributes) -> str:
 # ----- publishing ---------------------------------------------------------------------------
 
 
+def webhook_url(base_url: str, webhook_id: str) -> str:
+    return f"{base_url}/webhooks/vcs/{webhook_id}"
+
+
 def publish(
-    principal: Principal, organization: str | None, attrs: PublishAttributes
+    principal: Principal, organization: str | None, attrs: PublishAttributes, base_url: str
 ) -> tuple[ModuleModel, accounts.OrgAccess, str]:
-    """Create a VCS-backed module and queue its first sync; returns the webhook secret too
-    (shown once). ``organization`` is None on the deprecated path: the token names it."""
+    """Create a VCS-backed module and queue its first sync and the webhook's registration at
+    the VCS host; returns the webhook secret too (shown once). ``organization`` is None on
+    the deprecated path: the token names it. ``base_url`` is where the VCS host will send
+    deliveries (the request's, unless the instance address is configured)."""
     repo = attrs.vcs_repo
     if repo is None:
         raise Unprocessable("vcs-repo is required", pointer="/data/attributes/vcs-repo")
@@ -217,6 +224,7 @@ def publish(
     tests = attrs.test_config.tests_enabled if attrs.test_config else None
 
     webhook_secret = random.token_urlsafe(32)
+    webhook_id = str(uuid.uuid4())
     moment = now()
     module = ModuleModel(
         organization,
@@ -241,13 +249,15 @@ def publish(
             "source-directory": source_directory,
             "ingress-submodules": bool(repo.ingress_submodules),
         },
-        webhook_id=str(uuid.uuid4()),
+        webhook_id=webhook_id,
         webhook_secret=secrets.seal(webhook_secret, purpose=WEBHOOK_SECRET_PURPOSE),
+        webhook_registration={"status": "pending", "url": webhook_url(base_url, webhook_id)},
         vcs_sync=None if branch else {"status": "queued"},
         created_at=moment,
         updated_at=moment,
     )
     service.save_new_module(module)
+    jobs.enqueue(jobs.HOOK, module_id=module.id)
     if not branch:
         jobs.enqueue(jobs.SYNC, module_id=module.id)
     elif attrs.initial_version:
@@ -279,8 +289,24 @@ def create_branch_version(
     return item
 
 
-def update_actions(module: ModuleModel, repo: VcsRepoAttributes) -> tuple[list[Any], bool]:
-    """The updates a PATCH's ``vcs-repo`` makes, validated, and whether a tag sync follows."""
+@dataclass
+class VcsUpdate:
+    """What a PATCH's ``vcs-repo`` changes: the item updates, then the jobs to queue."""
+
+    actions: list[Any]
+    sync: bool = False
+    # The webhook registered at the previous repository/connection, to move to the new one.
+    rehook: dict[str, Any] | None = None
+
+    def queue_jobs(self, module: ModuleModel) -> None:
+        if self.rehook is not None:
+            jobs.enqueue(jobs.HOOK, module_id=module.id, previous=self.rehook or None)
+        if self.sync:
+            queue_sync(module)
+
+
+def plan_update(module: ModuleModel, repo: VcsRepoAttributes) -> VcsUpdate:
+    """Validate a PATCH's ``vcs-repo`` against the module; nothing is written here."""
     if not module.vcs_repo:
         raise Unprocessable(
             "this module is not backed by a VCS repository; its versions are uploaded",
@@ -323,14 +349,34 @@ def update_actions(module: ModuleModel, repo: VcsRepoAttributes) -> tuple[list[A
             )
         )
     tag_based = not updated["branch"]
-    actions = [
-        ModuleModel.vcs_repo.set(updated),
-        ModuleModel.publishing_mechanism.set("git_tag" if tag_based else "branch"),
-    ]
-    sync = tag_based and updated != current
-    if sync:
-        actions.append(ModuleModel.vcs_sync.set({"status": "queued"}))
-    return actions, sync
+    plan = VcsUpdate(
+        [
+            ModuleModel.vcs_repo.set(updated),
+            ModuleModel.publishing_mechanism.set("git_tag" if tag_based else "branch"),
+        ],
+        sync=tag_based and updated != current,
+    )
+    if plan.sync:
+        plan.actions.append(ModuleModel.vcs_sync.set({"status": "queued"}))
+    moved = any(updated[k] != current[k] for k in ("identifier", "oauth-token-id"))
+    if moved:
+        plan.rehook = _registered_hook(module) or {}
+        registration = {**(module.webhook_registration or {}), "status": "pending"}
+        registration.pop("hook-id", None)
+        plan.actions.append(ModuleModel.webhook_registration.set(registration))
+    return plan
+
+
+def _registered_hook(module: ModuleModel) -> dict[str, Any] | None:
+    """Where the module's webhook is registered now: enough to remove it later."""
+    hook_id = (module.webhook_registration or {}).get("hook-id")
+    if not hook_id or not module.vcs_repo:
+        return None
+    return {
+        "identifier": module.vcs_repo["identifier"],
+        "oauth-token-id": module.vcs_repo["oauth-token-id"],
+        "hook-id": hook_id,
+    }
 
 
 def queue_sync(module: ModuleModel) -> None:
@@ -375,20 +421,32 @@ def retry(principal: Principal, module_id: str) -> tuple[ModuleModel, accounts.O
     if not module.vcs_repo.get("branch") and (module.vcs_sync or {}).get("status") == "failed":
         _record_sync(module, {"status": "queued"})
         queue_sync(module)
+    if (module.webhook_registration or {}).get("status") == "failed":
+        jobs.enqueue(jobs.HOOK, module_id=module.id)
     module.refresh()
     return module, rights
 
 
-def regenerate_webhook_secret(principal: Principal, module_id: str) -> tuple[ModuleModel, str]:
+def regenerate_webhook_secret(
+    principal: Principal, module_id: str, base_url: str
+) -> tuple[ModuleModel, str]:
+    """A new secret; the webhook at the VCS host is replaced with one that uses it."""
     module, _ = _vcs_module(principal, module_id, "regenerating a webhook secret")
     secret = random.token_urlsafe(32)
+    registration = {
+        **(module.webhook_registration or {}),
+        "status": "pending",
+        "url": webhook_url(base_url, module.webhook_id),
+    }
     module.update(
         actions=[
             ModuleModel.webhook_secret.set(secrets.seal(secret, purpose=WEBHOOK_SECRET_PURPOSE)),
+            ModuleModel.webhook_registration.set(registration),
             ModuleModel.updated_at.set(now()),
         ],
         condition=ModuleModel.id == module.id,
     )
+    jobs.enqueue(jobs.HOOK, module_id=module.id)
     return module, secret
 
 
@@ -617,6 +675,80 @@ def fetch_version(module_id: str, version: str, version_id: str) -> str:
 
 
 # ----- webhooks -----------------------------------------------------------------------------
+
+
+def register_webhook(module_id: str, previous: dict[str, Any] | None) -> str:
+    """Add the module's webhook at the VCS host, first removing ``previous`` (or the hook
+    registered before); the outcome is recorded in ``webhook_registration``."""
+    module = _module(module_id)
+    if module is None or not module.vcs_repo:
+        return "gone"  # deleting a module queues the removal of its webhook itself
+    old = previous or _registered_hook(module)
+    if old:
+        remove_webhook(module.organization, old)
+    registration = dict(module.webhook_registration or {})
+    registration.pop("hook-id", None)
+    repo = module.vcs_repo
+    try:
+        connection = vcs.resolve_connection(module.organization, repo["oauth-token-id"])
+        secret = secrets.unseal(module.webhook_secret, purpose=WEBHOOK_SECRET_PURPOSE)
+        hook_id = hooks.register(
+            connection.client.service_provider,
+            connection.client.api_url,
+            connection.token,
+            repo["identifier"],
+            registration["url"],
+            secret,
+        )
+        registration.update(status="registered", detail=None, **{"hook-id": hook_id})
+    except hooks.ManualSetup as exc:
+        registration.update(status="manual", detail=str(exc))
+    except hooks.HookError as exc:
+        registration.update(status="failed", detail=f"adding the webhook failed: {exc}")
+    except Unprocessable:
+        registration.update(status="failed", detail="the module's VCS connection is gone")
+    try:
+        module.update(
+            actions=[ModuleModel.webhook_registration.set(registration)],
+            condition=ModuleModel.id == module.id,
+        )
+    except UpdateError as exc:
+        if not db.conditional_failure(exc):
+            raise
+        if registration.get("hook-id"):  # deleted meanwhile: take the new hook away again
+            remove_webhook(
+                module.organization, {**_hook_of(repo), "hook-id": registration["hook-id"]}
+            )
+        return "gone"
+    return registration["status"]
+
+
+def _hook_of(repo: dict[str, Any]) -> dict[str, Any]:
+    return {"identifier": repo["identifier"], "oauth-token-id": repo["oauth-token-id"]}
+
+
+def remove_webhook(organization: str, previous: dict[str, Any]) -> str:
+    """Best effort: a webhook left behind only delivers to a URL that answers 404."""
+    try:
+        connection = vcs.resolve_connection(organization, previous["oauth-token-id"])
+        hooks.unregister(
+            connection.client.service_provider,
+            connection.client.api_url,
+            connection.token,
+            previous["identifier"],
+            previous["hook-id"],
+        )
+    except (hooks.HookError, Unprocessable) as exc:
+        log.info("could not remove webhook %s: %s", previous.get("hook-id"), exc)
+        return "left"
+    return "removed"
+
+
+def unhook_on_delete(module: ModuleModel) -> None:
+    """Queue the removal of a deleted module's webhook at the VCS host."""
+    previous = _registered_hook(module)
+    if previous:
+        jobs.enqueue(jobs.UNHOOK, organization=module.organization, previous=previous)
 
 
 def receive_webhook(webhook_id: str, headers: Any, body: bytes) -> tuple[int, dict[str, str]]:

@@ -48,10 +48,16 @@ def _version_order(version: str) -> tuple[Any, ...]:
 
 
 def render_vcs_repo(module: ModuleModel, base_url: str) -> dict[str, Any]:
+    registration = module.webhook_registration or {}
     return {
         **module.vcs_repo,
         "github-app-installation-id": None,
-        "webhook-url": f"{base_url}/webhooks/vcs/{module.webhook_id}",
+        "webhook-url": publishing.webhook_url(base_url, module.webhook_id),
+        # Whether the registry added the webhook at the VCS host (and why not).
+        "webhook-registration": {
+            "status": registration.get("status"),
+            "detail": registration.get("detail"),
+        },
     }
 
 
@@ -211,7 +217,7 @@ def module_by_id(ctx: Ctx, module_ref: str):
 
 def _publish(ctx: Ctx, organization: str | None):
     attrs = parse_attributes(ctx.json(), publishing.PublishAttributes, type_="registry-modules")
-    module, rights, secret = publishing.publish(ctx.user, organization, attrs)
+    module, rights, secret = publishing.publish(ctx.user, organization, attrs, ctx.base_url)
     rendered = render_module(module, rights, ctx.base_url)
     # Shown once, like a token: the VCS host signs webhook deliveries with it.
     rendered["attributes"]["vcs-repo"]["webhook-secret"] = secret
@@ -265,7 +271,7 @@ def retry_module(ctx: Ctx, module_ref: str):
     methods=("POST",),
 )
 def regenerate_webhook_secret(ctx: Ctx, module_ref: str):
-    module, secret = publishing.regenerate_webhook_secret(ctx.user, module_ref)
+    module, secret = publishing.regenerate_webhook_secret(ctx.user, module_ref, ctx.base_url)
     attributes = {"webhook-url": render_vcs_repo(module, ctx.base_url)["webhook-url"]}
     return document(resource("webhook-secrets", module.id, {**attributes, "secret": secret}))
 

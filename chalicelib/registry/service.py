@@ -240,12 +240,12 @@ def update_module(
     module, rights = get_module(principal, ref)
     require_rights(rights, "updating a module", owner=True)
     actions = [ModuleModel.updated_at.set(now())]
-    sync = False
+    plan = None
     if vcs_repo is not None:
         from chalicelib.registry import publishing
 
-        vcs_actions, sync = publishing.update_actions(module, vcs_repo)
-        actions += vcs_actions
+        plan = publishing.plan_update(module, vcs_repo)
+        actions += plan.actions
     if no_code is not None:
         actions.append(ModuleModel.no_code.set(no_code))
     if tests_enabled is not None:
@@ -257,10 +257,8 @@ def update_module(
         if db.conditional_failure(exc):
             raise NotFound("the module was deleted while it was being updated") from None
         raise
-    if sync:
-        from chalicelib.registry import publishing
-
-        publishing.queue_sync(module)
+    if plan is not None:
+        plan.queue_jobs(module)
     return module, rights
 
 
@@ -402,11 +400,16 @@ def delete_version(module: ModuleModel, version: ModuleVersionModel) -> None:
 
 
 def delete_module_record(module: ModuleModel) -> None:
-    """Delete the record first (it disappears from every read), then its versions."""
+    """Delete the record first (it disappears from every read), then its versions, and
+    queue the removal of a VCS module's webhook at the VCS host."""
     try:
         module.delete()
     except DeleteError:
         log.warning("module %s was already gone", module.id)
+    if module.webhook_registration:
+        from chalicelib.registry import publishing
+
+        publishing.unhook_on_delete(module)
     versions = list(ModuleVersionModel.query(module.id))
     with ModuleVersionModel.batch_write() as batch:
         for version in versions:

@@ -67,10 +67,13 @@ class ModuleModel(db.Model):
     # writers of different versions never overwrite each other.
     version_statuses = MapAttribute(default=dict)
     # VCS-backed modules only: the repository settings (chalicelib.registry.publishing), the
-    # webhook id in the webhook URL, its KMS-sealed secret and the last tag sync's report.
+    # webhook id in the webhook URL, its KMS-sealed secret, the webhook's registration at
+    # the VCS host (status, the host's hook id, the URL registered) and the last tag sync's
+    # report.
     vcs_repo = JSONAttribute(null=True)
     webhook_id = UnicodeAttribute(null=True)
     webhook_secret = JSONAttribute(null=True)
+    webhook_registration = JSONAttribute(null=True)
     vcs_sync = JSONAttribute(null=True)
     created_at = UTCDateTimeAttribute()
     updated_at = UTCDateTimeAttribute()
