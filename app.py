@@ -13,6 +13,7 @@ from chalicelib.core.app import create_app
 from chalicelib.core.meta_routes import bp as meta_routes
 from chalicelib.core.settings import get_settings
 from chalicelib.registry.protocol_routes import bp as protocol_routes
+from chalicelib.registry.publishing_routes import bp as publishing_routes
 from chalicelib.registry.routes import bp as registry_routes
 from chalicelib.registry.webhook_routes import bp as webhook_routes
 from chalicelib.tags.routes import bp as tag_routes
@@ -21,7 +22,7 @@ from chalicelib.vcs.routes import bp as vcs_routes
 app = create_app(
     "tfe-module-registry",
     [meta_routes, accounts_routes, registry_routes, protocol_routes, workspace_routes, tag_routes]
-    + [admin_routes, vcs_routes, webhook_routes],
+    + [admin_routes, vcs_routes, publishing_routes, webhook_routes],
 )
 
 

@@ -75,6 +75,14 @@ ROUTE_GROUPS: tuple[Function, ...] = (
         s3_actions=("s3:PutObject", "s3:DeleteObject"),
         sends_jobs=True,
     ),
+    # Publishing from VCS: reads connections, seals webhook secrets, queues the jobs; the
+    # commits list reads the VCS host.
+    Function(
+        "PublishingFunction",
+        "chalicelib.entry.publishing.app",
+        {**AUTH_TABLES, **REGISTRY_TABLES, **VCS_READ},
+        sends_jobs=True,
+    ),
     # VCS hosts' webhook deliveries: no token, verified with the module's sealed secret.
     Function(
         "WebhooksFunction",

@@ -38,10 +38,10 @@ from chalicelib.core.auth import Principal
 from chalicelib.core.aws import client
 from chalicelib.core.errors import BadGateway, NotFound, Unauthorized, Unprocessable
 from chalicelib.core.ids import iso, new_id, now
-from chalicelib.core.jsonapi import Attributes
 from chalicelib.core.settings import get_settings
-from chalicelib.registry import jobs, semver, service, webhooks
+from chalicelib.registry import jobs, render, semver, service, webhooks
 from chalicelib.registry.store import ModuleModel, ModuleVersionModel, module_key
+from chalicelib.registry.vcs_schemas import PublishAttributes, VcsRepoAttributes
 from chalicelib.vcs import git, hooks
 from chalicelib.vcs import service as vcs
 
@@ -63,32 +63,6 @@ GITHUB_APP_UNAVAILABLE = (
     "instance, and none is: connect the repository with an OAuth client and send its "
     "oauth-token-id instead"
 )
-
-
-class VcsRepoAttributes(Attributes):
-    identifier: str | None = None
-    oauth_token_id: str | None = None
-    github_app_installation_id: str | None = None
-    display_identifier: str | None = None
-    organization_name: str | None = None
-    branch: str | None = None
-    tags: bool | None = None
-    tag_prefix: str | None = None
-    source_directory: str | None = None
-    ingress_submodules: bool | None = None
-
-
-class TestConfigAttributes(Attributes):
-    tests_enabled: bool | None = None
-
-
-class PublishAttributes(Attributes):
-    name: str | None = None
-    provider: str | None = None
-    no_code: bool | None = None
-    initial_version: str | None = None
-    test_config: TestConfigAttributes | None = None
-    vcs_repo: VcsRepoAttributes | None = None
 
 
 # ----- validation ---------------------------------------------------------------------------
@@ -177,10 +151,6 @@ def _check_credentials(repo: VcsRepoAttributes) -> str:
 # ----- publishing ---------------------------------------------------------------------------
 
 
-def webhook_url(base_url: str, webhook_id: str) -> str:
-    return f"{base_url}/webhooks/vcs/{webhook_id}"
-
-
 def publish(
     principal: Principal, organization: str | None, attrs: PublishAttributes, base_url: str
 ) -> tuple[ModuleModel, accounts.OrgAccess, str]:
@@ -251,7 +221,7 @@ def publish(
         },
         webhook_id=webhook_id,
         webhook_secret=secrets.seal(webhook_secret, purpose=WEBHOOK_SECRET_PURPOSE),
-        webhook_registration={"status": "pending", "url": webhook_url(base_url, webhook_id)},
+        webhook_registration={"status": "pending", "url": render.webhook_url(base_url, webhook_id)},
         vcs_sync=None if branch else {"status": "queued"},
         created_at=moment,
         updated_at=moment,
@@ -436,7 +406,7 @@ def regenerate_webhook_secret(
     registration = {
         **(module.webhook_registration or {}),
         "status": "pending",
-        "url": webhook_url(base_url, module.webhook_id),
+        "url": render.webhook_url(base_url, module.webhook_id),
     }
     module.update(
         actions=[

@@ -7,122 +7,24 @@ Empty path segments (``//``, a trailing ``/``) are dropped before dispatching de
 
 from __future__ import annotations
 
-from typing import Any
-
 from chalice import Blueprint
 
-from chalicelib.accounts.service import OrgAccess
 from chalicelib.core.errors import NotFound, Unprocessable
 from chalicelib.core.http import Ctx, route
-from chalicelib.core.ids import iso
 from chalicelib.core.jsonapi import (
     Attributes,
     document,
     no_content,
     parse_attributes,
-    resource,
-    to_one,
 )
-from chalicelib.registry import publishing, service
-from chalicelib.registry.semver import parse as parse_version
+from chalicelib.registry import service
+from chalicelib.registry.paths import MODULE, ORG_MODULES
+from chalicelib.registry.render import render_module, render_version
 from chalicelib.registry.service import ModuleRef
-from chalicelib.registry.store import ModuleModel, ModuleVersionModel
+from chalicelib.registry.store import ModuleModel
+from chalicelib.registry.vcs_schemas import TestConfigAttributes, VcsRepoAttributes
 
 bp = Blueprint(__name__)
-
-ORG_MODULES = "/api/v2/organizations/{organization_name}/registry-modules"
-MODULE = ORG_MODULES + "/{registry_name}/{namespace}/{name}/{provider}"
-
-
-# ----- rendering ----------------------------------------------------------------------------
-
-
-VERSION_STATUS_KEYS = ("status", "error")
-
-
-def _version_order(version: str) -> tuple[Any, ...]:
-    try:
-        return (0, parse_version(version).order_key)
-    except ValueError:
-        return (1, version)
-
-
-def render_vcs_repo(module: ModuleModel, base_url: str) -> dict[str, Any]:
-    registration = module.webhook_registration or {}
-    return {
-        **module.vcs_repo,
-        "github-app-installation-id": None,
-        "webhook-url": publishing.webhook_url(base_url, module.webhook_id),
-        # Whether the registry added the webhook at the VCS host (and why not).
-        "webhook-registration": {
-            "status": registration.get("status"),
-            "detail": registration.get("detail"),
-        },
-    }
-
-
-def render_module(module: ModuleModel, rights: OrgAccess, base_url: str) -> dict[str, Any]:
-    """``vcs-repo`` (and the last tag sync's ``vcs-sync`` report) only on VCS modules."""
-    statuses = module.version_statuses.as_dict() if module.version_statuses else {}
-    attributes: dict[str, Any] = {
-        "name": module.name,
-        "namespace": module.namespace,
-        "provider": module.provider,
-        "registry-name": module.registry_name,
-        "status": module.status,
-        "version-statuses": [
-            {"version": v, **{k: statuses[v][k] for k in VERSION_STATUS_KEYS if k in statuses[v]}}
-            for v in sorted(statuses, key=_version_order)
-        ],
-        "publishing-mechanism": module.publishing_mechanism,
-        "no-code": module.no_code,
-        "created-at": iso(module.created_at),
-        "updated-at": iso(module.updated_at),
-        "permissions": {
-            "can-delete": rights.is_owner,
-            "can-resync": rights.manage_modules and module.publishing_mechanism == "git_tag",
-            "can-retry": rights.manage_modules and bool(module.vcs_repo),
-        },
-        "test-config": module.test_config,
-    }
-    if module.vcs_repo:
-        attributes["vcs-repo"] = render_vcs_repo(module, base_url)
-        attributes["vcs-sync"] = module.vcs_sync
-    return resource(
-        "registry-modules",
-        module.id,
-        attributes,
-        relationships={
-            "organization": to_one("organizations", module.organization),
-            "no-code-modules": {"data": []},
-        },
-        links={
-            "self": f"/api/v2/organizations/{module.organization}/registry-modules/"
-            f"{module.registry_name}/{module.namespace}/{module.name}/{module.provider}"
-        },
-    )
-
-
-def render_version(version: ModuleVersionModel, upload: str | None = None) -> dict[str, Any]:
-    attributes: dict[str, Any] = {
-        "source": version.source,
-        "status": version.status,
-        "version": version.version,
-        "commit-sha": version.commit_sha,
-        "created-at": iso(version.created_at),
-        "updated-at": iso(version.updated_at),
-    }
-    if version.error:
-        attributes["error"] = version.error
-    if version.sha256:
-        attributes["sha256"] = version.sha256
-    return resource(
-        "registry-module-versions",
-        version.id,
-        attributes,
-        relationships={"registry-module": to_one("registry-modules", version.module_id)},
-        links={"upload": upload} if upload else None,
-    )
 
 
 # ----- request bodies -----------------------------------------------------------------------
@@ -138,8 +40,8 @@ class CreateModule(Attributes):
 
 class UpdateModule(Attributes):
     no_code: bool | None = None
-    test_config: publishing.TestConfigAttributes | None = None
-    vcs_repo: publishing.VcsRepoAttributes | None = None
+    test_config: TestConfigAttributes | None = None
+    vcs_repo: VcsRepoAttributes | None = None
 
 
 class CreateVersion(Attributes):
@@ -210,70 +112,6 @@ def show_module_deprecated(ctx: Ctx, organization_name: str, name: str, provider
 def module_by_id(ctx: Ctx, module_ref: str):
     found, rights = service.get_module_by_id(ctx.user, module_ref)
     return document(render_module(found, rights, ctx.base_url))
-
-
-# ----- publishing from VCS ------------------------------------------------------------------
-
-
-def _publish(ctx: Ctx, organization: str | None):
-    attrs = parse_attributes(ctx.json(), publishing.PublishAttributes, type_="registry-modules")
-    module, rights, secret = publishing.publish(ctx.user, organization, attrs, ctx.base_url)
-    rendered = render_module(module, rights, ctx.base_url)
-    # Shown once, like a token: the VCS host signs webhook deliveries with it.
-    rendered["attributes"]["vcs-repo"]["webhook-secret"] = secret
-    return document(rendered, status=201)
-
-
-@route(bp, ORG_MODULES + "/vcs", methods=("POST",))
-def publish_from_vcs(ctx: Ctx, organization_name: str):
-    return _publish(ctx, organization_name)
-
-
-@route(bp, "/api/v2/registry-modules", methods=("POST",))
-def publish_from_vcs_deprecated(ctx: Ctx):
-    """The organization is the one the oauth-token-id belongs to."""
-    return _publish(ctx, None)
-
-
-def _commits(ctx: Ctx, ref: ModuleRef):
-    commits = publishing.list_commits(ctx.user, ref)
-    return document([resource("commits", c["sha"], c) for c in commits])
-
-
-@route(bp, MODULE + "/commits")
-def commits(
-    ctx: Ctx, organization_name: str, registry_name: str, namespace: str, name: str, provider: str
-):
-    return _commits(ctx, ModuleRef(organization_name, registry_name, namespace, name, provider))
-
-
-@route(bp, "/api/v2/registry-modules/{module_ref}/{name}/{provider}/commits")
-def commits_deprecated(ctx: Ctx, module_ref: str, name: str, provider: str):
-    """pytfe's path: ``module_ref`` is the organization name."""
-    return _commits(ctx, ModuleRef(module_ref, "private", module_ref, name, provider))
-
-
-@route(bp, "/api/v2/registry-modules/{module_ref}/actions/resync", methods=("POST",))
-def resync_module(ctx: Ctx, module_ref: str):
-    module, rights = publishing.resync(ctx.user, module_ref)
-    return document(render_module(module, rights, ctx.base_url))
-
-
-@route(bp, "/api/v2/registry-modules/{module_ref}/actions/retry", methods=("POST",))
-def retry_module(ctx: Ctx, module_ref: str):
-    module, rights = publishing.retry(ctx.user, module_ref)
-    return document(render_module(module, rights, ctx.base_url))
-
-
-@route(
-    bp,
-    "/api/v2/registry-modules/{module_ref}/actions/regenerate-webhook-secret",
-    methods=("POST",),
-)
-def regenerate_webhook_secret(ctx: Ctx, module_ref: str):
-    module, secret = publishing.regenerate_webhook_secret(ctx.user, module_ref, ctx.base_url)
-    attributes = {"webhook-url": render_vcs_repo(module, ctx.base_url)["webhook-url"]}
-    return document(resource("webhook-secrets", module.id, {**attributes, "secret": secret}))
 
 
 # ----- versions -----------------------------------------------------------------------------

@@ -1,0 +1,104 @@
+"""JSON:API rendering of registry modules and versions, shared by the registry and the
+publishing routes (what go-tfe compares: list items equal the create/read response)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from chalicelib.accounts.service import OrgAccess
+from chalicelib.core.ids import iso
+from chalicelib.core.jsonapi import resource, to_one
+from chalicelib.registry.semver import parse as parse_version
+from chalicelib.registry.store import ModuleModel, ModuleVersionModel
+
+
+def webhook_url(base_url: str, webhook_id: str) -> str:
+    return f"{base_url}/webhooks/vcs/{webhook_id}"
+
+
+VERSION_STATUS_KEYS = ("status", "error")
+
+
+def _version_order(version: str) -> tuple[Any, ...]:
+    try:
+        return (0, parse_version(version).order_key)
+    except ValueError:
+        return (1, version)
+
+
+def render_vcs_repo(module: ModuleModel, base_url: str) -> dict[str, Any]:
+    registration = module.webhook_registration or {}
+    return {
+        **module.vcs_repo,
+        "github-app-installation-id": None,
+        "webhook-url": webhook_url(base_url, module.webhook_id),
+        # Whether the registry added the webhook at the VCS host (and why not).
+        "webhook-registration": {
+            "status": registration.get("status"),
+            "detail": registration.get("detail"),
+        },
+    }
+
+
+def render_module(module: ModuleModel, rights: OrgAccess, base_url: str) -> dict[str, Any]:
+    """``vcs-repo`` (and the last tag sync's ``vcs-sync`` report) only on VCS modules."""
+    statuses = module.version_statuses.as_dict() if module.version_statuses else {}
+    attributes: dict[str, Any] = {
+        "name": module.name,
+        "namespace": module.namespace,
+        "provider": module.provider,
+        "registry-name": module.registry_name,
+        "status": module.status,
+        "version-statuses": [
+            {"version": v, **{k: statuses[v][k] for k in VERSION_STATUS_KEYS if k in statuses[v]}}
+            for v in sorted(statuses, key=_version_order)
+        ],
+        "publishing-mechanism": module.publishing_mechanism,
+        "no-code": module.no_code,
+        "created-at": iso(module.created_at),
+        "updated-at": iso(module.updated_at),
+        "permissions": {
+            "can-delete": rights.is_owner,
+            "can-resync": rights.manage_modules and module.publishing_mechanism == "git_tag",
+            "can-retry": rights.manage_modules and bool(module.vcs_repo),
+        },
+        "test-config": module.test_config,
+    }
+    if module.vcs_repo:
+        attributes["vcs-repo"] = render_vcs_repo(module, base_url)
+        attributes["vcs-sync"] = module.vcs_sync
+    return resource(
+        "registry-modules",
+        module.id,
+        attributes,
+        relationships={
+            "organization": to_one("organizations", module.organization),
+            "no-code-modules": {"data": []},
+        },
+        links={
+            "self": f"/api/v2/organizations/{module.organization}/registry-modules/"
+            f"{module.registry_name}/{module.namespace}/{module.name}/{module.provider}"
+        },
+    )
+
+
+def render_version(version: ModuleVersionModel, upload: str | None = None) -> dict[str, Any]:
+    attributes: dict[str, Any] = {
+        "source": version.source,
+        "status": version.status,
+        "version": version.version,
+        "commit-sha": version.commit_sha,
+        "created-at": iso(version.created_at),
+        "updated-at": iso(version.updated_at),
+    }
+    if version.error:
+        attributes["error"] = version.error
+    if version.sha256:
+        attributes["sha256"] = version.sha256
+    return resource(
+        "registry-module-versions",
+        version.id,
+        attributes,
+        relationships={"registry-module": to_one("registry-modules", version.module_id)},
+        links={"upload": upload} if upload else None,
+    )
