@@ -2,8 +2,9 @@
 served by a real dulwich smart-HTTP server on loopback, published through the real routes
 and jobs on moto (in-process).
 
-Prints the DynamoDB calls of the publish request, of the tag sync job and of a webhook
-delivery; the sync's wall time; the median time of one version's git fetch + pack (the
+Prints the DynamoDB calls of the publish request, of the webhook registration job (against
+the local stand-in of a VCS host's API), of the tag sync job and of a webhook delivery; the
+registration's and the sync's wall time; the median time of one version's git fetch + pack (the
 ``vcs-fetch`` job) and of its ingest. In AWS every job is its own Lambda invocation, so the
 versions of one sync are fetched and ingested in parallel; here they run one after another.
 """
@@ -46,9 +47,11 @@ def main() -> None:
     from chalice.test import Client
     from moto import mock_aws
 
+    from tests.vcs_api_server import VcsApi
     from tests.vcs_git_server import TOKEN, GitServer
 
-    with GitServer({"acme/terraform-aws-big": build_repository()}) as server, mock_aws():
+    repos = {"acme/terraform-aws-big": build_repository()}
+    with GitServer(repos) as server, VcsApi() as host_api, mock_aws():
         from app import app
         from chalicelib.accounts.service import bootstrap_admin
         from chalicelib.core.aws import client as aws_client
@@ -103,7 +106,7 @@ def main() -> None:
                     **{
                         "service-provider": "github_enterprise",
                         "http-url": server.url,
-                        "api-url": server.url,
+                        "api-url": host_api.url,
                         "oauth-token-string": TOKEN,
                     },
                 ),
@@ -127,7 +130,14 @@ def main() -> None:
                 ),
             )
             publish_calls = dict(CALLS)
-            (sync,) = receive_all()
+            queued = {job["kind"]: job for job in receive_all()}
+
+            CALLS.clear()
+            started = time.perf_counter()
+            assert jobs.handle(queued[jobs.HOOK]) == "registered"
+            hook_ms = (time.perf_counter() - started) * 1000
+            hook_calls = dict(CALLS)
+            sync = queued[jobs.SYNC]
 
             CALLS.clear()
             started = time.perf_counter()
@@ -173,7 +183,9 @@ def main() -> None:
     )
     print(f"  DynamoDB calls, publish request              {show(publish_calls)}")
     print(f"  DynamoDB calls, tag sync job ({TAGS} new)       {show(sync_calls)}")
+    print(f"  DynamoDB calls, webhook registration job     {show(hook_calls)}")
     print(f"  DynamoDB calls, webhook delivery             {show(webhook_calls)}")
+    print(f"  webhook registration job (local API)         {hook_ms:8.1f} ms")
     print(f"  tag sync job (list tags, {TAGS} versions)       {sync_ms:8.1f} ms")
     print(f"  one version: git fetch + pack + put (median) {statistics.median(fetch_ms):8.1f} ms")
     print(f"  one version: ingest (median)                 {statistics.median(ingest_ms):8.1f} ms")

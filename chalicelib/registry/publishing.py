@@ -12,6 +12,9 @@ request: the work runs as jobs on the ingest queue (``chalicelib.registry.jobs``
   takes the branch head (or the given ``commit-sha``).
 * ``fetch_version`` packs the commit (or its ``source-directory``) and puts it at the
   version's upload key; the S3 event then runs the same ingest as an uploaded archive.
+* Webhooks: ``register_webhook`` adds the module's webhook at the VCS host (``vcs.hooks``)
+  and records the outcome; ``receive_webhook`` verifies a delivery (``registry.webhooks``)
+  and queues a tag sync when it is about tags.
 
 Statuses: module ``pending`` -> ``setup_complete`` with the first ok version, or
 ``no_version_tags`` / ``setup_failed`` when a sync finds nothing / cannot read the
