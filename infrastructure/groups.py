@@ -76,11 +76,12 @@ ROUTE_GROUPS: tuple[Function, ...] = (
         sends_jobs=True,
     ),
     # Publishing from VCS: reads connections, seals webhook secrets, queues the jobs; the
-    # commits list reads the VCS host.
+    # commits list reads the VCS host; retry looks for uploaded archives to ingest again.
     Function(
         "PublishingFunction",
         "chalicelib.entry.publishing.app",
         {**AUTH_TABLES, **REGISTRY_TABLES, **VCS_READ},
+        s3_actions=("s3:GetObject",),
         sends_jobs=True,
     ),
     # VCS hosts' webhook deliveries: no token, verified with the module's sealed secret.

@@ -16,7 +16,9 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import Api, doc, make_org, make_team
+from chalicelib.core.aws import client
+from chalicelib.core.settings import get_settings
+from tests.conftest import Api, doc, make_org, make_team, tar_gz
 from tests.vcs_api_server import VcsApi
 from tests.vcs_git_server import TOKEN, GitServer, serve
 
@@ -36,11 +38,9 @@ def acme(api: Api) -> Api:
     return api
 
 
-def drain(limit: int = 200) -> list[str]:
-    """Run every message on the ingest queue through the ingest handler; the job kinds and
-    S3 keys seen, in order."""
-    from chalicelib.core.aws import client
-    from chalicelib.core.settings import get_settings
+def drain(limit: int = 200, *, run: bool = True) -> list[str]:
+    """Run every message on the ingest queue through the ingest handler (or just drop them
+    with ``run=False``, a lost event); the job kinds seen (``s3`` for upload events)."""
     from chalicelib.registry.ingest.handler import handle_sqs_body
 
     sqs = client("sqs")
@@ -54,7 +54,8 @@ def drain(limit: int = 200) -> list[str]:
             body = json.loads(message["Body"])
             if "kind" in body or "Records" in body:  # not S3's one-off test event
                 seen.append(body.get("kind") or "s3")
-            handle_sqs_body(message["Body"])
+            if run:
+                handle_sqs_body(message["Body"])
             sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
     raise AssertionError("the ingest queue never emptied")
 
@@ -271,6 +272,30 @@ def test_import_failures_are_visible_and_retryable(
     assert retried.status == 200, retried.json
     assert drain()[:1] == ["vcs-fetch"]
     assert statuses(acme)["1.1.0"] == {"version": "1.1.0", "status": "ok"}
+
+
+def test_retry_ingests_an_upload_whose_event_was_lost(acme: Api) -> None:
+    from tests.test_registry import MAIN_TF, upload_key
+
+    plain = acme.post(MODULES, doc("registry-modules", name="plain", provider="aws"))
+    assert plain.data["attributes"]["permissions"]["can-retry"] is True
+    created = acme.post(
+        f"{MODULES}/private/acme/plain/aws/versions",
+        doc("registry-module-versions", version="1.0.0"),
+    )
+    client("s3").put_object(
+        Bucket=get_settings().bucket, Key=upload_key(created), Body=tar_gz({"main.tf": MAIN_TF})
+    )
+    assert drain(run=False) == ["s3"]  # the S3 event is lost
+    path = f"{MODULES}/private/acme/plain/aws"
+    assert statuses(acme, path)["1.0.0"]["status"] == "pending"
+    retried = acme.post(f"{V2}/registry-modules/{plain.data['id']}/actions/retry")
+    assert retried.status == 200, retried.json
+    assert drain() == ["s3"]
+    assert statuses(acme, path)["1.0.0"] == {"version": "1.0.0", "status": "ok"}
+    # Nothing left to retry: no message at all.
+    acme.post(f"{V2}/registry-modules/{plain.data['id']}/actions/retry")
+    assert drain() == []
 
 
 # ----- branch-based publishing and switching ------------------------------------------------

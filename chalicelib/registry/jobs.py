@@ -38,6 +38,19 @@ def _queue_url(sqs: Any, queue_name: str) -> str:
     return sqs.get_queue_url(QueueName=queue_name)["QueueUrl"]
 
 
+def enqueue_upload_event(key: str) -> None:
+    """An S3 ObjectCreated notification for ``key``, as S3 sends it: the ingest handler runs
+    on the uploaded archive again (a lost or dead-lettered event)."""
+    record = {
+        "eventSource": "aws:s3",
+        "eventName": "ObjectCreated:Put",
+        "s3": {"object": {"key": key}},
+    }
+    sqs = client("sqs")
+    url = _queue_url(sqs, get_settings().ingest_queue)
+    sqs.send_message(QueueUrl=url, MessageBody=json.dumps({"Records": [record]}))
+
+
 def enqueue(kind: str, **fields: Any) -> None:
     enqueue_many(kind, [fields])
 

@@ -67,6 +67,18 @@ def presigned_download_url(key: str) -> str:
     )
 
 
+def exists(key: str) -> bool:
+    from botocore.exceptions import ClientError
+
+    try:
+        client("s3").head_object(Bucket=bucket(), Key=key)
+    except ClientError as exc:
+        if exc.response["Error"]["Code"] in ("404", "NoSuchKey", "NotFound"):
+            return False
+        raise
+    return True
+
+
 def delete_objects(keys: list[str | None]) -> None:
     wanted = [{"Key": k} for k in keys if k]
     for start in range(0, len(wanted), 1000):

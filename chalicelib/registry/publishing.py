@@ -383,8 +383,15 @@ def resync(principal: Principal, module_id: str) -> tuple[ModuleModel, accounts.
 
 
 def retry(principal: Principal, module_id: str) -> tuple[ModuleModel, accounts.OrgAccess]:
-    """Fetch every version that is not ok again (and, for a failed sync, sync again)."""
-    module, rights = _vcs_module(principal, module_id, "retrying a module")
+    """Run every version that is not ok again: fetch it again for a VCS module (and redo a
+    failed sync or webhook registration), ingest its uploaded archive again otherwise."""
+    module, rights = service.get_module_by_id(principal, module_id)
+    service.require_rights(rights, "retrying a module")
+    if module.registry_name != "private":
+        raise Unprocessable("public modules have no versions to retry")
+    if not module.vcs_repo:
+        service.requeue_uploads(module)
+        return module, rights
     fetches = [
         {"module_id": module.id, "version": version.version, "version_id": version.id}
         for version in service.list_versions(module)

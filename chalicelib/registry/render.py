@@ -60,7 +60,7 @@ def render_module(module: ModuleModel, rights: OrgAccess, base_url: str) -> dict
         "permissions": {
             "can-delete": rights.is_owner,
             "can-resync": rights.manage_modules and module.publishing_mechanism == "git_tag",
-            "can-retry": rights.manage_modules and bool(module.vcs_repo),
+            "can-retry": rights.manage_modules and module.registry_name == "private",
         },
         "test-config": module.test_config,
     }

@@ -347,6 +347,21 @@ def upload_url(version: ModuleVersionModel) -> str | None:
     return objects.presigned_upload_url(version.upload_key)
 
 
+def requeue_uploads(module: ModuleModel) -> list[str]:
+    """Ingest again the uploaded archives of versions that are not ok (their S3 event was
+    lost, or ingest crashed and the event went to the dead-letter queue). A refused archive
+    was deleted when it was refused: that version needs a new upload, which its upload link
+    still takes."""
+    from chalicelib.registry import jobs
+
+    requeued = []
+    for version in list_versions(module):
+        if version.status != DONE and objects.exists(version.upload_key):
+            jobs.enqueue_upload_event(version.upload_key)
+            requeued.append(version.version)
+    return requeued
+
+
 # ----- deleting -----------------------------------------------------------------------------
 
 
