@@ -490,6 +490,35 @@ def test_webhooks_are_added_and_removed_at_the_vcs_host(
     assert "Code pushed" in module["vcs-repo"]["webhook-registration"]["detail"]
 
 
+def test_bitbucket_hook_paths_and_bodies() -> None:
+    from chalicelib.vcs import hooks
+
+    token = "bb-access-token-7d1"
+
+    with VcsApi() as host:
+        cloud = hooks.register(
+            "bitbucket_hosted", host.url, token, "team/terraform-aws-net", "https://r/w/1", "s1"
+        )
+        server = hooks.register(
+            "bitbucket_data_center", host.url + "/", token, "PROJ/net", "https://r/w/2", "s2"
+        )
+        first, second = host.requests
+        assert first.path == "/2.0/repositories/team/terraform-aws-net/hooks"
+        assert first.body["events"] == ["repo:push"] and first.body["secret"] == "s1"
+        assert second.path == "/rest/api/1.0/projects/PROJ/repos/net/webhooks"
+        assert second.body["events"] == ["repo:refs_changed"]
+        assert second.body["configuration"] == {"secret": "s2"}
+        assert (cloud, server) == ("1", "2")
+        hooks.unregister("bitbucket_hosted", host.url, token, "team/terraform-aws-net", cloud)
+        assert host.requests[-1].path == first.path + "/1"
+        # Already gone counts as removed; other refusals are errors without the token.
+        hooks.unregister("bitbucket_hosted", host.url, token, "team/terraform-aws-net", cloud)
+        host.refuse = 500
+        with pytest.raises(hooks.HookError, match="answered 500") as refused:
+            hooks.unregister("bitbucket_data_center", host.url, token, "PROJ/net", server)
+        assert token not in str(refused.value)
+
+
 def test_provider_signature_schemes() -> None:
     from chalicelib.registry import webhooks
 
