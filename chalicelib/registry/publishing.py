@@ -695,16 +695,12 @@ def register_webhook(module_id: str, previous: dict[str, Any] | None) -> str:
     except UpdateError as exc:
         if not db.conditional_failure(exc):
             raise
-        if registration.get("hook-id"):  # deleted meanwhile: take the new hook away again
-            remove_webhook(
-                module.organization, {**_hook_of(repo), "hook-id": registration["hook-id"]}
-            )
+        module.webhook_registration = registration
+        added = _registered_hook(module)
+        if added:  # the module was deleted meanwhile: take the new hook away again
+            remove_webhook(module.organization, added)
         return "gone"
     return registration["status"]
-
-
-def _hook_of(repo: dict[str, Any]) -> dict[str, Any]:
-    return {"identifier": repo["identifier"], "oauth-token-id": repo["oauth-token-id"]}
 
 
 def remove_webhook(organization: str, previous: dict[str, Any]) -> str:
