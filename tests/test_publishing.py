@@ -133,7 +133,7 @@ def test_tags_become_versions_through_the_same_ingest(
     repo = attrs["vcs-repo"]
     assert repo["identifier"] == repo["display-identifier"] == "acme/terraform-aws-net"
     assert repo["oauth-token-id"] == token_id and repo["branch"] == "" and repo["tags"] is True
-    assert repo["service-provider"] == "github_enterprise"
+    assert repo["service-provider"] == "github_enterprise" and repo["ingress-submodules"] is True
     assert repo["repository-http-url"] == f"{server.url}/acme/terraform-aws-net"
     assert repo["webhook-url"].startswith("http") and "/webhooks/vcs/" in repo["webhook-url"]
     assert len(repo["webhook-secret"]) >= 32
@@ -188,6 +188,20 @@ def test_tags_become_versions_through_the_same_ingest(
     assert acme.get(NET).data["attributes"]["vcs-sync"]["published"] == []
     refused = acme.post(f"{NET}/versions", doc("registry-module-versions", version="9.0.0"))
     assert refused.status == 422 and "tags" in refused.error["detail"]
+
+
+def test_a_large_import_continues_in_follow_up_jobs(
+    acme: Api, git_server: tuple[GitServer, dict[str, str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from chalicelib.registry import publishing
+
+    monkeypatch.setattr(publishing, "MAX_VERSIONS_PER_SYNC", 3)
+    server, _ = git_server
+    publish(acme, connect(acme, server), "acme/terraform-aws-net")
+    assert drain().count("vcs-sync") == 2
+    assert set(statuses(acme)) == {"1.0.0", "1.1.0-rc.1", "1.1.0", "1.2.0"}
+    report = acme.get(NET).data["attributes"]["vcs-sync"]
+    assert report["status"] == "synced" and report["published"] == ["1.2.0"]
 
 
 def test_monorepo_with_tag_prefix_and_source_directory(
@@ -609,6 +623,14 @@ def test_invalid_publish_requests_are_422_and_create_nothing(
             "initial-version",
             "branch-based",
         ),
+        (
+            {
+                "vcs-repo": {"identifier": net, "oauth-token-id": token_id},
+                "test-config": {"tests-enabled": True},
+            },
+            "test-config/tests-enabled",
+            "branch",
+        ),
         ({"vcs-repo": {"identifier": 7, "oauth-token-id": token_id}}, "identifier", ""),
         ({"vcs-repo": "acme/net"}, "vcs-repo", ""),
     ]
@@ -636,6 +658,7 @@ def test_invalid_publish_requests_are_422_and_create_nothing(
     )
     assert refused.status == 422
     assert acme.post(f"{V2}/registry-modules/{plain.data['id']}/actions/resync").status == 422
+    assert acme.get(f"{MODULES}/private/acme/plain/aws/commits").status == 404
 
 
 def test_deprecated_path_takes_the_organization_from_the_token(

@@ -60,6 +60,8 @@ COMMIT_SHA = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})$")
 MAX_BRANCH = 255
 MAX_TAG_PREFIX = 128
 MAX_REPORTED_TAGS = 50
+# New versions one sync job creates (one transaction each); a follow-up job does the rest.
+MAX_VERSIONS_PER_SYNC = 200
 NOT_DONE = ("pending", "cloning", "clone_failed", "reg_ingress_req_failed", "reg_ingress_failed")
 GITHUB_APP_UNAVAILABLE = (
     "publishing through a GitHub App installation needs a GitHub App configured for this "
@@ -195,6 +197,11 @@ def publish(
                 pointer="/data/attributes/initial-version",
             )
     tests = attrs.test_config.tests_enabled if attrs.test_config else None
+    if tests and not branch:
+        raise Unprocessable(
+            "tests run on branch-based modules: give vcs-repo.branch to enable them",
+            pointer="/data/attributes/test-config/tests-enabled",
+        )
 
     webhook_secret = random.token_urlsafe(32)
     webhook_id = str(uuid.uuid4())
@@ -220,7 +227,8 @@ def publish(
             "tags": not branch,
             "tag-prefix": tag_prefix,
             "source-directory": source_directory,
-            "ingress-submodules": bool(repo.ingress_submodules),
+            # TFE's default; git submodules are not fetched yet (see README).
+            "ingress-submodules": repo.ingress_submodules is not False,
         },
         webhook_id=webhook_id,
         webhook_secret=secrets.seal(webhook_secret, purpose=WEBHOOK_SECRET_PURPOSE),
@@ -447,7 +455,8 @@ def list_commits(principal: Principal, ref: service.ModuleRef) -> list[dict[str,
     module, _ = service.get_module(principal, ref)
     repo = module.vcs_repo
     if not repo:
-        raise Unprocessable("this module is not backed by a VCS repository: it has no commits")
+        # go-tfe expects "not found" for a module without a VCS connection.
+        raise NotFound("this module is not backed by a VCS repository: it has no commits")
     connection = vcs.resolve_connection(module.organization, repo["oauth-token-id"])
     try:
         url = connection.repository_url(repo["identifier"])
@@ -535,8 +544,12 @@ def sync_tags(module_id: str) -> str:
     published: list[str] = []
     fetches: list[dict[str, str]] = []
     reported = [{"tag": s.tag, "reason": s.reason} for s in skipped]
+    more = False
     for tag in found:
         have = existing.get(tag.version)
+        if have is None and len(published) == MAX_VERSIONS_PER_SYNC:
+            more = True  # the rest in a follow-up job, well within the function's timeout
+            break
         if have is not None:
             if have.commit_sha and have.commit_sha != tag.sha and have.source != "tfe-api":
                 reported.append(
@@ -564,9 +577,11 @@ def sync_tags(module_id: str) -> str:
         published.append(tag.version)
     # Queued even when the module went away midway: those jobs find nothing and stop.
     jobs.enqueue_many(jobs.FETCH, fetches)
+    if more:
+        queue_sync(module)
 
     report: dict[str, Any] = {
-        "status": "synced",
+        "status": "continuing" if more else "synced",
         "error": None,
         "synced-at": started,
         "tags-seen": len(tags),
