@@ -332,7 +332,6 @@ def test_branch_based_publishing_and_switching_to_tags(
     assert attrs["publishing-mechanism"] == "branch"
     assert attrs["vcs-repo"]["branch"] == "main" and attrs["vcs-repo"]["tags"] is False
     assert attrs["test-config"]["tests-enabled"] is True
-    assert attrs["permissions"]["can-resync"] is False
     drain()
     assert statuses(acme) == {"0.9.0": {"version": "0.9.0", "status": "ok"}}
 

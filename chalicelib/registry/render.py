@@ -59,8 +59,10 @@ def render_module(module: ModuleModel, rights: OrgAccess, base_url: str) -> dict
         "updated-at": iso(module.updated_at),
         "permissions": {
             "can-delete": rights.is_owner,
-            "can-resync": rights.manage_modules and module.publishing_mechanism == "git_tag",
-            "can-retry": rights.manage_modules and module.registry_name == "private",
+            # What the caller may do, as TFE reports it (go-tfe expects both true for an owner
+            # on any module); whether the action applies to this module is the action's answer.
+            "can-resync": rights.manage_modules,
+            "can-retry": rights.manage_modules,
         },
         "test-config": module.test_config,
     }
