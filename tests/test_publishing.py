@@ -431,6 +431,20 @@ def test_webhook_publishes_a_new_tag_and_refuses_forgeries(
     unknown = "/webhooks/vcs/00000000-0000-0000-0000-000000000000"
     assert deliver(acme, unknown, tag_push, "push", secret).status == 404
 
+    # Signed junk is acknowledged and ignored, never a server error.
+    for content_type, junk in [
+        ("application/json", "{not json"),
+        ("application/json", "[1, 2]"),
+        ("application/x-www-form-urlencoded", "payload=%ZZ&x"),
+        ("application/x-www-form-urlencoded", ""),
+    ]:
+        digest = hmac.new(secret.encode(), junk.encode(), hashlib.sha256).hexdigest()
+        headers = {"X-GitHub-Event": "push", "X-Hub-Signature-256": f"sha256={digest}"}
+        reply = acme.as_(None).call(
+            "POST", path, raw=junk, content_type=content_type, headers=headers
+        )
+        assert reply.status == 200 and reply.json["status"] == "ignored", (junk, reply.body)
+
     # A regenerated secret replaces the old one.
     fresh = acme.post(
         f"{V2}/registry-modules/{created.data['id']}/actions/regenerate-webhook-secret"
