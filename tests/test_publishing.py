@@ -193,9 +193,9 @@ def test_tags_become_versions_through_the_same_ingest(
 def test_a_large_import_continues_in_follow_up_jobs(
     acme: Api, git_server: tuple[GitServer, dict[str, str]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from chalicelib.registry import publishing
+    from chalicelib.registry import vcs_import
 
-    monkeypatch.setattr(publishing, "MAX_VERSIONS_PER_SYNC", 3)
+    monkeypatch.setattr(vcs_import, "MAX_VERSIONS_PER_SYNC", 3)
     server, _ = git_server
     publish(acme, connect(acme, server), "acme/terraform-aws-net")
     assert drain().count("vcs-sync") == 2

@@ -74,17 +74,17 @@ def enqueue_many(kind: str, items: Iterable[dict[str, Any]]) -> None:
 
 def handle(message: dict[str, Any]) -> str:
     """Run one job message; returns what happened (for logs and tests)."""
-    from chalicelib.registry import publishing
+    from chalicelib.registry import vcs_import, vcs_webhooks
 
     kind = message.get("kind")
     if kind == SYNC:
-        return publishing.sync_tags(message["module_id"])
+        return vcs_import.sync_tags(message["module_id"])
     if kind == FETCH:
-        return publishing.fetch_version(
+        return vcs_import.fetch_version(
             message["module_id"], message["version"], message["version_id"]
         )
     if kind == HOOK:
-        return publishing.register_webhook(message["module_id"], message.get("previous"))
+        return vcs_webhooks.register_webhook(message["module_id"], message.get("previous"))
     if kind == UNHOOK:
-        return publishing.remove_webhook(message["organization"], message["previous"])
+        return vcs_webhooks.remove_webhook(message["organization"], message["previous"])
     return "ignored"

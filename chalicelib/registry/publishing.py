@@ -1,20 +1,15 @@
-"""Publishing modules from VCS repositories: tag-based and branch-based.
+"""Publishing modules from VCS repositories, as the API offers it: publish, branch versions,
+PATCH of ``vcs-repo``, resync, retry, a new webhook secret, the repository's commits.
 
 A VCS-backed module records its repository in ``vcs_repo`` (the response's ``vcs-repo``
-keys), a webhook id and a KMS-sealed webhook secret. Nothing talks to the VCS host during a
-request: the work runs as jobs on the ingest queue (``chalicelib.registry.jobs``).
+keys), a webhook id and a KMS-sealed webhook secret. Nothing but the commits list talks to
+the VCS host during a request: the work runs as jobs on the ingest queue
+(``registry.jobs``): ``registry.vcs_import`` syncs tags and fetches versions,
+``registry.vcs_webhooks`` manages the webhook at the host and receives its deliveries.
 
-* Tag-based: ``sync_tags`` lists the repository's tags; every ``[tag-prefix][v]<semver>``
-  tag without a version yet becomes a pending version (source = the service provider) and a
-  ``vcs-fetch`` job. The module's ``vcs-sync`` report says what was published, which tags
-  were skipped and why, or why the sync failed.
+* Tag-based: every ``[tag-prefix][v]<semver>`` tag becomes a version.
 * Branch-based: versions are created through the create-version endpoint; the fetch job
   takes the branch head (or the given ``commit-sha``).
-* ``fetch_version`` packs the commit (or its ``source-directory``) and puts it at the
-  version's upload key; the S3 event then runs the same ingest as an uploaded archive.
-* Webhooks: ``register_webhook`` adds the module's webhook at the VCS host (``vcs.hooks``)
-  and records the outcome; ``receive_webhook`` verifies a delivery (``registry.webhooks``)
-  and queues a tag sync when it is about tags.
 
 Statuses: module ``pending`` -> ``setup_complete`` with the first ok version, or
 ``no_version_tags`` / ``setup_failed`` when a sync finds nothing / cannot read the
@@ -25,7 +20,6 @@ Published versions never change: a tag moved to another commit is reported, not 
 
 from __future__ import annotations
 
-import logging
 import re
 import secrets as random
 import uuid
@@ -33,25 +27,20 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from pynamodb.exceptions import UpdateError
-
 from chalicelib.accounts import service as accounts
-from chalicelib.core import db, secrets
+from chalicelib.core import secrets
 from chalicelib.core.auth import Principal
-from chalicelib.core.aws import client
-from chalicelib.core.errors import BadGateway, NotFound, Unauthorized, Unprocessable
+from chalicelib.core.errors import BadGateway, NotFound, Unprocessable
 from chalicelib.core.ids import iso, new_id, now
-from chalicelib.core.settings import get_settings
-from chalicelib.registry import jobs, render, semver, service, webhooks
+from chalicelib.registry import jobs, render, semver, service
 from chalicelib.registry.store import ModuleModel, ModuleVersionModel, module_key
+from chalicelib.registry.vcs_import import queue_sync, record_sync
 from chalicelib.registry.vcs_schemas import PublishAttributes, VcsRepoAttributes
-from chalicelib.vcs import git, hooks
+from chalicelib.registry.vcs_webhooks import WEBHOOK_SECRET_PURPOSE, registered_hook
+from chalicelib.vcs import git
 from chalicelib.vcs import service as vcs
 
-log = logging.getLogger("registry.publishing")
-
 POINTER = "/data/attributes/vcs-repo/"
-WEBHOOK_SECRET_PURPOSE = "registry/webhook-secret"
 REPOSITORY_NAME = re.compile(r"^terraform-([0-9a-z]+)-(.+)$")
 # git check-ref-format, roughly: no whitespace, control or special characters, no "..",
 # no leading "-" or "/", no trailing "/", "." or ".lock".
@@ -59,9 +48,6 @@ BRANCH = re.compile(r"^(?![-/])(?!.*\.\.)(?!.*//)(?!.*@\{)[^\s~^:?*\[\\\x00-\x1f
 COMMIT_SHA = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})$")
 MAX_BRANCH = 255
 MAX_TAG_PREFIX = 128
-MAX_REPORTED_TAGS = 50
-# New versions one sync job creates (one transaction each); a follow-up job does the rest.
-MAX_VERSIONS_PER_SYNC = 200
 NOT_DONE = ("pending", "cloning", "clone_failed", "reg_ingress_req_failed", "reg_ingress_failed")
 GITHUB_APP_UNAVAILABLE = (
     "publishing through a GitHub App installation needs a GitHub App configured for this "
@@ -341,27 +327,11 @@ def plan_update(module: ModuleModel, repo: VcsRepoAttributes) -> VcsUpdate:
         plan.actions.append(ModuleModel.vcs_sync.set({"status": "queued"}))
     moved = any(updated[k] != current[k] for k in ("identifier", "oauth-token-id"))
     if moved:
-        plan.rehook = _registered_hook(module) or {}
+        plan.rehook = registered_hook(module) or {}
         registration = {**(module.webhook_registration or {}), "status": "pending"}
         registration.pop("hook-id", None)
         plan.actions.append(ModuleModel.webhook_registration.set(registration))
     return plan
-
-
-def _registered_hook(module: ModuleModel) -> dict[str, Any] | None:
-    """Where the module's webhook is registered now: enough to remove it later."""
-    hook_id = (module.webhook_registration or {}).get("hook-id")
-    if not hook_id or not module.vcs_repo:
-        return None
-    return {
-        "identifier": module.vcs_repo["identifier"],
-        "oauth-token-id": module.vcs_repo["oauth-token-id"],
-        "hook-id": hook_id,
-    }
-
-
-def queue_sync(module: ModuleModel) -> None:
-    jobs.enqueue(jobs.SYNC, module_id=module.id)
 
 
 # ----- actions ------------------------------------------------------------------------------
@@ -384,7 +354,7 @@ def resync(principal: Principal, module_id: str) -> tuple[ModuleModel, accounts.
         raise Unprocessable(
             "resync reads tags, and this module is branch-based: create versions instead"
         )
-    _record_sync(module, {"status": "queued"})
+    record_sync(module, {"status": "queued"})
     queue_sync(module)
     module.refresh()
     return module, rights
@@ -407,7 +377,7 @@ def retry(principal: Principal, module_id: str) -> tuple[ModuleModel, accounts.O
     ]
     jobs.enqueue_many(jobs.FETCH, fetches)
     if not module.vcs_repo.get("branch") and (module.vcs_sync or {}).get("status") == "failed":
-        _record_sync(module, {"status": "queued"})
+        record_sync(module, {"status": "queued"})
         queue_sync(module)
     if (module.webhook_registration or {}).get("status") == "failed":
         jobs.enqueue(jobs.HOOK, module_id=module.id)
@@ -477,294 +447,3 @@ def list_commits(principal: Principal, ref: service.ModuleRef) -> list[dict[str,
         }
         for c in commits
     ]
-
-
-# ----- jobs ---------------------------------------------------------------------------------
-
-
-def _module(module_id: str) -> ModuleModel | None:
-    found = next(iter(ModuleModel.by_id.query(module_id)), None)
-    if found is None:
-        return None
-    try:
-        return ModuleModel.get(found.organization, found.key, consistent_read=True)
-    except ModuleModel.DoesNotExist:
-        return None
-
-
-def _record_sync(module: ModuleModel, report: dict[str, Any], *, status: str | None = None) -> bool:
-    """Store the sync report (and move the module status from ``pending``-like states
-    only: a concurrent first ok version's ``setup_complete`` is never overwritten)."""
-    try:
-        module.update(
-            actions=[ModuleModel.vcs_sync.set(report), ModuleModel.updated_at.set(now())],
-            condition=ModuleModel.id == module.id,
-        )
-    except UpdateError as exc:
-        if db.conditional_failure(exc):
-            return False
-        raise
-    if status:
-        try:
-            module.update(
-                actions=[ModuleModel.status.set(status)],
-                condition=(ModuleModel.id == module.id)
-                & ModuleModel.status.is_in("pending", "no_version_tags", "setup_failed"),
-            )
-        except UpdateError as exc:
-            if not db.conditional_failure(exc):
-                raise
-    return True
-
-
-def sync_tags(module_id: str) -> str:
-    module = _module(module_id)
-    if module is None:
-        return "gone"
-    repo = module.vcs_repo
-    if not repo or repo.get("branch"):
-        return "not-tag-based"
-    started = iso(now())
-    try:
-        connection = vcs.resolve_connection(module.organization, repo["oauth-token-id"])
-        url = connection.repository_url(repo["identifier"])
-        tags = git.list_tags(url, connection.token, username=connection.username)
-    except Unprocessable:
-        return _sync_failed(
-            module,
-            f"the VCS connection {repo['oauth-token-id']} no longer exists: update the "
-            "module's oauth-token-id",
-            started,
-        )
-    except (git.GitError, git.IdentifierError) as exc:
-        return _sync_failed(module, f"could not read the repository's tags: {exc}", started)
-
-    found, skipped = git.semver_tags(tags, repo.get("tag-prefix"))
-    existing = {v.version: v for v in service.list_versions(module)}
-    published: list[str] = []
-    fetches: list[dict[str, str]] = []
-    reported = [{"tag": s.tag, "reason": s.reason} for s in skipped]
-    more = False
-    for tag in found:
-        have = existing.get(tag.version)
-        if have is None and len(published) == MAX_VERSIONS_PER_SYNC:
-            more = True  # the rest in a follow-up job, well within the function's timeout
-            break
-        if have is not None:
-            if have.commit_sha and have.commit_sha != tag.sha and have.source != "tfe-api":
-                reported.append(
-                    {
-                        "tag": tag.tag,
-                        "reason": f"version {tag.version} was published from commit "
-                        f"{have.commit_sha[:12]}; the tag now points at {tag.sha[:12]} and "
-                        "published versions never change",
-                    }
-                )
-            continue
-        try:
-            item = service.insert_version(
-                module,
-                tag.version,
-                commit_sha=tag.sha,
-                source=repo["service-provider"],
-                tag=tag.tag,
-            )
-        except Unprocessable:
-            continue  # a concurrent sync created it
-        except NotFound:
-            break  # the module was deleted meanwhile
-        fetches.append({"module_id": module.id, "version": item.version, "version_id": item.id})
-        published.append(tag.version)
-    # Queued even when the module went away midway: those jobs find nothing and stop.
-    jobs.enqueue_many(jobs.FETCH, fetches)
-    if more:
-        queue_sync(module)
-
-    report: dict[str, Any] = {
-        "status": "continuing" if more else "synced",
-        "error": None,
-        "synced-at": started,
-        "tags-seen": len(tags),
-        "published": published,
-        "skipped-tags": reported[:MAX_REPORTED_TAGS],
-    }
-    status = None
-    if not found and not existing:
-        prefix = repo.get("tag-prefix")
-        report["status"] = "no_version_tags"
-        report["error"] = (
-            f"no tag of {repo['identifier']} is a version: tags must be "
-            f"{prefix or ''}v1.2.3 or {prefix or ''}1.2.3 (SemVer, optional v prefix)"
-        )
-        status = "no_version_tags"
-    elif module.status in ("no_version_tags", "setup_failed"):
-        status = "pending"
-    if not _record_sync(module, report, status=status):
-        return "gone"
-    log.info("sync of %s: published %s, skipped %d", module.id, published, len(reported))
-    return f"synced {len(published)}"
-
-
-def _sync_failed(module: ModuleModel, error: str, started: str) -> str:
-    report = {"status": "failed", "error": error, "synced-at": started}
-    # Only a module with nothing published fails as a whole; published versions stay usable.
-    published = module.version_statuses.as_dict() if module.version_statuses else {}
-    status = None if published else "setup_failed"
-    _record_sync(module, report, status=status)
-    log.info("sync of %s failed: %s", module.id, error)
-    return "failed"
-
-
-def fetch_version(module_id: str, version: str, version_id: str) -> str:
-    """Pack the version's commit into its upload key; the S3 event does the rest."""
-    module = _module(module_id)
-    if module is None or not module.vcs_repo:
-        return "gone"
-    try:
-        item = ModuleVersionModel.get(module_id, semver.parse(version).order_key)
-    except (semver.InvalidVersion, ModuleVersionModel.DoesNotExist):
-        return "gone"
-    if item.id != version_id:
-        return "gone"
-    if item.status in (service.DONE, "reg_ingressing"):
-        return f"already {item.status}"
-    repo = module.vcs_repo
-    if not service.mark_version(item, "cloning"):
-        return "gone"
-    settings = get_settings()
-    try:
-        connection = vcs.resolve_connection(module.organization, repo["oauth-token-id"])
-        url = connection.repository_url(repo["identifier"])
-        sha = item.commit_sha or git.branch_head(
-            url, connection.token, repo["branch"], username=connection.username
-        )
-        data = git.archive_commit(
-            url,
-            connection.token,
-            sha,
-            subdirectory=repo.get("source-directory"),
-            username=connection.username,
-            max_pack_bytes=settings.max_unpacked_bytes,
-            max_archive_bytes=settings.max_unpacked_bytes,
-        )
-    except Unprocessable:
-        error = f"the VCS connection {repo['oauth-token-id']} no longer exists"
-        service.mark_version(item, "clone_failed", error=error, commit_sha=item.commit_sha)
-        return "clone_failed"
-    except (git.GitError, git.IdentifierError) as exc:
-        service.mark_version(item, "clone_failed", error=str(exc), commit_sha=item.commit_sha)
-        return "clone_failed"
-    if len(data) > settings.max_archive_bytes:
-        error = (
-            f"the packed files of commit {sha[:12]} are {len(data)} bytes, over the limit of "
-            f"{settings.max_archive_bytes} bytes"
-        )
-        service.mark_version(item, "clone_failed", error=error, commit_sha=sha)
-        return "clone_failed"
-    if item.commit_sha != sha:
-        service.mark_version(item, "cloning", commit_sha=sha)
-    client("s3").put_object(
-        Bucket=settings.bucket, Key=item.upload_key, Body=data, ContentType="application/x-gzip"
-    )
-    return "fetched"
-
-
-# ----- webhooks -----------------------------------------------------------------------------
-
-
-def register_webhook(module_id: str, previous: dict[str, Any] | None) -> str:
-    """Add the module's webhook at the VCS host, first removing ``previous`` (or the hook
-    registered before); the outcome is recorded in ``webhook_registration``."""
-    module = _module(module_id)
-    if module is None or not module.vcs_repo:
-        return "gone"  # deleting a module queues the removal of its webhook itself
-    old = previous or _registered_hook(module)
-    if old:
-        remove_webhook(module.organization, old)
-    registration = dict(module.webhook_registration or {})
-    registration.pop("hook-id", None)
-    repo = module.vcs_repo
-    try:
-        connection = vcs.resolve_connection(module.organization, repo["oauth-token-id"])
-        secret = secrets.unseal(module.webhook_secret, purpose=WEBHOOK_SECRET_PURPOSE)
-        hook_id = hooks.register(
-            connection.client.service_provider,
-            connection.client.api_url,
-            connection.token,
-            repo["identifier"],
-            registration["url"],
-            secret,
-        )
-        registration.update(status="registered", detail=None, **{"hook-id": hook_id})
-    except hooks.ManualSetup as exc:
-        registration.update(status="manual", detail=str(exc))
-    except hooks.HookError as exc:
-        registration.update(status="failed", detail=f"adding the webhook failed: {exc}")
-    except Unprocessable:
-        registration.update(status="failed", detail="the module's VCS connection is gone")
-    try:
-        module.update(
-            actions=[ModuleModel.webhook_registration.set(registration)],
-            condition=ModuleModel.id == module.id,
-        )
-    except UpdateError as exc:
-        if not db.conditional_failure(exc):
-            raise
-        module.webhook_registration = registration
-        added = _registered_hook(module)
-        if added:  # the module was deleted meanwhile: take the new hook away again
-            remove_webhook(module.organization, added)
-        return "gone"
-    return registration["status"]
-
-
-def remove_webhook(organization: str, previous: dict[str, Any]) -> str:
-    """Best effort: a webhook left behind only delivers to a URL that answers 404."""
-    try:
-        connection = vcs.resolve_connection(organization, previous["oauth-token-id"])
-        hooks.unregister(
-            connection.client.service_provider,
-            connection.client.api_url,
-            connection.token,
-            previous["identifier"],
-            previous["hook-id"],
-        )
-    except (hooks.HookError, Unprocessable) as exc:
-        log.info("could not remove webhook %s: %s", previous.get("hook-id"), exc)
-        return "left"
-    return "removed"
-
-
-def unhook_on_delete(module: ModuleModel) -> None:
-    """Queue the removal of a deleted module's webhook at the VCS host."""
-    previous = _registered_hook(module)
-    if previous:
-        jobs.enqueue(jobs.UNHOOK, organization=module.organization, previous=previous)
-
-
-def receive_webhook(webhook_id: str, headers: Any, body: bytes) -> tuple[int, dict[str, str]]:
-    """Verify a VCS host's delivery and queue a tag sync when it is about tags."""
-    module = next(iter(ModuleModel.by_webhook.query(webhook_id)), None)
-    if module is None or not module.webhook_secret or not module.vcs_repo:
-        raise NotFound(f"webhook {webhook_id} not found")
-    provider = module.vcs_repo["service-provider"]
-    secret = secrets.unseal(module.webhook_secret, purpose=WEBHOOK_SECRET_PURPOSE)
-    if not webhooks.verify(provider, secret, headers, body):
-        raise Unauthorized(
-            "the webhook delivery is not signed with this module's secret "
-            f"({webhooks.SCHEMES.get(provider, provider)})",
-            title="unauthorized",
-        )
-    event = webhooks.classify(provider, headers, body)
-    if event.kind == webhooks.PING:
-        return 200, {"status": "ok", "detail": "webhook verified"}
-    if event.kind != webhooks.TAGS:
-        return 200, {"status": "ignored", "detail": event.detail}
-    if module.vcs_repo.get("branch"):
-        return 200, {
-            "status": "ignored",
-            "detail": "branch-based module: versions are created through the API",
-        }
-    _record_sync(module, {"status": "queued"})
-    queue_sync(module)
-    return 202, {"status": "accepted", "detail": f"tag sync queued ({event.detail})"}

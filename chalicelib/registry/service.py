@@ -422,9 +422,9 @@ def delete_module_record(module: ModuleModel) -> None:
     except DeleteError:
         log.warning("module %s was already gone", module.id)
     if module.webhook_registration:
-        from chalicelib.registry import publishing
+        from chalicelib.registry import vcs_webhooks
 
-        publishing.unhook_on_delete(module)
+        vcs_webhooks.unhook_on_delete(module)
     versions = list(ModuleVersionModel.query(module.id))
     with ModuleVersionModel.batch_write() as batch:
         for version in versions:

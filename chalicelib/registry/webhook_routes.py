@@ -6,7 +6,7 @@ from __future__ import annotations
 from chalice import Blueprint, Response
 
 from chalicelib.core.http import Ctx, route
-from chalicelib.registry import publishing
+from chalicelib.registry import vcs_webhooks
 
 bp = Blueprint(__name__)
 
@@ -22,5 +22,5 @@ WEBHOOK_CONTENT_TYPES = ["application/json", "application/x-www-form-urlencoded"
 )
 def vcs_webhook(ctx: Ctx, webhook_id: str):
     body = ctx.request.raw_body or b""
-    status, outcome = publishing.receive_webhook(webhook_id, ctx.request.headers, body)
+    status, outcome = vcs_webhooks.receive_webhook(webhook_id, ctx.request.headers, body)
     return Response(outcome, status_code=status, headers={"Content-Type": "application/json"})

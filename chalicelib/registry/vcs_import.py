@@ -1,0 +1,227 @@
+"""Bringing versions in from a module's repository: the ``vcs-sync`` and ``vcs-fetch`` jobs.
+
+* ``sync_tags`` lists the repository's tags; every ``[tag-prefix][v]<semver>`` tag without a
+  version yet becomes a pending version (source = the service provider) and a ``vcs-fetch``
+  job, at most ``MAX_VERSIONS_PER_SYNC`` per job (a follow-up job does the rest). The module's
+  ``vcs_sync`` report says what was published, which tags were skipped and why, or why the
+  sync failed.
+* ``fetch_version`` packs the version's commit (the branch head for a branch-based version
+  created without one), or its ``source-directory``, and puts it at the version's upload key;
+  the S3 event then runs the same ingest as an uploaded archive.
+
+Both are idempotent: SQS may deliver a job twice, and retry queues them again.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from pynamodb.exceptions import UpdateError
+
+from chalicelib.core import db
+from chalicelib.core.aws import client
+from chalicelib.core.errors import NotFound, Unprocessable
+from chalicelib.core.ids import iso, now
+from chalicelib.core.settings import get_settings
+from chalicelib.registry import jobs, semver, service
+from chalicelib.registry.store import ModuleModel, ModuleVersionModel
+from chalicelib.vcs import git
+from chalicelib.vcs import service as vcs
+
+log = logging.getLogger("registry.vcs_import")
+
+MAX_REPORTED_TAGS = 50
+# New versions one sync job creates (one transaction each); a follow-up job does the rest.
+MAX_VERSIONS_PER_SYNC = 200
+
+
+def find_module(module_id: str) -> ModuleModel | None:
+    found = next(iter(ModuleModel.by_id.query(module_id)), None)
+    if found is None:
+        return None
+    try:
+        return ModuleModel.get(found.organization, found.key, consistent_read=True)
+    except ModuleModel.DoesNotExist:
+        return None
+
+
+def record_sync(module: ModuleModel, report: dict[str, Any], *, status: str | None = None) -> bool:
+    """Store the sync report (and move the module status from ``pending``-like states
+    only: a concurrent first ok version's ``setup_complete`` is never overwritten)."""
+    try:
+        module.update(
+            actions=[ModuleModel.vcs_sync.set(report), ModuleModel.updated_at.set(now())],
+            condition=ModuleModel.id == module.id,
+        )
+    except UpdateError as exc:
+        if db.conditional_failure(exc):
+            return False
+        raise
+    if status:
+        try:
+            module.update(
+                actions=[ModuleModel.status.set(status)],
+                condition=(ModuleModel.id == module.id)
+                & ModuleModel.status.is_in("pending", "no_version_tags", "setup_failed"),
+            )
+        except UpdateError as exc:
+            if not db.conditional_failure(exc):
+                raise
+    return True
+
+
+def queue_sync(module: ModuleModel) -> None:
+    jobs.enqueue(jobs.SYNC, module_id=module.id)
+
+
+def sync_tags(module_id: str) -> str:
+    module = find_module(module_id)
+    if module is None:
+        return "gone"
+    repo = module.vcs_repo
+    if not repo or repo.get("branch"):
+        return "not-tag-based"
+    started = iso(now())
+    try:
+        connection = vcs.resolve_connection(module.organization, repo["oauth-token-id"])
+        url = connection.repository_url(repo["identifier"])
+        tags = git.list_tags(url, connection.token, username=connection.username)
+    except Unprocessable:
+        return _sync_failed(
+            module,
+            f"the VCS connection {repo['oauth-token-id']} no longer exists: update the "
+            "module's oauth-token-id",
+            started,
+        )
+    except (git.GitError, git.IdentifierError) as exc:
+        return _sync_failed(module, f"could not read the repository's tags: {exc}", started)
+
+    found, skipped = git.semver_tags(tags, repo.get("tag-prefix"))
+    existing = {v.version: v for v in service.list_versions(module)}
+    published: list[str] = []
+    fetches: list[dict[str, str]] = []
+    reported = [{"tag": s.tag, "reason": s.reason} for s in skipped]
+    more = False
+    for tag in found:
+        have = existing.get(tag.version)
+        if have is None and len(published) == MAX_VERSIONS_PER_SYNC:
+            more = True  # the rest in a follow-up job, well within the function's timeout
+            break
+        if have is not None:
+            if have.commit_sha and have.commit_sha != tag.sha and have.source != "tfe-api":
+                reported.append(
+                    {
+                        "tag": tag.tag,
+                        "reason": f"version {tag.version} was published from commit "
+                        f"{have.commit_sha[:12]}; the tag now points at {tag.sha[:12]} and "
+                        "published versions never change",
+                    }
+                )
+            continue
+        try:
+            item = service.insert_version(
+                module,
+                tag.version,
+                commit_sha=tag.sha,
+                source=repo["service-provider"],
+                tag=tag.tag,
+            )
+        except Unprocessable:
+            continue  # a concurrent sync created it
+        except NotFound:
+            break  # the module was deleted meanwhile
+        fetches.append({"module_id": module.id, "version": item.version, "version_id": item.id})
+        published.append(tag.version)
+    # Queued even when the module went away midway: those jobs find nothing and stop.
+    jobs.enqueue_many(jobs.FETCH, fetches)
+    if more:
+        queue_sync(module)
+
+    report: dict[str, Any] = {
+        "status": "continuing" if more else "synced",
+        "error": None,
+        "synced-at": started,
+        "tags-seen": len(tags),
+        "published": published,
+        "skipped-tags": reported[:MAX_REPORTED_TAGS],
+    }
+    status = None
+    if not found and not existing:
+        prefix = repo.get("tag-prefix")
+        report["status"] = "no_version_tags"
+        report["error"] = (
+            f"no tag of {repo['identifier']} is a version: tags must be "
+            f"{prefix or ''}v1.2.3 or {prefix or ''}1.2.3 (SemVer, optional v prefix)"
+        )
+        status = "no_version_tags"
+    elif module.status in ("no_version_tags", "setup_failed"):
+        status = "pending"
+    if not record_sync(module, report, status=status):
+        return "gone"
+    log.info("sync of %s: published %s, skipped %d", module.id, published, len(reported))
+    return f"synced {len(published)}"
+
+
+def _sync_failed(module: ModuleModel, error: str, started: str) -> str:
+    report = {"status": "failed", "error": error, "synced-at": started}
+    # Only a module with nothing published fails as a whole; published versions stay usable.
+    published = module.version_statuses.as_dict() if module.version_statuses else {}
+    status = None if published else "setup_failed"
+    record_sync(module, report, status=status)
+    log.info("sync of %s failed: %s", module.id, error)
+    return "failed"
+
+
+def fetch_version(module_id: str, version: str, version_id: str) -> str:
+    """Pack the version's commit into its upload key; the S3 event does the rest."""
+    module = find_module(module_id)
+    if module is None or not module.vcs_repo:
+        return "gone"
+    try:
+        item = ModuleVersionModel.get(module_id, semver.parse(version).order_key)
+    except (semver.InvalidVersion, ModuleVersionModel.DoesNotExist):
+        return "gone"
+    if item.id != version_id:
+        return "gone"
+    if item.status in (service.DONE, "reg_ingressing"):
+        return f"already {item.status}"
+    repo = module.vcs_repo
+    if not service.mark_version(item, "cloning"):
+        return "gone"
+    settings = get_settings()
+    try:
+        connection = vcs.resolve_connection(module.organization, repo["oauth-token-id"])
+        url = connection.repository_url(repo["identifier"])
+        sha = item.commit_sha or git.branch_head(
+            url, connection.token, repo["branch"], username=connection.username
+        )
+        data = git.archive_commit(
+            url,
+            connection.token,
+            sha,
+            subdirectory=repo.get("source-directory"),
+            username=connection.username,
+            max_pack_bytes=settings.max_unpacked_bytes,
+            max_archive_bytes=settings.max_unpacked_bytes,
+        )
+    except Unprocessable:
+        error = f"the VCS connection {repo['oauth-token-id']} no longer exists"
+        service.mark_version(item, "clone_failed", error=error, commit_sha=item.commit_sha)
+        return "clone_failed"
+    except (git.GitError, git.IdentifierError) as exc:
+        service.mark_version(item, "clone_failed", error=str(exc), commit_sha=item.commit_sha)
+        return "clone_failed"
+    if len(data) > settings.max_archive_bytes:
+        error = (
+            f"the packed files of commit {sha[:12]} are {len(data)} bytes, over the limit of "
+            f"{settings.max_archive_bytes} bytes"
+        )
+        service.mark_version(item, "clone_failed", error=error, commit_sha=sha)
+        return "clone_failed"
+    if item.commit_sha != sha:
+        service.mark_version(item, "cloning", commit_sha=sha)
+    client("s3").put_object(
+        Bucket=settings.bucket, Key=item.upload_key, Body=data, ContentType="application/x-gzip"
+    )
+    return "fetched"
