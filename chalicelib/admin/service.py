@@ -84,6 +84,11 @@ def _secret(item: store.SettingsModel, area: str, name: str) -> str | None:
     return secrets.unseal(sealed, purpose=f"{area}/{name}") if sealed else None
 
 
+def _values(item: store.SettingsModel, defaults: dict[str, Any]) -> dict[str, Any]:
+    """An area's stored values over its defaults (unset keys read as their default)."""
+    return {**defaults, **(item.values or {})}
+
+
 # ----- general ---------------------------------------------------------------------------------
 
 GENERAL_READ_ONLY: dict[str, Any] = {
@@ -246,7 +251,7 @@ def _same_pem(a: str, b: str) -> bool:
 
 
 def render_saml(item: store.SettingsModel, base_url: str) -> dict[str, Any]:
-    values = {**SAML_DEFAULTS, **(item.values or {})}
+    values = _values(item, SAML_DEFAULTS)
     return {
         **values,
         "private-key": None,
@@ -261,7 +266,7 @@ def saml(base_url: str) -> dict[str, Any]:
 
 def update_saml(changes: dict[str, Any], base_url: str) -> dict[str, Any]:
     item = store.load(SAML)
-    values = {**SAML_DEFAULTS, **(item.values or {})}
+    values = _values(item, SAML_DEFAULTS)
     private_key = changes.pop("private-key", None)
     _check_certificate("idp-cert", changes.get("idp-cert"))
     _check_certificate("certificate", changes.get("certificate"))
@@ -313,7 +318,7 @@ SMTP_DEFAULTS: dict[str, Any] = {
 
 
 def render_smtp(item: store.SettingsModel) -> dict[str, Any]:
-    return {**SMTP_DEFAULTS, **(item.values or {})}
+    return _values(item, SMTP_DEFAULTS)
 
 
 def smtp() -> dict[str, Any]:
@@ -322,7 +327,7 @@ def smtp() -> dict[str, Any]:
 
 def update_smtp(changes: dict[str, Any]) -> dict[str, Any]:
     item = store.load(SMTP)
-    values = {**SMTP_DEFAULTS, **(item.values or {})}
+    values = _values(item, SMTP_DEFAULTS)
     recipient = changes.pop("test-email-address", None)
     password = changes.pop("password", None)
     values.update(changes)
@@ -361,7 +366,7 @@ SMS_DEFAULTS: dict[str, Any] = {"enabled": False, "account-sid": None, "from-num
 
 
 def render_sms(item: store.SettingsModel) -> dict[str, Any]:
-    return {**SMS_DEFAULTS, **(item.values or {})}
+    return _values(item, SMS_DEFAULTS)
 
 
 def sms_settings() -> dict[str, Any]:
@@ -370,7 +375,7 @@ def sms_settings() -> dict[str, Any]:
 
 def update_sms(changes: dict[str, Any]) -> dict[str, Any]:
     item = store.load(SMS)
-    values = {**SMS_DEFAULTS, **(item.values or {})}
+    values = _values(item, SMS_DEFAULTS)
     token = changes.pop("auth-token", None)
     values.update(changes)
     if values.get("from-number") and not _PHONE.match(values["from-number"]):
@@ -388,7 +393,7 @@ def update_sms(changes: dict[str, Any]) -> dict[str, Any]:
 
 def verify_sms(test_number: str | None) -> None:
     item = store.load(SMS)
-    values = {**SMS_DEFAULTS, **(item.values or {})}
+    values = _values(item, SMS_DEFAULTS)
     if not values["enabled"]:
         raise BadRequest("invalid verification settings: SMS is disabled")
     if not test_number or not test_number.strip():
@@ -414,13 +419,13 @@ CUSTOMIZATION_DEFAULTS: dict[str, Any] = {
 
 
 def customization() -> dict[str, Any]:
-    return {**CUSTOMIZATION_DEFAULTS, **(store.load(CUSTOMIZATION).values or {})}
+    return _values(store.load(CUSTOMIZATION), CUSTOMIZATION_DEFAULTS)
 
 
 def update_customization(changes: dict[str, Any]) -> dict[str, Any]:
     _check_email("support-email-address", changes.get("support-email-address"))
     item = store.load(CUSTOMIZATION)
-    item.values = {**CUSTOMIZATION_DEFAULTS, **(item.values or {}), **changes}
+    item.values = {**_values(item, CUSTOMIZATION_DEFAULTS), **changes}
     store.save(item)
     return dict(item.values)
 

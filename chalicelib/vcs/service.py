@@ -154,26 +154,31 @@ def _require_owner(principal: Principal, organization: str, what: str) -> None:
         raise NotFound(f"not found: {what} needs a user or team token of the owners team")
 
 
-def _client(principal: Principal, client_id: str, *, owner: bool = False) -> OAuthClientModel:
+def _visible(
+    model: type[OAuthClientModel] | type[OAuthTokenModel],
+    item_id: str,
+    label: str,
+    principal: Principal,
+    owner: bool,
+) -> Any:
+    """The client or token ``item_id`` if ``principal`` may see it (or, with ``owner``,
+    change it) and it belongs to the organization of that name that exists now; else 404."""
     try:
-        client = OAuthClientModel.get(client_id, consistent_read=True)
-    except OAuthClientModel.DoesNotExist:
-        raise NotFound(f"oauth client {client_id} not found") from None
-    rights = accounts.access(principal, client.organization)
-    if not rights.can_read or (owner and not rights.is_owner) or not _current(client):
-        raise NotFound(f"oauth client {client_id} not found")
-    return client
+        item = model.get(item_id, consistent_read=True)
+    except model.DoesNotExist:
+        raise NotFound(f"{label} {item_id} not found") from None
+    rights = accounts.access(principal, item.organization)
+    if not rights.can_read or (owner and not rights.is_owner) or not _current(item):
+        raise NotFound(f"{label} {item_id} not found")
+    return item
+
+
+def _client(principal: Principal, client_id: str, *, owner: bool = False) -> OAuthClientModel:
+    return _visible(OAuthClientModel, client_id, "oauth client", principal, owner)
 
 
 def _token(principal: Principal, token_id: str, *, owner: bool = False) -> OAuthTokenModel:
-    try:
-        token = OAuthTokenModel.get(token_id, consistent_read=True)
-    except OAuthTokenModel.DoesNotExist:
-        raise NotFound(f"oauth token {token_id} not found") from None
-    rights = accounts.access(principal, token.organization)
-    if not rights.can_read or (owner and not rights.is_owner) or not _current(token):
-        raise NotFound(f"oauth token {token_id} not found")
-    return token
+    return _visible(OAuthTokenModel, token_id, "oauth token", principal, owner)
 
 
 # ----- clients ------------------------------------------------------------------------------
