@@ -38,17 +38,21 @@ def _queue_url(sqs: Any, queue_name: str) -> str:
     return sqs.get_queue_url(QueueName=queue_name)["QueueUrl"]
 
 
-def enqueue_upload_event(key: str) -> None:
-    """An S3 ObjectCreated notification for ``key``, as S3 sends it: the ingest handler runs
-    on the uploaded archive again (a lost or dead-lettered event)."""
-    record = {
-        "eventSource": "aws:s3",
-        "eventName": "ObjectCreated:Put",
-        "s3": {"object": {"key": key}},
-    }
-    sqs = client("sqs")
-    url = _queue_url(sqs, get_settings().ingest_queue)
-    sqs.send_message(QueueUrl=url, MessageBody=json.dumps({"Records": [record]}))
+def enqueue_upload_events(keys: Iterable[str]) -> None:
+    """An S3 ObjectCreated notification per key, as S3 sends it: the ingest handler runs on
+    those uploaded archives again (their event was lost or dead-lettered)."""
+    _send(
+        {
+            "Records": [
+                {
+                    "eventSource": "aws:s3",
+                    "eventName": "ObjectCreated:Put",
+                    "s3": {"object": {"key": key}},
+                }
+            ]
+        }
+        for key in keys
+    )
 
 
 def enqueue(kind: str, **fields: Any) -> None:
@@ -56,11 +60,18 @@ def enqueue(kind: str, **fields: Any) -> None:
 
 
 def enqueue_many(kind: str, items: Iterable[dict[str, Any]]) -> None:
-    """One message per item, sent ten to a request."""
+    """One ``kind`` job per item."""
     assert kind in KINDS, kind
+    _send({"kind": kind, **fields} for fields in items)
+
+
+def _send(messages: Iterable[dict[str, Any]]) -> None:
+    """Put the messages on the ingest queue, ten to a request."""
+    bodies = [json.dumps(message) for message in messages]
+    if not bodies:
+        return
     sqs = client("sqs")
     url = _queue_url(sqs, get_settings().ingest_queue)
-    bodies = [json.dumps({"kind": kind, **fields}) for fields in items]
     for start in range(0, len(bodies), BATCH):
         entries = [
             {"Id": str(index), "MessageBody": body}
@@ -69,7 +80,7 @@ def enqueue_many(kind: str, items: Iterable[dict[str, Any]]) -> None:
         result = sqs.send_message_batch(QueueUrl=url, Entries=entries)
         if result.get("Failed"):
             failed = result["Failed"][0]
-            raise RuntimeError(f"SQS refused a job message: {failed.get('Message')}")
+            raise RuntimeError(f"SQS refused a message: {failed.get('Message')}")
 
 
 def handle(message: dict[str, Any]) -> str:

@@ -34,7 +34,7 @@ from chalicelib.core.errors import BadGateway, NotFound, Unprocessable
 from chalicelib.core.ids import iso, new_id, now
 from chalicelib.registry import jobs, render, semver, service
 from chalicelib.registry.store import ModuleModel, ModuleVersionModel, module_key
-from chalicelib.registry.vcs_import import queue_sync, record_sync
+from chalicelib.registry.vcs_import import queue_sync, record_sync, repository
 from chalicelib.registry.vcs_schemas import PublishAttributes, VcsRepoAttributes
 from chalicelib.registry.vcs_webhooks import WEBHOOK_SECRET_PURPOSE, registered_hook
 from chalicelib.vcs import git
@@ -262,12 +262,14 @@ class VcsUpdate:
 
     actions: list[Any]
     sync: bool = False
-    # The webhook registered at the previous repository/connection, to move to the new one.
-    rehook: dict[str, Any] | None = None
+    # The repository or connection changed: add the webhook there, after removing the one
+    # registered at the old place (``previous``, when there is one).
+    rehook: bool = False
+    previous: dict[str, Any] | None = None
 
     def queue_jobs(self, module: ModuleModel) -> None:
-        if self.rehook is not None:
-            jobs.enqueue(jobs.HOOK, module_id=module.id, previous=self.rehook or None)
+        if self.rehook:
+            jobs.enqueue(jobs.HOOK, module_id=module.id, previous=self.previous)
         if self.sync:
             queue_sync(module)
 
@@ -327,7 +329,7 @@ def plan_update(module: ModuleModel, repo: VcsRepoAttributes) -> VcsUpdate:
         plan.actions.append(ModuleModel.vcs_sync.set({"status": "queued"}))
     moved = any(updated[k] != current[k] for k in ("identifier", "oauth-token-id"))
     if moved:
-        plan.rehook = registered_hook(module) or {}
+        plan.rehook, plan.previous = True, registered_hook(module)
         registration = {**(module.webhook_registration or {}), "status": "pending"}
         registration.pop("hook-id", None)
         plan.actions.append(ModuleModel.webhook_registration.set(registration))
@@ -427,9 +429,8 @@ def list_commits(principal: Principal, ref: service.ModuleRef) -> list[dict[str,
     if not repo:
         # go-tfe expects "not found" for a module without a VCS connection.
         raise NotFound("this module is not backed by a VCS repository: it has no commits")
-    connection = vcs.resolve_connection(module.organization, repo["oauth-token-id"])
     try:
-        url = connection.repository_url(repo["identifier"])
+        connection, url = repository(module)
         commits = git.recent_commits(
             url, connection.token, repo.get("branch") or None, username=connection.username
         )

@@ -354,12 +354,13 @@ def requeue_uploads(module: ModuleModel) -> list[str]:
     still takes."""
     from chalicelib.registry import jobs
 
-    requeued = []
-    for version in list_versions(module):
-        if version.status != DONE and objects.exists(version.upload_key):
-            jobs.enqueue_upload_event(version.upload_key)
-            requeued.append(version.version)
-    return requeued
+    stuck = [
+        version
+        for version in list_versions(module)
+        if version.status != DONE and objects.exists(version.upload_key)
+    ]
+    jobs.enqueue_upload_events(version.upload_key for version in stuck)
+    return [version.version for version in stuck]
 
 
 # ----- deleting -----------------------------------------------------------------------------

@@ -75,6 +75,21 @@ def queue_sync(module: ModuleModel) -> None:
     jobs.enqueue(jobs.SYNC, module_id=module.id)
 
 
+def repository(module: ModuleModel) -> tuple[vcs.Connection, str]:
+    """A VCS module's connection (with its token) and clone URL; ``Unprocessable`` when the
+    connection is gone, ``git.IdentifierError`` when the identifier no longer fits it."""
+    repo = module.vcs_repo
+    connection = vcs.resolve_connection(module.organization, repo["oauth-token-id"])
+    return connection, connection.repository_url(repo["identifier"])
+
+
+def _connection_gone(repo: dict[str, Any]) -> str:
+    return (
+        f"the VCS connection {repo['oauth-token-id']} no longer exists: update the module's "
+        "oauth-token-id"
+    )
+
+
 def sync_tags(module_id: str) -> str:
     module = find_module(module_id)
     if module is None:
@@ -84,16 +99,10 @@ def sync_tags(module_id: str) -> str:
         return "not-tag-based"
     started = iso(now())
     try:
-        connection = vcs.resolve_connection(module.organization, repo["oauth-token-id"])
-        url = connection.repository_url(repo["identifier"])
+        connection, url = repository(module)
         tags = git.list_tags(url, connection.token, username=connection.username)
     except Unprocessable:
-        return _sync_failed(
-            module,
-            f"the VCS connection {repo['oauth-token-id']} no longer exists: update the "
-            "module's oauth-token-id",
-            started,
-        )
+        return _sync_failed(module, _connection_gone(repo), started)
     except (git.GitError, git.IdentifierError) as exc:
         return _sync_failed(module, f"could not read the repository's tags: {exc}", started)
 
@@ -191,8 +200,7 @@ def fetch_version(module_id: str, version: str, version_id: str) -> str:
         return "gone"
     settings = get_settings()
     try:
-        connection = vcs.resolve_connection(module.organization, repo["oauth-token-id"])
-        url = connection.repository_url(repo["identifier"])
+        connection, url = repository(module)
         sha = item.commit_sha or git.branch_head(
             url, connection.token, repo["branch"], username=connection.username
         )
@@ -206,7 +214,7 @@ def fetch_version(module_id: str, version: str, version_id: str) -> str:
             max_archive_bytes=settings.max_unpacked_bytes,
         )
     except Unprocessable:
-        error = f"the VCS connection {repo['oauth-token-id']} no longer exists"
+        error = _connection_gone(repo)
         service.mark_version(item, "clone_failed", error=error, commit_sha=item.commit_sha)
         return "clone_failed"
     except (git.GitError, git.IdentifierError) as exc:

@@ -113,7 +113,7 @@ def receive_webhook(webhook_id: str, headers: Any, body: bytes) -> tuple[int, di
     if not webhooks.verify(provider, secret, headers, body):
         raise Unauthorized(
             "the webhook delivery is not signed with this module's secret "
-            f"({webhooks.SCHEMES.get(provider, provider)})",
+            f"({webhooks.SCHEMES.get(webhooks.family(provider), provider)})",
             title="unauthorized",
         )
     event = webhooks.classify(provider, headers, body)
