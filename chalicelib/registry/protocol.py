@@ -38,12 +38,12 @@ class Published:
         return (releases or self.versions or [None])[0]
 
     def published_at(self, version: str) -> str | None:
-        entry = self.module.version_statuses.as_dict().get(version, {})
+        entry = self.module.statuses().get(version, {})
         return entry.get("published-at")
 
 
 def published(module: ModuleModel) -> Published:
-    statuses = module.version_statuses.as_dict() if module.version_statuses else {}
+    statuses = module.statuses()
     versions = []
     for text, entry in statuses.items():
         if entry.get("status") == registry.DONE and semver.is_valid(text):

@@ -34,7 +34,7 @@ from chalicelib.core.errors import BadGateway, NotFound, Unprocessable
 from chalicelib.core.ids import iso, new_id, now
 from chalicelib.registry import jobs, render, semver, service
 from chalicelib.registry.store import ModuleModel, ModuleVersionModel, module_key
-from chalicelib.registry.vcs_import import queue_sync, record_sync, repository
+from chalicelib.registry.vcs_import import queue_sync, repository, request_sync
 from chalicelib.registry.vcs_schemas import PublishAttributes, VcsRepoAttributes
 from chalicelib.registry.vcs_webhooks import WEBHOOK_SECRET_PURPOSE, registered_hook
 from chalicelib.vcs import git
@@ -356,8 +356,7 @@ def resync(principal: Principal, module_id: str) -> tuple[ModuleModel, accounts.
         raise Unprocessable(
             "resync reads tags, and this module is branch-based: create versions instead"
         )
-    record_sync(module, {"status": "queued"})
-    queue_sync(module)
+    request_sync(module)
     module.refresh()
     return module, rights
 
@@ -379,8 +378,7 @@ def retry(principal: Principal, module_id: str) -> tuple[ModuleModel, accounts.O
     ]
     jobs.enqueue_many(jobs.FETCH, fetches)
     if not module.vcs_repo.get("branch") and (module.vcs_sync or {}).get("status") == "failed":
-        record_sync(module, {"status": "queued"})
-        queue_sync(module)
+        request_sync(module)
     if (module.webhook_registration or {}).get("status") == "failed":
         jobs.enqueue(jobs.HOOK, module_id=module.id)
     module.refresh()

@@ -42,7 +42,7 @@ def render_vcs_repo(module: ModuleModel, base_url: str) -> dict[str, Any]:
 
 def render_module(module: ModuleModel, rights: OrgAccess, base_url: str) -> dict[str, Any]:
     """``vcs-repo`` (and the last tag sync's ``vcs-sync`` report) only on VCS modules."""
-    statuses = module.version_statuses.as_dict() if module.version_statuses else {}
+    statuses = module.statuses()
     attributes: dict[str, Any] = {
         "name": module.name,
         "namespace": module.namespace,

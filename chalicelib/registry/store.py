@@ -80,6 +80,10 @@ class ModuleModel(db.Model):
     by_id = ModuleById()
     by_webhook = ModuleByWebhook()
 
+    def statuses(self) -> dict[str, dict[str, str]]:
+        """version -> {"status", "error"?, "published-at"?} as a plain dict."""
+        return self.version_statuses.as_dict() if self.version_statuses else {}
+
 
 @db.register
 class ModuleVersionModel(db.Model):

@@ -75,6 +75,12 @@ def queue_sync(module: ModuleModel) -> None:
     jobs.enqueue(jobs.SYNC, module_id=module.id)
 
 
+def request_sync(module: ModuleModel) -> None:
+    """Mark the module's tag sync as queued (what a reader sees until it runs) and queue it."""
+    record_sync(module, {"status": "queued"})
+    queue_sync(module)
+
+
 def repository(module: ModuleModel) -> tuple[vcs.Connection, str]:
     """A VCS module's connection (with its token) and clone URL; ``Unprocessable`` when the
     connection is gone, ``git.IdentifierError`` when the identifier no longer fits it."""
@@ -175,7 +181,7 @@ def sync_tags(module_id: str) -> str:
 def _sync_failed(module: ModuleModel, error: str, started: str) -> str:
     report = {"status": "failed", "error": error, "synced-at": started}
     # Only a module with nothing published fails as a whole; published versions stay usable.
-    published = module.version_statuses.as_dict() if module.version_statuses else {}
+    published = module.statuses()
     status = None if published else "setup_failed"
     record_sync(module, report, status=status)
     log.info("sync of %s failed: %s", module.id, error)

@@ -12,7 +12,7 @@ from chalicelib.core import db, secrets
 from chalicelib.core.errors import NotFound, Unauthorized, Unprocessable
 from chalicelib.registry import jobs, webhooks
 from chalicelib.registry.store import ModuleModel
-from chalicelib.registry.vcs_import import find_module, queue_sync, record_sync
+from chalicelib.registry.vcs_import import find_module, request_sync
 from chalicelib.vcs import hooks
 from chalicelib.vcs import service as vcs
 
@@ -126,6 +126,5 @@ def receive_webhook(webhook_id: str, headers: Any, body: bytes) -> tuple[int, di
             "status": "ignored",
             "detail": "branch-based module: versions are created through the API",
         }
-    record_sync(module, {"status": "queued"})
-    queue_sync(module)
+    request_sync(module)
     return 202, {"status": "accepted", "detail": f"tag sync queued ({event.detail})"}
