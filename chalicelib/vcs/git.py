@@ -178,10 +178,16 @@ def branch_head(
     repo_url: str, token: str | None, branch: str, *, username: str = DEFAULT_USERNAME
 ) -> str:
     """The commit sha at the tip of ``branch``."""
-    refs = _refs(repo_url, token, username)
-    sha = refs.get(BRANCH_REF + branch.encode("utf-8"))
+    return _head(_refs(repo_url, token, username), repo_url, branch)
+
+
+def _head(refs: dict[bytes, bytes], repo_url: str, branch: str | None) -> str:
+    """The tip of ``branch`` (of the remote's HEAD when None) in advertised ``refs``."""
+    sha = refs.get(BRANCH_REF + branch.encode("utf-8") if branch else b"HEAD")
     if sha is None:
-        raise GitError(f"{repo_url}: there is no branch {branch!r}")
+        raise GitError(
+            f"{repo_url}: there is no branch {branch!r}" if branch else f"{repo_url}: empty"
+        )
     return sha.decode("ascii")
 
 
@@ -245,15 +251,18 @@ def _fetch_commit(
     username: str,
     max_pack_bytes: int,
     depth: int = 1,
+    refs: dict[bytes, bytes] | None = None,
 ) -> tuple[Any, Any]:
-    """A MemoryRepo holding ``sha`` and ``depth - 1`` generations of history, and the commit."""
+    """A MemoryRepo holding ``sha`` and ``depth - 1`` generations of history, and the commit.
+    ``refs``: the remote's refs when the caller has just read them (saves a round trip)."""
     from dulwich.objects import Commit, Tag
     from dulwich.repo import MemoryRepo
 
     if not re.fullmatch(r"[0-9a-f]{40}|[0-9a-f]{64}", sha or ""):
         raise GitError(f"{sha!r} is not a full commit sha")
     target = sha.encode("ascii")
-    refs = _refs(repo_url, token, username)
+    if refs is None:
+        refs = _refs(repo_url, token, username)
     # Servers without allow-reachable-sha1-in-want accept only advertised objects: want the
     # tag (or branch) that points at the commit when there is one.
     want = target
@@ -384,14 +393,9 @@ def recent_commits(
     """The newest ``limit`` commits of ``branch`` (the remote's HEAD when None), newest first,
     following first parents, from one shallow fetch."""
     refs = _refs(repo_url, token, username)
-    ref = BRANCH_REF + branch.encode("utf-8") if branch else b"HEAD"
-    head = refs.get(ref)
-    if head is None:
-        raise GitError(
-            f"{repo_url}: there is no branch {branch!r}" if branch else f"{repo_url}: empty"
-        )
+    head = _head(refs, repo_url, branch)
     repo, commit = _fetch_commit(
-        repo_url, token, head.decode("ascii"), username, max_pack_bytes, depth=limit
+        repo_url, token, head, username, max_pack_bytes, depth=limit, refs=refs
     )
     store = repo.object_store
     found: list[CommitInfo] = []
