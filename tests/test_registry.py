@@ -442,3 +442,45 @@ def test_no_junk_body_yields_a_500(acme: Api):
             assert 400 <= reply.status < 500, (method, path, body, reply.json)
             assert reply.json["errors"][0]["status"] == str(reply.status)
     assert len(acme.get(ORG).data) == 1
+
+
+def test_only_callers_who_could_create_a_version_receive_its_upload_link(acme: Api):
+    """A presigned PUT publishes whatever it carries: readers (read-only team, organization
+    token, a member of a read-only team) never see one, on any read path, for a pending or a
+    failed version; site admins, owners and manage-modules teams do."""
+    from tests.test_accounts import add_member, new_user, team_id_by_name
+
+    module = create_module(acme)
+    assert create_version(acme, "1.0.0").status == 201  # pending, never uploaded
+    assert upload_and_ingest(create_version(acme, "1.1.0"), {"../evil.tf": "x"}) == "failed"
+
+    _, publisher = make_team(acme, "acme", "ci", manage_modules=True)
+    reader_team, reader = make_team(acme, "acme", "readers")
+    org_token = acme.post("/api/v2/organizations/acme/authentication-token", raw="null")
+    _, member = new_user(acme, "bob")
+    assert add_member(acme, reader_team, "bob").status in (200, 204)
+    _, owner_member = new_user(acme, "olga")
+    assert add_member(acme, team_id_by_name(acme, "acme", "owners"), "olga").status in (200, 204)
+
+    def links_seen(token_or_client) -> list[bool]:
+        caller = token_or_client if isinstance(token_or_client, Api) else acme.as_(token_or_client)
+        replies = [
+            caller.get(f"{ORG}/private/acme/vpc/aws/version?module_version=1.0.0"),
+            caller.get(f"{ORG}/private/acme/vpc/aws/version?module_version=1.1.0"),
+            caller.get(f"{ORG}/private/acme/vpc/aws/versions"),
+            caller.get(f"/api/v2/registry-modules/{module['id']}/versions"),
+        ]
+        assert all(r.status == 200 for r in replies), [r.json for r in replies]
+        items = [r.data for r in replies[:2]] + [v for r in replies[2:] for v in r.data]
+        return [bool((item.get("links") or {}).get("upload")) for item in items]
+
+    readers = {
+        "read-only team token": reader,
+        "organization token": org_token.data["attributes"]["token"],
+        "member of a read-only team": member,
+    }
+    for kind, caller in readers.items():
+        assert not any(links_seen(caller)), kind
+    writers = {"site admin": acme, "owner": owner_member, "manage-modules team": publisher}
+    for kind, caller in writers.items():
+        assert all(links_seen(caller)), kind

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from chalice import Blueprint
 
+from chalicelib.accounts.service import OrgAccess
 from chalicelib.core.errors import NotFound, Unprocessable
 from chalicelib.core.http import Ctx, route
 from chalicelib.core.jsonapi import (
@@ -123,10 +124,10 @@ def _create_version(ctx: Ctx, ref: ModuleRef):
     return document(render_version(version, upload), status=201)
 
 
-def _list_versions(ctx: Ctx, found: ModuleModel):
+def _list_versions(ctx: Ctx, found: ModuleModel, rights: OrgAccess):
     versions = sorted(service.list_versions(found), key=lambda v: v.order_key, reverse=True)
     page = ctx.paginate(versions)
-    data = [render_version(v, service.upload_url(v)) for v in page.items]
+    data = [render_version(v, service.upload_url(v, rights)) for v in page.items]
     return document(data, links=page.links, meta=page.meta)
 
 
@@ -137,8 +138,8 @@ def versions(
     ref = ModuleRef(organization_name, registry_name, namespace, name, provider)
     if ctx.request.method == "POST":
         return _create_version(ctx, ref)
-    found, _ = service.get_module(ctx.user, ref)
-    return _list_versions(ctx, found)
+    found, rights = service.get_module(ctx.user, ref)
+    return _list_versions(ctx, found, rights)
 
 
 @route(bp, "/api/v2/registry-modules/{module_ref}/{name}/{provider}/versions", methods=("POST",))
@@ -148,8 +149,8 @@ def create_version_deprecated(ctx: Ctx, module_ref: str, name: str, provider: st
 
 @route(bp, "/api/v2/registry-modules/{module_ref}/versions")
 def versions_by_module_id(ctx: Ctx, module_ref: str):
-    found, _ = service.get_module_by_id(ctx.user, module_ref)
-    return _list_versions(ctx, found)
+    found, rights = service.get_module_by_id(ctx.user, module_ref)
+    return _list_versions(ctx, found, rights)
 
 
 @route(bp, MODULE + "/version")
@@ -162,8 +163,8 @@ def version_lookup(
             "the module_version query parameter is required", parameter="module_version"
         )
     ref = ModuleRef(organization_name, registry_name, namespace, name, provider)
-    version, _ = service.find_version(ctx.user, ref, wanted)
-    return document(render_version(version, service.upload_url(version)))
+    version, rights = service.find_version(ctx.user, ref, wanted)
+    return document(render_version(version, service.upload_url(version, rights)))
 
 
 # ----- deletes ------------------------------------------------------------------------------

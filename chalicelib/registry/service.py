@@ -339,10 +339,12 @@ def insert_version(
     return item
 
 
-def upload_url(version: ModuleVersionModel) -> str | None:
-    """The upload link stays usable until the version is ok (CI retries, failed ingests).
-    VCS versions have none: their archive comes from the repository."""
-    if version.status == DONE or version.source != "tfe-api":
+def upload_url(version: ModuleVersionModel, rights: accounts.OrgAccess) -> str | None:
+    """The upload link stays usable until the version is ok (CI retries, failed ingests), but
+    only for a caller who could create the version: a presigned PUT publishes whatever it
+    carries, so a reader must never receive one. VCS versions have none: their archive comes
+    from the repository."""
+    if not rights.manage_modules or version.status == DONE or version.source != "tfe-api":
         return None
     return objects.presigned_upload_url(version.upload_key)
 
