@@ -7,17 +7,17 @@ per route group from ``chalicelib/entry`` (see infrastructure/).
 from chalice import Rate
 
 from chalicelib.accounts.routes import bp as accounts_routes
-from chalicelib.accounts.workspaces.routes import bp as workspace_routes
 from chalicelib.admin.routes import bp as admin_routes
-from chalicelib.core.app import create_app
-from chalicelib.core.meta_routes import bp as meta_routes
 from chalicelib.core.settings import get_settings
-from chalicelib.registry.protocol_routes import bp as protocol_routes
-from chalicelib.registry.publishing_routes import bp as publishing_routes
+from chalicelib.entry.factory import create_app
+from chalicelib.meta.routes import bp as meta_routes
+from chalicelib.registry.protocol.routes import bp as protocol_routes
+from chalicelib.registry.publishing.routes import bp as publishing_routes
+from chalicelib.registry.publishing.webhook_routes import bp as webhook_routes
 from chalicelib.registry.routes import bp as registry_routes
-from chalicelib.registry.webhook_routes import bp as webhook_routes
 from chalicelib.tags.routes import bp as tag_routes
 from chalicelib.vcs.routes import bp as vcs_routes
+from chalicelib.workspaces.routes import bp as workspace_routes
 
 app = create_app(
     "tfe-module-registry",

@@ -56,7 +56,7 @@ def main() -> None:
         from chalicelib.accounts.service import bootstrap_admin
         from chalicelib.core.aws import client as aws_client
         from chalicelib.core.settings import get_settings
-        from chalicelib.registry import jobs
+        from chalicelib.registry import queue as jobs
         from chalicelib.registry.ingest.handler import handle_s3_record
         from infrastructure.resources import provision
 

@@ -40,7 +40,7 @@ class Function:
     s3_actions: tuple[str, ...] = ()
     memory: int = 512
     timeout: int = 30
-    # Puts VCS publishing jobs on the ingest queue (chalicelib.registry.jobs).
+    # Puts VCS publishing jobs on the ingest queue (chalicelib.registry.queue).
     sends_jobs: bool = False
 
     @property

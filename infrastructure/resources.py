@@ -13,17 +13,17 @@ from typing import Any
 
 # Importing the stores registers every model with db.MODELS.
 from chalicelib.accounts import store as _accounts_store  # noqa: F401
-from chalicelib.accounts.workspaces import store as _workspaces_store  # noqa: F401
 from chalicelib.admin import store as _admin_store  # noqa: F401
 from chalicelib.core import auth as _auth  # noqa: F401
 from chalicelib.core import db, secrets
 from chalicelib.core.aws import client
 from chalicelib.core.settings import get_settings
-from chalicelib.registry import public as _public_cache  # noqa: F401
 from chalicelib.registry import store as _registry_store  # noqa: F401
 from chalicelib.registry.objects import UPLOAD_PREFIX
+from chalicelib.registry.protocol import public as _public_cache  # noqa: F401
 from chalicelib.tags import store as _tags_store  # noqa: F401
 from chalicelib.vcs import store as _vcs_store  # noqa: F401
+from chalicelib.workspaces import store as _workspaces_store  # noqa: F401
 
 DLQ_SUFFIX = "-dlq"
 MAX_RECEIVES = 5

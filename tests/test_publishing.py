@@ -193,7 +193,7 @@ def test_tags_become_versions_through_the_same_ingest(
 def test_a_large_import_continues_in_follow_up_jobs(
     acme: Api, git_server: tuple[GitServer, dict[str, str]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from chalicelib.registry import vcs_import
+    from chalicelib.registry.publishing import sync as vcs_import
 
     monkeypatch.setattr(vcs_import, "MAX_VERSIONS_PER_SYNC", 3)
     server, _ = git_server
@@ -547,7 +547,7 @@ def test_bitbucket_hook_paths_and_bodies() -> None:
 
 
 def test_provider_signature_schemes() -> None:
-    from chalicelib.registry import webhooks
+    from chalicelib.vcs import deliveries as webhooks
 
     body = b'{"ref": "refs/tags/v1.0.0"}'
     mac = hmac.new(b"s3cret", body, hashlib.sha256).hexdigest()

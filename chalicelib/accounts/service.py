@@ -14,12 +14,7 @@ from dataclasses import dataclass
 
 from pynamodb.exceptions import UpdateError
 
-from chalicelib.accounts.store import (
-    DIRECTORY,
-    OrganizationModel,
-    TeamModel,
-    UserModel,
-)
+from chalicelib.accounts.store import DIRECTORY, OrganizationModel, TeamModel, UserModel
 from chalicelib.admin.store import general_settings
 from chalicelib.core import db
 from chalicelib.core.auth import Principal, TokenModel, mint_token
@@ -271,10 +266,10 @@ def delete_organization(principal: Principal, name: str) -> None:
     """Delete the organization and everything in it (its modules, VCS connections, workspaces
     and tags, then teams and tokens)."""
     org = owned_organization(principal, name)
-    from chalicelib.accounts.workspaces import service as workspaces
     from chalicelib.registry import service as registry  # domains talk through services
     from chalicelib.tags import service as tags
     from chalicelib.vcs import service as vcs
+    from chalicelib.workspaces import service as workspaces
 
     registry.delete_all_for_organization(name)
     vcs.delete_all_for_organization(name)

@@ -1,6 +1,6 @@
 """Route group ``meta``: /api/v2/ping and the discovery document. Nothing else is imported."""
 
-from chalicelib.core.app import create_app
-from chalicelib.core.meta_routes import bp
+from chalicelib.entry.factory import create_app
+from chalicelib.meta.routes import bp
 
 app = create_app("registry-meta", [bp])

@@ -1,7 +1,7 @@
 """Route group ``publishing``: publishing modules from VCS (publish, resync, retry, webhook
 secret, commits)."""
 
-from chalicelib.core.app import create_app
-from chalicelib.registry.publishing_routes import bp
+from chalicelib.entry.factory import create_app
+from chalicelib.registry.publishing.routes import bp
 
 app = create_app("registry-publishing", [bp])

@@ -1,6 +1,6 @@
 """Route group ``registry``: the registry-modules JSON:API (create, version, read, delete)."""
 
-from chalicelib.core.app import create_app
+from chalicelib.entry.factory import create_app
 from chalicelib.registry.routes import bp
 
 app = create_app("registry-modules", [bp])

@@ -1,7 +1,7 @@
 """Route group ``workspaces``: workspaces and the organization tags that label them."""
 
-from chalicelib.accounts.workspaces.routes import bp as workspace_routes
-from chalicelib.core.app import create_app
+from chalicelib.entry.factory import create_app
 from chalicelib.tags.routes import bp as tag_routes
+from chalicelib.workspaces.routes import bp as workspace_routes
 
 app = create_app("registry-workspaces", [workspace_routes, tag_routes])

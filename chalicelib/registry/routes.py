@@ -12,18 +12,13 @@ from chalice import Blueprint
 from chalicelib.accounts.service import OrgAccess
 from chalicelib.core.errors import NotFound, Unprocessable
 from chalicelib.core.http import Ctx, route
-from chalicelib.core.jsonapi import (
-    Attributes,
-    document,
-    no_content,
-    parse_attributes,
-)
+from chalicelib.core.jsonapi import Attributes, document, no_content, parse_attributes
 from chalicelib.registry import service
 from chalicelib.registry.paths import MODULE, ORG_MODULES
+from chalicelib.registry.publishing.schemas import TestConfigAttributes, VcsRepoAttributes
 from chalicelib.registry.render import render_module, render_version
 from chalicelib.registry.service import ModuleRef
 from chalicelib.registry.store import ModuleModel
-from chalicelib.registry.vcs_schemas import TestConfigAttributes, VcsRepoAttributes
 
 bp = Blueprint(__name__)
 

@@ -242,7 +242,7 @@ def update_module(
     actions = [ModuleModel.updated_at.set(now())]
     plan = None
     if vcs_repo is not None:
-        from chalicelib.registry import publishing
+        from chalicelib.registry.publishing import service as publishing
 
         plan = publishing.plan_update(module, vcs_repo)
         actions += plan.actions
@@ -276,7 +276,7 @@ def create_version(
     if not version:
         raise Unprocessable("version is required", pointer="/data/attributes/version")
     if module.vcs_repo:
-        from chalicelib.registry import publishing
+        from chalicelib.registry.publishing import service as publishing
 
         return publishing.create_branch_version(module, version, commit_sha), None
     item = insert_version(module, version, commit_sha=commit_sha)
@@ -354,7 +354,7 @@ def requeue_uploads(module: ModuleModel) -> list[str]:
     lost, or ingest crashed and the event went to the dead-letter queue). A refused archive
     was deleted when it was refused: that version needs a new upload, which its upload link
     still takes."""
-    from chalicelib.registry import jobs
+    from chalicelib.registry import queue as jobs
 
     stuck = [
         version
@@ -425,7 +425,7 @@ def delete_module_record(module: ModuleModel) -> None:
     except DeleteError:
         log.warning("module %s was already gone", module.id)
     if module.webhook_registration:
-        from chalicelib.registry import vcs_webhooks
+        from chalicelib.registry.publishing import hooks as vcs_webhooks
 
         vcs_webhooks.unhook_on_delete(module)
     versions = list(ModuleVersionModel.query(module.id))

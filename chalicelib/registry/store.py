@@ -66,7 +66,7 @@ class ModuleModel(db.Model):
     # version -> {"status": ..., "error": ...}; updated with per-key SET/REMOVE so concurrent
     # writers of different versions never overwrite each other.
     version_statuses = MapAttribute(default=dict)
-    # VCS-backed modules only: the repository settings (chalicelib.registry.publishing), the
+    # VCS-backed modules only: the repository settings (chalicelib.registry.publishing.service), the
     # webhook id in the webhook URL, its KMS-sealed secret, the webhook's registration at
     # the VCS host (status, the host's hook id, the URL registered) and the last tag sync's
     # report.

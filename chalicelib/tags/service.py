@@ -27,14 +27,14 @@ from pynamodb.exceptions import DeleteError, TransactWriteError, UpdateError
 from pynamodb.transactions import TransactWrite
 
 from chalicelib.accounts import service as accounts
-from chalicelib.accounts.workspaces import service as workspaces
-from chalicelib.accounts.workspaces.service import WorkspaceRef
-from chalicelib.accounts.workspaces.store import WorkspaceModel, tag_entries
 from chalicelib.core import db
 from chalicelib.core.auth import Principal
 from chalicelib.core.errors import Conflict, NotFound, Unprocessable
 from chalicelib.core.ids import new_id, now
 from chalicelib.tags.store import TagIdModel, TagModel, TagWorkspaceModel
+from chalicelib.workspaces import service as workspaces
+from chalicelib.workspaces.service import WorkspaceRef
+from chalicelib.workspaces.store import WorkspaceModel, tag_entries
 
 TAG_NAME = re.compile(r"^[A-Za-z0-9:_-]{1,255}$")
 MAX_ATTEMPTS = 12

@@ -28,10 +28,10 @@ INGESTING = "reg_ingressing"
 
 def handle_sqs_body(body: str) -> None:
     """An SQS message body is an S3 event notification (or S3's one-off test event), or a
-    VCS publishing job (``chalicelib.registry.jobs``)."""
+    VCS publishing job (``chalicelib.registry.queue``)."""
     event = json.loads(body)
     if "kind" in event:
-        from chalicelib.registry import jobs
+        from chalicelib.registry import queue as jobs
 
         log.info("job %s: %s", event.get("kind"), jobs.handle(event))
         return

@@ -16,11 +16,11 @@ from pynamodb.exceptions import TransactWriteError, UpdateError
 from pynamodb.transactions import TransactWrite
 
 from chalicelib.accounts import service as accounts
-from chalicelib.accounts.workspaces.store import WorkspaceModel, WorkspaceNameModel, tag_entries
 from chalicelib.core import db
 from chalicelib.core.auth import Principal
 from chalicelib.core.errors import Conflict, NotFound, Unprocessable
 from chalicelib.core.ids import new_id, now
+from chalicelib.workspaces.store import WorkspaceModel, WorkspaceNameModel, tag_entries
 
 NAME = re.compile(r"^[A-Za-z0-9_-]{1,90}$")
 EXECUTION_MODES = ("remote", "local")

@@ -194,7 +194,7 @@ SUMMARY_KEYS = (
 
 def _curated_summary(module: ModuleModel) -> dict[str, Any] | None:
     """A curated public module, as the upstream describes its latest version (cached)."""
-    from chalicelib.registry import public
+    from chalicelib.registry.protocol import public
 
     try:
         upstream = public.decode(public.latest(module.namespace, module.name, module.provider))

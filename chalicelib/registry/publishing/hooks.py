@@ -10,9 +10,10 @@ from pynamodb.exceptions import UpdateError
 
 from chalicelib.core import db, secrets
 from chalicelib.core.errors import NotFound, Unauthorized, Unprocessable
-from chalicelib.registry import jobs, webhooks
+from chalicelib.registry import queue as jobs
+from chalicelib.registry.publishing.sync import find_module, request_sync
 from chalicelib.registry.store import ModuleModel
-from chalicelib.registry.vcs_import import find_module, request_sync
+from chalicelib.vcs import deliveries as webhooks
 from chalicelib.vcs import hooks
 from chalicelib.vcs import service as vcs
 

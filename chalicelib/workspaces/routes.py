@@ -7,9 +7,6 @@ from typing import Any
 from chalice import Blueprint, Response
 
 from chalicelib.accounts.service import OrgAccess
-from chalicelib.accounts.workspaces import service
-from chalicelib.accounts.workspaces.service import WorkspaceRef
-from chalicelib.accounts.workspaces.store import WorkspaceModel, tag_entries
 from chalicelib.core.http import Ctx, route
 from chalicelib.core.ids import iso
 from chalicelib.core.jsonapi import (
@@ -21,6 +18,9 @@ from chalicelib.core.jsonapi import (
     to_one,
 )
 from chalicelib.tags import service as tags
+from chalicelib.workspaces import service
+from chalicelib.workspaces.service import WorkspaceRef
+from chalicelib.workspaces.store import WorkspaceModel, tag_entries
 
 bp = Blueprint(__name__)
 

@@ -32,11 +32,12 @@ from chalicelib.core import secrets
 from chalicelib.core.auth import Principal
 from chalicelib.core.errors import BadGateway, NotFound, Unprocessable
 from chalicelib.core.ids import iso, new_id, now
-from chalicelib.registry import jobs, render, semver, service
+from chalicelib.registry import queue as jobs
+from chalicelib.registry import render, semver, service
+from chalicelib.registry.publishing.hooks import WEBHOOK_SECRET_PURPOSE, registered_hook
+from chalicelib.registry.publishing.schemas import PublishAttributes, VcsRepoAttributes
+from chalicelib.registry.publishing.sync import queue_sync, repository, request_sync
 from chalicelib.registry.store import ModuleModel, ModuleVersionModel, module_key
-from chalicelib.registry.vcs_import import queue_sync, repository, request_sync
-from chalicelib.registry.vcs_schemas import PublishAttributes, VcsRepoAttributes
-from chalicelib.registry.vcs_webhooks import WEBHOOK_SECRET_PURPOSE, registered_hook
 from chalicelib.vcs import git
 from chalicelib.vcs import service as vcs
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from chalice import Blueprint, Response
 
 from chalicelib.core.http import Ctx, route
-from chalicelib.registry import vcs_webhooks
+from chalicelib.registry.publishing import hooks as vcs_webhooks
 
 bp = Blueprint(__name__)
 

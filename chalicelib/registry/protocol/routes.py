@@ -17,7 +17,7 @@ from chalicelib.core.errors import NotFound, Unprocessable, registry_error_respo
 from chalicelib.core.http import Ctx, route
 from chalicelib.core.pagination import int_param
 from chalicelib.core.settings import get_settings
-from chalicelib.registry import protocol
+from chalicelib.registry.protocol import service as protocol
 
 bp = Blueprint(__name__)
 
@@ -148,7 +148,7 @@ def download(ctx: Ctx, namespace: str, name: str, provider: str, version: str):
 
 
 def _proxied(answer: Any) -> Response:
-    from chalicelib.registry import public
+    from chalicelib.registry.protocol import public
 
     public.decode(answer)  # 404 / 502 as protocol errors
     return Response(
@@ -166,7 +166,7 @@ def _require_hosted() -> None:
 @protocol_route(PUBLIC + "/{namespace}/{name}/{provider}/versions")
 def public_versions(ctx: Ctx, namespace: str, name: str, provider: str):
     _require_hosted()
-    from chalicelib.registry import public
+    from chalicelib.registry.protocol import public
 
     return _proxied(public.versions(namespace, name, provider))
 
@@ -174,7 +174,7 @@ def public_versions(ctx: Ctx, namespace: str, name: str, provider: str):
 @protocol_route(PUBLIC + "/{namespace}/{name}/{provider}")
 def public_latest(ctx: Ctx, namespace: str, name: str, provider: str):
     _require_hosted()
-    from chalicelib.registry import public
+    from chalicelib.registry.protocol import public
 
     return _proxied(public.latest(namespace, name, provider))
 
@@ -182,6 +182,6 @@ def public_latest(ctx: Ctx, namespace: str, name: str, provider: str):
 @protocol_route(PUBLIC + "/{namespace}/{name}/{provider}/{version}")
 def public_version(ctx: Ctx, namespace: str, name: str, provider: str, version: str):
     _require_hosted()
-    from chalicelib.registry import public
+    from chalicelib.registry.protocol import public
 
     return _proxied(public.version(namespace, name, provider, version))

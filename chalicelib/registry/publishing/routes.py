@@ -8,11 +8,11 @@ from chalice import Blueprint
 
 from chalicelib.core.http import Ctx, route
 from chalicelib.core.jsonapi import document, parse_attributes, resource
-from chalicelib.registry import publishing
 from chalicelib.registry.paths import MODULE, ORG_MODULES
+from chalicelib.registry.publishing import service as publishing
+from chalicelib.registry.publishing.schemas import PublishAttributes
 from chalicelib.registry.render import render_module, render_vcs_repo
 from chalicelib.registry.service import ModuleRef
-from chalicelib.registry.vcs_schemas import PublishAttributes
 
 bp = Blueprint(__name__)
 

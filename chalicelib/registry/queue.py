@@ -85,7 +85,8 @@ def _send(messages: Iterable[dict[str, Any]]) -> None:
 
 def handle(message: dict[str, Any]) -> str:
     """Run one job message; returns what happened (for logs and tests)."""
-    from chalicelib.registry import vcs_import, vcs_webhooks
+    from chalicelib.registry.publishing import hooks as vcs_webhooks
+    from chalicelib.registry.publishing import sync as vcs_import
 
     kind = message.get("kind")
     if kind == SYNC:

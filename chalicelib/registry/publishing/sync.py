@@ -24,7 +24,8 @@ from chalicelib.core.aws import client
 from chalicelib.core.errors import NotFound, Unprocessable
 from chalicelib.core.ids import iso, now
 from chalicelib.core.settings import get_settings
-from chalicelib.registry import jobs, semver, service
+from chalicelib.registry import queue as jobs
+from chalicelib.registry import semver, service
 from chalicelib.registry.store import ModuleModel, ModuleVersionModel
 from chalicelib.vcs import git
 from chalicelib.vcs import service as vcs
