@@ -29,7 +29,7 @@ app = create_app(
 @app.on_sqs_message(queue=get_settings().ingest_queue, batch_size=1)
 def ingest(event):
     """Each SQS message is one S3 ObjectCreated event or one VCS publishing job."""
-    from chalicelib.registry.ingest.handler import handle_sqs_body
+    from chalicelib.registry.consumer import handle_sqs_body
 
     for message in event:
         handle_sqs_body(message.body)

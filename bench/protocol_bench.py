@@ -30,7 +30,7 @@ def seed(organization: str, modules: int, versions: int) -> str:
     from chalicelib.registry.store import ModuleModel, ModuleVersionModel, module_key
 
     admin = Principal("user", _admin_id(), "bench")
-    create_organization(admin, organization, "bench@example.com")
+    create_organization(admin, organization, "bench@example.com", limited=False)
     team = create_team(admin, organization, "ci", None, {"manage_modules": True})
     _, token = create_team_token(admin, team.id, None)
     moment = now()

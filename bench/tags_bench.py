@@ -97,7 +97,7 @@ def main() -> None:
         provision()
         admin_user, _ = bootstrap_admin("bench-admin")
         admin = Principal("user", admin_user.id, "bench")
-        create_organization(admin, ORG, "bench@example.com")
+        create_organization(admin, ORG, "bench@example.com", limited=False)
         team = create_team(admin, ORG, "ops", None, {"manage_workspaces": True})
         _, token = create_team_token(admin, team.id, None)
         rows = []

@@ -58,7 +58,7 @@ class Poller(threading.Thread):
 
     def run(self) -> None:
         from chalicelib.core.aws import client
-        from chalicelib.registry.ingest.handler import handle_sqs_body
+        from chalicelib.registry.consumer import handle_sqs_body
 
         sqs = client("sqs")
         log = logging.getLogger("registry.poller")

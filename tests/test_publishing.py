@@ -41,7 +41,7 @@ def acme(api: Api) -> Api:
 def drain(limit: int = 200, *, run: bool = True) -> list[str]:
     """Run every message on the ingest queue through the ingest handler (or just drop them
     with ``run=False``, a lost event); the job kinds seen (``s3`` for upload events)."""
-    from chalicelib.registry.ingest.handler import handle_sqs_body
+    from chalicelib.registry.consumer import handle_sqs_body
 
     sqs = client("sqs")
     url = sqs.get_queue_url(QueueName=get_settings().ingest_queue)["QueueUrl"]
@@ -193,9 +193,9 @@ def test_tags_become_versions_through_the_same_ingest(
 def test_a_large_import_continues_in_follow_up_jobs(
     acme: Api, git_server: tuple[GitServer, dict[str, str]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from chalicelib.registry.publishing import sync as vcs_import
+    from chalicelib.registry.publishing import sync
 
-    monkeypatch.setattr(vcs_import, "MAX_VERSIONS_PER_SYNC", 3)
+    monkeypatch.setattr(sync, "MAX_VERSIONS_PER_SYNC", 3)
     server, _ = git_server
     publish(acme, connect(acme, server), "acme/terraform-aws-net")
     assert drain().count("vcs-sync") == 2
@@ -517,6 +517,29 @@ def test_webhooks_are_added_and_removed_at_the_vcs_host(
     assert "Code pushed" in module["vcs-repo"]["webhook-registration"]["detail"]
 
 
+def test_deleting_an_organization_removes_its_webhooks_at_the_vcs_host(
+    api: Api, git_server: tuple[GitServer, dict[str, str]]
+) -> None:
+    """The organization's connections go in the same delete: the removal job must not need
+    them (it once gave up with "oauth token not found" and left the hook at the host)."""
+    server, _ = git_server
+    make_org(api, "doomed")
+    with VcsApi() as host:
+        token_id = connect(api, server, org="doomed", api_url=host.url + "/api/v3")
+        assert publish(api, token_id, "acme/terraform-aws-net", org="doomed").status == 201
+        drain()
+        assert list(host.hooks) == ["1"]
+        assert api.delete(f"{V2}/organizations/doomed").status == 204
+        drain()
+        assert host.hooks == {}
+        removed = host.requests[-1]
+        assert (removed.method, removed.path) == (
+            "DELETE",
+            "/api/v3/repos/acme/terraform-aws-net/hooks/1",
+        )
+        assert removed.headers["authorization"] == f"Bearer {TOKEN}"
+
+
 def test_bitbucket_hook_paths_and_bodies() -> None:
     from chalicelib.vcs import hooks
 
@@ -547,40 +570,42 @@ def test_bitbucket_hook_paths_and_bodies() -> None:
 
 
 def test_provider_signature_schemes() -> None:
-    from chalicelib.vcs import deliveries as webhooks
+    from chalicelib.vcs import deliveries
 
     body = b'{"ref": "refs/tags/v1.0.0"}'
     mac = hmac.new(b"s3cret", body, hashlib.sha256).hexdigest()
-    assert webhooks.verify("github", "s3cret", {"X-Hub-Signature-256": f"sha256={mac}"}, body)
-    assert not webhooks.verify("github", "s3cret", {"X-Hub-Signature-256": f"sha256={mac}"}, b"x")
-    assert webhooks.verify("bitbucket_server", "s3cret", {"X-Hub-Signature": f"sha256={mac}"}, body)
-    assert webhooks.verify("gitlab_hosted", "s3cret", {"X-Gitlab-Token": "s3cret"}, body)
-    assert not webhooks.verify("gitlab_hosted", "s3cret", {"X-Gitlab-Token": "guess"}, body)
+    assert deliveries.verify("github", "s3cret", {"X-Hub-Signature-256": f"sha256={mac}"}, body)
+    assert not deliveries.verify("github", "s3cret", {"X-Hub-Signature-256": f"sha256={mac}"}, b"x")
+    assert deliveries.verify(
+        "bitbucket_server", "s3cret", {"X-Hub-Signature": f"sha256={mac}"}, body
+    )
+    assert deliveries.verify("gitlab_hosted", "s3cret", {"X-Gitlab-Token": "s3cret"}, body)
+    assert not deliveries.verify("gitlab_hosted", "s3cret", {"X-Gitlab-Token": "guess"}, body)
     import base64
 
     basic = "Basic " + base64.b64encode(b"hook:s3cret").decode()
-    assert webhooks.verify("ado_services", "s3cret", {"Authorization": basic}, body)
-    assert not webhooks.verify("ado_services", "s3cret", {"Authorization": "Basic !!"}, body)
+    assert deliveries.verify("ado_services", "s3cret", {"Authorization": basic}, body)
+    assert not deliveries.verify("ado_services", "s3cret", {"Authorization": "Basic !!"}, body)
 
     def kind(provider: str, headers: dict[str, str], payload: Any) -> str:
-        return webhooks.classify(provider, headers, json.dumps(payload).encode()).kind
+        return deliveries.classify(provider, headers, json.dumps(payload).encode()).kind
 
-    assert kind("gitlab_hosted", {"X-Gitlab-Event": "Tag Push Hook"}, {}) == webhooks.TAGS
-    assert kind("gitlab_hosted", {"X-Gitlab-Event": "Push Hook"}, {}) == webhooks.IGNORED
+    assert kind("gitlab_hosted", {"X-Gitlab-Event": "Tag Push Hook"}, {}) == deliveries.TAGS
+    assert kind("gitlab_hosted", {"X-Gitlab-Event": "Push Hook"}, {}) == deliveries.IGNORED
     cloud = {"push": {"changes": [{"new": {"type": "tag", "name": "v1.0.0"}}]}}
-    assert kind("bitbucket_hosted", {"X-Event-Key": "repo:push"}, cloud) == webhooks.TAGS
+    assert kind("bitbucket_hosted", {"X-Event-Key": "repo:push"}, cloud) == deliveries.TAGS
     server = {"changes": [{"ref": {"type": "TAG", "id": "refs/tags/v1.0.0"}}]}
     assert kind("bitbucket_data_center", {"X-Event-Key": "repo:refs_changed"}, server) == "tags"
     ado = {"eventType": "git.push", "resource": {"refUpdates": [{"name": "refs/tags/v2.0.0"}]}}
-    assert kind("ado_server", {}, ado) == webhooks.TAGS
-    assert kind("github", {"X-GitHub-Event": "create"}, {"ref_type": "tag"}) == webhooks.TAGS
-    assert kind("github", {"X-GitHub-Event": "issues"}, {}) == webhooks.IGNORED
-    form = webhooks.classify(
+    assert kind("ado_server", {}, ado) == deliveries.TAGS
+    assert kind("github", {"X-GitHub-Event": "create"}, {"ref_type": "tag"}) == deliveries.TAGS
+    assert kind("github", {"X-GitHub-Event": "issues"}, {}) == deliveries.IGNORED
+    form = deliveries.classify(
         "github",
         {"X-GitHub-Event": "push", "Content-Type": "application/x-www-form-urlencoded"},
         b"payload=%7B%22ref%22%3A%22refs%2Ftags%2Fv1.0.0%22%7D",
     )
-    assert form.kind == webhooks.TAGS
+    assert form.kind == deliveries.TAGS
 
 
 # ----- requests that are refused ------------------------------------------------------------

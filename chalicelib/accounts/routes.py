@@ -8,6 +8,7 @@ from typing import Annotated, Any
 from chalice import Blueprint
 from pydantic import AwareDatetime, Strict
 
+from chalicelib import lifecycle
 from chalicelib.accounts import service
 from chalicelib.accounts.store import ACCESS_FLAGS, OrganizationModel, TeamModel, UserModel
 from chalicelib.core.auth import Principal, TokenModel
@@ -220,7 +221,7 @@ def show_user(ctx: Ctx, user_id: str):
 def organizations(ctx: Ctx):
     if ctx.request.method == "POST":
         attrs = parse_attributes(ctx.json(), OrganizationAttributes, type_="organizations")
-        org = service.create_organization(ctx.user, attrs.name, attrs.email)
+        org = lifecycle.create_organization(ctx.user, attrs.name, attrs.email)
         return document(render_organization(org, service.OrgAccess.everything()), status=201)
     orgs = service.list_organizations(ctx.user)
     query = ctx.query.get("q", "").lower()
@@ -234,7 +235,7 @@ def organizations(ctx: Ctx):
 @route(bp, "/api/v2/organizations/{organization_name}", methods=("GET", "PATCH", "DELETE"))
 def organization(ctx: Ctx, organization_name: str):
     if ctx.request.method == "DELETE":
-        service.delete_organization(ctx.user, organization_name)
+        lifecycle.delete_organization(ctx.user, organization_name)
         return no_content()
     if ctx.request.method == "PATCH":
         attrs = parse_attributes(

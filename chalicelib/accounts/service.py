@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from pynamodb.exceptions import UpdateError
 
 from chalicelib.accounts.store import DIRECTORY, OrganizationModel, TeamModel, UserModel
-from chalicelib.admin.store import general_settings
 from chalicelib.core import db
 from chalicelib.core.auth import Principal, TokenModel, mint_token
 from chalicelib.core.errors import Conflict, NotFound, Unprocessable
@@ -207,11 +206,14 @@ def validate_email(email: str | None) -> str:
     return email
 
 
-def create_organization(principal: Principal, name: str | None, email: str | None):
+def create_organization(
+    principal: Principal, name: str | None, email: str | None, *, limited: bool
+):
+    """``limited``: the site lets only site admins create organizations."""
     admin = is_site_admin(principal)
     if not principal.is_user:
         raise NotFound("organizations can only be created with a user token")
-    if general_settings()["limit-user-organization-creation"] and not admin:
+    if limited and not admin:
         raise NotFound("only site administrators may create organizations on this instance")
     name = validate_org_name(name)
     email = validate_email(email)
@@ -262,19 +264,19 @@ def update_organization(
     return org
 
 
-def delete_organization(principal: Principal, name: str) -> None:
-    """Delete the organization and everything in it (its modules, VCS connections, workspaces
-    and tags, then teams and tokens)."""
-    org = owned_organization(principal, name)
-    from chalicelib.registry import service as registry  # domains talk through services
-    from chalicelib.tags import service as tags
-    from chalicelib.vcs import service as vcs
-    from chalicelib.workspaces import service as workspaces
+def get_organization(name: str) -> OrganizationModel | None:
+    try:
+        return OrganizationModel.get(name)
+    except OrganizationModel.DoesNotExist:
+        return None
 
-    registry.delete_all_for_organization(name)
-    vcs.delete_all_for_organization(name)
-    workspaces.delete_all_for_organization(name)  # a tag goes with its last workspace
-    tags.delete_all_for_organization(name)  # leftovers of an interrupted delete
+
+def delete_organization_records(name: str) -> None:
+    """The last step of deleting an organization (``lifecycle.delete_organization``): its
+    teams, tokens and record, once what hung off it is gone."""
+    org = get_organization(name)
+    if org is None:
+        return
     for team in TeamModel.by_organization.query(name):
         _delete_team(team)
     _delete_token(org.token_hash)

@@ -112,6 +112,11 @@ def render_general(values: dict[str, Any]) -> dict[str, Any]:
     return {**out, **GENERAL_READ_ONLY}
 
 
+def organization_creation_limited() -> bool:
+    """Whether only site admins may create organizations."""
+    return bool(store.general_settings()["limit-user-organization-creation"])
+
+
 def general() -> dict[str, Any]:
     return render_general(store.general_settings())
 

@@ -1,4 +1,4 @@
-"""Background work for VCS publishing, as messages on the ingest queue.
+"""Putting work on the ingest queue: re-sent upload events and VCS publishing jobs.
 
 The ingest queue already carries S3 event notifications (``{"Records": [...]}``); publishing
 adds messages of its own, told apart by ``kind``. One message is one small, idempotent step,
@@ -9,7 +9,11 @@ so SQS retries (and the dead-letter queue) cover a crash in the middle of any of
   which raises the S3 event the ingest handler already processes;
 * ``vcs-hook`` (module): add the module's webhook at the VCS host (replacing the one added
   before, or the one named in ``previous``);
-* ``vcs-unhook``: remove a webhook of a deleted module (or a re-pointed one) at the host.
+* ``vcs-unhook``: remove a webhook of a deleted module (or a re-pointed one) at the host;
+  the job carries the host, the repository and the sealed token, so it still works after
+  the module's connection is gone.
+
+The jobs are run by ``registry.publishing.worker``.
 """
 
 from __future__ import annotations
@@ -81,22 +85,3 @@ def _send(messages: Iterable[dict[str, Any]]) -> None:
         if result.get("Failed"):
             failed = result["Failed"][0]
             raise RuntimeError(f"SQS refused a message: {failed.get('Message')}")
-
-
-def handle(message: dict[str, Any]) -> str:
-    """Run one job message; returns what happened (for logs and tests)."""
-    from chalicelib.registry.publishing import hooks as vcs_webhooks
-    from chalicelib.registry.publishing import sync as vcs_import
-
-    kind = message.get("kind")
-    if kind == SYNC:
-        return vcs_import.sync_tags(message["module_id"])
-    if kind == FETCH:
-        return vcs_import.fetch_version(
-            message["module_id"], message["version"], message["version_id"]
-        )
-    if kind == HOOK:
-        return vcs_webhooks.register_webhook(message["module_id"], message.get("previous"))
-    if kind == UNHOOK:
-        return vcs_webhooks.remove_webhook(message["organization"], message["previous"])
-    return "ignored"

@@ -18,7 +18,7 @@ from chalicelib.registry.paths import MODULE, ORG_MODULES
 from chalicelib.registry.publishing.schemas import TestConfigAttributes, VcsRepoAttributes
 from chalicelib.registry.render import render_module, render_version
 from chalicelib.registry.service import ModuleRef
-from chalicelib.registry.store import ModuleModel
+from chalicelib.registry.store import ModuleModel, ModuleVersionModel
 
 bp = Blueprint(__name__)
 
@@ -48,20 +48,23 @@ class CreateVersion(Attributes):
 # ----- modules ------------------------------------------------------------------------------
 
 
-@route(bp, ORG_MODULES, methods=("GET", "POST"))
-def modules(ctx: Ctx, organization_name: str):
-    if ctx.request.method == "POST":
-        attrs = parse_attributes(ctx.json(), CreateModule, type_="registry-modules")
-        module, rights = service.create_module(
-            ctx.user,
-            organization_name,
-            name=attrs.name,
-            provider=attrs.provider,
-            registry=attrs.registry_name,
-            namespace=attrs.namespace,
-            no_code=attrs.no_code,
-        )
-        return document(render_module(module, rights, ctx.base_url), status=201)
+@route(bp, ORG_MODULES, methods=("POST",))
+def create_module(ctx: Ctx, organization_name: str):
+    attrs = parse_attributes(ctx.json(), CreateModule, type_="registry-modules")
+    module, rights = service.create_module(
+        ctx.user,
+        organization_name,
+        name=attrs.name,
+        provider=attrs.provider,
+        registry=attrs.registry_name,
+        namespace=attrs.namespace,
+        no_code=attrs.no_code,
+    )
+    return document(render_module(module, rights, ctx.base_url), status=201)
+
+
+@route(bp, ORG_MODULES, methods=("GET",))
+def list_modules(ctx: Ctx, organization_name: str):
     query = ctx.query
     filters = {
         field: query[f"filter[{field}]"]
@@ -77,24 +80,40 @@ def modules(ctx: Ctx, organization_name: str):
     )
 
 
-@route(bp, MODULE, methods=("GET", "PATCH", "DELETE"))
-def module(
+@route(bp, MODULE, methods=("GET",))
+def show_module(
     ctx: Ctx, organization_name: str, registry_name: str, namespace: str, name: str, provider: str
 ):
     ref = ModuleRef(organization_name, registry_name, namespace, name, provider)
-    if ctx.request.method == "DELETE":
-        return _delete(ctx, organization_name, [registry_name, namespace, name, provider])
-    if ctx.request.method == "PATCH":
-        attrs = parse_attributes(
-            ctx.json(), UpdateModule, type_="registry-modules", lenient_type=True
-        )
-        tests = attrs.test_config.tests_enabled if attrs.test_config else None
-        found, rights = service.update_module(
-            ctx.user, ref, no_code=attrs.no_code, tests_enabled=tests, vcs_repo=attrs.vcs_repo
-        )
-        return document(render_module(found, rights, ctx.base_url))
     found, rights = service.get_module(ctx.user, ref)
     return document(render_module(found, rights, ctx.base_url))
+
+
+@route(bp, MODULE, methods=("PATCH",))
+def update_module(
+    ctx: Ctx, organization_name: str, registry_name: str, namespace: str, name: str, provider: str
+):
+    ref = ModuleRef(organization_name, registry_name, namespace, name, provider)
+    attrs = parse_attributes(ctx.json(), UpdateModule, type_="registry-modules", lenient_type=True)
+    tests = attrs.test_config.tests_enabled if attrs.test_config else None
+    plan = None
+    if attrs.vcs_repo is not None:
+        from chalicelib.registry.publishing import service as publishing  # VCS changes only
+
+        def plan(module: ModuleModel) -> service.ModuleChange:
+            return publishing.plan_update(module, attrs.vcs_repo)
+
+    found, rights = service.update_module(
+        ctx.user, ref, no_code=attrs.no_code, tests_enabled=tests, plan=plan
+    )
+    return document(render_module(found, rights, ctx.base_url))
+
+
+@route(bp, MODULE, methods=("DELETE",))
+def delete_module(
+    ctx: Ctx, organization_name: str, registry_name: str, namespace: str, name: str, provider: str
+):
+    return _delete(ctx, organization_name, [registry_name, namespace, name, provider])
 
 
 @route(bp, "/api/v2/registry-modules/show/{organization_name}/{name}/{provider}")
@@ -113,9 +132,20 @@ def module_by_id(ctx: Ctx, module_ref: str):
 # ----- versions -----------------------------------------------------------------------------
 
 
+def _version_from_vcs(
+    module: ModuleModel, version: str, commit_sha: str | None
+) -> ModuleVersionModel:
+    """Publishing is imported here, so only versions of VCS modules load it."""
+    from chalicelib.registry.publishing import service as publishing
+
+    return publishing.create_branch_version(module, version, commit_sha)
+
+
 def _create_version(ctx: Ctx, ref: ModuleRef):
     attrs = parse_attributes(ctx.json(), CreateVersion, type_="registry-module-versions")
-    version, upload = service.create_version(ctx.user, ref, attrs.version, attrs.commit_sha)
+    version, upload = service.create_version(
+        ctx.user, ref, attrs.version, attrs.commit_sha, from_vcs=_version_from_vcs
+    )
     return document(render_version(version, upload), status=201)
 
 
@@ -126,13 +156,20 @@ def _list_versions(ctx: Ctx, found: ModuleModel, rights: OrgAccess):
     return document(data, links=page.links, meta=page.meta)
 
 
-@route(bp, MODULE + "/versions", methods=("GET", "POST"))
-def versions(
+@route(bp, MODULE + "/versions", methods=("POST",))
+def create_version(
+    ctx: Ctx, organization_name: str, registry_name: str, namespace: str, name: str, provider: str
+):
+    return _create_version(
+        ctx, ModuleRef(organization_name, registry_name, namespace, name, provider)
+    )
+
+
+@route(bp, MODULE + "/versions", methods=("GET",))
+def list_versions(
     ctx: Ctx, organization_name: str, registry_name: str, namespace: str, name: str, provider: str
 ):
     ref = ModuleRef(organization_name, registry_name, namespace, name, provider)
-    if ctx.request.method == "POST":
-        return _create_version(ctx, ref)
     found, rights = service.get_module(ctx.user, ref)
     return _list_versions(ctx, found, rights)
 
@@ -171,7 +208,11 @@ def _delete(ctx: Ctx, organization: str, segments: list[str]):
         segments.pop()
     if len(segments) < 3 or not all(segments):
         raise NotFound("module not found: the path needs registry, namespace and name")
-    service.delete(ctx.user, organization, segments)
+    deleted = service.delete(ctx.user, organization, segments)
+    if any(module.webhook_registration for module in deleted):
+        from chalicelib.registry.publishing import hooks
+
+        hooks.queue_removals(deleted)
     return no_content()
 
 

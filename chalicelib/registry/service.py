@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from pynamodb.exceptions import DeleteError, PutError, TransactWriteError, UpdateError
 from pynamodb.expressions.condition import size
@@ -22,7 +23,7 @@ from chalicelib.core.auth import Principal
 from chalicelib.core.errors import Forbidden, NotFound, Unprocessable
 from chalicelib.core.ids import iso, new_id, now
 from chalicelib.core.settings import get_settings
-from chalicelib.registry import objects, semver
+from chalicelib.registry import objects, queue, semver
 from chalicelib.registry.store import ModuleModel, ModuleVersionModel, module_key, name_prefix
 
 log = logging.getLogger("registry")
@@ -227,25 +228,31 @@ def save_new_module(module: ModuleModel) -> None:
         raise
 
 
+class ModuleChange(Protocol):
+    """A change planned by another room (publishing's ``vcs-repo`` update): item updates
+    written with the module's own, then the jobs it queues."""
+
+    actions: list[Any]
+
+    def queue_jobs(self, module: ModuleModel) -> None: ...
+
+
 def update_module(
     principal: Principal,
     ref: ModuleRef,
     *,
     no_code: bool | None,
     tests_enabled: bool | None,
-    vcs_repo: Any = None,
+    plan: Callable[[ModuleModel], ModuleChange] | None = None,
 ) -> tuple[ModuleModel, accounts.OrgAccess]:
-    """Everything is validated before anything is written; a switch to (or a change of)
-    tag-based publishing queues a tag sync."""
+    """Everything is validated before anything is written (``plan`` validates its part and
+    writes nothing), then one conditional update."""
     module, rights = get_module(principal, ref)
     require_rights(rights, "updating a module", owner=True)
     actions = [ModuleModel.updated_at.set(now())]
-    plan = None
-    if vcs_repo is not None:
-        from chalicelib.registry.publishing import service as publishing
-
-        plan = publishing.plan_update(module, vcs_repo)
-        actions += plan.actions
+    change = plan(module) if plan else None
+    if change is not None:
+        actions += change.actions
     if no_code is not None:
         actions.append(ModuleModel.no_code.set(no_code))
     if tests_enabled is not None:
@@ -257,16 +264,24 @@ def update_module(
         if db.conditional_failure(exc):
             raise NotFound("the module was deleted while it was being updated") from None
         raise
-    if plan is not None:
-        plan.queue_jobs(module)
+    if change is not None:
+        change.queue_jobs(module)
     return module, rights
 
 
+BranchVersion = Callable[[ModuleModel, str, "str | None"], ModuleVersionModel]
+
+
 def create_version(
-    principal: Principal, ref: ModuleRef, version: str | None, commit_sha: str | None
+    principal: Principal,
+    ref: ModuleRef,
+    version: str | None,
+    commit_sha: str | None,
+    *,
+    from_vcs: BranchVersion,
 ) -> tuple[ModuleVersionModel, str | None]:
-    """A pending version and its presigned upload URL (None for VCS-backed modules, whose
-    archive the registry fetches from the repository itself)."""
+    """A pending version and its presigned upload URL. A VCS-backed module's version is
+    ``from_vcs``'s (publishing fetches its archive from the repository: no upload URL)."""
     if ref.registry == "public":
         check_registry("public")
     module, rights = get_module(principal, ref)
@@ -276,9 +291,7 @@ def create_version(
     if not version:
         raise Unprocessable("version is required", pointer="/data/attributes/version")
     if module.vcs_repo:
-        from chalicelib.registry.publishing import service as publishing
-
-        return publishing.create_branch_version(module, version, commit_sha), None
+        return from_vcs(module, version, commit_sha), None
     item = insert_version(module, version, commit_sha=commit_sha)
     return item, objects.presigned_upload_url(item.upload_key)
 
@@ -354,22 +367,21 @@ def requeue_uploads(module: ModuleModel) -> list[str]:
     lost, or ingest crashed and the event went to the dead-letter queue). A refused archive
     was deleted when it was refused: that version needs a new upload, which its upload link
     still takes."""
-    from chalicelib.registry import queue as jobs
-
     stuck = [
         version
         for version in list_versions(module)
         if version.status != DONE and objects.exists(version.upload_key)
     ]
-    jobs.enqueue_upload_events(version.upload_key for version in stuck)
+    queue.enqueue_upload_events(version.upload_key for version in stuck)
     return [version.version for version in stuck]
 
 
 # ----- deleting -----------------------------------------------------------------------------
 
 
-def delete(principal: Principal, organization: str, parts: list[str]) -> None:
-    """Delete by ``[registry, namespace, name]`` + optional ``provider`` + optional ``version``."""
+def delete(principal: Principal, organization: str, parts: list[str]) -> list[ModuleModel]:
+    """Delete by ``[registry, namespace, name]`` + optional ``provider`` + optional ``version``;
+    returns the module records deleted (their webhooks are the caller's to remove)."""
     registry, namespace, name, *rest = parts
     check_registry(registry)
     rights = _readable(principal, organization)
@@ -386,7 +398,7 @@ def delete(principal: Principal, organization: str, parts: list[str]) -> None:
             raise NotFound(f"module {namespace}/{name} not found")
         for module in modules:
             delete_module_record(module)
-        return
+        return modules
     provider = rest[0]
     try:
         module = ModuleModel.get(organization, module_key(registry, namespace, name, provider))
@@ -394,11 +406,12 @@ def delete(principal: Principal, organization: str, parts: list[str]) -> None:
         raise NotFound(f"module {namespace}/{name}/{provider} not found") from None
     if len(rest) == 1:
         delete_module_record(module)
-        return
-    delete_version(module, _version(module, rest[1]))
+        return [module]
+    return [module] if delete_version(module, _version(module, rest[1])) else []
 
 
-def delete_version(module: ModuleModel, version: ModuleVersionModel) -> None:
+def delete_version(module: ModuleModel, version: ModuleVersionModel) -> bool:
+    """Delete one version; True when it was the last one and took the module with it."""
     with TransactWrite(connection=db.connection()) as tx:
         tx.delete(version)
         tx.update(
@@ -415,19 +428,16 @@ def delete_version(module: ModuleModel, version: ModuleVersionModel) -> None:
     except DeleteError as exc:
         if not db.conditional_failure(exc):
             raise
+        return False
+    return True
 
 
 def delete_module_record(module: ModuleModel) -> None:
-    """Delete the record first (it disappears from every read), then its versions, and
-    queue the removal of a VCS module's webhook at the VCS host."""
+    """Delete the record first (it disappears from every read), then its versions."""
     try:
         module.delete()
     except DeleteError:
         log.warning("module %s was already gone", module.id)
-    if module.webhook_registration:
-        from chalicelib.registry.publishing import hooks as vcs_webhooks
-
-        vcs_webhooks.unhook_on_delete(module)
     versions = list(ModuleVersionModel.query(module.id))
     with ModuleVersionModel.batch_write() as batch:
         for version in versions:
@@ -437,9 +447,12 @@ def delete_module_record(module: ModuleModel) -> None:
     )
 
 
-def delete_all_for_organization(organization: str) -> None:
-    for module in ModuleModel.query(organization):
+def delete_all_for_organization(organization: str) -> list[ModuleModel]:
+    """Delete every module of an organization being deleted; returns them."""
+    modules = list(ModuleModel.query(organization))
+    for module in modules:
         delete_module_record(module)
+    return modules
 
 
 # ----- ingestion outcome --------------------------------------------------------------------

@@ -388,6 +388,16 @@ def token_organization(token_id: str) -> str:
     return _publishing_token(token_id).organization
 
 
+def _token_and_client(organization: str, token_id: str) -> tuple[OAuthTokenModel, OAuthClientModel]:
+    token = _publishing_token(token_id)
+    if token.organization != organization:
+        raise Unprocessable(f"oauth token {token_id!r} not found", pointer=POINTER_TOKEN)
+    try:
+        return token, OAuthClientModel.get(token.client_id, consistent_read=True)
+    except OAuthClientModel.DoesNotExist:
+        raise Unprocessable(f"oauth token {token_id!r} not found", pointer=POINTER_TOKEN) from None
+
+
 def resolve_connection(organization: str, token_id: str, *, unseal: bool = True) -> Connection:
     """The client and plaintext token behind ``token_id`` for fetching from ``organization``'s
     repositories; 422 when the token does not exist or belongs to another organization.
@@ -395,12 +405,23 @@ def resolve_connection(organization: str, token_id: str, *, unseal: bool = True)
     validate a publish request without a KMS call.
 
     The caller has already checked the principal's rights on ``organization``."""
-    token = _publishing_token(token_id)
-    if token.organization != organization:
-        raise Unprocessable(f"oauth token {token_id!r} not found", pointer=POINTER_TOKEN)
-    try:
-        client = OAuthClientModel.get(token.client_id, consistent_read=True)
-    except OAuthClientModel.DoesNotExist:
-        raise Unprocessable(f"oauth token {token_id!r} not found", pointer=POINTER_TOKEN) from None
+    token, client = _token_and_client(organization, token_id)
     plaintext = secrets.unseal(token.token, purpose=PURPOSE_TOKEN) if unseal else ""
     return Connection(client=client, token_id=token.id, token=plaintext)
+
+
+def hook_access(organization: str, token_id: str) -> dict[str, Any]:
+    """What removing a webhook at the VCS host needs later, when the connection may be gone:
+    the provider, its API URL and the token string, still sealed (no KMS call here). 422 as
+    ``resolve_connection``."""
+    token, client = _token_and_client(organization, token_id)
+    return {
+        "service-provider": client.service_provider,
+        "api-url": client.api_url,
+        "sealed-token": token.token,
+    }
+
+
+def unseal_token(sealed: Any) -> str:
+    """The token string sealed in a ``hook_access`` answer."""
+    return secrets.unseal(sealed, purpose=PURPOSE_TOKEN)

@@ -6,6 +6,7 @@ from typing import Any
 
 from chalice import Blueprint, Response
 
+from chalicelib import lifecycle
 from chalicelib.accounts.service import OrgAccess
 from chalicelib.core.http import Ctx, route
 from chalicelib.core.ids import iso
@@ -17,7 +18,6 @@ from chalicelib.core.jsonapi import (
     resource,
     to_one,
 )
-from chalicelib.tags import service as tags
 from chalicelib.workspaces import service
 from chalicelib.workspaces.service import WorkspaceRef
 from chalicelib.workspaces.store import WorkspaceModel, tag_entries
@@ -159,13 +159,9 @@ def list_workspaces(ctx: Ctx, organization_name: str) -> Response:
 @route(bp, ORG_WORKSPACES, methods=("POST",))
 def create_workspace(ctx: Ctx, organization_name: str) -> Response:
     body = parse_attributes(ctx.json(), WorkspaceBody, type_="workspaces", lenient_type=True)
-    names = [
-        tags.validate_tag_name(n, f"/data/attributes/tag-names/{i}")
-        for i, n in enumerate(body.tag_names or [])
-    ]
-    workspace = service.create_workspace(ctx.user, organization_name, body.name, _settings(body))
-    if names:
-        tags.tag_workspace_names(workspace, names)
+    workspace = lifecycle.create_workspace(
+        ctx.user, organization_name, body.name, _settings(body), body.tag_names or []
+    )
     workspace, rights = service.readable(ctx.user, WorkspaceRef(id=workspace.id))
     return _reply(workspace, rights, 201)
 
@@ -185,7 +181,7 @@ def _update(ctx: Ctx, ref: WorkspaceRef) -> Response:
 
 
 def _delete(ctx: Ctx, ref: WorkspaceRef) -> Response:
-    service.delete_workspace(ctx.user, ref)
+    lifecycle.delete_workspace(ctx.user, ref)
     return no_content()
 
 

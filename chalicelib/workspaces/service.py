@@ -261,40 +261,33 @@ def update_workspace(
     return _get(workspace.id) or workspace
 
 
-def delete_workspace(principal: Principal, ref: WorkspaceRef) -> None:
-    workspace, _ = manageable(principal, ref)
-    destroy(workspace)
+def all_in_organization(organization: str) -> list[WorkspaceModel]:
+    """Every workspace of the organization, those being deleted included."""
+    return list(WorkspaceModel.by_organization.query(organization))
 
 
-def destroy(workspace: WorkspaceModel) -> None:
-    """Delete a workspace: fence off new tags, detach every tag (exact counts), then delete.
-
-    Idempotent and safe to repeat after a failure half-way.
-    """
-    from chalicelib.tags import service as tags  # domains talk through services
-
+def fence(workspace: WorkspaceModel) -> bool:
+    """Mark the workspace as being deleted, so no new tag lands on it; False when it is
+    already gone. The first step of deleting it (``lifecycle.destroy_workspace``)."""
     try:
         workspace.update(
             actions=[WorkspaceModel.deleting.set(True)], condition=WorkspaceModel.id.exists()
         )
     except UpdateError as exc:
         if db.conditional_failure(exc):
-            return
+            return False
         raise
-    for tag_id, tag_name in tag_entries(workspace):
-        tags.detach(workspace.organization, workspace.id, tag_id, tag_name)
+    return True
+
+
+def remove(workspace: WorkspaceModel) -> None:
+    """Delete a fenced workspace (its tags detached) and its name."""
     with TransactWrite(connection=db.connection()) as tx:
         tx.delete(workspace)
         tx.delete(
             WorkspaceNameModel(workspace.organization, workspace.name),
             condition=WorkspaceNameModel.workspace_id == workspace.id,
         )
-
-
-def delete_all_for_organization(organization: str) -> None:
-    """Cascade of an organization delete (tags go with their last workspace)."""
-    for workspace in WorkspaceModel.by_organization.query(organization):
-        destroy(workspace)
 
 
 # ----- the workspace side of tag transactions -----------------------------------------------

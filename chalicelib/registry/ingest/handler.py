@@ -8,7 +8,6 @@ version still existing with the same id.
 
 from __future__ import annotations
 
-import json
 import logging
 from typing import Any
 from urllib.parse import unquote_plus
@@ -24,22 +23,6 @@ from chalicelib.registry.store import ModuleVersionModel
 log = logging.getLogger("registry.ingest")
 
 INGESTING = "reg_ingressing"
-
-
-def handle_sqs_body(body: str) -> None:
-    """An SQS message body is an S3 event notification (or S3's one-off test event), or a
-    VCS publishing job (``chalicelib.registry.queue``)."""
-    event = json.loads(body)
-    if "kind" in event:
-        from chalicelib.registry import queue as jobs
-
-        log.info("job %s: %s", event.get("kind"), jobs.handle(event))
-        return
-    for record in event.get("Records", []):
-        if record.get("eventSource") == "aws:s3" and record["eventName"].startswith(
-            "ObjectCreated"
-        ):
-            handle_s3_record(record)
 
 
 def handle_s3_record(record: dict[str, Any]) -> str:

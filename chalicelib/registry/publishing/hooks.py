@@ -1,37 +1,51 @@
 """A VCS module's webhook: added, replaced and removed at the VCS host (``vcs.hooks``), and
-the deliveries received from it (verified with ``registry.webhooks``)."""
+the deliveries received from it (verified with ``vcs.deliveries``).
+
+A hook is removed by a job (``vcs-unhook``) that carries the host's API URL and the sealed
+token string, taken while the module's connection still exists: when an organization is
+deleted its connections go right after its modules, before the job runs."""
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
 from typing import Any
 
 from pynamodb.exceptions import UpdateError
 
 from chalicelib.core import db, secrets
 from chalicelib.core.errors import NotFound, Unauthorized, Unprocessable
-from chalicelib.registry import queue as jobs
+from chalicelib.registry import queue
 from chalicelib.registry.publishing.sync import find_module, request_sync
 from chalicelib.registry.store import ModuleModel
-from chalicelib.vcs import deliveries as webhooks
-from chalicelib.vcs import hooks
+from chalicelib.vcs import deliveries, hooks
 from chalicelib.vcs import service as vcs
 
-log = logging.getLogger("registry.vcs_webhooks")
+log = logging.getLogger("registry.publishing.hooks")
 
 WEBHOOK_SECRET_PURPOSE = "registry/webhook-secret"
 
 
 def registered_hook(module: ModuleModel) -> dict[str, Any] | None:
-    """Where the module's webhook is registered now: enough to remove it later."""
+    """Where the module's webhook is registered now, with what removing it needs (see the
+    module docstring); None when there is no hook, or no connection left to remove it with."""
     hook_id = (module.webhook_registration or {}).get("hook-id")
     if not hook_id or not module.vcs_repo:
         return None
-    return {
-        "identifier": module.vcs_repo["identifier"],
-        "oauth-token-id": module.vcs_repo["oauth-token-id"],
-        "hook-id": hook_id,
-    }
+    repo = module.vcs_repo
+    try:
+        access = vcs.hook_access(module.organization, repo["oauth-token-id"])
+    except Unprocessable:
+        log.info("webhook %s of %s: its connection is gone", hook_id, module.id)
+        return None
+    return {"identifier": repo["identifier"], "hook-id": hook_id, **access}
+
+
+def queue_removals(modules: Iterable[ModuleModel]) -> None:
+    """Queue the removal of deleted modules' webhooks at the VCS host. Call it before the
+    modules' connections are deleted."""
+    removals = [hook for module in modules if (hook := registered_hook(module))]
+    queue.enqueue_many(queue.UNHOOK, [{"previous": hook} for hook in removals])
 
 
 def register_webhook(module_id: str, previous: dict[str, Any] | None) -> str:
@@ -42,7 +56,7 @@ def register_webhook(module_id: str, previous: dict[str, Any] | None) -> str:
         return "gone"  # deleting a module queues the removal of its webhook itself
     old = previous or registered_hook(module)
     if old:
-        remove_webhook(module.organization, old)
+        remove_webhook(old)
     registration = dict(module.webhook_registration or {})
     registration.pop("hook-id", None)
     repo = module.vcs_repo
@@ -75,33 +89,25 @@ def register_webhook(module_id: str, previous: dict[str, Any] | None) -> str:
         module.webhook_registration = registration
         added = registered_hook(module)
         if added:  # the module was deleted meanwhile: take the new hook away again
-            remove_webhook(module.organization, added)
+            remove_webhook(added)
         return "gone"
     return registration["status"]
 
 
-def remove_webhook(organization: str, previous: dict[str, Any]) -> str:
+def remove_webhook(previous: dict[str, Any]) -> str:
     """Best effort: a webhook left behind only delivers to a URL that answers 404."""
     try:
-        connection = vcs.resolve_connection(organization, previous["oauth-token-id"])
         hooks.unregister(
-            connection.client.service_provider,
-            connection.client.api_url,
-            connection.token,
+            previous["service-provider"],
+            previous["api-url"],
+            vcs.unseal_token(previous["sealed-token"]),
             previous["identifier"],
             previous["hook-id"],
         )
-    except (hooks.HookError, Unprocessable) as exc:
+    except hooks.HookError as exc:
         log.info("could not remove webhook %s: %s", previous.get("hook-id"), exc)
         return "left"
     return "removed"
-
-
-def unhook_on_delete(module: ModuleModel) -> None:
-    """Queue the removal of a deleted module's webhook at the VCS host."""
-    previous = registered_hook(module)
-    if previous:
-        jobs.enqueue(jobs.UNHOOK, organization=module.organization, previous=previous)
 
 
 def receive_webhook(webhook_id: str, headers: Any, body: bytes) -> tuple[int, dict[str, str]]:
@@ -111,16 +117,16 @@ def receive_webhook(webhook_id: str, headers: Any, body: bytes) -> tuple[int, di
         raise NotFound(f"webhook {webhook_id} not found")
     provider = module.vcs_repo["service-provider"]
     secret = secrets.unseal(module.webhook_secret, purpose=WEBHOOK_SECRET_PURPOSE)
-    if not webhooks.verify(provider, secret, headers, body):
+    if not deliveries.verify(provider, secret, headers, body):
         raise Unauthorized(
             "the webhook delivery is not signed with this module's secret "
-            f"({webhooks.SCHEMES.get(webhooks.family(provider), provider)})",
+            f"({deliveries.SCHEMES.get(deliveries.family(provider), provider)})",
             title="unauthorized",
         )
-    event = webhooks.classify(provider, headers, body)
-    if event.kind == webhooks.PING:
+    event = deliveries.classify(provider, headers, body)
+    if event.kind == deliveries.PING:
         return 200, {"status": "ok", "detail": "webhook verified"}
-    if event.kind != webhooks.TAGS:
+    if event.kind != deliveries.TAGS:
         return 200, {"status": "ignored", "detail": event.detail}
     if module.vcs_repo.get("branch"):
         return 200, {

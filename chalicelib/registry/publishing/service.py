@@ -4,8 +4,8 @@ PATCH of ``vcs-repo``, resync, retry, a new webhook secret, the repository's com
 A VCS-backed module records its repository in ``vcs_repo`` (the response's ``vcs-repo``
 keys), a webhook id and a KMS-sealed webhook secret. Nothing but the commits list talks to
 the VCS host during a request: the work runs as jobs on the ingest queue
-(``registry.jobs``): ``registry.vcs_import`` syncs tags and fetches versions,
-``registry.vcs_webhooks`` manages the webhook at the host and receives its deliveries.
+(``registry.queue``, run by ``worker``): ``sync`` syncs tags and fetches versions, ``hooks``
+manages the webhook at the host and receives its deliveries.
 
 * Tag-based: every ``[tag-prefix][v]<semver>`` tag becomes a version.
 * Branch-based: versions are created through the create-version endpoint; the fetch job
@@ -32,8 +32,7 @@ from chalicelib.core import secrets
 from chalicelib.core.auth import Principal
 from chalicelib.core.errors import BadGateway, NotFound, Unprocessable
 from chalicelib.core.ids import iso, new_id, now
-from chalicelib.registry import queue as jobs
-from chalicelib.registry import render, semver, service
+from chalicelib.registry import queue, render, semver, service
 from chalicelib.registry.publishing.hooks import WEBHOOK_SECRET_PURPOSE, registered_hook
 from chalicelib.registry.publishing.schemas import PublishAttributes, VcsRepoAttributes
 from chalicelib.registry.publishing.sync import queue_sync, repository, request_sync
@@ -225,9 +224,9 @@ def publish(
         updated_at=moment,
     )
     service.save_new_module(module)
-    jobs.enqueue(jobs.HOOK, module_id=module.id)
+    queue.enqueue(queue.HOOK, module_id=module.id)
     if not branch:
-        jobs.enqueue(jobs.SYNC, module_id=module.id)
+        queue.enqueue(queue.SYNC, module_id=module.id)
     elif attrs.initial_version:
         create_branch_version(module, attrs.initial_version, None)
         module.refresh()
@@ -253,7 +252,7 @@ def create_branch_version(
     item = service.insert_version(
         module, version, commit_sha=commit_sha or None, source=repo["service-provider"]
     )
-    jobs.enqueue(jobs.FETCH, module_id=module.id, version=item.version, version_id=item.id)
+    queue.enqueue(queue.FETCH, module_id=module.id, version=item.version, version_id=item.id)
     return item
 
 
@@ -270,7 +269,7 @@ class VcsUpdate:
 
     def queue_jobs(self, module: ModuleModel) -> None:
         if self.rehook:
-            jobs.enqueue(jobs.HOOK, module_id=module.id, previous=self.previous)
+            queue.enqueue(queue.HOOK, module_id=module.id, previous=self.previous)
         if self.sync:
             queue_sync(module)
 
@@ -377,11 +376,11 @@ def retry(principal: Principal, module_id: str) -> tuple[ModuleModel, accounts.O
         for version in service.list_versions(module)
         if version.status in NOT_DONE and service.mark_version(version, "pending")
     ]
-    jobs.enqueue_many(jobs.FETCH, fetches)
+    queue.enqueue_many(queue.FETCH, fetches)
     if not module.vcs_repo.get("branch") and (module.vcs_sync or {}).get("status") == "failed":
         request_sync(module)
     if (module.webhook_registration or {}).get("status") == "failed":
-        jobs.enqueue(jobs.HOOK, module_id=module.id)
+        queue.enqueue(queue.HOOK, module_id=module.id)
     module.refresh()
     return module, rights
 
@@ -405,7 +404,7 @@ def regenerate_webhook_secret(
         ],
         condition=ModuleModel.id == module.id,
     )
-    jobs.enqueue(jobs.HOOK, module_id=module.id)
+    queue.enqueue(queue.HOOK, module_id=module.id)
     return module, secret
 
 

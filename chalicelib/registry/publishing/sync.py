@@ -24,13 +24,12 @@ from chalicelib.core.aws import client
 from chalicelib.core.errors import NotFound, Unprocessable
 from chalicelib.core.ids import iso, now
 from chalicelib.core.settings import get_settings
-from chalicelib.registry import queue as jobs
-from chalicelib.registry import semver, service
+from chalicelib.registry import queue, semver, service
 from chalicelib.registry.store import ModuleModel, ModuleVersionModel
 from chalicelib.vcs import git
 from chalicelib.vcs import service as vcs
 
-log = logging.getLogger("registry.vcs_import")
+log = logging.getLogger("registry.publishing.sync")
 
 MAX_REPORTED_TAGS = 50
 # New versions one sync job creates (one transaction each); a follow-up job does the rest.
@@ -73,7 +72,7 @@ def record_sync(module: ModuleModel, report: dict[str, Any], *, status: str | No
 
 
 def queue_sync(module: ModuleModel) -> None:
-    jobs.enqueue(jobs.SYNC, module_id=module.id)
+    queue.enqueue(queue.SYNC, module_id=module.id)
 
 
 def request_sync(module: ModuleModel) -> None:
@@ -150,7 +149,7 @@ def sync_tags(module_id: str) -> str:
         fetches.append({"module_id": module.id, "version": item.version, "version_id": item.id})
         published.append(tag.version)
     # Queued even when the module went away midway: those jobs find nothing and stop.
-    jobs.enqueue_many(jobs.FETCH, fetches)
+    queue.enqueue_many(queue.FETCH, fetches)
     if more:
         queue_sync(module)
 
