@@ -14,6 +14,7 @@ import pytest
 
 from chalicelib.registry.ingest import hcl
 from chalicelib.registry.ingest.archive import read_archive
+from chalicelib.registry.publishing.versions import semver_tags
 from chalicelib.vcs import git
 from tests import vcs_git_server
 from tests.conftest import Api, doc, make_org, make_team
@@ -333,7 +334,7 @@ def test_semver_tags_and_skip_reasons() -> None:
         "V3.0.0": "f" * 40,
         "1.2": "0" * 40,
     }
-    versions, skipped = git.semver_tags(tags, None)
+    versions, skipped = semver_tags(tags, None)
     assert versions[0].tag == "1.0.0"
     assert [v[:2] for v in versions] == [
         ("1.0.0", "c" * 40),
@@ -345,7 +346,7 @@ def test_semver_tags_and_skip_reasons() -> None:
     assert "already taken by tag '1.0.0'" in reasons["v1.0.0"]
     assert "not a semantic version" in reasons["not-a-version"]
 
-    versions, skipped = git.semver_tags({"net/v0.1.0": "a" * 40, "v1.0.0": "b" * 40}, "net/")
+    versions, skipped = semver_tags({"net/v0.1.0": "a" * 40, "v1.0.0": "b" * 40}, "net/")
     assert versions == [("0.1.0", "a" * 40, "net/v0.1.0")]
     assert [s.tag for s in skipped] == ["v1.0.0"]
     assert "tag prefix" in skipped[0].reason
@@ -378,7 +379,7 @@ def test_list_tags_peels_annotated_tags(git_server: tuple[GitServer, dict[str, s
         "v1.1.0-rc.1": shas["net-1.1.0"],
         "v1.2.0": shas["net-1.2.0"],
     }
-    versions, skipped = git.semver_tags(tags, None)
+    versions, skipped = semver_tags(tags, None)
     assert versions == [
         ("1.0.0", shas["net-1.0.0"], "v1.0.0"),
         ("1.1.0-rc.1", shas["net-1.1.0"], "v1.1.0-rc.1"),
@@ -410,7 +411,7 @@ def test_archive_of_a_monorepo_subdirectory(git_server: tuple[GitServer, dict[st
     server, shas = git_server
     url = f"{server.url}/acme/infra.git"
     tags = git.list_tags(url, TOKEN)
-    versions, skipped = git.semver_tags(tags, "net/")
+    versions, skipped = semver_tags(tags, "net/")
     assert versions == [("0.1.0", shas["mono-net-0.1.0"], "net/v0.1.0")]
     assert {s.tag for s in skipped} == {"dns/v0.2.0", "v9.9.9"}
     data = git.archive_commit(url, TOKEN, versions[0][1], subdirectory="modules/net")

@@ -264,6 +264,15 @@ def update_organization(
     return org
 
 
+def organization_external_id(name: str) -> str | None:
+    """The ``org-`` id of the organization of that name now (None when there is none): tells
+    a reused name from the organization that had it before."""
+    try:
+        return OrganizationModel.get(name, attributes_to_get=["external_id"]).external_id
+    except OrganizationModel.DoesNotExist:
+        return None
+
+
 def get_organization(name: str) -> OrganizationModel | None:
     try:
         return OrganizationModel.get(name)

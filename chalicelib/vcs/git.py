@@ -2,7 +2,6 @@
 
 * ``repository_url`` turns a VCS connection and a repository identifier into a clone URL;
 * ``list_tags`` reads the remote's tags (annotated tags peeled to their commits);
-* ``semver_tags`` picks the tags that are versions, and says why the others were skipped;
 * ``archive_commit`` fetches one commit (shallow, into memory) and packs its tree, or one
   subdirectory of it, as the .tar.gz the ingest path reads.
 
@@ -18,10 +17,8 @@ import re
 import stat
 import tarfile
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any
 from urllib.parse import quote, urlsplit
-
-from chalicelib.registry import semver
 
 DEFAULT_MAX_PACK_BYTES = 50 * 1024 * 1024
 DEFAULT_MAX_ARCHIVE_BYTES = 50 * 1024 * 1024
@@ -55,20 +52,6 @@ class GitError(Exception):
 
 class IdentifierError(ValueError):
     """A repository identifier does not fit its service provider's format."""
-
-
-@dataclass(frozen=True)
-class SkippedTag:
-    tag: str
-    reason: str
-
-
-class TagVersion(NamedTuple):
-    """A tag that names a version: the bare SemVer text, the commit and the tag itself."""
-
-    version: str
-    sha: str
-    tag: str
 
 
 # ----- repository URLs ----------------------------------------------------------------------
@@ -189,44 +172,6 @@ def _head(refs: dict[bytes, bytes], repo_url: str, branch: str | None) -> str:
             f"{repo_url}: there is no branch {branch!r}" if branch else f"{repo_url}: empty"
         )
     return sha.decode("ascii")
-
-
-def semver_tags(
-    tags: dict[str, str], tag_prefix: str | None = None
-) -> tuple[list[TagVersion], list[SkippedTag]]:
-    """Versions from tags: ``[prefix][v]<semver>`` -> ``TagVersion``, in version order.
-
-    Returns the versions and the skipped tags with the reason for each. Two tags naming
-    the same version (``v1.0.0`` and ``1.0.0``): the first by name wins, the other is skipped.
-    """
-    found: dict[str, tuple[semver.Version, str, str]] = {}
-    skipped: list[SkippedTag] = []
-    for tag, sha in sorted(tags.items()):
-        rest = tag
-        if tag_prefix:
-            if not tag.startswith(tag_prefix):
-                skipped.append(
-                    SkippedTag(tag, f"does not start with the tag prefix {tag_prefix!r}")
-                )
-                continue
-            rest = tag[len(tag_prefix) :]
-        candidate = rest[1:] if rest[:1] == "v" else rest
-        try:
-            version = semver.parse(candidate)
-        except semver.InvalidVersion:
-            skipped.append(SkippedTag(tag, f"{rest!r} is not a semantic version (v1.2.3 or 1.2.3)"))
-            continue
-        if version.text in found:
-            skipped.append(
-                SkippedTag(
-                    tag,
-                    f"version {version.text} is already taken by tag {found[version.text][2]!r}",
-                )
-            )
-            continue
-        found[version.text] = (version, sha, tag)
-    ordered = sorted(found.values(), key=lambda item: item[0].order_key)
-    return [TagVersion(v.text, sha, tag) for v, sha, tag in ordered], skipped
 
 
 # ----- archives -----------------------------------------------------------------------------

@@ -19,7 +19,6 @@ from pynamodb.exceptions import TransactWriteError
 from pynamodb.transactions import TransactWrite
 
 from chalicelib.accounts import service as accounts
-from chalicelib.accounts.store import OrganizationModel
 from chalicelib.core import db, secrets
 from chalicelib.core.auth import Principal
 from chalicelib.core.errors import Conflict, NotFound, Unprocessable
@@ -135,17 +134,10 @@ def _provider(value: str | None) -> str:
 # ----- access -------------------------------------------------------------------------------
 
 
-def _organization_id(name: str) -> str | None:
-    try:
-        return OrganizationModel.get(name, attributes_to_get=["external_id"]).external_id
-    except OrganizationModel.DoesNotExist:
-        return None
-
-
 def _current(item: OAuthClientModel | OAuthTokenModel) -> bool:
     """Whether ``item`` belongs to the organization of that name that exists now (not to a
     deleted one whose name was reused)."""
-    return item.organization_id == _organization_id(item.organization)
+    return item.organization_id == accounts.organization_external_id(item.organization)
 
 
 def _require_owner(principal: Principal, organization: str, what: str) -> None:
@@ -188,7 +180,7 @@ def create_client(
     principal: Principal, organization: str, attrs: ClientAttributes
 ) -> tuple[OAuthClientModel, list[OAuthTokenModel]]:
     _require_owner(principal, organization, "creating an OAuth client")
-    organization_id = _organization_id(organization)
+    organization_id = accounts.organization_external_id(organization)
     if organization_id is None:
         raise NotFound(f"organization {organization!r} not found")
     provider = _provider(attrs.service_provider)
@@ -252,7 +244,7 @@ def _new_token(client: OAuthClientModel, token_string: str) -> OAuthTokenModel:
 
 def list_clients(principal: Principal, organization: str) -> list[OAuthClientModel]:
     accounts.organization_access(principal, organization)
-    current = _organization_id(organization)
+    current = accounts.organization_external_id(organization)
     clients = OAuthClientModel.by_organization.query(organization)
     return [c for c in clients if c.organization_id == current]
 

@@ -25,6 +25,7 @@ from chalicelib.core.errors import NotFound, Unprocessable
 from chalicelib.core.ids import iso, now
 from chalicelib.core.settings import get_settings
 from chalicelib.registry import queue, semver, service
+from chalicelib.registry.publishing.versions import semver_tags
 from chalicelib.registry.store import ModuleModel, ModuleVersionModel
 from chalicelib.vcs import git
 from chalicelib.vcs import service as vcs
@@ -112,7 +113,7 @@ def sync_tags(module_id: str) -> str:
     except (git.GitError, git.IdentifierError) as exc:
         return _sync_failed(module, f"could not read the repository's tags: {exc}", started)
 
-    found, skipped = git.semver_tags(tags, repo.get("tag-prefix"))
+    found, skipped = semver_tags(tags, repo.get("tag-prefix"))
     existing = {v.version: v for v in service.list_versions(module)}
     published: list[str] = []
     fetches: list[dict[str, str]] = []
