@@ -13,17 +13,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from pynamodb.exceptions import DeleteError, PutError, TransactWriteError, UpdateError
-from pynamodb.expressions.condition import size
-from pynamodb.transactions import TransactWrite
-
 from chalicelib.accounts import service as accounts
-from chalicelib.core import db
 from chalicelib.core.auth import Principal
 from chalicelib.core.errors import Forbidden, NotFound, Unprocessable
-from chalicelib.core.ids import iso, new_id, now
+from chalicelib.core.ids import new_id, now
 from chalicelib.core.settings import get_settings
-from chalicelib.registry import objects, queue, semver
+from chalicelib.registry import objects, queue, semver, store
+from chalicelib.registry.statuses import ModuleStatus, VersionStatus
 from chalicelib.registry.store import ModuleModel, ModuleVersionModel, module_key, name_prefix
 
 log = logging.getLogger("registry")
@@ -32,8 +28,6 @@ NAME = re.compile(r"^[0-9A-Za-z](?:[0-9A-Za-z_-]*[0-9A-Za-z])?$")
 PROVIDER = re.compile(r"^[0-9a-z]+$")
 MAX_LENGTH = 64
 REGISTRIES = ("private", "public")
-DONE = "ok"
-FAILED = "reg_ingress_failed"
 
 
 @dataclass(frozen=True)
@@ -204,7 +198,7 @@ def create_module(
         namespace=namespace,
         name=name,
         provider=provider,
-        status="pending" if registry == "private" else "setup_complete",
+        status=ModuleStatus.PENDING if registry == "private" else ModuleStatus.SETUP_COMPLETE,
         no_code=bool(no_code),
         created_at=moment,
         updated_at=moment,
@@ -216,16 +210,14 @@ def create_module(
 def save_new_module(module: ModuleModel) -> None:
     """Store a new module record; 422 when that registry/namespace/name/provider exists."""
     try:
-        module.save(condition=ModuleModel.key.does_not_exist())
-    except PutError as exc:
-        if db.conditional_failure(exc):
-            raise Unprocessable(
-                f"module {module.namespace}/{module.name}/{module.provider} already exists "
-                f"in the {module.registry_name} registry",
-                pointer="/data/attributes/name",
-                title="name has already been taken",
-            ) from None
-        raise
+        store.insert_module(module)
+    except store.ModuleTaken:
+        raise Unprocessable(
+            f"module {module.namespace}/{module.name}/{module.provider} already exists "
+            f"in the {module.registry_name} registry",
+            pointer="/data/attributes/name",
+            title="name has already been taken",
+        ) from None
 
 
 class ModuleChange(Protocol):
@@ -259,11 +251,9 @@ def update_module(
         config = module.test_config or {"id": new_id("tc")}
         actions.append(ModuleModel.test_config.set({**config, "tests-enabled": tests_enabled}))
     try:
-        module.update(actions=actions, condition=ModuleModel.id == module.id)
-    except UpdateError as exc:
-        if db.conditional_failure(exc):
-            raise NotFound("the module was deleted while it was being updated") from None
-        raise
+        store.update_module(module, actions)
+    except store.ModuleGone:
+        raise NotFound("the module was deleted while it was being updated") from None
     if change is not None:
         change.queue_jobs(module)
     return module, rights
@@ -328,27 +318,15 @@ def insert_version(
         updated_at=moment,
     )
     try:
-        with TransactWrite(connection=db.connection()) as tx:
-            tx.save(item, condition=ModuleVersionModel.order_key.does_not_exist())
-            tx.update(
-                module,
-                actions=[
-                    ModuleModel.version_statuses[parsed.text].set({"status": "pending"}),
-                    ModuleModel.updated_at.set(moment),
-                ],
-                condition=ModuleModel.id == module.id,
-            )
-    except TransactWriteError as exc:
-        reasons = db.cancellation_codes(exc)
-        if reasons[:1] == [db.TRANSACTION_CONDITION_FAILED]:
-            raise Unprocessable(
-                f"version {parsed.text} already exists",
-                pointer="/data/attributes/version",
-                title="version has already been taken",
-            ) from None
-        if reasons[1:2] == [db.TRANSACTION_CONDITION_FAILED]:
-            raise NotFound("the module was deleted while the version was being created") from None
-        raise
+        store.insert_version(module, item, moment)
+    except store.VersionTaken:
+        raise Unprocessable(
+            f"version {parsed.text} already exists",
+            pointer="/data/attributes/version",
+            title="version has already been taken",
+        ) from None
+    except store.ModuleGone:
+        raise NotFound("the module was deleted while the version was being created") from None
     return item
 
 
@@ -357,7 +335,11 @@ def upload_url(version: ModuleVersionModel, rights: accounts.OrgAccess) -> str |
     only for a caller who could create the version: a presigned PUT publishes whatever it
     carries, so a reader must never receive one. VCS versions have none: their archive comes
     from the repository."""
-    if not rights.manage_modules or version.status == DONE or version.source != "tfe-api":
+    if (
+        not rights.manage_modules
+        or version.status == VersionStatus.OK
+        or version.source != "tfe-api"
+    ):
         return None
     return objects.presigned_upload_url(version.upload_key)
 
@@ -370,7 +352,7 @@ def requeue_uploads(module: ModuleModel) -> list[str]:
     stuck = [
         version
         for version in list_versions(module)
-        if version.status != DONE and objects.exists(version.upload_key)
+        if version.status != VersionStatus.OK and objects.exists(version.upload_key)
     ]
     queue.enqueue_upload_events(version.upload_key for version in stuck)
     return [version.version for version in stuck]
@@ -412,36 +394,14 @@ def delete(principal: Principal, organization: str, parts: list[str]) -> list[Mo
 
 def delete_version(module: ModuleModel, version: ModuleVersionModel) -> bool:
     """Delete one version; True when it was the last one and took the module with it."""
-    with TransactWrite(connection=db.connection()) as tx:
-        tx.delete(version)
-        tx.update(
-            module,
-            actions=[
-                ModuleModel.version_statuses[version.version].remove(),
-                ModuleModel.updated_at.set(now()),
-            ],
-        )
+    module_gone = store.delete_version(module, version, now())
     objects.delete_objects([version.upload_key, version.archive_key, version.metadata_key])
-    # The last version takes its provider with it; a concurrent new version keeps it alive.
-    try:
-        module.delete(condition=size(ModuleModel.version_statuses) == 0)
-    except DeleteError as exc:
-        if not db.conditional_failure(exc):
-            raise
-        return False
-    return True
+    return module_gone
 
 
 def delete_module_record(module: ModuleModel) -> None:
-    """Delete the record first (it disappears from every read), then its versions."""
-    try:
-        module.delete()
-    except DeleteError:
-        log.warning("module %s was already gone", module.id)
-    versions = list(ModuleVersionModel.query(module.id))
-    with ModuleVersionModel.batch_write() as batch:
-        for version in versions:
-            batch.delete(version)
+    """Delete the module, its versions and their objects."""
+    versions = store.delete_module(module)
     objects.delete_objects(
         [k for v in versions for k in (v.upload_key, v.archive_key, v.metadata_key)]
     )
@@ -459,32 +419,7 @@ def delete_all_for_organization(organization: str) -> list[ModuleModel]:
 
 
 def mark_version(
-    version: ModuleVersionModel, status: str, *, error: str | None = None, **fields: object
+    version: ModuleVersionModel, status: VersionStatus, *, error: str | None = None, **fields: Any
 ) -> bool:
-    """Record an ingest status on the version and the module; False if either is gone."""
-    moment = now()
-    entry: dict[str, str] = {"status": status, **({"error": error} if error else {})}
-    if status == DONE:
-        entry["published-at"] = iso(moment)
-    actions = [ModuleVersionModel.status.set(status), ModuleVersionModel.updated_at.set(moment)]
-    actions.append(
-        ModuleVersionModel.error.set(error) if error else ModuleVersionModel.error.remove()
-    )
-    for name, value in fields.items():
-        actions.append(getattr(ModuleVersionModel, name).set(value))
-    module = ModuleModel(version.organization, version.module_key)
-    module_actions = [
-        ModuleModel.version_statuses[version.version].set(entry),
-        ModuleModel.updated_at.set(moment),
-    ]
-    if status == DONE:
-        module_actions.append(ModuleModel.status.set("setup_complete"))
-    try:
-        with TransactWrite(connection=db.connection()) as tx:
-            tx.update(version, actions=actions, condition=ModuleVersionModel.id == version.id)
-            tx.update(module, actions=module_actions, condition=ModuleModel.id == version.module_id)
-    except TransactWriteError as exc:
-        if db.TRANSACTION_CONDITION_FAILED in db.cancellation_codes(exc):
-            return False
-        raise
-    return True
+    """Record a status on the version and the module; False if either is gone."""
+    return store.record_version_status(version, status, now(), error=error, fields=fields)

@@ -9,6 +9,11 @@ touch the versions table.
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Iterable
+from datetime import datetime
+from typing import Any
+
 from pynamodb.attributes import (
     BooleanAttribute,
     JSONAttribute,
@@ -17,9 +22,16 @@ from pynamodb.attributes import (
     UnicodeAttribute,
     UTCDateTimeAttribute,
 )
+from pynamodb.exceptions import DeleteError, PutError, TransactWriteError, UpdateError
+from pynamodb.expressions.condition import size
 from pynamodb.indexes import AllProjection, GlobalSecondaryIndex
+from pynamodb.transactions import TransactWrite
 
 from chalicelib.core import db
+from chalicelib.core.ids import iso
+from chalicelib.registry.statuses import ModuleStatus, VersionStatus
+
+log = logging.getLogger("registry.store")
 
 
 def module_key(registry: str, namespace: str, name: str, provider: str) -> str:
@@ -59,7 +71,7 @@ class ModuleModel(db.Model):
     namespace = UnicodeAttribute()
     name = UnicodeAttribute()
     provider = UnicodeAttribute()
-    status = UnicodeAttribute(default="pending")
+    status = UnicodeAttribute(default=str(ModuleStatus.PENDING))
     publishing_mechanism = UnicodeAttribute(default="non_vcs")
     no_code = BooleanAttribute(default=False)
     test_config = JSONAttribute(null=True)
@@ -93,7 +105,7 @@ class ModuleVersionModel(db.Model):
     order_key = UnicodeAttribute(range_key=True)
     id = UnicodeAttribute()
     version = UnicodeAttribute()
-    status = UnicodeAttribute(default="pending")
+    status = UnicodeAttribute(default=str(VersionStatus.PENDING))
     error = UnicodeAttribute(null=True)
     source = UnicodeAttribute(default="tfe-api")
     commit_sha = UnicodeAttribute(null=True)
@@ -107,3 +119,149 @@ class ModuleVersionModel(db.Model):
     size = NumberAttribute(null=True)
     created_at = UTCDateTimeAttribute()
     updated_at = UTCDateTimeAttribute()
+
+
+# ----- writes: every condition and transaction of the registry ------------------------------
+
+
+class ModuleGone(Exception):
+    """The module item was deleted while it was being written."""
+
+
+class ModuleTaken(Exception):
+    """A module with that registry, namespace, name and provider exists."""
+
+
+class VersionTaken(Exception):
+    """The module has that version already."""
+
+
+def insert_module(module: ModuleModel) -> None:
+    try:
+        module.save(condition=ModuleModel.key.does_not_exist())
+    except PutError as exc:
+        if db.conditional_failure(exc):
+            raise ModuleTaken from None
+        raise
+
+
+def update_module(module: ModuleModel, actions: list[Any]) -> None:
+    """Apply ``actions`` to a module that still exists (the same one: same id)."""
+    try:
+        module.update(actions=actions, condition=ModuleModel.id == module.id)
+    except UpdateError as exc:
+        if db.conditional_failure(exc):
+            raise ModuleGone from None
+        raise
+
+
+def update_module_if(module: ModuleModel, actions: list[Any], allowed: Iterable[str]) -> bool:
+    """Apply ``actions`` only while the module exists with a status in ``allowed``."""
+    statuses = [str(status) for status in allowed]
+    try:
+        module.update(
+            actions=actions,
+            condition=(ModuleModel.id == module.id) & ModuleModel.status.is_in(*statuses),
+        )
+    except UpdateError as exc:
+        if db.conditional_failure(exc):
+            return False
+        raise
+    return True
+
+
+def insert_version(module: ModuleModel, item: ModuleVersionModel, moment: datetime) -> None:
+    """The version item and its ``pending`` entry in the module's statuses, in one
+    transaction: ``VersionTaken`` or ``ModuleGone`` when a condition fails."""
+    entry = {"status": str(VersionStatus.PENDING)}
+    try:
+        with TransactWrite(connection=db.connection()) as tx:
+            tx.save(item, condition=ModuleVersionModel.order_key.does_not_exist())
+            tx.update(
+                module,
+                actions=[
+                    ModuleModel.version_statuses[item.version].set(entry),
+                    ModuleModel.updated_at.set(moment),
+                ],
+                condition=ModuleModel.id == module.id,
+            )
+    except TransactWriteError as exc:
+        reasons = db.cancellation_codes(exc)
+        if reasons[:1] == [db.TRANSACTION_CONDITION_FAILED]:
+            raise VersionTaken from None
+        if reasons[1:2] == [db.TRANSACTION_CONDITION_FAILED]:
+            raise ModuleGone from None
+        raise
+
+
+def record_version_status(
+    version: ModuleVersionModel,
+    status: VersionStatus,
+    moment: datetime,
+    *,
+    error: str | None = None,
+    fields: dict[str, Any] | None = None,
+) -> bool:
+    """The status on the version item and in the module's statuses, in one transaction (an
+    ok version also makes the module ``setup_complete``); False if either item is gone."""
+    entry: dict[str, str] = {"status": str(status), **({"error": error} if error else {})}
+    if status == VersionStatus.OK:
+        entry["published-at"] = iso(moment)
+    actions = [
+        ModuleVersionModel.status.set(str(status)),
+        ModuleVersionModel.updated_at.set(moment),
+        ModuleVersionModel.error.set(error) if error else ModuleVersionModel.error.remove(),
+    ]
+    for name, value in (fields or {}).items():
+        actions.append(getattr(ModuleVersionModel, name).set(value))
+    module = ModuleModel(version.organization, version.module_key)
+    module_actions = [
+        ModuleModel.version_statuses[version.version].set(entry),
+        ModuleModel.updated_at.set(moment),
+    ]
+    if status == VersionStatus.OK:
+        module_actions.append(ModuleModel.status.set(str(ModuleStatus.SETUP_COMPLETE)))
+    try:
+        with TransactWrite(connection=db.connection()) as tx:
+            tx.update(version, actions=actions, condition=ModuleVersionModel.id == version.id)
+            tx.update(module, actions=module_actions, condition=ModuleModel.id == version.module_id)
+    except TransactWriteError as exc:
+        if db.TRANSACTION_CONDITION_FAILED in db.cancellation_codes(exc):
+            return False
+        raise
+    return True
+
+
+def delete_version(module: ModuleModel, version: ModuleVersionModel, moment: datetime) -> bool:
+    """Delete the version and its status entry; the last version takes its module with it
+    (a concurrent new version keeps it alive). True when the module went too."""
+    with TransactWrite(connection=db.connection()) as tx:
+        tx.delete(version)
+        tx.update(
+            module,
+            actions=[
+                ModuleModel.version_statuses[version.version].remove(),
+                ModuleModel.updated_at.set(moment),
+            ],
+        )
+    try:
+        module.delete(condition=size(ModuleModel.version_statuses) == 0)
+    except DeleteError as exc:
+        if not db.conditional_failure(exc):
+            raise
+        return False
+    return True
+
+
+def delete_module(module: ModuleModel) -> list[ModuleVersionModel]:
+    """Delete the module item first (it disappears from every read), then its versions;
+    returns the versions (their objects are the caller's to delete)."""
+    try:
+        module.delete()
+    except DeleteError:
+        log.warning("module %s was already gone", module.id)
+    versions = list(ModuleVersionModel.query(module.id))
+    with ModuleVersionModel.batch_write() as batch:
+        for version in versions:
+            batch.delete(version)
+    return versions

@@ -18,11 +18,10 @@ from chalicelib.core.aws import client
 from chalicelib.core.settings import get_settings
 from chalicelib.registry import objects, semver
 from chalicelib.registry import service as registry
+from chalicelib.registry.statuses import VersionStatus
 from chalicelib.registry.store import ModuleVersionModel
 
 log = logging.getLogger("registry.ingest")
-
-INGESTING = "reg_ingressing"
 
 
 def handle_s3_record(record: dict[str, Any]) -> str:
@@ -36,16 +35,16 @@ def handle_s3_record(record: dict[str, Any]) -> str:
     if version is None:
         objects.delete_objects([key])
         return "stale"
-    if version.status == registry.DONE:
+    if version.status == VersionStatus.OK:
         # Published archives are immutable: drop the late re-upload, keep the archive.
         objects.delete_objects([key])
         return "already-ok"
-    if not registry.mark_version(version, INGESTING):
+    if not registry.mark_version(version, VersionStatus.INGRESSING):
         return "stale"
     try:
         outcome = _ingest(version, upload)
     except _Rejected as rejected:
-        registry.mark_version(version, registry.FAILED, error=rejected.reason)
+        registry.mark_version(version, VersionStatus.INGRESS_FAILED, error=rejected.reason)
         objects.delete_objects([key])
         log.info("version %s rejected: %s", version.id, rejected.reason)
         return "failed"
@@ -122,7 +121,7 @@ def _ingest(version: ModuleVersionModel, upload: objects.UploadKey) -> str:
         raise
     done = registry.mark_version(
         version,
-        registry.DONE,
+        VersionStatus.OK,
         sha256=contents.sha256,
         size=contents.compressed_size,
         archive_key=upload.archive_key,

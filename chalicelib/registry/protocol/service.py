@@ -18,7 +18,7 @@ from chalicelib.accounts import service as accounts
 from chalicelib.core.auth import Principal
 from chalicelib.core.errors import BadGateway, NotFound
 from chalicelib.registry import objects, semver
-from chalicelib.registry import service as registry
+from chalicelib.registry.statuses import VersionStatus
 from chalicelib.registry.store import ModuleModel, ModuleVersionModel, module_key
 
 MAX_LIMIT = 100
@@ -46,7 +46,7 @@ def published(module: ModuleModel) -> Published:
     statuses = module.statuses()
     versions = []
     for text, entry in statuses.items():
-        if entry.get("status") == registry.DONE and semver.is_valid(text):
+        if entry.get("status") == VersionStatus.OK and semver.is_valid(text):
             versions.append(semver.parse(text))
     versions.sort(key=lambda v: v.order_key, reverse=True)
     return Published(module, versions)

@@ -11,12 +11,11 @@ import logging
 from collections.abc import Iterable
 from typing import Any
 
-from pynamodb.exceptions import UpdateError
-
-from chalicelib.core import db, secrets
+from chalicelib.core import secrets
 from chalicelib.core.errors import NotFound, Unauthorized, Unprocessable
-from chalicelib.registry import queue
+from chalicelib.registry import queue, store
 from chalicelib.registry.publishing.sync import find_module, request_sync
+from chalicelib.registry.statuses import HookStatus
 from chalicelib.registry.store import ModuleModel
 from chalicelib.vcs import deliveries, hooks
 from chalicelib.vcs import service as vcs
@@ -71,21 +70,16 @@ def register_webhook(module_id: str, previous: dict[str, Any] | None) -> str:
             registration["url"],
             secret,
         )
-        registration.update(status="registered", detail=None, **{"hook-id": hook_id})
+        registration.update(status=HookStatus.REGISTERED, detail=None, **{"hook-id": hook_id})
     except hooks.ManualSetup as exc:
-        registration.update(status="manual", detail=str(exc))
+        registration.update(status=HookStatus.MANUAL, detail=str(exc))
     except hooks.HookError as exc:
-        registration.update(status="failed", detail=f"adding the webhook failed: {exc}")
+        registration.update(status=HookStatus.FAILED, detail=f"adding the webhook failed: {exc}")
     except Unprocessable:
-        registration.update(status="failed", detail="the module's VCS connection is gone")
+        registration.update(status=HookStatus.FAILED, detail="the module's VCS connection is gone")
     try:
-        module.update(
-            actions=[ModuleModel.webhook_registration.set(registration)],
-            condition=ModuleModel.id == module.id,
-        )
-    except UpdateError as exc:
-        if not db.conditional_failure(exc):
-            raise
+        store.update_module(module, [ModuleModel.webhook_registration.set(registration)])
+    except store.ModuleGone:
         module.webhook_registration = registration
         added = registered_hook(module)
         if added:  # the module was deleted meanwhile: take the new hook away again

@@ -32,10 +32,17 @@ from chalicelib.core import secrets
 from chalicelib.core.auth import Principal
 from chalicelib.core.errors import BadGateway, NotFound, Unprocessable
 from chalicelib.core.ids import iso, new_id, now
-from chalicelib.registry import queue, render, semver, service
+from chalicelib.registry import queue, render, semver, service, store
 from chalicelib.registry.publishing.hooks import WEBHOOK_SECRET_PURPOSE, registered_hook
 from chalicelib.registry.publishing.schemas import PublishAttributes, VcsRepoAttributes
 from chalicelib.registry.publishing.sync import queue_sync, repository, request_sync
+from chalicelib.registry.statuses import (
+    RETRYABLE,
+    HookStatus,
+    ModuleStatus,
+    SyncStatus,
+    VersionStatus,
+)
 from chalicelib.registry.store import ModuleModel, ModuleVersionModel, module_key
 from chalicelib.vcs import git
 from chalicelib.vcs import service as vcs
@@ -48,7 +55,6 @@ BRANCH = re.compile(r"^(?![-/])(?!.*\.\.)(?!.*//)(?!.*@\{)[^\s~^:?*\[\\\x00-\x1f
 COMMIT_SHA = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})$")
 MAX_BRANCH = 255
 MAX_TAG_PREFIX = 128
-NOT_DONE = ("pending", "cloning", "clone_failed", "reg_ingress_req_failed", "reg_ingress_failed")
 GITHUB_APP_UNAVAILABLE = (
     "publishing through a GitHub App installation needs a GitHub App configured for this "
     "instance, and none is: connect the repository with an OAuth client and send its "
@@ -200,7 +206,7 @@ def publish(
         namespace=organization,
         name=name,
         provider=provider,
-        status="pending",
+        status=ModuleStatus.PENDING,
         publishing_mechanism="branch" if branch else "git_tag",
         no_code=bool(attrs.no_code),
         test_config=(
@@ -218,8 +224,11 @@ def publish(
         },
         webhook_id=webhook_id,
         webhook_secret=secrets.seal(webhook_secret, purpose=WEBHOOK_SECRET_PURPOSE),
-        webhook_registration={"status": "pending", "url": render.webhook_url(base_url, webhook_id)},
-        vcs_sync=None if branch else {"status": "queued"},
+        webhook_registration={
+            "status": HookStatus.PENDING,
+            "url": render.webhook_url(base_url, webhook_id),
+        },
+        vcs_sync=None if branch else {"status": SyncStatus.QUEUED},
         created_at=moment,
         updated_at=moment,
     )
@@ -326,11 +335,11 @@ def plan_update(module: ModuleModel, repo: VcsRepoAttributes) -> VcsUpdate:
         sync=tag_based and updated != current,
     )
     if plan.sync:
-        plan.actions.append(ModuleModel.vcs_sync.set({"status": "queued"}))
+        plan.actions.append(ModuleModel.vcs_sync.set({"status": SyncStatus.QUEUED}))
     moved = any(updated[k] != current[k] for k in ("identifier", "oauth-token-id"))
     if moved:
         plan.rehook, plan.previous = True, registered_hook(module)
-        registration = {**(module.webhook_registration or {}), "status": "pending"}
+        registration = {**(module.webhook_registration or {}), "status": HookStatus.PENDING}
         registration.pop("hook-id", None)
         plan.actions.append(ModuleModel.webhook_registration.set(registration))
     return plan
@@ -374,12 +383,15 @@ def retry(principal: Principal, module_id: str) -> tuple[ModuleModel, accounts.O
     fetches = [
         {"module_id": module.id, "version": version.version, "version_id": version.id}
         for version in service.list_versions(module)
-        if version.status in NOT_DONE and service.mark_version(version, "pending")
+        if version.status in RETRYABLE and service.mark_version(version, VersionStatus.PENDING)
     ]
     queue.enqueue_many(queue.FETCH, fetches)
-    if not module.vcs_repo.get("branch") and (module.vcs_sync or {}).get("status") == "failed":
+    if (
+        not module.vcs_repo.get("branch")
+        and (module.vcs_sync or {}).get("status") == SyncStatus.FAILED
+    ):
         request_sync(module)
-    if (module.webhook_registration or {}).get("status") == "failed":
+    if (module.webhook_registration or {}).get("status") == HookStatus.FAILED:
         queue.enqueue(queue.HOOK, module_id=module.id)
     module.refresh()
     return module, rights
@@ -393,17 +405,19 @@ def regenerate_webhook_secret(
     secret = random.token_urlsafe(32)
     registration = {
         **(module.webhook_registration or {}),
-        "status": "pending",
+        "status": HookStatus.PENDING,
         "url": render.webhook_url(base_url, module.webhook_id),
     }
-    module.update(
-        actions=[
-            ModuleModel.webhook_secret.set(secrets.seal(secret, purpose=WEBHOOK_SECRET_PURPOSE)),
-            ModuleModel.webhook_registration.set(registration),
-            ModuleModel.updated_at.set(now()),
-        ],
-        condition=ModuleModel.id == module.id,
-    )
+    sealed = secrets.seal(secret, purpose=WEBHOOK_SECRET_PURPOSE)
+    actions = [
+        ModuleModel.webhook_secret.set(sealed),
+        ModuleModel.webhook_registration.set(registration),
+        ModuleModel.updated_at.set(now()),
+    ]
+    try:
+        store.update_module(module, actions)
+    except store.ModuleGone:
+        raise NotFound(f"registry module {module_id} not found") from None
     queue.enqueue(queue.HOOK, module_id=module.id)
     return module, secret
 

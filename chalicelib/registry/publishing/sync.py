@@ -17,15 +17,13 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from pynamodb.exceptions import UpdateError
-
-from chalicelib.core import db
 from chalicelib.core.aws import client
 from chalicelib.core.errors import NotFound, Unprocessable
 from chalicelib.core.ids import iso, now
 from chalicelib.core.settings import get_settings
-from chalicelib.registry import queue, semver, service
+from chalicelib.registry import queue, semver, service, store
 from chalicelib.registry.publishing.versions import semver_tags
+from chalicelib.registry.statuses import SYNC_MAY_SET, ModuleStatus, SyncStatus, VersionStatus
 from chalicelib.registry.store import ModuleModel, ModuleVersionModel
 from chalicelib.vcs import git
 from chalicelib.vcs import service as vcs
@@ -33,6 +31,7 @@ from chalicelib.vcs import service as vcs
 log = logging.getLogger("registry.publishing.sync")
 
 MAX_REPORTED_TAGS = 50
+CLONE_FAILED = VersionStatus.CLONE_FAILED
 # New versions one sync job creates (one transaction each); a follow-up job does the rest.
 MAX_VERSIONS_PER_SYNC = 200
 
@@ -47,28 +46,19 @@ def find_module(module_id: str) -> ModuleModel | None:
         return None
 
 
-def record_sync(module: ModuleModel, report: dict[str, Any], *, status: str | None = None) -> bool:
+def record_sync(
+    module: ModuleModel, report: dict[str, Any], *, status: ModuleStatus | None = None
+) -> bool:
     """Store the sync report (and move the module status from ``pending``-like states
     only: a concurrent first ok version's ``setup_complete`` is never overwritten)."""
     try:
-        module.update(
-            actions=[ModuleModel.vcs_sync.set(report), ModuleModel.updated_at.set(now())],
-            condition=ModuleModel.id == module.id,
+        store.update_module(
+            module, [ModuleModel.vcs_sync.set(report), ModuleModel.updated_at.set(now())]
         )
-    except UpdateError as exc:
-        if db.conditional_failure(exc):
-            return False
-        raise
+    except store.ModuleGone:
+        return False
     if status:
-        try:
-            module.update(
-                actions=[ModuleModel.status.set(status)],
-                condition=(ModuleModel.id == module.id)
-                & ModuleModel.status.is_in("pending", "no_version_tags", "setup_failed"),
-            )
-        except UpdateError as exc:
-            if not db.conditional_failure(exc):
-                raise
+        store.update_module_if(module, [ModuleModel.status.set(str(status))], SYNC_MAY_SET)
     return True
 
 
@@ -78,7 +68,7 @@ def queue_sync(module: ModuleModel) -> None:
 
 def request_sync(module: ModuleModel) -> None:
     """Mark the module's tag sync as queued (what a reader sees until it runs) and queue it."""
-    record_sync(module, {"status": "queued"})
+    record_sync(module, {"status": SyncStatus.QUEUED})
     queue_sync(module)
 
 
@@ -155,7 +145,7 @@ def sync_tags(module_id: str) -> str:
         queue_sync(module)
 
     report: dict[str, Any] = {
-        "status": "continuing" if more else "synced",
+        "status": SyncStatus.CONTINUING if more else SyncStatus.SYNCED,
         "error": None,
         "synced-at": started,
         "tags-seen": len(tags),
@@ -165,14 +155,14 @@ def sync_tags(module_id: str) -> str:
     status = None
     if not found and not existing:
         prefix = repo.get("tag-prefix")
-        report["status"] = "no_version_tags"
+        report["status"] = SyncStatus.NO_VERSION_TAGS
         report["error"] = (
             f"no tag of {repo['identifier']} is a version: tags must be "
             f"{prefix or ''}v1.2.3 or {prefix or ''}1.2.3 (SemVer, optional v prefix)"
         )
-        status = "no_version_tags"
-    elif module.status in ("no_version_tags", "setup_failed"):
-        status = "pending"
+        status = ModuleStatus.NO_VERSION_TAGS
+    elif module.status in (ModuleStatus.NO_VERSION_TAGS, ModuleStatus.SETUP_FAILED):
+        status = ModuleStatus.PENDING
     if not record_sync(module, report, status=status):
         return "gone"
     log.info("sync of %s: published %s, skipped %d", module.id, published, len(reported))
@@ -180,10 +170,10 @@ def sync_tags(module_id: str) -> str:
 
 
 def _sync_failed(module: ModuleModel, error: str, started: str) -> str:
-    report = {"status": "failed", "error": error, "synced-at": started}
+    report = {"status": SyncStatus.FAILED, "error": error, "synced-at": started}
     # Only a module with nothing published fails as a whole; published versions stay usable.
     published = module.statuses()
-    status = None if published else "setup_failed"
+    status = None if published else ModuleStatus.SETUP_FAILED
     record_sync(module, report, status=status)
     log.info("sync of %s failed: %s", module.id, error)
     return "failed"
@@ -200,10 +190,10 @@ def fetch_version(module_id: str, version: str, version_id: str) -> str:
         return "gone"
     if item.id != version_id:
         return "gone"
-    if item.status in (service.DONE, "reg_ingressing"):
+    if item.status in (VersionStatus.OK, VersionStatus.INGRESSING):
         return f"already {item.status}"
     repo = module.vcs_repo
-    if not service.mark_version(item, "cloning"):
+    if not service.mark_version(item, VersionStatus.CLONING):
         return "gone"
     settings = get_settings()
     try:
@@ -222,20 +212,20 @@ def fetch_version(module_id: str, version: str, version_id: str) -> str:
         )
     except Unprocessable:
         error = _connection_gone(repo)
-        service.mark_version(item, "clone_failed", error=error, commit_sha=item.commit_sha)
-        return "clone_failed"
+        service.mark_version(item, CLONE_FAILED, error=error, commit_sha=item.commit_sha)
+        return CLONE_FAILED
     except (git.GitError, git.IdentifierError) as exc:
-        service.mark_version(item, "clone_failed", error=str(exc), commit_sha=item.commit_sha)
-        return "clone_failed"
+        service.mark_version(item, CLONE_FAILED, error=str(exc), commit_sha=item.commit_sha)
+        return CLONE_FAILED
     if len(data) > settings.max_archive_bytes:
         error = (
             f"the packed files of commit {sha[:12]} are {len(data)} bytes, over the limit of "
             f"{settings.max_archive_bytes} bytes"
         )
-        service.mark_version(item, "clone_failed", error=error, commit_sha=sha)
-        return "clone_failed"
+        service.mark_version(item, CLONE_FAILED, error=error, commit_sha=sha)
+        return CLONE_FAILED
     if item.commit_sha != sha:
-        service.mark_version(item, "cloning", commit_sha=sha)
+        service.mark_version(item, VersionStatus.CLONING, commit_sha=sha)
     client("s3").put_object(
         Bucket=settings.bucket, Key=item.upload_key, Body=data, ContentType="application/x-gzip"
     )

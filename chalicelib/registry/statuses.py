@@ -1,0 +1,58 @@
+"""Every status a module, a version, a tag sync and a webhook registration can have.
+
+The values are what TFE reports (``reg_ingressing`` and friends), so clients that compare
+them keep working. They are ``StrEnum``s: equal to their text, and stored as that text
+(``store`` writes ``str(status)``: PynamoDB's raw maps accept only plain ``str``).
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class ModuleStatus(StrEnum):
+    PENDING = "pending"
+    NO_VERSION_TAGS = "no_version_tags"  # a tag sync found no version tag
+    SETUP_FAILED = "setup_failed"  # a tag sync could not read the repository
+    SETUP_COMPLETE = "setup_complete"  # at least one version is ok (public modules: always)
+
+
+class VersionStatus(StrEnum):
+    PENDING = "pending"
+    CLONING = "cloning"  # VCS versions: the commit is being fetched and packed
+    CLONE_FAILED = "clone_failed"
+    INGRESS_REQUEST_FAILED = "reg_ingress_req_failed"
+    INGRESSING = "reg_ingressing"
+    INGRESS_FAILED = "reg_ingress_failed"
+    OK = "ok"
+
+
+# Module statuses a tag sync may still change (a first ok version's setup_complete stays).
+SYNC_MAY_SET = (ModuleStatus.PENDING, ModuleStatus.NO_VERSION_TAGS, ModuleStatus.SETUP_FAILED)
+# Version statuses that ``retry`` starts again.
+RETRYABLE = (
+    VersionStatus.PENDING,
+    VersionStatus.CLONING,
+    VersionStatus.CLONE_FAILED,
+    VersionStatus.INGRESS_REQUEST_FAILED,
+    VersionStatus.INGRESS_FAILED,
+)
+
+
+class SyncStatus(StrEnum):
+    """The last tag sync, in a VCS module's ``vcs-sync`` report."""
+
+    QUEUED = "queued"
+    CONTINUING = "continuing"  # more tags than one job takes: a follow-up job does the rest
+    SYNCED = "synced"
+    NO_VERSION_TAGS = "no_version_tags"
+    FAILED = "failed"
+
+
+class HookStatus(StrEnum):
+    """The module's webhook at the VCS host, in ``vcs-repo.webhook-registration``."""
+
+    PENDING = "pending"
+    REGISTERED = "registered"
+    MANUAL = "manual"  # Azure DevOps: added by hand
+    FAILED = "failed"
