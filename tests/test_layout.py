@@ -1,0 +1,200 @@
+"""The shape of ``chalicelib``: which room may import which, read from the code itself.
+
+Every import counts, those inside functions too (a lazy import is still a dependency; it
+only defers the cost). Imports under ``if TYPE_CHECKING:`` are for type hints and create no
+dependency at run time: they are left out.
+
+* ``core`` imports no domain; ``entry`` (the Lambda apps) and ``lifecycle`` (the
+  cross-domain cascades) sit above every domain and nothing imports them but routes.
+* A domain imports only the domains below it (``LAYERS``), so there is no circle between
+  domains, and never another domain's ``store``: it asks that domain's service.
+* The registry's own core (``registry/*.py``) does not reach into its sub-rooms
+  (``protocol``, ``ingest``, ``publishing``); only its routes and the queue consumer
+  compose them.
+* No circle between files at all.
+"""
+
+from __future__ import annotations
+
+import ast
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = ROOT / "chalicelib"
+
+# room -> the rooms it may import (besides itself). Rooms are the top-level packages and
+# modules of chalicelib.
+LAYERS: dict[str, set[str]] = {
+    "core": set(),
+    "accounts": {"core"},
+    "admin": {"core", "accounts"},
+    "workspaces": {"core", "accounts"},
+    "vcs": {"core", "accounts"},
+    "tags": {"core", "accounts", "workspaces"},
+    "registry": {"core", "accounts", "vcs"},
+    "meta": {"core"},
+    "lifecycle": {"core", "accounts", "admin", "workspaces", "vcs", "tags", "registry"},
+    "entry": {"core", "accounts", "admin", "workspaces", "vcs", "tags", "registry", "meta"},
+}
+DOMAINS = {"accounts", "admin", "workspaces", "vcs", "tags", "registry", "meta"}
+# Route modules may call the cascades in lifecycle (the one upward step, by design).
+ROUTES_MAY_IMPORT = {"lifecycle"}
+REGISTRY_SUB_ROOMS = ("chalicelib.registry.protocol", "chalicelib.registry.ingest")
+REGISTRY_SUB_ROOMS += ("chalicelib.registry.publishing",)
+REGISTRY_COMPOSERS = {"chalicelib.registry.routes", "chalicelib.registry.consumer"}
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+MODULES = {module_name(p): p for p in PACKAGE.rglob("*.py")}
+
+
+def _type_checking_only(node: ast.AST, parents: dict[ast.AST, ast.AST]) -> bool:
+    while node in parents:
+        node = parents[node]
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            return True
+    return False
+
+
+def imports_of(name: str) -> set[str]:
+    """The chalicelib modules ``name`` imports (a package's module when one is named)."""
+    tree = ast.parse(MODULES[name].read_text())
+    parents = {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if _type_checking_only(node, parents):
+            continue
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names if alias.name.startswith("chalicelib")}
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("chalicelib"):
+            for alias in node.names:
+                candidate = f"{node.module}.{alias.name}"
+                found.add(candidate if candidate in MODULES else node.module)
+    return {m for m in found if m in MODULES and m != name}
+
+
+GRAPH = {name: imports_of(name) for name in MODULES}
+
+
+def room(name: str) -> str:
+    parts = name.split(".")
+    return parts[1] if len(parts) > 1 else "chalicelib"
+
+
+def edges() -> list[tuple[str, str]]:
+    return [(a, b) for a, targets in GRAPH.items() for b in targets]
+
+
+def test_every_room_is_known() -> None:
+    rooms = {room(name) for name in MODULES} - {"chalicelib"}
+    assert rooms == set(LAYERS), "a new room needs its place in LAYERS"
+
+
+def test_rooms_import_only_the_rooms_below_them() -> None:
+    wrong = []
+    for a, b in edges():
+        ra, rb = room(a), room(b)
+        if ra == rb or rb == "chalicelib":
+            continue
+        allowed = LAYERS[ra] | (ROUTES_MAY_IMPORT if a.endswith(".routes") else set())
+        if rb not in allowed:
+            wrong.append(f"{a} -> {b}")
+    assert not wrong, wrong
+
+
+def test_the_layers_themselves_have_no_circle() -> None:
+    order: list[str] = []
+    remaining = {r: set(deps) for r, deps in LAYERS.items()}
+    while remaining:
+        ready = [r for r, deps in remaining.items() if deps <= set(order)]
+        assert ready, f"circle among {sorted(remaining)}"
+        order += sorted(ready)
+        for r in ready:
+            del remaining[r]
+
+
+def test_no_domain_reads_another_domains_store() -> None:
+    wrong = [
+        f"{a} -> {b}"
+        for a, b in edges()
+        if b.endswith(".store") and room(b) != room(a) and room(a) != "entry"
+    ]
+    assert not wrong, wrong
+
+
+def test_core_imports_no_domain() -> None:
+    wrong = [f"{a} -> {b}" for a, b in edges() if room(a) == "core" and room(b) != "core"]
+    assert not wrong, wrong
+
+
+def test_the_registry_core_does_not_reach_into_its_sub_rooms() -> None:
+    core = [
+        name
+        for name in MODULES
+        if name.startswith("chalicelib.registry.")
+        and not name.startswith(REGISTRY_SUB_ROOMS)
+        and name not in REGISTRY_COMPOSERS
+    ]
+    wrong = [f"{a} -> {b}" for a in core for b in GRAPH[a] if b.startswith(REGISTRY_SUB_ROOMS)]
+    assert not wrong, wrong
+
+
+def test_no_circle_between_files() -> None:
+    """Tarjan's strongly connected components: any component of two or more is a circle."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    circles: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for nxt in sorted(GRAPH[node]):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                circles.append(sorted(component))
+
+    for name in sorted(GRAPH):
+        if name not in index:
+            visit(name)
+    assert not circles, circles
+
+
+@pytest.mark.parametrize("rule", ["store", "layers"])
+def test_the_checks_see_a_violation(rule: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The checks above are not vacuous: a made-up import breaks them."""
+    graph = defaultdict(set, {k: set(v) for k, v in GRAPH.items()})
+    if rule == "store":
+        graph["chalicelib.tags.service"].add("chalicelib.workspaces.store")
+        monkeypatch.setattr(sys.modules[__name__], "GRAPH", graph)
+        with pytest.raises(AssertionError):
+            test_no_domain_reads_another_domains_store()
+    else:
+        graph["chalicelib.accounts.service"].add("chalicelib.registry.service")
+        monkeypatch.setattr(sys.modules[__name__], "GRAPH", graph)
+        with pytest.raises(AssertionError):
+            test_rooms_import_only_the_rooms_below_them()
