@@ -11,11 +11,10 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from datetime import datetime
 
-from pynamodb.exceptions import UpdateError
-
+from chalicelib.accounts import store
 from chalicelib.accounts.store import DIRECTORY, OrganizationModel, TeamModel, UserModel
-from chalicelib.core import db
 from chalicelib.core.auth import Principal, TokenModel, mint_token
 from chalicelib.core.errors import Conflict, NotFound, Unprocessable
 from chalicelib.core.ids import new_id, now
@@ -150,7 +149,7 @@ def create_user(username: str, email: str, *, site_admin: bool = False) -> UserM
     user = UserModel(
         new_id("user"), username=username, email=email, is_site_admin=site_admin, created_at=now()
     )
-    user.save(condition=UserModel.id.does_not_exist())
+    store.insert_user(user)
     return user
 
 
@@ -208,7 +207,7 @@ def validate_email(email: str | None) -> str:
 
 def create_organization(
     principal: Principal, name: str | None, email: str | None, *, limited: bool
-):
+) -> OrganizationModel:
     """``limited``: the site lets only site admins create organizations."""
     admin = is_site_admin(principal)
     if not principal.is_user:
@@ -221,17 +220,11 @@ def create_organization(
     org = OrganizationModel(
         name, external_id=new_id("org"), email=email, created_at=moment, updated_at=moment
     )
-    try:
-        org.save(condition=OrganizationModel.name.does_not_exist())
-    except Exception as exc:  # PutError with ConditionalCheckFailed
-        if db.conditional_failure(exc):
-            raise Unprocessable(
-                "name has already been taken", pointer="/data/attributes/name"
-            ) from None
-        raise
+    if not store.insert_organization(org):
+        raise Unprocessable("name has already been taken", pointer="/data/attributes/name")
     owners = _new_team(name, OWNERS, "secret", {})
-    owners.save()
-    add_team_members(owners, [principal.id])
+    store.insert_team(owners)
+    store.add_team_members(owners, [principal.id])
     return org
 
 
@@ -248,7 +241,7 @@ def list_organizations(principal: Principal) -> list[OrganizationModel]:
 
 def update_organization(
     principal: Principal, name: str, *, email: str | None, new_name: str | None
-):
+) -> OrganizationModel:
     org = owned_organization(principal, name)
     if new_name is not None and new_name != name:
         raise Unprocessable(
@@ -288,7 +281,7 @@ def delete_organization_records(name: str) -> None:
         return
     for team in TeamModel.by_organization.query(name):
         _delete_team(team)
-    _delete_token(org.token_hash)
+    store.delete_token(org.token_hash)
     for token in owned_tokens("organization", name):  # any the index still shows
         token.delete()
     org.delete()
@@ -325,7 +318,7 @@ def create_team(
     if any(TeamModel.by_organization.query(org, TeamModel.name == name)):
         raise Unprocessable("name has already been taken", pointer="/data/attributes/name")
     team = _new_team(org, name, visibility or "secret", flags)
-    team.save(condition=TeamModel.id.does_not_exist())
+    store.insert_team(team)
     return team
 
 
@@ -392,35 +385,11 @@ def delete_team(principal: Principal, team_id: str) -> None:
 
 
 def _delete_team(team: TeamModel) -> None:
-    remove_team_members(team, list(team.user_ids or ()))
-    _delete_token(team.token_hash)
+    store.remove_team_members(team, list(team.user_ids or ()))
+    store.delete_token(team.token_hash)
     for token in owned_tokens("team", team.id):
         token.delete()
     team.delete()
-
-
-def add_team_members(team: TeamModel, user_ids: list[str]) -> None:
-    ref = f"{team.organization}/{team.id}"
-    for user_id in user_ids:
-        UserModel(user_id).update(
-            actions=[UserModel.team_refs.add({ref})], condition=UserModel.id.exists()
-        )
-    if user_ids:
-        team.update(actions=[TeamModel.user_ids.add(set(user_ids))])
-
-
-def remove_team_members(team: TeamModel, user_ids: list[str]) -> None:
-    ref = f"{team.organization}/{team.id}"
-    for user_id in user_ids:
-        try:
-            UserModel(user_id).update(
-                actions=[UserModel.team_refs.delete({ref})], condition=UserModel.id.exists()
-            )
-        except Exception as exc:
-            if not db.conditional_failure(exc):
-                raise
-    if user_ids:
-        team.update(actions=[TeamModel.user_ids.delete(set(user_ids))])
 
 
 def resolve_usernames(usernames: list[str]) -> list[UserModel]:
@@ -433,15 +402,17 @@ def resolve_usernames(usernames: list[str]) -> list[UserModel]:
     return users
 
 
-def change_membership(principal: Principal, team_id: str, usernames: list[str], *, add: bool):
+def change_membership(
+    principal: Principal, team_id: str, usernames: list[str], *, add: bool
+) -> None:
     team = owned_team(principal, team_id)
     users = resolve_usernames(usernames)
     if add:
-        add_team_members(team, [u.id for u in users])
+        store.add_team_members(team, [u.id for u in users])
     else:
         if team.is_owners and set(team.user_ids or ()) <= {u.id for u in users}:
             raise Unprocessable("the owners team must keep at least one member")
-        remove_team_members(team, [u.id for u in users])
+        store.remove_team_members(team, [u.id for u in users])
 
 
 # ----- tokens -------------------------------------------------------------------------------
@@ -460,29 +431,17 @@ def _rotate_single_token(
     organization: str,
     principal: Principal,
     description: str | None,
-):
+) -> tuple[TokenModel, str]:
     """Teams and organizations hold one token, found by the hash kept on their own item.
 
-    The new token is minted first, then swapped in with a condition on the old hash, so
-    two concurrent rotations cannot both succeed and leave an untracked live token.
+    The new token is minted first, then swapped in (``store.replace_held_token``): 409 when
+    a concurrent rotation swapped its own in first.
     """
-    model = type(holder)
-    old_hash = holder.token_hash
     token, secret = mint_token(
         kind, owner, organization=organization, description=description, created_by=principal.id
     )
-    expected = model.token_hash == old_hash if old_hash else model.token_hash.does_not_exist()
-    try:
-        holder.update(
-            actions=[model.token_id.set(token.id), model.token_hash.set(token.token_hash)],
-            condition=expected,
-        )
-    except UpdateError as exc:
-        token.delete()
-        if db.conditional_failure(exc):
-            raise Conflict("the token was rotated concurrently; try again") from None
-        raise
-    _delete_token(old_hash)
+    if not store.replace_held_token(holder, token):
+        raise Conflict("the token was rotated concurrently; try again")
     return token, secret
 
 
@@ -496,18 +455,12 @@ def _held_token(holder: TeamModel | OrganizationModel, what: str) -> TokenModel:
 
 
 def _revoke_held_token(holder: TeamModel | OrganizationModel, what: str) -> None:
-    token = _held_token(holder, what)
-    model = type(holder)
-    holder.update(actions=[model.token_id.remove(), model.token_hash.remove()])
-    token.delete()
+    store.drop_held_token(holder, _held_token(holder, what))
 
 
-def _delete_token(token_hash: str | None) -> None:
-    if token_hash:
-        TokenModel(token_hash).delete()
-
-
-def create_team_token(principal: Principal, team_id: str, description: str | None):
+def create_team_token(
+    principal: Principal, team_id: str, description: str | None
+) -> tuple[TokenModel, str]:
     """A team has one token; creating a new one revokes the old one."""
     team = owned_team(principal, team_id)
     return _rotate_single_token(team, "team", team.id, team.organization, principal, description)
@@ -521,7 +474,9 @@ def delete_team_token(principal: Principal, team_id: str) -> None:
     _revoke_held_token(owned_team(principal, team_id), f"team {team_id}")
 
 
-def create_organization_token(principal: Principal, org: str, description: str | None):
+def create_organization_token(
+    principal: Principal, org: str, description: str | None
+) -> tuple[TokenModel, str]:
     holder = owned_organization(principal, org)
     return _rotate_single_token(holder, "organization", org, org, principal, description)
 
@@ -540,7 +495,9 @@ def _own_user(principal: Principal, user_id: str) -> UserModel:
     raise NotFound(f"user {user_id} not found")
 
 
-def create_user_token(principal: Principal, user_id: str, description: str | None, expired_at):
+def create_user_token(
+    principal: Principal, user_id: str, description: str | None, expired_at: datetime | None
+) -> tuple[TokenModel, str]:
     user = _own_user(principal, user_id)
     return mint_token(
         "user", user.id, description=description, created_by=principal.id, expired_at=expired_at
@@ -553,8 +510,8 @@ def list_user_tokens(principal: Principal, user_id: str) -> list[TokenModel]:
 
 
 def create_additional_team_token(
-    principal: Principal, team_id: str, description: str | None, expired_at
-):
+    principal: Principal, team_id: str, description: str | None, expired_at: datetime | None
+) -> tuple[TokenModel, str]:
     """One more token for a team (``/teams/:id/authentication-tokens``): unlike the team's
     single legacy token, creating it revokes nothing."""
     team = owned_team(principal, team_id)

@@ -3,6 +3,10 @@
 Memberships are kept on both sides (``TeamModel.user_ids`` and ``UserModel.team_refs``) so
 that a permission check is a GetItem of the user plus a BatchGet of their teams in one
 organization, and a team's member list is a single GetItem.
+
+The writes that carry a condition live here too: each does the DynamoDB write and reports
+the outcome (a ``bool`` where a failed condition is an expected answer); the service
+decides which error the caller gets.
 """
 
 from __future__ import annotations
@@ -14,9 +18,11 @@ from pynamodb.attributes import (
     UnicodeSetAttribute,
     UTCDateTimeAttribute,
 )
+from pynamodb.exceptions import PutError, UpdateError
 from pynamodb.indexes import AllProjection, GlobalSecondaryIndex
 
 from chalicelib.core import db
+from chalicelib.core.auth import TokenModel
 
 DIRECTORY = "organizations"
 
@@ -117,3 +123,94 @@ class TeamModel(db.Model):
     @property
     def is_owners(self) -> bool:
         return self.name == "owners"
+
+
+# ----- writes -------------------------------------------------------------------------------
+
+
+def insert_user(user: UserModel) -> None:
+    """Save a new user. Its id is freshly minted, so a taken id is an error, not an outcome."""
+    user.save(condition=UserModel.id.does_not_exist())
+
+
+def insert_organization(org: OrganizationModel) -> bool:
+    """Save a new organization; False when its name (the key) is already taken."""
+    try:
+        org.save(condition=OrganizationModel.name.does_not_exist())
+    except PutError as exc:
+        if db.conditional_failure(exc):
+            return False
+        raise
+    return True
+
+
+def insert_team(team: TeamModel) -> None:
+    """Save a new team. Its id is freshly minted; names are checked unique before."""
+    team.save(condition=TeamModel.id.does_not_exist())
+
+
+def add_team_members(team: TeamModel, user_ids: list[str]) -> None:
+    """Record membership on both sides: each user's ``team_refs``, then the team's ``user_ids``.
+
+    The user updates require the user to exist: an UpdateItem on a missing key would create
+    a stub user item. A user gone meanwhile fails the call.
+    """
+    ref = f"{team.organization}/{team.id}"
+    for user_id in user_ids:
+        UserModel(user_id).update(
+            actions=[UserModel.team_refs.add({ref})], condition=UserModel.id.exists()
+        )
+    if user_ids:
+        team.update(actions=[TeamModel.user_ids.add(set(user_ids))])
+
+
+def remove_team_members(team: TeamModel, user_ids: list[str]) -> None:
+    """Undo ``add_team_members``. A user gone meanwhile is skipped (without re-creating it)."""
+    ref = f"{team.organization}/{team.id}"
+    for user_id in user_ids:
+        try:
+            UserModel(user_id).update(
+                actions=[UserModel.team_refs.delete({ref})], condition=UserModel.id.exists()
+            )
+        except UpdateError as exc:
+            if not db.conditional_failure(exc):
+                raise
+    if user_ids:
+        team.update(actions=[TeamModel.user_ids.delete(set(user_ids))])
+
+
+def delete_token(token_hash: str | None) -> None:
+    if token_hash:
+        TokenModel(token_hash).delete()
+
+
+def replace_held_token(holder: TeamModel | OrganizationModel, token: TokenModel) -> bool:
+    """Make the freshly minted ``token`` the single token of a team or organization, and
+    delete the one it held before.
+
+    The swap is conditional on the hash ``holder`` was read with, so two concurrent rotations
+    cannot both succeed and leave an untracked live token. When the swap fails, ``token`` is
+    deleted; the result is False when another rotation won.
+    """
+    model = type(holder)
+    old_hash = holder.token_hash
+    expected = model.token_hash == old_hash if old_hash else model.token_hash.does_not_exist()
+    try:
+        holder.update(
+            actions=[model.token_id.set(token.id), model.token_hash.set(token.token_hash)],
+            condition=expected,
+        )
+    except UpdateError as exc:
+        token.delete()
+        if db.conditional_failure(exc):
+            return False
+        raise
+    delete_token(old_hash)
+    return True
+
+
+def drop_held_token(holder: TeamModel | OrganizationModel, token: TokenModel) -> None:
+    """Forget a team's or organization's single ``token``, then delete it."""
+    model = type(holder)
+    holder.update(actions=[model.token_id.remove(), model.token_hash.remove()])
+    token.delete()

@@ -1,0 +1,164 @@
+"""JSON:API resources of the accounts surface: organizations, entitlement sets, users, teams
+and authentication tokens.
+
+``rights`` is the caller's access in the organization; it only fills the ``permissions``
+blocks (what the caller may do), never decides what is shown.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from chalicelib.accounts.store import ACCESS_FLAGS, OrganizationModel, TeamModel, UserModel
+from chalicelib.core.auth import Principal, TokenModel
+from chalicelib.core.ids import iso
+from chalicelib.core.jsonapi import kebab, resource, to_one
+
+if TYPE_CHECKING:
+    from chalicelib.accounts.service import OrgAccess
+
+# The same for every organization: on for the features this registry serves, off otherwise.
+ENTITLEMENTS: dict[str, bool | None] = {
+    "private-module-registry": True,
+    "teams": True,
+    "operations": False,
+    "sentinel": False,
+    "sso": False,
+    "state-storage": False,
+    "vcs-integrations": False,
+    "cost-estimation": False,
+    "agents": False,
+    "audit-logging": False,
+    "configuration-designer": False,
+    "module-tests-generation": False,
+    "no-code-modules": True,
+    "private-policy-agents": False,
+    "run-tasks": False,
+    "self-serve-billing": False,
+    "user-limit": None,
+}
+
+
+def render_organization(org: OrganizationModel, rights: OrgAccess | None = None) -> dict[str, Any]:
+    owner = bool(rights and rights.is_owner)
+    return resource(
+        "organizations",
+        org.name,
+        {
+            "name": org.name,
+            "email": org.email,
+            "external-id": org.external_id,
+            "created-at": iso(org.created_at),
+            "collaborator-auth-policy": org.collaborator_auth_policy,
+            "cost-estimation-enabled": org.cost_estimation_enabled,
+            "session-timeout": org.session_timeout,
+            "permissions": {
+                "can-update": owner,
+                "can-destroy": owner,
+                "can-create-team": owner,
+                "can-create-workspace": bool(rights and rights.manage_workspaces),
+                "can-manage-modules": bool(rights and rights.manage_modules),
+            },
+        },
+        relationships={"entitlement-set": to_one("entitlement-sets", org.external_id)},
+        links={"self": f"/api/v2/organizations/{org.name}"},
+    )
+
+
+def render_entitlement_set(org: OrganizationModel) -> dict[str, Any]:
+    """Identified by the organization's external id, as its ``entitlement-set`` relationship
+    points to."""
+    return resource("entitlement-sets", org.external_id, dict(ENTITLEMENTS))
+
+
+def render_team(team: TeamModel, rights: OrgAccess | None = None) -> dict[str, Any]:
+    owner = bool(rights and rights.is_owner)
+    return resource(
+        "teams",
+        team.id,
+        {
+            "name": team.name,
+            "visibility": team.visibility,
+            "sso-team-id": team.sso_team_id,
+            "users-count": len(team.user_ids or ()),
+            "organization-access": {kebab(f): bool(getattr(team.access, f)) for f in ACCESS_FLAGS},
+            "permissions": {
+                "can-update-membership": owner,
+                "can-destroy": owner,
+                "can-update-organization-access": owner,
+                "can-update-api-token": owner,
+                "can-update-visibility": owner,
+            },
+        },
+        relationships={
+            "organization": to_one("organizations", team.organization),
+            "users": {"data": [{"id": u, "type": "users"} for u in sorted(team.user_ids or ())]},
+            "authentication-token": to_one("authentication-tokens", team.token_id),
+        },
+        links={"self": f"/api/v2/teams/{team.id}"},
+    )
+
+
+def render_user(user: UserModel, *, private: bool = True) -> dict[str, Any]:
+    """``private`` adds what only the user and site admins may see (the email address)."""
+    return resource(
+        "users",
+        user.id,
+        {
+            "username": user.username,
+            "email": user.email if private else "",
+            "is-service-account": False,
+            "is-site-admin": user.is_site_admin,
+            "is-admin": user.is_site_admin,
+            "avatar-url": "",
+            "two-factor": {"enabled": False, "verified": False},
+            "v2-only": False,
+            "permissions": {
+                "can-create-organizations": True,
+                "can-change-email": True,
+                "can-change-username": True,
+            },
+        },
+        links={"self": f"/api/v2/users/{user.id}"},
+    )
+
+
+def render_service_account(principal: Principal) -> dict[str, Any]:
+    """Team and organization tokens act as service users, as in TFE."""
+    suffix = principal.id.split("-", 1)[-1]
+    username = f"api-{principal.kind}_{principal.id}"
+    return resource(
+        "users",
+        f"user-{suffix}",
+        {
+            "username": username,
+            "email": "",
+            "is-service-account": True,
+            "is-site-admin": False,
+            "is-admin": False,
+            "avatar-url": "",
+            "two-factor": {"enabled": False, "verified": False},
+            "v2-only": True,
+            "permissions": {},
+        },
+    )
+
+
+def render_token(token: TokenModel, secret: str | None = None) -> dict[str, Any]:
+    """``secret`` is the token string, shown once: in the response that created it."""
+    relationships = {"created-by": to_one("users", token.created_by)}
+    if token.kind == "team":
+        # TFE names the owning team; pytfe hydrates ``TeamToken.team`` from it.
+        relationships["team"] = to_one("teams", token.owner_id)
+    return resource(
+        "authentication-tokens",
+        token.id,
+        {
+            "created-at": iso(token.created_at),
+            "last-used-at": None,
+            "description": token.description,
+            "token": secret,
+            "expired-at": iso(token.expired_at),
+        },
+        relationships=relationships,
+    )
