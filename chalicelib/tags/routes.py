@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from chalice import Blueprint, Response
 
 from chalicelib.core.http import Ctx, route
-from chalicelib.core.ids import iso
-from chalicelib.core.jsonapi import document, no_content, relationship_list, resource, to_one
+from chalicelib.core.jsonapi import document, no_content, relationship_list
 from chalicelib.tags import service
+from chalicelib.tags.render import render_tag
 from chalicelib.tags.store import TagModel
 
 bp = Blueprint(__name__)
@@ -17,19 +15,6 @@ bp = Blueprint(__name__)
 ORG_TAGS = "/api/v2/organizations/{organization_name}/tags"
 TAG_WORKSPACES = "/api/v2/tags/{tag_id}/relationships/workspaces"
 WORKSPACE_TAGS = "/api/v2/workspaces/{workspace_id}/relationships/tags"
-
-
-def render_tag(tag: TagModel) -> dict[str, Any]:
-    return resource(
-        "tags",
-        tag.id,
-        {
-            "name": tag.name,
-            "created-at": iso(tag.created_at),
-            "instance-count": int(tag.instance_count or 0),
-        },
-        relationships={"organization": to_one("organizations", tag.organization)},
-    )
 
 
 def _listing(ctx: Ctx, tags: list[TagModel]) -> Response:

@@ -1,18 +1,11 @@
 """Organization tags: listing, attaching to and detaching from workspaces, bulk deletion.
 
-Every change of a (tag, workspace) pair is one DynamoDB transaction of three or four items:
-
-* attach: put the pair item (condition: absent), add 1 to the tag's ``instance_count``
-  (condition: same tag id, not being deleted) or create the tag with count 1 (condition:
-  name unused), and record the tag in the workspace's ``tags`` map (condition: workspace
-  alive);
-* detach: delete the pair item (condition: present), subtract 1 from the count (condition:
-  count > 1) or, for the last pair, delete the tag and its id item (condition: count = 1),
-  and drop it from the workspace's map.
-
-So the count equals the number of pair items at every commit, whatever runs concurrently;
-a failed condition on the tag means "someone else changed it first": re-read and retry.
-Attaching an attached pair and detaching a detached one are no-ops.
+Every change of a (tag, workspace) pair is one DynamoDB transaction of three or four items
+(``store.attach_pair`` / ``store.detach_pair``: the pair item, the tag's ``instance_count``
+or the tag itself, the workspace's ``tags`` map), each under a condition. So the count
+equals the number of pair items at every commit, whatever runs concurrently; a failed
+condition on the tag means "someone else changed it first": re-read and retry. Attaching an
+attached pair and detaching a detached one are no-ops.
 """
 
 from __future__ import annotations
@@ -23,22 +16,16 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from pynamodb.exceptions import DeleteError, TransactWriteError, UpdateError
-from pynamodb.transactions import TransactWrite
-
 from chalicelib.accounts import service as accounts
-from chalicelib.core import db
 from chalicelib.core.auth import Principal
 from chalicelib.core.errors import Conflict, NotFound, Unprocessable
-from chalicelib.core.ids import new_id, now
+from chalicelib.tags import store
 from chalicelib.tags.store import TagIdModel, TagModel, TagWorkspaceModel
 from chalicelib.workspaces import service as workspaces
-from chalicelib.workspaces.service import WorkspaceRef
-from chalicelib.workspaces.store import WorkspaceModel, tag_entries
+from chalicelib.workspaces.service import WorkspaceRef, tag_entries
 
 TAG_NAME = re.compile(r"^[A-Za-z0-9:_-]{1,255}$")
 MAX_ATTEMPTS = 12
-RETRYABLE = ("TransactionConflict", "ThrottlingError", "ProvisionedThroughputExceeded")
 
 
 @dataclass(frozen=True)
@@ -165,48 +152,15 @@ def attach(organization: str, workspace_id: str, ref: TagRef) -> bool:
                 raise NotFound(f"tag {ref.id} is being deleted")
             _backoff(attempt + 3)  # a bulk delete is finishing: recreate the name after it
             continue
-        labels: list[tuple[str, str]] = []
         try:
-            with TransactWrite(connection=db.connection()) as tx:
-                if tag is None:
-                    tag_id = new_id("tag")
-                    tx.save(
-                        TagModel(organization, name, id=tag_id, instance_count=1, created_at=now()),
-                        condition=TagModel.name.does_not_exist(),
-                    )
-                    tx.save(
-                        TagIdModel(tag_id, organization=organization, name=name),
-                        condition=TagIdModel.id.does_not_exist(),
-                    )
-                    labels += [("put", "tag"), ("put", "tag-id")]
-                else:
-                    tag_id = tag.id
-                    tx.update(
-                        TagModel(organization, name),
-                        actions=[TagModel.instance_count.add(1)],
-                        condition=(TagModel.id == tag_id) & TagModel.deleting.does_not_exist(),
-                    )
-                    labels.append(("update", "tag"))
-                tx.save(
-                    TagWorkspaceModel(
-                        tag_id, workspace_id, organization=organization, created_at=now()
-                    ),
-                    condition=TagWorkspaceModel.workspace_id.does_not_exist(),
-                )
-                labels.append(("put", "pair"))
-                workspaces.tx_attach_tag(tx, workspace_id, tag_id, name)
-                labels.append(("update", "workspace"))
+            store.attach_pair(organization, name, tag.id if tag else None, workspace_id)
             return True
-        except TransactWriteError as exc:
-            failed = _failed(exc, labels)
-            if "workspace" in failed:
+        except store.Cancelled as exc:
+            if "workspace" in exc.failed:
                 raise NotFound(f"workspace {workspace_id} not found") from None
-            if "pair" in failed and tag is not None:
+            if "pair" in exc.failed and tag is not None:
                 return False  # already attached
-            if failed or _retryable(exc):
-                _backoff(attempt)
-                continue
-            raise
+            _backoff(attempt)  # the tag changed meanwhile, or a transient conflict
     raise Conflict("too many concurrent changes to this tag; try again")
 
 
@@ -216,71 +170,21 @@ def detach(
     """Detach one tag from one workspace. True if a pair was removed. ``last`` is a hint
     that this is the tag's last pair (the guess is checked by the transaction's condition)."""
     for attempt in range(MAX_ATTEMPTS):
-        labels: list[tuple[str, str]] = []
         try:
-            with TransactWrite(connection=db.connection()) as tx:
-                tx.delete(
-                    TagWorkspaceModel(tag_id, workspace_id),
-                    condition=TagWorkspaceModel.workspace_id.exists(),
-                )
-                labels.append(("delete", "pair"))
-                if last:
-                    tx.delete(
-                        TagModel(organization, name),
-                        condition=(TagModel.id == tag_id) & (TagModel.instance_count == 1),
-                    )
-                    tx.delete(TagIdModel(tag_id))
-                    labels += [("delete", "tag"), ("delete", "tag-id")]
-                else:
-                    tx.update(
-                        TagModel(organization, name),
-                        actions=[TagModel.instance_count.add(-1)],
-                        condition=(TagModel.id == tag_id) & (TagModel.instance_count > 1),
-                    )
-                    labels.append(("update", "tag"))
-                workspaces.tx_detach_tag(tx, workspace_id, tag_id)
-                labels.append(("update", "workspace"))
+            store.detach_pair(organization, workspace_id, tag_id, name, last=last)
             return True
-        except TransactWriteError as exc:
-            failed = _failed(exc, labels)
-            if "pair" in failed:
+        except store.Cancelled as exc:
+            if "pair" in exc.failed:
                 return False  # not attached
-            if "tag" in failed:
+            if "tag" in exc.failed:
                 last = not last  # the count is (or is no longer) 1: take the other branch
                 if attempt:
                     _backoff(attempt)
                 continue
-            if "workspace" in failed:
+            if "workspace" in exc.failed:
                 raise NotFound(f"workspace {workspace_id} not found") from None
-            if _retryable(exc):
-                _backoff(attempt)
-                continue
-            raise
+            _backoff(attempt)  # transient (the tag-id delete has no condition to fail)
     raise Conflict("too many concurrent changes to this tag; try again")
-
-
-# PynamoDB sends a transaction's items grouped: condition checks, deletes, puts, updates.
-_SENT_ORDER = {"check": 0, "delete": 1, "put": 2, "update": 3}
-
-
-def _failed(exc: TransactWriteError, labels: list[tuple[str, str]]) -> set[str]:
-    """Which of our labelled items failed their condition (reasons come in sent order)."""
-    sent = sorted(labels, key=lambda kind_label: _SENT_ORDER[kind_label[0]])
-    codes = db.cancellation_codes(exc)
-    return {
-        label
-        for (_, label), code in zip(sent, codes, strict=False)
-        if code == db.TRANSACTION_CONDITION_FAILED
-    }
-
-
-def _retryable(exc: TransactWriteError) -> bool:
-    codes = db.cancellation_codes(exc)
-    return any(code in RETRYABLE for code in codes) or exc.cause_response_code in (
-        "TransactionConflictException",
-        "TransactionInProgressException",
-        "ThrottlingException",
-    )
 
 
 # ----- workspace tag relationships ----------------------------------------------------------
@@ -298,7 +202,7 @@ def add_workspace_tags(principal: Principal, workspace_id: str, items: list[dict
         attach(workspace.organization, workspace.id, ref)
 
 
-def tag_workspace_names(workspace: WorkspaceModel, names: list[str]) -> None:
+def tag_workspace_names(workspace: workspaces.WorkspaceModel, names: list[str]) -> None:
     """Tag a just-created workspace (``tag-names`` on create)."""
     for name in dict.fromkeys(names):
         attach(workspace.organization, workspace.id, TagRef(None, name))
@@ -359,15 +263,9 @@ def delete_tags(principal: Principal, organization: str, items: list[dict]) -> N
 
 
 def _delete_tag(organization: str, tag_id: str, name: str) -> None:
-    try:
-        TagModel(organization, name).update(
-            actions=[TagModel.deleting.set(True)], condition=TagModel.id == tag_id
-        )
-    except UpdateError as exc:
-        if db.conditional_failure(exc):  # already gone with its last workspace
-            TagIdModel(tag_id).delete()
-            return
-        raise
+    if not store.fence_tag(organization, tag_id, name):  # already gone with its last workspace
+        store.delete_tag_id(tag_id)
+        return
     pairs = list(TagWorkspaceModel.query(tag_id, consistent_read=True))
     for remaining, pair in enumerate(reversed(pairs), start=1):
         detach(organization, pair.workspace_id, tag_id, name, last=remaining == len(pairs))
@@ -375,12 +273,7 @@ def _delete_tag(organization: str, tag_id: str, name: str) -> None:
         return  # the last detach deleted the tag and its id item
     # Normally the last detach deleted both items already; these are for a tag left without
     # pairs (a retried delete after a failure half-way).
-    try:
-        TagModel(organization, name).delete(condition=TagModel.id == tag_id)
-    except DeleteError as exc:
-        if not db.conditional_failure(exc):
-            raise
-    TagIdModel(tag_id).delete()
+    store.delete_tag(organization, tag_id, name)
 
 
 def delete_all_for_organization(organization: str) -> None:

@@ -12,6 +12,9 @@ deletes the pair item under a condition (the pair must not exist / must exist), 
 the workspace's ``tags`` map. A tag whose count would reach 0 is deleted in that same
 transaction (TFE drops tags no longer on any workspace), so a listed tag always has
 ``instance-count >= 1``.
+
+The writes below report the outcome of their conditions (False, or ``Cancelled`` naming the
+items whose condition failed); what to make of it (retry, 404, no-op) is the service's call.
 """
 
 from __future__ import annotations
@@ -22,8 +25,14 @@ from pynamodb.attributes import (
     UnicodeAttribute,
     UTCDateTimeAttribute,
 )
+from pynamodb.exceptions import DeleteError, TransactWriteError, UpdateError
+from pynamodb.transactions import TransactWrite
 
 from chalicelib.core import db
+from chalicelib.core.ids import new_id, now
+from chalicelib.workspaces import service as workspaces
+
+RETRYABLE = ("TransactionConflict", "ThrottlingError", "ProvisionedThroughputExceeded")
 
 
 @db.register
@@ -56,3 +65,156 @@ class TagWorkspaceModel(db.Model):
     workspace_id = UnicodeAttribute(range_key=True)
     organization = UnicodeAttribute()
     created_at = UTCDateTimeAttribute()
+
+
+# ----- the pair transactions ----------------------------------------------------------------
+
+
+class Cancelled(Exception):
+    """A pair transaction was cancelled: by a failed condition on the items named in
+    ``failed`` ("tag", "tag-id", "pair", "workspace"), or by a transient conflict or
+    throttling (``retryable``)."""
+
+    def __init__(self, failed: set[str], retryable: bool) -> None:
+        super().__init__(f"failed: {sorted(failed)}, retryable: {retryable}")
+        self.failed = failed
+        self.retryable = retryable
+
+
+def attach_pair(organization: str, name: str, tag_id: str | None, workspace_id: str) -> None:
+    """Attach the tag ``name`` to the workspace in one transaction: add 1 to the count of the
+    tag ``tag_id`` (condition: same id, not being deleted) or, without ``tag_id``, create the
+    tag with count 1 (condition: name unused); put the pair item (condition: absent); record
+    the tag on the workspace (condition: alive). Raises Cancelled."""
+    labels: list[tuple[str, str]] = []
+    try:
+        with TransactWrite(connection=db.connection()) as tx:
+            if tag_id is None:
+                tag_id = new_id("tag")
+                tx.save(
+                    TagModel(organization, name, id=tag_id, instance_count=1, created_at=now()),
+                    condition=TagModel.name.does_not_exist(),
+                )
+                tx.save(
+                    TagIdModel(tag_id, organization=organization, name=name),
+                    condition=TagIdModel.id.does_not_exist(),
+                )
+                labels += [("put", "tag"), ("put", "tag-id")]
+            else:
+                tx.update(
+                    TagModel(organization, name),
+                    actions=[TagModel.instance_count.add(1)],
+                    condition=(TagModel.id == tag_id) & TagModel.deleting.does_not_exist(),
+                )
+                labels.append(("update", "tag"))
+            tx.save(
+                TagWorkspaceModel(
+                    tag_id, workspace_id, organization=organization, created_at=now()
+                ),
+                condition=TagWorkspaceModel.workspace_id.does_not_exist(),
+            )
+            labels.append(("put", "pair"))
+            workspaces.tx_attach_tag(tx, workspace_id, tag_id, name)
+            labels.append(("update", "workspace"))
+    except TransactWriteError as exc:
+        _raise_cancelled(exc, labels)
+        raise
+
+
+def detach_pair(
+    organization: str, workspace_id: str, tag_id: str, name: str, *, last: bool
+) -> None:
+    """Detach the tag from the workspace in one transaction: delete the pair item
+    (condition: present); subtract 1 from the count (condition: count > 1) or, when ``last``,
+    delete the tag and its id item (condition: count = 1); drop the tag from the workspace's
+    map (condition: the workspace exists). Raises Cancelled."""
+    labels: list[tuple[str, str]] = []
+    try:
+        with TransactWrite(connection=db.connection()) as tx:
+            tx.delete(
+                TagWorkspaceModel(tag_id, workspace_id),
+                condition=TagWorkspaceModel.workspace_id.exists(),
+            )
+            labels.append(("delete", "pair"))
+            if last:
+                tx.delete(
+                    TagModel(organization, name),
+                    condition=(TagModel.id == tag_id) & (TagModel.instance_count == 1),
+                )
+                tx.delete(TagIdModel(tag_id))
+                labels += [("delete", "tag"), ("delete", "tag-id")]
+            else:
+                tx.update(
+                    TagModel(organization, name),
+                    actions=[TagModel.instance_count.add(-1)],
+                    condition=(TagModel.id == tag_id) & (TagModel.instance_count > 1),
+                )
+                labels.append(("update", "tag"))
+            workspaces.tx_detach_tag(tx, workspace_id, tag_id)
+            labels.append(("update", "workspace"))
+    except TransactWriteError as exc:
+        _raise_cancelled(exc, labels)
+        raise
+
+
+# PynamoDB sends a transaction's items grouped: condition checks, deletes, puts, updates.
+_SENT_ORDER = {"check": 0, "delete": 1, "put": 2, "update": 3}
+
+
+def _raise_cancelled(exc: TransactWriteError, labels: list[tuple[str, str]]) -> None:
+    """Raise Cancelled if a labelled item failed its condition or the cancellation is
+    transient; return (for the caller to re-raise ``exc``) otherwise."""
+    failed, retryable = _failed(exc, labels), _retryable(exc)
+    if failed or retryable:
+        raise Cancelled(failed, retryable) from exc
+
+
+def _failed(exc: TransactWriteError, labels: list[tuple[str, str]]) -> set[str]:
+    """Which of our labelled items failed their condition (reasons come in sent order)."""
+    sent = sorted(labels, key=lambda kind_label: _SENT_ORDER[kind_label[0]])
+    codes = db.cancellation_codes(exc)
+    return {
+        label
+        for (_, label), code in zip(sent, codes, strict=False)
+        if code == db.TRANSACTION_CONDITION_FAILED
+    }
+
+
+def _retryable(exc: TransactWriteError) -> bool:
+    codes = db.cancellation_codes(exc)
+    return any(code in RETRYABLE for code in codes) or exc.cause_response_code in (
+        "TransactionConflictException",
+        "TransactionInProgressException",
+        "ThrottlingException",
+    )
+
+
+# ----- deleting a tag -----------------------------------------------------------------------
+
+
+def fence_tag(organization: str, tag_id: str, name: str) -> bool:
+    """Mark the tag as being deleted, so no workspace can be added to it; False when the
+    tag is gone (``name`` no longer names ``tag_id``)."""
+    try:
+        TagModel(organization, name).update(
+            actions=[TagModel.deleting.set(True)], condition=TagModel.id == tag_id
+        )
+    except UpdateError as exc:
+        if db.conditional_failure(exc):
+            return False
+        raise
+    return True
+
+
+def delete_tag(organization: str, tag_id: str, name: str) -> None:
+    """Delete the tag (unless ``name`` names another tag by now) and its id item."""
+    try:
+        TagModel(organization, name).delete(condition=TagModel.id == tag_id)
+    except DeleteError as exc:
+        if not db.conditional_failure(exc):
+            raise
+    delete_tag_id(tag_id)
+
+
+def delete_tag_id(tag_id: str) -> None:
+    TagIdModel(tag_id).delete()

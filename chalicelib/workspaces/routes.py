@@ -6,109 +6,20 @@ from typing import Any
 
 from chalice import Blueprint, Response
 
-from chalicelib import lifecycle
 from chalicelib.accounts.service import OrgAccess
 from chalicelib.core.http import Ctx, route
-from chalicelib.core.ids import iso
-from chalicelib.core.jsonapi import (
-    Attributes,
-    document,
-    no_content,
-    parse_attributes,
-    resource,
-    to_one,
-)
+from chalicelib.core.jsonapi import Attributes, document, no_content, parse_attributes
+from chalicelib.lifecycle import workspaces as lifecycle
 from chalicelib.workspaces import service
+from chalicelib.workspaces.render import render_workspace
 from chalicelib.workspaces.service import WorkspaceRef
-from chalicelib.workspaces.store import WorkspaceModel, tag_entries
+from chalicelib.workspaces.store import WorkspaceModel
 
 bp = Blueprint(__name__)
 
 ORG_WORKSPACES = "/api/v2/organizations/{organization_name}/workspaces"
 BY_NAME = ORG_WORKSPACES + "/{workspace_name}"
 BY_ID = "/api/v2/workspaces/{workspace_id}"
-
-
-# ----- rendering ----------------------------------------------------------------------------
-
-
-def render_workspace(workspace: WorkspaceModel, rights: OrgAccess) -> dict[str, Any]:
-    manage = rights.manage_workspaces
-    attributes: dict[str, Any] = {
-        "name": workspace.name,
-        "description": workspace.description,
-        "actions": {"is-destroyable": True},
-        "allow-destroy-plan": workspace.allow_destroy_plan,
-        "apply-duration-average": None,
-        "assessments-enabled": workspace.assessments_enabled,
-        "auto-apply": workspace.auto_apply,
-        "auto-apply-run-trigger": False,
-        "auto-destroy-at": None,
-        "auto-destroy-activity-duration": None,
-        "can-queue-destroy-plan": False,
-        "created-at": iso(workspace.created_at),
-        "updated-at": iso(workspace.updated_at),
-        "environment": "default",
-        "execution-mode": workspace.execution_mode,
-        "file-triggers-enabled": workspace.file_triggers_enabled,
-        "global-remote-state": workspace.global_remote_state,
-        "latest-change-at": iso(workspace.updated_at),
-        "locked": workspace.locked,
-        "migration-environment": "",
-        "operations": workspace.execution_mode == "remote",
-        "permissions": {
-            "can-update": manage,
-            "can-destroy": manage,
-            "can-force-delete": manage,
-            "can-queue-destroy": manage,
-            "can-queue-run": manage,
-            "can-queue-apply": manage,
-            "can-read-settings": rights.can_read,
-            "can-read-variable": rights.can_read,
-            "can-update-variable": manage,
-            "can-read-state-versions": rights.can_read,
-            "can-read-state-outputs": rights.can_read,
-            "can-create-state-versions": manage,
-            "can-lock": manage,
-            "can-unlock": manage,
-            "can-force-unlock": manage,
-            "can-manage-tags": manage,
-            "can-manage-run-tasks": manage,
-            "can-manage-assessments": manage,
-            "can-read-assessment-results": rights.can_read,
-        },
-        "plan-duration-average": None,
-        "policy-check-failures": None,
-        "queue-all-runs": workspace.queue_all_runs,
-        "resource-count": 0,
-        "run-failures": None,
-        "setting-overwrites": {"execution-mode": False, "agent-pool": False},
-        "source": "tfe-api",
-        "source-name": workspace.source_name,
-        "source-url": workspace.source_url,
-        "speculative-enabled": workspace.speculative_enabled,
-        "structured-run-output-enabled": workspace.structured_run_output_enabled,
-        "tag-names": [name for _, name in tag_entries(workspace)],
-        "terraform-version": workspace.terraform_version,
-        "trigger-prefixes": list(workspace.trigger_prefixes or []),
-        "trigger-patterns": list(workspace.trigger_patterns or []),
-        "vcs-repo-identifier": None,
-        "working-directory": workspace.working_directory,
-        "workspace-kpis-runs-count": None,
-    }
-    return resource(
-        "workspaces",
-        workspace.id,
-        attributes,
-        relationships={
-            "organization": to_one("organizations", workspace.organization),
-            "tags": {"data": [{"id": i, "type": "tags"} for i, _ in tag_entries(workspace)]},
-        },
-        links={
-            "self": f"/api/v2/organizations/{workspace.organization}/workspaces/{workspace.name}",
-            "self-html": f"/app/{workspace.organization}/workspaces/{workspace.name}",
-        },
-    )
 
 
 # ----- request bodies -----------------------------------------------------------------------

@@ -1,26 +1,26 @@
 """Workspaces: validation, permissions, create/update/delete, and the workspace side of the
-tag transactions (``tx_attach_tag`` / ``tx_detach_tag``, used by chalicelib/tags).
+tag transactions (``tx_attach_tag`` / ``tx_detach_tag``, used by chalicelib/tags; the
+conditional writes themselves are in store.py).
 
 Reading a workspace needs read access to its organization; creating, changing, deleting and
 tagging one needs ``manage-workspaces`` (owners and site admins have it). Otherwise 404.
+
+The functions here return ``WorkspaceModel`` items; other rooms name that type through this
+module (``workspaces.WorkspaceModel``) rather than importing workspaces/store.py.
 """
 
 from __future__ import annotations
 
 import re
-import time
 from dataclasses import dataclass
 from typing import Any
 
-from pynamodb.exceptions import TransactWriteError, UpdateError
-from pynamodb.transactions import TransactWrite
-
 from chalicelib.accounts import service as accounts
-from chalicelib.core import db
 from chalicelib.core.auth import Principal
 from chalicelib.core.errors import Conflict, NotFound, Unprocessable
 from chalicelib.core.ids import new_id, now
-from chalicelib.workspaces.store import WorkspaceModel, WorkspaceNameModel, tag_entries
+from chalicelib.workspaces import store
+from chalicelib.workspaces.store import WorkspaceModel, WorkspaceNameModel
 
 NAME = re.compile(r"^[A-Za-z0-9_-]{1,90}$")
 EXECUTION_MODES = ("remote", "local")
@@ -128,6 +128,11 @@ def find(ref: WorkspaceRef) -> WorkspaceModel | None:
     return workspace
 
 
+def tag_entries(workspace: WorkspaceModel) -> list[tuple[str, str]]:
+    """(tag id, tag name) of the workspace's tags in the order they were added."""
+    return store.tag_entries(workspace)
+
+
 def readable(principal: Principal, ref: WorkspaceRef) -> tuple[WorkspaceModel, accounts.OrgAccess]:
     if ref.organization:
         rights = accounts.organization_access(principal, ref.organization)
@@ -190,6 +195,10 @@ def workspaces_by_ids(ids: list[str]) -> dict[str, WorkspaceModel]:
 # ----- writing ------------------------------------------------------------------------------
 
 
+def _name_taken() -> Unprocessable:
+    return Unprocessable("name has already been taken", pointer="/data/attributes/name")
+
+
 def create_workspace(
     principal: Principal, organization: str, name: Any, settings: dict[str, Any]
 ) -> WorkspaceModel:
@@ -203,18 +212,9 @@ def create_workspace(
     for key, value in values.items():
         setattr(workspace, key, value)
     try:
-        with TransactWrite(connection=db.connection()) as tx:
-            tx.save(
-                WorkspaceNameModel(organization, name, workspace_id=workspace.id),
-                condition=WorkspaceNameModel.name.does_not_exist(),
-            )
-            tx.save(workspace, condition=WorkspaceModel.id.does_not_exist())
-    except TransactWriteError as exc:  # sent as: put claim, put workspace
-        if db.cancellation_codes(exc)[:1] == [db.TRANSACTION_CONDITION_FAILED]:
-            raise Unprocessable(
-                "name has already been taken", pointer="/data/attributes/name"
-            ) from None
-        raise
+        store.insert(workspace)
+    except store.NameTaken:
+        raise _name_taken() from None
     return workspace
 
 
@@ -222,42 +222,19 @@ def update_workspace(
     principal: Principal, ref: WorkspaceRef, new_name: Any, settings: dict[str, Any]
 ) -> WorkspaceModel:
     workspace, _ = manageable(principal, ref)
-    values = clean_settings(settings)
+    values = {**clean_settings(settings), "updated_at": now()}
     if new_name is not None:
         new_name = validate_name(new_name)
-    actions = [getattr(WorkspaceModel, key).set(value) for key, value in values.items()]
-    actions.append(WorkspaceModel.updated_at.set(now()))
-    alive = WorkspaceModel.id.exists() & WorkspaceModel.deleting.does_not_exist()
     if new_name is None or new_name == workspace.name:
-        try:
-            workspace.update(actions=actions, condition=alive)
-        except UpdateError as exc:
-            if db.conditional_failure(exc):
-                raise NotFound(f"workspace {ref.describe()} not found") from None
-            raise
+        if not store.update(workspace, values):
+            raise NotFound(f"workspace {ref.describe()} not found")
         return workspace
-    old = workspace.name
-    actions.append(WorkspaceModel.name.set(new_name))
     try:
-        with TransactWrite(connection=db.connection()) as tx:
-            tx.save(
-                WorkspaceNameModel(workspace.organization, new_name, workspace_id=workspace.id),
-                condition=WorkspaceNameModel.name.does_not_exist(),
-            )
-            tx.delete(
-                WorkspaceNameModel(workspace.organization, old),
-                condition=WorkspaceNameModel.workspace_id == workspace.id,
-            )
-            tx.update(workspace, actions=actions, condition=alive & (WorkspaceModel.name == old))
-    except TransactWriteError as exc:
-        codes = db.cancellation_codes(exc)  # sent as: delete old claim, put new claim, update
-        if codes[1:2] == [db.TRANSACTION_CONDITION_FAILED]:
-            raise Unprocessable(
-                "name has already been taken", pointer="/data/attributes/name"
-            ) from None
-        if db.TRANSACTION_CONDITION_FAILED in codes:
-            raise Conflict("the workspace changed concurrently; try again") from None
-        raise
+        renamed = store.rename(workspace, new_name, values)
+    except store.NameTaken:
+        raise _name_taken() from None
+    if not renamed:
+        raise Conflict("the workspace changed concurrently; try again")
     return _get(workspace.id) or workspace
 
 
@@ -269,43 +246,17 @@ def all_in_organization(organization: str) -> list[WorkspaceModel]:
 def fence(workspace: WorkspaceModel) -> bool:
     """Mark the workspace as being deleted, so no new tag lands on it; False when it is
     already gone. The first step of deleting it (``lifecycle.destroy_workspace``)."""
-    try:
-        workspace.update(
-            actions=[WorkspaceModel.deleting.set(True)], condition=WorkspaceModel.id.exists()
-        )
-    except UpdateError as exc:
-        if db.conditional_failure(exc):
-            return False
-        raise
-    return True
+    return store.fence(workspace)
 
 
 def remove(workspace: WorkspaceModel) -> None:
     """Delete a fenced workspace (its tags detached) and its name."""
-    with TransactWrite(connection=db.connection()) as tx:
-        tx.delete(workspace)
-        tx.delete(
-            WorkspaceNameModel(workspace.organization, workspace.name),
-            condition=WorkspaceNameModel.workspace_id == workspace.id,
-        )
+    store.delete(workspace)
 
 
 # ----- the workspace side of tag transactions -----------------------------------------------
 
-
-def tx_attach_tag(tx: TransactWrite, workspace_id: str, tag_id: str, tag_name: str) -> None:
-    """Record the tag on the workspace; fails the transaction if the workspace is gone or
-    being deleted."""
-    tx.update(
-        WorkspaceModel(workspace_id),
-        actions=[WorkspaceModel.tags[tag_id].set({"name": tag_name, "seq": time.time_ns()})],
-        condition=WorkspaceModel.id.exists() & WorkspaceModel.deleting.does_not_exist(),
-    )
-
-
-def tx_detach_tag(tx: TransactWrite, workspace_id: str, tag_id: str) -> None:
-    tx.update(
-        WorkspaceModel(workspace_id),
-        actions=[WorkspaceModel.tags[tag_id].remove()],
-        condition=WorkspaceModel.id.exists(),
-    )
+# chalicelib/tags builds each (tag, workspace) transaction and adds the workspace's item
+# through these, so it needs nothing from workspaces/store.py.
+tx_attach_tag = store.tx_attach_tag
+tx_detach_tag = store.tx_detach_tag

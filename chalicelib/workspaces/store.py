@@ -13,6 +13,9 @@ changed only in the transactions that also write the tag relationship item and t
 
 from __future__ import annotations
 
+import time
+from typing import Any
+
 from pynamodb.attributes import (
     BooleanAttribute,
     ListAttribute,
@@ -20,7 +23,11 @@ from pynamodb.attributes import (
     UnicodeAttribute,
     UTCDateTimeAttribute,
 )
+from pynamodb.exceptions import TransactWriteError, UpdateError
+from pynamodb.expressions.condition import Condition
+from pynamodb.expressions.update import Action
 from pynamodb.indexes import AllProjection, GlobalSecondaryIndex
+from pynamodb.transactions import TransactWrite
 
 from chalicelib.core import db
 
@@ -82,3 +89,124 @@ def tag_entries(workspace: WorkspaceModel) -> list[tuple[str, str]]:
     raw = workspace.tags.as_dict() if workspace.tags else {}
     ordered = sorted(raw.items(), key=lambda kv: (int(kv[1].get("seq", 0)), kv[0]))
     return [(tag_id, str(entry["name"])) for tag_id, entry in ordered]
+
+
+# ----- writes -------------------------------------------------------------------------------
+
+
+class NameTaken(Exception):
+    """Another workspace of the organization holds the name."""
+
+
+def _alive() -> Condition:
+    """The condition of every change to a workspace but deleting it: exists, not fenced."""
+    return WorkspaceModel.id.exists() & WorkspaceModel.deleting.does_not_exist()
+
+
+def _set(values: dict[str, Any]) -> list[Action]:
+    return [getattr(WorkspaceModel, key).set(value) for key, value in values.items()]
+
+
+def insert(workspace: WorkspaceModel) -> None:
+    """Claim the workspace's name and put the workspace, in one transaction.
+
+    Raises NameTaken when the name is claimed already."""
+    organization, name = workspace.organization, workspace.name
+    try:
+        with TransactWrite(connection=db.connection()) as tx:
+            tx.save(
+                WorkspaceNameModel(organization, name, workspace_id=workspace.id),
+                condition=WorkspaceNameModel.name.does_not_exist(),
+            )
+            tx.save(workspace, condition=WorkspaceModel.id.does_not_exist())
+    except TransactWriteError as exc:  # sent as: put claim, put workspace
+        if db.cancellation_codes(exc)[:1] == [db.TRANSACTION_CONDITION_FAILED]:
+            raise NameTaken(name) from None
+        raise
+
+
+def update(workspace: WorkspaceModel, values: dict[str, Any]) -> bool:
+    """Set ``values`` (attribute name -> value) on the workspace, refreshed in place. False
+    when it is gone or being deleted."""
+    try:
+        workspace.update(actions=_set(values), condition=_alive())
+    except UpdateError as exc:
+        if db.conditional_failure(exc):
+            return False
+        raise
+    return True
+
+
+def rename(workspace: WorkspaceModel, new_name: str, values: dict[str, Any]) -> bool:
+    """Move the workspace to ``new_name`` (claim it, release the old claim) and set
+    ``values``, in one transaction; ``workspace`` itself is not refreshed.
+
+    Raises NameTaken when the new name is claimed already; False when the workspace changed
+    meanwhile (gone, being deleted, or renamed by someone else)."""
+    old = workspace.name
+    actions = [*_set(values), WorkspaceModel.name.set(new_name)]
+    try:
+        with TransactWrite(connection=db.connection()) as tx:
+            tx.save(
+                WorkspaceNameModel(workspace.organization, new_name, workspace_id=workspace.id),
+                condition=WorkspaceNameModel.name.does_not_exist(),
+            )
+            tx.delete(
+                WorkspaceNameModel(workspace.organization, old),
+                condition=WorkspaceNameModel.workspace_id == workspace.id,
+            )
+            tx.update(workspace, actions=actions, condition=_alive() & (WorkspaceModel.name == old))
+    except TransactWriteError as exc:
+        codes = db.cancellation_codes(exc)  # sent as: delete old claim, put new claim, update
+        if codes[1:2] == [db.TRANSACTION_CONDITION_FAILED]:
+            raise NameTaken(new_name) from None
+        if db.TRANSACTION_CONDITION_FAILED in codes:
+            return False
+        raise
+    return True
+
+
+def fence(workspace: WorkspaceModel) -> bool:
+    """Mark the workspace as being deleted; False when it is already gone."""
+    try:
+        workspace.update(
+            actions=[WorkspaceModel.deleting.set(True)], condition=WorkspaceModel.id.exists()
+        )
+    except UpdateError as exc:
+        if db.conditional_failure(exc):
+            return False
+        raise
+    return True
+
+
+def delete(workspace: WorkspaceModel) -> None:
+    """Delete the workspace and release its name (if the claim is still its own)."""
+    with TransactWrite(connection=db.connection()) as tx:
+        tx.delete(workspace)
+        tx.delete(
+            WorkspaceNameModel(workspace.organization, workspace.name),
+            condition=WorkspaceNameModel.workspace_id == workspace.id,
+        )
+
+
+# ----- the workspace side of tag transactions (built by chalicelib/tags/store.py) -----------
+
+
+def tx_attach_tag(tx: TransactWrite, workspace_id: str, tag_id: str, tag_name: str) -> None:
+    """Record the tag on the workspace; fails the transaction if the workspace is gone or
+    being deleted."""
+    tx.update(
+        WorkspaceModel(workspace_id),
+        actions=[WorkspaceModel.tags[tag_id].set({"name": tag_name, "seq": time.time_ns()})],
+        condition=_alive(),
+    )
+
+
+def tx_detach_tag(tx: TransactWrite, workspace_id: str, tag_id: str) -> None:
+    """Drop the tag from the workspace's map; fails the transaction if the workspace is gone
+    (a fenced one still loses its tags)."""
+    tx.update(
+        WorkspaceModel(workspace_id),
+        actions=[WorkspaceModel.tags[tag_id].remove()],
+        condition=WorkspaceModel.id.exists(),
+    )
