@@ -8,22 +8,30 @@ SMS settings are reachable under two type names.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from chalice import Blueprint, Response
 
 from chalicelib.admin import oidc, schemas, service
+from chalicelib.admin.render import (
+    jwks_document,
+    render_cost_estimation,
+    render_customization,
+    render_general,
+    render_saml,
+    render_sms,
+    render_smtp,
+    retention_document,
+    singleton,
+)
 from chalicelib.core.auth import authenticate
-from chalicelib.core.errors import JSONAPI, NotFound, Unprocessable
+from chalicelib.core.errors import NotFound, Unprocessable
 from chalicelib.core.http import Ctx, route
-from chalicelib.core.jsonapi import Attributes, no_content, parse_attributes, resource
+from chalicelib.core.jsonapi import Attributes, no_content, parse_attributes
 from chalicelib.core.settings import get_settings
 
 bp = Blueprint(__name__)
 ADMIN = "/api/v2/admin"
-
-_HTML_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026"}
 
 
 def _admin(ctx: Ctx) -> None:
@@ -36,32 +44,21 @@ def _attributes(ctx: Ctx, model: type[Attributes]) -> dict[str, Any]:
     return schemas.changes(parse_attributes(ctx.json(), model, required=False))
 
 
-def _document(data: dict[str, Any], status: int = 200) -> Response:
-    """A JSON:API document whose HTML-significant characters are escaped (``<`` -> \\u003c)."""
-    body = json.dumps({"data": data})
-    for char, escaped in _HTML_ESCAPES.items():
-        body = body.replace(char, escaped)
-    return Response(body=body, status_code=status, headers={"Content-Type": JSONAPI})
-
-
-def _singleton(type_: str, id_: str, attributes: dict[str, Any]) -> Response:
-    return _document(resource(type_, id_, attributes))
-
-
 # ----- general ---------------------------------------------------------------------------------
 
 
 @route(bp, f"{ADMIN}/general-settings", methods=("GET",), public=True)
 def get_general_settings(ctx: Ctx) -> Response:
     _admin(ctx)
-    return _singleton("general-settings", "general", service.general())
+    return singleton("general-settings", "general", render_general(service.general()))
 
 
 @route(bp, f"{ADMIN}/general-settings", methods=("PATCH",), public=True)
 def update_general_settings(ctx: Ctx) -> Response:
     _admin(ctx)
     changes = _attributes(ctx, schemas.GeneralSettings)
-    return _singleton("general-settings", "general", service.update_general(changes))
+    attributes = render_general(service.update_general(changes))
+    return singleton("general-settings", "general", attributes)
 
 
 # ----- cost estimation -------------------------------------------------------------------------
@@ -70,15 +67,16 @@ def update_general_settings(ctx: Ctx) -> Response:
 @route(bp, f"{ADMIN}/cost-estimation-settings", methods=("GET",), public=True)
 def get_cost_estimation_settings(ctx: Ctx) -> Response:
     _admin(ctx)
-    return _singleton("cost-estimation-settings", "cost-estimation", service.cost_estimation())
+    attributes = render_cost_estimation(service.cost_estimation())
+    return singleton("cost-estimation-settings", "cost-estimation", attributes)
 
 
 @route(bp, f"{ADMIN}/cost-estimation-settings", methods=("PATCH",), public=True)
 def update_cost_estimation_settings(ctx: Ctx) -> Response:
     _admin(ctx)
     changes = _attributes(ctx, schemas.CostEstimationSettings)
-    attributes = service.update_cost_estimation(changes)
-    return _singleton("cost-estimation-settings", "cost-estimation", attributes)
+    attributes = render_cost_estimation(service.update_cost_estimation(changes))
+    return singleton("cost-estimation-settings", "cost-estimation", attributes)
 
 
 # ----- SAML ------------------------------------------------------------------------------------
@@ -87,21 +85,22 @@ def update_cost_estimation_settings(ctx: Ctx) -> Response:
 @route(bp, f"{ADMIN}/saml-settings", methods=("GET",), public=True)
 def get_saml_settings(ctx: Ctx) -> Response:
     _admin(ctx)
-    return _singleton("saml-settings", "saml", service.saml(ctx.base_url))
+    return singleton("saml-settings", "saml", render_saml(service.saml(), ctx.base_url))
 
 
 @route(bp, f"{ADMIN}/saml-settings", methods=("PATCH",), public=True)
 def update_saml_settings(ctx: Ctx) -> Response:
     _admin(ctx)
     changes = _attributes(ctx, schemas.SamlSettings)
-    return _singleton("saml-settings", "saml", service.update_saml(changes, ctx.base_url))
+    attributes = render_saml(service.update_saml(changes), ctx.base_url)
+    return singleton("saml-settings", "saml", attributes)
 
 
 @route(bp, f"{ADMIN}/saml-settings/actions/revoke-old-certificate", methods=("POST",), public=True)
 def revoke_old_saml_certificate(ctx: Ctx) -> Response:
     _admin(ctx)
-    attributes = service.revoke_old_idp_certificate(ctx.base_url)
-    return _singleton("saml-settings", "saml", attributes)
+    attributes = render_saml(service.revoke_old_idp_certificate(), ctx.base_url)
+    return singleton("saml-settings", "saml", attributes)
 
 
 # ----- SMTP ------------------------------------------------------------------------------------
@@ -110,14 +109,14 @@ def revoke_old_saml_certificate(ctx: Ctx) -> Response:
 @route(bp, f"{ADMIN}/smtp-settings", methods=("GET",), public=True)
 def get_smtp_settings(ctx: Ctx) -> Response:
     _admin(ctx)
-    return _singleton("smtp-settings", "smtp", service.smtp())
+    return singleton("smtp-settings", "smtp", render_smtp(service.smtp()))
 
 
 @route(bp, f"{ADMIN}/smtp-settings", methods=("PATCH",), public=True)
 def update_smtp_settings(ctx: Ctx) -> Response:
     _admin(ctx)
     changes = _attributes(ctx, schemas.SmtpSettings)
-    return _singleton("smtp-settings", "smtp", service.update_smtp(changes))
+    return singleton("smtp-settings", "smtp", render_smtp(service.update_smtp(changes)))
 
 
 # ----- SMS (also served under the real API's twilio name) --------------------------------------
@@ -129,13 +128,13 @@ def _sms_type(ctx: Ctx) -> str:
 
 def _get_sms(ctx: Ctx) -> Response:
     _admin(ctx)
-    return _singleton(_sms_type(ctx), "twilio", service.sms_settings())
+    return singleton(_sms_type(ctx), "twilio", render_sms(service.sms_settings()))
 
 
 def _update_sms(ctx: Ctx) -> Response:
     _admin(ctx)
     changes = _attributes(ctx, schemas.SmsSettings)
-    return _singleton(_sms_type(ctx), "twilio", service.update_sms(changes))
+    return singleton(_sms_type(ctx), "twilio", render_sms(service.update_sms(changes)))
 
 
 def _verify_sms(ctx: Ctx) -> Response:
@@ -157,34 +156,25 @@ for _name in ("sms-settings", "twilio-settings"):
 @route(bp, f"{ADMIN}/customization-settings", methods=("GET",), public=True)
 def get_customization_settings(ctx: Ctx) -> Response:
     _admin(ctx)
-    return _singleton("customization-settings", "customization", service.customization())
+    attributes = render_customization(service.customization())
+    return singleton("customization-settings", "customization", attributes)
 
 
 @route(bp, f"{ADMIN}/customization-settings", methods=("PATCH",), public=True)
 def update_customization_settings(ctx: Ctx) -> Response:
     _admin(ctx)
     changes = _attributes(ctx, schemas.CustomizationSettings)
-    attributes = service.update_customization(changes)
-    return _singleton("customization-settings", "customization", attributes)
+    attributes = render_customization(service.update_customization(changes))
+    return singleton("customization-settings", "customization", attributes)
 
 
 # ----- data retention policy -------------------------------------------------------------------
 
 
-def _retention_document(policy: dict[str, Any], status: int = 200) -> Response:
-    data = resource(
-        service.RETENTION_TYPE,
-        policy["id"],
-        {"delete-older-than-n-days": policy["delete-older-than-n-days"]},
-        relationships={"target": {"data": None}},
-    )
-    return _document(data, status)
-
-
 @route(bp, f"{ADMIN}/data-retention-policy-settings", methods=("GET",), public=True)
 def get_data_retention_policy(ctx: Ctx) -> Response:
     _admin(ctx)
-    return _retention_document(service.retention_policy())
+    return retention_document(service.retention_policy())
 
 
 @route(bp, f"{ADMIN}/data-retention-policy-settings", methods=("POST",), public=True)
@@ -200,7 +190,7 @@ def set_data_retention_policy(ctx: Ctx) -> Response:
         )
     attributes = parse_attributes(body, schemas.DataRetentionPolicy)
     policy, created = service.set_retention_policy(attributes.delete_older_than_n_days)
-    return _retention_document(policy, 201 if created else 200)
+    return retention_document(policy, 201 if created else 200)
 
 
 @route(bp, f"{ADMIN}/data-retention-policy-settings", methods=("DELETE",), public=True)
@@ -229,8 +219,4 @@ def trim_oidc_key(ctx: Ctx) -> Response:
 
 @route(bp, "/.well-known/jwks", methods=("GET",), public=True)
 def jwks(ctx: Ctx) -> Response:
-    return Response(
-        body=json.dumps(oidc.jwks()),
-        status_code=200,
-        headers={"Content-Type": "application/json", "Cache-Control": "max-age=60"},
-    )
+    return jwks_document(oidc.jwks())

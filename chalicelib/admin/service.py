@@ -3,7 +3,7 @@
 Each ``update_*`` takes the attributes a request sets (kebab names, nulls dropped), merges
 them over what is stored, validates the result and only then writes: a 422 (or a failed SMTP
 test) changes nothing. Secrets are sealed with KMS into the item's ``secrets`` and never
-rendered; the ``render_*`` functions only read ``values``.
+rendered. Reads and updates return the stored item (or values); ``render`` shapes them.
 """
 
 from __future__ import annotations
@@ -84,32 +84,18 @@ def _secret(item: store.SettingsModel, area: str, name: str) -> str | None:
     return secrets.unseal(sealed, purpose=f"{area}/{name}") if sealed else None
 
 
-def _values(item: store.SettingsModel, defaults: dict[str, Any]) -> dict[str, Any]:
+def with_defaults(item: store.SettingsModel, defaults: dict[str, Any]) -> dict[str, Any]:
     """An area's stored values over its defaults (unset keys read as their default)."""
     return {**defaults, **(item.values or {})}
 
 
 # ----- general ---------------------------------------------------------------------------------
 
-GENERAL_READ_ONLY: dict[str, Any] = {
-    "require-two-factor-for-admins": False,
-    "fair-run-queuing-enabled": False,
-    "limit-organizations-per-user": False,
-    "default-organizations-per-user-ceiling": 500,
-    "limit-workspaces-per-organization": False,
-    "default-workspaces-per-organization-ceiling": 500,
-}
-_DEPRECATED_TIMEOUTS = {
+# Old attribute names still accepted (and rendered) for the worker timeouts.
+DEPRECATED_TIMEOUTS = {
     "terraform-build-worker-plan-timeout": "plan-timeout",
     "terraform-build-worker-apply-timeout": "apply-timeout",
 }
-
-
-def render_general(values: dict[str, Any]) -> dict[str, Any]:
-    out = {name: values.get(name, default) for name, default in general_defaults().items()}
-    for old, new in _DEPRECATED_TIMEOUTS.items():
-        out[old] = out[new]
-    return {**out, **GENERAL_READ_ONLY}
 
 
 def organization_creation_limited() -> bool:
@@ -118,17 +104,18 @@ def organization_creation_limited() -> bool:
 
 
 def general() -> dict[str, Any]:
-    return render_general(store.general_settings())
+    return store.general_settings()
 
 
 def update_general(changes: dict[str, Any]) -> dict[str, Any]:
-    for old, new in _DEPRECATED_TIMEOUTS.items():
+    """Store ``changes``; the general settings as they are now."""
+    for old, new in DEPRECATED_TIMEOUTS.items():
         if old in changes:
             changes.setdefault(new, changes.pop(old))
     item = store.load("general")
     item.values = {**(item.values or {}), **changes}  # defaults stay defaults until set
     store.save(item)
-    return render_general({**general_defaults(), **item.values})
+    return {**general_defaults(), **item.values}
 
 
 # ----- cost estimation ---------------------------------------------------------------------------
@@ -154,32 +141,18 @@ COST_SETS = {
         "cloud-c-tenant-id",
     ),
 }
-_COST_FLAGS = {"cloud-a": "aws-enabled", "cloud-b": "gcp-enabled", "cloud-c": "azure-enabled"}
 
 
-def _cost_present(values: dict[str, Any], sealed: dict[str, Any]) -> set[str]:
+def cost_present(values: dict[str, Any], sealed: dict[str, Any]) -> set[str]:
+    """The cost-estimation credentials that are set, plain or sealed."""
     return {name for name in COST_ALIASES if values.get(name) or name in sealed}
 
 
-def render_cost_estimation(item: store.SettingsModel) -> dict[str, Any]:
-    values = item.values or {}
-    present = _cost_present(values, item.secrets or {})
-    out: dict[str, Any] = {"enabled": bool(values.get("enabled", False))}
-    for name, alias in COST_ALIASES.items():
-        shown = None if name in COST_SECRETS else (values.get(name) or None)
-        out[name] = out[alias] = shown
-    for cloud, names in COST_SETS.items():
-        complete = all(name in present for name in names)
-        out[f"{cloud}-enabled"] = out[_COST_FLAGS[cloud]] = complete
-    out["aws-instance-profile-enabled"] = False
-    return out
+def cost_estimation() -> store.SettingsModel:
+    return store.load(COST)
 
 
-def cost_estimation() -> dict[str, Any]:
-    return render_cost_estimation(store.load(COST))
-
-
-def update_cost_estimation(changes: dict[str, Any]) -> dict[str, Any]:
+def update_cost_estimation(changes: dict[str, Any]) -> store.SettingsModel:
     item = store.load(COST)
     values = dict(item.values or {})
     plaintexts: dict[str, str] = {}
@@ -201,7 +174,7 @@ def update_cost_estimation(changes: dict[str, Any]) -> dict[str, Any]:
             values[name] = value
     if "enabled" in changes:
         values["enabled"] = changes["enabled"]
-    present = _cost_present(values, item.secrets or {})
+    present = cost_present(values, item.secrets or {})
     present |= {name for name, value in plaintexts.items() if value}
     present -= {name for name, value in plaintexts.items() if not value}
     if values.get("enabled") and not any(
@@ -214,7 +187,7 @@ def update_cost_estimation(changes: dict[str, Any]) -> dict[str, Any]:
         )
     item.values, item.secrets = values, _seal_changes(item, COST, plaintexts)
     store.save(item)
-    return render_cost_estimation(item)
+    return item
 
 
 # ----- SAML ------------------------------------------------------------------------------------
@@ -255,23 +228,13 @@ def _same_pem(a: str, b: str) -> bool:
     return "".join(a.split()) == "".join(b.split())
 
 
-def render_saml(item: store.SettingsModel, base_url: str) -> dict[str, Any]:
-    values = _values(item, SAML_DEFAULTS)
-    return {
-        **values,
-        "private-key": None,
-        "acs-consumer-url": f"{base_url}/users/saml/auth",
-        "metadata-url": f"{base_url}/users/saml/metadata",
-    }
+def saml() -> store.SettingsModel:
+    return store.load(SAML)
 
 
-def saml(base_url: str) -> dict[str, Any]:
-    return render_saml(store.load(SAML), base_url)
-
-
-def update_saml(changes: dict[str, Any], base_url: str) -> dict[str, Any]:
+def update_saml(changes: dict[str, Any]) -> store.SettingsModel:
     item = store.load(SAML)
-    values = _values(item, SAML_DEFAULTS)
+    values = with_defaults(item, SAML_DEFAULTS)
     private_key = changes.pop("private-key", None)
     _check_certificate("idp-cert", changes.get("idp-cert"))
     _check_certificate("certificate", changes.get("certificate"))
@@ -299,14 +262,14 @@ def update_saml(changes: dict[str, Any], base_url: str) -> dict[str, Any]:
     plaintexts = {} if private_key is None else {"key": private_key}
     item.values, item.secrets = values, _seal_changes(item, SAML, plaintexts)
     store.save(item)
-    return render_saml(item, base_url)
+    return item
 
 
-def revoke_old_idp_certificate(base_url: str) -> dict[str, Any]:
+def revoke_old_idp_certificate() -> store.SettingsModel:
     item = store.load(SAML)
     item.values = {**(item.values or {}), "old-idp-cert": None}
     store.save(item)
-    return render_saml(item, base_url)
+    return item
 
 
 # ----- SMTP ------------------------------------------------------------------------------------
@@ -322,17 +285,15 @@ SMTP_DEFAULTS: dict[str, Any] = {
 }
 
 
-def render_smtp(item: store.SettingsModel) -> dict[str, Any]:
-    return _values(item, SMTP_DEFAULTS)
+def smtp() -> store.SettingsModel:
+    return store.load(SMTP)
 
 
-def smtp() -> dict[str, Any]:
-    return render_smtp(store.load(SMTP))
-
-
-def update_smtp(changes: dict[str, Any]) -> dict[str, Any]:
+def update_smtp(changes: dict[str, Any]) -> store.SettingsModel:
+    """Validate and store ``changes``; when SMTP ends up enabled, a test message must be
+    delivered first (else nothing is stored)."""
     item = store.load(SMTP)
-    values = _values(item, SMTP_DEFAULTS)
+    values = with_defaults(item, SMTP_DEFAULTS)
     recipient = changes.pop("test-email-address", None)
     password = changes.pop("password", None)
     values.update(changes)
@@ -361,7 +322,7 @@ def update_smtp(changes: dict[str, Any]) -> dict[str, Any]:
     plaintexts = {} if password is None else {"password": password}
     item.values, item.secrets = values, _seal_changes(item, SMTP, plaintexts)
     store.save(item)
-    return render_smtp(item)
+    return item
 
 
 # ----- SMS -------------------------------------------------------------------------------------
@@ -370,17 +331,13 @@ SMS = "sms"
 SMS_DEFAULTS: dict[str, Any] = {"enabled": False, "account-sid": None, "from-number": None}
 
 
-def render_sms(item: store.SettingsModel) -> dict[str, Any]:
-    return _values(item, SMS_DEFAULTS)
+def sms_settings() -> store.SettingsModel:
+    return store.load(SMS)
 
 
-def sms_settings() -> dict[str, Any]:
-    return render_sms(store.load(SMS))
-
-
-def update_sms(changes: dict[str, Any]) -> dict[str, Any]:
+def update_sms(changes: dict[str, Any]) -> store.SettingsModel:
     item = store.load(SMS)
-    values = _values(item, SMS_DEFAULTS)
+    values = with_defaults(item, SMS_DEFAULTS)
     token = changes.pop("auth-token", None)
     values.update(changes)
     if values.get("from-number") and not _PHONE.match(values["from-number"]):
@@ -393,12 +350,12 @@ def update_sms(changes: dict[str, Any]) -> dict[str, Any]:
     plaintexts = {} if token is None else {"auth-token": token}
     item.values, item.secrets = values, _seal_changes(item, SMS, plaintexts)
     store.save(item)
-    return render_sms(item)
+    return item
 
 
 def verify_sms(test_number: str | None) -> None:
     item = store.load(SMS)
-    values = _values(item, SMS_DEFAULTS)
+    values = with_defaults(item, SMS_DEFAULTS)
     if not values["enabled"]:
         raise BadRequest("invalid verification settings: SMS is disabled")
     if not test_number or not test_number.strip():
@@ -423,16 +380,16 @@ CUSTOMIZATION_DEFAULTS: dict[str, Any] = {
 }
 
 
-def customization() -> dict[str, Any]:
-    return _values(store.load(CUSTOMIZATION), CUSTOMIZATION_DEFAULTS)
+def customization() -> store.SettingsModel:
+    return store.load(CUSTOMIZATION)
 
 
-def update_customization(changes: dict[str, Any]) -> dict[str, Any]:
+def update_customization(changes: dict[str, Any]) -> store.SettingsModel:
     _check_email("support-email-address", changes.get("support-email-address"))
     item = store.load(CUSTOMIZATION)
-    item.values = {**_values(item, CUSTOMIZATION_DEFAULTS), **changes}
+    item.values = {**with_defaults(item, CUSTOMIZATION_DEFAULTS), **changes}
     store.save(item)
-    return dict(item.values)
+    return item
 
 
 # ----- data retention policy -------------------------------------------------------------------

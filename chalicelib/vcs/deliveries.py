@@ -1,7 +1,7 @@
 """VCS webhook deliveries: how each provider signs them, and which ones are about tags.
 
 Each VCS-backed module has its own secret (see ``publishing``). A provider proves it knows
-the secret in its own way:
+the secret in its own way (``providers.Provider.delivery_scheme`` names it):
 
 * GitHub / GitHub Enterprise: ``X-Hub-Signature-256: sha256=<HMAC-SHA256 of the body>``;
 * Bitbucket Cloud, Server and Data Center: ``X-Hub-Signature: sha256=<HMAC-SHA256>``;
@@ -21,22 +21,23 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qs
 
+from chalicelib.vcs import providers
+
 TAGS = "tags"
 PING = "ping"
 IGNORED = "ignored"
 
 # How each family of service providers proves a delivery, for error messages.
-SCHEMES: dict[str, str] = {
-    "github": "X-Hub-Signature-256 HMAC-SHA256",
-    "bitbucket": "X-Hub-Signature HMAC-SHA256",
-    "gitlab": "X-Gitlab-Token",
-    "ado": "basic authentication, the secret as password",
-}
+SCHEMES: dict[str, str] = {p.family: p.delivery_scheme for p in providers.ALL}
 
 
 def family(provider: str) -> str:
-    """``github`` for github and github_enterprise, ``gitlab_hosted`` -> ``gitlab``, and so on."""
-    return provider.split("_", 1)[0]
+    """``github`` for github and github_enterprise, ``gitlab_hosted`` -> ``gitlab``, and so on.
+
+    Unlike ``providers.family`` this never raises: a name the table does not know keeps the
+    part before its first underscore, which callers use only to pick a scheme."""
+    known = providers.find(provider)
+    return known.family if known else provider.split("_", 1)[0]
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote, urlsplit
 
+from chalicelib.vcs import providers
+
 DEFAULT_MAX_PACK_BYTES = 50 * 1024 * 1024
 DEFAULT_MAX_ARCHIVE_BYTES = 50 * 1024 * 1024
 TIMEOUT_SECONDS = 30.0
@@ -28,22 +30,10 @@ BRANCH_REF = b"refs/heads/"
 PEELED = b"^{}"
 
 # Username of the basic-auth pair that carries the token, per service provider.
-BASIC_AUTH_USERNAMES: dict[str, str] = {
-    "github": "x-access-token",
-    "github_enterprise": "x-access-token",
-    "gitlab_hosted": "oauth2",
-    "gitlab_community_edition": "oauth2",
-    "gitlab_enterprise_edition": "oauth2",
-    "bitbucket_hosted": "x-token-auth",
-    "bitbucket_server": "x-token-auth",
-    "bitbucket_data_center": "x-token-auth",
-    "ado_services": "pat",
-    "ado_server": "pat",
-}
-DEFAULT_USERNAME = "x-access-token"
+BASIC_AUTH_USERNAMES: dict[str, str] = {p.name: p.git_username for p in providers.ALL}
+DEFAULT_USERNAME = providers.get("github").git_username
 
 _PART = re.compile(r"^[A-Za-z0-9._~-]+$")
-_ADO = "ado_services", "ado_server"
 
 
 class GitError(Exception):
@@ -61,19 +51,18 @@ def identifier_parts(service_provider: str, identifier: Any) -> list[str]:
     """Validate ``identifier`` for the provider and return its path segments.
 
     ``<org>/<repo>`` everywhere (for Bitbucket Server/Data Center ``<org>`` is the project
-    key); Azure DevOps uses ``<org>/<project>/_git/<repo>``.
+    key); Azure DevOps uses ``<org>/<project>/_git/<repo>``. The provider's
+    ``identifier_format`` names the form in error messages.
     """
     if not isinstance(identifier, str) or not identifier.strip():
         raise IdentifierError("the repository identifier must be a non-empty string")
     parts = identifier.split("/")
-    if service_provider in _ADO:
+    provider = providers.find(service_provider)
+    what = provider.identifier_format if provider else providers.ORG_REPO
+    if _is_ado(service_provider):
         if len(parts) != 4 or parts[2] != "_git":
-            raise IdentifierError(
-                f"{identifier!r} is not an Azure DevOps identifier: "
-                "use <organization>/<project>/_git/<repository>"
-            )
+            raise IdentifierError(f"{identifier!r} is not an Azure DevOps identifier: use {what}")
     elif len(parts) != 2:
-        what = "<project key>/<repository>" if "bitbucket" in service_provider else "<org>/<repo>"
         raise IdentifierError(f"{identifier!r} is not a repository identifier: use {what}")
     for part in parts:
         if not part:
@@ -95,7 +84,13 @@ def repository_url(client: Any, identifier: str) -> str:
     if urlsplit(base).scheme not in ("http", "https"):
         raise IdentifierError("the VCS connection has no http(s) URL")
     path = "/".join(quote(part, safe="") for part in parts)
-    return f"{base}/{path}" if provider in _ADO else f"{base}/{path}.git"
+    return f"{base}/{path}" if _is_ado(provider) else f"{base}/{path}.git"
+
+
+def _is_ado(service_provider: str) -> bool:
+    """Azure DevOps identifiers have four parts, and its clone URLs no ``.git`` suffix."""
+    provider = providers.find(service_provider)
+    return provider is not None and provider.family == "ado"
 
 
 # ----- tags ---------------------------------------------------------------------------------

@@ -2,76 +2,19 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from chalice import Blueprint, Response
 
 from chalicelib.core.http import Ctx, route
-from chalicelib.core.ids import iso
-from chalicelib.core.jsonapi import document, no_content, parse_attributes, resource, to_one
+from chalicelib.core.jsonapi import document, no_content, parse_attributes
 from chalicelib.vcs import service
-from chalicelib.vcs.store import OAuthClientModel, OAuthTokenModel
+from chalicelib.vcs.render import V2, render_client, render_token
 
 bp = Blueprint(__name__)
 
-V2 = "/api/v2"
 ORG_CLIENTS = V2 + "/organizations/{organization_name}/oauth-clients"
 CLIENT = V2 + "/oauth-clients/{client_id}"
 CLIENT_TOKENS = V2 + "/oauth-clients/{client_id}/oauth-tokens"
 TOKEN = V2 + "/oauth-tokens/{token_id}"
-
-
-def render_client(
-    ctx: Ctx, client: OAuthClientModel, tokens: list[OAuthTokenModel]
-) -> dict[str, Any]:
-    display, _, _ = service.PROVIDERS.get(client.service_provider, (client.service_provider,) * 3)
-    return resource(
-        "oauth-clients",
-        client.id,
-        {
-            "created-at": iso(client.created_at),
-            "callback-url": ctx.url(f"/auth/{client.callback_id}/callback"),
-            "connect-path": f"/auth/{client.callback_id}?organization_id={client.organization_id}",
-            "service-provider": client.service_provider,
-            "service-provider-display-name": display,
-            "name": client.name,
-            "http-url": client.http_url,
-            "api-url": client.api_url,
-            "key": client.key,
-            # Write-only: present for client libraries, never filled in.
-            "secret": None,
-            "rsa-public-key": client.rsa_public_key,
-            "organization-scoped": bool(client.organization_scoped),
-        },
-        relationships={
-            "organization": to_one("organizations", client.organization),
-            "oauth-tokens": {
-                "data": [{"id": t.id, "type": "oauth-tokens"} for t in tokens],
-                "links": {"related": f"{V2}/oauth-clients/{client.id}/oauth-tokens"},
-            },
-        },
-        links={"self": f"{V2}/oauth-clients/{client.id}"},
-    )
-
-
-def render_token(token: OAuthTokenModel) -> dict[str, Any]:
-    return resource(
-        "oauth-tokens",
-        token.id,
-        {
-            "uid": token.id,
-            "created-at": iso(token.created_at),
-            "has-ssh-key": token.ssh_key is not None,
-            "service-provider-user": token.service_provider_user,
-        },
-        relationships={
-            "oauth-client": {
-                **to_one("oauth-clients", token.client_id),
-                "links": {"related": f"{V2}/oauth-clients/{token.client_id}"},
-            }
-        },
-        links={"self": f"{V2}/oauth-tokens/{token.id}"},
-    )
 
 
 @route(bp, ORG_CLIENTS, methods=("GET",))

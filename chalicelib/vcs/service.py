@@ -15,16 +15,13 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from pynamodb.exceptions import TransactWriteError
-from pynamodb.transactions import TransactWrite
-
 from chalicelib.accounts import service as accounts
-from chalicelib.core import db, secrets
+from chalicelib.core import secrets
 from chalicelib.core.auth import Principal
 from chalicelib.core.errors import Conflict, NotFound, Unprocessable
 from chalicelib.core.ids import new_id, now
 from chalicelib.core.jsonapi import Attributes
-from chalicelib.vcs import git
+from chalicelib.vcs import git, providers, store
 from chalicelib.vcs.store import (
     PURPOSE_PRIVATE_KEY,
     PURPOSE_SECRET,
@@ -37,24 +34,6 @@ from chalicelib.vcs.store import (
 POINTER = "/data/attributes/"
 MAX_SECRET_LENGTH = 16 * 1024
 MAX_TEXT_LENGTH = 2048
-
-# service-provider -> (display name, default http-url, default api-url); providers without
-# defaults are self-hosted and need both URLs.
-PROVIDERS: dict[str, tuple[str, str | None, str | None]] = {
-    "github": ("GitHub", "https://github.com", "https://api.github.com"),
-    "github_enterprise": ("GitHub Enterprise", None, None),
-    "gitlab_hosted": ("GitLab.com", "https://gitlab.com", "https://gitlab.com/api/v4"),
-    "gitlab_community_edition": ("GitLab Community Edition", None, None),
-    "gitlab_enterprise_edition": ("GitLab Enterprise Edition", None, None),
-    "bitbucket_hosted": ("Bitbucket Cloud", "https://bitbucket.org", "https://api.bitbucket.org"),
-    "bitbucket_server": ("Bitbucket Server", None, None),
-    "bitbucket_data_center": ("Bitbucket Data Center", None, None),
-    "ado_services": ("Azure DevOps Services", "https://dev.azure.com", "https://dev.azure.com"),
-    "ado_server": ("Azure DevOps Server", None, None),
-}
-# Bitbucket Server / Data Center can be connected with an application link (key and
-# private key) instead of a personal token string.
-APP_LINK_PROVIDERS = ("bitbucket_server", "bitbucket_data_center")
 
 
 class ClientAttributes(Attributes):
@@ -122,13 +101,14 @@ def _secret_text(value: str | None, name: str) -> str | None:
     return _text(value, name, MAX_SECRET_LENGTH)
 
 
-def _provider(value: str | None) -> str:
-    if value not in PROVIDERS:
-        allowed = ", ".join(PROVIDERS)
+def _provider(value: str | None) -> providers.Provider:
+    known = providers.find(value)
+    if known is None:
+        allowed = ", ".join(providers.NAMES)
         raise Unprocessable(
             f"service-provider must be one of {allowed}", pointer=POINTER + "service-provider"
         )
-    return value
+    return known
 
 
 # ----- access -------------------------------------------------------------------------------
@@ -184,16 +164,15 @@ def create_client(
     if organization_id is None:
         raise NotFound(f"organization {organization!r} not found")
     provider = _provider(attrs.service_provider)
-    _, default_http, default_api = PROVIDERS[provider]
-    http_url = _url(attrs.http_url or default_http, "http-url")
-    api_url = _url(attrs.api_url or default_api, "api-url")
+    http_url = _url(attrs.http_url or provider.default_http_url, "http-url")
+    api_url = _url(attrs.api_url or provider.default_api_url, "api-url")
     token_string = _secret_text(attrs.oauth_token_string, "oauth-token-string")
     private_key = _secret_text(attrs.private_key, "private-key")
     secret = _secret_text(attrs.secret, "secret")
     key = _text(attrs.key, "key")
-    if token_string is None and not (provider in APP_LINK_PROVIDERS and key and private_key):
+    if token_string is None and not (provider.app_link and key and private_key):
         need = "oauth-token-string is required"
-        if provider in APP_LINK_PROVIDERS:
+        if provider.app_link:
             need += " (or key and private-key for an application link)"
         raise Unprocessable(need, pointer=POINTER + "oauth-token-string")
 
@@ -202,7 +181,7 @@ def create_client(
         new_id("oc"),
         organization=organization,
         organization_id=organization_id,
-        service_provider=provider,
+        service_provider=provider.name,
         name=_text(attrs.name, "name"),
         http_url=http_url,
         api_url=api_url,
@@ -219,14 +198,9 @@ def create_client(
         created_at=moment,
         updated_at=moment,
     )
-    tokens: list[OAuthTokenModel] = []
-    with TransactWrite(connection=db.connection()) as tx:
-        tx.save(client, condition=OAuthClientModel.id.does_not_exist())
-        if token_string is not None:
-            token = _new_token(client, token_string)
-            tx.save(token, condition=OAuthTokenModel.id.does_not_exist())
-            tokens.append(token)
-    return client, tokens
+    token = _new_token(client, token_string) if token_string is not None else None
+    store.create_client(client, token)
+    return client, [token] if token is not None else []
 
 
 def _new_token(client: OAuthClientModel, token_string: str) -> OAuthTokenModel:
@@ -298,30 +272,25 @@ def update_client(
     for name, value in changes.items():
         setattr(client, name, value)
     client.updated_at = now()
-    with TransactWrite(connection=db.connection()) as tx:
-        tx.save(client, condition=OAuthClientModel.id.exists())
-        if token_string is not None:
-            existing = client_tokens(client)
-            if existing:
-                token = existing[0]
-                token.token = secrets.seal(token_string, purpose=PURPOSE_TOKEN)
-                token.updated_at = now()
-                tx.save(token, condition=OAuthTokenModel.id.exists())
-            else:
-                tx.save(_new_token(client, token_string))
+    if token_string is None:
+        store.update_client(client)
+        return client
+    # A new token string replaces the client's token, or becomes its first one.
+    existing = client_tokens(client)
+    if existing:
+        token = existing[0]
+        token.token = secrets.seal(token_string, purpose=PURPOSE_TOKEN)
+        token.updated_at = now()
+        store.update_client(client, token)
+    else:
+        store.update_client(client, _new_token(client, token_string), new_token=True)
     return client
 
 
 def delete_client(principal: Principal, client_id: str) -> None:
     client = _client(principal, client_id, owner=True)
-    tokens = client_tokens(client)
-    try:
-        with TransactWrite(connection=db.connection()) as tx:
-            tx.delete(client, condition=OAuthClientModel.id.exists())
-            for token in tokens:
-                tx.delete(token)
-    except TransactWriteError:
-        raise Conflict("the OAuth client changed while it was being deleted; retry") from None
+    if not store.delete_client(client, client_tokens(client)):
+        raise Conflict("the OAuth client changed while it was being deleted; retry")
 
 
 def delete_all_for_organization(organization: str) -> None:
@@ -349,7 +318,7 @@ def update_token(principal: Principal, token_id: str, attrs: TokenAttributes) ->
         ssh_key = _secret_text(attrs.ssh_key, "ssh-key")
         token.ssh_key = secrets.seal(ssh_key, purpose=PURPOSE_SSH_KEY) if ssh_key else None
         token.updated_at = now()
-        token.save(condition=OAuthTokenModel.id.exists())
+        store.update_token(token)
     return token
 
 

@@ -6,6 +6,9 @@
 * ``oauth-tokens``: id (``ot-``) -> its client, organization, the sealed token string and
   the sealed SSH key; the ``by-client`` index lists a client's tokens.
 
+Writes that carry conditions or span both tables are the functions at the end: they say
+what happened, and the service turns that into API errors.
+
 Secret values are stored only as ``chalicelib.core.secrets`` envelopes (``seal``), each under
 its own purpose (``PURPOSE_*`` below); nothing renders or logs them.
 """
@@ -18,7 +21,9 @@ from pynamodb.attributes import (
     UnicodeAttribute,
     UTCDateTimeAttribute,
 )
+from pynamodb.exceptions import TransactWriteError
 from pynamodb.indexes import AllProjection, GlobalSecondaryIndex
+from pynamodb.transactions import TransactWrite
 
 from chalicelib.core import db
 
@@ -88,3 +93,47 @@ class OAuthTokenModel(db.Model):
 
 
 TABLES = ("oauth-clients", "oauth-tokens")
+
+
+# ----- conditional and transactional writes ---------------------------------------------------
+
+
+def create_client(client: OAuthClientModel, token: OAuthTokenModel | None) -> None:
+    """Write a new client and, when given, its first token: both or neither, and neither id
+    may exist already (TransactWriteError otherwise)."""
+    with TransactWrite(connection=db.connection()) as tx:
+        tx.save(client, condition=OAuthClientModel.id.does_not_exist())
+        if token is not None:
+            tx.save(token, condition=OAuthTokenModel.id.does_not_exist())
+
+
+def update_client(
+    client: OAuthClientModel, token: OAuthTokenModel | None = None, *, new_token: bool = False
+) -> None:
+    """Write a changed client and, when given, a changed (or, with ``new_token``, an added)
+    token of it in one transaction. The client, and a changed token, must still exist: when
+    one was deleted meanwhile nothing is written (TransactWriteError)."""
+    with TransactWrite(connection=db.connection()) as tx:
+        tx.save(client, condition=OAuthClientModel.id.exists())
+        if token is not None and new_token:
+            tx.save(token)
+        elif token is not None:
+            tx.save(token, condition=OAuthTokenModel.id.exists())
+
+
+def delete_client(client: OAuthClientModel, tokens: list[OAuthTokenModel]) -> bool:
+    """Delete a client and its tokens in one transaction. False, with nothing deleted, when
+    the transaction failed (the client was deleted meanwhile, say)."""
+    try:
+        with TransactWrite(connection=db.connection()) as tx:
+            tx.delete(client, condition=OAuthClientModel.id.exists())
+            for token in tokens:
+                tx.delete(token)
+    except TransactWriteError:
+        return False
+    return True
+
+
+def update_token(token: OAuthTokenModel) -> None:
+    """Write a changed token back; it must still exist (PutError otherwise)."""
+    token.save(condition=OAuthTokenModel.id.exists())

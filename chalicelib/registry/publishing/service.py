@@ -44,7 +44,7 @@ from chalicelib.registry.statuses import (
     VersionStatus,
 )
 from chalicelib.registry.store import ModuleModel, ModuleVersionModel, module_key
-from chalicelib.vcs import git
+from chalicelib.vcs import git, providers
 from chalicelib.vcs import service as vcs
 
 POINTER = "/data/attributes/vcs-repo/"
@@ -422,17 +422,6 @@ def regenerate_webhook_secret(
     return module, secret
 
 
-def commit_url(repo: dict[str, Any], sha: str) -> str:
-    """Where the VCS host shows a commit."""
-    base = repo["repository-http-url"]
-    provider = repo["service-provider"]
-    if provider.startswith("gitlab"):
-        return f"{base}/-/commit/{sha}"
-    if provider.startswith("bitbucket"):
-        return f"{base}/commits/{sha}"
-    return f"{base}/commit/{sha}"
-
-
 def list_commits(principal: Principal, ref: service.ModuleRef) -> list[dict[str, Any]]:
     """The newest 20 commits of the module's branch (the default branch for tag-based
     modules), read from the VCS host now: no pagination, as in TFE."""
@@ -452,7 +441,9 @@ def list_commits(principal: Principal, ref: service.ModuleRef) -> list[dict[str,
         {
             "sha": c.sha,
             "date": iso(datetime.fromtimestamp(c.date, UTC)),
-            "url": commit_url(repo, c.sha),
+            "url": providers.commit_url(
+                repo["repository-http-url"], repo["service-provider"], c.sha
+            ),
             "author": c.author,
             "author-avatar-url": None,
             "author-html-url": None,
