@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import shutil
 import subprocess
+import tarfile
 from pathlib import Path
 
 import pytest
@@ -130,3 +132,62 @@ def test_terraform_installs_the_right_versions(stack: Stack, tmp_path: Path):
     anonymous.write_text(config.read_text().split("credentials")[0])
     with pytest.raises(AssertionError, match="401|Unauthorized|unauthorized"):
         terraform_get(tmp_path / "no-token", anonymous, "~> 1.0")
+
+
+def linked_module() -> bytes:
+    """A module whose test fixture links back into the module, as real modules ship them."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as archive:
+        for name, text in {
+            "main.tf": 'output "region" {\n  value = local.region\n}\n',
+            "locals.tf": 'locals {\n  region = "eu-west-1"\n}\n',
+        }.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(text.encode())
+            archive.addfile(info, io.BytesIO(text.encode()))
+        link = tarfile.TarInfo("unit-test-fixture/locals.tf")
+        link.type, link.linkname = tarfile.SYMTYPE, "../locals.tf"
+        archive.addfile(link)
+    return buffer.getvalue()
+
+
+def test_terraform_installs_a_module_with_a_link_inside_it(stack: Stack, tmp_path: Path):
+    admin = stack.session()
+    org = admin.post(
+        stack.api("/organizations"), json=doc("organizations", name="links", email="l@x.io")
+    )
+    assert org.status_code == 201, org.text
+    modules = stack.api("/organizations/links/registry-modules")
+    assert admin.post(modules, json=doc("registry-modules", name="net", provider="aws")).ok
+    created = admin.post(
+        stack.api("/registry-modules/links/net/aws/versions"),
+        json=doc("registry-module-versions", version="1.0.0"),
+    )
+    archive = linked_module()
+    put = requests.put(
+        created.json()["data"]["links"]["upload"],
+        data=archive,
+        headers={"Content-Type": "application/octet-stream"},
+    )
+    assert put.status_code == 200
+
+    def status() -> dict:
+        return admin.get(f"{modules}/private/links/net/aws").json()["data"]["attributes"]
+
+    statuses = wait_for(
+        status, lambda a: a["version-statuses"][0]["status"] in ("ok", "reg_ingress_failed")
+    )
+    assert statuses["version-statuses"][0]["status"] == "ok", statuses
+    # The registry serves the archive exactly as the author packed it, link included.
+    download = admin.get(f"{stack.url}/api/registry/v1/modules/links/net/aws/1.0.0/download")
+    assert download.status_code == 204
+    assert requests.get(download.headers["X-Terraform-Get"]).content == archive
+    config = write_cli_config(tmp_path, stack, "e2e-admin-token")
+    version, directory = terraform_get(
+        tmp_path / "work", config, "1.0.0", source=f"{HOST}/links/net/aws"
+    )
+    assert version == "1.0.0"
+    assert 'region = "eu-west-1"' in (directory / "locals.tf").read_text()
+    # terraform's unpacker (go-getter) materialises the link its own way (this version writes
+    # an empty file); what matters is that the install succeeds with the module intact.
+    assert (directory / "unit-test-fixture" / "locals.tf").exists()

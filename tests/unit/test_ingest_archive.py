@@ -178,7 +178,7 @@ def test_backslash_path_is_rejected() -> None:
     ("entry", "expected"),
     [
         (special("link.tf", tarfile.SYMTYPE, "/etc/passwd"), "symbolic link"),
-        (special("hard.tf", tarfile.LNKTYPE, "main.tf"), "hard link"),
+        (special("hard.tf", tarfile.LNKTYPE, "/etc/passwd"), "hard link"),
         (special("tty", tarfile.CHRTYPE), "device"),
         (special("disk", tarfile.BLKTYPE), "device"),
         (special("pipe", tarfile.FIFOTYPE), "FIFO"),
@@ -361,3 +361,67 @@ def test_module_files_in_several_subfolders() -> None:
 def test_archive_without_terraform_files() -> None:
     message = error_of(targz([reg("README.md", b"hello")]))
     assert "no Terraform files" in message
+
+
+# --- links that stay inside the module --------------------------------------------------------
+
+LOCALS_TF = b'locals { region = "eu-west-1" }\n'
+
+
+def test_a_link_inside_the_module_is_followed_for_parsing() -> None:
+    """A real module's test fixture: ``unit-test-fixture/locals.tf -> ../locals.tf``."""
+    contents = read(
+        targz(
+            [
+                reg("main.tf", MAIN_TF),
+                special("unit-test-fixture/locals.tf", tarfile.SYMTYPE, "../locals.tf"),
+                reg("locals.tf", LOCALS_TF),  # the target may come after the link
+                special("examples/basic", tarfile.SYMTYPE, "../modules/basic"),
+                reg("modules/basic/main.tf", b'variable "x" {}\n'),
+                special("chain.tf", tarfile.SYMTYPE, "unit-test-fixture/locals.tf"),
+                special("hard.tf", tarfile.LNKTYPE, "main.tf"),
+            ]
+        )
+    )
+    assert contents.files["unit-test-fixture/locals.tf"] == LOCALS_TF
+    assert contents.files["examples/basic/main.tf"] == b'variable "x" {}\n'
+    assert contents.files["chain.tf"] == LOCALS_TF
+    assert contents.files["hard.tf"] == MAIN_TF
+
+
+@pytest.mark.parametrize(
+    ("entries", "expected"),
+    [
+        ([special("up.tf", tarfile.SYMTYPE, "../outside.tf")], "leaves the module"),
+        ([special("a/b/c.tf", tarfile.SYMTYPE, "../../../etc/x.tf")], "leaves the module"),
+        (  # each hop stays inside, the second one climbs out through the first
+            [special("up", tarfile.SYMTYPE, ".."), special("via.tf", tarfile.SYMTYPE, "up/x.tf")],
+            "leaves the module",
+        ),
+        ([special("abs.tf", tarfile.SYMTYPE, "/etc/passwd")], "relative"),
+        (
+            [special("a.tf", tarfile.SYMTYPE, "b.tf"), special("b.tf", tarfile.SYMTYPE, "a.tf")],
+            "loops",
+        ),
+        ([special("hard.tf", tarfile.LNKTYPE, "later.tf"), reg("later.tf", b"")], "hard link"),
+        ([special("hard.tf", tarfile.LNKTYPE, "../main.tf")], "hard link"),
+        (  # the classic: a link to a directory, then a file written through it
+            [special("d", tarfile.SYMTYPE, "modules"), reg("d/evil.tf", b"")],
+            "write through the link",
+        ),
+        ([special("gone.tf", tarfile.SYMTYPE, "missing.tf")], "not a Terraform file"),
+    ],
+)
+def test_links_that_leave_the_module_or_loop_are_refused(
+    entries: list[tuple[tarfile.TarInfo, bytes]], expected: str
+) -> None:
+    message = error_of(targz([reg("main.tf", MAIN_TF), dirent("modules/"), *entries]))
+    assert expected in message
+
+
+def test_links_do_not_multiply_the_bytes_parsed_beyond_the_cap() -> None:
+    big = b"# " + b"x" * 40_000 + b"\n"
+    links = [special(f"copy{i}.tf", tarfile.SYMTYPE, "big.tf") for i in range(30)]
+    archive = targz([reg("main.tf", MAIN_TF), reg("big.tf", big), *links])
+    message = error_of(archive, max_unpacked=500_000)
+    assert "following the link" in message

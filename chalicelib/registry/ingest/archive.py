@@ -13,6 +13,13 @@ strictly sequentially and every size is bounded while the bytes are being read:
 * regular file sizes are summed per member, and bytes of kept files are counted as read.
 
 Only the files the metadata parser needs (``*.tf``, ``*.tf.json``, README*) are kept.
+
+Links that stay inside the archive are accepted, as real modules ship them (a test fixture
+``fixture/locals.tf -> ../locals.tf``): a symbolic link is followed component by component
+through the archive's own links (at most ``_MAX_LINK_HOPS``) and must end inside the root;
+a hard link must name a file earlier in the archive. The parser sees a kept link as a copy of
+its target (a directory link as a copy of the kept files below it), and those copies count
+against ``max_unpacked`` like any other bytes. The archive itself is stored as uploaded.
 """
 
 from __future__ import annotations
@@ -31,6 +38,8 @@ _GZIP_MAGIC = b"\x1f\x8b"
 # Slack for tar framing on top of max_unpacked: headers, padding, pax records, end blocks.
 _FIXED_OVERHEAD = 1024 * 1024
 _PER_MEMBER_OVERHEAD = 2048
+# Symbolic links followed while resolving one path (Linux allows 40).
+_MAX_LINK_HOPS = 40
 
 
 class ArchiveError(Exception):
@@ -216,16 +225,8 @@ def _normalise(name: str) -> str:
 
 def _check_type(member: tarfile.TarInfo) -> None:
     name = member.name
-    if member.issym():
-        raise ArchiveError(
-            f"archive member {name!r} is a symbolic link (to {member.linkname!r}); "
-            "links are not allowed"
-        )
-    if member.islnk():
-        raise ArchiveError(
-            f"archive member {name!r} is a hard link (to {member.linkname!r}); "
-            "links are not allowed"
-        )
+    if member.issym() or member.islnk():
+        return  # checked once the whole archive is known (``_Links``)
     if member.ischr() or member.isblk():
         raise ArchiveError(f"archive member {name!r} is a device file; devices are not allowed")
     if member.isfifo():
@@ -269,6 +270,7 @@ def read_archive(
     members = 0
     last = ""
     seen: set[str] = set()
+    links = _Links()
     try:
         with tar:
             for member in tar:
@@ -286,6 +288,10 @@ def read_archive(
                 if path in seen:
                     raise ArchiveError(f"archive contains {path!r} more than once")
                 seen.add(path)
+                if member.issym() or member.islnk():
+                    links.add(member, path, seen)
+                    continue
+                links.files.add(path)
                 result.file_count += 1
                 result.unpacked_size += member.size
                 if result.unpacked_size > max_unpacked:
@@ -310,6 +316,7 @@ def read_archive(
     except EOFError:
         raise ArchiveError("archive is truncated: the data ends unexpectedly") from None
 
+    links.resolve_into(result, max_unpacked)
     _check_root(result.files)
     result.sha256 = raw.digest.hexdigest()
     result.compressed_size = raw.size
@@ -355,3 +362,109 @@ def _check_root(files: dict[str, bytes]) -> None:
             f"inside that folder (e.g. tar -czf module.tar.gz -C {top} .)"
         )
     raise ArchiveError(message)
+
+
+class _Links:
+    """The archive's links, checked and resolved once every member has been seen."""
+
+    def __init__(self) -> None:
+        self.symbolic: dict[str, str] = {}  # link path -> target as written
+        self.hard: dict[str, str] = {}  # link path -> the earlier member it names
+        self.files: set[str] = set()  # regular files
+
+    def add(self, member: tarfile.TarInfo, path: str, seen: set[str]) -> None:
+        target = member.linkname
+        if "\0" in target or "\\" in target:
+            raise ArchiveError(f"archive member {member.name!r} links to an invalid name")
+        if member.islnk():
+            # A hard link names another member of the archive, by its archive path.
+            try:
+                named = _normalise(target)
+            except ArchiveError:
+                named = None
+            if not named or named not in self.files:
+                raise ArchiveError(
+                    f"archive member {member.name!r} is a hard link to {target!r}, which is "
+                    "not a file earlier in the archive"
+                )
+            self.hard[path] = named
+            return
+        if not target or target.startswith("/"):
+            raise ArchiveError(
+                f"archive member {member.name!r} is a symbolic link to {target!r}: links must "
+                "be relative and stay inside the module"
+            )
+        self.symbolic[path] = target
+
+    def _real(self, path: str, origin: str) -> str:
+        """``path`` with every symbolic link in it followed; refuses a path that leaves the
+        root or loops."""
+        hops = 0
+        parts = [p for p in path.split("/") if p]
+        resolved: list[str] = []
+        while parts:
+            part = parts.pop(0)
+            candidate = "/".join([*resolved, part])
+            target = self.symbolic.get(candidate)
+            if target is None:
+                resolved.append(part)
+                continue
+            hops += 1
+            if hops > _MAX_LINK_HOPS:
+                raise ArchiveError(f"archive member {origin!r} is a symbolic link that loops")
+            joined = posixpath.normpath(posixpath.join("/".join(resolved), target))
+            if joined == ".." or joined.startswith("../"):
+                raise ArchiveError(
+                    f"archive member {origin!r} is a symbolic link that leaves the module "
+                    f"(to {self.symbolic.get(origin, target)!r})"
+                )
+            parts = [p for p in joined.split("/") if p not in ("", ".")] + parts
+            resolved = []
+        return "/".join(resolved)
+
+    def resolve_into(self, result: ArchiveContents, max_unpacked: int) -> None:
+        """Check every link and give the parser the kept files seen through them."""
+        for path in [*self.files, *self.symbolic, *self.hard]:
+            parts = path.split("/")
+            for depth in range(1, len(parts)):
+                ancestor = "/".join(parts[:depth])
+                if ancestor in self.symbolic:
+                    raise ArchiveError(
+                        f"archive member {path!r} is inside {ancestor!r}, which is a symbolic "
+                        "link: unpacking it would write through the link"
+                    )
+        copies: dict[str, str] = {}
+        for path in self.symbolic:
+            real = self._real(path, path)
+            if real in self.files:
+                copies[path] = real
+            elif _is_tf(path):
+                raise ArchiveError(
+                    f"archive member {path!r} is a link to {real!r}, which is not a Terraform "
+                    "file in the archive"
+                )
+            else:  # a directory (or nothing): what is kept below it shows through the link
+                prefix = real + "/" if real else ""
+                for file in result.files:
+                    if file.startswith(prefix) and file not in self.symbolic:
+                        copies[path + "/" + file[len(prefix) :]] = file
+        for path, named in self.hard.items():
+            copies[path] = named
+        for path, source in copies.items():
+            if not _is_kept(path) or path in result.files:
+                continue
+            if source not in result.files:
+                if _is_tf(path):
+                    raise ArchiveError(
+                        f"archive member {path!r} is a link to {source!r}, which is not a "
+                        "Terraform file in the archive"
+                    )
+                continue
+            content = result.files[source]
+            result.unpacked_size += len(content)
+            if result.unpacked_size > max_unpacked:
+                raise ArchiveError(
+                    f"archive unpacks to more than the maximum allowed size of {max_unpacked} "
+                    f"bytes (following the link {path!r})"
+                )
+            result.files[path] = content
