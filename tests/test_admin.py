@@ -316,8 +316,9 @@ def test_saml_rules_certificate_rotation_and_revocation(admin: Recorder) -> None
     # enabling needs every required attribute
     reply = admin.patch(path, body(enabled=True))
     assert reply.status == 422 and reply.error["source"]["pointer"] == "/data/attributes/idp-cert"
-    reply = admin.patch(path, body(**{"idp-cert": "-----BEGIN CERTIFICATE-----\nnope\n"}))
+    reply = admin.patch(path, body(enabled=True, **{"idp-cert": "  "}))
     assert reply.status == 422 and reply.error["source"]["pointer"] == "/data/attributes/idp-cert"
+    assert "must not be empty" in reply.error["detail"]
     reply = admin.patch(path, body(**{"sso-endpoint-url": "http://idp.example.test/sso"}))
     assert reply.status == 422
     assert admin.patch(path, body(**{"signature-digest-method": "MD5"})).status == 422
@@ -368,6 +369,272 @@ def test_saml_rules_certificate_rotation_and_revocation(admin: Recorder) -> None
     assert reply.data["attributes"]["certificate"] == first
     assert "PRIVATE KEY" not in b"".join(admin.seen).decode()
     assert "PRIVATE KEY" not in json.dumps(settings_item("saml"))
+
+
+SAML = f"{ADMIN}/saml-settings"
+# Every attribute go-tfe's AdminSAMLSetting models (v1.109.0), besides the two site URLs.
+SAML_FRESH = {
+    "enabled": False,
+    "debug": False,
+    "authn-requests-signed": False,
+    "want-assertions-signed": False,
+    "team-management-enabled": False,
+    "old-idp-cert": None,
+    "idp-cert": None,
+    "slo-endpoint-url": None,
+    "sso-endpoint-url": None,
+    "attr-username": "Username",
+    "attr-groups": "MemberOf",
+    "attr-site-admin": "SiteAdmin",
+    "site-admin-role": "site-admins",
+    "sso-api-token-session-timeout": 1209600,
+    "certificate": None,
+    "private-key": None,
+    "signature-signing-method": "SHA256",
+    "signature-digest-method": "SHA256",
+    "provider-type": "unknown",
+}
+GO_TFE_KEY = "testPrivateKey"
+
+
+def saml_key_is_sealed(plaintext: str) -> None:
+    """The stored item holds the key only sealed (and it unseals to ``plaintext``)."""
+    from chalicelib.core import secrets
+
+    item = settings_item("saml")
+    assert plaintext not in json.dumps(item)
+    sealed = json.loads(item["secrets"]["S"])["key"]
+    assert secrets.unseal(sealed, purpose="saml/key") == plaintext
+
+
+def test_saml_fresh_instance_serves_every_go_tfe_attribute(admin: Recorder) -> None:
+    reply = admin.get(SAML)
+    assert reply.status == 200
+    assert reply.data["id"] == "saml" and reply.data["type"] == "saml-settings"
+    attributes = dict(reply.data["attributes"])
+    acs, metadata = attributes.pop("acs-consumer-url"), attributes.pop("metadata-url")
+    assert acs.endswith("/users/saml/auth") and metadata.endswith("/users/saml/metadata")
+    assert attributes == SAML_FRESH
+    for name, value in attributes.items():  # exact JSON types: bools are bools, not 0/1
+        assert type(value) is type(SAML_FRESH[name]), name
+    revoked = admin.post(f"{SAML}/actions/revoke-old-certificate")
+    assert revoked.status == 200 and revoked.data["attributes"]["old-idp-cert"] is None
+
+
+def test_saml_go_tfe_update_sequence(admin: Recorder) -> None:
+    """go-tfe's TestAdminSettings_SAML_Read/Update/RevokeIdpCert, request for request."""
+    assert admin.get(SAML).status == 200
+
+    reply = admin.patch(SAML, body(enabled=False, debug=False))
+    assert reply.status == 200, reply.json
+    attributes = reply.data["attributes"]
+    assert attributes["enabled"] is False and attributes["debug"] is False
+    assert attributes["private-key"] is None
+
+    # "with certificate defined": placeholder certificates are stored as given
+    reply = admin.patch(
+        SAML,
+        body(
+            **{
+                "certificate": "testCert",
+                "private-key": GO_TFE_KEY,
+                "idp-cert": "testCert",
+                "slo-endpoint-url": "https://example.com/slo",
+                "sso-endpoint-url": "https://example.com/sso",
+                "signature-signing-method": "SHA1",
+                "signature-digest-method": "SHA1",
+            }
+        ),
+    )
+    assert reply.status == 200, reply.json
+    attributes = reply.data["attributes"]
+    assert attributes["certificate"] == "testCert" and attributes["idp-cert"] == "testCert"
+    assert attributes["private-key"] is None
+    assert attributes["signature-signing-method"] == "SHA1"
+    assert attributes["signature-digest-method"] == "SHA1"
+
+    # "with team management enabled": enabling works with what the previous step stored
+    reply = admin.patch(
+        SAML,
+        body(
+            **{
+                "enabled": True,
+                "team-management-enabled": True,
+                "certificate": "testCert",
+                "private-key": GO_TFE_KEY,
+                "signature-signing-method": "SHA1",
+                "signature-digest-method": "SHA1",
+            }
+        ),
+    )
+    assert reply.status == 200, reply.json
+    attributes = reply.data["attributes"]
+    assert attributes["team-management-enabled"] is True and attributes["enabled"] is True
+    assert attributes["old-idp-cert"] is None  # the same idp-cert is no rotation
+    before = admin.get(SAML).data
+
+    # "with invalid signature digest/signing method"
+    for name in ("signature-digest-method", "signature-signing-method"):
+        reply = admin.patch(SAML, body(**{"authn-requests-signed": True, name: "SHA1234"}))
+        assert reply.status == 422
+        assert reply.error["source"]["pointer"] == f"/data/attributes/{name}"
+    assert admin.get(SAML).data == before
+
+    # TestAdminSettings_SAML_RevokeIdpCert (SAML is enabled now)
+    reply = admin.post(f"{SAML}/actions/revoke-old-certificate")
+    assert reply.status == 200
+    assert reply.data["attributes"]["idp-cert"] == "testCert"
+
+    # signed requests with the placeholder certificate and key go through as well
+    reply = admin.patch(SAML, body(**{"authn-requests-signed": True, "provider-type": "okta"}))
+    assert reply.status == 200, reply.json
+    assert reply.data["attributes"]["authn-requests-signed"] is True
+    assert reply.data["attributes"]["provider-type"] == "okta"
+
+    assert GO_TFE_KEY not in b"\n".join(admin.seen).decode()
+    saml_key_is_sealed(GO_TFE_KEY)
+
+
+def test_saml_terrasnek_sequence(admin: Recorder) -> None:
+    """terrasnek's test_admin_settings_saml (run twice: its suite reuses an instance)."""
+    payload = {
+        "data": {
+            "attributes": {
+                "enabled": True,
+                "debug": False,
+                "idp-cert": "NEW-CERTIFICATE",
+                "slo-endpoint-url": "https://example.com/slo",
+                "sso-endpoint-url": "https://example.com/sso",
+                "attr-username": "Username",
+                "attr-groups": "MemberOf",
+                "attr-site-admin": "SiteAdmin",
+                "site-admin-role": "site-admins",
+                "sso-api-token-session-timeout": 1209600,
+            }
+        }
+    }
+    for _ in range(2):
+        assert admin.get(SAML).data["type"] == "saml-settings"
+        payload["data"]["attributes"]["enabled"] = True
+        reply = admin.patch(SAML, payload)
+        assert reply.status == 200, reply.json
+        assert reply.data["attributes"]["enabled"] is True
+        assert reply.data["attributes"]["idp-cert"] == "NEW-CERTIFICATE"
+        assert reply.data["attributes"]["old-idp-cert"] is None
+        payload["data"]["attributes"]["enabled"] = False
+        reply = admin.patch(SAML, payload)
+        assert reply.status == 200, reply.json
+        assert reply.data["attributes"]["enabled"] is False
+
+
+def test_saml_signature_methods_and_provider_types(admin: Recorder) -> None:
+    for signing in ("SHA1", "SHA256"):
+        for digest in ("SHA1", "SHA256"):
+            update = {"signature-signing-method": signing, "signature-digest-method": digest}
+            reply = admin.patch(SAML, body(**update))
+            assert reply.status == 200, reply.json
+            assert {name: reply.data["attributes"][name] for name in update} == update
+            assert {name: admin.get(SAML).data["attributes"][name] for name in update} == update
+    for provider in ("okta", "entra", "saml", "unknown"):
+        reply = admin.patch(SAML, body(**{"provider-type": provider}))
+        assert reply.status == 200, reply.json
+        assert reply.data["attributes"]["provider-type"] == provider
+    for name in ("authn-requests-signed", "want-assertions-signed", "team-management-enabled"):
+        reply = admin.patch(SAML, body(**{name: True}))
+        assert reply.status == 200 and reply.data["attributes"][name] is True
+    # null (go-tfe's unset pointer) leaves a value as it is
+    reply = admin.patch(SAML, body(**{"provider-type": None, "signature-digest-method": None}))
+    assert reply.status == 200
+    assert reply.data["attributes"]["provider-type"] == "unknown"
+    assert reply.data["attributes"]["signature-digest-method"] == "SHA256"
+
+
+def test_saml_private_key_is_write_only_and_sealed(admin: Recorder) -> None:
+    key = "-----BEGIN PRIVATE KEY-----\nnot-a-real-key-never-shown\n-----END PRIVATE KEY-----"
+    reply = admin.patch(SAML, body(**{"private-key": key, "certificate": "SP-CERT"}))
+    assert reply.status == 200 and reply.data["attributes"]["private-key"] is None
+    assert "has-private-key" not in reply.data["attributes"]  # go-tfe models no such field
+    saml_key_is_sealed(key)
+    replaced = "another-placeholder-key"
+    assert admin.patch(SAML, body(**{"private-key": replaced})).status == 200
+    saml_key_is_sealed(replaced)
+    assert admin.patch(SAML, body(**{"private-key": ""})).status == 200
+    assert "key" not in json.loads(settings_item("saml")["secrets"]["S"])
+    everything = b"\n".join(admin.seen).decode()
+    assert "never-shown" not in everything and replaced not in everything
+
+
+def test_saml_placeholder_idp_certificates_rotate_and_revoke(admin: Recorder) -> None:
+    enable = {
+        "enabled": True,
+        "idp-cert": "testCert",
+        "sso-endpoint-url": "https://example.com/sso",
+        "slo-endpoint-url": "https://example.com/slo",
+    }
+    assert admin.patch(SAML, body(**enable)).status == 200
+    reply = admin.patch(SAML, body(**{"idp-cert": "NEW-CERTIFICATE"}))
+    assert reply.status == 200
+    assert reply.data["attributes"]["idp-cert"] == "NEW-CERTIFICATE"
+    assert reply.data["attributes"]["old-idp-cert"] == "testCert"
+    revoked = admin.post(f"{SAML}/actions/revoke-old-certificate")
+    assert revoked.status == 200
+    assert revoked.data["attributes"]["old-idp-cert"] is None
+    assert revoked.data["attributes"]["idp-cert"] == "NEW-CERTIFICATE"
+    assert admin.get(SAML).data["attributes"]["old-idp-cert"] is None
+
+
+SAML_422 = [
+    ({"signature-signing-method": "SHA512"}, "signature-signing-method"),
+    ({"signature-signing-method": "sha256"}, "signature-signing-method"),
+    ({"signature-signing-method": 256}, "signature-signing-method"),
+    ({"signature-digest-method": "MD5"}, "signature-digest-method"),
+    ({"signature-digest-method": True}, "signature-digest-method"),
+    ({"provider-type": "OKTA"}, "provider-type"),
+    ({"provider-type": "azure"}, "provider-type"),
+    ({"provider-type": 1}, "provider-type"),
+    ({"authn-requests-signed": "yes"}, "authn-requests-signed"),
+    ({"want-assertions-signed": 1}, "want-assertions-signed"),
+    ({"team-management-enabled": "true"}, "team-management-enabled"),
+    ({"debug": "false"}, "debug"),
+    ({"enabled": 0}, "enabled"),
+    ({"idp-cert": 5}, "idp-cert"),
+    ({"certificate": ["testCert"]}, "certificate"),
+    ({"private-key": {"pem": "x"}}, "private-key"),
+    ({"sso-api-token-session-timeout": "60"}, "sso-api-token-session-timeout"),
+    ({"sso-api-token-session-timeout": True}, "sso-api-token-session-timeout"),
+    ({"sso-api-token-session-timeout": 59}, "sso-api-token-session-timeout"),
+    ({"slo-endpoint-url": "ftp://example.com/slo"}, "slo-endpoint-url"),
+    # SAML is enabled below: certificates must stay non-empty, signing needs cert and key
+    ({"idp-cert": ""}, "idp-cert"),
+    ({"certificate": " "}, "certificate"),
+    ({"authn-requests-signed": True}, "certificate"),
+    ({"authn-requests-signed": True, "certificate": "testCert"}, "private-key"),
+    ({"authn-requests-signed": True, "certificate": "c", "private-key": ""}, "private-key"),
+    # one bad attribute among good ones: nothing of the request is written
+    ({"debug": True, "idp-cert": "NEW-CERTIFICATE", "provider-type": "bogus"}, "provider-type"),
+    ({"private-key": "k", "signature-digest-method": "SHA384"}, "signature-digest-method"),
+]
+
+
+def test_saml_bad_values_are_422_with_a_pointer_and_change_nothing(admin: Recorder) -> None:
+    enable = {
+        "enabled": True,
+        "idp-cert": "testCert",
+        "sso-endpoint-url": "https://example.com/sso",
+        "slo-endpoint-url": "https://example.com/slo",
+    }
+    assert admin.patch(SAML, body(**enable)).status == 200
+    before, stored = admin.get(SAML).data, settings_item("saml")
+    for attributes, pointer in SAML_422:
+        reply = admin.patch(SAML, body(**attributes))
+        assert reply.status == 422, (attributes, reply.status, reply.json)
+        assert reply.error["source"]["pointer"] == f"/data/attributes/{pointer}", attributes
+        assert reply.error["detail"]
+        # snake_case names (pytfe) are checked the same way
+        snake = {name.replace("-", "_"): value for name, value in attributes.items()}
+        assert admin.patch(SAML, body(**snake)).status == 422, attributes
+    assert admin.get(SAML).data == before
+    assert settings_item("saml") == stored
 
 
 # ----- SMTP ------------------------------------------------------------------------------------

@@ -96,9 +96,11 @@ def render_cost_estimation(item: store.SettingsModel) -> dict[str, Any]:
 
 
 def render_saml(item: store.SettingsModel, base_url: str) -> dict[str, Any]:
-    """The SAML values, the write-only private key as null and this site's SAML URLs."""
+    """Every SAML attribute go-tfe models (stored or default), the write-only private key
+    always null (whether one is set is not shown either) and this site's SAML URLs."""
+    values = service.with_defaults(item, service.SAML_DEFAULTS)
     return {
-        **service.with_defaults(item, service.SAML_DEFAULTS),
+        **{name: values[name] for name in service.SAML_DEFAULTS},
         "private-key": None,
         "acs-consumer-url": f"{base_url}/users/saml/auth",
         "metadata-url": f"{base_url}/users/saml/metadata",

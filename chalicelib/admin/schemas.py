@@ -66,6 +66,9 @@ class CostEstimationSettings(Attributes):
 
 
 class SamlSettings(Attributes):
+    """Certificates and the private key are free text (TFE stores them as given); the
+    service checks what must be set once SAML is enabled."""
+
     enabled: bool | None = None
     debug: bool | None = None
     team_management_enabled: bool | None = None

@@ -12,9 +12,6 @@ import json
 import re
 from typing import Any
 
-from cryptography import x509
-from cryptography.hazmat.primitives.serialization import load_pem_private_key
-
 from chalicelib.accounts.service import is_site_admin
 from chalicelib.admin import mail, sms, store
 from chalicelib.admin.store import general_defaults
@@ -53,17 +50,6 @@ def _check_email(name: str, value: str | None) -> None:
 def _check_https(name: str, value: str | None) -> None:
     if value and not re.match(r"^https://[^\s/]+", value):
         raise _invalid(name, "must be an https:// URL")
-
-
-def _check_certificate(name: str, value: str | None) -> None:
-    if not value:
-        return
-    if "-----BEGIN CERTIFICATE-----" not in value:
-        raise _invalid(name, "must be a PEM-encoded X.509 certificate")
-    try:
-        x509.load_pem_x509_certificate(value.encode())
-    except ValueError:
-        raise _invalid(name, "must be a PEM-encoded X.509 certificate") from None
 
 
 def _seal_changes(
@@ -222,9 +208,18 @@ _SAML_REQUIRED = (
     "attr-site-admin",
     "site-admin-role",
 )
+# Certificate attributes: stored as given (TFE accepts any non-empty text, e.g. go-tfe's and
+# terrasnek's "testCert" / "NEW-CERTIFICATE"); "" clears one while SAML is disabled.
+SAML_CERTIFICATES = ("idp-cert", "certificate")
+# The sealed secret holding the SP private key (write-only, rendered as null).
+SAML_KEY = "key"
 
 
-def _same_pem(a: str, b: str) -> bool:
+def _blank(value: Any) -> bool:
+    return value is None or (isinstance(value, str) and not value.strip())
+
+
+def _same_certificate(a: str, b: str) -> bool:
     return "".join(a.split()) == "".join(b.split())
 
 
@@ -233,33 +228,41 @@ def saml() -> store.SettingsModel:
 
 
 def update_saml(changes: dict[str, Any]) -> store.SettingsModel:
+    """Merge ``changes`` over the stored SAML settings, check the result, then write once.
+
+    A new ``idp-cert`` keeps the one it replaces as ``old-idp-cert`` (until revoked); the
+    private key is sealed, never stored in ``values``.
+    """
     item = store.load(SAML)
     values = with_defaults(item, SAML_DEFAULTS)
+    values.pop("private-key", None)
     private_key = changes.pop("private-key", None)
-    _check_certificate("idp-cert", changes.get("idp-cert"))
-    _check_certificate("certificate", changes.get("certificate"))
     _check_https("sso-endpoint-url", changes.get("sso-endpoint-url"))
     _check_https("slo-endpoint-url", changes.get("slo-endpoint-url"))
-    if private_key:
-        try:
-            load_pem_private_key(private_key.encode(), password=None)
-        except (ValueError, TypeError):
-            raise _invalid("private-key", "must be an unencrypted PEM private key") from None
-    new_cert = changes.pop("idp-cert", None)
-    if new_cert is not None:
-        current = values.get("idp-cert")
-        if new_cert and current and not _same_pem(new_cert, current):
-            values["old-idp-cert"] = current
-        values["idp-cert"] = new_cert or None
+    sent_certificates = {name: changes.pop(name) for name in SAML_CERTIFICATES if name in changes}
     values.update(changes)
+    current = values.get("idp-cert")
+    new_idp_cert = sent_certificates.get("idp-cert")
+    if current and not _blank(new_idp_cert) and not _same_certificate(new_idp_cert, current):
+        values["old-idp-cert"] = current  # kept until revoke-old-certificate
+    for name, value in sent_certificates.items():
+        values[name] = None if _blank(value) else value
     if values["enabled"]:
+        for name, value in sent_certificates.items():
+            if _blank(value):
+                raise _invalid(name, "must not be empty when SAML is enabled")
         _require(values, _SAML_REQUIRED, "when SAML is enabled")
         if values["authn-requests-signed"]:
             _require(values, ("certificate",), "when authn-requests-signed is true")
-            has_key = private_key if private_key is not None else (item.secrets or {}).get("key")
+            if private_key is not None:
+                has_key = not _blank(private_key)
+            else:
+                has_key = bool((item.secrets or {}).get(SAML_KEY))
             if not has_key:
                 raise _invalid("private-key", "is required when authn-requests-signed is true")
-    plaintexts = {} if private_key is None else {"key": private_key}
+    plaintexts: dict[str, str] = {}
+    if private_key is not None:  # "" (or blank) removes the key
+        plaintexts[SAML_KEY] = "" if _blank(private_key) else private_key
     item.values, item.secrets = values, _seal_changes(item, SAML, plaintexts)
     store.save(item)
     return item

@@ -28,7 +28,8 @@ from tests.admin_servers import (
 TOKEN = "e2e-admin-settings-token"
 SMS_TOKEN = "e2e-sms-token-never-shown"
 COST_SECRET = "e2e-aws-secret-never-shown"
-SECRETS = (SMTP_PASSWORD, SMS_TOKEN, COST_SECRET)
+SAML_KEY = "e2e-saml-key-never-shown"
+SECRETS = (SMTP_PASSWORD, SMS_TOKEN, COST_SECRET, SAML_KEY)
 
 
 class Site:
@@ -169,6 +170,31 @@ def test_settings_areas_round_trip(site: Site) -> None:
     assert saml["idp-cert"] == cert
     assert saml["acs-consumer-url"] == f"{site.url}/users/saml/auth"
     assert saml["metadata-url"] == f"{site.url}/users/saml/metadata"
+
+    # go-tfe's and terrasnek's placeholder certificates are stored as given; the key never shows
+    placeholder = {
+        "idp-cert": "testCert",
+        "certificate": "testCert",
+        "private-key": SAML_KEY,
+        "signature-signing-method": "SHA1",
+        "signature-digest-method": "SHA1",
+        "team-management-enabled": True,
+        "provider-type": "entra",
+    }
+    saml = attributes(site.call("PATCH", "/admin/saml-settings", placeholder))
+    assert saml["idp-cert"] == "testCert" and saml["old-idp-cert"] == cert
+    assert saml["certificate"] == "testCert" and saml["private-key"] is None
+    assert saml["signature-signing-method"] == "SHA1" and saml["provider-type"] == "entra"
+    assert saml["team-management-enabled"] is True and saml["enabled"] is True
+    bad = site.call("PATCH", "/admin/saml-settings", {"signature-digest-method": "SHA1234"})
+    assert bad.status_code == 422, bad.text
+    assert bad.json()["errors"][0]["source"]["pointer"] == (
+        "/data/attributes/signature-digest-method"
+    )
+    revoked = site.call("POST", "/admin/saml-settings/actions/revoke-old-certificate")
+    assert revoked.status_code == 200, revoked.text
+    assert revoked.json()["data"]["attributes"]["old-idp-cert"] is None
+    assert all(SAML_KEY not in text for text in site.bodies)
 
     custom = site.call("PATCH", "/admin/customization-settings", {"footer": "<b>Ops</b>"})
     assert "\\u003cb\\u003eOps" in custom.text and custom.json()["data"]["attributes"]["footer"]
