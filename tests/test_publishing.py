@@ -719,3 +719,28 @@ def test_deprecated_path_takes_the_organization_from_the_token(
     assert created.data["relationships"]["organization"]["data"]["id"] == "acme"
     assert created.data["attributes"]["vcs-repo"]["display-identifier"] == "Acme / net"
     assert acme.get(NET).status == 200
+
+
+def test_deprecated_path_does_not_tell_whose_an_oauth_token_is(
+    acme: Api, git_server: tuple[GitServer, dict[str, str]]
+) -> None:
+    """Another organization's ``ot-`` id and a made-up one get the same answer."""
+    server, _ = git_server
+    make_org(acme, "rival")
+    rivals = connect(acme, server, org="rival")
+    _, outsider = make_team(acme, "acme", "ci", manage_modules=True)
+
+    def attempt(token_id: str) -> Any:
+        repo = {"identifier": "acme/terraform-aws-net", "oauth-token-id": token_id}
+        reply = acme.as_(outsider).post(
+            f"{V2}/registry-modules", doc("registry-modules", **{"vcs-repo": repo})
+        )
+        assert reply.status == 422, reply.json
+        return reply.error
+
+    foreign, unknown = attempt(rivals), attempt("ot-doesNotExist0000")
+    assert "rival" not in json.dumps(foreign)
+    assert foreign["detail"].replace(rivals, "ID") == unknown["detail"].replace(
+        "ot-doesNotExist0000", "ID"
+    )
+    assert foreign["source"] == unknown["source"]

@@ -343,10 +343,14 @@ def _publishing_token(token_id: str) -> OAuthTokenModel:
     return token
 
 
-def token_organization(token_id: str) -> str:
+def token_organization(principal: Principal, token_id: str) -> str:
     """The organization an OAuth token belongs to (the deprecated publish path names no
-    organization: the token does); 422 when there is no such token."""
-    return _publishing_token(token_id).organization
+    organization: the token does); the same 422 when there is no such token and when the
+    caller cannot read its organization, so an ``ot-`` id never tells whose it is."""
+    organization = _publishing_token(token_id).organization
+    if not accounts.access(principal, organization).can_read:
+        raise Unprocessable(f"oauth token {token_id!r} not found", pointer=POINTER_TOKEN)
+    return organization
 
 
 def _token_and_client(organization: str, token_id: str) -> tuple[OAuthTokenModel, OAuthClientModel]:

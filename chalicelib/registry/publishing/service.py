@@ -162,7 +162,7 @@ def publish(
     if not repo.identifier:
         raise Unprocessable("identifier is required", pointer=POINTER + "identifier")
     if organization is None:
-        organization = repo.organization_name or vcs.token_organization(token_id)
+        organization = repo.organization_name or vcs.token_organization(principal, token_id)
     rights = accounts.organization_access(principal, organization)
     service.require_rights(rights, "publishing a module")
     fields = _connection_fields(organization, token_id, repo.identifier)
