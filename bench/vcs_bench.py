@@ -58,6 +58,7 @@ def main() -> None:
         from chalicelib.core.settings import get_settings
         from chalicelib.registry import queue as jobs
         from chalicelib.registry.ingest.handler import handle_s3_record
+        from chalicelib.registry.publishing import worker
         from infrastructure.resources import provision
 
         provision()
@@ -134,21 +135,21 @@ def main() -> None:
 
             CALLS.clear()
             started = time.perf_counter()
-            assert jobs.handle(queued[jobs.HOOK]) == "registered"
+            assert worker.run(queued[jobs.HOOK]) == "registered"
             hook_ms = (time.perf_counter() - started) * 1000
             hook_calls = dict(CALLS)
             sync = queued[jobs.SYNC]
 
             CALLS.clear()
             started = time.perf_counter()
-            jobs.handle(sync)
+            worker.run(sync)
             sync_ms = (time.perf_counter() - started) * 1000
             sync_calls = dict(CALLS)
 
             fetch_ms, ingest_ms = [], []
             for job in receive_all():
                 started = time.perf_counter()
-                jobs.handle(job)
+                worker.run(job)
                 fetch_ms.append((time.perf_counter() - started) * 1000)
                 (event,) = receive_all()
                 started = time.perf_counter()

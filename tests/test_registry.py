@@ -146,6 +146,25 @@ def test_public_modules_on_the_hosted_edition(acme: Api, hosted: None):
     assert acme.get(ORG).data == []
 
 
+def test_deprecated_name_delete_removes_curated_public_modules(acme: Api, hosted: None):
+    """go-tfe's cleanup deletes every module by name with the deprecated POST form."""
+    public = {"registry-name": "public", "namespace": "terraform-aws-modules"}
+    assert (
+        acme.post(ORG, doc("registry-modules", name="vpc", provider="aws", **public)).status == 201
+    )
+    create_module(acme, "vpc", "aws")
+    create_module(acme, "vpc", "google")
+    create_module(acme, "eks", "aws", **public)
+    deleted = acme.post("/api/v2/registry-modules/actions/delete/acme/vpc", {})
+    assert deleted.status == 204, deleted.json
+    assert sorted(m["attributes"]["name"] for m in acme.get(ORG).data) == ["eks"]
+    gone = acme.post("/api/v2/registry-modules/actions/delete/acme/vpc", {})
+    assert gone.status == 404
+    # The provider and version forms stay private-only (SPEC: 404 for public modules).
+    eks = acme.post("/api/v2/registry-modules/actions/delete/acme/eks/aws", {})
+    assert eks.status == 404
+
+
 def create_version_public(api: Api):
     return api.post(
         f"{ORG}/public/terraform-aws-modules/vpc/aws/versions",
@@ -341,6 +360,13 @@ def test_delete_cascades_version_provider_module(acme: Api):
     assert acme.get(f"{ORG}/private/acme/vpc/google").status == 200
     # deleting the last provider leaves nothing of the name; `//` and trailing / tolerated
     assert acme.delete(f"{ORG}/private/acme/vpc/google//").status == 204
+    assert acme.get(ORG).data == []
+    # terrasnek joins with a trailing slash: `<name>//<provider>` and `<name>//<provider>/<v>`
+    create_module(acme, "net", "aws")
+    assert create_version(acme, "1.0.0", name="net").status == 201
+    assert create_version(acme, "1.1.0", name="net").status == 201
+    assert acme.delete(f"{ORG}/private/acme/net//aws/1.1.0").status == 204
+    assert acme.delete(f"{ORG}/private/acme/net//aws").status == 204
     assert acme.get(ORG).data == []
     assert acme.delete(f"{ORG}/private/acme/vpc").status == 404
 

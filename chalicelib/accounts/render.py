@@ -1,5 +1,5 @@
-"""JSON:API resources of the accounts surface: organizations, entitlement sets, users, teams
-and authentication tokens.
+"""JSON:API resources of the accounts surface: organizations, entitlement sets, users, teams,
+organization memberships and authentication tokens.
 
 ``rights`` is the caller's access in the organization; it only fills the ``permissions``
 blocks (what the caller may do), never decides what is shown.
@@ -7,6 +7,7 @@ blocks (what the caller may do), never decides what is shown.
 
 from __future__ import annotations
 
+import hashlib
 from typing import TYPE_CHECKING, Any
 
 from chalicelib.accounts.store import ACCESS_FLAGS, OrganizationModel, TeamModel, UserModel
@@ -73,6 +74,7 @@ def render_entitlement_set(org: OrganizationModel) -> dict[str, Any]:
 
 def render_team(team: TeamModel, rights: OrgAccess | None = None) -> dict[str, Any]:
     owner = bool(rights and rights.is_owner)
+    members = sorted(team.user_ids or ())
     return resource(
         "teams",
         team.id,
@@ -80,7 +82,7 @@ def render_team(team: TeamModel, rights: OrgAccess | None = None) -> dict[str, A
             "name": team.name,
             "visibility": team.visibility,
             "sso-team-id": team.sso_team_id,
-            "users-count": len(team.user_ids or ()),
+            "users-count": len(members),
             "organization-access": {kebab(f): bool(getattr(team.access, f)) for f in ACCESS_FLAGS},
             "permissions": {
                 "can-update-membership": owner,
@@ -92,10 +94,43 @@ def render_team(team: TeamModel, rights: OrgAccess | None = None) -> dict[str, A
         },
         relationships={
             "organization": to_one("organizations", team.organization),
-            "users": {"data": [{"id": u, "type": "users"} for u in sorted(team.user_ids or ())]},
+            "users": {"data": [{"id": u, "type": "users"} for u in members]},
+            "organization-memberships": {
+                "data": [
+                    {"id": membership_id(team.organization, u), "type": "organization-memberships"}
+                    for u in members
+                ]
+            },
             "authentication-token": to_one("authentication-tokens", team.token_id),
         },
         links={"self": f"/api/v2/teams/{team.id}"},
+    )
+
+
+def membership_id(organization: str, user_id: str) -> str:
+    """The id of a user's membership in an organization. Membership is not stored on its
+    own (it is being on one of the organization's teams), so the id is derived: stable, and
+    the same from every team the user is on."""
+    digest = hashlib.sha256(f"{organization}\0{user_id}".encode()).hexdigest()
+    return f"ou-{digest[:16]}"
+
+
+def render_organization_membership(
+    organization: str, user: UserModel, *, private: bool = True
+) -> dict[str, Any]:
+    """``user``'s membership in ``organization`` (always active: there are no invitations).
+    ``private`` shows the email address (to the organization's owners and the user)."""
+    prefix = f"{organization}/"
+    team_ids = sorted(ref[len(prefix) :] for ref in user.team_refs or () if ref.startswith(prefix))
+    return resource(
+        "organization-memberships",
+        membership_id(organization, user.id),
+        {"status": "active", "email": user.email if private else ""},
+        relationships={
+            "user": to_one("users", user.id),
+            "organization": to_one("organizations", organization),
+            "teams": {"data": [{"id": t, "type": "teams"} for t in team_ids]},
+        },
     )
 
 

@@ -5,7 +5,7 @@ One handler per path and method; rendering lives in ``chalicelib.accounts.render
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Annotated, Any
 
@@ -16,17 +16,19 @@ from chalicelib.accounts import service
 from chalicelib.accounts.render import (
     render_entitlement_set,
     render_organization,
+    render_organization_membership,
     render_service_account,
     render_team,
     render_token,
     render_user,
 )
-from chalicelib.accounts.store import TeamModel
+from chalicelib.accounts.store import TeamModel, UserModel
 from chalicelib.core.auth import TokenModel
 from chalicelib.core.errors import Unprocessable
 from chalicelib.core.http import Ctx, route
 from chalicelib.core.jsonapi import (
     Attributes,
+    Includer,
     document,
     no_content,
     parse_attributes,
@@ -100,10 +102,21 @@ def show_user(ctx: Ctx, user_id: str) -> Response:
     return document(render_user(user, private=private))
 
 
-def _page_of(ctx: Ctx, items: list[Any], render: Callable[[Any], dict[str, Any]]) -> Response:
-    """One page of ``items`` (as the query asks), rendered, with pagination links and meta."""
+def _page_of(
+    ctx: Ctx,
+    items: list[Any],
+    render: Callable[[Any], dict[str, Any]],
+    includers: Mapping[str, Includer] | None = None,
+) -> Response:
+    """One page of ``items`` (as the query asks), rendered, with pagination links and meta,
+    and the resources related to that page for the includes asked."""
     page = ctx.paginate(items)
-    return document([render(item) for item in page.items], links=page.links, meta=page.meta)
+    return document(
+        [render(item) for item in page.items],
+        links=page.links,
+        meta=page.meta,
+        included=ctx.included(page.items, includers or {}),
+    )
 
 
 # ----- organizations ------------------------------------------------------------------------
@@ -162,40 +175,77 @@ def show_entitlement_set(ctx: Ctx, organization_name: str) -> Response:
 ORGANIZATION_TEAMS = ORGANIZATION + "/teams"
 TEAM = "/api/v2/teams/{team_id}"
 TEAM_USERS = TEAM + "/relationships/users"
+# go-tfe's TeamIncludeOpt.
+TEAM_INCLUDES = ("users", "organization-memberships")
 
 
-@route(bp, ORGANIZATION_TEAMS, methods=("GET",))
+def _team_includers(ctx: Ctx, rights: service.OrgAccess) -> dict[str, Includer]:
+    """``users`` and ``organization-memberships`` of teams: both are the teams' members,
+    read once. A user's email shows to them and site admins (as ``GET /users/:id``); a
+    membership's to the organization's owners and the member."""
+    loaded: list[list[UserModel]] = []
+
+    def members(teams: Sequence[TeamModel]) -> list[UserModel]:
+        if not loaded:
+            loaded.append(service.team_members(teams))
+        return loaded[0]
+
+    def users(teams: Sequence[TeamModel]) -> list[dict[str, Any]]:
+        found = members(teams)
+        admin = bool(found) and service.is_site_admin(ctx.user)
+        return [render_user(u, private=admin or u.id == ctx.user.id) for u in found]
+
+    def memberships(teams: Sequence[TeamModel]) -> list[dict[str, Any]]:
+        organizations = {u: t.organization for t in teams for u in t.user_ids or ()}
+        return [
+            render_organization_membership(
+                organizations[u.id], u, private=rights.is_owner or u.id == ctx.user.id
+            )
+            for u in members(teams)
+        ]
+
+    return {"users": users, "organization-memberships": memberships}
+
+
+def _team_document(
+    ctx: Ctx, team: TeamModel, rights: service.OrgAccess, status: int = 200
+) -> Response:
+    included = ctx.included([team], _team_includers(ctx, rights))
+    return document(render_team(team, rights), status, included=included)
+
+
+@route(bp, ORGANIZATION_TEAMS, methods=("GET",), includes=TEAM_INCLUDES)
 def list_teams(ctx: Ctx, organization_name: str) -> Response:
     names_filter = ctx.query.get("filter[names]")
     names = [n for n in names_filter.split(",") if n] if names_filter else None
     found = service.list_teams(ctx.user, organization_name, names)
     rights = service.access(ctx.user, organization_name)
-    return _page_of(ctx, found, lambda t: render_team(t, rights))
+    return _page_of(ctx, found, lambda t: render_team(t, rights), _team_includers(ctx, rights))
 
 
-@route(bp, ORGANIZATION_TEAMS, methods=("POST",))
+@route(bp, ORGANIZATION_TEAMS, methods=("POST",), includes=TEAM_INCLUDES)
 def create_team(ctx: Ctx, organization_name: str) -> Response:
     # terrasnek sends type "organizations" here: accept any type.
     attrs = parse_attributes(ctx.json(), TeamAttributes)
     team = service.create_team(
         ctx.user, organization_name, attrs.name, _visibility(attrs.visibility), attrs.flags()
     )
-    return document(render_team(team, service.OrgAccess.everything()), status=201)
+    return _team_document(ctx, team, service.OrgAccess.everything(), status=201)
 
 
-@route(bp, TEAM, methods=("GET",))
+@route(bp, TEAM, methods=("GET",), includes=TEAM_INCLUDES)
 def show_team(ctx: Ctx, team_id: str) -> Response:
     found, rights = service.readable_team(ctx.user, team_id)
-    return document(render_team(found, rights))
+    return _team_document(ctx, found, rights)
 
 
-@route(bp, TEAM, methods=("PATCH",))
+@route(bp, TEAM, methods=("PATCH",), includes=TEAM_INCLUDES)
 def update_team(ctx: Ctx, team_id: str) -> Response:
     attrs = parse_attributes(ctx.json(), TeamAttributes, type_="teams", lenient_type=True)
     updated = service.update_team(
         ctx.user, team_id, attrs.name, _visibility(attrs.visibility), attrs.flags()
     )
-    return document(render_team(TeamModel.get(updated.id), service.OrgAccess.everything()))
+    return _team_document(ctx, TeamModel.get(updated.id), service.OrgAccess.everything())
 
 
 @route(bp, TEAM, methods=("DELETE",))

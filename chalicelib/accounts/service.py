@@ -392,6 +392,14 @@ def _delete_team(team: TeamModel) -> None:
     team.delete()
 
 
+def team_members(teams: Iterable[TeamModel]) -> list[UserModel]:
+    """The members of ``teams``, each once, in the order of the teams' ``users``
+    relationships (one BatchGet). A user deleted meanwhile is left out."""
+    ids = list(dict.fromkeys(u for team in teams for u in sorted(team.user_ids or ())))
+    found = {user.id: user for user in UserModel.batch_get(ids)} if ids else {}
+    return [found[i] for i in ids if i in found]
+
+
 def resolve_usernames(usernames: list[str]) -> list[UserModel]:
     users = []
     for index, username in enumerate(usernames):

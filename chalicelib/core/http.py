@@ -2,13 +2,20 @@
 every ``ApiError`` (and every unexpected exception) into a JSON:API error document.
 
 Handlers stay short: ``def handler(ctx: Ctx, **path_params) -> Response``.
+
+Includes (JSON:API compound documents): a route declares the names it serves
+(``@route(bp, path, includes=("users",))``); the wrapper checks the ``include`` query
+parameter of every ``/api/v2`` route against that declaration before the handler runs (an
+undeclared name is a 400, so a route that declares none refuses any), and the handler builds
+``included`` with ``ctx.included(models, {name: loader})``. The registry protocol, webhooks
+and ``/.well-known`` are not JSON:API and are left alone.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -26,13 +33,15 @@ from chalicelib.core.errors import (
     UnsupportedMediaType,
     error_response,
 )
-from chalicelib.core.jsonapi import load_json
+from chalicelib.core.jsonapi import Includer, collect_included, load_json, parse_include
 from chalicelib.core.pagination import Page, Paged, paginate
 from chalicelib.core.settings import get_settings
 
 log = logging.getLogger("registry")
 
 CONTENT_TYPES = ["application/vnd.api+json", "application/json"]
+# Routes under this prefix answer JSON:API documents (and have their includes checked).
+JSONAPI_PREFIX = "/api/v2/"
 
 
 @dataclass
@@ -42,6 +51,9 @@ class Ctx:
     request: Request
     principal: Principal | None
     cache: dict[str, Any] = field(default_factory=dict)
+    # The include names asked for, checked against the route's declaration (kebab-case, in
+    # the order asked); None when the request asks none.
+    include: tuple[str, ...] | None = None
 
     @property
     def user(self) -> Principal:
@@ -78,15 +90,31 @@ class Ctx:
     def paginate(self, items: list[Any]) -> Paged[Any]:
         return paginate(items, self.page(), self.url(self.path), self.query)
 
+    def include_values(self) -> list[str]:
+        """Every ``include`` query value as sent (the parameter may repeat)."""
+        params = self.request.query_params or {}
+        if "include" not in params:
+            return []
+        getlist = getattr(params, "getlist", None)
+        return list(getlist("include")) if getlist else [params["include"]]
+
+    def included(
+        self, primary: Sequence[Any], includers: Mapping[str, Includer]
+    ) -> list[dict[str, Any]] | None:
+        """The ``included`` array for ``document(..., included=)``: the resources related to
+        ``primary`` (the models of this response) for each include asked, each once; None
+        when none was asked. ``includers`` maps each name the route declares to its loader."""
+        return collect_included(primary, self.include, includers)
+
 
 Handler = Callable[..., Response]
 
 
-def _authenticate(header: str | None) -> Principal:
+def _authenticate(request: Any) -> Principal:
     # Imported on first use: public routes (ping, discovery) never load PynamoDB.
-    from chalicelib.core.auth import authenticate
+    from chalicelib.core.auth import request_principal
 
-    return authenticate(header)
+    return request_principal(request)
 
 
 def route(
@@ -97,20 +125,28 @@ def route(
     public: bool = False,
     render_error: Callable[[ApiError], Response] = error_response,
     content_types: list[str] = CONTENT_TYPES,
+    includes: Iterable[str] = (),
 ) -> Callable[[Handler], Handler]:
     """Register ``handler(ctx, **params)`` on ``bp`` at ``path`` for ``methods``.
 
     ``render_error`` shapes error bodies: JSON:API by default, the registry protocol's
     ``{"errors": ["..."]}`` for ``/api/registry`` routes. ``content_types`` are the request
-    bodies accepted (others answer 415).
+    bodies accepted (others answer 415). ``includes`` are the include names the route serves
+    (kebab-case); on a JSON:API route any other name asked is a 400 before the handler runs.
     """
+    jsonapi = render_error is error_response and path.startswith(JSONAPI_PREFIX)
+    declared = tuple(includes)
+    assert jsonapi or not declared, f"{path} is not a JSON:API route: it cannot serve includes"
 
     def decorate(handler: Handler) -> Handler:
         def view(**params: str) -> Response:
             request = bp.current_request
             try:
-                principal = None if public else _authenticate(request.headers.get("authorization"))
-                return handler(Ctx(request, principal), **params)
+                principal = None if public else _authenticate(request)
+                ctx = Ctx(request, principal)
+                if jsonapi:
+                    ctx.include = parse_include(ctx.include_values(), declared)
+                return handler(ctx, **params)
             except ApiError as error:
                 return render_error(error)
             except Exception:  # noqa: BLE001 - the one place unexpected errors become a 500

@@ -8,6 +8,7 @@ attributes are ignored; ``null`` or an empty body counts as "no attributes".
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from chalice import Response
@@ -154,8 +155,78 @@ def to_one(type_: str, id_: str | None) -> dict[str, Any]:
     return {"data": {"id": id_, "type": type_} if id_ is not None else None}
 
 
-def document(data: Any, status: int = 200, **top: Any) -> Response:
+# ----- compound documents (``?include=``) ----------------------------------------------------
+
+# An include's loader: the primary models of a response -> the related resources, rendered.
+Includer = Callable[[Sequence[Any]], Iterable[dict[str, Any]]]
+
+
+def parse_include(values: Iterable[str], supported: Iterable[str]) -> tuple[str, ...] | None:
+    """The include names a request asks for, from its ``include`` query values.
+
+    Each value is a comma-separated list; names are compared in kebab-case (TFE accepts
+    ``organization_memberships`` for ``organization-memberships``). Each name comes once, in
+    the order asked. ``None`` when nothing is asked (no parameter, or only empty names). A
+    name not in ``supported`` is a 400 naming it, as JSON:API requires.
+    """
+    asked: list[str] = []
+    for value in values:
+        for part in value.split(","):
+            name = kebab(part.strip())
+            if name and name not in asked:
+                asked.append(name)
+    if not asked:
+        return None
+    allowed = {kebab(name) for name in supported}
+    for name in asked:
+        if name not in allowed:
+            served = ", ".join(sorted(allowed)) if allowed else "none"
+            raise BadRequest(
+                f"the server does not support inclusion of '{name}' (supported here: {served})",
+                parameter="include",
+                title="invalid include parameter",
+            )
+    return tuple(asked)
+
+
+def collect_included(
+    primary: Sequence[Any], asked: Sequence[str] | None, includers: Mapping[str, Includer]
+) -> list[dict[str, Any]] | None:
+    """The ``included`` array of a compound document, or ``None`` when nothing was asked.
+
+    ``includers`` maps every include name the route declares to its loader; each asked one
+    is called once with all of ``primary`` (so a list loads its related resources in one
+    go). Every (type, id) appears once, the first rendering kept: in the order of ``asked``,
+    then the order each loader returns.
+    """
+    if asked is None:
+        return None
+    seen: set[tuple[str, str]] = set()
+    out: list[dict[str, Any]] = []
+    for name in asked:
+        for item in includers[name](primary):
+            key = (item["type"], item["id"])
+            if key not in seen:
+                seen.add(key)
+                out.append(item)
+    return out
+
+
+def _identities(data: Any) -> set[tuple[str, str]]:
+    items = data if isinstance(data, list) else [data]
+    return {(i["type"], i["id"]) for i in items if isinstance(i, dict) and "type" in i}
+
+
+def document(
+    data: Any, status: int = 200, *, included: list[dict[str, Any]] | None = None, **top: Any
+) -> Response:
+    """A JSON:API document. ``included`` (from ``collect_included``) is left out when it is
+    ``None`` (no include asked) and is ``[]`` when one was asked and nothing is related; a
+    resource already in ``data`` is not repeated there."""
     body = {"data": data, **{k: v for k, v in top.items() if v is not None}}
+    if included is not None:
+        primary = _identities(data)
+        body["included"] = [i for i in included if (i["type"], i["id"]) not in primary]
     return Response(body=json.dumps(body), status_code=status, headers={"Content-Type": JSONAPI})
 
 

@@ -3,11 +3,12 @@ publishing routes (what go-tfe compares: list items equal the create/read respon
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from chalicelib.accounts.service import OrgAccess
 from chalicelib.core.ids import iso
-from chalicelib.core.jsonapi import resource, to_one
+from chalicelib.core.jsonapi import Includer, resource, to_one
 from chalicelib.registry.semver import parse as parse_version
 from chalicelib.registry.store import ModuleModel, ModuleVersionModel
 
@@ -82,6 +83,21 @@ def render_module(module: ModuleModel, rights: OrgAccess, base_url: str) -> dict
             f"{module.registry_name}/{module.namespace}/{module.name}/{module.provider}"
         },
     )
+
+
+# What a module's list and read serve for ``?include=`` (go-tfe's
+# RegistryModuleListIncludeOpt).
+MODULE_INCLUDES = ("no-code-modules",)
+
+
+def render_no_code_modules(modules: Sequence[ModuleModel]) -> list[dict[str, Any]]:
+    """The no-code modules of ``modules``: none yet (no such resources exist), matching the
+    empty ``no-code-modules`` relationship of ``render_module``."""
+    return []
+
+
+def module_includers() -> dict[str, Includer]:
+    return {"no-code-modules": render_no_code_modules}
 
 
 def render_version(version: ModuleVersionModel, upload: str | None = None) -> dict[str, Any]:

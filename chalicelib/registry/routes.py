@@ -16,7 +16,12 @@ from chalicelib.core.jsonapi import Attributes, document, no_content, parse_attr
 from chalicelib.registry import service
 from chalicelib.registry.paths import MODULE, ORG_MODULES
 from chalicelib.registry.publishing.schemas import TestConfigAttributes, VcsRepoAttributes
-from chalicelib.registry.render import render_module, render_version
+from chalicelib.registry.render import (
+    MODULE_INCLUDES,
+    module_includers,
+    render_module,
+    render_version,
+)
 from chalicelib.registry.service import ModuleRef
 from chalicelib.registry.store import ModuleModel, ModuleVersionModel
 
@@ -63,7 +68,7 @@ def create_module(ctx: Ctx, organization_name: str):
     return document(render_module(module, rights, ctx.base_url), status=201)
 
 
-@route(bp, ORG_MODULES, methods=("GET",))
+@route(bp, ORG_MODULES, methods=("GET",), includes=MODULE_INCLUDES)
 def list_modules(ctx: Ctx, organization_name: str):
     query = ctx.query
     filters = {
@@ -77,16 +82,22 @@ def list_modules(ctx: Ctx, organization_name: str):
         [render_module(m, rights, ctx.base_url) for m in page.items],
         links=page.links,
         meta=page.meta,
+        included=ctx.included(page.items, module_includers()),
     )
 
 
-@route(bp, MODULE, methods=("GET",))
+def _show_module(ctx: Ctx, found: ModuleModel, rights: OrgAccess):
+    included = ctx.included([found], module_includers())
+    return document(render_module(found, rights, ctx.base_url), included=included)
+
+
+@route(bp, MODULE, methods=("GET",), includes=MODULE_INCLUDES)
 def show_module(
     ctx: Ctx, organization_name: str, registry_name: str, namespace: str, name: str, provider: str
 ):
     ref = ModuleRef(organization_name, registry_name, namespace, name, provider)
     found, rights = service.get_module(ctx.user, ref)
-    return document(render_module(found, rights, ctx.base_url))
+    return _show_module(ctx, found, rights)
 
 
 @route(bp, MODULE, methods=("PATCH",))
@@ -116,17 +127,21 @@ def delete_module(
     return _delete(ctx, organization_name, [registry_name, namespace, name, provider])
 
 
-@route(bp, "/api/v2/registry-modules/show/{organization_name}/{name}/{provider}")
+@route(
+    bp,
+    "/api/v2/registry-modules/show/{organization_name}/{name}/{provider}",
+    includes=MODULE_INCLUDES,
+)
 def show_module_deprecated(ctx: Ctx, organization_name: str, name: str, provider: str):
     ref = ModuleRef(organization_name, "private", organization_name, name, provider)
     found, rights = service.get_module(ctx.user, ref)
-    return document(render_module(found, rights, ctx.base_url))
+    return _show_module(ctx, found, rights)
 
 
-@route(bp, "/api/v2/registry-modules/{module_ref}")
+@route(bp, "/api/v2/registry-modules/{module_ref}", includes=MODULE_INCLUDES)
 def module_by_id(ctx: Ctx, module_ref: str):
     found, rights = service.get_module_by_id(ctx.user, module_ref)
-    return document(render_module(found, rights, ctx.base_url))
+    return _show_module(ctx, found, rights)
 
 
 # ----- versions -----------------------------------------------------------------------------
@@ -203,17 +218,21 @@ def version_lookup(
 
 
 def _delete(ctx: Ctx, organization: str, segments: list[str]):
-    """Drop trailing empty segments (``//``, trailing ``/``); an empty one inside is a 404."""
-    while segments and not segments[-1]:
-        segments.pop()
-    if len(segments) < 3 or not all(segments):
+    """Empty segments are dropped, as TFE does: terrasnek deletes a provider at
+    ``.../<namespace>/<name>//<provider>`` and a name at ``.../<namespace>/<name>/``."""
+    segments = [segment for segment in segments if segment]
+    if len(segments) < 3:
         raise NotFound("module not found: the path needs registry, namespace and name")
     deleted = service.delete(ctx.user, organization, segments)
+    _remove_webhooks(deleted)
+    return no_content()
+
+
+def _remove_webhooks(deleted: list[ModuleModel]) -> None:
     if any(module.webhook_registration for module in deleted):
         from chalicelib.registry.publishing import hooks
 
         hooks.queue_removals(deleted)
-    return no_content()
 
 
 @route(bp, ORG_MODULES + "/{registry_name}/{namespace}/{name}", methods=("DELETE",))
@@ -234,12 +253,34 @@ def delete_version(
     return _delete(ctx, organization_name, [registry_name, namespace, name, provider, version])
 
 
+@route(bp, MODULE + "/{version}/{after}", methods=("DELETE",))
+def delete_version_after_an_empty_segment(
+    ctx: Ctx,
+    organization_name: str,
+    registry_name: str,
+    namespace: str,
+    name: str,
+    provider: str,
+    version: str,
+    after: str,
+):
+    """``.../<name>//<provider>/<version>`` (terrasnek) is one segment longer than any other
+    registry path; with the empty one dropped it is the version delete."""
+    segments = [registry_name, namespace, name, provider, version, after]
+    if all(segments):
+        raise NotFound("module not found: the path has one segment too many")
+    return _delete(ctx, organization_name, segments)
+
+
 DEPRECATED_DELETE = "/api/v2/registry-modules/actions/delete/{organization_name}/{name}"
 
 
 @route(bp, DEPRECATED_DELETE, methods=("POST",))
 def delete_name_deprecated(ctx: Ctx, organization_name: str, name: str):
-    return _delete(ctx, organization_name, ["private", organization_name, name])
+    """Every module of that name in the organization: the private one and, on the hosted
+    edition, curated public ones (go-tfe cleans public modules up this way)."""
+    _remove_webhooks(service.delete_name_deprecated(ctx.user, organization_name, name))
+    return no_content()
 
 
 @route(bp, DEPRECATED_DELETE + "/{provider}", methods=("POST",))

@@ -392,6 +392,28 @@ def delete(principal: Principal, organization: str, parts: list[str]) -> list[Mo
     return [module] if delete_version(module, _version(module, rest[1])) else []
 
 
+def delete_name_deprecated(principal: Principal, organization: str, name: str) -> list[ModuleModel]:
+    """``POST /registry-modules/actions/delete/:org/:name``: the private module of that name
+    and, where public curation is on, every curated public module of that name (any
+    namespace), as SPEC's name-level delete applies to both registries."""
+    rights = _readable(principal, organization)
+    require_rights(rights, "deleting a module", owner=True)
+    modules = list(
+        ModuleModel.query(
+            organization,
+            ModuleModel.key.startswith(name_prefix("private", organization, name)),
+        )
+    )
+    if get_settings().hosted:
+        public = ModuleModel.query(organization, ModuleModel.key.startswith("public#"))
+        modules += [module for module in public if module.name == name]
+    if not modules:
+        raise NotFound(f"module {name} not found")
+    for module in modules:
+        delete_module_record(module)
+    return modules
+
+
 def delete_version(module: ModuleModel, version: ModuleVersionModel) -> bool:
     """Delete one version; True when it was the last one and took the module with it."""
     module_gone = store.delete_version(module, version, now())

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from chalice import Blueprint, Response
 
-from chalicelib.accounts.service import OrgAccess
+from chalicelib.accounts.render import render_organization
+from chalicelib.accounts.service import OrgAccess, get_organization
 from chalicelib.core.http import Ctx, route
-from chalicelib.core.jsonapi import Attributes, document, no_content, parse_attributes
+from chalicelib.core.jsonapi import Attributes, Includer, document, no_content, parse_attributes
 from chalicelib.lifecycle import workspaces as lifecycle
 from chalicelib.workspaces import service
 from chalicelib.workspaces.render import render_workspace
@@ -20,6 +22,10 @@ bp = Blueprint(__name__)
 ORG_WORKSPACES = "/api/v2/organizations/{organization_name}/workspaces"
 BY_NAME = ORG_WORKSPACES + "/{workspace_name}"
 BY_ID = "/api/v2/workspaces/{workspace_id}"
+# Of go-tfe's WSIncludeOpt, those with a resource here: the organization, and the README of
+# a VCS-backed workspace (terrasnek asks for it; workspaces here have no repository, so it
+# is always empty, as TFE answers for a workspace without one).
+INCLUDES = ("organization", "readme")
 
 
 # ----- request bodies -----------------------------------------------------------------------
@@ -51,35 +57,50 @@ def _settings(body: WorkspaceBody) -> dict[str, Any]:
     return body.model_dump(exclude={"name", "tag_names"})
 
 
-def _reply(workspace: WorkspaceModel, rights: OrgAccess, status: int = 200) -> Response:
-    return document(render_workspace(workspace, rights), status)
+def _includers(rights: OrgAccess) -> dict[str, Includer]:
+    """``organization``: the workspaces' organization (``rights`` are the caller's there)."""
+
+    def organizations(workspaces: Sequence[WorkspaceModel]) -> list[dict[str, Any]]:
+        names = dict.fromkeys(w.organization for w in workspaces)
+        found = [get_organization(name) for name in names]
+        return [render_organization(org, rights) for org in found if org is not None]
+
+    return {"organization": organizations, "readme": lambda workspaces: []}
+
+
+def _reply(ctx: Ctx, workspace: WorkspaceModel, rights: OrgAccess, status: int = 200) -> Response:
+    included = ctx.included([workspace], _includers(rights))
+    return document(render_workspace(workspace, rights), status, included=included)
 
 
 # ----- routes -------------------------------------------------------------------------------
 
 
-@route(bp, ORG_WORKSPACES, methods=("GET",))
+@route(bp, ORG_WORKSPACES, methods=("GET",), includes=INCLUDES)
 def list_workspaces(ctx: Ctx, organization_name: str) -> Response:
     items, rights = service.list_workspaces(ctx.user, organization_name, ctx.query)
     page = ctx.paginate(items)
     return document(
-        [render_workspace(w, rights) for w in page.items], links=page.links, meta=page.meta
+        [render_workspace(w, rights) for w in page.items],
+        links=page.links,
+        meta=page.meta,
+        included=ctx.included(page.items, _includers(rights)),
     )
 
 
-@route(bp, ORG_WORKSPACES, methods=("POST",))
+@route(bp, ORG_WORKSPACES, methods=("POST",), includes=INCLUDES)
 def create_workspace(ctx: Ctx, organization_name: str) -> Response:
     body = parse_attributes(ctx.json(), WorkspaceBody, type_="workspaces", lenient_type=True)
     workspace = lifecycle.create_workspace(
         ctx.user, organization_name, body.name, _settings(body), body.tag_names or []
     )
     workspace, rights = service.readable(ctx.user, WorkspaceRef(id=workspace.id))
-    return _reply(workspace, rights, 201)
+    return _reply(ctx, workspace, rights, 201)
 
 
 def _show(ctx: Ctx, ref: WorkspaceRef) -> Response:
     workspace, rights = service.readable(ctx.user, ref)
-    return _reply(workspace, rights)
+    return _reply(ctx, workspace, rights)
 
 
 def _update(ctx: Ctx, ref: WorkspaceRef) -> Response:
@@ -88,7 +109,7 @@ def _update(ctx: Ctx, ref: WorkspaceRef) -> Response:
     )
     workspace = service.update_workspace(ctx.user, ref, body.name, _settings(body))
     workspace, rights = service.readable(ctx.user, WorkspaceRef(id=workspace.id))
-    return _reply(workspace, rights)
+    return _reply(ctx, workspace, rights)
 
 
 def _delete(ctx: Ctx, ref: WorkspaceRef) -> Response:
@@ -96,22 +117,22 @@ def _delete(ctx: Ctx, ref: WorkspaceRef) -> Response:
     return no_content()
 
 
-@route(bp, BY_ID, methods=("GET",))
+@route(bp, BY_ID, methods=("GET",), includes=INCLUDES)
 def show_workspace(ctx: Ctx, workspace_id: str) -> Response:
     return _show(ctx, WorkspaceRef(id=workspace_id))
 
 
-@route(bp, BY_NAME, methods=("GET",))
+@route(bp, BY_NAME, methods=("GET",), includes=INCLUDES)
 def show_workspace_by_name(ctx: Ctx, organization_name: str, workspace_name: str) -> Response:
     return _show(ctx, WorkspaceRef(organization=organization_name, name=workspace_name))
 
 
-@route(bp, BY_ID, methods=("PATCH",))
+@route(bp, BY_ID, methods=("PATCH",), includes=INCLUDES)
 def update_workspace(ctx: Ctx, workspace_id: str) -> Response:
     return _update(ctx, WorkspaceRef(id=workspace_id))
 
 
-@route(bp, BY_NAME, methods=("PATCH",))
+@route(bp, BY_NAME, methods=("PATCH",), includes=INCLUDES)
 def update_workspace_by_name(ctx: Ctx, organization_name: str, workspace_name: str) -> Response:
     return _update(ctx, WorkspaceRef(organization=organization_name, name=workspace_name))
 

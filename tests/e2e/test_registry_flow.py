@@ -134,3 +134,40 @@ def test_unknown_routes_and_bad_requests_are_json_api_errors(stack: Stack):
     assert discovery.headers["Content-Type"] == "application/json"
     assert discovery.json()["modules.v1"] == "/api/registry/v1/modules/"
     assert stack.startup_seconds < 30
+
+
+def test_empty_path_segments_in_deletes_over_http(stack: Stack):
+    """terrasnek builds delete URLs as ``<ns>/<name>/`` + ``/<provider>`` + ``/<version>``:
+    ``name//provider/version``, ``name//provider`` and ``name/`` must reach the same deletes
+    through the real HTTP server as through the test client."""
+    admin = stack.session()
+    org = admin.post(
+        stack.api("/organizations"), json=doc("organizations", name="snek", email="s@x.io")
+    )
+    assert org.status_code == 201, org.text
+    modules = stack.api("/organizations/snek/registry-modules")
+    for name, provider in [("net", "aws"), ("net", "google"), ("dns", "aws")]:
+        created = admin.post(modules, json=doc("registry-modules", name=name, provider=provider))
+        assert created.status_code == 201, created.text
+    for version in ("1.0.0", "1.1.0"):
+        reply = admin.post(
+            stack.api("/registry-modules/snek/net/aws/versions"),
+            json=doc("registry-module-versions", version=version),
+        )
+        assert reply.status_code == 201, reply.text
+
+    def names() -> list[str]:
+        listed = admin.get(modules).json()["data"]
+        return sorted(f"{m['attributes']['name']}/{m['attributes']['provider']}" for m in listed)
+
+    base = f"{modules}/private/snek"
+    assert admin.delete(f"{base}/net//aws/1.1.0").status_code == 204
+    statuses = admin.get(f"{base}/net/aws").json()["data"]["attributes"]["version-statuses"]
+    assert [s["version"] for s in statuses] == ["1.0.0"]
+    assert admin.delete(f"{base}/net//google").status_code == 204
+    assert names() == ["dns/aws", "net/aws"]
+    assert admin.delete(f"{base}/net/").status_code == 204
+    assert names() == ["dns/aws"]
+    # Too many segments is still a JSON:API 404, not a server error.
+    extra = admin.delete(f"{base}/dns/aws/1.0.0/extra")
+    assert extra.status_code == 404 and extra.json()["errors"]
