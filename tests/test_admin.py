@@ -1040,5 +1040,25 @@ def test_rate_limiter_costs_one_dynamodb_call_per_request(rate_limited: None, ap
         assert api.get("/api/v2/organizations").status == 200
         authenticated = list(calls)
     assert public == ["UpdateItem"]
-    assert authenticated.count("UpdateItem") == 1 and authenticated[0] == "UpdateItem"
+    # The token is looked up once (the limiter and the route share the answer), then counted.
+    assert authenticated[:2] == ["GetItem", "UpdateItem"]
+    assert authenticated.count("UpdateItem") == 1
     assert "Scan" not in authenticated
+
+
+def test_made_up_tokens_are_counted_against_their_address(rate_limited: None, api: Api) -> None:
+    """Keying on whatever bearer token arrives would give every made-up token a fresh counter
+    (and a new item): unverified callers share their source address's counter."""
+    from chalicelib.admin.store import RateLimitModel
+
+    assert api.patch(f"{ADMIN}/general-settings", body(**{"api-rate-limit": 30})).status == 200
+    at_start_of_a_second()
+    replies = [api.as_(f"made-up-{i}").get("/api/v2/organizations") for i in range(31)]
+    assert [r.status for r in replies[:30]] == [401] * 30
+    assert replies[30].status == 429
+    windows = {item.key.rsplit("#", 1)[0] for item in RateLimitModel.scan()}
+    # One counter for the address, and only the admin's (real) token has one of its own.
+    assert len([key for key in windows if key.startswith("ip:")]) == 1
+    assert len([key for key in windows if key.startswith("token:")]) == 1
+    # A real token keeps its own counter, unaffected by the flood from that address.
+    assert api.get("/api/v2/organizations").status == 200

@@ -1,6 +1,7 @@
 """API rate limiting, shared by every Lambda instance through one DynamoDB counter per window.
 
-A client is the SHA-256 of its bearer token when it sends one, else its source IP. Each
+A client is its token when it sends a valid one, else its source IP (invalid and made-up
+tokens count against their address). Each
 request is one conditional UpdateItem on the item ``<client>#<current second>`` (ADD 1 only
 while the count is below the limit; the item expires through DynamoDB's TTL). When the
 condition fails the request is answered 429 without reaching its handler. The general
@@ -25,8 +26,13 @@ from typing import Any
 from chalice import Response
 
 from chalicelib.admin.store import cached_general_settings, count_request
-from chalicelib.core.auth import hash_token
-from chalicelib.core.errors import TooManyRequests, error_response, registry_error_response
+from chalicelib.core.auth import request_principal
+from chalicelib.core.errors import (
+    TooManyRequests,
+    Unauthorized,
+    error_response,
+    registry_error_response,
+)
 
 log = logging.getLogger("registry.ratelimit")
 
@@ -36,10 +42,13 @@ HEADERS = ("X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset")
 
 
 def client_key(request: Any) -> str:
-    header = (request.headers.get("authorization") or "").strip()
-    scheme, _, token = header.partition(" ")
-    if scheme.lower() == "bearer" and token.strip():
-        return "token:" + hash_token(token.strip())
+    """A verified token's id, else the source address: keying on whatever token arrives
+    would give each made-up token a fresh counter (and a new item)."""
+    if request.headers.get("authorization"):
+        try:
+            return "token:" + request_principal(request).token_id
+        except Unauthorized:
+            pass
     identity = (request.context or {}).get("identity") or {}
     return "ip:" + str(identity.get("sourceIp") or "unknown")
 

@@ -11,7 +11,7 @@ import secrets
 import string
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Literal
+from typing import Any, Literal
 
 from pynamodb.attributes import UnicodeAttribute, UTCDateTimeAttribute
 from pynamodb.indexes import AllProjection, GlobalSecondaryIndex
@@ -132,3 +132,18 @@ def authenticate(header: str | None) -> Principal:
         token_id=item.id,
         organization=item.organization,
     )
+
+
+def request_principal(request: Any) -> Principal:
+    """``authenticate`` once per request: the rate limiter (which must tell real tokens from
+    made-up ones) and the route share the answer, so a request costs one token lookup."""
+    memo = getattr(request, "_registry_principal", None)
+    if memo is None:
+        try:
+            memo = authenticate(request.headers.get("authorization"))
+        except Unauthorized as refused:
+            memo = refused
+        request._registry_principal = memo
+    if isinstance(memo, Unauthorized):
+        raise memo
+    return memo
