@@ -23,6 +23,8 @@ BODIES = [
     '{"data": {"type": 7, "attributes": []}}',
     '{"data": {"type": "x", "attributes": {"name": [1], "version": {}, "enabled": "yes",'
     ' "port": "25", "description": 1, "email": null}}}',
+    # Nested past the JSON decoder's recursion limit (it used to escape as a 500).
+    '{"data": ' + "[" * 5000 + "]" * 5000 + "}",
 ]
 PATH_VALUES = ["x", "%00", "a" * 300]
 
@@ -48,3 +50,20 @@ def test_no_route_answers_5xx_to_malformed_input(api: Api):
                     ):
                         assert reply.json["errors"], (method, path, body)
     assert failures == []
+
+
+def test_deeply_nested_bodies_are_a_400_that_changes_nothing(api: Api):
+    from tests.conftest import make_org
+
+    make_org(api, "acme")
+    deep = "{" + '"a":{' * 3000 + "}" * 3001
+    modules = "/api/v2/organizations/acme/registry-modules"
+    for body in (deep, '{"data": {"type": "registry-modules", "attributes": ' + deep + "}}"):
+        reply = api.call("POST", modules, raw=body)
+        assert reply.status == 400, reply.body[:200]
+        assert "nests deeper than" in reply.error["detail"]
+    moderately = '{"data": {"type": "registry-modules", "attributes": {"name": "vpc", ' + (
+        '"provider": "aws", "x": ' + "[" * 40 + "]" * 40 + "}}}"
+    )
+    assert api.call("POST", modules, raw=moderately).status == 400
+    assert api.get(modules).json["data"] == []

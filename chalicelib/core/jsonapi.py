@@ -43,17 +43,46 @@ class NoAttributes(Attributes):
 A = TypeVar("A", bound=Attributes)
 
 
+# No request document of this API nests deeper than a handful of levels; bounding it keeps
+# every later walk over the body (validation, rendering) far from Python's recursion limit.
+MAX_JSON_DEPTH = 32
+
+
 def load_json(raw: bytes | str | None) -> Any:
-    """The request body as JSON; an empty body is ``None``. Bad JSON is a 400."""
+    """The request body as JSON; an empty body is ``None``. Bad JSON, and JSON nested deeper
+    than ``MAX_JSON_DEPTH``, is a 400."""
     if raw is None:
         return None
     text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
     if not text.strip():
         return None
+    too_deep = BadRequest(f"request body nests deeper than {MAX_JSON_DEPTH} levels")
     try:
-        return json.loads(text)
+        body = json.loads(text)
     except ValueError as exc:
         raise BadRequest(f"request body is not valid JSON: {exc}") from None
+    except RecursionError:  # the decoder gives up around a thousand levels
+        raise too_deep from None
+    if json_depth(body) > MAX_JSON_DEPTH:
+        raise too_deep
+    return body
+
+
+def json_depth(value: Any) -> int:
+    """How deep arrays and objects nest in ``value`` (a scalar is 0), without recursion."""
+    deepest = 0
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        children = (
+            item.values() if isinstance(item, dict) else item if isinstance(item, list) else None
+        )
+        if children is None:
+            continue
+        deepest = max(deepest, depth)
+        if depth <= MAX_JSON_DEPTH:
+            stack.extend((child, depth + 1) for child in children)
+    return deepest
 
 
 def _data_object(body: Any, *, required: bool) -> dict[str, Any]:

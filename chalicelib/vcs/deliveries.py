@@ -90,7 +90,7 @@ def _payload(headers: dict[str, str], body: bytes) -> Any:
         text = (parse_qs(text).get("payload") or [""])[0]
     try:
         return json.loads(text) if text.strip() else {}
-    except ValueError:
+    except (ValueError, RecursionError):  # junk, or nested past the decoder's limit
         return None
 
 
