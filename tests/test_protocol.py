@@ -168,6 +168,63 @@ def test_deleted_version_is_no_longer_served(registry: Api):
     assert registry.get(f"{V1}/acme/vpc/aws").json["version"] == "1.0.0"
 
 
+# ----- response size: a version detail stays far below Lambda's 6 MB ------------------------
+
+NOTE = "README truncated by the module registry"
+
+
+def proxy_envelope_size(body: bytes) -> int:
+    """Bytes of the Lambda proxy response: the body is escaped once more inside it."""
+    return len(json.dumps({"statusCode": 200, "body": body.decode()}))
+
+
+def test_version_detail_with_huge_readmes_stays_small(api: Api):
+    make_org(api, "acme")
+    create_module(api, "big", "aws")
+    readme = "# Big\n" + '| `a` | "quoted" \\ caf\u00e9 |\n' * 100_000  # 2.7 MB, much escaped
+    files = {"main.tf": MAIN_TF, "README.md": readme}
+    for i in range(3):
+        files[f"modules/m{i}/main.tf"] = 'variable "x" {}'
+        files[f"modules/m{i}/README.md"] = readme
+    publish(api, "1.0.0", name="big", files=files)
+    reply = api.get(f"{V1}/acme/big/aws/1.0.0")
+    assert reply.status == 200
+    limit = get_settings().max_metadata_bytes
+    assert len(reply.body) < limit + 4096
+    assert proxy_envelope_size(reply.body) < 2 * limit + 8192 < 6_000_000
+    detail = reply.json
+    root = detail["root"]["readme"]
+    assert root.startswith("# Big\n| `a` |") and NOTE in root  # truncated to 1 MiB, not lost
+    assert root.rstrip().endswith("The complete file is in the module archive.")
+    assert [s["inputs"][0]["name"] for s in detail["submodules"]] == ["x", "x", "x"]
+
+
+def test_metadata_stored_before_the_caps_is_served_within_them(registry: Api):
+    from chalicelib.registry import objects
+    from chalicelib.registry.store import ModuleVersionModel
+
+    module_id = registry.get("/api/v2/organizations/acme/registry-modules").data[0]["id"]
+    stored = next(v for v in ModuleVersionModel.query(module_id) if v.version == "1.0.0")
+    metadata = objects.get_metadata(stored.metadata_key)
+    metadata["root"]["readme"] = "# Old\n" + "x" * (8 * 1024 * 1024)  # ingested before the caps
+    objects.put_metadata(stored.metadata_key, metadata)
+    reply = registry.get(f"{V1}/acme/vpc/aws/1.0.0")
+    assert reply.status == 200 and len(reply.body) <= get_settings().max_metadata_bytes + 4096
+    assert (
+        reply.json["root"]["readme"].startswith("# Old\nxxx")
+        and NOTE in reply.json["root"]["readme"]
+    )
+    assert reply.json["root"]["inputs"]  # the rest is as stored
+
+    metadata["root"]["inputs"] = [
+        {"name": f"v{i}", "description": "d" * 200} for i in range(20_000)
+    ]
+    objects.put_metadata(stored.metadata_key, metadata)
+    reply = registry.get(f"{V1}/acme/vpc/aws/1.0.0")
+    assert reply.status == 200 and len(reply.body) < 10_000  # too large to fit: left out
+    assert reply.json["root"]["inputs"] == [] and reply.json["version"] == "1.0.0"
+
+
 # ----- public proxy -------------------------------------------------------------------------
 
 

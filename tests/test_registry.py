@@ -510,3 +510,128 @@ def test_only_callers_who_could_create_a_version_receive_its_upload_link(acme: A
     writers = {"site admin": acme, "owner": owner_member, "manage-modules team": publisher}
     for kind, caller in writers.items():
         assert all(links_seen(caller)), kind
+
+
+# ----- hostile archives: refused with a reason, never stuck in reg_ingressing ----------------
+
+
+def _version_attributes(api: Api, version: str) -> dict:
+    return api.get(f"{ORG}/private/acme/vpc/aws/version?module_version={version}").data[
+        "attributes"
+    ]
+
+
+def test_hostile_archive_is_refused_with_a_reason_and_the_next_upload_works(
+    acme: Api, caplog: pytest.LogCaptureFixture
+):
+    import logging
+
+    create_module(acme)
+    created = create_version(acme, "1.0.0")
+    deep = '{"variable": {"a": {"default": ' + "[" * 1_000 + "]" * 1_000 + "}}}"
+    with caplog.at_level(logging.INFO, logger="registry.ingest"):
+        assert upload_and_ingest(created, {"main.tf": MAIN_TF, "deep.tf.json": deep}) == "failed"
+    attrs = _version_attributes(acme, "1.0.0")
+    assert attrs["status"] == "reg_ingress_failed"
+    assert attrs["error"] == "deep.tf.json: JSON nested 1003 levels deep, over the limit of 128"
+    assert [r.levelname for r in caplog.records if r.name == "registry.ingest"] == ["INFO"]
+    assert not any(r.exc_info for r in caplog.records)
+    # The refused archive is gone; the same link takes the next upload, escapes and all.
+    assert not client("s3").list_objects_v2(Bucket=get_settings().bucket).get("KeyCount")
+    fixed = MAIN_TF + 'variable "odd" { description = "\\UFFFFFFFF" }\n'
+    assert upload_and_ingest(created, {"main.tf": fixed}) == "ok"
+    assert _version_attributes(acme, "1.0.0")["status"] == "ok"
+    assert upload_and_ingest(create_version(acme, "1.1.0"), {"main.tf": MAIN_TF}) == "ok"
+
+
+def test_an_unforeseen_parser_exception_is_a_refusal_logged_in_one_line(
+    acme: Api, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+):
+    import logging
+
+    from chalicelib.registry.ingest import hcl
+
+    def crash(files, limits=None):
+        raise RecursionError("maximum recursion depth exceeded " + "x" * 100_000)
+
+    create_module(acme)
+    created = create_version(acme, "1.0.0")
+    monkeypatch.setattr(hcl, "parse_module", crash)
+    with caplog.at_level(logging.INFO, logger="registry.ingest"):
+        assert upload_and_ingest(created, {"main.tf": MAIN_TF}) == "failed"
+    attrs = _version_attributes(acme, "1.0.0")
+    assert attrs["status"] == "reg_ingress_failed"
+    assert attrs["error"].startswith("the archive could not be parsed (unexpected RecursionError)")
+    (record,) = [r for r in caplog.records if r.name == "registry.ingest"]
+    assert record.levelname == "WARNING" and record.exc_info is None
+    assert "RecursionError" in record.getMessage() and len(record.getMessage()) < 1_000
+    monkeypatch.undo()
+    assert upload_and_ingest(created, {"main.tf": MAIN_TF}) == "ok"
+
+
+def test_an_s3_failure_while_reading_the_archive_stays_retryable(
+    acme: Api, monkeypatch: pytest.MonkeyPatch
+):
+    from botocore.exceptions import ReadTimeoutError
+
+    from chalicelib.registry.ingest import handler
+
+    class DroppingBody:
+        def __init__(self, body) -> None:
+            self._body, self._reads = body, 0
+
+        def read(self, size=-1):
+            self._reads += 1
+            if self._reads > 1:
+                raise ReadTimeoutError(endpoint_url="https://s3.example")
+            return self._body.read(min(size, 64))
+
+        def close(self) -> None:
+            self._body.close()
+
+    class FlakyS3:
+        def __init__(self, real) -> None:
+            self._real = real
+
+        def get_object(self, **kwargs):
+            obj = self._real.get_object(**kwargs)
+            return {**obj, "Body": DroppingBody(obj["Body"])}
+
+        def __getattr__(self, name):
+            return getattr(self._real, name)
+
+    create_module(acme)
+    created = create_version(acme, "1.0.0")
+    monkeypatch.setattr(handler, "client", lambda name: FlakyS3(client(name)))
+    with pytest.raises(ReadTimeoutError):  # SQS will deliver the message again
+        upload_and_ingest(created, {"main.tf": MAIN_TF, "README.md": "x" * 100_000})
+    assert _version_attributes(acme, "1.0.0")["status"] == "reg_ingressing"
+    monkeypatch.undo()
+    from chalicelib.registry.ingest.handler import handle_s3_record
+
+    assert handle_s3_record({"s3": {"object": {"key": upload_key(created)}}}) == "ok"
+
+
+def test_oversized_metadata_is_refused_and_a_huge_readme_truncated(acme: Api):
+    from chalicelib.registry import objects
+    from chalicelib.registry.store import ModuleVersionModel
+
+    module = create_module(acme)
+    too_many = {  # 3 MB of descriptions in files under the 1 MiB per-file cap
+        f"v{j}.tf": "".join(
+            f'variable "v{j}_{i}" {{\n  description = "{"d" * 1_000}"\n}}\n' for i in range(750)
+        )
+        for j in range(4)
+    }
+    refused = create_version(acme, "1.0.0")
+    assert upload_and_ingest(refused, too_many) == "failed"
+    error = _version_attributes(acme, "1.0.0")["error"]
+    assert "without the READMEs, over the limit of 2097152 bytes" in error
+
+    readme = "# VPC\n" + "lorem ipsum dolor sit amet\n" * 200_000  # 5.4 MB
+    kept = create_version(acme, "1.1.0")
+    assert upload_and_ingest(kept, {"main.tf": MAIN_TF, "README.md": readme}) == "ok"
+    stored = next(v for v in ModuleVersionModel.query(module["id"]) if v.version == "1.1.0")
+    text = objects.get_metadata(stored.metadata_key)["root"]["readme"]
+    assert text.startswith("# VPC\nlorem") and len(text.encode()) < 1024 * 1024 + 300
+    assert "README truncated by the module registry" in text

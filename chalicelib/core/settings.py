@@ -11,6 +11,15 @@ from functools import lru_cache
 
 EDITIONS = ("self-hosted", "hosted")
 
+# Caps on what one module archive may put into the registry's metadata (see the ingest's
+# ``limits`` module for how each is applied and measured).
+DEFAULT_MAX_PARSED_BYTES = 8 * 1024 * 1024  # all .tf/.tf.json the parser reads, per archive
+DEFAULT_MAX_HCL_FILE_BYTES = 1024 * 1024  # one .tf file (tree-sitter's memory is per file)
+DEFAULT_MAX_README_BYTES = 1024 * 1024  # one README; longer ones are truncated with a note
+DEFAULT_MAX_TEXT_BYTES = 64 * 1024  # one description, default or type expression
+DEFAULT_MAX_NAME_BYTES = 1024  # one name, resource type, module source, version constraint
+DEFAULT_MAX_METADATA_BYTES = 2 * 1024 * 1024  # a version's whole metadata, as JSON
+
 
 @dataclass(frozen=True)
 class Settings:
@@ -34,6 +43,12 @@ class Settings:
     sms_timeout: float
     admin_settings_cache_ttl: float
     rate_limiting_default: bool
+    max_parsed_bytes: int
+    max_hcl_file_bytes: int
+    max_readme_bytes: int
+    max_text_bytes: int
+    max_name_bytes: int
+    max_metadata_bytes: int
 
     @property
     def hosted(self) -> bool:
@@ -84,4 +99,10 @@ def get_settings() -> Settings:
         admin_settings_cache_ttl=_float("REGISTRY_SETTINGS_CACHE_SECONDS", 5.0),
         # The default of the api-rate-limiting-enabled admin setting until an admin sets it.
         rate_limiting_default=os.environ.get("REGISTRY_RATE_LIMITING", "on").lower() != "off",
+        max_parsed_bytes=_int("REGISTRY_MAX_PARSED_BYTES", DEFAULT_MAX_PARSED_BYTES),
+        max_hcl_file_bytes=_int("REGISTRY_MAX_HCL_FILE_BYTES", DEFAULT_MAX_HCL_FILE_BYTES),
+        max_readme_bytes=_int("REGISTRY_MAX_README_BYTES", DEFAULT_MAX_README_BYTES),
+        max_text_bytes=_int("REGISTRY_MAX_TEXT_BYTES", DEFAULT_MAX_TEXT_BYTES),
+        max_name_bytes=_int("REGISTRY_MAX_NAME_BYTES", DEFAULT_MAX_NAME_BYTES),
+        max_metadata_bytes=_int("REGISTRY_MAX_METADATA_BYTES", DEFAULT_MAX_METADATA_BYTES),
     )

@@ -14,6 +14,11 @@ strictly sequentially and every size is bounded while the bytes are being read:
 
 Only the files the metadata parser needs (``*.tf``, ``*.tf.json``, README*) are kept.
 
+Errors: whatever the bytes are, ``read_archive`` raises ArchiveError (a reason for the
+publisher; an unforeseen exception from ``tarfile`` on hostile input becomes one too), except
+when reading the underlying stream itself fails (S3, the network): that is StreamError, with
+the original exception as ``error``, so the caller can retry instead of refusing the upload.
+
 Links that stay inside the archive are accepted, as real modules ship them (a test fixture
 ``fixture/locals.tf -> ../locals.tf``): a symbolic link is followed component by component
 through the archive's own links (at most ``_MAX_LINK_HOPS``) and must end inside the root;
@@ -31,7 +36,7 @@ import zlib
 from dataclasses import dataclass, field
 from typing import BinaryIO
 
-__all__ = ["ArchiveContents", "ArchiveError", "read_archive"]
+__all__ = ["ArchiveContents", "ArchiveError", "StreamError", "read_archive"]
 
 _CHUNK = 64 * 1024
 _GZIP_MAGIC = b"\x1f\x8b"
@@ -48,6 +53,14 @@ class ArchiveError(Exception):
     def __init__(self, message: str) -> None:
         super().__init__(message)
         self.message = message
+
+
+class StreamError(Exception):
+    """Reading the source stream failed (not the archive's fault); ``error`` is the cause."""
+
+    def __init__(self, error: Exception) -> None:
+        super().__init__(f"reading the archive's stream failed: {type(error).__name__}")
+        self.error = error
 
 
 @dataclass
@@ -69,7 +82,10 @@ class _HashingReader:
         self.size = 0
 
     def read(self, size: int) -> bytes:
-        data = self._stream.read(size)
+        try:
+            data = self._stream.read(size)
+        except Exception as exc:
+            raise StreamError(exc) from exc
         if data:
             self.size += len(data)
             if self.size > self._limit:
@@ -251,8 +267,22 @@ def read_archive(
 ) -> ArchiveContents:
     """Read and validate a module .tar.gz from a non-seekable stream (only ``read(n)`` used).
 
-    Raises ArchiveError with a publisher-facing message for anything unsafe or unusable.
+    Raises ArchiveError with a publisher-facing message for anything unsafe or unusable,
+    StreamError when ``stream.read`` itself fails.
     """
+    try:
+        return _read_archive(stream, max_compressed, max_unpacked, max_members)
+    except (ArchiveError, StreamError):
+        raise
+    except Exception as exc:  # tarfile (or we) did not foresee these bytes: still refused
+        raise ArchiveError(
+            f"archive is corrupt or unreadable ({type(exc).__name__} while reading it)"
+        ) from None
+
+
+def _read_archive(
+    stream: BinaryIO, max_compressed: int, max_unpacked: int, max_members: int
+) -> ArchiveContents:
     raw = _HashingReader(stream, max_compressed)
     # The decompressed-bytes cap grows with the members seen so far, so tar metadata can
     # never add more than a small, bounded amount on top of max_unpacked.

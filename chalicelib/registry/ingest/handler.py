@@ -4,6 +4,12 @@ The SQS Lambda and the local poller both call ``handle_s3_record``; it is safe t
 for the same object (SQS delivers at least once): a version already ``ok`` ignores new
 uploads, a missing object means the work was done, and every write is conditional on the
 version still existing with the same id.
+
+What is the archive's fault is refused, never retried: every exception raised while reading
+or parsing its content (our own ArchiveError/HclError reasons, and any other exception, such as
+a parser bug hit by hostile bytes) marks the version ``reg_ingress_failed`` with a short reason
+and logs one line. Failures of S3 or DynamoDB themselves (including the S3 stream breaking
+mid-read) propagate, so SQS delivers the message again.
 """
 
 from __future__ import annotations
@@ -46,15 +52,31 @@ def handle_s3_record(record: dict[str, Any]) -> str:
     except _Rejected as rejected:
         registry.mark_version(version, VersionStatus.INGRESS_FAILED, error=rejected.reason)
         objects.delete_objects([key])
-        log.info("version %s rejected: %s", version.id, rejected.reason)
+        if rejected.unexpected:  # one line, no traceback: the bytes are the publisher's
+            log.warning(
+                "version %s rejected: %s [%s]", version.id, rejected.reason, rejected.unexpected
+            )
+        else:
+            log.info("version %s rejected: %s", version.id, rejected.reason)
         return "failed"
     except _Gone:
         return "gone"
     return outcome
 
 
+# The reason is stored on the version and in the module's item (DynamoDB items are <= 400 KB).
+_MAX_REASON = 500
+
+
 class _Rejected(Exception):
-    def __init__(self, reason: str) -> None:
+    """The archive is refused; ``unexpected`` describes an unforeseen exception (for the log)."""
+
+    def __init__(self, reason: str, unexpected: str = "") -> None:
+        self.unexpected = unexpected
+        # Valid UTF-8 whatever the archive held (a lone surrogate would fail DynamoDB's write).
+        reason = reason.encode("utf-8", "backslashreplace").decode("utf-8")
+        if len(reason) > _MAX_REASON:
+            reason = reason[: _MAX_REASON - 1] + "\u2026"
         super().__init__(reason)
         self.reason = reason
 
@@ -73,8 +95,9 @@ def _find_version(upload: objects.UploadKey) -> ModuleVersionModel | None:
 
 
 def _ingest(version: ModuleVersionModel, upload: objects.UploadKey) -> str:
-    from chalicelib.registry.ingest.archive import ArchiveError, read_archive
+    from chalicelib.registry.ingest.archive import ArchiveError, StreamError, read_archive
     from chalicelib.registry.ingest.hcl import HclError, parse_module
+    from chalicelib.registry.ingest.limits import Limits, MetadataTooLarge, fit_metadata
 
     settings = get_settings()
     s3 = client("s3")
@@ -90,20 +113,27 @@ def _ingest(version: ModuleVersionModel, upload: objects.UploadKey) -> str:
         raise _Rejected(
             f"archive is {length} bytes, over the limit of {settings.max_archive_bytes} bytes"
         )
+    name = version.module_key.split("#")[2]
     try:
         contents = read_archive(
             obj["Body"],
             max_compressed=settings.max_archive_bytes,
             max_unpacked=settings.max_unpacked_bytes,
         )
-        metadata = parse_module(contents.files)
-    except ArchiveError as exc:
+        metadata = parse_module(contents.files, Limits.from_settings(settings))
+        metadata["root"]["name"] = name
+        metadata["sha256"] = contents.sha256
+        fit_metadata(metadata, settings.max_metadata_bytes)
+    except StreamError as failed:
+        raise failed.error from None  # S3 broke off mid-read: let SQS deliver it again
+    except (ArchiveError, HclError, MetadataTooLarge) as exc:
         raise _Rejected(exc.message) from None
-    except HclError as exc:
-        raise _Rejected(str(exc)) from None
-    name = version.module_key.split("#")[2]
-    metadata["root"]["name"] = name
-    metadata["sha256"] = contents.sha256
+    except Exception as exc:  # hostile bytes hit something we did not foresee: still refused
+        raise _Rejected(
+            f"the archive could not be parsed (unexpected {type(exc).__name__}); "
+            "check its Terraform files, or report this to the registry's operators",
+            unexpected=f"{type(exc).__name__}: {str(exc)[:200]!r} in {upload.key}",
+        ) from None
     objects.put_metadata(upload.metadata_key, metadata)
     # Copy exactly the bytes we validated: a re-upload racing with us fails the ETag check.
     try:

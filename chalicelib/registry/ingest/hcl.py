@@ -19,15 +19,26 @@ Ordering: inputs, outputs, dependencies and resources are in file-name order, th
 in the file (like terraform-config-inspect); provider lists are sorted by name.  Override
 files (``override.tf``, ``*_override.tf``) are applied last and only replace the fields they
 set, as Terraform merges them; otherwise the first declaration of a name wins.
+
+Hostile input: every size is capped (``limits``: bytes parsed in total and per ``.tf`` file,
+each stored text and name, each README) and nesting depth is bounded for both syntaxes
+(``limits.MAX_NESTING_DEPTH``), with a reason the publisher can act on. Escapes that name
+no Unicode character (``\\UFFFFFFFF``, lone surrogates such as ``\\uD800``) decode to
+U+FFFD, the replacement character, instead of crashing ``chr``.
+``parse_module`` raises nothing but HclError for any input (``tests/unit/test_hcl_fuzz.py``).
 """
 
 from __future__ import annotations
 
 import json
+import math
 import re
 import time
 from functools import lru_cache
+from itertools import accumulate
 from typing import TYPE_CHECKING, Any
+
+from chalicelib.registry.ingest.limits import Limits, readme_text, utf8_size
 
 if TYPE_CHECKING:
     from tree_sitter import Language, Node, Parser
@@ -43,6 +54,10 @@ _MAX_ERROR_WALK = 20_000
 _BUILTIN_PROVIDERS = frozenset({"terraform"})
 _BOM = b"\xef\xbb\xbf"
 _CLOSERS = frozenset({"}", "]", ")", '"', "quoted_template_end", "heredoc_identifier"})
+# Tree nodes that are one level of nesting as a reader sees it.
+_NESTING = frozenset(
+    {"block", "expression", "operation", "template_interpolation", "template_directive"}
+)
 
 
 class HclError(Exception):
@@ -70,12 +85,15 @@ def _new_parser() -> Parser:
 # --- public API ---------------------------------------------------------------------------------
 
 
-def parse_module(files: dict[str, bytes]) -> dict[str, Any]:
+def parse_module(files: dict[str, bytes], limits: Limits | None = None) -> dict[str, Any]:
     """Describe the root module, its submodules (modules/...) and examples (examples/...).
 
     ``files`` maps normalised relative paths to contents (as returned by read_archive).
-    Raises HclError for syntax errors or undecodable files in any described directory.
+    Raises HclError for syntax errors, undecodable files, nesting too deep or anything over
+    ``limits`` (the defaults of ``chalicelib.core.settings`` when not given) in any
+    described directory.
     """
+    limits = limits or Limits()
     dirs: dict[str, dict[str, bytes]] = {}
     for path, content in files.items():
         parts = path.split("/")
@@ -85,10 +103,11 @@ def parse_module(files: dict[str, bytes]) -> dict[str, Any]:
         if directory and not directory.startswith(("modules/", "examples/")):
             continue
         dirs.setdefault(directory, {})[parts[-1]] = content
+    _check_sizes(dirs, limits)
 
     parser: list[Parser] = []  # created on first .tf file only
-    described = {d: _describe_dir(d, names, parser) for d, names in sorted(dirs.items())}
-    root = described.pop("") if "" in described else _describe_dir("", {}, parser)
+    described = {d: _describe_dir(d, names, parser, limits) for d, names in sorted(dirs.items())}
+    root = described.pop("") if "" in described else _describe_dir("", {}, parser, limits)
     submodules = [d for p, d in described.items() if p.startswith("modules/") and not d["empty"]]
     examples = [d for p, d in described.items() if p.startswith("examples/") and not d["empty"]]
     return {
@@ -116,7 +135,64 @@ def _is_override(name: str) -> bool:
     return stem == "override" or stem.endswith("_override")
 
 
-def _pick_readme(names: dict[str, bytes]) -> str:
+def _check_sizes(dirs: dict[str, dict[str, bytes]], limits: Limits) -> None:
+    """Refuse before parsing anything when the Terraform files are over the caps."""
+    total = 0
+    for directory, names in sorted(dirs.items()):
+        for name, content in sorted(names.items()):
+            if not _is_tf(name):
+                continue
+            total += len(content)
+            if not name.endswith(".tf.json") and len(content) > limits.max_hcl_file_bytes:
+                path = f"{directory}/{name}" if directory else name
+                raise HclError(
+                    f"{path}: file is {len(content)} bytes, over the limit of "
+                    f"{limits.max_hcl_file_bytes} bytes for one .tf file"
+                )
+    if total > limits.max_parsed_bytes:
+        raise HclError(
+            f"the module's Terraform files (root, modules/ and examples/) total {total} bytes, "
+            f"over the limit of {limits.max_parsed_bytes} bytes"
+        )
+
+
+def _check_fields(directory: str, described: dict[str, Any], limits: Limits) -> None:
+    """Refuse a stored text or name over its cap, naming the declaration it belongs to."""
+    where = f"{directory}: " if directory else ""
+    checks = (
+        ("variable", "inputs", ("name",), ("description", "type", "default")),
+        ("output", "outputs", ("name",), ("description",)),
+        ("module", "dependencies", ("name", "source", "version"), ()),
+        ("provider", "provider_dependencies", ("name", "namespace", "source", "version"), ()),
+        ("resource", "resources", ("type", "name"), ()),
+    )
+    for kind, key, names, texts in checks:
+        for item in described[key]:
+            for field in (*names, *texts):
+                value = item.get(field)
+                if not isinstance(value, str):
+                    continue
+                cap = limits.max_name_bytes if field in names else limits.max_text_bytes
+                size = utf8_size(value)
+                if size <= cap:
+                    continue
+                if field == "name":
+                    raise HclError(
+                        f"{where}the name of {_article(kind)} {kind} is {size} bytes (it starts "
+                        f"{value[:40]!r}), over the limit of {cap} bytes"
+                    )
+                label = str(item.get("name", ""))[:60]
+                raise HclError(
+                    f"{where}{kind} {label!r}: its {field} is {size} bytes, over the limit of "
+                    f"{cap} bytes"
+                )
+
+
+def _article(word: str) -> str:
+    return "an" if word[0] in "aeiou" else "a"
+
+
+def _pick_readme(names: dict[str, bytes], max_bytes: int) -> str:
     candidates = [n for n in names if n.lower().startswith("readme")]
     if not candidates:
         return ""
@@ -126,7 +202,7 @@ def _pick_readme(names: dict[str, bytes]) -> str:
         order = {"readme.md": 0, "readme": 1, "readme.markdown": 2, "readme.txt": 3}
         return (0 if name == "README.md" else 1 + order.get(lowered, 9), name)
 
-    return names[min(candidates, key=rank)].decode("utf-8", errors="replace")
+    return readme_text(names[min(candidates, key=rank)], max_bytes)
 
 
 class _Collector:
@@ -198,18 +274,20 @@ class _Collector:
         return result
 
 
-def _describe_dir(directory: str, names: dict[str, bytes], parser: list[Parser]) -> dict:
+def _describe_dir(
+    directory: str, names: dict[str, bytes], parser: list[Parser], limits: Limits
+) -> dict:
     tf_names = sorted((n for n in names if _is_tf(n)), key=lambda n: (_is_override(n), n))
     collector = _Collector()
     for name in tf_names:
         path = f"{directory}/{name}" if directory else name
         collector.override = _is_override(name)
         if name.endswith(".tf.json"):
-            _collect_json(path, names[name], collector)
+            _collect_json(path, names[name], collector, limits.max_depth)
         else:
             if not parser:
                 parser.append(_new_parser())
-            _collect_hcl(path, names[name], parser[0], collector)
+            _collect_hcl(path, names[name], parser[0], collector, limits.max_depth)
 
     inputs = []
     for name, fields in collector.variables.items():
@@ -235,10 +313,10 @@ def _describe_dir(directory: str, names: dict[str, bytes], parser: list[Parser])
         {"name": name, "source": f.get("source") or "", "version": f.get("version") or ""}
         for name, f in collector.modules.items()
     ]
-    return {
+    described = {
         "path": directory,
         "name": directory.rsplit("/", 1)[-1] if directory else "",
-        "readme": _pick_readme(names),
+        "readme": _pick_readme(names, limits.max_readme_bytes),
         "empty": not tf_names,
         "inputs": inputs,
         "outputs": outputs,
@@ -246,6 +324,8 @@ def _describe_dir(directory: str, names: dict[str, bytes], parser: list[Parser])
         "provider_dependencies": collector.providers(),
         "resources": list(collector.resources.values()),
     }
+    _check_fields(directory, described, limits)
+    return described
 
 
 # --- HCL native syntax (tree-sitter) ------------------------------------------------------------
@@ -261,7 +341,7 @@ def _decode(path: str, content: bytes) -> bytes:
     return content[len(_BOM) :] if content.startswith(_BOM) else content
 
 
-def _parse(parser: Parser, path: str, src: bytes) -> Node:
+def _parse(parser: Parser, path: str, src: bytes, max_depth: int) -> Node:
     deadline = time.thread_time() + _PARSE_BUDGET_BASE + _PARSE_BUDGET_PER_MB * len(src) / 1e6
 
     def read(offset: int, _point: object) -> bytes:
@@ -278,7 +358,27 @@ def _parse(parser: Parser, path: str, src: bytes) -> Node:
     root = tree.root_node
     if root.has_error:
         raise HclError(_describe_error(path, src, root))
+    _check_depth(path, root, max_depth)
     return root
+
+
+def _check_depth(path: str, root: Node, limit: int) -> None:
+    """Refuse more than ``limit`` levels of blocks, expressions, operators, interpolations.
+
+    A subtree cannot nest deeper than it has nodes (``descendant_count`` counts them, the
+    node itself included), so only subtrees big enough to break the limit are walked.
+    """
+    stack = [(root, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if node.type in _NESTING:
+            depth += 1
+            if depth > limit:
+                raise HclError(
+                    f"{path}:{node.start_point[0] + 1}: nested more than {limit} levels deep "
+                    "(blocks, brackets, function calls, operators and interpolations count)"
+                )
+        stack.extend((c, depth) for c in node.children if depth + c.descendant_count > limit)
 
 
 def _describe_error(path: str, src: bytes, root: Node) -> str:
@@ -344,7 +444,10 @@ def _unescape(raw: str) -> str:
             return "%{"
         esc = match.group(1)
         if esc[0] in "uU" and len(esc) > 1:
-            return chr(int(esc[1:], 16))
+            code = int(esc[1:], 16)
+            if code > 0x10FFFF or 0xD800 <= code <= 0xDFFF:
+                return "\ufffd"  # no such character: the replacement character
+            return chr(code)
         return _SIMPLE_ESCAPES.get(esc, text)
 
     return _ESCAPES.sub(sub, raw)
@@ -494,9 +597,11 @@ def _object_items(src: bytes, expr: Node) -> dict[str, Node] | None:
     return items
 
 
-def _collect_hcl(path: str, content: bytes, parser: Parser, out: _Collector) -> None:
+def _collect_hcl(
+    path: str, content: bytes, parser: Parser, out: _Collector, max_depth: int
+) -> None:
     src = _decode(path, content)
-    root = _parse(parser, path, src)
+    root = _parse(parser, path, src, max_depth)
     for body in root.named_children:
         if body.type != "body":
             continue
@@ -591,12 +696,41 @@ def _json_str(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _collect_json(path: str, content: bytes, out: _Collector) -> None:
-    text = _decode(path, content).decode("utf-8")
+_JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+_NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
+_BRACKET_STEP = [1 if b in b"[{" else -1 for b in range(256)]
+
+
+def _json_depth(src: bytes) -> int:
+    """How deep arrays and objects nest, counted without recursion (strings skipped)."""
+    brackets = _JSON_STRING.sub(b"", src).translate(None, _NOT_BRACKETS)
+    return max(accumulate(map(_BRACKET_STEP.__getitem__, brackets)), default=0)
+
+
+def _json_number(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"the number {text[:20]} is out of range")
+    return value
+
+
+def _json_constant(name: str) -> None:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def _collect_json(path: str, content: bytes, out: _Collector, max_depth: int) -> None:
+    src = _decode(path, content)
+    depth = _json_depth(src)
+    if depth > max_depth:
+        raise HclError(f"{path}: JSON nested {depth} levels deep, over the limit of {max_depth}")
     try:
-        doc = json.loads(text)
+        doc = json.loads(
+            src.decode("utf-8"), parse_float=_json_number, parse_constant=_json_constant
+        )
     except json.JSONDecodeError as exc:
         raise HclError(f"{path}:{exc.lineno}: invalid JSON: {exc.msg}") from None
+    except ValueError as exc:  # numbers out of range, integers over Python's digit limit
+        raise HclError(f"{path}: invalid JSON: {str(exc)[:100]}") from None
     if not isinstance(doc, dict):
         raise HclError(f"{path}:1: a Terraform JSON file must contain an object")
 

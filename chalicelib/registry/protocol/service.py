@@ -17,7 +17,9 @@ from typing import Any
 from chalicelib.accounts import service as accounts
 from chalicelib.core.auth import Principal
 from chalicelib.core.errors import BadGateway, NotFound
+from chalicelib.core.settings import get_settings
 from chalicelib.registry import objects, semver
+from chalicelib.registry.ingest.limits import MetadataTooLarge, fit_metadata
 from chalicelib.registry.statuses import VersionStatus
 from chalicelib.registry.store import ModuleModel, ModuleVersionModel, module_key
 
@@ -114,6 +116,7 @@ def summary(found: Published, version: semver.Version) -> dict[str, Any]:
 
 def detail(found: Published, version: ModuleVersionModel) -> dict[str, Any]:
     metadata = objects.get_metadata(version.metadata_key) if version.metadata_key else {}
+    metadata = _fitted(metadata)
     parsed = semver.parse(version.version)
     root = metadata.get("root") or _empty_directory("", found.module.name)
     return {
@@ -125,6 +128,17 @@ def detail(found: Published, version: ModuleVersionModel) -> dict[str, Any]:
         "versions": [v.text for v in sorted(found.versions, key=lambda v: v.order_key)],
         "deprecation": None,
     }
+
+
+def _fitted(metadata: dict[str, Any]) -> dict[str, Any]:
+    """The metadata cut to ``max_metadata_bytes`` as ingest does (READMEs truncated with a
+    note), so the response stays far below Lambda's 6 MB even for versions ingested before
+    the caps existed; metadata too large even without READMEs is left out entirely."""
+    try:
+        fit_metadata(metadata, get_settings().max_metadata_bytes)
+    except MetadataTooLarge:
+        return {}
+    return metadata
 
 
 def versions_document(found: Published) -> dict[str, Any]:
