@@ -17,6 +17,11 @@ install: $(STAMP)
 run: $(STAMP)
 	$(PY) -m infrastructure.local
 
+# `make run` starting empty and keeping nothing (the state stays in memory; .data/ untouched).
+.PHONY: run-fresh
+run-fresh: $(STAMP)
+	REGISTRY_DATA_DIR= $(PY) -m infrastructure.local
+
 lint: $(STAMP)
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .

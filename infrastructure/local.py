@@ -6,7 +6,13 @@ the Lambda runs, and the API on Chalice's local server.
 
 Environment: PORT (API, default 8000), MOTO_PORT (default 5000), EDITION (self-hosted or
 hosted), REGISTRY_ADMIN_TOKEN (the initial site admin's token; one is minted and printed
-when unset).
+when unset), REGISTRY_DATA_DIR (where the state is kept across restarts, default ``.data/`` in
+the checkout; empty: in memory only), REGISTRY_SNAPSHOT_SECONDS (how often changes are saved,
+default 5).
+
+The moto server only serves requests signed with the local credentials (SigV4, header or
+presigned query string, checked by ``infrastructure.s3_auth`` as S3 checks them); the state
+is saved and restored by ``infrastructure.persistence``.
 """
 
 from __future__ import annotations
@@ -16,7 +22,23 @@ import os
 import signal
 import sys
 import threading
+from pathlib import Path
 from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_DATA_DIR = ROOT / ".data"
+# Listen backlog of both servers: a burst of clients (50 parallel `terraform init`s) must
+# queue, not be reset (socketserver's default is 5; the kernel caps it at somaxconn).
+BACKLOG = 1024
+
+
+def data_dir() -> Path | None:
+    """REGISTRY_DATA_DIR: unset means ``.data/`` in the checkout, empty means memory only."""
+    raw = os.environ.get("REGISTRY_DATA_DIR")
+    if raw is None:
+        return DEFAULT_DATA_DIR
+    raw = raw.strip()
+    return Path(raw).expanduser().resolve() if raw else None
 
 
 def _configure_environment(moto_port: int) -> None:
@@ -82,6 +104,36 @@ class Poller(threading.Thread):
                 sqs.delete_message(QueueUrl=self.queue_url, ReceiptHandle=message["ReceiptHandle"])
 
 
+class MotoServer:
+    """moto's server application on werkzeug's threaded server, behind the signature check
+    (and, when the state is kept, the persistence gate)."""
+
+    def __init__(self, port: int, wrap: Any) -> None:
+        from moto.moto_server.werkzeug_app import (
+            DomainDispatcherApplication,
+            MotoRequestHandler,
+            create_backend_app,
+        )
+        from werkzeug.serving import ThreadedWSGIServer
+
+        class Server(ThreadedWSGIServer):
+            request_queue_size = BACKLOG
+
+        application = wrap(DomainDispatcherApplication(create_backend_app))
+        self.server = Server("127.0.0.1", port, application, handler=MotoRequestHandler)
+        self.thread = threading.Thread(
+            target=self.server.serve_forever, name="moto-server", daemon=True
+        )
+
+    def start(self) -> None:
+        self.thread.start()
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.thread.join(timeout=10)
+        self.server.server_close()
+
+
 def _request_handler() -> Any:
     from chalice.local import ChaliceRequestHandler, ForbiddenError
 
@@ -116,11 +168,32 @@ def main() -> int:
     logging.getLogger("werkzeug").setLevel(logging.WARNING)
 
     from chalice.config import Config
-    from chalice.local import LocalDevServer
-    from moto.server import ThreadedMotoServer
+    from chalice.local import LocalDevServer, ThreadedHTTPServer
+
+    from infrastructure import persistence
+    from infrastructure.s3_auth import SigV4Check, Verifier
+
+    directory = data_dir()
+    lock = restored = gate = saver = None
+    if directory is not None:
+        try:
+            lock = persistence.lock_data_dir(directory)
+            restored = persistence.restore(directory)  # before anything is provisioned
+        except (persistence.DataDirInUse, persistence.SnapshotError) as exc:
+            print(f"error: {exc}", file=sys.stderr, flush=True)
+            return 1
 
     make_moto_dynamodb_atomic()
-    moto = ThreadedMotoServer(ip_address="127.0.0.1", port=moto_port, verbose=False)
+    verifier = Verifier({os.environ["AWS_ACCESS_KEY_ID"]: os.environ["AWS_SECRET_ACCESS_KEY"]})
+
+    def wrap(moto_app: Any) -> Any:
+        nonlocal gate
+        if directory is not None:
+            gate = persistence.Gate(moto_app)
+            moto_app = gate
+        return SigV4Check(moto_app, verifier)
+
+    moto = MotoServer(moto_port, wrap)
     moto.start()
 
     from app import app
@@ -128,13 +201,23 @@ def main() -> int:
     from chalicelib.core.settings import get_settings
     from infrastructure.resources import provision
 
-    queue_url = provision()
+    queue_url = provision()  # idempotent: a restored state already has it all
     admin, minted = bootstrap_admin(os.environ.get("REGISTRY_ADMIN_TOKEN") or None)
+    if directory is not None and gate is not None:
+        interval = float(os.environ.get("REGISTRY_SNAPSHOT_SECONDS") or 5)
+        saver = persistence.Saver(directory, gate, interval=interval)
+        saver.save(force=True)
+        saver.start()
     poller = Poller(queue_url)
     poller.start()
 
+    class ApiServer(ThreadedHTTPServer):
+        request_queue_size = BACKLOG
+
     config = Config.create(chalice_stage="dev", app_name=app.app_name)
-    server = LocalDevServer(app, config, "127.0.0.1", port, handler_cls=_request_handler())
+    server = LocalDevServer(
+        app, config, "127.0.0.1", port, handler_cls=_request_handler(), server_cls=ApiServer
+    )
 
     def stop(*_: Any) -> None:
         threading.Thread(target=server.shutdown, daemon=True).start()
@@ -142,11 +225,27 @@ def main() -> int:
     signal.signal(signal.SIGTERM, stop)
     settings = get_settings()
     print(f"Registry ({settings.edition}) listening on http://127.0.0.1:{port}", flush=True)
-    print(f"  moto (S3, DynamoDB, SQS, KMS) on {os.environ['AWS_ENDPOINT_URL']}", flush=True)
+    print(
+        f"  moto (S3, DynamoDB, SQS, KMS) on {os.environ['AWS_ENDPOINT_URL']}"
+        " (SigV4-signed requests only)",
+        flush=True,
+    )
+    if directory is None:
+        print("  state: in memory only (REGISTRY_DATA_DIR is empty)", flush=True)
+    elif restored is not None:
+        print(
+            f"  state: {directory} (restored, saved {restored:%Y-%m-%d %H:%M:%S} UTC)", flush=True
+        )
+    else:
+        print(f"  state: {directory} (new)", flush=True)
     if minted:
         print(f"  site admin '{admin.username}' token (shown once): {minted}", flush=True)
-    else:
+    elif os.environ.get("REGISTRY_ADMIN_TOKEN"):
         print(f"  site admin '{admin.username}' uses REGISTRY_ADMIN_TOKEN", flush=True)
+    else:
+        print(
+            f"  site admin '{admin.username}' keeps the token shown at its first start", flush=True
+        )
     print("READY", flush=True)
     try:
         server.server.serve_forever(poll_interval=0.2)
@@ -156,7 +255,14 @@ def main() -> int:
         poller.stopping.set()
         server.server.server_close()
         poller.join(timeout=3)
+        if saver is not None:
+            try:
+                saver.stop()  # the last changes, before moto goes away
+            except Exception:  # noqa: BLE001 - report, and still stop
+                logging.getLogger("registry.persistence").exception("saving the state failed")
         moto.stop()
+        if lock is not None:
+            lock.close()
         print("stopped", flush=True)
     return 0
 

@@ -1,6 +1,8 @@
 """Start and stop the local stack (``python -m infrastructure.local``) as a subprocess.
 
 Used by the end-to-end tests and the benchmarks: free ports, wait for READY, Ctrl-C to stop.
+The state is kept in memory only (``REGISTRY_DATA_DIR=""``) unless the caller passes a
+``REGISTRY_DATA_DIR``: a spawned stack never reads or writes the checkout's ``.data/``.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ class Spawned:
     moto_url: str
     process: subprocess.Popen[str]
     startup_seconds: float
+    startup_output: str = ""  # everything printed up to READY
 
 
 def start(admin_token: str, **env: str) -> Spawned:
@@ -40,6 +43,7 @@ def start(admin_token: str, **env: str) -> Spawned:
         "REGISTRY_ADMIN_TOKEN": admin_token,
         "REGISTRY_ACCESS_LOG": "0",
         "PYTHONUNBUFFERED": "1",
+        "REGISTRY_DATA_DIR": "",
         **env,
     }
     started = time.monotonic()
@@ -65,6 +69,7 @@ def start(admin_token: str, **env: str) -> Spawned:
                 f"http://127.0.0.1:{moto_port}",
                 process,
                 time.monotonic() - started,
+                "".join(lines),
             )
     process.kill()
     raise RuntimeError("local stack did not start:\n" + "".join(lines))
