@@ -36,9 +36,11 @@ test: lint
 	$(PY) -m pytest
 
 # out/: the CloudFormation template (Chalice's, merged with infrastructure/template.py's)
-# and the deployment zip, linted with cfn-lint. Packaging reads no AWS account.
+# and the deployment zip, linted with cfn-lint. Packaging reads no AWS account. The OpenAPI
+# document (chalicelib/meta/openapi.json, served by the meta function) is regenerated first.
 package: $(STAMP)
 	rm -rf out build/merge.json
+	$(PY) -m infrastructure.openapi
 	AWS_DEFAULT_REGION=$${AWS_DEFAULT_REGION:-us-east-1} $(PY) -m infrastructure.template build/merge.json
 	AWS_DEFAULT_REGION=$${AWS_DEFAULT_REGION:-us-east-1} $(VENV)/bin/chalice package \
 		--stage prod --merge-template build/merge.json out/

@@ -138,6 +138,27 @@ def test_list_search_and_namespace_return_latest_per_module(registry: Api):
     providers = registry.get(f"{V1}/acme/vpc").json["modules"]
     assert [m["provider"] for m in providers] == ["aws", "google"]
     assert registry.get(f"{V1}/acme/nope").status == 404
+
+
+def test_empty_filters_are_the_same_as_none(registry: Api):
+    """``?namespace=`` used to query DynamoDB with an empty key: a 500 (found by the
+    OpenAPI fuzz test)."""
+    every = registry.get(V1).json["modules"]
+    assert every
+    assert registry.get(f"{V1}?namespace=&provider=").json["modules"] == every
+    assert registry.get(f"{V1}/search?q=vpc&namespace=&provider=").json["modules"] == every
+    assert registry.get(f"{V1}/acme?provider=").json["modules"] == every
+
+
+def test_chalices_own_errors_keep_the_protocols_shape(registry: Api):
+    """A request body's media type Chalice refuses (415) used to be answered with a JSON:API
+    error document on the protocol's routes too (found by the OpenAPI fuzz test)."""
+    reply = registry.call("GET", f"{V1}/acme/vpc/aws", content_type="multipart/form-data")
+    assert reply.status == 415
+    assert reply.headers["Content-Type"] == "application/json"
+    assert reply.json == {"errors": ["Unsupported media type: multipart/form-data"]}
+    api_reply = registry.call("GET", "/api/v2/organizations", content_type="multipart/form-data")
+    assert api_reply.status == 415 and api_reply.error["status"] == "415"
     assert registry.get(f"{V1}?verified=true").json["modules"] == []
 
 
@@ -350,3 +371,92 @@ def test_public_proxy_forwards_caches_and_reports_upstream_failure(
     assert "could not be reached" in down.json["errors"][0]
     # A cached answer is still served while the upstream is down.
     assert api.get(f"{PUBLIC}/hashicorp/consul/aws/0.1.0").status == 200
+
+
+# ----- deprecated and revoked versions ------------------------------------------------------
+
+API_MODULE = "/api/v2/organizations/acme/registry-modules/private/acme/vpc/aws"
+
+
+def change_version(api: Api, version: str, **attributes) -> None:
+    reply = api.patch(f"{API_MODULE}/{version}", doc("module-versions", **attributes))
+    assert reply.status == 200, reply.json
+
+
+def deprecate(api: Api, version: str, reason: str = "use 2.x", link: str = "https://x.io") -> None:
+    change_version(
+        api,
+        version,
+        deprecation={"deprecated-status": "Deprecated", "reason": reason, "link": link},
+    )
+
+
+def revoke(api: Api, version: str, message: str = "CVE-2026-1", link: str = "https://x.io/cve"):
+    change_version(api, version, revocation={"status": "Revoked", "message": message, "link": link})
+
+
+def test_deprecated_versions_still_resolve_and_carry_their_deprecation(registry: Api):
+    deprecate(registry, "1.1.0")
+    (module,) = registry.get(f"{V1}/acme/vpc/aws/versions").json["modules"]
+    assert module["versions"] == [
+        {"version": "2.0.0-rc.1", "deprecation": None},
+        {"version": "1.1.0", "deprecation": {"reason": "use 2.x", "link": "https://x.io"}},
+        {"version": "1.0.0", "deprecation": None},
+    ]
+    # Still the latest release, still downloadable, its detail says why it is deprecated.
+    latest = registry.get(f"{V1}/acme/vpc/aws").json
+    assert latest["version"] == "1.1.0"
+    assert latest["deprecation"] == {"reason": "use 2.x", "link": "https://x.io"}
+    assert registry.get(f"{V1}/acme/vpc/aws/1.0.0").json["deprecation"] is None
+    assert registry.get(f"{V1}/acme/vpc/aws/1.1.0").json["deprecation"]["reason"] == "use 2.x"
+    assert registry.get(f"{V1}/acme/vpc/aws/1.1.0/download").status == 204
+    download = registry.get(f"{V1}/acme/vpc/aws/download")
+    assert download.headers["Location"].endswith("/acme/vpc/aws/1.1.0/download")
+    # Undeprecated: null again.
+    change_version(registry, "1.1.0", deprecation={"deprecated-status": "Undeprecated"})
+    (module,) = registry.get(f"{V1}/acme/vpc/aws/versions").json["modules"]
+    assert all(v["deprecation"] is None for v in module["versions"])
+
+
+def test_revoked_versions_are_never_offered_and_their_download_says_why(registry: Api):
+    deprecate(registry, "1.1.0")
+    revoke(registry, "1.1.0")
+    (module,) = registry.get(f"{V1}/acme/vpc/aws/versions").json["modules"]
+    assert [v["version"] for v in module["versions"]] == ["2.0.0-rc.1", "1.0.0"]
+    latest = registry.get(f"{V1}/acme/vpc/aws").json
+    assert latest["version"] == "1.0.0" and latest["versions"] == ["1.0.0", "2.0.0-rc.1"]
+    redirect = registry.get(f"{V1}/acme/vpc/aws/download")
+    assert redirect.headers["Location"].endswith("/acme/vpc/aws/1.0.0/download")
+    for path in (f"{V1}/acme/vpc/aws/1.1.0/download", f"{V1}/acme/vpc/aws/1.1.0"):
+        reply = registry.get(path)
+        assert reply.status == 404
+        assert reply.json == {
+            "errors": [
+                "version 1.1.0 of acme/vpc/aws has been revoked: CVE-2026-1 (see https://x.io/cve)"
+            ]
+        }
+    listed = {m["id"] for m in registry.get(f"{V1}/acme").json["modules"]}
+    assert listed == {"acme/vpc/aws/1.0.0"}
+    assert registry.get(f"{V1}/search?q=vpc").json["modules"][0]["version"] == "1.0.0"
+
+    # Un-revoked: offered (and downloadable) again, still deprecated.
+    change_version(registry, "1.1.0", revocation={"status": "Unrevoked"})
+    (module,) = registry.get(f"{V1}/acme/vpc/aws/versions").json["modules"]
+    assert [v["version"] for v in module["versions"]] == ["2.0.0-rc.1", "1.1.0", "1.0.0"]
+    assert module["versions"][1]["deprecation"] == {"reason": "use 2.x", "link": "https://x.io"}
+    assert registry.get(f"{V1}/acme/vpc/aws/1.1.0/download").status == 204
+    assert registry.get(f"{V1}/acme/vpc/aws").json["version"] == "1.1.0"
+
+
+def test_a_module_whose_versions_are_all_revoked_has_nothing_to_offer(registry: Api):
+    for version in ("1.0.0", "1.1.0", "2.0.0-rc.1"):
+        change_version(registry, version, deprecation={"deprecated-status": "Deprecated"})
+        change_version(registry, version, revocation={"status": "Revoked"})
+    (module,) = registry.get(f"{V1}/acme/vpc/aws/versions").json["modules"]
+    assert module["versions"] == []
+    assert registry.get(f"{V1}/acme/vpc/aws").status == 404
+    assert registry.get(f"{V1}/acme/vpc/aws/download").status == 404
+    assert registry.get(f"{V1}/acme").json["modules"] == []
+    # No message given: the error still says the version was revoked.
+    reply = registry.get(f"{V1}/acme/vpc/aws/1.0.0/download")
+    assert reply.json == {"errors": ["version 1.0.0 of acme/vpc/aws has been revoked"]}

@@ -635,3 +635,372 @@ def test_oversized_metadata_is_refused_and_a_huge_readme_truncated(acme: Api):
     text = objects.get_metadata(stored.metadata_key)["root"]["readme"]
     assert text.startswith("# VPC\nlorem") and len(text.encode()) < 1024 * 1024 + 300
     assert "README truncated by the module registry" in text
+
+
+# ----- deprecating and revoking versions ----------------------------------------------------
+
+DEPRECATE = {
+    "deprecation": {"deprecated-status": "Deprecated", "reason": "old", "link": "https://x.io/a"}
+}
+UNDEPRECATE = {"deprecation": {"deprecated-status": "Undeprecated"}}
+REVOKE = {"revocation": {"status": "Revoked", "message": "CVE-1", "link": "http://x.io/cve"}}
+UNREVOKE = {"revocation": {"status": "Unrevoked"}}
+DEPRECATED = {"deprecated-status": "Deprecated", "reason": "old", "link": "https://x.io/a"}
+REVOKED = {"status": "Revoked", "message": "CVE-1", "link": "http://x.io/cve"}
+UNREVOKED = {"status": "Unrevoked", "message": None, "link": None}
+
+
+def change_version(api: Api, version: str, attributes: dict, type_: str = "module-versions"):
+    return api.patch(
+        f"{ORG}/private/acme/vpc/aws/{version}",
+        {"data": {"type": type_, "attributes": attributes}},
+    )
+
+
+def published_module(api: Api, *versions: str) -> dict:
+    module = create_module(api)
+    for version in versions:
+        assert upload_and_ingest(create_version(api, version), {"main.tf": MAIN_TF}) == "ok"
+    return module
+
+
+def _lifecycle(api: Api, version: str) -> tuple[dict | None, dict | None]:
+    attrs = _version_attributes(api, version)
+    return attrs["deprecation"], attrs["revocation"]
+
+
+@pytest.mark.parametrize(
+    ("before", "change", "status", "after"),
+    [
+        ([], DEPRECATE, 200, (DEPRECATED, None)),
+        (
+            [DEPRECATE],
+            {"deprecation": {"deprecated-status": "Deprecated", "reason": "newer"}},
+            200,
+            ({"deprecated-status": "Deprecated", "reason": "newer", "link": None}, None),
+        ),
+        (  # case-insensitive, stored as TFE spells it
+            [],
+            {"deprecation": {"deprecated_status": "deprecated"}},
+            200,
+            ({"deprecated-status": "Deprecated", "reason": None, "link": None}, None),
+        ),
+        ([], UNDEPRECATE, 200, (None, None)),
+        ([DEPRECATE], UNDEPRECATE, 200, (None, None)),
+        ([], REVOKE, "/data/attributes/revocation/status", None),
+        (
+            [DEPRECATE, REVOKE, UNREVOKE, UNDEPRECATE],
+            REVOKE,
+            "/data/attributes/revocation/status",
+            None,
+        ),
+        ([DEPRECATE], REVOKE, 200, (DEPRECATED, REVOKED)),
+        (
+            [DEPRECATE, REVOKE],
+            {"revocation": {"status": "Revoked"}},
+            200,
+            (DEPRECATED, {"status": "Revoked", "message": None, "link": None}),
+        ),
+        ([DEPRECATE, REVOKE], UNREVOKE, 200, (DEPRECATED, UNREVOKED)),
+        ([DEPRECATE, REVOKE, UNREVOKE], REVOKE, 200, (DEPRECATED, REVOKED)),
+        ([DEPRECATE, REVOKE, UNREVOKE], UNDEPRECATE, 200, (None, None)),
+        ([], UNREVOKE, 200, (None, None)),
+        ([DEPRECATE], UNREVOKE, 200, (DEPRECATED, None)),
+        (
+            [DEPRECATE, REVOKE],
+            UNDEPRECATE,
+            "/data/attributes/deprecation/deprecated-status",
+            None,
+        ),
+        (  # deprecating a revoked version again replaces its reason; it stays revoked
+            [DEPRECATE, REVOKE],
+            {"deprecation": {"deprecated-status": "Deprecated", "reason": "why"}},
+            200,
+            ({"deprecated-status": "Deprecated", "reason": "why", "link": None}, REVOKED),
+        ),
+    ],
+)
+def test_deprecation_and_revocation_rules(
+    acme: Api, before: list[dict], change: dict, status: int | str, after: tuple | None
+):
+    """Deprecate before revoke; un-revoking leaves the version deprecated; a revoked version
+    cannot be undeprecated; a refused change (422 with a pointer) changes nothing."""
+    published_module(acme, "1.0.0")
+    for step in before:
+        assert change_version(acme, "1.0.0", step).status == 200
+    previous = _version_attributes(acme, "1.0.0")
+    reply = change_version(acme, "1.0.0", change)
+    if status == 200:
+        assert reply.status == 200, reply.json
+        attrs = reply.data["attributes"]
+        assert (attrs["deprecation"], attrs["revocation"]) == after
+        assert _lifecycle(acme, "1.0.0") == after
+    else:
+        assert reply.status == 422, reply.json
+        assert reply.error["source"]["pointer"] == status
+        assert _version_attributes(acme, "1.0.0") == previous
+
+
+@pytest.mark.parametrize(
+    ("body", "pointer"),
+    [
+        ({"data": {"type": "module-versions", "attributes": {}}}, "/data/attributes"),
+        ({"data": {"type": "module-versions"}}, "/data/attributes"),
+        (
+            {"data": {"type": "module-versions", "attributes": {**DEPRECATE, **UNREVOKE}}},
+            "/data/attributes",
+        ),
+        ({"data": {"type": "workspaces", "attributes": DEPRECATE}}, "/data/type"),
+        ({"data": {"attributes": DEPRECATE}}, "/data/type"),
+        (doc("module-versions", deprecation="Deprecated"), "/data/attributes/deprecation"),
+        (doc("module-versions", deprecation={}), "/data/attributes/deprecation/deprecated-status"),
+        (
+            doc("module-versions", deprecation={"deprecated-status": "Obsolete"}),
+            "/data/attributes/deprecation/deprecated-status",
+        ),
+        (
+            doc("module-versions", deprecation={"deprecated-status": True}),
+            "/data/attributes/deprecation/deprecated-status",
+        ),
+        (
+            doc(
+                "module-versions",
+                deprecation={"deprecated-status": "Deprecated", "reason": "r" * 1001},
+            ),
+            "/data/attributes/deprecation/reason",
+        ),
+        (
+            doc("module-versions", deprecation={"deprecated-status": "Deprecated", "reason": 5}),
+            "/data/attributes/deprecation/reason",
+        ),
+        *(
+            (
+                doc(
+                    "module-versions", deprecation={"deprecated-status": "Deprecated", "link": link}
+                ),
+                "/data/attributes/deprecation/link",
+            )
+            for link in (
+                "ftp://x.io/a",
+                "javascript:alert(1)",
+                "x.io/upgrade",
+                "https://",
+                "https://x.io/a b",
+                "https://x.io/\n",
+                "https://[::1",
+                "https://x.io/" + "a" * 2048,
+            )
+        ),
+        (
+            doc("module-versions", revocation={"status": "Gone"}),
+            "/data/attributes/revocation/status",
+        ),
+        (doc("module-versions", revocation={}), "/data/attributes/revocation/status"),
+        (
+            doc("module-versions", revocation={"status": "Revoked", "message": "m" * 1001}),
+            "/data/attributes/revocation/message",
+        ),
+        (
+            doc("module-versions", revocation={"status": "Revoked", "link": "mailto:a@x.io"}),
+            "/data/attributes/revocation/link",
+        ),
+    ],
+)
+def test_bad_deprecation_or_revocation_is_a_422_that_changes_nothing(
+    acme: Api, body: dict, pointer: str
+):
+    published_module(acme, "1.0.0")
+    assert change_version(acme, "1.0.0", DEPRECATE).status == 200
+    previous = _version_attributes(acme, "1.0.0")
+    module = acme.get(f"{ORG}/private/acme/vpc/aws").data
+    reply = acme.patch(f"{ORG}/private/acme/vpc/aws/1.0.0", body)
+    assert reply.status == 422, reply.json
+    assert reply.error["status"] == "422"
+    assert reply.error["source"]["pointer"] == pointer
+    assert _version_attributes(acme, "1.0.0") == previous
+    assert acme.get(f"{ORG}/private/acme/vpc/aws").data == module
+
+
+def test_deprecation_accepts_both_type_names_and_reaches_only_ok_versions(acme: Api):
+    published_module(acme, "1.0.0")
+    reply = change_version(acme, "1.0.0", DEPRECATE, type_="registry-module-versions")
+    assert reply.status == 200, reply.json
+    assert create_version(acme, "1.1.0").status == 201  # pending
+    assert upload_and_ingest(create_version(acme, "1.2.0"), {"../x.tf": "x"}) == "failed"
+    for version in ("1.1.0", "1.2.0"):
+        refused = change_version(acme, version, DEPRECATE)
+        assert refused.status == 422, refused.json
+        assert "only published versions" in refused.error["detail"]
+        assert _lifecycle(acme, version) == (None, None)
+    for version in ("9.9.9", "not-a-version"):
+        assert change_version(acme, version, DEPRECATE).status == 404
+    assert (
+        acme.patch(f"{ORG}/private/acme/nope/aws/1.0.0", doc("module-versions", **DEPRECATE)).status
+        == 404
+    )
+
+
+def test_deprecation_and_revocation_are_rendered_on_every_read(acme: Api):
+    module = published_module(acme, "1.0.0", "1.1.0", "1.2.0")
+    deprecated = change_version(acme, "1.1.0", DEPRECATE)
+    assert deprecated.status == 200
+    # TFE answers a deprecation with the deprecation resource, related and included.
+    relationship = deprecated.data["relationships"]["deprecation"]["data"]
+    assert relationship["type"] == "deprecations" and relationship["id"].startswith("dep-")
+    assert deprecated.json["included"] == [
+        {
+            "id": relationship["id"],
+            "type": "deprecations",
+            "attributes": {"reason": "old", "link": "https://x.io/a"},
+        }
+    ]
+    assert change_version(acme, "1.2.0", DEPRECATE).status == 200
+    revoked = change_version(acme, "1.2.0", REVOKE)
+    assert revoked.status == 200
+    assert revoked.data["attributes"]["revocation"] == REVOKED
+
+    expected = {
+        "1.0.0": (None, None),
+        "1.1.0": (DEPRECATED, None),
+        "1.2.0": (DEPRECATED, REVOKED),
+    }
+    for version, lifecycle in expected.items():
+        assert _lifecycle(acme, version) == lifecycle
+    for path in (
+        f"{ORG}/private/acme/vpc/aws/versions",
+        f"/api/v2/registry-modules/{module['id']}/versions",
+    ):
+        listed = {v["attributes"]["version"]: v for v in acme.get(path).data}
+        for version, lifecycle in expected.items():
+            attrs = listed[version]["attributes"]
+            assert (attrs["deprecation"], attrs["revocation"]) == lifecycle
+        assert "deprecation" not in listed["1.0.0"]["relationships"]
+        assert listed["1.1.0"]["relationships"]["deprecation"] == {"data": relationship}
+
+    attrs = acme.get(f"{ORG}/private/acme/vpc/aws").data["attributes"]
+    assert attrs["version-statuses"] == [
+        {"version": "1.0.0", "status": "ok"},
+        {"version": "1.1.0", "status": "ok", "deprecation": DEPRECATED},
+        {"version": "1.2.0", "status": "ok", "deprecation": DEPRECATED, "revocation": REVOKED},
+    ]
+    assert attrs["revoked-versions"] == ["1.2.0"]
+
+    # Un-revoking: still deprecated, no longer among the revoked versions.
+    assert change_version(acme, "1.2.0", UNREVOKE).status == 200
+    attrs = acme.get(f"{ORG}/private/acme/vpc/aws").data["attributes"]
+    assert attrs["version-statuses"][2] == {
+        "version": "1.2.0",
+        "status": "ok",
+        "deprecation": DEPRECATED,
+        "revocation": UNREVOKED,
+    }
+    assert attrs["revoked-versions"] == []
+    # Undeprecating clears both, and the relationship goes with them.
+    reply = change_version(acme, "1.2.0", UNDEPRECATE)
+    assert "deprecation" not in reply.data["relationships"] and "included" not in reply.json
+    assert acme.get(f"{ORG}/private/acme/vpc/aws").data["attributes"]["version-statuses"][2] == {
+        "version": "1.2.0",
+        "status": "ok",
+    }
+
+
+def test_only_owners_and_manage_modules_teams_deprecate_or_revoke(acme: Api):
+    """The callers who may publish may deprecate and revoke; everyone else gets the 404 the
+    rest of the API gives (a reader's attempt changes nothing)."""
+    from tests.test_accounts import add_member, new_user, team_id_by_name
+
+    published_module(acme, "1.0.0")
+    make_org(acme, "other")
+    _, publisher = make_team(acme, "acme", "ci", manage_modules=True)
+    reader_team, reader = make_team(acme, "acme", "readers")
+    _, workspace_manager = make_team(acme, "acme", "ws", manage_workspaces=True)
+    _, outsider = make_team(acme, "other", "owners-of-other", manage_modules=True)
+    org_token = acme.post("/api/v2/organizations/acme/authentication-token", raw="null")
+    _, member = new_user(acme, "bob")
+    assert add_member(acme, reader_team, "bob").status in (200, 204)
+    _, owner_member = new_user(acme, "olga")
+    assert add_member(acme, team_id_by_name(acme, "acme", "owners"), "olga").status in (200, 204)
+
+    def caller(token_or_client) -> Api:
+        return token_or_client if isinstance(token_or_client, Api) else acme.as_(token_or_client)
+
+    refused = {
+        "read-only team token": reader,
+        "manage-workspaces team token": workspace_manager,
+        "organization token": org_token.data["attributes"]["token"],
+        "member of a read-only team": member,
+        "another organization's team": outsider,
+    }
+    for kind, who in refused.items():
+        for change in (DEPRECATE, UNDEPRECATE, REVOKE, UNREVOKE):
+            reply = change_version(caller(who), "1.0.0", change)
+            assert reply.status == 404, (kind, reply.json)
+        assert _lifecycle(acme, "1.0.0") == (None, None), kind
+    assert change_version(acme.as_(None), "1.0.0", DEPRECATE).status == 401
+    allowed = {"site admin": acme, "owner": owner_member, "manage-modules team": publisher}
+    for kind, who in allowed.items():
+        for change, lifecycle in (
+            (DEPRECATE, (DEPRECATED, None)),
+            (REVOKE, (DEPRECATED, REVOKED)),
+            (UNREVOKE, (DEPRECATED, UNREVOKED)),
+            (UNDEPRECATE, (None, None)),
+        ):
+            reply = change_version(caller(who), "1.0.0", change)
+            assert reply.status == 200, (kind, reply.json)
+            assert _lifecycle(acme, "1.0.0") == lifecycle, kind
+
+
+def test_a_lifecycle_write_on_a_stale_or_deleted_version_changes_nothing(acme: Api):
+    """The store's condition: the version is still the ok one that was read. A request that
+    lost a race decides again on the fresh item; one whose version went away is a 404."""
+    from chalicelib.core.ids import now
+    from chalicelib.registry import store
+    from chalicelib.registry.store import ModuleVersionModel
+
+    module = published_module(acme, "1.0.0", "1.1.0")
+    stale = next(v for v in ModuleVersionModel.query(module["id"]) if v.version == "1.0.0")
+    assert change_version(acme, "1.0.0", DEPRECATE).status == 200
+    with pytest.raises(store.VersionChanged):
+        store.record_version_lifecycle(stale, None, None, now())
+    assert _lifecycle(acme, "1.0.0") == (DEPRECATED, None)
+    assert acme.delete(f"{ORG}/private/acme/vpc/aws/1.0.0").status == 204
+    with pytest.raises(store.VersionChanged):
+        store.record_version_lifecycle(stale, {"deprecated-status": "Deprecated"}, None, now())
+    statuses = acme.get(f"{ORG}/private/acme/vpc/aws").data["attributes"]["version-statuses"]
+    assert statuses == [{"version": "1.1.0", "status": "ok"}]
+
+
+def test_a_change_that_lost_a_race_is_decided_again_on_the_fresh_version(
+    acme: Api, monkeypatch: pytest.MonkeyPatch
+):
+    """The first write finds the version changed by a concurrent revoke: the request reads it
+    again and applies its rule to what it finds (undeprecating a revoked version is refused);
+    a version that keeps changing is a 409."""
+    from chalicelib.registry import store
+
+    published_module(acme, "1.0.0")
+    assert change_version(acme, "1.0.0", DEPRECATE).status == 200
+    real = store.record_version_lifecycle
+    calls = []
+
+    def revoked_meanwhile(version, *args):
+        calls.append(version.revocation)
+        if len(calls) == 1:
+            real(version, version.deprecation, {"status": "Revoked"}, *args[2:])
+            raise store.VersionChanged
+        return real(version, *args)
+
+    monkeypatch.setattr(store, "record_version_lifecycle", revoked_meanwhile)
+    refused = change_version(acme, "1.0.0", UNDEPRECATE)
+    assert refused.status == 422, refused.json
+    assert refused.error["source"]["pointer"] == "/data/attributes/deprecation/deprecated-status"
+    assert calls == [None]  # decided again on the fresh item, which is revoked: no second write
+    assert _lifecycle(acme, "1.0.0")[1]["status"] == "Revoked"
+
+    def always_changed(*args):
+        raise store.VersionChanged
+
+    monkeypatch.setattr(store, "record_version_lifecycle", always_changed)
+    busy = change_version(acme, "1.0.0", UNREVOKE)
+    assert busy.status == 409, busy.json
+    assert _lifecycle(acme, "1.0.0")[1]["status"] == "Revoked"

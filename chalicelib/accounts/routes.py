@@ -31,9 +31,9 @@ from chalicelib.core.jsonapi import (
     Includer,
     document,
     no_content,
-    parse_attributes,
     relationship_list,
 )
+from chalicelib.core.openapi import PAGE, Body, Param, Relationships
 from chalicelib.lifecycle import organizations as lifecycle
 
 bp = Blueprint(__name__)
@@ -125,7 +125,12 @@ ORGANIZATIONS = "/api/v2/organizations"
 ORGANIZATION = ORGANIZATIONS + "/{organization_name}"
 
 
-@route(bp, ORGANIZATIONS, methods=("GET",))
+@route(
+    bp,
+    ORGANIZATIONS,
+    methods=("GET",),
+    query=(*PAGE, Param("q", "a part of the name or email (any case)")),
+)
 def list_organizations(ctx: Ctx) -> Response:
     orgs = service.list_organizations(ctx.user)
     query = ctx.query.get("q", "").lower()
@@ -134,9 +139,9 @@ def list_organizations(ctx: Ctx) -> Response:
     return _page_of(ctx, orgs, lambda o: render_organization(o, service.access(ctx.user, o.name)))
 
 
-@route(bp, ORGANIZATIONS, methods=("POST",))
+@route(bp, ORGANIZATIONS, methods=("POST",), body=Body(OrganizationAttributes, "organizations"))
 def create_organization(ctx: Ctx) -> Response:
-    attrs = parse_attributes(ctx.json(), OrganizationAttributes, type_="organizations")
+    attrs = ctx.attributes(OrganizationAttributes)
     org = lifecycle.create_organization(ctx.user, attrs.name, attrs.email)
     return document(render_organization(org, service.OrgAccess.everything()), status=201)
 
@@ -147,11 +152,14 @@ def show_organization(ctx: Ctx, organization_name: str) -> Response:
     return document(render_organization(org, rights))
 
 
-@route(bp, ORGANIZATION, methods=("PATCH",))
+@route(
+    bp,
+    ORGANIZATION,
+    methods=("PATCH",),
+    body=Body(OrganizationAttributes, "organizations", type_check="lenient"),
+)
 def update_organization(ctx: Ctx, organization_name: str) -> Response:
-    attrs = parse_attributes(
-        ctx.json(), OrganizationAttributes, type_="organizations", lenient_type=True
-    )
+    attrs = ctx.attributes(OrganizationAttributes)
     org = service.update_organization(
         ctx.user, organization_name, email=attrs.email, new_name=attrs.name
     )
@@ -214,7 +222,13 @@ def _team_document(
     return document(render_team(team, rights), status, included=included)
 
 
-@route(bp, ORGANIZATION_TEAMS, methods=("GET",), includes=TEAM_INCLUDES)
+@route(
+    bp,
+    ORGANIZATION_TEAMS,
+    methods=("GET",),
+    includes=TEAM_INCLUDES,
+    query=(*PAGE, Param("filter[names]", "team names, comma-separated")),
+)
 def list_teams(ctx: Ctx, organization_name: str) -> Response:
     names_filter = ctx.query.get("filter[names]")
     names = [n for n in names_filter.split(",") if n] if names_filter else None
@@ -223,10 +237,16 @@ def list_teams(ctx: Ctx, organization_name: str) -> Response:
     return _page_of(ctx, found, lambda t: render_team(t, rights), _team_includers(ctx, rights))
 
 
-@route(bp, ORGANIZATION_TEAMS, methods=("POST",), includes=TEAM_INCLUDES)
+# terrasnek sends type "organizations" here: accept any type.
+@route(
+    bp,
+    ORGANIZATION_TEAMS,
+    methods=("POST",),
+    includes=TEAM_INCLUDES,
+    body=Body(TeamAttributes, "teams", type_check="off"),
+)
 def create_team(ctx: Ctx, organization_name: str) -> Response:
-    # terrasnek sends type "organizations" here: accept any type.
-    attrs = parse_attributes(ctx.json(), TeamAttributes)
+    attrs = ctx.attributes(TeamAttributes)
     team = service.create_team(
         ctx.user, organization_name, attrs.name, _visibility(attrs.visibility), attrs.flags()
     )
@@ -239,9 +259,15 @@ def show_team(ctx: Ctx, team_id: str) -> Response:
     return _team_document(ctx, found, rights)
 
 
-@route(bp, TEAM, methods=("PATCH",), includes=TEAM_INCLUDES)
+@route(
+    bp,
+    TEAM,
+    methods=("PATCH",),
+    includes=TEAM_INCLUDES,
+    body=Body(TeamAttributes, "teams", type_check="lenient"),
+)
 def update_team(ctx: Ctx, team_id: str) -> Response:
-    attrs = parse_attributes(ctx.json(), TeamAttributes, type_="teams", lenient_type=True)
+    attrs = ctx.attributes(TeamAttributes)
     updated = service.update_team(
         ctx.user, team_id, attrs.name, _visibility(attrs.visibility), attrs.flags()
     )
@@ -265,13 +291,16 @@ def _usernames(ctx: Ctx) -> list[str]:
     return usernames
 
 
-@route(bp, TEAM_USERS, methods=("POST",))
+MEMBERS = Relationships("users", description="the users, by username (`id`)")
+
+
+@route(bp, TEAM_USERS, methods=("POST",), body=MEMBERS, success=204)
 def add_team_members(ctx: Ctx, team_id: str) -> Response:
     service.change_membership(ctx.user, team_id, _usernames(ctx), add=True)
     return no_content()
 
 
-@route(bp, TEAM_USERS, methods=("DELETE",))
+@route(bp, TEAM_USERS, methods=("DELETE",), body=MEMBERS)
 def remove_team_members(ctx: Ctx, team_id: str) -> Response:
     service.change_membership(ctx.user, team_id, _usernames(ctx), add=False)
     return no_content()
@@ -285,9 +314,12 @@ USER_TOKENS = "/api/v2/users/{user_id}/authentication-tokens"
 TOKEN = "/api/v2/authentication-tokens/{token_id}"
 
 
+# Creating a token needs no body: every attribute is optional.
+TOKEN_BODY = Body(TokenAttributes, "authentication-tokens", type_check="off", required=False)
+
+
 def _token_attributes(ctx: Ctx) -> TokenAttributes:
-    """Creating a token needs no body: every attribute is optional."""
-    return parse_attributes(ctx.json(), TokenAttributes, required=False)
+    return ctx.attributes(TokenAttributes)
 
 
 def _created_token(token: TokenModel, secret: str) -> Response:
@@ -299,7 +331,7 @@ def show_team_token(ctx: Ctx, team_id: str) -> Response:
     return document(render_token(service.team_token(ctx.user, team_id)))
 
 
-@route(bp, TEAM_TOKEN, methods=("POST",))
+@route(bp, TEAM_TOKEN, methods=("POST",), body=TOKEN_BODY)
 def create_team_token(ctx: Ctx, team_id: str) -> Response:
     attrs = _token_attributes(ctx)
     return _created_token(*service.create_team_token(ctx.user, team_id, attrs.description))
@@ -316,7 +348,7 @@ def show_organization_token(ctx: Ctx, organization_name: str) -> Response:
     return document(render_token(service.organization_token(ctx.user, organization_name)))
 
 
-@route(bp, ORGANIZATION_TOKEN, methods=("POST",))
+@route(bp, ORGANIZATION_TOKEN, methods=("POST",), body=TOKEN_BODY)
 def create_organization_token(ctx: Ctx, organization_name: str) -> Response:
     attrs = _token_attributes(ctx)
     return _created_token(
@@ -330,12 +362,12 @@ def delete_organization_token(ctx: Ctx, organization_name: str) -> Response:
     return no_content()
 
 
-@route(bp, USER_TOKENS, methods=("GET",))
+@route(bp, USER_TOKENS, methods=("GET",), query=PAGE)
 def list_user_tokens(ctx: Ctx, user_id: str) -> Response:
     return _page_of(ctx, service.list_user_tokens(ctx.user, user_id), render_token)
 
 
-@route(bp, USER_TOKENS, methods=("POST",))
+@route(bp, USER_TOKENS, methods=("POST",), body=TOKEN_BODY)
 def create_user_token(ctx: Ctx, user_id: str) -> Response:
     attrs = _token_attributes(ctx)
     expired_at: datetime | None = attrs.expired_at
@@ -344,7 +376,7 @@ def create_user_token(ctx: Ctx, user_id: str) -> Response:
     )
 
 
-@route(bp, TEAM + "/authentication-tokens", methods=("POST",))
+@route(bp, TEAM + "/authentication-tokens", methods=("POST",), body=TOKEN_BODY)
 def create_additional_team_token(ctx: Ctx, team_id: str) -> Response:
     attrs = _token_attributes(ctx)
     return _created_token(
@@ -354,7 +386,7 @@ def create_additional_team_token(ctx: Ctx, team_id: str) -> Response:
     )
 
 
-@route(bp, ORGANIZATION + "/team-tokens")
+@route(bp, ORGANIZATION + "/team-tokens", query=PAGE)
 def list_organization_team_tokens(ctx: Ctx, organization_name: str) -> Response:
     tokens = service.list_organization_team_tokens(ctx.user, organization_name)
     return _page_of(ctx, tokens, render_token)

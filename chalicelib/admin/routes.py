@@ -27,7 +27,8 @@ from chalicelib.admin.render import (
 from chalicelib.core.auth import authenticate
 from chalicelib.core.errors import NotFound, Unprocessable
 from chalicelib.core.http import Ctx, route
-from chalicelib.core.jsonapi import Attributes, no_content, parse_attributes
+from chalicelib.core.jsonapi import Attributes, no_content
+from chalicelib.core.openapi import Body, Reply
 from chalicelib.core.settings import get_settings
 
 bp = Blueprint(__name__)
@@ -41,19 +42,32 @@ def _admin(ctx: Ctx) -> None:
 
 
 def _attributes(ctx: Ctx, model: type[Attributes]) -> dict[str, Any]:
-    return schemas.changes(parse_attributes(ctx.json(), model, required=False))
+    return schemas.changes(ctx.attributes(model))
+
+
+def _settings(model: type[Attributes], type_: str) -> Body:
+    """A settings update: every attribute optional, ``data.type`` not checked."""
+    return Body(model, type_, type_check="off", required=False)
+
+
+def admin_route(path: str, methods: tuple[str, ...], **kw: Any) -> Any:
+    """A route under /api/v2/admin: public to the wrapper, so the hosted edition can answer
+    404 before looking at the token, but it takes a site admin's token (``_admin``)."""
+    return route(bp, f"{ADMIN}/{path}", methods=methods, public=True, bearer=True, **kw)
 
 
 # ----- general ---------------------------------------------------------------------------------
 
 
-@route(bp, f"{ADMIN}/general-settings", methods=("GET",), public=True)
+@admin_route("general-settings", ("GET",))
 def get_general_settings(ctx: Ctx) -> Response:
     _admin(ctx)
     return singleton("general-settings", "general", render_general(service.general()))
 
 
-@route(bp, f"{ADMIN}/general-settings", methods=("PATCH",), public=True)
+@admin_route(
+    "general-settings", ("PATCH",), body=_settings(schemas.GeneralSettings, "general-settings")
+)
 def update_general_settings(ctx: Ctx) -> Response:
     _admin(ctx)
     changes = _attributes(ctx, schemas.GeneralSettings)
@@ -64,14 +78,18 @@ def update_general_settings(ctx: Ctx) -> Response:
 # ----- cost estimation -------------------------------------------------------------------------
 
 
-@route(bp, f"{ADMIN}/cost-estimation-settings", methods=("GET",), public=True)
+@admin_route("cost-estimation-settings", ("GET",))
 def get_cost_estimation_settings(ctx: Ctx) -> Response:
     _admin(ctx)
     attributes = render_cost_estimation(service.cost_estimation())
     return singleton("cost-estimation-settings", "cost-estimation", attributes)
 
 
-@route(bp, f"{ADMIN}/cost-estimation-settings", methods=("PATCH",), public=True)
+@admin_route(
+    "cost-estimation-settings",
+    ("PATCH",),
+    body=_settings(schemas.CostEstimationSettings, "cost-estimation-settings"),
+)
 def update_cost_estimation_settings(ctx: Ctx) -> Response:
     _admin(ctx)
     changes = _attributes(ctx, schemas.CostEstimationSettings)
@@ -82,13 +100,13 @@ def update_cost_estimation_settings(ctx: Ctx) -> Response:
 # ----- SAML ------------------------------------------------------------------------------------
 
 
-@route(bp, f"{ADMIN}/saml-settings", methods=("GET",), public=True)
+@admin_route("saml-settings", ("GET",))
 def get_saml_settings(ctx: Ctx) -> Response:
     _admin(ctx)
     return singleton("saml-settings", "saml", render_saml(service.saml(), ctx.base_url))
 
 
-@route(bp, f"{ADMIN}/saml-settings", methods=("PATCH",), public=True)
+@admin_route("saml-settings", ("PATCH",), body=_settings(schemas.SamlSettings, "saml-settings"))
 def update_saml_settings(ctx: Ctx) -> Response:
     _admin(ctx)
     changes = _attributes(ctx, schemas.SamlSettings)
@@ -96,7 +114,7 @@ def update_saml_settings(ctx: Ctx) -> Response:
     return singleton("saml-settings", "saml", attributes)
 
 
-@route(bp, f"{ADMIN}/saml-settings/actions/revoke-old-certificate", methods=("POST",), public=True)
+@admin_route("saml-settings/actions/revoke-old-certificate", ("POST",), success=200)
 def revoke_old_saml_certificate(ctx: Ctx) -> Response:
     _admin(ctx)
     attributes = render_saml(service.revoke_old_idp_certificate(), ctx.base_url)
@@ -106,13 +124,22 @@ def revoke_old_saml_certificate(ctx: Ctx) -> Response:
 # ----- SMTP ------------------------------------------------------------------------------------
 
 
-@route(bp, f"{ADMIN}/smtp-settings", methods=("GET",), public=True)
+@admin_route("smtp-settings", ("GET",))
 def get_smtp_settings(ctx: Ctx) -> Response:
     _admin(ctx)
     return singleton("smtp-settings", "smtp", render_smtp(service.smtp()))
 
 
-@route(bp, f"{ADMIN}/smtp-settings", methods=("PATCH",), public=True)
+@admin_route(
+    "smtp-settings",
+    ("PATCH",),
+    body=_settings(schemas.SmtpSettings, "smtp-settings"),
+    errors={
+        401: "missing or invalid token, or the SMTP server refused the credentials",
+        500: "the SMTP server answered the test message with an error",
+        504: "the SMTP server did not answer in time",
+    },
+)
 def update_smtp_settings(ctx: Ctx) -> Response:
     _admin(ctx)
     changes = _attributes(ctx, schemas.SmtpSettings)
@@ -139,28 +166,47 @@ def _update_sms(ctx: Ctx) -> Response:
 
 def _verify_sms(ctx: Ctx) -> Response:
     _admin(ctx)
-    attributes = parse_attributes(ctx.json(), schemas.SmsVerify, required=False)
+    attributes = ctx.attributes(schemas.SmsVerify)
     service.verify_sms(attributes.test_number)
     return Response(body="", status_code=200, headers={})
 
 
 for _name in ("sms-settings", "twilio-settings"):
-    route(bp, f"{ADMIN}/{_name}", methods=("GET",), public=True)(_get_sms)
-    route(bp, f"{ADMIN}/{_name}", methods=("PATCH",), public=True)(_update_sms)
-    route(bp, f"{ADMIN}/{_name}/verify", methods=("POST", "PATCH"), public=True)(_verify_sms)
+    admin_route(_name, ("GET",), summary="Show the SMS settings")(_get_sms)
+    admin_route(
+        _name,
+        ("PATCH",),
+        body=_settings(schemas.SmsSettings, _name),
+        summary="Update the SMS settings",
+    )(_update_sms)
+    admin_route(
+        f"{_name}/verify",
+        ("POST", "PATCH"),
+        body=Body(schemas.SmsVerify, _name, type_check="off", required=False),
+        success=Reply(200, empty=True, description="the provider accepted the test message"),
+        errors={
+            502: "the SMS provider failed or refused",
+            504: "the SMS provider did not answer in time",
+        },
+        summary="Send a test SMS through the provider",
+    )(_verify_sms)
 
 
 # ----- customization ---------------------------------------------------------------------------
 
 
-@route(bp, f"{ADMIN}/customization-settings", methods=("GET",), public=True)
+@admin_route("customization-settings", ("GET",))
 def get_customization_settings(ctx: Ctx) -> Response:
     _admin(ctx)
     attributes = render_customization(service.customization())
     return singleton("customization-settings", "customization", attributes)
 
 
-@route(bp, f"{ADMIN}/customization-settings", methods=("PATCH",), public=True)
+@admin_route(
+    "customization-settings",
+    ("PATCH",),
+    body=_settings(schemas.CustomizationSettings, "customization-settings"),
+)
 def update_customization_settings(ctx: Ctx) -> Response:
     _admin(ctx)
     changes = _attributes(ctx, schemas.CustomizationSettings)
@@ -171,13 +217,18 @@ def update_customization_settings(ctx: Ctx) -> Response:
 # ----- data retention policy -------------------------------------------------------------------
 
 
-@route(bp, f"{ADMIN}/data-retention-policy-settings", methods=("GET",), public=True)
+@admin_route("data-retention-policy-settings", ("GET",))
 def get_data_retention_policy(ctx: Ctx) -> Response:
     _admin(ctx)
     return retention_document(service.retention_policy())
 
 
-@route(bp, f"{ADMIN}/data-retention-policy-settings", methods=("POST",), public=True)
+@admin_route(
+    "data-retention-policy-settings",
+    ("POST",),
+    body=Body(schemas.DataRetentionPolicy, service.RETENTION_TYPE, type_check="lenient"),
+    success=(Reply(200, description="replaced"), Reply(201, description="created")),
+)
 def set_data_retention_policy(ctx: Ctx) -> Response:
     _admin(ctx)
     body = ctx.json()
@@ -188,12 +239,12 @@ def set_data_retention_policy(ctx: Ctx) -> Response:
             f"only {service.RETENTION_TYPE!r} policies can be set for the site, not {given!r}",
             pointer="/data/type",
         )
-    attributes = parse_attributes(body, schemas.DataRetentionPolicy)
+    attributes = ctx.attributes(schemas.DataRetentionPolicy)
     policy, created = service.set_retention_policy(attributes.delete_older_than_n_days)
     return retention_document(policy, 201 if created else 200)
 
 
-@route(bp, f"{ADMIN}/data-retention-policy-settings", methods=("DELETE",), public=True)
+@admin_route("data-retention-policy-settings", ("DELETE",))
 def delete_data_retention_policy(ctx: Ctx) -> Response:
     _admin(ctx)
     service.delete_retention_policy()
@@ -203,20 +254,34 @@ def delete_data_retention_policy(ctx: Ctx) -> Response:
 # ----- OIDC signing keys -----------------------------------------------------------------------
 
 
-@route(bp, f"{ADMIN}/oidc-settings/actions/rotate-key", methods=("POST",), public=True)
+@admin_route("oidc-settings/actions/rotate-key", ("POST",), success=204)
 def rotate_oidc_key(ctx: Ctx) -> Response:
     _admin(ctx)
     oidc.rotate()
     return no_content()
 
 
-@route(bp, f"{ADMIN}/oidc-settings/actions/trim-key", methods=("POST",), public=True)
+@admin_route("oidc-settings/actions/trim-key", ("POST",), success=204)
 def trim_oidc_key(ctx: Ctx) -> Response:
     _admin(ctx)
     oidc.trim()
     return no_content()
 
 
-@route(bp, "/.well-known/jwks", methods=("GET",), public=True)
+JWKS = {
+    "type": "object",
+    "required": ["keys"],
+    "properties": {"keys": {"type": "array", "items": {"type": "object"}}},
+}
+
+
+@route(
+    bp,
+    "/.well-known/jwks",
+    methods=("GET",),
+    public=True,
+    success=Reply(200, JWKS),
+    summary="The OIDC public signing keys (JWKS)",
+)
 def jwks(ctx: Ctx) -> Response:
     return jwks_document(oidc.jwks())

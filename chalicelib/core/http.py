@@ -9,6 +9,11 @@ parameter of every ``/api/v2`` route against that declaration before the handler
 undeclared name is a 400, so a route that declares none refuses any), and the handler builds
 ``included`` with ``ctx.included(models, {name: loader})``. The registry protocol, webhooks
 and ``/.well-known`` are not JSON:API and are left alone.
+
+Every registration is also recorded in ``chalicelib.core.openapi`` (the OpenAPI document is
+built from those records): the request body a route takes (``body=``, parsed by the handler
+with ``ctx.attributes(Model)`` from that same declaration), its query parameters, the
+success statuses it answers, its own error statuses, a summary and a tag.
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ import json
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from chalice import Blueprint, Chalice, Response
 from chalice.app import Request
@@ -26,22 +31,32 @@ if TYPE_CHECKING:
     from chalicelib.core.auth import Principal
 
 from chalicelib.core.errors import (
-    JSONAPI,
     ApiError,
     BadRequest,
     MethodNotAllowed,
     UnsupportedMediaType,
     error_response,
+    registry_error_response,
 )
-from chalicelib.core.jsonapi import Includer, collect_included, load_json, parse_include
+from chalicelib.core.jsonapi import (
+    Attributes,
+    Includer,
+    collect_included,
+    load_json,
+    parse_include,
+)
+from chalicelib.core.openapi import Body, Param, RequestBody, Success, record
 from chalicelib.core.pagination import Page, Paged, paginate
 from chalicelib.core.settings import get_settings
 
 log = logging.getLogger("registry")
+A = TypeVar("A", bound=Attributes)
 
 CONTENT_TYPES = ["application/vnd.api+json", "application/json"]
 # Routes under this prefix answer JSON:API documents (and have their includes checked).
 JSONAPI_PREFIX = "/api/v2/"
+# The registry protocol's routes: not JSON:API, errors are ``{"errors": ["..."]}``.
+REGISTRY_PROTOCOL_PREFIX = "/api/registry/"
 
 
 @dataclass
@@ -54,6 +69,8 @@ class Ctx:
     # The include names asked for, checked against the route's declaration (kebab-case, in
     # the order asked); None when the request asks none.
     include: tuple[str, ...] | None = None
+    # The request body the route declares (``route(body=...)``).
+    body: RequestBody | None = None
 
     @property
     def user(self) -> Principal:
@@ -62,6 +79,17 @@ class Ctx:
 
     def json(self) -> Any:
         return load_json(self.request.raw_body)
+
+    def attributes(self, model: type[A]) -> A:
+        """``data.attributes`` of the request document, validated as the route's ``body=``
+        declares (type check, optional body); ``model`` must be the declared one."""
+        declared = self.body
+        assert isinstance(declared, Body) and declared.model is model, (
+            f"the route declares body={declared!r}, not {model.__name__}"
+        )
+        parsed = declared.parse(self.json())
+        assert isinstance(parsed, model)
+        return parsed
 
     @property
     def query(self) -> dict[str, str]:
@@ -126,6 +154,13 @@ def route(
     render_error: Callable[[ApiError], Response] = error_response,
     content_types: list[str] = CONTENT_TYPES,
     includes: Iterable[str] = (),
+    body: RequestBody | None = None,
+    query: Iterable[Param] = (),
+    success: Success | None = None,
+    errors: Mapping[int, str] = {},
+    bearer: bool | None = None,
+    summary: str | None = None,
+    tag: str | None = None,
 ) -> Callable[[Handler], Handler]:
     """Register ``handler(ctx, **params)`` on ``bp`` at ``path`` for ``methods``.
 
@@ -133,6 +168,17 @@ def route(
     ``{"errors": ["..."]}`` for ``/api/registry`` routes. ``content_types`` are the request
     bodies accepted (others answer 415). ``includes`` are the include names the route serves
     (kebab-case); on a JSON:API route any other name asked is a 400 before the handler runs.
+
+    For the OpenAPI document (``chalicelib.core.openapi``): ``body`` is the request body
+    (``Body(Model, "type")``: the handler reads it with ``ctx.attributes(Model)``;
+    ``Relationships``; ``Payload``), ``query`` the query parameters the handler reads (the
+    ``include`` parameter comes from ``includes``), ``success`` the success status(es) or
+    ``Reply``s (default: 201 for POST, 204 for DELETE, else 200), ``errors`` the error
+    statuses besides those every route may give (status -> description, "" for the usual
+    one; e.g. 502 and 504 when an outside host fails), ``bearer`` whether a token is taken
+    (default: not ``public``; routes that authenticate themselves say ``bearer=True``),
+    ``summary`` (default: the docstring's first line, or the handler's name) and ``tag``
+    (default: its room).
     """
     jsonapi = render_error is error_response and path.startswith(JSONAPI_PREFIX)
     declared = tuple(includes)
@@ -143,7 +189,7 @@ def route(
             request = bp.current_request
             try:
                 principal = None if public else _authenticate(request)
-                ctx = Ctx(request, principal)
+                ctx = Ctx(request, principal, body=body)
                 if jsonapi:
                     ctx.include = parse_include(ctx.include_values(), declared)
                 return handler(ctx, **params)
@@ -157,6 +203,23 @@ def route(
         view.__doc__ = handler.__doc__
         view.__module__ = handler.__module__
         bp.route(path, methods=list(methods), content_types=content_types)(view)
+        record(
+            path,
+            methods,
+            handler,
+            public=public,
+            bearer=bearer,
+            jsonapi=jsonapi,
+            protocol_errors=render_error is registry_error_response,
+            body=body,
+            includes=declared,
+            query=tuple(query),
+            success=success,
+            errors=errors,
+            summary=summary,
+            tag=tag,
+            content_types=content_types,
+        )
         return handler
 
     return decorate
@@ -170,7 +233,8 @@ _CHALICE_ERRORS: dict[int, type[ApiError]] = {
 
 
 def rewrite_chalice_errors(event: Any, get_response: Callable[[Any], Response]) -> Response:
-    """HTTP middleware: Chalice's own ``{"Code","Message"}`` errors become JSON:API errors."""
+    """HTTP middleware: Chalice's own ``{"Code","Message"}`` errors become JSON:API errors,
+    or the registry protocol's ``{"errors": ["..."]}`` under ``/api/registry/``."""
     response = get_response(event)
     if response.status_code < 400:
         return response
@@ -185,11 +249,13 @@ def rewrite_chalice_errors(event: Any, get_response: Callable[[Any], Response]) 
     error_class = _CHALICE_ERRORS.get(response.status_code, ApiError)
     error = error_class(str(body["Message"]))
     error.status = response.status_code
-    rewritten = error_response(error)
+    protocol = (getattr(event, "path", "") or "").startswith(REGISTRY_PROTOCOL_PREFIX)
+    rewritten = (registry_error_response if protocol else error_response)(error)
+    content_type = rewritten.headers["Content-Type"]
     for name, value in response.headers.items():
         if name.lower() not in ("content-type", "content-length"):
             rewritten.headers[name] = value
-    rewritten.headers["Content-Type"] = JSONAPI
+    rewritten.headers["Content-Type"] = content_type
     return rewritten
 
 

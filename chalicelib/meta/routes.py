@@ -1,12 +1,26 @@
-"""``/api/v2/ping`` and the service discovery document: public, tiny, no storage."""
+"""``/api/v2/ping``, the service discovery document and the OpenAPI document: public,
+tiny, no storage.
+
+The OpenAPI document describes every route group, so building it needs every route module
+(``chalicelib.core.openapi_build`` builds it from what their ``route()`` calls recorded).
+The meta function must not import them: they would cost every cold start of ping, and
+registering their blueprints in a second app would take them away from their own. So the
+document is generated when the code is packaged (``python -m infrastructure.openapi``, run
+by ``make package``) into ``openapi.json`` next to this module, shipped with the code, and
+read on its first request (once per process). ``tests/test_openapi.py`` checks the committed
+file equals a fresh generation, so it cannot drift from the routes.
+"""
 
 from __future__ import annotations
 
+import functools
 import json
+from pathlib import Path
 
 from chalice import Blueprint, Response
 
 from chalicelib.core.http import Ctx, route
+from chalicelib.core.openapi import Reply
 from chalicelib.core.settings import get_settings
 
 bp = Blueprint(__name__)
@@ -32,13 +46,55 @@ def api_headers() -> dict[str, str]:
     }
 
 
-@route(bp, "/api/v2/ping", methods=("GET",), public=True)
+PING_HEADERS = {
+    "TFP-API-Version": "the TFE API version",
+    "TFP-AppName": "Terraform Enterprise, or HCP Terraform on the hosted edition",
+    "X-TFE-Version": "the TFE release this API matches",
+    "X-TFE-Current-Version": "this registry's version",
+}
+OPENAPI_FILE = Path(__file__).with_name("openapi.json")
+OBJECT = {"type": "object"}
+
+
+@route(
+    bp,
+    "/api/v2/ping",
+    methods=("GET",),
+    public=True,
+    success=Reply(204, headers=PING_HEADERS),
+    summary="Ping: the API's version (and rate limit) headers",
+)
 def ping(ctx: Ctx) -> Response:
     return Response(body="", status_code=204, headers=api_headers())
 
 
-@route(bp, "/.well-known/terraform.json", public=True)
+@route(
+    bp,
+    "/.well-known/terraform.json",
+    public=True,
+    success=Reply(200, {"type": "object", "additionalProperties": {"type": "string"}}),
+    summary="Service discovery: where the registry protocol and the API are",
+)
 def discovery(ctx: Ctx) -> Response:
     return Response(
         body=json.dumps(DISCOVERY), status_code=200, headers={"Content-Type": "application/json"}
+    )
+
+
+@functools.cache
+def openapi_document() -> str:
+    """The generated document, read once per process."""
+    return OPENAPI_FILE.read_text(encoding="utf-8")
+
+
+@route(
+    bp,
+    "/api/v2/openapi.json",
+    public=True,
+    success=Reply(200, OBJECT, media_type="application/json"),
+)
+def openapi(ctx: Ctx) -> Response:
+    """This API's OpenAPI 3.1 document"""
+    return Response(
+        body=openapi_document(), status_code=200, headers={"Content-Type": "application/json"}
     )

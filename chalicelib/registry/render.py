@@ -10,6 +10,7 @@ from chalicelib.accounts.service import OrgAccess
 from chalicelib.core.ids import iso
 from chalicelib.core.jsonapi import Includer, resource, to_one
 from chalicelib.registry.semver import parse as parse_version
+from chalicelib.registry.statuses import RevocationStatus
 from chalicelib.registry.store import ModuleModel, ModuleVersionModel
 
 
@@ -18,6 +19,40 @@ def webhook_url(base_url: str, webhook_id: str) -> str:
 
 
 VERSION_STATUS_KEYS = ("status", "error")
+
+
+def render_deprecation(deprecation: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A version's ``deprecation`` attribute: ``null`` unless it is deprecated."""
+    if not deprecation:
+        return None
+    return {
+        "deprecated-status": deprecation.get("deprecated-status"),
+        "reason": deprecation.get("reason"),
+        "link": deprecation.get("link"),
+    }
+
+
+def render_revocation(revocation: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A version's ``revocation`` attribute: ``Revoked`` with its message and link,
+    ``Unrevoked`` once that is undone (until the version is undeprecated), else ``null``."""
+    if not revocation:
+        return None
+    return {
+        "status": revocation.get("status"),
+        "message": revocation.get("message"),
+        "link": revocation.get("link"),
+    }
+
+
+def _status_entry(version: str, entry: dict[str, Any]) -> dict[str, Any]:
+    """One ``version-statuses`` item: status and error, and the deprecation and revocation
+    of a version that has them."""
+    out = {"version": version, **{k: entry[k] for k in VERSION_STATUS_KEYS if k in entry}}
+    if entry.get("deprecation"):
+        out["deprecation"] = render_deprecation(entry["deprecation"])
+    if entry.get("revocation"):
+        out["revocation"] = render_revocation(entry["revocation"])
+    return out
 
 
 def _version_order(version: str) -> tuple[Any, ...]:
@@ -51,8 +86,12 @@ def render_module(module: ModuleModel, rights: OrgAccess, base_url: str) -> dict
         "registry-name": module.registry_name,
         "status": module.status,
         "version-statuses": [
-            {"version": v, **{k: statuses[v][k] for k in VERSION_STATUS_KEYS if k in statuses[v]}}
+            _status_entry(v, statuses[v]) for v in sorted(statuses, key=_version_order)
+        ],
+        "revoked-versions": [
+            v
             for v in sorted(statuses, key=_version_order)
+            if (statuses[v].get("revocation") or {}).get("status") == RevocationStatus.REVOKED
         ],
         "publishing-mechanism": module.publishing_mechanism,
         "no-code": module.no_code,
@@ -108,15 +147,30 @@ def render_version(version: ModuleVersionModel, upload: str | None = None) -> di
         "commit-sha": version.commit_sha,
         "created-at": iso(version.created_at),
         "updated-at": iso(version.updated_at),
+        "deprecation": render_deprecation(version.deprecation),
+        "revocation": render_revocation(version.revocation),
     }
     if version.error:
         attributes["error"] = version.error
     if version.sha256:
         attributes["sha256"] = version.sha256
+    relationships = {"registry-module": to_one("registry-modules", version.module_id)}
+    if version.deprecation:
+        relationships["deprecation"] = to_one("deprecations", version.deprecation.get("id"))
     return resource(
         "registry-module-versions",
         version.id,
         attributes,
-        relationships={"registry-module": to_one("registry-modules", version.module_id)},
+        relationships=relationships,
         links={"upload": upload} if upload else None,
     )
+
+
+def render_deprecation_included(version: ModuleVersionModel) -> list[dict[str, Any]]:
+    """The ``deprecations`` resource a deprecated version's ``deprecation`` relationship
+    names, for ``included`` (TFE answers a deprecation with it): reason and link."""
+    deprecation = version.deprecation
+    if not deprecation or not deprecation.get("id"):
+        return []
+    attributes = {"reason": deprecation.get("reason"), "link": deprecation.get("link")}
+    return [resource("deprecations", deprecation["id"], attributes)]

@@ -12,13 +12,15 @@ from chalice import Blueprint
 from chalicelib.accounts.service import OrgAccess
 from chalicelib.core.errors import NotFound, Unprocessable
 from chalicelib.core.http import Ctx, route
-from chalicelib.core.jsonapi import Attributes, document, no_content, parse_attributes
+from chalicelib.core.jsonapi import Attributes, document, no_content
+from chalicelib.core.openapi import PAGE, Body, Param
 from chalicelib.registry import service
 from chalicelib.registry.paths import MODULE, ORG_MODULES
 from chalicelib.registry.publishing.schemas import TestConfigAttributes, VcsRepoAttributes
 from chalicelib.registry.render import (
     MODULE_INCLUDES,
     module_includers,
+    render_deprecation_included,
     render_module,
     render_version,
 )
@@ -50,12 +52,29 @@ class CreateVersion(Attributes):
     commit_sha: str | None = None
 
 
+class VersionDeprecation(Attributes):
+    deprecated_status: str | None = None
+    reason: str | None = None
+    link: str | None = None
+
+
+class VersionRevocation(Attributes):
+    status: str | None = None
+    message: str | None = None
+    link: str | None = None
+
+
+class UpdateVersion(Attributes):
+    deprecation: VersionDeprecation | None = None
+    revocation: VersionRevocation | None = None
+
+
 # ----- modules ------------------------------------------------------------------------------
 
 
-@route(bp, ORG_MODULES, methods=("POST",))
+@route(bp, ORG_MODULES, methods=("POST",), body=Body(CreateModule, "registry-modules"))
 def create_module(ctx: Ctx, organization_name: str):
-    attrs = parse_attributes(ctx.json(), CreateModule, type_="registry-modules")
+    attrs = ctx.attributes(CreateModule)
     module, rights = service.create_module(
         ctx.user,
         organization_name,
@@ -68,7 +87,20 @@ def create_module(ctx: Ctx, organization_name: str):
     return document(render_module(module, rights, ctx.base_url), status=201)
 
 
-@route(bp, ORG_MODULES, methods=("GET",), includes=MODULE_INCLUDES)
+@route(
+    bp,
+    ORG_MODULES,
+    methods=("GET",),
+    includes=MODULE_INCLUDES,
+    query=(
+        *PAGE,
+        Param("q", "a part of the module's name"),
+        *(
+            Param(f"filter[{field}]", f"only modules with this {field.replace('_', ' ')}")
+            for field in ("registry_name", "provider", "organization_name")
+        ),
+    ),
+)
 def list_modules(ctx: Ctx, organization_name: str):
     query = ctx.query
     filters = {
@@ -100,12 +132,17 @@ def show_module(
     return _show_module(ctx, found, rights)
 
 
-@route(bp, MODULE, methods=("PATCH",))
+@route(
+    bp,
+    MODULE,
+    methods=("PATCH",),
+    body=Body(UpdateModule, "registry-modules", type_check="lenient"),
+)
 def update_module(
     ctx: Ctx, organization_name: str, registry_name: str, namespace: str, name: str, provider: str
 ):
     ref = ModuleRef(organization_name, registry_name, namespace, name, provider)
-    attrs = parse_attributes(ctx.json(), UpdateModule, type_="registry-modules", lenient_type=True)
+    attrs = ctx.attributes(UpdateModule)
     tests = attrs.test_config.tests_enabled if attrs.test_config else None
     plan = None
     if attrs.vcs_repo is not None:
@@ -156,8 +193,11 @@ def _version_from_vcs(
     return publishing.create_branch_version(module, version, commit_sha)
 
 
+VERSION_BODY = Body(CreateVersion, "registry-module-versions")
+
+
 def _create_version(ctx: Ctx, ref: ModuleRef):
-    attrs = parse_attributes(ctx.json(), CreateVersion, type_="registry-module-versions")
+    attrs = ctx.attributes(CreateVersion)
     version, upload = service.create_version(
         ctx.user, ref, attrs.version, attrs.commit_sha, from_vcs=_version_from_vcs
     )
@@ -171,7 +211,7 @@ def _list_versions(ctx: Ctx, found: ModuleModel, rights: OrgAccess):
     return document(data, links=page.links, meta=page.meta)
 
 
-@route(bp, MODULE + "/versions", methods=("POST",))
+@route(bp, MODULE + "/versions", methods=("POST",), body=VERSION_BODY)
 def create_version(
     ctx: Ctx, organization_name: str, registry_name: str, namespace: str, name: str, provider: str
 ):
@@ -180,7 +220,7 @@ def create_version(
     )
 
 
-@route(bp, MODULE + "/versions", methods=("GET",))
+@route(bp, MODULE + "/versions", methods=("GET",), query=PAGE)
 def list_versions(
     ctx: Ctx, organization_name: str, registry_name: str, namespace: str, name: str, provider: str
 ):
@@ -189,18 +229,27 @@ def list_versions(
     return _list_versions(ctx, found, rights)
 
 
-@route(bp, "/api/v2/registry-modules/{module_ref}/{name}/{provider}/versions", methods=("POST",))
+@route(
+    bp,
+    "/api/v2/registry-modules/{module_ref}/{name}/{provider}/versions",
+    methods=("POST",),
+    body=VERSION_BODY,
+)
 def create_version_deprecated(ctx: Ctx, module_ref: str, name: str, provider: str):
     return _create_version(ctx, ModuleRef(module_ref, "private", module_ref, name, provider))
 
 
-@route(bp, "/api/v2/registry-modules/{module_ref}/versions")
+@route(bp, "/api/v2/registry-modules/{module_ref}/versions", query=PAGE)
 def versions_by_module_id(ctx: Ctx, module_ref: str):
     found, rights = service.get_module_by_id(ctx.user, module_ref)
     return _list_versions(ctx, found, rights)
 
 
-@route(bp, MODULE + "/version")
+@route(
+    bp,
+    MODULE + "/version",
+    query=(Param("module_version", "the version, e.g. 1.2.0", required=True),),
+)
 def version_lookup(
     ctx: Ctx, organization_name: str, registry_name: str, namespace: str, name: str, provider: str
 ):
@@ -212,6 +261,52 @@ def version_lookup(
     ref = ModuleRef(organization_name, registry_name, namespace, name, provider)
     version, rights = service.find_version(ctx.user, ref, wanted)
     return document(render_version(version, service.upload_url(version, rights)))
+
+
+# TFE documents ``module-versions``; its responses (and some clients) say
+# ``registry-module-versions``: both are accepted.
+VERSION_UPDATE_TYPES = ("module-versions", "registry-module-versions")
+
+
+@route(
+    bp,
+    MODULE + "/{version}",
+    methods=("PATCH",),
+    body=Body(UpdateVersion, "module-versions", type_check="off"),
+    summary="Deprecate, revoke, un-revoke or undeprecate a version",
+)
+def update_version(
+    ctx: Ctx,
+    organization_name: str,
+    registry_name: str,
+    namespace: str,
+    name: str,
+    provider: str,
+    version: str,
+):
+    attrs = ctx.attributes(UpdateVersion)
+    given = ctx.json()["data"].get("type")
+    if given not in VERSION_UPDATE_TYPES:
+        raise Unprocessable(
+            "data.type must be 'module-versions' (or 'registry-module-versions'), "
+            f"not {repr(given)[:64]}",
+            pointer="/data/type",
+        )
+    ref = ModuleRef(organization_name, registry_name, namespace, name, provider)
+    deprecation = revocation = None
+    if attrs.deprecation is not None:
+        d = attrs.deprecation
+        deprecation = service.LifecycleChange(d.deprecated_status, d.reason, d.link)
+    if attrs.revocation is not None:
+        r = attrs.revocation
+        revocation = service.LifecycleChange(r.status, r.message, r.link)
+    item, rights = service.change_version_lifecycle(
+        ctx.user, ref, version, deprecation=deprecation, revocation=revocation
+    )
+    return document(
+        render_version(item, service.upload_url(item, rights)),
+        included=render_deprecation_included(item) or None,
+    )
 
 
 # ----- deletes ------------------------------------------------------------------------------
@@ -253,7 +348,12 @@ def delete_version(
     return _delete(ctx, organization_name, [registry_name, namespace, name, provider, version])
 
 
-@route(bp, MODULE + "/{version}/{after}", methods=("DELETE",))
+@route(
+    bp,
+    MODULE + "/{version}/{after}",
+    methods=("DELETE",),
+    summary="Delete version (a path with an empty segment)",
+)
 def delete_version_after_an_empty_segment(
     ctx: Ctx,
     organization_name: str,
@@ -275,7 +375,7 @@ def delete_version_after_an_empty_segment(
 DEPRECATED_DELETE = "/api/v2/registry-modules/actions/delete/{organization_name}/{name}"
 
 
-@route(bp, DEPRECATED_DELETE, methods=("POST",))
+@route(bp, DEPRECATED_DELETE, methods=("POST",), success=204, summary="Delete name deprecated")
 def delete_name_deprecated(ctx: Ctx, organization_name: str, name: str):
     """Every module of that name in the organization: the private one and, on the hosted
     edition, curated public ones (go-tfe cleans public modules up this way)."""
@@ -283,12 +383,12 @@ def delete_name_deprecated(ctx: Ctx, organization_name: str, name: str):
     return no_content()
 
 
-@route(bp, DEPRECATED_DELETE + "/{provider}", methods=("POST",))
+@route(bp, DEPRECATED_DELETE + "/{provider}", methods=("POST",), success=204)
 def delete_provider_deprecated(ctx: Ctx, organization_name: str, name: str, provider: str):
     return _delete(ctx, organization_name, ["private", organization_name, name, provider])
 
 
-@route(bp, DEPRECATED_DELETE + "/{provider}/{version}", methods=("POST",))
+@route(bp, DEPRECATED_DELETE + "/{provider}/{version}", methods=("POST",), success=204)
 def delete_version_deprecated(
     ctx: Ctx, organization_name: str, name: str, provider: str, version: str
 ):

@@ -11,15 +11,21 @@ import logging
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
+from urllib.parse import urlsplit
 
 from chalicelib.accounts import service as accounts
 from chalicelib.core.auth import Principal
-from chalicelib.core.errors import Forbidden, NotFound, Unprocessable
+from chalicelib.core.errors import Conflict, Forbidden, NotFound, Unprocessable
 from chalicelib.core.ids import new_id, now
 from chalicelib.core.settings import get_settings
 from chalicelib.registry import objects, queue, semver, store
-from chalicelib.registry.statuses import ModuleStatus, VersionStatus
+from chalicelib.registry.statuses import (
+    DeprecationStatus,
+    ModuleStatus,
+    RevocationStatus,
+    VersionStatus,
+)
 from chalicelib.registry.store import ModuleModel, ModuleVersionModel, module_key, name_prefix
 
 log = logging.getLogger("registry")
@@ -356,6 +362,183 @@ def requeue_uploads(module: ModuleModel) -> list[str]:
     ]
     queue.enqueue_upload_events(version.upload_key for version in stuck)
     return [version.version for version in stuck]
+
+
+# ----- deprecating and revoking -------------------------------------------------------------
+
+# Caps on what a deprecation or revocation stores (each copy lives in the version item and in
+# the module item, and a revocation message is what ``terraform init`` prints).
+MAX_LIFECYCLE_TEXT = 1000
+MAX_LIFECYCLE_LINK = 2048
+DEPRECATION = "/data/attributes/deprecation"
+REVOCATION = "/data/attributes/revocation"
+
+
+@dataclass(frozen=True)
+class LifecycleChange:
+    """``attributes.deprecation`` (``deprecated-status``, ``reason``, ``link``) or
+    ``attributes.revocation`` (``status``, ``message``, ``link``) of a version PATCH."""
+
+    status: str | None
+    text: str | None
+    link: str | None
+
+
+S = TypeVar("S", DeprecationStatus, RevocationStatus)
+
+
+def _lifecycle_status(value: str | None, kind: type[S], pointer: str) -> S:
+    names = " or ".join(repr(str(member)) for member in kind)
+    field = pointer.rsplit("/", 1)[1]
+    if not value:
+        raise Unprocessable(f"{field} is required: {names}", pointer=pointer)
+    for member in kind:
+        if member.lower() == value.lower():
+            return member
+    raise Unprocessable(f"{field} must be {names}, not {value[:64]!r}", pointer=pointer)
+
+
+def _lifecycle_text(value: str | None, pointer: str) -> str | None:
+    if value and len(value) > MAX_LIFECYCLE_TEXT:
+        field = pointer.rsplit("/", 1)[1]
+        raise Unprocessable(
+            f"{field} must be at most {MAX_LIFECYCLE_TEXT} characters", pointer=pointer
+        )
+    return value or None
+
+
+def _lifecycle_link(value: str | None, pointer: str) -> str | None:
+    if not value:
+        return None
+    problem = None
+    if len(value) > MAX_LIFECYCLE_LINK:
+        problem = f"must be at most {MAX_LIFECYCLE_LINK} characters"
+    elif any(ch.isspace() or not ch.isprintable() for ch in value):
+        problem = "must not contain spaces or control characters"
+    else:
+        try:
+            parts = urlsplit(value)
+            valid = parts.scheme in ("http", "https") and bool(parts.hostname)
+        except ValueError:
+            valid = False
+        if not valid:
+            problem = "must be an http:// or https:// URL"
+    if problem:
+        raise Unprocessable(f"link {problem}", pointer=pointer)
+    return value
+
+
+def _compact(values: dict[str, str | None]) -> dict[str, str]:
+    """Only the keys with a value (DynamoDB maps of the module item hold plain strings)."""
+    return {key: value for key, value in values.items() if value}
+
+
+def _deprecation(change: LifecycleChange) -> tuple[DeprecationStatus, dict[str, str]]:
+    status = _lifecycle_status(change.status, DeprecationStatus, f"{DEPRECATION}/deprecated-status")
+    fields = {
+        "reason": _lifecycle_text(change.text, f"{DEPRECATION}/reason"),
+        "link": _lifecycle_link(change.link, f"{DEPRECATION}/link"),
+    }
+    return status, _compact(fields)
+
+
+def _revocation(change: LifecycleChange) -> tuple[RevocationStatus, dict[str, str]]:
+    status = _lifecycle_status(change.status, RevocationStatus, f"{REVOCATION}/status")
+    fields = {
+        "message": _lifecycle_text(change.text, f"{REVOCATION}/message"),
+        "link": _lifecycle_link(change.link, f"{REVOCATION}/link"),
+    }
+    return status, _compact(fields)
+
+
+def is_revoked(revocation: dict[str, Any] | None) -> bool:
+    return bool(revocation) and revocation.get("status") == RevocationStatus.REVOKED
+
+
+def change_version_lifecycle(
+    principal: Principal,
+    ref: ModuleRef,
+    version: str,
+    *,
+    deprecation: LifecycleChange | None,
+    revocation: LifecycleChange | None,
+) -> tuple[ModuleVersionModel, accounts.OrgAccess]:
+    """Deprecate, undeprecate, revoke or un-revoke one ok version of a private module (owners
+    and manage-modules teams; 404 for everyone else). A version is deprecated before it can be
+    revoked; un-revoking leaves it deprecated (``Unrevoked``); undeprecating a revoked version
+    is refused; undeprecating clears both. Everything is checked before the one conditional
+    write, which is decided again on the fresh item if the version changed meanwhile."""
+    module, rights = get_module(principal, ref)
+    require_rights(rights, "deprecating or revoking a version")
+    if module.registry_name != "private":
+        raise NotFound("only versions of private modules can be deprecated or revoked")
+    item = _version(module, version)
+    if deprecation is None and revocation is None:
+        raise Unprocessable("deprecation or revocation is required", pointer="/data/attributes")
+    if deprecation is not None and revocation is not None:
+        raise Unprocessable(
+            "send either deprecation or revocation, not both", pointer="/data/attributes"
+        )
+    wanted_deprecation = _deprecation(deprecation) if deprecation is not None else None
+    wanted_revocation = _revocation(revocation) if revocation is not None else None
+    for _ in range(3):
+        if item.status != VersionStatus.OK:
+            raise Unprocessable(
+                f"only published versions can be deprecated or revoked: {item.version} is "
+                f"{item.status}",
+                pointer="/data/attributes",
+            )
+        new_deprecation, new_revocation = item.deprecation, item.revocation
+        if wanted_deprecation is not None:
+            new_deprecation, new_revocation = _apply_deprecation(item, *wanted_deprecation)
+        if wanted_revocation is not None:
+            new_revocation = _apply_revocation(item, *wanted_revocation)
+        moment = now()
+        try:
+            store.record_version_lifecycle(item, new_deprecation, new_revocation, moment)
+        except store.VersionChanged:
+            item = _version(module, version)  # 404 when it was deleted meanwhile
+            continue
+        except store.ModuleGone:
+            raise NotFound("the module was deleted while the version was being changed") from None
+        item.deprecation, item.revocation, item.updated_at = new_deprecation, new_revocation, moment
+        return item, rights
+    raise Conflict(f"version {item.version} is being changed by another request: try again")
+
+
+def _apply_deprecation(
+    item: ModuleVersionModel, status: DeprecationStatus, fields: dict[str, str]
+) -> tuple[dict[str, str] | None, dict[str, str] | None]:
+    """The (deprecation, revocation) after ``status``: deprecating again replaces the reason
+    and link (a revoked version stays revoked)."""
+    if status == DeprecationStatus.DEPRECATED:
+        kept_id = (item.deprecation or {}).get("id") or new_id("dep")
+        deprecation = {"id": kept_id, "deprecated-status": str(status), **fields}
+        return deprecation, item.revocation
+    if is_revoked(item.revocation):
+        raise Unprocessable(
+            f"version {item.version} is revoked: un-revoke it (revocation status 'Unrevoked') "
+            "before undeprecating it",
+            pointer=f"{DEPRECATION}/deprecated-status",
+        )
+    return None, None
+
+
+def _apply_revocation(
+    item: ModuleVersionModel, status: RevocationStatus, fields: dict[str, str]
+) -> dict[str, str] | None:
+    """The revocation after ``status``: only a deprecated version can be revoked; un-revoking
+    a version that is not revoked changes nothing."""
+    if status == RevocationStatus.REVOKED:
+        if not item.deprecation:
+            raise Unprocessable(
+                f"version {item.version} must be deprecated before it can be revoked",
+                pointer=f"{REVOCATION}/status",
+            )
+        return {"status": str(status), **fields}
+    if is_revoked(item.revocation):
+        return {"status": str(status)}
+    return item.revocation
 
 
 # ----- deleting -----------------------------------------------------------------------------

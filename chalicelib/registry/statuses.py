@@ -1,4 +1,5 @@
-"""Every status a module, a version, a tag sync and a webhook registration can have.
+"""Every status a module, a version (and its deprecation and revocation), a tag sync and a
+webhook registration can have.
 
 The values are what TFE reports (``reg_ingressing`` and friends), so clients that compare
 them keep working. They are ``StrEnum``s: equal to their text, and stored as that text
@@ -56,3 +57,18 @@ class HookStatus(StrEnum):
     REGISTERED = "registered"
     MANUAL = "manual"  # Azure DevOps: added by hand
     FAILED = "failed"
+
+
+class DeprecationStatus(StrEnum):
+    """``deprecation.deprecated-status`` of a module version, as TFE spells it."""
+
+    DEPRECATED = "Deprecated"
+    UNDEPRECATED = "Undeprecated"
+
+
+class RevocationStatus(StrEnum):
+    """``revocation.status`` of a module version: a revoked version is also deprecated, and
+    un-revoking leaves it deprecated (``Unrevoked`` is shown until it is undeprecated)."""
+
+    REVOKED = "Revoked"
+    UNREVOKED = "Unrevoked"

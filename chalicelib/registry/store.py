@@ -3,8 +3,8 @@
 A module item is keyed by organization and ``<registry>#<namespace>#<name>#<provider>``, so
 one Query lists an organization's modules and a ``begins_with`` finds every provider of a
 name. Versions live one item each in the module's partition, ordered by a SemVer sort key.
-The module keeps ``version_statuses`` (version -> status/error) so reads of a module never
-touch the versions table.
+The module keeps ``version_statuses`` (version -> status, error, deprecation, revocation) so
+reads of a module (and the registry protocol's version lists) never touch the versions table.
 """
 
 from __future__ import annotations
@@ -92,8 +92,9 @@ class ModuleModel(db.Model):
     by_id = ModuleById()
     by_webhook = ModuleByWebhook()
 
-    def statuses(self) -> dict[str, dict[str, str]]:
-        """version -> {"status", "error"?, "published-at"?} as a plain dict."""
+    def statuses(self) -> dict[str, dict[str, Any]]:
+        """version -> {"status", "error"?, "published-at"?, "deprecation"?, "revocation"?} as a
+        plain dict (the last two are maps of strings)."""
         return self.version_statuses.as_dict() if self.version_statuses else {}
 
 
@@ -117,6 +118,11 @@ class ModuleVersionModel(db.Model):
     metadata_key = UnicodeAttribute(null=True)
     sha256 = UnicodeAttribute(null=True)
     size = NumberAttribute(null=True)
+    # Lifecycle of an ok version (chalicelib.registry.service.change_version_lifecycle), also
+    # kept in its entry of the module's ``version_statuses`` for the registry protocol:
+    # {"id", "deprecated-status", "reason"?, "link"?} and {"status", "message"?, "link"?}.
+    deprecation = JSONAttribute(null=True)
+    revocation = JSONAttribute(null=True)
     created_at = UTCDateTimeAttribute()
     updated_at = UTCDateTimeAttribute()
 
@@ -134,6 +140,10 @@ class ModuleTaken(Exception):
 
 class VersionTaken(Exception):
     """The module has that version already."""
+
+
+class VersionChanged(Exception):
+    """The version item was deleted, left ``ok`` or was changed since it was read."""
 
 
 def insert_module(module: ModuleModel) -> None:
@@ -203,10 +213,14 @@ def record_version_status(
     fields: dict[str, Any] | None = None,
 ) -> bool:
     """The status on the version item and in the module's statuses, in one transaction (an
-    ok version also makes the module ``setup_complete``); False if either item is gone."""
-    entry: dict[str, str] = {"status": str(status), **({"error": error} if error else {})}
+    ok version also makes the module ``setup_complete``); False if either item is gone. The
+    entry is written whole: a deprecation or revocation the version carries is kept in it."""
+    entry: dict[str, Any] = {"status": str(status), **({"error": error} if error else {})}
     if status == VersionStatus.OK:
         entry["published-at"] = iso(moment)
+    for key in ("deprecation", "revocation"):
+        if getattr(version, key, None):
+            entry[key] = getattr(version, key)
     actions = [
         ModuleVersionModel.status.set(str(status)),
         ModuleVersionModel.updated_at.set(moment),
@@ -230,6 +244,54 @@ def record_version_status(
             return False
         raise
     return True
+
+
+def record_version_lifecycle(
+    version: ModuleVersionModel,
+    deprecation: dict[str, str] | None,
+    revocation: dict[str, str] | None,
+    moment: datetime,
+) -> None:
+    """A version's deprecation and revocation (``None``: none) on the version item and in its
+    entry of the module's statuses (per key: the entry's status is left alone), in one
+    transaction, only while the version is the ``ok`` one that was read, unchanged since
+    (``VersionChanged``: read it again and decide again), and the module still lists it
+    (``ModuleGone``)."""
+
+    def assign(path: Any, value: dict[str, str] | None) -> Any:
+        return path.set(value) if value else path.remove()
+
+    entry = ModuleModel.version_statuses[version.version]
+    module = ModuleModel(version.organization, version.module_key)
+    try:
+        with TransactWrite(connection=db.connection()) as tx:
+            tx.update(
+                version,
+                actions=[
+                    assign(ModuleVersionModel.deprecation, deprecation),
+                    assign(ModuleVersionModel.revocation, revocation),
+                    ModuleVersionModel.updated_at.set(moment),
+                ],
+                condition=(ModuleVersionModel.id == version.id)
+                & (ModuleVersionModel.status == str(VersionStatus.OK))
+                & (ModuleVersionModel.updated_at == version.updated_at),
+            )
+            tx.update(
+                module,
+                actions=[
+                    assign(entry["deprecation"], deprecation),
+                    assign(entry["revocation"], revocation),
+                    ModuleModel.updated_at.set(moment),
+                ],
+                condition=(ModuleModel.id == version.module_id) & entry.exists(),
+            )
+    except TransactWriteError as exc:
+        reasons = db.cancellation_codes(exc)
+        if reasons[:1] == [db.TRANSACTION_CONDITION_FAILED]:
+            raise VersionChanged from None
+        if reasons[1:2] == [db.TRANSACTION_CONDITION_FAILED]:
+            raise ModuleGone from None
+        raise
 
 
 def delete_version(module: ModuleModel, version: ModuleVersionModel, moment: datetime) -> bool:

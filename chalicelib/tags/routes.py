@@ -6,6 +6,7 @@ from chalice import Blueprint, Response
 
 from chalicelib.core.http import Ctx, route
 from chalicelib.core.jsonapi import document, no_content, relationship_list
+from chalicelib.core.openapi import PAGE, Param, Relationships
 from chalicelib.tags import service
 from chalicelib.tags.render import render_tag
 from chalicelib.tags.store import TagModel
@@ -15,6 +16,8 @@ bp = Blueprint(__name__)
 ORG_TAGS = "/api/v2/organizations/{organization_name}/tags"
 TAG_WORKSPACES = "/api/v2/tags/{tag_id}/relationships/workspaces"
 WORKSPACE_TAGS = "/api/v2/workspaces/{workspace_id}/relationships/tags"
+# A tag by id, or by name (a new name creates the tag).
+TAGS = Relationships("tags", by_name=True, description="tags by id or `attributes.name`")
 
 
 def _listing(ctx: Ctx, tags: list[TagModel]) -> Response:
@@ -22,7 +25,16 @@ def _listing(ctx: Ctx, tags: list[TagModel]) -> Response:
     return document([render_tag(t) for t in page.items], links=page.links, meta=page.meta)
 
 
-@route(bp, ORG_TAGS, methods=("GET",))
+@route(
+    bp,
+    ORG_TAGS,
+    methods=("GET",),
+    query=(
+        *PAGE,
+        Param("q", "a part of the tag's name"),
+        Param("filter[exclude][taggable][id]", "leave out the tags of this workspace"),
+    ),
+)
 def list_tags(ctx: Ctx, organization_name: str) -> Response:
     query = ctx.query
     tags = service.list_tags(
@@ -31,32 +43,37 @@ def list_tags(ctx: Ctx, organization_name: str) -> Response:
     return _listing(ctx, tags)
 
 
-@route(bp, ORG_TAGS, methods=("DELETE",))
+@route(bp, ORG_TAGS, methods=("DELETE",), body=Relationships("tags"))
 def delete_tags(ctx: Ctx, organization_name: str) -> Response:
     service.delete_tags(ctx.user, organization_name, relationship_list(ctx.json()))
     return no_content()
 
 
-@route(bp, TAG_WORKSPACES, methods=("POST",))
+@route(bp, TAG_WORKSPACES, methods=("POST",), body=Relationships("workspaces"), success=204)
 def add_workspaces(ctx: Ctx, tag_id: str) -> Response:
     items = relationship_list(ctx.json(), type_="workspaces")
     service.add_workspaces_to_tag(ctx.user, tag_id, items)
     return no_content()
 
 
-@route(bp, WORKSPACE_TAGS, methods=("GET",))
+@route(
+    bp,
+    WORKSPACE_TAGS,
+    methods=("GET",),
+    query=(*PAGE, Param("name", "a part of the tag's name")),
+)
 def workspace_tags(ctx: Ctx, workspace_id: str) -> Response:
     return _listing(ctx, service.workspace_tags(ctx.user, workspace_id, ctx.query.get("name")))
 
 
-@route(bp, WORKSPACE_TAGS, methods=("POST",))
+@route(bp, WORKSPACE_TAGS, methods=("POST",), body=TAGS, success=204)
 def add_workspace_tags(ctx: Ctx, workspace_id: str) -> Response:
     items = relationship_list(ctx.json(), type_="tags")
     service.add_workspace_tags(ctx.user, workspace_id, items)
     return no_content()
 
 
-@route(bp, WORKSPACE_TAGS, methods=("DELETE",))
+@route(bp, WORKSPACE_TAGS, methods=("DELETE",), body=TAGS)
 def remove_workspace_tags(ctx: Ctx, workspace_id: str) -> Response:
     items = relationship_list(ctx.json(), type_="tags")
     service.remove_workspace_tags(ctx.user, workspace_id, items)

@@ -5,7 +5,8 @@ from __future__ import annotations
 from chalice import Blueprint, Response
 
 from chalicelib.core.http import Ctx, route
-from chalicelib.core.jsonapi import document, no_content, parse_attributes
+from chalicelib.core.jsonapi import document, no_content
+from chalicelib.core.openapi import PAGE, Body
 from chalicelib.vcs import service
 from chalicelib.vcs.render import V2, render_client, render_token
 
@@ -15,18 +16,19 @@ ORG_CLIENTS = V2 + "/organizations/{organization_name}/oauth-clients"
 CLIENT = V2 + "/oauth-clients/{client_id}"
 CLIENT_TOKENS = V2 + "/oauth-clients/{client_id}/oauth-tokens"
 TOKEN = V2 + "/oauth-tokens/{token_id}"
+CLIENT_BODY = Body(service.ClientAttributes, "oauth-clients")
 
 
-@route(bp, ORG_CLIENTS, methods=("GET",))
+@route(bp, ORG_CLIENTS, methods=("GET",), query=PAGE)
 def list_clients(ctx: Ctx, organization_name: str) -> Response:
     page = ctx.paginate(service.list_clients(ctx.user, organization_name))
     data = [render_client(ctx, c, service.client_tokens(c)) for c in page.items]
     return document(data, links=page.links, meta=page.meta)
 
 
-@route(bp, ORG_CLIENTS, methods=("POST",))
+@route(bp, ORG_CLIENTS, methods=("POST",), body=CLIENT_BODY)
 def create_client(ctx: Ctx, organization_name: str) -> Response:
-    attrs = parse_attributes(ctx.json(), service.ClientAttributes, type_="oauth-clients")
+    attrs = ctx.attributes(service.ClientAttributes)
     client, tokens = service.create_client(ctx.user, organization_name, attrs)
     return document(render_client(ctx, client, tokens), status=201)
 
@@ -37,9 +39,9 @@ def get_client(ctx: Ctx, client_id: str) -> Response:
     return document(render_client(ctx, client, service.client_tokens(client)))
 
 
-@route(bp, CLIENT, methods=("PATCH",))
+@route(bp, CLIENT, methods=("PATCH",), body=CLIENT_BODY)
 def update_client(ctx: Ctx, client_id: str) -> Response:
-    attrs = parse_attributes(ctx.json(), service.ClientAttributes, type_="oauth-clients")
+    attrs = ctx.attributes(service.ClientAttributes)
     client = service.update_client(ctx.user, client_id, attrs)
     return document(render_client(ctx, client, service.client_tokens(client)))
 
@@ -50,7 +52,7 @@ def delete_client(ctx: Ctx, client_id: str) -> Response:
     return no_content()
 
 
-@route(bp, CLIENT_TOKENS, methods=("GET",))
+@route(bp, CLIENT_TOKENS, methods=("GET",), query=PAGE)
 def list_tokens(ctx: Ctx, client_id: str) -> Response:
     page = ctx.paginate(service.list_client_tokens(ctx.user, client_id))
     return document([render_token(t) for t in page.items], links=page.links, meta=page.meta)
@@ -61,9 +63,9 @@ def get_token(ctx: Ctx, token_id: str) -> Response:
     return document(render_token(service.get_token(ctx.user, token_id)))
 
 
-@route(bp, TOKEN, methods=("PATCH",))
+@route(bp, TOKEN, methods=("PATCH",), body=Body(service.TokenAttributes, "oauth-tokens"))
 def update_token(ctx: Ctx, token_id: str) -> Response:
-    attrs = parse_attributes(ctx.json(), service.TokenAttributes, type_="oauth-tokens")
+    attrs = ctx.attributes(service.TokenAttributes)
     return document(render_token(service.update_token(ctx.user, token_id, attrs)))
 
 

@@ -10,7 +10,8 @@ from chalice import Blueprint, Response
 from chalicelib.accounts.render import render_organization
 from chalicelib.accounts.service import OrgAccess, get_organization
 from chalicelib.core.http import Ctx, route
-from chalicelib.core.jsonapi import Attributes, Includer, document, no_content, parse_attributes
+from chalicelib.core.jsonapi import Attributes, Includer, document, no_content
+from chalicelib.core.openapi import PAGE, Body, Param
 from chalicelib.lifecycle import workspaces as lifecycle
 from chalicelib.workspaces import service
 from chalicelib.workspaces.render import render_workspace
@@ -53,6 +54,10 @@ class WorkspaceBody(Attributes):
     tag_names: list[str] | None = None
 
 
+CREATE = Body(WorkspaceBody, "workspaces", type_check="lenient")
+UPDATE = Body(WorkspaceBody, "workspaces", type_check="lenient", required=False)
+
+
 def _settings(body: WorkspaceBody) -> dict[str, Any]:
     return body.model_dump(exclude={"name", "tag_names"})
 
@@ -76,7 +81,18 @@ def _reply(ctx: Ctx, workspace: WorkspaceModel, rights: OrgAccess, status: int =
 # ----- routes -------------------------------------------------------------------------------
 
 
-@route(bp, ORG_WORKSPACES, methods=("GET",), includes=INCLUDES)
+@route(
+    bp,
+    ORG_WORKSPACES,
+    methods=("GET",),
+    includes=INCLUDES,
+    query=(
+        *PAGE,
+        Param("search[name]", "a part of the workspace's name"),
+        Param("search[tags]", "tag names the workspace has (all of them), comma-separated"),
+        Param("search[exclude-tags]", "tag names the workspace has none of, comma-separated"),
+    ),
+)
 def list_workspaces(ctx: Ctx, organization_name: str) -> Response:
     items, rights = service.list_workspaces(ctx.user, organization_name, ctx.query)
     page = ctx.paginate(items)
@@ -88,9 +104,9 @@ def list_workspaces(ctx: Ctx, organization_name: str) -> Response:
     )
 
 
-@route(bp, ORG_WORKSPACES, methods=("POST",), includes=INCLUDES)
+@route(bp, ORG_WORKSPACES, methods=("POST",), includes=INCLUDES, body=CREATE)
 def create_workspace(ctx: Ctx, organization_name: str) -> Response:
-    body = parse_attributes(ctx.json(), WorkspaceBody, type_="workspaces", lenient_type=True)
+    body = ctx.attributes(WorkspaceBody)
     workspace = lifecycle.create_workspace(
         ctx.user, organization_name, body.name, _settings(body), body.tag_names or []
     )
@@ -104,9 +120,7 @@ def _show(ctx: Ctx, ref: WorkspaceRef) -> Response:
 
 
 def _update(ctx: Ctx, ref: WorkspaceRef) -> Response:
-    body = parse_attributes(
-        ctx.json(), WorkspaceBody, type_="workspaces", lenient_type=True, required=False
-    )
+    body = ctx.attributes(WorkspaceBody)
     workspace = service.update_workspace(ctx.user, ref, body.name, _settings(body))
     workspace, rights = service.readable(ctx.user, WorkspaceRef(id=workspace.id))
     return _reply(ctx, workspace, rights)
@@ -127,12 +141,12 @@ def show_workspace_by_name(ctx: Ctx, organization_name: str, workspace_name: str
     return _show(ctx, WorkspaceRef(organization=organization_name, name=workspace_name))
 
 
-@route(bp, BY_ID, methods=("PATCH",), includes=INCLUDES)
+@route(bp, BY_ID, methods=("PATCH",), includes=INCLUDES, body=UPDATE)
 def update_workspace(ctx: Ctx, workspace_id: str) -> Response:
     return _update(ctx, WorkspaceRef(id=workspace_id))
 
 
-@route(bp, BY_NAME, methods=("PATCH",), includes=INCLUDES)
+@route(bp, BY_NAME, methods=("PATCH",), includes=INCLUDES, body=UPDATE)
 def update_workspace_by_name(ctx: Ctx, organization_name: str, workspace_name: str) -> Response:
     return _update(ctx, WorkspaceRef(organization=organization_name, name=workspace_name))
 
@@ -147,12 +161,12 @@ def delete_workspace_by_name(ctx: Ctx, organization_name: str, workspace_name: s
     return _delete(ctx, WorkspaceRef(organization=organization_name, name=workspace_name))
 
 
-@route(bp, BY_ID + "/actions/safe-delete", methods=("POST",))
+@route(bp, BY_ID + "/actions/safe-delete", methods=("POST",), success=204)
 def safe_delete_workspace(ctx: Ctx, workspace_id: str) -> Response:
     return _delete(ctx, WorkspaceRef(id=workspace_id))
 
 
-@route(bp, BY_NAME + "/actions/safe-delete", methods=("POST",))
+@route(bp, BY_NAME + "/actions/safe-delete", methods=("POST",), success=204)
 def safe_delete_workspace_by_name(
     ctx: Ctx, organization_name: str, workspace_name: str
 ) -> Response:

@@ -191,3 +191,71 @@ def test_terraform_installs_a_module_with_a_link_inside_it(stack: Stack, tmp_pat
     # terraform's unpacker (go-getter) materialises the link its own way (this version writes
     # an empty file); what matters is that the install succeeds with the module intact.
     assert (directory / "unit-test-fixture" / "locals.tf").exists()
+
+
+def test_terraform_skips_a_revoked_version_and_still_installs_a_deprecated_one(
+    stack: Stack, tmp_path: Path
+):
+    """1.1.0 deprecated, 1.2.0 revoked: ``~> 1.0`` installs 1.1.0 (the highest version still
+    offered, deprecated or not), pinning 1.2.0 fails, and un-revoking offers it again."""
+    admin = stack.session()
+    org = admin.post(
+        stack.api("/organizations"), json=doc("organizations", name="sunset", email="s@x.io")
+    )
+    assert org.status_code == 201, org.text
+    assert admin.post(
+        stack.api("/organizations/sunset/registry-modules"),
+        json=doc("registry-modules", name="bucket", provider="aws"),
+    ).ok
+    for version in ["1.0.0", "1.1.0", "1.2.0"]:
+        created = admin.post(
+            stack.api("/registry-modules/sunset/bucket/aws/versions"),
+            json=doc("registry-module-versions", version=version),
+        )
+        assert created.status_code == 201, created.text
+        put = requests.put(
+            created.json()["data"]["links"]["upload"],
+            data=module_source(version),
+            headers={"Content-Type": "application/octet-stream"},
+        )
+        assert put.status_code == 200
+    module = stack.api("/organizations/sunset/registry-modules/private/sunset/bucket/aws")
+
+    def statuses() -> list[str]:
+        entries = admin.get(module).json()["data"]["attributes"]["version-statuses"]
+        return [entry["status"] for entry in entries]
+
+    assert wait_for(statuses, lambda s: s == ["ok"] * 3) == ["ok"] * 3
+
+    def change(version: str, **attributes) -> dict:
+        reply = admin.patch(f"{module}/{version}", json=doc("module-versions", **attributes))
+        assert reply.status_code == 200, reply.text
+        return reply.json()["data"]["attributes"]
+
+    deprecation = {"deprecated-status": "Deprecated", "reason": "upgrade to 2.x"}
+    change("1.1.0", deprecation=deprecation)
+    change("1.2.0", deprecation=deprecation)
+    revoked = change("1.2.0", revocation={"status": "Revoked", "message": "leaks the bucket"})
+    assert revoked["revocation"]["status"] == "Revoked"
+
+    config = write_cli_config(tmp_path, stack, "e2e-admin-token")
+    source = f"{HOST}/sunset/bucket/aws"
+
+    def installed(name: str, constraint: str) -> str:
+        version, directory = terraform_get(tmp_path / name, config, constraint, source=source)
+        assert f'"{version}"' in (directory / "main.tf").read_text()
+        return version
+
+    assert installed("pessimistic", "~> 1.0") == "1.1.0"
+    assert installed("pinned-deprecated", "1.1.0") == "1.1.0"
+    # Terraform never sees 1.2.0: "no available version ... The newest available version is
+    # 1.1.0".
+    with pytest.raises(AssertionError, match=r"(?s)no available version.*newest.*1\.1\.0"):
+        terraform_get(tmp_path / "pinned-revoked", config, "1.2.0", source=source)
+    # The archive itself is refused with the revocation message.
+    download = admin.get(f"{stack.url}/api/registry/v1/modules/sunset/bucket/aws/1.2.0/download")
+    assert download.status_code == 404
+    assert "leaks the bucket" in download.json()["errors"][0]
+
+    change("1.2.0", revocation={"status": "Unrevoked"})
+    assert installed("after-unrevoke", "~> 1.0") == "1.2.0"

@@ -15,6 +15,7 @@ from chalice import Blueprint, Response
 
 from chalicelib.core.errors import NotFound, Unprocessable, registry_error_response
 from chalicelib.core.http import Ctx, route
+from chalicelib.core.openapi import Param, Reply
 from chalicelib.core.pagination import int_param
 from chalicelib.core.settings import get_settings
 from chalicelib.registry.protocol import service as protocol
@@ -26,8 +27,87 @@ PUBLIC = "/api/registry/public/v1/modules"
 MODULE = BASE + "/{namespace}/{name}/{provider}"
 
 
-def protocol_route(path: str):
-    return route(bp, path, render_error=registry_error_response)
+# ----- the protocol's documents, for the OpenAPI document --------------------------------------
+
+STRING = {"type": "string"}
+MODULE_SUMMARY = {
+    "type": "object",
+    "required": ["id", "namespace", "name", "provider", "version"],
+    "properties": {
+        name: STRING for name in ("id", "owner", "namespace", "name", "provider", "version")
+    },
+}
+MODULE_LIST = {
+    "type": "object",
+    "required": ["meta", "modules"],
+    "properties": {
+        "meta": {
+            "type": "object",
+            "required": ["limit", "current_offset"],
+            "properties": {
+                "limit": {"type": "integer"},
+                "current_offset": {"type": "integer"},
+                "next_offset": {"type": "integer"},
+                "prev_offset": {"type": "integer"},
+                "next_url": STRING,
+                "prev_url": STRING,
+            },
+        },
+        "modules": {"type": "array", "items": MODULE_SUMMARY},
+    },
+}
+MODULE_DETAIL = {
+    **MODULE_SUMMARY,
+    "required": [*MODULE_SUMMARY["required"], "root", "submodules", "versions"],
+    "properties": {
+        **MODULE_SUMMARY["properties"],
+        "root": {"type": "object"},
+        "submodules": {"type": "array", "items": {"type": "object"}},
+        "examples": {"type": "array", "items": {"type": "object"}},
+        "providers": {"type": "array", "items": STRING},
+        "versions": {"type": "array", "items": STRING},
+    },
+}
+VERSIONS = {
+    "type": "object",
+    "required": ["modules"],
+    "properties": {
+        "modules": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["versions"],
+                "properties": {
+                    "source": STRING,
+                    "versions": {
+                        "type": "array",
+                        "items": {
+                            "type": "object",
+                            "required": ["version"],
+                            "properties": {"version": STRING},
+                        },
+                    },
+                },
+            },
+        }
+    },
+}
+PAGING = (
+    Param("offset", "modules to skip", {"type": "integer", "minimum": 0}),
+    Param(
+        "limit",
+        f"modules per page (at most {protocol.MAX_LIMIT})",
+        {"type": "integer", "minimum": 0},
+    ),
+    Param("verified", "only modules verified by a registry operator (none here)"),
+)
+PROVIDER = Param("provider", "only modules for this provider")
+NAMESPACE = Param("namespace", "only modules of this namespace (organization)")
+PUBLIC_ERRORS = {502: "the public registry could not be reached or failed"}
+
+
+def protocol_route(path: str, success: Reply, **kw: Any):
+    return route(bp, path, render_error=registry_error_response, success=success, **kw)
 
 
 def reply(body: dict[str, Any], status: int = 200) -> Response:
@@ -41,6 +121,11 @@ def _count_param(ctx: Ctx, name: str, default: int) -> int:
     if value < 0:
         raise Unprocessable(f"{name} must not be negative", parameter=name)
     return value
+
+
+def _filter(ctx: Ctx, name: str) -> str | None:
+    """A filter query parameter; empty (``?namespace=``) is the same as not sent."""
+    return ctx.query.get(name) or None
 
 
 def paged_modules(ctx: Ctx, modules: list[dict[str, Any]]) -> Response:
@@ -71,17 +156,21 @@ def paged_modules(ctx: Ctx, modules: list[dict[str, Any]]) -> Response:
 # ----- private registry ---------------------------------------------------------------------
 
 
-@protocol_route(BASE)
+@protocol_route(BASE, Reply(200, MODULE_LIST), query=(*PAGING, PROVIDER, NAMESPACE))
 def list_all(ctx: Ctx):
     return paged_modules(
         ctx,
         protocol.listing(
-            ctx.user, provider=ctx.query.get("provider"), namespace=ctx.query.get("namespace")
+            ctx.user, provider=_filter(ctx, "provider"), namespace=_filter(ctx, "namespace")
         ),
     )
 
 
-@protocol_route(BASE + "/search")
+@protocol_route(
+    BASE + "/search",
+    Reply(200, MODULE_LIST),
+    query=(Param("q", "words of the name", required=True), *PAGING, PROVIDER, NAMESPACE),
+)
 def search(ctx: Ctx):
     query = ctx.query.get("q", "").strip()
     if not query:
@@ -89,19 +178,19 @@ def search(ctx: Ctx):
     found = protocol.listing(
         ctx.user,
         query=query,
-        provider=ctx.query.get("provider"),
-        namespace=ctx.query.get("namespace"),
+        provider=_filter(ctx, "provider"),
+        namespace=_filter(ctx, "namespace"),
     )
     return paged_modules(ctx, found)
 
 
-@protocol_route(BASE + "/{namespace}")
+@protocol_route(BASE + "/{namespace}", Reply(200, MODULE_LIST), query=(*PAGING, PROVIDER))
 def list_namespace(ctx: Ctx, namespace: str):
-    found = protocol.listing(ctx.user, namespace=namespace, provider=ctx.query.get("provider"))
+    found = protocol.listing(ctx.user, namespace=namespace, provider=_filter(ctx, "provider"))
     return paged_modules(ctx, found)
 
 
-@protocol_route(BASE + "/{namespace}/{name}")
+@protocol_route(BASE + "/{namespace}/{name}", Reply(200, MODULE_LIST), query=PAGING)
 def latest_all_providers(ctx: Ctx, namespace: str, name: str):
     found = protocol.listing(ctx.user, namespace=namespace, name=name)
     if not found:
@@ -109,19 +198,22 @@ def latest_all_providers(ctx: Ctx, namespace: str, name: str):
     return paged_modules(ctx, found)
 
 
-@protocol_route(MODULE)
+@protocol_route(MODULE, Reply(200, MODULE_DETAIL))
 def latest_for_provider(ctx: Ctx, namespace: str, name: str, provider: str):
     found = protocol.find_module(ctx.user, namespace, name, provider)
     return reply(protocol.detail(found, protocol.find_version(found, None)))
 
 
-@protocol_route(MODULE + "/versions")
+@protocol_route(MODULE + "/versions", Reply(200, VERSIONS))
 def versions(ctx: Ctx, namespace: str, name: str, provider: str):
     found = protocol.find_module(ctx.user, namespace, name, provider)
     return reply(protocol.versions_document(found))
 
 
-@protocol_route(MODULE + "/download")
+@protocol_route(
+    MODULE + "/download",
+    Reply(302, headers={"Location": "the latest version's download URL"}),
+)
 def download_latest(ctx: Ctx, namespace: str, name: str, provider: str):
     found = protocol.find_module(ctx.user, namespace, name, provider)
     version = protocol.find_version(found, None)
@@ -129,13 +221,16 @@ def download_latest(ctx: Ctx, namespace: str, name: str, provider: str):
     return Response(body="", status_code=302, headers={"Location": location})
 
 
-@protocol_route(MODULE + "/{version}")
+@protocol_route(MODULE + "/{version}", Reply(200, MODULE_DETAIL))
 def one_version(ctx: Ctx, namespace: str, name: str, provider: str, version: str):
     found = protocol.find_module(ctx.user, namespace, name, provider)
     return reply(protocol.detail(found, protocol.find_version(found, version)))
 
 
-@protocol_route(MODULE + "/{version}/download")
+@protocol_route(
+    MODULE + "/{version}/download",
+    Reply(204, headers={"X-Terraform-Get": "a short-lived presigned URL of the archive"}),
+)
 def download(ctx: Ctx, namespace: str, name: str, provider: str, version: str):
     found = protocol.find_module(ctx.user, namespace, name, provider)
     stored = protocol.find_version(found, version)
@@ -163,7 +258,9 @@ def _require_hosted() -> None:
         raise NotFound("the public registry proxy is only available on the hosted edition")
 
 
-@protocol_route(PUBLIC + "/{namespace}/{name}/{provider}/versions")
+@protocol_route(
+    PUBLIC + "/{namespace}/{name}/{provider}/versions", Reply(200, VERSIONS), errors=PUBLIC_ERRORS
+)
 def public_versions(ctx: Ctx, namespace: str, name: str, provider: str):
     _require_hosted()
     from chalicelib.registry.protocol import public
@@ -171,7 +268,9 @@ def public_versions(ctx: Ctx, namespace: str, name: str, provider: str):
     return _proxied(public.versions(namespace, name, provider))
 
 
-@protocol_route(PUBLIC + "/{namespace}/{name}/{provider}")
+@protocol_route(
+    PUBLIC + "/{namespace}/{name}/{provider}", Reply(200, MODULE_DETAIL), errors=PUBLIC_ERRORS
+)
 def public_latest(ctx: Ctx, namespace: str, name: str, provider: str):
     _require_hosted()
     from chalicelib.registry.protocol import public
@@ -179,7 +278,11 @@ def public_latest(ctx: Ctx, namespace: str, name: str, provider: str):
     return _proxied(public.latest(namespace, name, provider))
 
 
-@protocol_route(PUBLIC + "/{namespace}/{name}/{provider}/{version}")
+@protocol_route(
+    PUBLIC + "/{namespace}/{name}/{provider}/{version}",
+    Reply(200, MODULE_DETAIL),
+    errors=PUBLIC_ERRORS,
+)
 def public_version(ctx: Ctx, namespace: str, name: str, provider: str, version: str):
     _require_hosted()
     from chalicelib.registry.protocol import public

@@ -5,6 +5,11 @@ not a pre-release (Terraform only picks a pre-release when it is pinned exactly)
 with nothing but pre-releases falls back to the highest of those. Lists return one entry per
 module: its latest version.
 
+A deprecated version is served as any other, with its ``deprecation`` (``{reason, link}``,
+``null`` for the others) on its ``versions`` entry and its detail, as HCP Terraform returns
+it. A revoked version is left out of ``versions`` and ``latest`` (so Terraform never picks
+it) and its detail and download answer 404 with the revocation message.
+
 The hot path (``versions``, ``download``) reads the module item and, for a download, the one
 version item: the number of reads never grows with the number of versions or modules.
 """
@@ -20,7 +25,7 @@ from chalicelib.core.errors import BadGateway, NotFound
 from chalicelib.core.settings import get_settings
 from chalicelib.registry import objects, semver
 from chalicelib.registry.ingest.limits import MetadataTooLarge, fit_metadata
-from chalicelib.registry.statuses import VersionStatus
+from chalicelib.registry.statuses import RevocationStatus, VersionStatus
 from chalicelib.registry.store import ModuleModel, ModuleVersionModel, module_key
 
 MAX_LIMIT = 100
@@ -33,6 +38,7 @@ class Published:
 
     module: ModuleModel
     versions: list[semver.Version]
+    statuses: dict[str, dict[str, Any]]  # module.statuses(), read once
 
     @property
     def latest(self) -> semver.Version | None:
@@ -40,18 +46,34 @@ class Published:
         return (releases or self.versions or [None])[0]
 
     def published_at(self, version: str) -> str | None:
-        entry = self.module.statuses().get(version, {})
-        return entry.get("published-at")
+        return self.statuses.get(version, {}).get("published-at")
+
+    def deprecation(self, version: str) -> dict[str, Any] | None:
+        """``{"reason", "link"}`` of a deprecated version, else ``None``."""
+        deprecation = self.statuses.get(version, {}).get("deprecation")
+        if not deprecation:
+            return None
+        return {"reason": deprecation.get("reason"), "link": deprecation.get("link")}
+
+
+def _revocation(entry: dict[str, Any]) -> dict[str, Any] | None:
+    """The revocation of a revoked version's entry (an ``Unrevoked`` one is served again)."""
+    revocation = entry.get("revocation")
+    if revocation and revocation.get("status") == RevocationStatus.REVOKED:
+        return revocation
+    return None
 
 
 def published(module: ModuleModel) -> Published:
     statuses = module.statuses()
     versions = []
     for text, entry in statuses.items():
-        if entry.get("status") == VersionStatus.OK and semver.is_valid(text):
+        if entry.get("status") != VersionStatus.OK or _revocation(entry):
+            continue
+        if semver.is_valid(text):
             versions.append(semver.parse(text))
     versions.sort(key=lambda v: v.order_key, reverse=True)
-    return Published(module, versions)
+    return Published(module, versions, statuses)
 
 
 def find_module(principal: Principal, namespace: str, name: str, provider: str) -> Published:
@@ -81,9 +103,23 @@ def _servable(found: Published, version: str) -> semver.Version:
         if candidate.text == version:
             return candidate
     module = found.module
+    entry = found.statuses.get(version, {})
+    revocation = _revocation(entry) if entry.get("status") == VersionStatus.OK else None
+    if revocation is not None:
+        raise NotFound(revoked_message(module, version, revocation))
     raise NotFound(
         f"version {version} of {module.namespace}/{module.name}/{module.provider} not found"
     )
+
+
+def revoked_message(module: ModuleModel, version: str, revocation: dict[str, Any]) -> str:
+    """What a consumer of a revoked version reads (``terraform init`` prints it)."""
+    text = f"version {version} of {address(module)} has been revoked"
+    if revocation.get("message"):
+        text += f": {revocation['message']}"
+    if revocation.get("link"):
+        text += f" (see {revocation['link']})"
+    return text
 
 
 def download_url(version: ModuleVersionModel) -> str:
@@ -126,7 +162,7 @@ def detail(found: Published, version: ModuleVersionModel) -> dict[str, Any]:
         "examples": metadata.get("examples", []),
         "providers": [found.module.provider],
         "versions": [v.text for v in sorted(found.versions, key=lambda v: v.order_key)],
-        "deprecation": None,
+        "deprecation": found.deprecation(parsed.text),
     }
 
 
@@ -146,7 +182,10 @@ def versions_document(found: Published) -> dict[str, Any]:
         "modules": [
             {
                 "source": address(found.module),
-                "versions": [{"version": v.text} for v in found.versions],
+                "versions": [
+                    {"version": v.text, "deprecation": found.deprecation(v.text)}
+                    for v in found.versions
+                ],
             }
         ]
     }

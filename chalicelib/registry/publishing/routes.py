@@ -7,7 +7,8 @@ from __future__ import annotations
 from chalice import Blueprint
 
 from chalicelib.core.http import Ctx, route
-from chalicelib.core.jsonapi import document, parse_attributes, resource
+from chalicelib.core.jsonapi import document, resource
+from chalicelib.core.openapi import Body
 from chalicelib.registry.paths import MODULE, ORG_MODULES
 from chalicelib.registry.publishing import service as publishing
 from chalicelib.registry.publishing.schemas import PublishAttributes
@@ -17,8 +18,12 @@ from chalicelib.registry.service import ModuleRef
 bp = Blueprint(__name__)
 
 
+PUBLISH = Body(PublishAttributes, "registry-modules")
+COMMITS_ERRORS = {502: "the VCS host failed or refused to list the commits"}
+
+
 def _publish(ctx: Ctx, organization: str | None):
-    attrs = parse_attributes(ctx.json(), PublishAttributes, type_="registry-modules")
+    attrs = ctx.attributes(PublishAttributes)
     module, rights, secret = publishing.publish(ctx.user, organization, attrs, ctx.base_url)
     rendered = render_module(module, rights, ctx.base_url)
     # Shown once, like a token: the VCS host signs webhook deliveries with it.
@@ -26,12 +31,18 @@ def _publish(ctx: Ctx, organization: str | None):
     return document(rendered, status=201)
 
 
-@route(bp, ORG_MODULES + "/vcs", methods=("POST",))
+@route(bp, ORG_MODULES + "/vcs", methods=("POST",), body=PUBLISH)
 def publish_from_vcs(ctx: Ctx, organization_name: str):
     return _publish(ctx, organization_name)
 
 
-@route(bp, "/api/v2/registry-modules", methods=("POST",))
+@route(
+    bp,
+    "/api/v2/registry-modules",
+    methods=("POST",),
+    body=PUBLISH,
+    summary="Publish from VCS (deprecated path)",
+)
 def publish_from_vcs_deprecated(ctx: Ctx):
     """The organization is the one the oauth-token-id belongs to."""
     return _publish(ctx, None)
@@ -42,26 +53,31 @@ def _commits(ctx: Ctx, ref: ModuleRef):
     return document([resource("commits", c["sha"], c) for c in commits])
 
 
-@route(bp, MODULE + "/commits")
+@route(bp, MODULE + "/commits", errors=COMMITS_ERRORS)
 def commits(
     ctx: Ctx, organization_name: str, registry_name: str, namespace: str, name: str, provider: str
 ):
     return _commits(ctx, ModuleRef(organization_name, registry_name, namespace, name, provider))
 
 
-@route(bp, "/api/v2/registry-modules/{module_ref}/{name}/{provider}/commits")
+@route(
+    bp,
+    "/api/v2/registry-modules/{module_ref}/{name}/{provider}/commits",
+    errors=COMMITS_ERRORS,
+    summary="Commits (deprecated path)",
+)
 def commits_deprecated(ctx: Ctx, module_ref: str, name: str, provider: str):
     """pytfe's path: ``module_ref`` is the organization name."""
     return _commits(ctx, ModuleRef(module_ref, "private", module_ref, name, provider))
 
 
-@route(bp, "/api/v2/registry-modules/{module_ref}/actions/resync", methods=("POST",))
+@route(bp, "/api/v2/registry-modules/{module_ref}/actions/resync", methods=("POST",), success=200)
 def resync_module(ctx: Ctx, module_ref: str):
     module, rights = publishing.resync(ctx.user, module_ref)
     return document(render_module(module, rights, ctx.base_url))
 
 
-@route(bp, "/api/v2/registry-modules/{module_ref}/actions/retry", methods=("POST",))
+@route(bp, "/api/v2/registry-modules/{module_ref}/actions/retry", methods=("POST",), success=200)
 def retry_module(ctx: Ctx, module_ref: str):
     module, rights = publishing.retry(ctx.user, module_ref)
     return document(render_module(module, rights, ctx.base_url))
@@ -71,6 +87,7 @@ def retry_module(ctx: Ctx, module_ref: str):
     bp,
     "/api/v2/registry-modules/{module_ref}/actions/regenerate-webhook-secret",
     methods=("POST",),
+    success=200,
 )
 def regenerate_webhook_secret(ctx: Ctx, module_ref: str):
     module, secret = publishing.regenerate_webhook_secret(ctx.user, module_ref, ctx.base_url)

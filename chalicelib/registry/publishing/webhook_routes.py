@@ -6,11 +6,17 @@ from __future__ import annotations
 from chalice import Blueprint, Response
 
 from chalicelib.core.http import Ctx, route
+from chalicelib.core.openapi import Payload, Reply
 from chalicelib.registry.publishing import hooks
 
 bp = Blueprint(__name__)
 
 WEBHOOK_CONTENT_TYPES = ["application/json", "application/x-www-form-urlencoded"]
+OUTCOME = {
+    "type": "object",
+    "required": ["status"],
+    "properties": {"status": {"type": "string"}, "detail": {"type": "string"}},
+}
 
 
 @route(
@@ -19,6 +25,13 @@ WEBHOOK_CONTENT_TYPES = ["application/json", "application/x-www-form-urlencoded"
     methods=("POST",),
     public=True,
     content_types=WEBHOOK_CONTENT_TYPES,
+    body=Payload(tuple(WEBHOOK_CONTENT_TYPES), "the VCS host's event, signed with the secret"),
+    success=(
+        Reply(200, OUTCOME, description="verified; not about tags (ignored) or a ping"),
+        Reply(202, OUTCOME, description="verified; a tag sync is queued"),
+    ),
+    errors={401: "the signature (or secret) is wrong or missing"},
+    summary="Receive a VCS host's webhook delivery",
 )
 def vcs_webhook(ctx: Ctx, webhook_id: str):
     body = ctx.request.raw_body or b""
