@@ -12,8 +12,9 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -32,6 +33,15 @@ class Spawned:
     process: subprocess.Popen[str]
     startup_seconds: float
     startup_output: str = ""  # everything printed up to READY
+    # What it prints after READY, read as it comes: an unread pipe fills up (~64 KB of logs)
+    # and then blocks the server mid-request.
+    later_output: list[str] = field(default_factory=list)
+    reader: threading.Thread | None = None
+
+    def drain(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            self.later_output.append(line)
 
 
 def start(admin_token: str, **env: str) -> Spawned:
@@ -64,13 +74,16 @@ def start(admin_token: str, **env: str) -> Spawned:
             break
         lines.append(line)
         if line.strip() == "READY":
-            return Spawned(
+            spawned = Spawned(
                 f"http://127.0.0.1:{port}",
                 f"http://127.0.0.1:{moto_port}",
                 process,
                 time.monotonic() - started,
                 "".join(lines),
             )
+            spawned.reader = threading.Thread(target=spawned.drain, daemon=True)
+            spawned.reader.start()
+            return spawned
     process.kill()
     raise RuntimeError("local stack did not start:\n" + "".join(lines))
 
@@ -79,10 +92,13 @@ def stop(spawned: Spawned) -> str:
     """Ctrl-C, as a person would; returns the output. Raises if it does not exit cleanly."""
     spawned.process.send_signal(signal.SIGINT)
     try:
-        output, _ = spawned.process.communicate(timeout=20)
+        spawned.process.wait(timeout=20)
     except subprocess.TimeoutExpired:
         spawned.process.kill()
         raise
+    if spawned.reader is not None:
+        spawned.reader.join(timeout=5)
+    output = "".join(spawned.later_output)
     if spawned.process.returncode != 0:
         raise RuntimeError(f"local stack exited with {spawned.process.returncode}:\n{output}")
     return output
