@@ -157,6 +157,31 @@ def _request_handler() -> Any:
                 return
             super()._send_error_response(error)
 
+        def send_error(self, code: int, message: str | None = None, explain: str | None = None):
+            """http.server's own refusals (an unknown method, a malformed request line, headers
+            too long) as JSON:API documents, and an unknown method as 405, not an HTML 501:
+            no request is answered 5xx for what the client sent."""
+            import json
+            from http import HTTPStatus
+
+            from chalicelib.core.errors import ApiError, MethodNotAllowed
+
+            if code == 501:
+                error: ApiError = MethodNotAllowed(f"method {self.command!r} is not supported")
+            else:
+                phrase = HTTPStatus(code).phrase.lower() if code in HTTPStatus else None
+                error = ApiError(message or "the request could not be read", title=phrase)
+                error.status = code
+            body = json.dumps(error_document(error)).encode()
+            self.close_connection = True
+            self.send_response(error.status, message)
+            self.send_header("Content-Type", "application/vnd.api+json")
+            self.send_header("Content-Length", str(len(body)))
+            self.send_header("Connection", "close")
+            self.end_headers()
+            if self.command != "HEAD":
+                self.wfile.write(body)
+
         def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
             if os.environ.get("REGISTRY_ACCESS_LOG", "1") != "0":
                 super().log_message(format, *args)

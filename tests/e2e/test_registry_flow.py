@@ -171,3 +171,15 @@ def test_empty_path_segments_in_deletes_over_http(stack: Stack):
     # Too many segments is still a JSON:API 404, not a server error.
     extra = admin.delete(f"{base}/dns/aws/1.0.0/extra")
     assert extra.status_code == 404 and extra.json()["errors"]
+
+
+def test_what_the_http_server_refuses_itself_is_a_json_api_4xx(stack: Stack):
+    """An unknown method used to get http.server's HTML 501; a request line too long its 414."""
+    traced = requests.request("TRACE", f"{stack.url}/api/v2/ping")
+    assert traced.status_code == 405
+    assert traced.headers["Content-Type"] == "application/vnd.api+json"
+    assert traced.json()["errors"][0]["status"] == "405"
+    too_long = requests.get(f"{stack.url}/api/v2/{'a' * 70_000}")
+    assert too_long.status_code == 414
+    assert too_long.json()["errors"][0]["title"] == "request-uri too long"
+    assert requests.get(f"{stack.url}/api/v2/ping").status_code == 204  # still serving
