@@ -183,3 +183,33 @@ def test_what_the_http_server_refuses_itself_is_a_json_api_4xx(stack: Stack):
     assert too_long.status_code == 414
     assert too_long.json()["errors"][0]["title"] == "request-uri too long"
     assert requests.get(f"{stack.url}/api/v2/ping").status_code == 204  # still serving
+
+
+def test_go_tfe_cleanup_deletes_a_curated_public_module_over_http() -> None:
+    """go-tfe's cleanup (`POST /registry-modules/actions/delete/:org/:name`) on the hosted
+    edition, where curated public modules exist, through the real HTTP server."""
+    from infrastructure import spawn
+
+    running = spawn.start("hosted-admin", EDITION="hosted", REGISTRY_RATE_LIMITING="off")
+    try:
+        admin = requests.Session()
+        admin.headers.update(
+            {"Authorization": "Bearer hosted-admin", "Content-Type": "application/vnd.api+json"}
+        )
+        api = f"{running.url}/api/v2"
+        org = doc("organizations", name="curators", email="c@x.io")
+        assert admin.post(f"{api}/organizations", json=org).status_code == 201
+        public = doc(
+            "registry-modules",
+            name="vpc",
+            provider="aws",
+            namespace="terraform-aws-modules",
+            **{"registry-name": "public"},
+        )
+        modules = f"{api}/organizations/curators/registry-modules"
+        assert admin.post(modules, json=public).status_code == 201, "curation"
+        deleted = admin.post(f"{api}/registry-modules/actions/delete/curators/vpc", json={})
+        assert deleted.status_code == 204, deleted.text
+        assert admin.get(modules).json()["data"] == []
+    finally:
+        spawn.stop(running)
