@@ -554,16 +554,8 @@ def delete(principal: Principal, organization: str, parts: list[str]) -> list[Mo
     if registry == "public" and rest:
         raise NotFound("public modules can only be deleted by namespace and name")
     if not rest:
-        modules = list(
-            ModuleModel.query(
-                organization, ModuleModel.key.startswith(name_prefix(registry, namespace, name))
-            )
-        )
-        if not modules:
-            raise NotFound(f"module {namespace}/{name} not found")
-        for module in modules:
-            delete_module_record(module)
-        return modules
+        named = _modules_named(organization, registry, namespace, name)
+        return _delete_records(named, f"module {namespace}/{name} not found")
     provider = rest[0]
     try:
         module = ModuleModel.get(organization, module_key(registry, namespace, name, provider))
@@ -581,17 +573,25 @@ def delete_name_deprecated(principal: Principal, organization: str, name: str) -
     namespace), as SPEC's name-level delete applies to both registries."""
     rights = _readable(principal, organization)
     require_rights(rights, "deleting a module", owner=True)
-    modules = list(
-        ModuleModel.query(
-            organization,
-            ModuleModel.key.startswith(name_prefix("private", organization, name)),
-        )
-    )
+    modules = _modules_named(organization, "private", organization, name)
     if get_settings().hosted:
         public = ModuleModel.query(organization, ModuleModel.key.startswith("public#"))
         modules += [module for module in public if module.name == name]
+    return _delete_records(modules, f"module {name} not found")
+
+
+def _modules_named(
+    organization: str, registry: str, namespace: str, name: str
+) -> list[ModuleModel]:
+    """Every provider of one name: one Query on the key prefix."""
+    prefix = name_prefix(registry, namespace, name)
+    return list(ModuleModel.query(organization, ModuleModel.key.startswith(prefix)))
+
+
+def _delete_records(modules: list[ModuleModel], missing: str) -> list[ModuleModel]:
+    """Delete the module records (404 ``missing`` when there are none); returns them."""
     if not modules:
-        raise NotFound(f"module {name} not found")
+        raise NotFound(missing)
     for module in modules:
         delete_module_record(module)
     return modules
