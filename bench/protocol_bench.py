@@ -51,7 +51,11 @@ def seed(organization: str, modules: int, versions: int) -> str:
             )
             count = versions if index == 0 else 1
             for v in range(count):
-                module.version_statuses[f"1.{v}.0"] = {"status": "ok", "published-at": iso(moment)}
+                module.version_statuses[f"1.{v}.0"] = {
+                    "status": "ok",
+                    "published-at": iso(moment),
+                    "archive": f"v1/archives/{module.id}/{v}.tar.gz",
+                }
             batch.save(module)
             if index == 0:
                 first = module
@@ -76,16 +80,43 @@ def seed(organization: str, modules: int, versions: int) -> str:
     return token
 
 
+def _member_token(organization: str) -> str:
+    """A user token of a member of ``organization``'s ci team (what ``terraform login`` gives)."""
+    from chalicelib.accounts import service
+    from chalicelib.core.auth import Principal
+
+    admin = Principal("user", _admin_id(), "bench")
+    user = service.create_user("member", "member@example.com")
+    team = next(t for t in service.list_teams(admin, organization, None) if t.name == "ci")
+    service.change_membership(admin, team.id, [user.username], add=True)
+    _, token = service.create_user_token(Principal("user", user.id, "bench"), user.id, None, None)
+    return token
+
+
 def _admin_id() -> str:
     from chalicelib.accounts.service import bootstrap_admin
 
     return bootstrap_admin("bench-admin")[0].id
 
 
-def measure(client: Any, token: str, path: str, runs: int = 50) -> tuple[int, str, float, int]:
+def cold_instance() -> None:
+    """Forget what a warm instance remembers (verified tokens, users): a new instance."""
+    from chalicelib.accounts import store
+    from chalicelib.core.auth import verified
+
+    verified.clear()
+    store._users.clear()
+
+
+def measure(
+    client: Any, token: str, path: str, runs: int = 50, *, cold: bool = False
+) -> tuple[int, str, float, int]:
     headers = {"Authorization": f"Bearer {token}"}
     samples = []
+    client.http.get(path, headers=headers)  # warm the instance
     for _ in range(runs):
+        if cold:
+            cold_instance()
         CALLS.clear()
         started = time.perf_counter()
         response = client.http.get(path, headers=headers)
@@ -108,20 +139,29 @@ def main() -> None:
         allow_bursts()
         big_token = seed("big-org", modules=1000, versions=200)
         small_token = seed("small-org", modules=1, versions=1)
-        print("Registry protocol hot path (moto in-process, median of 50 requests):")
+        user_token = _member_token("big-org")
+        print(
+            "Registry protocol hot path (moto in-process, median of 50 requests; warm: the "
+            "instance verified the token before, cold: a new instance):"
+        )
         with Client(app, project_dir=tempfile.mkdtemp()) as client, counting_dynamodb():
-            for label, org, token in (
-                ("1 version, org of 1 module", "small-org", small_token),
-                ("200 versions, org of 1,000 modules", "big-org", big_token),
+            for label, org, token, cold in (
+                ("1 version, org of 1 module, team token", "small-org", small_token, False),
+                ("200 versions, 1,000 modules, team token", "big-org", big_token, False),
+                ("200 versions, 1,000 modules, team token", "big-org", big_token, True),
+                ("200 versions, 1,000 modules, user token", "big-org", user_token, False),
+                ("200 versions, 1,000 modules, user token", "big-org", user_token, True),
             ):
                 base = f"/api/registry/v1/modules/{org}/big/aws"
                 for op, path in (
                     ("versions", f"{base}/versions"),
                     ("download", f"{base}/1.0.0/download"),
                 ):
-                    calls, detail, latency, _ = measure(client, token, path)
+                    calls, detail, latency, _ = measure(client, token, path, cold=cold)
+                    state = "cold" if cold else "warm"
                     print(
-                        f"  {op:<9} {label:<36} {calls} DynamoDB calls ({detail}), {latency:.1f} ms"
+                        f"  {op:<9} {state} {label:<42} {calls} DynamoDB calls ({detail}), "
+                        f"{latency:.1f} ms"
                     )
 
 

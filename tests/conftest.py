@@ -39,6 +39,9 @@ ADMIN_TOKEN = "admin-token-for-tests"
 
 @pytest.fixture
 def aws() -> Iterator[None]:
+    from chalicelib.core.auth import verified
+
+    verified.clear()  # tokens verified against an earlier test's tables
     with mock_aws():
         reset_clients()
         from infrastructure.resources import provision

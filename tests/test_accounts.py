@@ -710,3 +710,35 @@ def test_additional_team_tokens_by_id_are_for_owners_only(api: Api) -> None:
     assert api.delete(f"/api/v2/authentication-tokens/{legacy_id}").status == 204
     assert TeamModel.get(team_id).token_hash is None
     assert api.as_(legacy).get("/api/v2/organizations/acme").status == 401
+
+
+def test_an_instance_trusts_a_verified_token_for_the_cache_window_only(
+    api: Api, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """core/auth.py keeps verified tokens a few seconds per instance. Revoking through this
+    instance takes effect at once; a revocation made elsewhere (another Lambda instance:
+    here, the item deleted behind the cache's back) takes effect when the window ends."""
+    from chalicelib.core import auth
+
+    clock = [1000.0]
+    monkeypatch.setattr(auth.time, "monotonic", lambda: clock[0])
+    path = f"/api/v2/users/{admin_id(api)}/authentication-tokens"
+
+    def new_token() -> tuple[str, Api]:
+        created = api.post(path, doc("authentication-tokens", description="cache"))
+        assert created.status == 201, created.json
+        return created.data["id"], api.as_(created.data["attributes"]["token"])
+
+    token_id, client = new_token()
+    assert client.get("/api/v2/account/details").status == 200  # verified and remembered
+    assert api.delete(f"/api/v2/authentication-tokens/{token_id}").status == 204
+    assert_error(client.get("/api/v2/account/details"), 401)  # forgotten here at once
+
+    token_id, client = new_token()
+    assert client.get("/api/v2/account/details").status == 200
+    item = next(iter(auth.TokenModel.by_id.query(token_id)))
+    auth.TokenModel._get_connection().delete_item(item.token_hash)  # bypasses Model.delete
+    clock[0] += 4.9
+    assert client.get("/api/v2/account/details").status == 200  # still within the window
+    clock[0] += 0.2
+    assert_error(client.get("/api/v2/account/details"), 401)

@@ -118,6 +118,24 @@ def organization_access(principal: Principal, name: str) -> OrgAccess:
     raise NotFound(f"organization {name!r} not found")
 
 
+def can_read_organization(principal: Principal, name: str) -> bool:
+    """Whether the caller may read the existing organization ``name``, in the fewest reads
+    (the registry protocol asks on every ``terraform init`` request).
+
+    A team or organization token carries its organization and exists only while it does
+    (no read); a user is the cached user item (``store.cached_user``: none on a warm
+    instance); only a site admin's answer reads the organizations table.
+    """
+    if principal.kind in ("team", "organization"):
+        return principal.organization == name
+    user = store.cached_user(principal.id)
+    if user is None:
+        return False
+    if user.is_site_admin:
+        return bool(OrganizationModel.count(name, limit=1))
+    return any(ref.startswith(f"{name}/") for ref in user.team_refs or ())
+
+
 def readable_organization_names(principal: Principal) -> list[str]:
     """Names of every organization the principal can read (for cross-organization lists)."""
     if principal.kind in ("team", "organization"):

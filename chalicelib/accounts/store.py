@@ -11,6 +11,8 @@ decides which error the caller gets.
 
 from __future__ import annotations
 
+from typing import Any
+
 from pynamodb.attributes import (
     BooleanAttribute,
     MapAttribute,
@@ -22,7 +24,8 @@ from pynamodb.exceptions import PutError, UpdateError
 from pynamodb.indexes import AllProjection, GlobalSecondaryIndex
 
 from chalicelib.core import db
-from chalicelib.core.auth import TokenModel
+from chalicelib.core.auth import TokenModel, TtlCache
+from chalicelib.core.settings import get_settings
 
 DIRECTORY = "organizations"
 
@@ -77,6 +80,41 @@ class UserModel(db.Model):
     team_refs = UnicodeSetAttribute(default=set)
     created_at = UTCDateTimeAttribute()
     by_username = UserByName()
+
+    # Every write forgets this instance's cached copy (``cached_user``) at once.
+    def save(self, *args: Any, **kwargs: Any) -> Any:
+        result = super().save(*args, **kwargs)
+        _users.forget(self.id)
+        return result
+
+    def update(self, *args: Any, **kwargs: Any) -> Any:
+        result = super().update(*args, **kwargs)
+        _users.forget(self.id)
+        return result
+
+    def delete(self, *args: Any, **kwargs: Any) -> Any:
+        result = super().delete(*args, **kwargs)
+        _users.forget(self.id)
+        return result
+
+
+# user id -> UserModel | None, for the token cache's window (see ``cached_user``).
+_users = TtlCache(lambda: get_settings().token_cache_ttl)
+
+
+def cached_user(user_id: str) -> UserModel | None:
+    """The user as this instance last read it, at most ``token_cache_ttl`` seconds ago: the
+    registry protocol's hot path asks on every request which organizations a user reads.
+    A change made through another instance (a membership, a site-admin flag) takes effect
+    here within that window, as a token revocation does."""
+    found = _users.get(user_id)
+    if found is None:
+        try:
+            found = UserModel.get(user_id)
+        except UserModel.DoesNotExist:
+            found = False
+        _users.put(user_id, found)
+    return found or None
 
 
 class TeamsByOrganization(GlobalSecondaryIndex):

@@ -2,6 +2,12 @@
 
 Tokens are random strings shaped like TFE's (``<14>.atlasv1.<64>``); only their SHA-256
 is stored, as the key of the tokens table, so authenticating is one GetItem.
+
+Each instance remembers the tokens it verified for ``token_cache_ttl`` seconds (5 by
+default, ``REGISTRY_TOKEN_CACHE_SECONDS``), so a warm function answers most requests without
+reading the token again. Deleting a token forgets it at once on the instance that deleted
+it; on other instances a revoked token keeps working for at most that long. An expired token
+is refused at once everywhere (the expiry travels with the cached entry).
 """
 
 from __future__ import annotations
@@ -9,6 +15,8 @@ from __future__ import annotations
 import hashlib
 import secrets
 import string
+import threading
+import time
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
@@ -19,6 +27,7 @@ from pynamodb.indexes import AllProjection, GlobalSecondaryIndex
 from chalicelib.core import db
 from chalicelib.core.errors import Unauthorized
 from chalicelib.core.ids import new_id, now
+from chalicelib.core.settings import get_settings
 
 PrincipalKind = Literal["user", "team", "organization"]
 _ALPHABET = string.ascii_letters + string.digits
@@ -59,6 +68,12 @@ class TokenModel(db.Model):
     by_id = TokenById()
     by_owner = TokenByOwner()
 
+    def delete(self, *args: Any, **kwargs: Any) -> Any:
+        """Delete the token and forget it here at once (see the module's note on caching)."""
+        result = super().delete(*args, **kwargs)
+        verified.forget(self.token_hash)
+        return result
+
 
 @dataclass(frozen=True)
 class Principal:
@@ -72,6 +87,52 @@ class Principal:
     @property
     def is_user(self) -> bool:
         return self.kind == "user"
+
+
+class TtlCache:
+    """A small per-instance map whose entries live ``ttl()`` seconds (thread-safe: the local
+    server runs requests on threads). At ``max_entries`` it starts again empty: simpler than
+    an LRU, and a full cache of live tokens is rare."""
+
+    def __init__(self, ttl: Any, max_entries: int = 10_000) -> None:
+        self._ttl = ttl
+        self._max = max_entries
+        self._entries: dict[Any, tuple[float, Any]] = {}
+        self._lock = threading.Lock()
+
+    def get(self, key: Any) -> Any | None:
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is None:
+                return None
+            if time.monotonic() - entry[0] >= self._ttl():
+                del self._entries[key]
+                return None
+            return entry[1]
+
+    def put(self, key: Any, value: Any) -> None:
+        if self._ttl() <= 0:
+            return
+        with self._lock:
+            if len(self._entries) >= self._max:
+                self._entries.clear()
+            self._entries[key] = (time.monotonic(), value)
+
+    def forget(self, key: Any) -> None:
+        with self._lock:
+            self._entries.pop(key, None)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+
+
+def _token_ttl() -> float:
+    return get_settings().token_cache_ttl
+
+
+# token hash -> (Principal, expired_at): what authenticate read for it.
+verified = TtlCache(_token_ttl)
 
 
 def hash_token(token: str) -> str:
@@ -120,18 +181,25 @@ def authenticate(header: str | None) -> Principal:
     token = token.strip()
     if scheme.lower() != "bearer" or not token:
         raise Unauthorized("the Authorization header must be 'Bearer <token>'")
-    try:
-        item = TokenModel.get(hash_token(token))
-    except TokenModel.DoesNotExist:
-        raise Unauthorized("invalid or revoked token") from None
-    if item.expired_at is not None and item.expired_at <= now():
+    token_hash = hash_token(token)
+    cached = verified.get(token_hash)
+    if cached is None:
+        try:
+            item = TokenModel.get(token_hash)
+        except TokenModel.DoesNotExist:
+            raise Unauthorized("invalid or revoked token") from None
+        principal = Principal(
+            kind=item.kind,  # type: ignore[arg-type]
+            id=item.owner_id,
+            token_id=item.id,
+            organization=item.organization,
+        )
+        cached = (principal, item.expired_at)
+        verified.put(token_hash, cached)
+    principal, expired_at = cached
+    if expired_at is not None and expired_at <= now():
         raise Unauthorized("token has expired")
-    return Principal(
-        kind=item.kind,  # type: ignore[arg-type]
-        id=item.owner_id,
-        token_id=item.id,
-        organization=item.organization,
-    )
+    return principal
 
 
 def request_principal(request: Any) -> Principal:

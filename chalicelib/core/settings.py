@@ -42,6 +42,7 @@ class Settings:
     sms_api_url: str
     sms_timeout: float
     admin_settings_cache_ttl: float
+    token_cache_ttl: float
     rate_limiting_default: bool
     max_parsed_bytes: int
     max_hcl_file_bytes: int
@@ -97,6 +98,9 @@ def get_settings() -> Settings:
         ),
         sms_timeout=_float("REGISTRY_SMS_TIMEOUT", 10.0),
         admin_settings_cache_ttl=_float("REGISTRY_SETTINGS_CACHE_SECONDS", 5.0),
+        # How long an instance trusts a token it verified (and what it read for it) before
+        # reading it again: a revocation elsewhere takes effect within this many seconds.
+        token_cache_ttl=_float("REGISTRY_TOKEN_CACHE_SECONDS", 5.0),
         # The default of the api-rate-limiting-enabled admin setting until an admin sets it.
         rate_limiting_default=os.environ.get("REGISTRY_RATE_LIMITING", "on").lower() != "off",
         max_parsed_bytes=_int("REGISTRY_MAX_PARSED_BYTES", DEFAULT_MAX_PARSED_BYTES),

@@ -218,6 +218,10 @@ def record_version_status(
     entry: dict[str, Any] = {"status": str(status), **({"error": error} if error else {})}
     if status == VersionStatus.OK:
         entry["published-at"] = iso(moment)
+        # Where the archive is, beside its status: a download reads the module item only.
+        archive = (fields or {}).get("archive_key") or version.archive_key
+        if archive:
+            entry["archive"] = archive
     for key in ("deprecation", "revocation"):
         if getattr(version, key, None):
             entry[key] = getattr(version, key)

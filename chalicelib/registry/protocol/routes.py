@@ -233,10 +233,8 @@ def one_version(ctx: Ctx, namespace: str, name: str, provider: str, version: str
 )
 def download(ctx: Ctx, namespace: str, name: str, provider: str, version: str):
     found = protocol.find_module(ctx.user, namespace, name, provider)
-    stored = protocol.find_version(found, version)
-    return Response(
-        body="", status_code=204, headers={"X-Terraform-Get": protocol.download_url(stored)}
-    )
+    location = protocol.download_url(found, version)
+    return Response(body="", status_code=204, headers={"X-Terraform-Get": location})
 
 
 # ----- public registry proxy (hosted edition) -----------------------------------------------

@@ -78,7 +78,8 @@ def published(module: ModuleModel) -> Published:
 
 def find_module(principal: Principal, namespace: str, name: str, provider: str) -> Published:
     """A private module by its protocol address (namespace = organization), or 404."""
-    accounts.organization_access(principal, namespace)
+    if not accounts.can_read_organization(principal, namespace):
+        raise NotFound(f"module {namespace}/{name}/{provider} not found")
     try:
         module = ModuleModel.get(namespace, module_key("private", namespace, name, provider))
     except ModuleModel.DoesNotExist:
@@ -122,9 +123,16 @@ def revoked_message(module: ModuleModel, version: str, revocation: dict[str, Any
     return text
 
 
-def download_url(version: ModuleVersionModel) -> str:
-    """A short-lived presigned GET of the archive, with go-getter's archive hint."""
-    return objects.presigned_download_url(version.archive_key) + "&archive=tar.gz"
+def download_url(found: Published, version: str) -> str:
+    """A short-lived presigned GET of a servable version's archive, with go-getter's archive
+    hint. The archive's key is on the version's entry in the module item (written when the
+    version became ok), so a download reads nothing more; versions ingested before the key
+    was kept there cost one read of the version item."""
+    wanted = _servable(found, version)
+    archive = found.statuses.get(wanted.text, {}).get("archive")
+    if not archive:
+        archive = find_version(found, wanted.text).archive_key
+    return objects.presigned_download_url(archive) + "&archive=tar.gz"
 
 
 def address(module: ModuleModel) -> str:
