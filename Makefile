@@ -36,7 +36,8 @@ test: lint
 	$(PY) -m pytest
 
 # out/: the CloudFormation template (Chalice's, merged with infrastructure/template.py's)
-# and the deployment zip, linted with cfn-lint. Packaging reads no AWS account. The OpenAPI
+# and the deployment zip (without the botocore models of services no function calls, see
+# infrastructure/slim.py), linted with cfn-lint. Packaging reads no AWS account. The OpenAPI
 # document (chalicelib/meta/openapi.json, served by the meta function) is regenerated first.
 package: $(STAMP)
 	rm -rf out build/merge.json
@@ -44,6 +45,7 @@ package: $(STAMP)
 	AWS_DEFAULT_REGION=$${AWS_DEFAULT_REGION:-us-east-1} $(PY) -m infrastructure.template build/merge.json
 	AWS_DEFAULT_REGION=$${AWS_DEFAULT_REGION:-us-east-1} $(VENV)/bin/chalice package \
 		--stage prod --merge-template build/merge.json out/
+	$(PY) -m infrastructure.slim out/deployment.zip
 	$(VENV)/bin/cfn-lint out/sam.json
 	@ls -l out/deployment.zip | awk '{printf "deployment package: %.1f MB\n", $$5/1048576}'
 

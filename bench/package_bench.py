@@ -48,6 +48,9 @@ def package_size() -> None:
         capture_output=True,
     )
     archive = out / "pkg" / "deployment.zip"
+    from infrastructure.slim import slim  # what `make package` does after chalice package
+
+    slim(archive)
     sizes: collections.Counter[str] = collections.Counter()
     with zipfile.ZipFile(archive) as zipped:
         for info in zipped.infolist():

@@ -104,3 +104,34 @@ def test_entry_modules_import_only_their_own_group(group):
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     )
     assert json.loads(result.stdout) == []
+
+
+def test_the_slimmed_zip_keeps_every_service_the_code_calls(tmp_path):
+    """infrastructure/slim.py drops botocore's models of unused services; the services the
+    code names in ``client("...")`` must all be kept, and nothing else is dropped."""
+    import zipfile
+
+    from infrastructure import slim
+
+    assert slim.called_services() <= set(slim.SERVICES)
+    assert {"s3", "sqs", "kms"} <= slim.called_services()  # the scan itself finds them
+
+    archive = tmp_path / "deployment.zip"
+    members = [
+        "app.py",
+        "chalicelib/core/aws.py",
+        "botocore/data/endpoints.json",
+        "botocore/data/dynamodb/2012-08-10/service-2.json.gz",
+        "botocore/data/s3/2006-03-01/service-2.json.gz",
+        "botocore/data/ec2/2016-11-15/service-2.json.gz",
+        "botocore/data/sagemaker/2017-07-24/paginators-1.json",
+        "boto3/data/ec2/2016-11-15/resources-1.json",
+    ]
+    with zipfile.ZipFile(archive, "w") as zipped:
+        for name in members:
+            zipped.writestr(name, "x" * 100)
+    slim.slim(archive)
+    with zipfile.ZipFile(archive) as zipped:
+        left = set(zipped.namelist())
+    gone = {m for m in members if "/ec2/" in m or "/sagemaker/" in m}
+    assert left == set(members) - gone | {"boto3/data/ec2/2016-11-15/resources-1.json"}
