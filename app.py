@@ -11,18 +11,23 @@ from chalicelib.admin.routes import bp as admin_routes
 from chalicelib.core.settings import get_settings
 from chalicelib.entry.factory import create_app
 from chalicelib.meta.routes import bp as meta_routes
+from chalicelib.projects.routes import bp as project_routes
+from chalicelib.registry.nocode.routes import bp as nocode_routes
 from chalicelib.registry.protocol.routes import bp as protocol_routes
 from chalicelib.registry.publishing.routes import bp as publishing_routes
 from chalicelib.registry.publishing.webhook_routes import bp as webhook_routes
 from chalicelib.registry.routes import bp as registry_routes
 from chalicelib.tags.routes import bp as tag_routes
 from chalicelib.vcs.routes import bp as vcs_routes
+from chalicelib.web.login import bp as login_routes
+from chalicelib.web.routes import bp as web_routes
 from chalicelib.workspaces.routes import bp as workspace_routes
 
 app = create_app(
     "tfe-module-registry",
     [meta_routes, accounts_routes, registry_routes, protocol_routes, workspace_routes, tag_routes]
-    + [admin_routes, vcs_routes, publishing_routes, webhook_routes],
+    + [admin_routes, vcs_routes, publishing_routes, webhook_routes, project_routes]
+    + [nocode_routes, web_routes, login_routes],
 )
 
 

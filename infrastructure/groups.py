@@ -18,12 +18,19 @@ EVERY_REQUEST = {"rate-limits": WRITE, "settings": READ}
 # What authenticating a request reads (tokens -> users/teams -> organizations).
 AUTH_TABLES = {**EVERY_REQUEST, "tokens": READ, "users": READ, "teams": READ, "organizations": READ}
 REGISTRY_TABLES = {"registry-modules": WRITE, "registry-module-versions": WRITE}
+# No-code modules: the registry function serves them (and deletes them with their modules);
+# deleting an organization deletes its no-code modules too.
+NO_CODE_TABLES = {"no-code-modules": WRITE}
+# Projects count their workspaces and lend them tag bindings: every function that writes
+# workspaces writes projects too (the organization delete cascade included).
 WORKSPACE_TABLES = {
     "workspaces": WRITE,
     "workspace-names": WRITE,
     "tags": WRITE,
     "tag-ids": WRITE,
     "tag-workspaces": WRITE,
+    "projects": WRITE,
+    "project-names": WRITE,
 }
 VCS_TABLES = {"oauth-clients": WRITE, "oauth-tokens": WRITE}
 # Publishing from VCS reads a connection (and checks its organization still exists).
@@ -61,6 +68,7 @@ ROUTE_GROUPS: tuple[Function, ...] = (
             "teams": WRITE,
             "tokens": WRITE,
             **REGISTRY_TABLES,
+            **NO_CODE_TABLES,
             **WORKSPACE_TABLES,
             **VCS_TABLES,
         },
@@ -71,8 +79,9 @@ ROUTE_GROUPS: tuple[Function, ...] = (
     Function(
         "RegistryFunction",
         "chalicelib.entry.registry.app",
-        {**AUTH_TABLES, **REGISTRY_TABLES, **VCS_READ},
-        s3_actions=("s3:PutObject", "s3:DeleteObject"),
+        {**AUTH_TABLES, **REGISTRY_TABLES, **NO_CODE_TABLES, **VCS_READ},
+        # GetObject: a version's parsed metadata (a no-code module's module-variables).
+        s3_actions=("s3:GetObject", "s3:PutObject", "s3:DeleteObject"),
         sends_jobs=True,
     ),
     # Publishing from VCS: reads connections, seals webhook secrets, queues the jobs; the
@@ -109,6 +118,22 @@ ROUTE_GROUPS: tuple[Function, ...] = (
     # VCS connections; their secrets are sealed with KMS (see chalicelib/core/secrets.py).
     Function("VcsFunction", "chalicelib.entry.vcs.app", {**AUTH_TABLES, **VCS_TABLES}),
     Function("AdminFunction", "chalicelib.entry.admin.app", {**AUTH_TABLES, "settings": WRITE}),
+    # The browser UI: reads modules and versions (and each version's parsed metadata in S3),
+    # keeps its sign-in sessions.
+    Function(
+        "WebFunction",
+        "chalicelib.entry.web.app",
+        {
+            **AUTH_TABLES,
+            "registry-modules": READ,
+            "registry-module-versions": READ,
+            "web-sessions": WRITE,
+            # terraform login: its authorization codes, and the user token it mints.
+            "login-codes": WRITE,
+            "tokens": WRITE,
+        },
+        s3_actions=("s3:GetObject",),
+    ),
 )
 
 # S3 upload events and VCS publishing jobs (tag syncs, git fetches) from the ingest queue.

@@ -18,11 +18,15 @@ from chalicelib.core import auth as _auth  # noqa: F401
 from chalicelib.core import db, secrets
 from chalicelib.core.aws import client
 from chalicelib.core.settings import get_settings
+from chalicelib.projects import store as _projects_store  # noqa: F401
 from chalicelib.registry import store as _registry_store  # noqa: F401
+from chalicelib.registry.nocode import store as _nocode_store  # noqa: F401
 from chalicelib.registry.objects import UPLOAD_PREFIX
 from chalicelib.registry.protocol import public as _public_cache  # noqa: F401
 from chalicelib.tags import store as _tags_store  # noqa: F401
 from chalicelib.vcs import store as _vcs_store  # noqa: F401
+from chalicelib.web import oauth as _web_oauth  # noqa: F401 - terraform login codes
+from chalicelib.web import store as _web_store  # noqa: F401
 from chalicelib.workspaces import store as _workspaces_store  # noqa: F401
 
 DLQ_SUFFIX = "-dlq"

@@ -32,19 +32,33 @@ LAYERS: dict[str, set[str]] = {
     "core": set(),
     "accounts": {"core"},
     "admin": {"core", "accounts"},
-    "workspaces": {"core", "accounts"},
+    "projects": {"core", "accounts"},
+    "workspaces": {"core", "accounts", "projects"},
     "vcs": {"core", "accounts"},
     "tags": {"core", "accounts", "workspaces"},
     "registry": {"core", "accounts", "vcs"},
     "meta": {"core"},
-    "lifecycle": {"core", "accounts", "admin", "workspaces", "vcs", "tags", "registry"},
-    "entry": {"core", "accounts", "admin", "workspaces", "vcs", "tags", "registry", "meta"},
+    # The browser UI reads through the domains' services, as the API does.
+    "web": {"core", "accounts", "vcs", "registry"},
+    "lifecycle": {"core", "accounts", "admin", "projects", "workspaces", "vcs", "tags", "registry"},
+    "entry": {
+        "core",
+        "accounts",
+        "admin",
+        "projects",
+        "workspaces",
+        "vcs",
+        "tags",
+        "registry",
+        "meta",
+        "web",
+    },
 }
-DOMAINS = {"accounts", "admin", "workspaces", "vcs", "tags", "registry", "meta"}
+DOMAINS = {"accounts", "admin", "projects", "workspaces", "vcs", "tags", "registry", "meta", "web"}
 # Route modules may call the cascades in lifecycle (the one upward step, by design).
 ROUTES_MAY_IMPORT = {"lifecycle"}
 REGISTRY_SUB_ROOMS = ("chalicelib.registry.protocol", "chalicelib.registry.ingest")
-REGISTRY_SUB_ROOMS += ("chalicelib.registry.publishing",)
+REGISTRY_SUB_ROOMS += ("chalicelib.registry.publishing", "chalicelib.registry.nocode")
 REGISTRY_COMPOSERS = {"chalicelib.registry.routes", "chalicelib.registry.consumer"}
 
 

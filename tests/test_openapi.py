@@ -56,11 +56,14 @@ def test_every_route_served_is_one_operation():
         "accounts",
         "admin",
         "meta",
+        "projects",
         "registry",
+        "registry.nocode",
         "registry.protocol",
         "registry.publishing",
         "tags",
         "vcs",
+        "web",
         "workspaces",
     }
 

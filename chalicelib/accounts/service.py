@@ -33,10 +33,14 @@ class OrgAccess:
     manage_workspaces: bool = False
     is_owner: bool = False
     site_admin: bool = False
+    # Projects: ``manage-projects`` (which, as in TFE, includes managing every workspace) and
+    # ``read-projects``; the organization's token reads them.
+    manage_projects: bool = False
+    read_projects: bool = False
 
     @classmethod
     def everything(cls, *, site_admin: bool = False) -> OrgAccess:
-        return cls(True, True, True, True, site_admin)
+        return cls(True, True, True, True, site_admin, True, True)
 
 
 # ----- principals ---------------------------------------------------------------------------
@@ -62,7 +66,7 @@ def access(principal: Principal, organization: str) -> OrgAccess:
     """The principal's rights in ``organization`` (which may not exist)."""
     if principal.kind == "organization":
         readable = principal.organization == organization
-        return OrgAccess(can_read=readable)
+        return OrgAccess(can_read=readable, read_projects=readable)
     if principal.kind == "team":
         try:
             team = TeamModel.get(principal.id)
@@ -88,10 +92,13 @@ def _team_access(teams: Iterable[TeamModel], organization: str) -> OrgAccess:
         return OrgAccess()
     if any(t.is_owners for t in teams):
         return OrgAccess.everything()
+    manage_projects = any(t.access.manage_projects for t in teams)
     return OrgAccess(
         can_read=True,
         manage_modules=any(t.access.manage_modules for t in teams),
-        manage_workspaces=any(t.access.manage_workspaces for t in teams),
+        manage_workspaces=manage_projects or any(t.access.manage_workspaces for t in teams),
+        manage_projects=manage_projects,
+        read_projects=manage_projects or any(t.access.read_projects for t in teams),
     )
 
 

@@ -1,7 +1,9 @@
-"""Route group ``workspaces``: workspaces and the organization tags that label them."""
+"""Route group ``workspaces``: workspaces, the organization tags that label them, and the
+projects that hold them (with their key/value tag bindings)."""
 
 from chalicelib.entry.factory import create_app
+from chalicelib.projects.routes import bp as project_routes
 from chalicelib.tags.routes import bp as tag_routes
 from chalicelib.workspaces.routes import bp as workspace_routes
 
-app = create_app("registry-workspaces", [workspace_routes, tag_routes])
+app = create_app("registry-workspaces", [workspace_routes, tag_routes, project_routes])

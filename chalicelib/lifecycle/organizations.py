@@ -1,10 +1,11 @@
 """Creating and deleting an organization, with everything that hangs off it, in order.
 
-* An organization is created under the site's policy (``limit-user-organization-creation``).
+* An organization is created under the site's policy (``limit-user-organization-creation``),
+  with its default project.
 * Deleting one queues the removal of its modules' webhooks at the VCS hosts while its VCS
   connections still exist (each job carries the host and the sealed token it needs), then
   deletes the connections, the workspaces (a tag goes with its last workspace), leftover
-  tags, and last the organization's own teams, tokens and record.
+  tags, the projects, and last the organization's own teams, tokens and record.
 
 Every step is idempotent, so a delete interrupted half-way can be repeated.
 """
@@ -15,22 +16,27 @@ from chalicelib.accounts import service as accounts
 from chalicelib.admin import service as admin
 from chalicelib.core.auth import Principal
 from chalicelib.lifecycle.workspaces import destroy_workspace
+from chalicelib.projects import service as projects
 from chalicelib.registry import service as registry
+from chalicelib.registry.nocode import service as nocode
 from chalicelib.tags import service as tags
 from chalicelib.vcs import service as vcs
 from chalicelib.workspaces import service as workspaces
 
 
 def create_organization(principal: Principal, name: str | None, email: str | None):
-    return accounts.create_organization(
+    org = accounts.create_organization(
         principal, name, email, limited=admin.organization_creation_limited()
     )
+    projects.ensure_default(org.name)
+    return org
 
 
 def delete_organization(principal: Principal, name: str) -> None:
     """Delete the organization and everything in it (owners only)."""
     accounts.owned_organization(principal, name)
     modules = registry.delete_all_for_organization(name)
+    nocode.delete_all_for_organization(name)
     if any(module.webhook_registration for module in modules):
         from chalicelib.registry.publishing import hooks  # loads the VCS clients: only if needed
 
@@ -39,4 +45,5 @@ def delete_organization(principal: Principal, name: str) -> None:
     for workspace in workspaces.all_in_organization(name):
         destroy_workspace(workspace)
     tags.delete_all_for_organization(name)  # leftovers of an interrupted delete
+    projects.delete_all_for_organization(name)  # empty now: their workspaces are gone
     accounts.delete_organization_records(name)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from chalicelib.core.auth import Principal
+from chalicelib.core.tagbindings import Binding
 from chalicelib.tags import service as tags
 from chalicelib.workspaces import service as workspaces
 from chalicelib.workspaces.service import WorkspaceRef
@@ -25,13 +26,19 @@ def create_workspace(
     name: Any,
     settings: dict[str, Any],
     tag_names: list[Any],
+    *,
+    project_id: str | None = None,
+    bindings: list[Binding] | None = None,
 ) -> WorkspaceModel:
-    """Every tag name is checked before the workspace is created."""
+    """Every tag name is checked before the workspace is created (in ``project_id``, with
+    its key/value ``bindings``: see ``workspaces.create_workspace``)."""
     names = [
         tags.validate_tag_name(n, f"/data/attributes/tag-names/{i}")
         for i, n in enumerate(tag_names)
     ]
-    workspace = workspaces.create_workspace(principal, organization, name, settings)
+    workspace = workspaces.create_workspace(
+        principal, organization, name, settings, project_id, bindings
+    )
     if names:
         tags.tag_workspace_names(workspace, names)
     return workspace

@@ -3,10 +3,10 @@ publishing routes (what go-tfe compares: list items equal the create/read respon
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 from chalicelib.accounts.service import OrgAccess
+from chalicelib.core import tagbindings
 from chalicelib.core.ids import iso
 from chalicelib.core.jsonapi import Includer, resource, to_one
 from chalicelib.registry.semver import parse as parse_version
@@ -115,7 +115,8 @@ def render_module(module: ModuleModel, rights: OrgAccess, base_url: str) -> dict
         attributes,
         relationships={
             "organization": to_one("organizations", module.organization),
-            "no-code-modules": {"data": []},
+            "no-code-modules": {"data": no_code_identifiers(module)},
+            "tag-bindings": tagbindings.relationship(tag_bindings_path(module.id)),
         },
         links={
             "self": f"/api/v2/organizations/{module.organization}/registry-modules/"
@@ -124,19 +125,29 @@ def render_module(module: ModuleModel, rights: OrgAccess, base_url: str) -> dict
     )
 
 
+def tag_bindings_path(module_id: str) -> str:
+    """Where a module's tag bindings are listed (its ``tag-bindings`` relationship)."""
+    return f"/api/v2/registry-modules/{module_id}/tag-bindings"
+
+
+def no_code_identifiers(module: ModuleModel) -> list[dict[str, str]]:
+    """The ``no-code-modules`` relationship's data: the module's no-code module, whose id
+    the module item carries (one per module), so no other read is needed."""
+    if not module.no_code_module_id:
+        return []
+    return [{"id": module.no_code_module_id, "type": "no-code-modules"}]
+
+
 # What a module's list and read serve for ``?include=`` (go-tfe's
 # RegistryModuleListIncludeOpt).
 MODULE_INCLUDES = ("no-code-modules",)
 
 
-def render_no_code_modules(modules: Sequence[ModuleModel]) -> list[dict[str, Any]]:
-    """The no-code modules of ``modules``: none yet (no such resources exist), matching the
-    empty ``no-code-modules`` relationship of ``render_module``."""
-    return []
-
-
-def module_includers() -> dict[str, Includer]:
-    return {"no-code-modules": render_no_code_modules}
+def module_includers(no_code_modules: Includer) -> dict[str, Includer]:
+    """The loaders of ``MODULE_INCLUDES``. The no-code modules live in a sub-room the
+    registry's core does not import (chalicelib.registry.nocode): the routes hand its loader
+    in."""
+    return {"no-code-modules": no_code_modules}
 
 
 def render_version(version: ModuleVersionModel, upload: str | None = None) -> dict[str, Any]:

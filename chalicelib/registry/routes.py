@@ -7,14 +7,20 @@ Empty path segments (``//``, a trailing ``/``) are dropped before dispatching de
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 from chalice import Blueprint
 
 from chalicelib.accounts.service import OrgAccess
+from chalicelib.core import tagbindings
 from chalicelib.core.errors import NotFound, Unprocessable
 from chalicelib.core.http import Ctx, route
 from chalicelib.core.jsonapi import Attributes, document, no_content
 from chalicelib.core.openapi import PAGE, Body, Param
 from chalicelib.registry import service
+from chalicelib.registry.nocode import service as nocode
+from chalicelib.registry.nocode.render import render_no_code_module
 from chalicelib.registry.paths import MODULE, ORG_MODULES
 from chalicelib.registry.publishing.schemas import TestConfigAttributes, VcsRepoAttributes
 from chalicelib.registry.render import (
@@ -28,6 +34,14 @@ from chalicelib.registry.service import ModuleRef
 from chalicelib.registry.store import ModuleModel, ModuleVersionModel
 
 bp = Blueprint(__name__)
+
+
+def _no_code_modules(modules: Sequence[ModuleModel]) -> list[dict[str, Any]]:
+    """``include=no-code-modules``: the modules' no-code modules (the sub-room's loader)."""
+    return [render_no_code_module(item) for item in nocode.of_modules(modules)]
+
+
+INCLUDERS = module_includers(_no_code_modules)
 
 
 # ----- request bodies -----------------------------------------------------------------------
@@ -114,12 +128,12 @@ def list_modules(ctx: Ctx, organization_name: str):
         [render_module(m, rights, ctx.base_url) for m in page.items],
         links=page.links,
         meta=page.meta,
-        included=ctx.included(page.items, module_includers()),
+        included=ctx.included(page.items, INCLUDERS),
     )
 
 
 def _show_module(ctx: Ctx, found: ModuleModel, rights: OrgAccess):
-    included = ctx.included([found], module_includers())
+    included = ctx.included([found], INCLUDERS)
     return document(render_module(found, rights, ctx.base_url), included=included)
 
 
@@ -141,8 +155,13 @@ def show_module(
 def update_module(
     ctx: Ctx, organization_name: str, registry_name: str, namespace: str, name: str, provider: str
 ):
+    """Update a module (private, or a curated public one on the hosted edition).
+
+    ``relationships.tag-bindings`` replaces its tag bindings (``[]`` clears them, leaving it
+    out keeps them)."""
     ref = ModuleRef(organization_name, registry_name, namespace, name, provider)
     attrs = ctx.attributes(UpdateModule)
+    bindings = tagbindings.from_relationship(ctx.json())
     tests = attrs.test_config.tests_enabled if attrs.test_config else None
     plan = None
     if attrs.vcs_repo is not None:
@@ -152,7 +171,7 @@ def update_module(
             return publishing.plan_update(module, attrs.vcs_repo)
 
     found, rights = service.update_module(
-        ctx.user, ref, no_code=attrs.no_code, tests_enabled=tests, plan=plan
+        ctx.user, ref, no_code=attrs.no_code, tests_enabled=tests, plan=plan, tag_bindings=bindings
     )
     return document(render_module(found, rights, ctx.base_url))
 
@@ -179,6 +198,13 @@ def show_module_deprecated(ctx: Ctx, organization_name: str, name: str, provider
 def module_by_id(ctx: Ctx, module_ref: str):
     found, rights = service.get_module_by_id(ctx.user, module_ref)
     return _show_module(ctx, found, rights)
+
+
+@route(bp, "/api/v2/registry-modules/{module_ref}/tag-bindings")
+def module_tag_bindings(ctx: Ctx, module_ref: str):
+    """List the tag bindings of a registry module (by its id)."""
+    found, _ = service.get_module_by_id(ctx.user, module_ref)
+    return document(tagbindings.render(found.tag_bindings or []))
 
 
 # ----- versions -----------------------------------------------------------------------------
@@ -318,12 +344,14 @@ def _delete(ctx: Ctx, organization: str, segments: list[str]):
     segments = [segment for segment in segments if segment]
     if len(segments) < 3:
         raise NotFound("module not found: the path needs registry, namespace and name")
-    deleted = service.delete(ctx.user, organization, segments)
-    _remove_webhooks(deleted)
+    _forget(service.delete(ctx.user, organization, segments))
     return no_content()
 
 
-def _remove_webhooks(deleted: list[ModuleModel]) -> None:
+def _forget(deleted: list[ModuleModel]) -> None:
+    """What goes with deleted module records: their no-code modules, and their webhooks at
+    the VCS hosts."""
+    nocode.delete_for_modules(deleted)
     if any(module.webhook_registration for module in deleted):
         from chalicelib.registry.publishing import hooks
 
@@ -379,7 +407,7 @@ DEPRECATED_DELETE = "/api/v2/registry-modules/actions/delete/{organization_name}
 def delete_name_deprecated(ctx: Ctx, organization_name: str, name: str):
     """Every module of that name in the organization: the private one and, on the hosted
     edition, curated public ones (go-tfe cleans public modules up this way)."""
-    _remove_webhooks(service.delete_name_deprecated(ctx.user, organization_name, name))
+    _forget(service.delete_name_deprecated(ctx.user, organization_name, name))
     return no_content()
 
 

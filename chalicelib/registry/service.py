@@ -9,16 +9,18 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 from urllib.parse import urlsplit
 
 from chalicelib.accounts import service as accounts
+from chalicelib.core import tagbindings
 from chalicelib.core.auth import Principal
 from chalicelib.core.errors import Conflict, Forbidden, NotFound, Unprocessable
 from chalicelib.core.ids import new_id, now
 from chalicelib.core.settings import get_settings
+from chalicelib.core.tagbindings import Binding
 from chalicelib.registry import objects, queue, semver, store
 from chalicelib.registry.statuses import (
     DeprecationStatus,
@@ -242,9 +244,12 @@ def update_module(
     no_code: bool | None,
     tests_enabled: bool | None,
     plan: Callable[[ModuleModel], ModuleChange] | None = None,
+    tag_bindings: Sequence[Binding] | None = None,
 ) -> tuple[ModuleModel, accounts.OrgAccess]:
     """Everything is validated before anything is written (``plan`` validates its part and
-    writes nothing), then one conditional update."""
+    writes nothing), then one conditional update. ``tag_bindings`` (already validated):
+    the module's new set, replacing the old one (kept keys keep their ids); None leaves it.
+    A curated public module (hosted edition) is updated the same way."""
     module, rights = get_module(principal, ref)
     require_rights(rights, "updating a module", owner=True)
     actions = [ModuleModel.updated_at.set(now())]
@@ -253,6 +258,9 @@ def update_module(
         actions += change.actions
     if no_code is not None:
         actions.append(ModuleModel.no_code.set(no_code))
+    if tag_bindings is not None:
+        replaced = tagbindings.replace(module.tag_bindings or [], tag_bindings)
+        actions.append(ModuleModel.tag_bindings.set(replaced))
     if tests_enabled is not None:
         config = module.test_config or {"id": new_id("tc")}
         actions.append(ModuleModel.test_config.set({**config, "tests-enabled": tests_enabled}))

@@ -29,6 +29,7 @@ from pynamodb.transactions import TransactWrite
 
 from chalicelib.core import db
 from chalicelib.core.ids import iso
+from chalicelib.core.tagbindings import TagBindingsAttribute
 from chalicelib.registry.statuses import ModuleStatus, VersionStatus
 
 log = logging.getLogger("registry.store")
@@ -87,6 +88,12 @@ class ModuleModel(db.Model):
     webhook_secret = JSONAttribute(null=True)
     webhook_registration = JSONAttribute(null=True)
     vcs_sync = JSONAttribute(null=True)
+    # Key/value tag bindings (chalicelib.core.tagbindings), replaced by the module's PATCH.
+    tag_bindings = TagBindingsAttribute()
+    # The module's no-code module (chalicelib.registry.nocode): set and cleared only in the
+    # transactions that create and delete it, which is what keeps it to one per module; reads
+    # of the module render the ``no-code-modules`` relationship from it without another read.
+    no_code_module_id = UnicodeAttribute(null=True)
     created_at = UTCDateTimeAttribute()
     updated_at = UTCDateTimeAttribute()
     by_id = ModuleById()

@@ -1,18 +1,30 @@
 """JSON:API rendering of workspaces (what go-tfe decodes: list items equal the read
-response). The permissions block reflects the caller's rights on the organization."""
+response). The permissions block reflects the caller's rights on the organization.
+
+``project``, ``tag-bindings`` and ``effective-tag-bindings`` are relationships, as in TFE: the
+bindings are links to their lists (with identifiers when ``?include=`` asks for them)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from chalicelib.accounts.service import OrgAccess
+from chalicelib.core import tagbindings
 from chalicelib.core.ids import iso
 from chalicelib.core.jsonapi import resource, to_one
 from chalicelib.workspaces.store import WorkspaceModel, tag_entries
 
 
-def render_workspace(workspace: WorkspaceModel, rights: OrgAccess) -> dict[str, Any]:
+def render_workspace(
+    workspace: WorkspaceModel,
+    rights: OrgAccess,
+    project_id: str | None = None,
+    effective: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """``project_id``: its project's (see ``service.projects_of``); ``effective``: its
+    effective bindings when they are included."""
     manage = rights.manage_workspaces
+    path = f"/api/v2/workspaces/{workspace.id}"
     attributes: dict[str, Any] = {
         "name": workspace.name,
         "description": workspace.description,
@@ -82,6 +94,11 @@ def render_workspace(workspace: WorkspaceModel, rights: OrgAccess) -> dict[str, 
         relationships={
             "organization": to_one("organizations", workspace.organization),
             "tags": {"data": [{"id": i, "type": "tags"} for i, _ in tag_entries(workspace)]},
+            "project": to_one("projects", project_id),
+            "tag-bindings": tagbindings.relationship(path + "/tag-bindings"),
+            "effective-tag-bindings": tagbindings.effective_relationship(
+                path + "/effective-tag-bindings", effective
+            ),
         },
         links={
             "self": f"/api/v2/organizations/{workspace.organization}/workspaces/{workspace.name}",

@@ -5,6 +5,11 @@ conditional writes themselves are in store.py).
 Reading a workspace needs read access to its organization; creating, changing, deleting and
 tagging one needs ``manage-workspaces`` (owners and site admins have it). Otherwise 404.
 
+Every workspace belongs to a project of its organization (the default project unless the
+request names one, ``relationships.project``); moving it needs ``manage-workspaces`` too. Its
+key/value tag bindings are its own plus, effectively, its project's (its own value wins on a
+key both have); ``filter[tagged]`` on the list matches those effective bindings.
+
 The functions here return ``WorkspaceModel`` items; other rooms name that type through this
 module (``workspaces.WorkspaceModel``) rather than importing workspaces/store.py.
 """
@@ -12,17 +17,24 @@ module (``workspaces.WorkspaceModel``) rather than importing workspaces/store.py
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from chalicelib.accounts import service as accounts
+from chalicelib.core import tagbindings
 from chalicelib.core.auth import Principal
 from chalicelib.core.errors import Conflict, NotFound, Unprocessable
 from chalicelib.core.ids import new_id, now
+from chalicelib.core.tagbindings import Binding, Source, TagBindingAttribute
+from chalicelib.projects import service as projects
 from chalicelib.workspaces import store
 from chalicelib.workspaces.store import WorkspaceModel, WorkspaceNameModel
 
 NAME = re.compile(r"^[A-Za-z0-9_-]{1,90}$")
+PROJECT_POINTER = "/data/relationships/project/data/id"
+# Optimistic read-modify-write (PATCH …/tag-bindings) gives up after this many collisions.
+MERGE_ATTEMPTS = 5
 EXECUTION_MODES = ("remote", "local")
 MAX_TEXT = 255
 
@@ -168,10 +180,27 @@ def require_manage(principal: Principal, organization: str) -> accounts.OrgAcces
 def list_workspaces(
     principal: Principal, organization: str, query: dict[str, str]
 ) -> tuple[list[WorkspaceModel], accounts.OrgAccess]:
+    """``search[name]``, ``search[tags]`` / ``search[exclude-tags]`` (organization tags),
+    ``filter[project][id]`` and ``filter[tagged][i][key|value]`` (effective bindings)."""
     rights = accounts.organization_access(principal, organization)
+    tagged = tagbindings.tagged_filters(query)
     items = [w for w in WorkspaceModel.by_organization.query(organization) if not w.deleting]
     if needle := (query.get("search[name]") or "").lower():
         items = [w for w in items if needle in w.name.lower()]
+    if project_id := query.get("filter[project][id]"):
+        of = projects_of(items)
+        items = [w for w in items if of.get(w.id) == project_id]
+    if tagged:
+        of = projects_of(items)
+        inherited = projects.bindings_of(set(of.values()) - {None})
+        items = [
+            w
+            for w in items
+            if tagbindings.satisfies(
+                tagbindings.effective(w.tag_bindings or [], inherited.get(of[w.id] or "", [])),
+                tagged,
+            )
+        ]
     wanted = _names(query.get("search[tags]"))
     unwanted = _names(query.get("search[exclude-tags]"))
     if wanted or unwanted:
@@ -187,6 +216,36 @@ def _names(raw: str | None) -> set[str]:
     return {part.strip() for part in (raw or "").split(",") if part.strip()}
 
 
+def projects_of(workspaces: Iterable[WorkspaceModel]) -> dict[str, str | None]:
+    """Workspace id -> the id of its project. Workspaces created before projects existed
+    belong to their organization's default project (looked up once per organization)."""
+    defaults: dict[str, str | None] = {}
+    out: dict[str, str | None] = {}
+    for w in workspaces:
+        if w.project_id:
+            out[w.id] = w.project_id
+            continue
+        if w.organization not in defaults:
+            defaults[w.organization] = projects.default_id(w.organization)
+        out[w.id] = defaults[w.organization]
+    return out
+
+
+def effective_bindings(
+    workspaces: Sequence[WorkspaceModel], project_ids: dict[str, str | None]
+) -> dict[str, tuple[list[TagBindingAttribute], list[TagBindingAttribute], Source | None]]:
+    """Workspace id -> (its own bindings, its project's, where those come from), for
+    ``tagbindings.render_effective``; ``project_ids`` from ``projects_of``."""
+    inherited = projects.bindings_of({pid for pid in project_ids.values() if pid})
+    out: dict[str, tuple[list[TagBindingAttribute], list[TagBindingAttribute], Source | None]]
+    out = {}
+    for w in workspaces:
+        pid = project_ids.get(w.id)
+        source = Source("projects", pid, f"/api/v2/projects/{pid}") if pid else None
+        out[w.id] = (list(w.tag_bindings or []), inherited.get(pid, []) if pid else [], source)
+    return out
+
+
 def workspaces_by_ids(ids: list[str]) -> dict[str, WorkspaceModel]:
     found = WorkspaceModel.batch_get(list(dict.fromkeys(ids)), consistent_read=True)
     return {w.id: w for w in found if not w.deleting}
@@ -199,15 +258,44 @@ def _name_taken() -> Unprocessable:
     return Unprocessable("name has already been taken", pointer="/data/attributes/name")
 
 
+def _project_missing(project_id: str) -> Unprocessable:
+    return Unprocessable(
+        f"project {project_id} not found in the workspace's organization", pointer=PROJECT_POINTER
+    )
+
+
+def _project_in(organization: str, project_id: str) -> str:
+    if projects.find_in_organization(project_id, organization) is None:
+        raise _project_missing(project_id)
+    return project_id
+
+
 def create_workspace(
-    principal: Principal, organization: str, name: Any, settings: dict[str, Any]
+    principal: Principal,
+    organization: str,
+    name: Any,
+    settings: dict[str, Any],
+    project_id: str | None = None,
+    bindings: Sequence[Binding] | None = None,
 ) -> WorkspaceModel:
+    """``project_id``: the project to create it in (default: the organization's default
+    project); ``bindings``: its own tag bindings."""
     require_manage(principal, organization)
     name = validate_name(name)
     values = clean_settings(settings)
+    if project_id is not None:
+        project_id = _project_in(organization, project_id)
+    else:
+        project_id = projects.ensure_default(organization).id
     moment = now()
     workspace = WorkspaceModel(
-        new_id("ws"), organization=organization, name=name, created_at=moment, updated_at=moment
+        new_id("ws"),
+        organization=organization,
+        name=name,
+        project_id=project_id,
+        tag_bindings=tagbindings.replace([], bindings or []),
+        created_at=moment,
+        updated_at=moment,
     )
     for key, value in values.items():
         setattr(workspace, key, value)
@@ -215,27 +303,80 @@ def create_workspace(
         store.insert(workspace)
     except store.NameTaken:
         raise _name_taken() from None
+    except store.ProjectGone:
+        raise _project_missing(project_id) from None
     return workspace
 
 
 def update_workspace(
-    principal: Principal, ref: WorkspaceRef, new_name: Any, settings: dict[str, Any]
+    principal: Principal,
+    ref: WorkspaceRef,
+    new_name: Any,
+    settings: dict[str, Any],
+    project_id: str | None = None,
+    bindings: Sequence[Binding] | None = None,
 ) -> WorkspaceModel:
+    """``project_id``: move it there (None: stays); ``bindings``: its new own set (replaces;
+    None: unchanged). Everything is checked before anything is written."""
     workspace, _ = manageable(principal, ref)
     values = {**clean_settings(settings), "updated_at": now()}
     if new_name is not None:
         new_name = validate_name(new_name)
-    if new_name is None or new_name == workspace.name:
+    if bindings is not None:
+        values["tag_bindings"] = tagbindings.replace(workspace.tag_bindings or [], bindings)
+    if project_id is not None:
+        project_id = _project_in(workspace.organization, project_id)
+        if project_id == workspace.project_id:
+            project_id = None  # already there
+    if new_name == workspace.name:
+        new_name = None
+    if new_name is None and project_id is None:
         if not store.update(workspace, values):
             raise NotFound(f"workspace {ref.describe()} not found")
         return workspace
     try:
-        renamed = store.rename(workspace, new_name, values)
+        changed = store.change(workspace, values, new_name=new_name, new_project=project_id)
     except store.NameTaken:
         raise _name_taken() from None
-    if not renamed:
+    except store.ProjectGone:
+        raise _project_missing(str(project_id)) from None
+    if not changed:
         raise Conflict("the workspace changed concurrently; try again")
     return _get(workspace.id) or workspace
+
+
+def add_bindings(
+    principal: Principal, ref: WorkspaceRef, added: Sequence[Binding]
+) -> list[TagBindingAttribute]:
+    """``PATCH …/tag-bindings``: add or update the workspace's own, never remove; the
+    resulting set."""
+    for _ in range(MERGE_ATTEMPTS):
+        workspace, _ = manageable(principal, ref)
+        merged = tagbindings.merge(workspace.tag_bindings or [], added)
+        values = {"tag_bindings": merged, "updated_at": now()}
+        if store.update(workspace, values, expected=workspace.updated_at):
+            return merged
+    raise Conflict("the workspace's tag bindings changed concurrently; try again")
+
+
+def move_to_project(principal: Principal, project_id: str, workspace_ids: list[str]) -> None:
+    """``POST /projects/:id/relationships/workspaces``: move every workspace named into the
+    project. The project must exist and the caller manage workspaces in its organization
+    (else 404); every workspace is checked (422 naming it) before any moves."""
+    project = projects.get_many([project_id]).get(project_id)
+    rights = accounts.access(principal, project.organization) if project else None
+    if project is None or rights is None or not rights.manage_workspaces:
+        raise NotFound(f"project {project_id} not found, or your token lacks manage-workspaces")
+    found = workspaces_by_ids(workspace_ids) if workspace_ids else {}
+    for index, workspace_id in enumerate(workspace_ids):
+        workspace = found.get(workspace_id)
+        if workspace is None or workspace.organization != project.organization:
+            raise Unprocessable(
+                f"workspace {workspace_id} not found in the project's organization",
+                pointer=f"/data/{index}/id",
+            )
+    for workspace_id in dict.fromkeys(workspace_ids):
+        update_workspace(principal, WorkspaceRef(id=workspace_id), None, {}, project_id)
 
 
 def all_in_organization(organization: str) -> list[WorkspaceModel]:

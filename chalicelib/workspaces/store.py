@@ -9,6 +9,12 @@ without reading an index. Listing an organization's workspaces is one Query on t
 ``tags`` maps tag id -> ``{"name": ..., "seq": ...}`` (``seq`` = insertion order). It is
 changed only in the transactions that also write the tag relationship item and the tag's
 ``instance-count`` (see chalicelib/tags/store.py), so it never disagrees with them.
+
+``project_id`` is the project the workspace belongs to; it is set, and changed, only in the
+transactions that also count the workspace in that project (``projects.tx_add_workspace`` /
+``tx_remove_workspace``). Workspaces created before projects existed have none: they belong
+to the organization's default project without being counted in it. ``tag_bindings`` are the
+workspace's own key/value tags (chalicelib/core/tagbindings.py).
 """
 
 from __future__ import annotations
@@ -30,6 +36,8 @@ from pynamodb.indexes import AllProjection, GlobalSecondaryIndex
 from pynamodb.transactions import TransactWrite
 
 from chalicelib.core import db
+from chalicelib.core.tagbindings import TagBindingsAttribute
+from chalicelib.projects import service as projects
 
 
 class WorkspacesByOrganization(GlobalSecondaryIndex):
@@ -66,6 +74,8 @@ class WorkspaceModel(db.Model):
     trigger_patterns = ListAttribute(of=UnicodeAttribute, default=list)
     locked = BooleanAttribute(default=False)
     tags = MapAttribute(default=dict)
+    project_id = UnicodeAttribute(null=True)
+    tag_bindings = TagBindingsAttribute()
     # Set while the workspace is being deleted: no tag can be added from then on.
     deleting = BooleanAttribute(null=True)
     created_at = UTCDateTimeAttribute()
@@ -98,6 +108,10 @@ class NameTaken(Exception):
     """Another workspace of the organization holds the name."""
 
 
+class ProjectGone(Exception):
+    """The project the workspace was to go to does not exist (any more) in its organization."""
+
+
 def _alive() -> Condition:
     """The condition of every change to a workspace but deleting it: exists, not fenced."""
     return WorkspaceModel.id.exists() & WorkspaceModel.deleting.does_not_exist()
@@ -108,9 +122,11 @@ def _set(values: dict[str, Any]) -> list[Action]:
 
 
 def insert(workspace: WorkspaceModel) -> None:
-    """Claim the workspace's name and put the workspace, in one transaction.
+    """Claim the workspace's name, put the workspace and count it in its project, in one
+    transaction.
 
-    Raises NameTaken when the name is claimed already."""
+    Raises NameTaken when the name is claimed already, ProjectGone when the project does not
+    exist in the workspace's organization."""
     organization, name = workspace.organization, workspace.name
     try:
         with TransactWrite(connection=db.connection()) as tx:
@@ -119,17 +135,26 @@ def insert(workspace: WorkspaceModel) -> None:
                 condition=WorkspaceNameModel.name.does_not_exist(),
             )
             tx.save(workspace, condition=WorkspaceModel.id.does_not_exist())
-    except TransactWriteError as exc:  # sent as: put claim, put workspace
-        if db.cancellation_codes(exc)[:1] == [db.TRANSACTION_CONDITION_FAILED]:
+            if workspace.project_id:
+                projects.tx_add_workspace(tx, workspace.project_id, organization)
+    except TransactWriteError as exc:  # sent as: put claim, put workspace, update project
+        codes = db.cancellation_codes(exc)
+        if codes[:1] == [db.TRANSACTION_CONDITION_FAILED]:
             raise NameTaken(name) from None
+        if codes[2:3] == [db.TRANSACTION_CONDITION_FAILED]:
+            raise ProjectGone(workspace.project_id) from None
         raise
 
 
-def update(workspace: WorkspaceModel, values: dict[str, Any]) -> bool:
+def update(workspace: WorkspaceModel, values: dict[str, Any], *, expected: Any = None) -> bool:
     """Set ``values`` (attribute name -> value) on the workspace, refreshed in place. False
-    when it is gone or being deleted."""
+    when it is gone or being deleted, or (``expected``: the ``updated_at`` the caller read,
+    an optimistic lock for read-modify-write changes) changed since."""
+    condition = _alive()
+    if expected is not None:
+        condition &= WorkspaceModel.updated_at == expected
     try:
-        workspace.update(actions=_set(values), condition=_alive())
+        workspace.update(actions=_set(values), condition=condition)
     except UpdateError as exc:
         if db.conditional_failure(exc):
             return False
@@ -137,30 +162,64 @@ def update(workspace: WorkspaceModel, values: dict[str, Any]) -> bool:
     return True
 
 
-def rename(workspace: WorkspaceModel, new_name: str, values: dict[str, Any]) -> bool:
-    """Move the workspace to ``new_name`` (claim it, release the old claim) and set
-    ``values``, in one transaction; ``workspace`` itself is not refreshed.
+def change(
+    workspace: WorkspaceModel,
+    values: dict[str, Any],
+    *,
+    new_name: str | None = None,
+    new_project: str | None = None,
+) -> bool:
+    """Set ``values`` and rename the workspace (claim ``new_name``, release the old claim)
+    and/or move it to ``new_project`` (count it there, no longer in its old project), all in
+    one transaction; ``workspace`` itself is not refreshed.
 
-    Raises NameTaken when the new name is claimed already; False when the workspace changed
-    meanwhile (gone, being deleted, or renamed by someone else)."""
-    old = workspace.name
-    actions = [*_set(values), WorkspaceModel.name.set(new_name)]
+    Raises NameTaken when the new name is claimed already, ProjectGone when the new project
+    does not exist in the organization; False when the workspace changed meanwhile (gone,
+    being deleted, renamed or moved by someone else)."""
+    organization, old_name, old_project = (
+        workspace.organization,
+        workspace.name,
+        workspace.project_id,
+    )
+    actions = _set(values)
+    condition = _alive() & (WorkspaceModel.name == old_name)
+    if new_name is not None:
+        actions.append(WorkspaceModel.name.set(new_name))
+    if new_project is not None:
+        actions.append(WorkspaceModel.project_id.set(new_project))
+        condition &= (
+            WorkspaceModel.project_id == old_project
+            if old_project
+            else WorkspaceModel.project_id.does_not_exist()
+        )
     try:
         with TransactWrite(connection=db.connection()) as tx:
-            tx.save(
-                WorkspaceNameModel(workspace.organization, new_name, workspace_id=workspace.id),
-                condition=WorkspaceNameModel.name.does_not_exist(),
-            )
-            tx.delete(
-                WorkspaceNameModel(workspace.organization, old),
-                condition=WorkspaceNameModel.workspace_id == workspace.id,
-            )
-            tx.update(workspace, actions=actions, condition=_alive() & (WorkspaceModel.name == old))
+            if new_name is not None:
+                tx.save(
+                    WorkspaceNameModel(organization, new_name, workspace_id=workspace.id),
+                    condition=WorkspaceNameModel.name.does_not_exist(),
+                )
+                tx.delete(
+                    WorkspaceNameModel(organization, old_name),
+                    condition=WorkspaceNameModel.workspace_id == workspace.id,
+                )
+            tx.update(workspace, actions=actions, condition=condition)
+            if new_project is not None:
+                if old_project:
+                    projects.tx_remove_workspace(tx, old_project)
+                projects.tx_add_workspace(tx, new_project, organization)
     except TransactWriteError as exc:
-        codes = db.cancellation_codes(exc)  # sent as: delete old claim, put new claim, update
-        if codes[1:2] == [db.TRANSACTION_CONDITION_FAILED]:
+        # sent as: [delete old claim], [put new claim], update workspace, [old project],
+        # [new project]
+        codes = db.cancellation_codes(exc)
+        failed = db.TRANSACTION_CONDITION_FAILED
+        if new_name is not None and codes[1:2] == [failed]:
             raise NameTaken(new_name) from None
-        if db.TRANSACTION_CONDITION_FAILED in codes:
+        if new_project is not None and codes[-1:] == [failed]:
+            workspace_at = 2 if new_name is not None else 0
+            if codes[workspace_at] != failed:
+                raise ProjectGone(new_project) from None
+        if failed in codes:
             return False
         raise
     return True
@@ -180,13 +239,27 @@ def fence(workspace: WorkspaceModel) -> bool:
 
 
 def delete(workspace: WorkspaceModel) -> None:
-    """Delete the workspace and release its name (if the claim is still its own)."""
+    """Delete the workspace, release its name (if the claim is still its own) and count it
+    out of its project. A project already gone (an interrupted organization delete) is left
+    out rather than keeping the workspace."""
+    project_id = workspace.project_id
+    try:
+        _delete(workspace, project_id)
+    except TransactWriteError as exc:  # sent as: delete workspace, delete claim, project
+        if not project_id or db.cancellation_codes(exc)[2:3] != [db.TRANSACTION_CONDITION_FAILED]:
+            raise
+        _delete(workspace, None)
+
+
+def _delete(workspace: WorkspaceModel, project_id: str | None) -> None:
     with TransactWrite(connection=db.connection()) as tx:
         tx.delete(workspace)
         tx.delete(
             WorkspaceNameModel(workspace.organization, workspace.name),
             condition=WorkspaceNameModel.workspace_id == workspace.id,
         )
+        if project_id:
+            projects.tx_remove_workspace(tx, project_id)
 
 
 # ----- the workspace side of tag transactions (built by chalicelib/tags/store.py) -----------

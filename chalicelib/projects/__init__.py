@@ -1,0 +1,1 @@
+"""Projects: as much of TFE's project resource as tag bindings and the clients need."""
