@@ -30,8 +30,16 @@ format: $(STAMP)
 	$(PY) -m ruff format .
 	$(PY) -m ruff check --fix .
 
+# The web UI's browser tests drive Debian's chromium (never a browser build downloaded by
+# `playwright install`): installed here when missing (CI runs as root; sudo otherwise).
+.PHONY: browser
+browser:
+	@command -v chromium >/dev/null || { \
+		if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
+		$$SUDO apt-get update && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y chromium; }
+
 # Lint, package (template + cfn-lint), then the suite, whose summary closes the output.
-test: lint
+test: lint browser
 	$(MAKE) package
 	$(PY) -m pytest
 

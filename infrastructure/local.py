@@ -147,6 +147,11 @@ def _request_handler() -> Any:
         disable_nagle_algorithm = True
 
         def _send_error_response(self, error: Any) -> None:
+            if isinstance(error, ForbiddenError) and self.path.startswith("/app/"):
+                from chalicelib.web.view import HTML, unknown_page_html
+
+                self._send_http_response(404, {"Content-Type": HTML}, unknown_page_html())
+                return
             if isinstance(error, ForbiddenError):
                 body = error_document(NotFound(f"no route for {self.command} {self.path}"))
                 import json
@@ -254,6 +259,7 @@ def main() -> int:
     signal.signal(signal.SIGTERM, stop)
     settings = get_settings()
     print(f"Registry ({settings.edition}) listening on http://127.0.0.1:{port}", flush=True)
+    print(f"  web UI: http://127.0.0.1:{port}/ (sign in with the token below)", flush=True)
     print(
         f"  moto (S3, DynamoDB, SQS, KMS) on {os.environ['AWS_ENDPOINT_URL']}"
         " (SigV4-signed requests only)",

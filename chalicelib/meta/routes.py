@@ -30,6 +30,15 @@ DISCOVERY = {
     "tfe.v2": "/api/v2/",
     "tfe.v2.1": "/api/v2/",
     "tfe.v2.2": "/api/v2/",
+    # terraform login (chalicelib/web/oauth.py, whose LOGIN_V1 must stay equal to this): an
+    # OAuth authorization-code grant with PKCE; the CLI resolves the paths against this URL.
+    "login.v1": {
+        "client": "terraform-cli",
+        "grant_types": ["authz_code"],
+        "authz": "/app/oauth/authorize",
+        "token": "/oauth/token",
+        "ports": [10000, 10010],
+    },
 }
 
 
@@ -72,7 +81,14 @@ def ping(ctx: Ctx) -> Response:
     bp,
     "/.well-known/terraform.json",
     public=True,
-    success=Reply(200, {"type": "object", "additionalProperties": {"type": "string"}}),
+    success=Reply(
+        200,
+        {
+            "type": "object",
+            "properties": {"login.v1": {"type": "object"}},
+            "additionalProperties": {"type": "string"},
+        },
+    ),
     summary="Service discovery: where the registry protocol and the API are",
 )
 def discovery(ctx: Ctx) -> Response:

@@ -1,0 +1,343 @@
+"""What each page shows, gathered through the domains' services (never their tables).
+
+Permissions are the services' own: a page asks the same service call the API does with the
+same ``Principal``, so what a session may read is exactly what its token may read, and an
+unreadable organization or module is the same 404.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from datetime import datetime
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any
+
+from chalicelib.accounts import service as accounts
+from chalicelib.core.auth import Principal
+from chalicelib.core.errors import BadRequest, NotFound
+from chalicelib.registry import objects, semver
+from chalicelib.registry import service as registry
+from chalicelib.registry.statuses import DeprecationStatus, VersionStatus
+from chalicelib.web import markdown
+
+if TYPE_CHECKING:  # the registry's records, read only through its service
+    from chalicelib.registry.store import ModuleModel, ModuleVersionModel
+
+PAGE_SIZE = 20
+MAX_QUERY_LENGTH = 100
+FAILED = {
+    VersionStatus.INGRESS_FAILED,
+    VersionStatus.CLONE_FAILED,
+    VersionStatus.INGRESS_REQUEST_FAILED,
+}
+STATUS_LABELS = {
+    "ok": "OK",
+    "pending": "Pending",
+    "cloning": "Cloning",
+    "clone_failed": "Clone failed",
+    "reg_ingress_req_failed": "Ingest request failed",
+    "reg_ingressing": "Ingesting",
+    "reg_ingress_failed": "Ingest failed",
+    "setup_complete": "Published",
+    "no_version_tags": "No version tags",
+    "setup_failed": "Setup failed",
+}
+
+
+def status_label(status: str | None) -> str:
+    return STATUS_LABELS.get(status or "", status or "unknown")
+
+
+def module_path(module: ModuleModel, version: str | None = None) -> str:
+    """The module page's URL: the module's address under the organization, as in TFE."""
+    path = (
+        f"/app/{module.organization}/registry/modules/{module.registry_name}/"
+        f"{module.namespace}/{module.name}/{module.provider}"
+    )
+    return f"{path}/{version}" if version else path
+
+
+@lru_cache(maxsize=256)
+def _metadata(key: str) -> dict[str, Any]:
+    """A version's parsed metadata (immutable once ingested: a new upload gets a new key)."""
+    return objects.get_metadata(key)
+
+
+def metadata(version: ModuleVersionModel) -> dict[str, Any]:
+    if version.status != VersionStatus.OK or not version.metadata_key:
+        return {}
+    return _metadata(version.metadata_key)
+
+
+def _order(text: str) -> tuple[int, str]:
+    try:
+        return (1, semver.parse(text).order_key)
+    except semver.InvalidVersion:
+        return (0, text)
+
+
+def latest_ok(statuses: dict[str, dict[str, Any]]) -> str | None:
+    """The highest ok version that is not a pre-release (else the highest ok one)."""
+    ok = [v for v, entry in statuses.items() if entry.get("status") == VersionStatus.OK]
+    releases = [v for v in ok if "-" not in v.split("+")[0]]
+    pool = releases or ok
+    return max(pool, key=_order) if pool else None
+
+
+# ----- organizations ----------------------------------------------------------------------
+
+
+def organizations(principal: Principal) -> list[dict[str, Any]]:
+    return [
+        {"name": org.name, "email": getattr(org, "email", None)}
+        for org in sorted(accounts.list_organizations(principal), key=lambda o: o.name)
+    ]
+
+
+# ----- the module list --------------------------------------------------------------------
+
+
+@dataclass
+class ModuleRow:
+    name: str
+    namespace: str
+    provider: str
+    registry: str
+    url: str
+    status: str
+    status_label: str
+    latest: str | None
+    description: str
+    updated_at: datetime
+    failure: str | None = None  # "1.2.0: <reason>" for the newest version whose ingest failed
+
+
+@dataclass
+class ModuleList:
+    organization: str
+    q: str
+    provider: str
+    providers: list[str]
+    rows: list[ModuleRow]
+    total: int
+    page: int
+    pages: int
+    filters: dict[str, str] = field(default_factory=dict)
+
+
+def page_number(raw: str | None) -> int:
+    """``?page=``: a positive integer (400 otherwise)."""
+    if raw is None or raw == "":
+        return 1
+    if not raw.isdigit() or int(raw) < 1 or len(raw) > 6:
+        raise BadRequest(f"page must be a positive whole number, not {raw[:20]!r}")
+    return int(raw)
+
+
+def _row(module: ModuleModel) -> ModuleRow:
+    statuses = module.statuses()
+    latest = latest_ok(statuses)
+    failed = [v for v, entry in statuses.items() if entry.get("status") in FAILED]
+    failure = None
+    if failed:
+        newest = max(failed, key=_order)
+        failure = (
+            f"{newest}: {statuses[newest].get('error') or status_label(statuses[newest]['status'])}"
+        )
+    description = ""
+    if latest:
+        try:
+            # One GetItem on the module's partition (the service's own lookup by version).
+            version = registry._version(module, latest)
+            description = markdown.summary((metadata(version).get("root") or {}).get("readme"))
+        except NotFound:
+            pass
+    return ModuleRow(
+        name=module.name,
+        namespace=module.namespace,
+        provider=module.provider,
+        registry=module.registry_name,
+        url=module_path(module),
+        status=module.status,
+        status_label=status_label(module.status),
+        latest=latest,
+        description=description,
+        updated_at=module.updated_at,
+        failure=failure,
+    )
+
+
+def module_list(
+    principal: Principal, organization: str, q: str, provider: str, page: int
+) -> ModuleList:
+    if len(q) > MAX_QUERY_LENGTH:
+        raise BadRequest(f"the search is limited to {MAX_QUERY_LENGTH} characters")
+    everything, _ = registry.list_modules(principal, organization, None, {})
+    providers = sorted({m.provider for m in everything})
+    matching = everything
+    if q or provider:
+        filters = {"provider": provider} if provider else {}
+        matching, _ = registry.list_modules(principal, organization, q or None, filters)
+    matching = sorted(matching, key=lambda m: (m.name, m.provider, m.namespace, m.registry_name))
+    pages = max(1, math.ceil(len(matching) / PAGE_SIZE))
+    if page > pages:
+        raise NotFound(f"page {page} not found: there are {pages}")
+    shown = matching[(page - 1) * PAGE_SIZE : page * PAGE_SIZE]
+    return ModuleList(
+        organization=organization,
+        q=q,
+        provider=provider,
+        providers=providers,
+        rows=[_row(m) for m in shown],
+        total=len(matching),
+        page=page,
+        pages=pages,
+        filters={k: v for k, v in (("q", q), ("provider", provider)) if v},
+    )
+
+
+# ----- the module page --------------------------------------------------------------------
+
+
+@dataclass
+class VersionEntry:
+    version: str
+    status: str
+    status_label: str
+    error: str | None
+    deprecated: bool
+    revoked: bool
+    deprecation: dict[str, Any] | None
+    revocation: dict[str, Any] | None
+    created_at: datetime
+    url: str
+
+    @property
+    def marks(self) -> str:
+        """What the version selector says beside the number."""
+        notes = []
+        if self.revoked:
+            notes.append("revoked")
+        elif self.deprecated:
+            notes.append("deprecated")
+        if self.status != VersionStatus.OK:
+            notes.append(self.status_label.lower())
+        return f" ({', '.join(notes)})" if notes else ""
+
+
+@dataclass
+class ModulePage:
+    module: ModuleModel
+    versions: list[VersionEntry]
+    selected: VersionEntry | None
+    sha256: str | None
+    metadata: dict[str, Any]
+    readme_html: str
+    source: str
+    constraint: str
+    snippet: str
+    vcs: dict[str, Any] | None
+    submodules: list[dict[str, Any]]
+    examples: list[dict[str, Any]]
+    url: str
+
+
+def _entry(module: ModuleModel, version: ModuleVersionModel) -> VersionEntry:
+    deprecation = version.deprecation or None
+    revocation = version.revocation or None
+    return VersionEntry(
+        version=version.version,
+        status=version.status,
+        status_label=status_label(version.status),
+        error=version.error,
+        deprecated=bool(deprecation)
+        and deprecation.get("deprecated-status") == DeprecationStatus.DEPRECATED,
+        revoked=registry.is_revoked(revocation),
+        deprecation=deprecation,
+        revocation=revocation if revocation else None,
+        created_at=version.created_at,
+        url=module_path(module, version.version),
+    )
+
+
+def _default_version(versions: list[ModuleVersionModel]) -> ModuleVersionModel | None:
+    ok = [v for v in versions if v.status == VersionStatus.OK]
+    releases = [v for v in ok if not semver.parse(v.version).is_prerelease]
+    pool = releases or ok or versions
+    return max(pool, key=lambda v: v.order_key) if pool else None
+
+
+def constraint_for(version: str) -> str:
+    """A sensible ``version`` argument: ``~> MAJOR.MINOR`` (this minor and later ones of
+    the same major), or the exact version for a pre-release (Terraform only picks a
+    pre-release when pinned exactly)."""
+    parsed = semver.parse(version)
+    if parsed.is_prerelease:
+        return parsed.text
+    return f"~> {parsed.major}.{parsed.minor}"
+
+
+def source_address(module: ModuleModel, host: str) -> str:
+    if module.registry_name == "public":
+        return f"{module.namespace}/{module.name}/{module.provider}"
+    return f"{host}/{module.organization}/{module.name}/{module.provider}"
+
+
+def _directory(entry: dict[str, Any]) -> dict[str, Any]:
+    """A submodule or example, with its README rendered and its inputs required first."""
+    return {
+        **entry,
+        "readme_html": markdown.render(entry.get("readme")),
+        "inputs": sorted_inputs(entry.get("inputs") or []),
+    }
+
+
+def sorted_inputs(inputs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Required inputs first, then by name."""
+    return sorted(inputs, key=lambda i: (not i.get("required"), i.get("name") or ""))
+
+
+def module_page(
+    principal: Principal, ref: registry.ModuleRef, version: str | None, host: str
+) -> ModulePage:
+    module, _ = registry.get_module(principal, ref)
+    stored = registry.list_versions(module)
+    stored.sort(key=lambda v: v.order_key, reverse=True)
+    if version is None:
+        chosen = _default_version(stored)
+    else:
+        chosen = next((v for v in stored if v.version == version), None)
+        if chosen is None:
+            raise NotFound(f"version {version!r} of {module.name}/{module.provider} not found")
+    meta = metadata(chosen) if chosen else {}
+    root = meta.get("root") or {}
+    if root:
+        root = {**root, "inputs": sorted_inputs(root.get("inputs") or [])}
+    source = source_address(module, host)
+    constraint = constraint_for(chosen.version) if chosen else ""
+    snippet = f'module "{module.name.replace("-", "_")}" {{\n  source  = "{source}"\n'
+    snippet += f'  version = "{constraint}"\n}}\n' if constraint else "}\n"
+    vcs = None
+    if module.vcs_repo:
+        vcs = {
+            "repo": module.vcs_repo,
+            "mechanism": module.publishing_mechanism,
+            "sync": module.vcs_sync or {},
+            "webhook": module.webhook_registration or {},
+        }
+    return ModulePage(
+        module=module,
+        versions=[_entry(module, v) for v in stored],
+        selected=_entry(module, chosen) if chosen else None,
+        sha256=chosen.sha256 if chosen else None,
+        metadata={**meta, "root": root},
+        readme_html=markdown.render(root.get("readme")),
+        source=source,
+        constraint=constraint,
+        snippet=snippet,
+        vcs=vcs,
+        submodules=[_directory(d) for d in meta.get("submodules") or []],
+        examples=[_directory(d) for d in meta.get("examples") or []],
+        url=module_path(module),
+    )

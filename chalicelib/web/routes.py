@@ -1,0 +1,142 @@
+"""The web UI's pages: one short handler each (gather through ``pages``, render a template).
+
+URLs (TFE's own UI uses the same shapes): ``/`` sends the browser to the organizations or to
+the sign-in page; ``/app/sign-in``, ``/app/sign-out`` (POST), ``/app/organizations``,
+``/app/<org>/registry/modules`` (search, provider filter, pages) and the module page at the
+module's address, ``/app/<org>/registry/modules/<registry>/<namespace>/<name>/<provider>``
+and ``…/<version>``. Assets: ``/app/static/<name>.<content hash>.<ext>``.
+"""
+
+from __future__ import annotations
+
+from chalice import Blueprint, Response
+
+from chalicelib.core.errors import NotFound, Unauthorized
+from chalicelib.core.openapi import Param, Reply
+from chalicelib.registry.service import ModuleRef
+from chalicelib.web import pages, session
+from chalicelib.web.view import WebCtx, assets, error_page, page, redirect, safe_next
+
+bp = Blueprint(__name__)
+
+MODULES = "/app/{organization}/registry/modules"
+MODULE = MODULES + "/{registry}/{namespace}/{name}/{provider}"
+SEE_OTHER = (Reply(303, description="to the page asked for or the sign-in page"),)
+LIST_QUERY = (
+    Param("q", "search in name, provider and namespace"),
+    Param("provider", "only modules of this provider"),
+    Param("page", "page number (from 1)", {"type": "integer", "minimum": 1}),
+)
+
+
+@page(bp, "/", success=SEE_OTHER)
+def home(ctx: WebCtx) -> Response:
+    """The UI's front door: the organizations, or the sign-in page."""
+    return redirect("/app/organizations" if ctx.principal else "/app/sign-in", 302)
+
+
+@page(bp, "/app/sign-in", query=(Param("next", "the page to open after signing in"),))
+def sign_in_form(ctx: WebCtx) -> Response:
+    """The sign-in page: paste a user or team API token."""
+    target = safe_next(ctx.query.get("next"))
+    if ctx.principal:
+        return redirect(target)
+    return ctx.render("sign_in.html", next=target, error=None)
+
+
+@page(bp, "/app/sign-in", ("POST",), form=True, success=SEE_OTHER + (Reply(401),))
+def sign_in(ctx: WebCtx) -> Response:
+    """Sign in: the token opens a server-side session (cookie ``HttpOnly; Secure; SameSite``)."""
+    form = ctx.form()
+    target = safe_next(form.get("next"))
+    if not session.check_csrf(ctx.request, form.get(session.CSRF_FIELD)):
+        return error_page(ctx.request, 400, "The form expired: reload the page and try again.")
+    try:
+        _, secret = session.start(form.get("token") or "")
+    except Unauthorized as refused:
+        return ctx.render("sign_in.html", 401, next=target, error=refused.detail)
+    return redirect(
+        target,
+        cookies=[
+            session.set_cookie(session.COOKIE_NAME, secret, session.SESSION_SECONDS),
+            session.clear_cookie(session.CSRF_COOKIE),
+        ],
+    )
+
+
+@page(bp, "/app/sign-out", ("POST",), form=True, success=SEE_OTHER)
+def sign_out(ctx: WebCtx) -> Response:
+    """Sign out: the session ends server-side and its cookie is cleared."""
+    if ctx.principal and not session.check_csrf(ctx.request, ctx.form().get(session.CSRF_FIELD)):
+        return error_page(ctx.request, 400, "The form expired: reload the page and try again.")
+    session.end(ctx.request)
+    return redirect("/app/sign-in", cookies=[session.clear_cookie(session.COOKIE_NAME)])
+
+
+@page(bp, "/app/organizations")
+def organizations(ctx: WebCtx) -> Response:
+    """The organizations the caller can read."""
+    principal = ctx.principal_or_sign_in()
+    return ctx.render("organizations.html", organizations=pages.organizations(principal))
+
+
+@page(bp, MODULES, query=LIST_QUERY)
+def modules(ctx: WebCtx, organization: str) -> Response:
+    """An organization's modules: search, provider filter, pages."""
+    principal = ctx.principal_or_sign_in()
+    query = ctx.query
+    listing = pages.module_list(
+        principal,
+        organization,
+        (query.get("q") or "").strip(),
+        (query.get("provider") or "").strip(),
+        pages.page_number(query.get("page")),
+    )
+    return ctx.render("modules.html", listing=listing)
+
+
+@page(bp, MODULE, query=(Param("version", "open this version"),), success=None)
+def module(
+    ctx: WebCtx, organization: str, registry: str, namespace: str, name: str, provider: str
+) -> Response:
+    """A module's page at its latest version (``?version=`` opens another)."""
+    principal = ctx.principal_or_sign_in()
+    ref = ModuleRef(organization, registry, namespace, name, provider)
+    if ctx.query.get("version"):
+        found = pages.module_page(principal, ref, ctx.query["version"], ctx.host)
+        return redirect(found.selected.url if found.selected else found.url, 303)
+    return ctx.render("module.html", view=pages.module_page(principal, ref, None, ctx.host))
+
+
+@page(bp, MODULE + "/{version}")
+def module_version(
+    ctx: WebCtx,
+    organization: str,
+    registry: str,
+    namespace: str,
+    name: str,
+    provider: str,
+    version: str,
+) -> Response:
+    """A module's page at one version."""
+    principal = ctx.principal_or_sign_in()
+    ref = ModuleRef(organization, registry, namespace, name, provider)
+    return ctx.render("module.html", view=pages.module_page(principal, ref, version, ctx.host))
+
+
+@page(bp, "/app/static/{asset}", success=(Reply(200, schema={"type": "string"}),))
+def static_asset(ctx: WebCtx, asset: str) -> Response:
+    """A stylesheet or script; its name carries its content hash, so it is cached for good."""
+    found = assets().get(asset)
+    if found is None:
+        raise NotFound(f"no asset {asset!r}")
+    content_type, data = found
+    return Response(
+        body=data.decode("utf-8"),
+        status_code=200,
+        headers={
+            "Content-Type": content_type,
+            "Cache-Control": "public, max-age=31536000, immutable",
+            "X-Content-Type-Options": "nosniff",
+        },
+    )

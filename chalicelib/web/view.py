@@ -1,0 +1,304 @@
+"""The web room's own route wrapper: HTML pages instead of JSON:API documents.
+
+``page(bp, path, methods)`` registers ``handler(ctx, **params) -> Response`` and turns every
+error into the error page with the right status: a missing or unreadable resource is 404 (the
+API's rule: a caller without permission sees "not found"), a bad query value 400, and
+anything unexpected a 500 (logged), never a traceback. Pages that need a signed-in caller
+call ``ctx.principal_or_sign_in()``: without a session the browser is sent to the sign-in
+page and back afterwards.
+
+Every page carries a strict Content-Security-Policy (no inline script, nothing from another
+origin except ``https`` images in READMEs), ``X-Content-Type-Options``,
+``Referrer-Policy`` and ``Cache-Control: no-store`` (pages show private data); assets under
+``/app/static/`` have a content hash in their name and are cached for a year.
+
+Each registration is recorded for the OpenAPI document (tag ``web``, ``text/html``
+responses, no bearer token: the UI signs in with a session cookie).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import mimetypes
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, quote
+
+from chalice import Blueprint, Response
+from jinja2 import Environment, FileSystemLoader, select_autoescape
+
+from chalicelib.core.auth import Principal
+from chalicelib.core.errors import ApiError
+from chalicelib.core.openapi import Param, Payload, Reply, record
+from chalicelib.core.settings import get_settings
+from chalicelib.web import session
+
+log = logging.getLogger("registry.web")
+
+HERE = Path(__file__).resolve().parent
+STATIC_DIR = HERE / "static"
+HTML = "text/html; charset=utf-8"
+FORM = "application/x-www-form-urlencoded"
+SECURITY_HEADERS = {
+    "Content-Security-Policy": (
+        "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' https:; "
+        "connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
+    ),
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "same-origin",
+    "X-Frame-Options": "DENY",
+}
+STATUS_TITLES = {
+    400: "Bad request",
+    403: "Forbidden",
+    404: "Page not found",
+    405: "Method not allowed",
+    429: "Too many requests",
+    500: "Something went wrong",
+}
+
+
+class SignInRequired(Exception):
+    """Raised by ``ctx.principal_or_sign_in()``: the browser is sent to the sign-in page."""
+
+
+# ----- static assets ----------------------------------------------------------------------
+
+
+@cache
+def assets() -> dict[str, tuple[str, bytes]]:
+    """Served name (``ui.<hash>.css``) -> (content type, bytes), read once per process."""
+    served: dict[str, tuple[str, bytes]] = {}
+    for path in sorted(STATIC_DIR.iterdir()):
+        if path.is_file():
+            data = path.read_bytes()
+            digest = hashlib.sha256(data).hexdigest()[:12]
+            content_type = mimetypes.guess_type(path.name)[0] or "application/octet-stream"
+            if content_type.startswith("text/") or content_type.endswith("javascript"):
+                content_type += "; charset=utf-8"
+            served[f"{path.stem}.{digest}{path.suffix}"] = (content_type, data)
+    return served
+
+
+@cache
+def static_url(name: str) -> str:
+    """The hashed URL of ``static/<name>`` (e.g. ``ui.css`` -> ``/app/static/ui.1a2b….css``)."""
+    stem, _, suffix = name.rpartition(".")
+    for served in assets():
+        ours = served.startswith(stem + ".") and served.endswith("." + suffix)
+        if ours and served.count(".") == name.count(".") + 1:
+            return f"/app/static/{served}"
+    raise LookupError(f"no static asset {name!r}")
+
+
+# ----- templates --------------------------------------------------------------------------
+
+
+@cache
+def templates() -> Environment:
+    env = Environment(
+        loader=FileSystemLoader(HERE / "templates"),
+        autoescape=select_autoescape(default=True, default_for_string=True),
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.globals["static_url"] = static_url
+    env.globals["edition"] = get_settings().edition
+    return env
+
+
+# ----- the request context ----------------------------------------------------------------
+
+
+@dataclass
+class WebCtx:
+    """What a page handler needs of the request."""
+
+    request: Any
+
+    @property
+    def principal(self) -> Principal | None:
+        return session.signed_in(self.request)
+
+    def principal_or_sign_in(self) -> Principal:
+        principal = self.principal
+        if principal is None:
+            raise SignInRequired()
+        return principal
+
+    @property
+    def query(self) -> dict[str, str]:
+        return dict(self.request.query_params or {})
+
+    def form(self) -> dict[str, str]:
+        """A POSTed form's fields (the first value of each)."""
+        raw = self.request.raw_body or b""
+        text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else str(raw)
+        return {k: v[0] for k, v in parse_qs(text, keep_blank_values=True).items()}
+
+    @property
+    def base_url(self) -> str:
+        """As the API builds absolute URLs (``core.http.Ctx.base_url``)."""
+        configured = get_settings().public_base_url
+        if configured:
+            return configured.rstrip("/")
+        headers = self.request.headers
+        return f"{headers.get('x-forwarded-proto', 'http')}://{headers.get('host', 'localhost')}"
+
+    @property
+    def host(self) -> str:
+        """This instance's host name (and port), as a module source address starts."""
+        return self.base_url.split("://", 1)[-1].split("/", 1)[0]
+
+    @property
+    def path(self) -> str:
+        return self.request.context.get("path") or self.request.path
+
+    def csrf(self) -> str:
+        """The CSRF token to put in this page's forms (the session's, or a fresh
+        double-submit token whose cookie ``render`` sets)."""
+        token = session.csrf_token(self.request)
+        if token:
+            return token
+        token, must_set = session.pre_session_csrf(self.request)
+        if must_set:
+            self.request._web_set_csrf = token
+        return token
+
+    def render(self, template: str, status: int = 200, **context: Any) -> Response:
+        """A page: ``template`` with the caller and a CSRF token for the header's forms."""
+        principal = self.principal
+        body = (
+            templates()
+            .get_template(template)
+            .render(principal=principal, csrf_token=self.csrf(), current_path=self.path, **context)
+        )
+        return html_response(body, status, self.request)
+
+
+def html_response(body: str, status: int = 200, request: Any = None) -> Response:
+    headers: dict[str, Any] = {"Content-Type": HTML, "Cache-Control": "no-store"}
+    headers.update(SECURITY_HEADERS)
+    pending = getattr(request, "_web_set_csrf", None)
+    if pending:
+        headers["Set-Cookie"] = session.set_cookie(
+            session.CSRF_COOKIE, pending, session.SESSION_SECONDS
+        )
+    return Response(body=body, status_code=status, headers=headers)
+
+
+def redirect(location: str, status: int = 303, cookies: list[str] | None = None) -> Response:
+    headers: dict[str, Any] = {"Location": location, "Cache-Control": "no-store"}
+    if cookies:
+        # Chalice sends a list value as repeated headers (multiValueHeaders on API Gateway).
+        headers["Set-Cookie"] = cookies if len(cookies) > 1 else cookies[0]
+    return Response(body="", status_code=status, headers=headers)
+
+
+def safe_next(target: str | None, default: str = "/app/organizations") -> str:
+    """A ``next`` location only when it is one of the UI's own pages (no open redirect)."""
+    if target and target.startswith("/app/") and not target.startswith("//") and "\\" not in target:
+        return target
+    return default
+
+
+def error_page(request: Any, status: int, message: str | None = None) -> Response:
+    """The error page (404, 400, 500, ...) in the UI's layout."""
+    ctx = WebCtx(request)
+    try:
+        return ctx.render(
+            "error.html",
+            status,
+            code=status,
+            title=STATUS_TITLES.get(status, "Error"),
+            message=message,
+        )
+    except Exception:  # noqa: BLE001 - the error page itself must never fail
+        log.exception("error page failed")
+        return html_response(
+            f"<!doctype html><title>Error {status}</title><p>Error {status}", status
+        )
+
+
+def unknown_page_html() -> str:
+    """The not-found page for a path no route serves (the local server's fallback for
+    ``/app/...``; it has no request to read a session from)."""
+    return (
+        templates()
+        .get_template("error.html")
+        .render(principal=None, csrf_token="", code=404, title=STATUS_TITLES[404], message=None)
+    )
+
+
+def _status_for(error: ApiError) -> int:
+    """What the browser sees: forbidden is not found (the API's rule), unprocessable query
+    values are a bad request."""
+    if error.status in (401, 403, 404):
+        return 404
+    if error.status in (400, 409, 415, 422):
+        return 400
+    return error.status
+
+
+Handler = Callable[..., Response]
+
+
+def page(
+    bp: Blueprint,
+    path: str,
+    methods: tuple[str, ...] = ("GET",),
+    *,
+    query: tuple[Param, ...] = (),
+    success: tuple[Reply, ...] | None = None,
+    form: bool = False,
+) -> Callable[[Handler], Handler]:
+    """Register an HTML page (see the module's docstring)."""
+
+    def decorate(handler: Handler) -> Handler:
+        def view(**params: str) -> Response:
+            request = bp.current_request
+            try:
+                return handler(WebCtx(request), **params)
+            except SignInRequired:
+                here = request.context.get("path") or request.path
+                if request.query_params:
+                    here += "?" + "&".join(
+                        f"{quote(k)}={quote(v)}" for k, v in request.query_params.items()
+                    )
+                return redirect("/app/sign-in?next=" + quote(here, safe=""))
+            except ApiError as error:
+                return error_page(request, _status_for(error), error.detail)
+            except Exception:  # noqa: BLE001 - never a traceback to the browser
+                log.exception("unhandled error on %s %s", request.method, path)
+                return error_page(request, 500)
+
+        view.__name__ = handler.__name__
+        view.__doc__ = handler.__doc__
+        view.__module__ = handler.__module__
+        content_types = [FORM] if form else ["application/json", FORM]
+        bp.route(path, methods=list(methods), content_types=content_types)(view)
+        html = Reply(200, schema={"type": "string"}, media_type="text/html", description="HTML")
+        record(
+            path,
+            methods,
+            handler,
+            public=True,
+            bearer=False,
+            jsonapi=False,
+            protocol_errors=False,
+            body=Payload((FORM,), "an HTML form") if form else None,
+            includes=(),
+            query=query,
+            success=success or (html,),
+            errors={},
+            summary=None,
+            tag="web",
+            content_types=content_types,
+        )
+        return handler
+
+    return decorate

@@ -1,0 +1,344 @@
+"""The web UI in a real browser: Debian's headless Chromium driven by Playwright, against the
+real local stack (``stack``), with axe-core checking every page.
+
+Chromium is Debian's package (``make test`` installs it when missing); Playwright's own
+browser downloads are never used. A missing browser fails these tests, it never skips them.
+The module list and a module page are saved to docs/screenshots/ for the README.
+"""
+
+from __future__ import annotations
+
+import io
+import shutil
+import tarfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import requests
+from axe_playwright_python.sync_playwright import Axe
+from playwright.sync_api import Browser, BrowserContext, Page, expect, sync_playwright
+
+from tests.e2e.conftest import ADMIN_TOKEN, Stack, wait_for
+
+ORG = "webui"
+SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
+README = """# network
+
+A VPC with public and private subnets, NAT gateways and flow logs.
+
+## Usage
+
+```hcl
+module "network" {
+  source = "../"
+}
+```
+
+| Feature | Supported |
+|---------|-----------|
+| IPv6    | yes       |
+"""
+MAIN_TF = """
+variable "name" { description = "Name prefix for every resource" }
+variable "cidr" {
+  type        = string
+  default     = "10.0.0.0/16"
+  description = "The VPC's address range"
+}
+variable "az_count" {
+  type        = number
+  description = "How many availability zones to use"
+}
+resource "aws_vpc" "this" { cidr_block = var.cidr }
+resource "aws_subnet" "private" { vpc_id = aws_vpc.this.id }
+output "vpc_id" {
+  value       = aws_vpc.this.id
+  description = "The VPC's id"
+}
+"""
+HOSTILE = """# hostile
+
+<script>window.pwned = "script"</script>
+
+<img src="x" onerror="window.pwned = 'onerror'">
+
+<a href="javascript:window.pwned = 'link'">a javascript: link</a>
+
+<iframe src="javascript:parent.pwned = 'iframe'"></iframe>
+
+<div onmouseover="window.pwned = 'hover'">hover me</div>
+"""
+BLOCKING = ("serious", "critical")
+
+
+def _archive(files: dict[str, str]) -> bytes:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as archive:
+        for name, text in files.items():
+            data = text.encode()
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            archive.addfile(info, io.BytesIO(data))
+    return buffer.getvalue()
+
+
+def _publish(stack: Stack, name: str, provider: str, versions: dict[str, bytes]) -> None:
+    http = stack.session()
+    base = stack.api(f"/organizations/{ORG}/registry-modules")
+    created = http.post(
+        base,
+        json={
+            "data": {"type": "registry-modules", "attributes": {"name": name, "provider": provider}}
+        },
+    )
+    assert created.status_code == 201, created.text
+    for version, archive in versions.items():
+        reply = http.post(
+            f"{base}/private/{ORG}/{name}/{provider}/versions",
+            json={"data": {"type": "registry-module-versions", "attributes": {"version": version}}},
+        )
+        assert reply.status_code == 201, reply.text
+        upload = reply.json()["data"]["links"]["upload"]
+        put = requests.put(
+            upload, data=archive, headers={"Content-Type": "application/octet-stream"}, timeout=30
+        )
+        assert put.status_code == 200, put.text
+    url = f"{base}/private/{ORG}/{name}/{provider}"
+    last = list(versions)[-1]
+
+    def settled(document: dict[str, Any]) -> bool:
+        statuses = document["data"]["attributes"]["version-statuses"]
+        return any(
+            s["version"] == last and s["status"] not in ("pending", "reg_ingressing")
+            for s in statuses
+        )
+
+    assert settled(wait_for(lambda: http.get(url).json(), settled)), f"{name} was not ingested"
+
+
+@pytest.fixture(scope="module")
+def published(stack: Stack) -> Stack:
+    """webui/network/aws 1.0.0, 1.1.0 and a refused 1.2.0; webui/dns/google; webui/hostile/aws."""
+    http = stack.session()
+    reply = http.post(
+        stack.api("/organizations"),
+        json={"data": {"type": "organizations", "attributes": {"name": ORG, "email": "w@x.io"}}},
+    )
+    assert reply.status_code == 201, reply.text
+    good = {"main.tf": MAIN_TF, "README.md": README}
+    _publish(
+        stack,
+        "network",
+        "aws",
+        {
+            "1.0.0": _archive({"main.tf": MAIN_TF, "README.md": "# network\n\nThe first cut."}),
+            "1.1.0": _archive(good),
+            "1.2.0": b"this is not a gzip archive",
+        },
+    )
+    _publish(stack, "dns", "google", {"0.1.0": _archive({"main.tf": MAIN_TF})})
+    _publish(
+        stack, "hostile", "aws", {"1.0.0": _archive({"main.tf": MAIN_TF, "README.md": HOSTILE})}
+    )
+    return stack
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    executable = shutil.which("chromium")
+    if executable is None:
+        pytest.fail(
+            "Debian's chromium is missing: `make test` installs it (apt-get install chromium)"
+        )
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=executable, headless=True)
+        yield launched
+        launched.close()
+
+
+@pytest.fixture(scope="module")
+def context(browser: Browser, published: Stack) -> Iterator[BrowserContext]:
+    context = browser.new_context(
+        base_url=published.url,
+        permissions=["clipboard-read", "clipboard-write"],
+        viewport={"width": 1280, "height": 900},
+    )
+    yield context
+    context.close()
+
+
+@pytest.fixture
+def page(context: BrowserContext) -> Iterator[Page]:
+    page = context.new_page()
+    dialogs: list[str] = []
+    page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
+    yield page
+    assert dialogs == [], f"a page opened dialogs: {dialogs}"
+    page.close()
+
+
+def check_accessibility(page: Page) -> None:
+    """axe-core (bundled with axe-playwright-python: no network) finds nothing serious."""
+    results = Axe().run(page)
+    blocking = [
+        f"{v['id']} ({v['impact']}): {v['help']} at {[n['target'] for n in v['nodes']][:3]}"
+        for v in results.response["violations"]
+        if v.get("impact") in BLOCKING
+    ]
+    assert blocking == [], f"{page.url}: " + "\n".join(blocking)
+
+
+def sign_in(page: Page, token: str = ADMIN_TOKEN) -> None:
+    """Sign in through the form (the module's browser context keeps the session)."""
+    page.goto("/")
+    if "/app/sign-in" not in page.url:
+        return
+    page.get_by_label("API token").fill(token)
+    page.get_by_role("button", name="Sign in").click()
+    expect(page.get_by_role("heading", name="Organizations", level=1)).to_be_visible()
+
+
+def test_sign_in_and_out(browser: Browser, published: Stack):
+    fresh = browser.new_context(base_url=published.url)
+    page = fresh.new_page()
+    page.goto("/app/organizations")
+    assert "/app/sign-in" in page.url
+    check_accessibility(page)
+    page.get_by_label("API token").fill("wrong-token")
+    page.get_by_role("button", name="Sign in").click()
+    expect(page.get_by_role("alert")).to_contain_text("invalid or revoked token")
+    check_accessibility(page)
+    sign_in(page)
+    cookies = {c["name"]: c for c in fresh.cookies()}
+    session = cookies["tfe_registry_session"]
+    assert session["httpOnly"] and session["secure"] and session["sameSite"] == "Lax"
+    assert ADMIN_TOKEN not in session["value"]
+    assert page.evaluate("document.cookie").find("tfe_registry_session") == -1
+    assert page.evaluate("JSON.stringify(localStorage)") == "{}"
+    page.get_by_role("button", name="Sign out").click()
+    expect(page.get_by_role("heading", name="Sign in", level=1)).to_be_visible()
+    page.goto("/app/organizations")
+    assert "/app/sign-in" in page.url
+    fresh.close()
+
+
+def test_organizations_and_search(page: Page):
+    sign_in(page)
+    check_accessibility(page)
+    page.get_by_role("link", name=ORG, exact=True).click()
+    expect(page.get_by_role("heading", name=f"Modules in {ORG}")).to_be_visible()
+    rows = page.locator("table.modules tbody tr")
+    expect(rows).to_have_count(3)
+    network = rows.filter(has_text="network")
+    expect(network).to_contain_text("1.1.0")
+    expect(network).to_contain_text("A VPC with public and private subnets")
+    expect(network).to_contain_text("Ingest failed: 1.2.0")
+    check_accessibility(page)
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SCREENSHOTS / "module-list.png"), full_page=True)
+
+    page.get_by_role("searchbox", name="Search").fill("dns")
+    page.get_by_role("button", name="Search").click()
+    expect(rows).to_have_count(1)
+    expect(rows.first).to_contain_text("dns")
+    page.get_by_role("searchbox", name="Search").fill("")
+    page.get_by_label("Provider").select_option("aws")
+    page.get_by_role("button", name="Search").click()
+    expect(rows).to_have_count(2)
+    expect(page.locator("table.modules")).not_to_contain_text("google")
+
+
+def test_open_a_module_read_its_readme_and_tabs(page: Page, published: Stack):
+    sign_in(page)
+    page.goto(f"/app/{ORG}/registry/modules")
+    page.get_by_role("link", name="network", exact=True).click()
+    expect(page.get_by_role("heading", name="network", level=1)).to_be_visible()
+    readme = page.get_by_role("tabpanel")
+    expect(readme.get_by_role("heading", name="network", level=3)).to_be_visible()
+    expect(readme).to_contain_text("A VPC with public and private subnets")
+    expect(readme.locator("table")).to_contain_text("IPv6")
+    check_accessibility(page)
+    page.screenshot(path=str(SCREENSHOTS / "module-page.png"), full_page=True)
+
+    # Tabs by keyboard: arrow keys move between them.
+    page.get_by_role("tab", name="Readme").focus()
+    page.keyboard.press("ArrowRight")
+    inputs_tab = page.get_by_role("tab", name="Inputs (3)")
+    expect(inputs_tab).to_be_focused()
+    expect(inputs_tab).to_have_attribute("aria-selected", "true")
+    names = page.get_by_role("tabpanel").locator("tbody th").all_inner_texts()
+    assert names == ["az_count", "name", "cidr"]  # required first
+    check_accessibility(page)
+    for tab in ("Outputs (1)", "Resources (2)", "Dependencies (1)", "Versions (3)"):
+        page.get_by_role("tab", name=tab).click()
+        expect(page.get_by_role("tabpanel")).to_be_visible()
+    expect(page.get_by_role("tabpanel")).to_contain_text("not gzip-compressed")
+    check_accessibility(page)
+
+
+def test_switch_versions_and_copy_the_snippet(page: Page, published: Stack):
+    sign_in(page)
+    page.goto(f"/app/{ORG}/registry/modules/private/{ORG}/network/aws")
+    snippet = page.locator("#usage-snippet")
+    host = published.url.split("://", 1)[1]
+    expect(snippet).to_contain_text(f'source  = "{host}/{ORG}/network/aws"')
+    expect(snippet).to_contain_text('version = "~> 1.1"')
+    page.get_by_role("button", name="Copy usage snippet").click()
+    expect(page.locator(".copy-status")).to_have_text("Copied to the clipboard.")
+    assert page.evaluate("navigator.clipboard.readText()") == snippet.inner_text()
+
+    page.get_by_label("Version", exact=True).select_option("1.0.0")
+    page.get_by_role("button", name="Show version").click()
+    page.wait_for_url("**/network/aws/1.0.0")
+    expect(snippet).to_contain_text('version = "~> 1.0"')
+    expect(page.get_by_role("tabpanel")).to_contain_text("The first cut.")
+    check_accessibility(page)
+
+
+def test_a_failed_ingest_shows_its_reason(page: Page):
+    sign_in(page)
+    page.goto(f"/app/{ORG}/registry/modules/private/{ORG}/network/aws")
+    expect(
+        page.get_by_label("Version", exact=True).locator("option", has_text="1.2.0")
+    ).to_have_text("1.2.0 (ingest failed)")
+    page.get_by_label("Version", exact=True).select_option("1.2.0")
+    page.get_by_role("button", name="Show version").click()
+    status = page.locator("#version-status")
+    expect(status).to_contain_text("Version 1.2.0: Ingest failed.")
+    expect(status.locator(".failure-reason")).to_contain_text("gzip")
+    check_accessibility(page)
+
+
+def test_a_hostile_readme_runs_nothing(page: Page):
+    messages: list[str] = []
+    page.on("console", lambda message: messages.append(message.text))
+    sign_in(page)
+    page.goto(f"/app/{ORG}/registry/modules/private/{ORG}/hostile/aws")
+    readme = page.locator(".markdown")
+    expect(readme).to_contain_text("hover me")
+    readme.get_by_text("hover me").hover()
+    readme.get_by_text("a javascript: link").click()
+    page.wait_for_timeout(200)
+    assert page.evaluate("typeof window.pwned") == "undefined"
+    assert readme.locator("script, iframe, [onerror], [onmouseover]").count() == 0
+    assert page.url.endswith("/hostile/aws")
+    check_accessibility(page)
+
+
+def test_not_found_and_error_pages(page: Page):
+    sign_in(page)
+    for path in (
+        f"/app/{ORG}/registry/modules/private/{ORG}/nothing/aws",
+        "/app/no-such-org/registry/modules",
+        "/app/no/such/page",
+    ):
+        response = page.goto(path)
+        assert response is not None and response.status == 404
+        expect(page.get_by_role("heading", name="Page not found", level=1)).to_be_visible()
+        check_accessibility(page)
+    response = page.goto(f"/app/{ORG}/registry/modules?page=zero")
+    assert response is not None and response.status == 400
+    expect(page.get_by_role("heading", name="Bad request", level=1)).to_be_visible()
+    check_accessibility(page)

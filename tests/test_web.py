@@ -1,0 +1,402 @@
+"""The web UI in-process: README sanitizing, sessions (sign in/out, expiry, tampering, CSRF)
+and what each page shows, through Chalice's test client and moto.
+
+The browser tests (real Chromium) are in tests/e2e/test_web_ui.py.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import timedelta
+from http.cookies import SimpleCookie
+from typing import Any
+
+import pytest
+
+from chalicelib.core.ids import now
+from chalicelib.web import markdown
+from chalicelib.web.session import COOKIE_NAME, CSRF_COOKIE
+from tests.conftest import ADMIN_TOKEN, Api, doc, make_org, make_team
+from tests.test_registry import MAIN_TF, create_module, create_version, upload_and_ingest
+
+HOSTILE_README = """# Hostile
+
+<script>window.pwned = 1</script>
+
+<img src="x" onerror="window.pwned = 2">
+
+<a href="javascript:window.pwned = 3">click</a> [md link](javascript:alert(1))
+
+<a href="JaVaScRiPt&colon;alert(1)">encoded</a>
+
+<iframe src="https://evil.example/"></iframe>
+
+<div style="background:url(javascript:alert(1))" onclick="alert(1)">styled</div>
+
+<svg onload="alert(1)"><circle r="1"/></svg>
+
+![pixel](data:image/png;base64,iVBORw0KGgo=) ![rel](diagram.png)
+
+<form action="https://evil.example/"><input name="x"></form>
+
+<object data="x.swf"></object><embed src="x.swf"><style>body{display:none}</style>
+"""
+
+
+# ----- Markdown -----------------------------------------------------------------------------
+
+
+def test_readme_markdown_renders_and_the_allow_list_keeps_what_readmes_need():
+    html = markdown.render(
+        "# Title\n\nSome *text* and `code`.\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n"
+        "[docs](docs/usage.md) [site](https://example.com) [mail](mailto:a@b.c)\n\n"
+        '![badge](https://img.example/b.svg)\n\n<p align="center">centred</p>\n\n'
+        "<details><summary>More</summary>hidden</details>"
+    )
+    assert "<h3>Title</h3>" in html  # headings shifted: the page's h1 is the module's name
+    assert "<em>text</em>" in html and "<code>code</code>" in html and "<table>" in html
+    assert 'href="docs/usage.md"' in html and 'href="https://example.com"' in html
+    assert 'href="mailto:a@b.c"' in html
+    assert 'rel="noopener noreferrer nofollow"' in html
+    assert 'src="https://img.example/b.svg"' in html
+    assert '<p align="center">' in html and "<details>" in html
+
+
+def test_a_hostile_readme_keeps_no_script_handler_or_dangerous_url():
+    html = markdown.render(HOSTILE_README)
+    lowered = html.lower()
+    for needle in (
+        "<script",
+        "pwned",
+        "onerror",
+        "onclick",
+        "onload",
+        'href="javascript',
+        "<iframe",
+        'src="data:',
+        "style=",
+        "<style",
+        "<svg",
+        "<form",
+        "<input",
+        "<object",
+        "<embed",
+        'src="x"',
+        "diagram.png",
+    ):
+        assert needle not in lowered, needle
+    assert not re.search(r'(href|src)="(?!https?:|mailto:)[a-z]+:', lowered)
+    # Images that lost their source leave their alt text; none is left without alt.
+    assert "pixel" in html and "rel" in html
+    assert all("alt=" in tag for tag in re.findall(r"<img\b[^>]*>", html))
+
+
+def test_summary_is_the_first_prose_paragraph():
+    text = "# vpc\n\n[![ci](https://x/b.svg)](https://x)\n\nA VPC with\n`subnets`.\n\nMore."
+    assert markdown.summary(text) == "A VPC with subnets."
+    assert markdown.summary(None) == "" and markdown.summary("# only a title") == ""
+
+
+# ----- a browser over Chalice's test client -------------------------------------------------
+
+
+class Browser:
+    """Keeps cookies between requests, as a browser does (Secure cookies included)."""
+
+    def __init__(self, client: Any) -> None:
+        self.client = client
+        self.cookies: dict[str, str] = {}
+        self.last_set_cookies: list[str] = []
+
+    def request(self, method: str, path: str, form: dict[str, str] | None = None) -> Any:
+        headers = {"Host": "registry.test"}
+        if self.cookies:
+            headers["Cookie"] = "; ".join(f"{k}={v}" for k, v in self.cookies.items())
+        body = None
+        if form is not None:
+            from urllib.parse import urlencode
+
+            headers["Content-Type"] = "application/x-www-form-urlencoded"
+            body = urlencode(form)
+        response = getattr(self.client.http, method.lower())(path, headers=headers, body=body)
+        raw = response.headers.get("set-cookie") or response.headers.get("Set-Cookie")
+        self.last_set_cookies = []
+        if raw:
+            values = raw if isinstance(raw, list) else re.split(r",\s*(?=\w+=)", raw)
+            for value in values:
+                self.last_set_cookies.append(value)
+                jar: SimpleCookie = SimpleCookie()
+                jar.load(value)
+                for name, morsel in jar.items():
+                    if morsel["max-age"] == "0":
+                        self.cookies.pop(name, None)
+                    else:
+                        self.cookies[name] = morsel.value
+        response.text = response.body.decode() if isinstance(response.body, bytes) else ""
+        return response
+
+    def get(self, path: str) -> Any:
+        return self.request("GET", path)
+
+    def post(self, path: str, form: dict[str, str]) -> Any:
+        return self.request("POST", path, form)
+
+    def csrf(self, path: str = "/app/sign-in") -> str:
+        page = self.get(path)
+        match = re.search(r'name="csrf_token" value="([^"]+)"', page.text)
+        assert match, page.text
+        return match.group(1)
+
+    def sign_in(self, token: str) -> Any:
+        return self.post("/app/sign-in", {"token": token, "csrf_token": self.csrf(), "next": ""})
+
+
+@pytest.fixture
+def browser(api: Api) -> Browser:
+    return Browser(api.client)
+
+
+# ----- sessions -----------------------------------------------------------------------------
+
+
+def test_the_front_door_sends_strangers_to_the_sign_in_page(browser: Browser):
+    home = browser.get("/")
+    assert home.status_code == 302 and home.headers["Location"] == "/app/sign-in"
+    page = browser.get("/app/acme/registry/modules?q=vpc")
+    assert page.status_code == 303
+    assert (
+        page.headers["Location"] == "/app/sign-in?next=%2Fapp%2Facme%2Fregistry%2Fmodules%3Fq%3Dvpc"
+    )
+    form = browser.get("/app/sign-in")
+    assert form.status_code == 200 and form.headers["Content-Type"].startswith("text/html")
+    assert "script-src 'self'" in form.headers["Content-Security-Policy"]
+    assert CSRF_COOKIE in browser.cookies
+
+
+def test_sign_in_with_a_token_opens_a_session_the_token_never_leaves_the_server(browser: Browser):
+    reply = browser.sign_in(ADMIN_TOKEN)
+    assert reply.status_code == 303 and reply.headers["Location"] == "/app/organizations"
+    session_cookie = next(c for c in browser.last_set_cookies if c.startswith(COOKIE_NAME))
+    for attribute in ("HttpOnly", "Secure", "SameSite=Lax", "Path=/", "Max-Age=43200"):
+        assert attribute in session_cookie
+    assert ADMIN_TOKEN not in session_cookie
+    page = browser.get("/app/organizations")
+    assert page.status_code == 200 and "Signed in with a user token" in page.text
+    assert ADMIN_TOKEN not in page.text
+    assert browser.get("/").headers["Location"] == "/app/organizations"
+
+
+def test_sign_in_refuses_a_bad_token_and_a_missing_csrf_token(browser: Browser):
+    refused = browser.sign_in("not-a-token")
+    assert refused.status_code == 401 and "invalid or revoked token" in refused.text
+    assert 'aria-invalid="true"' in refused.text and COOKIE_NAME not in browser.cookies
+    no_csrf = browser.post("/app/sign-in", {"token": ADMIN_TOKEN})
+    assert no_csrf.status_code == 400 and COOKIE_NAME not in browser.cookies
+    wrong = browser.post("/app/sign-in", {"token": ADMIN_TOKEN, "csrf_token": "x" * 43})
+    assert wrong.status_code == 400 and COOKIE_NAME not in browser.cookies
+
+
+def test_sign_in_returns_to_the_page_asked_for_but_never_elsewhere(browser: Browser):
+    csrf = browser.csrf()
+    reply = browser.post(
+        "/app/sign-in", {"token": ADMIN_TOKEN, "csrf_token": csrf, "next": "/app/organizations"}
+    )
+    assert reply.headers["Location"] == "/app/organizations"
+    for target in ("https://evil.example/", "//evil.example/app/", "/\\evil.example"):
+        other = Browser(browser.client)
+        reply = other.post(
+            "/app/sign-in", {"token": ADMIN_TOKEN, "csrf_token": other.csrf(), "next": target}
+        )
+        assert reply.headers["Location"] == "/app/organizations", target
+
+
+def test_sign_out_ends_the_session_server_side(browser: Browser):
+    browser.sign_in(ADMIN_TOKEN)
+    stolen = dict(browser.cookies)
+    csrf = browser.csrf("/app/organizations")
+    # Without the session's CSRF token, signing out is refused.
+    assert browser.post("/app/sign-out", {"csrf_token": "forged"}).status_code == 400
+    reply = browser.post("/app/sign-out", {"csrf_token": csrf})
+    assert reply.status_code == 303 and COOKIE_NAME not in browser.cookies
+    browser.cookies = stolen  # the old cookie replayed: the session is gone
+    assert browser.get("/app/organizations").status_code == 303
+
+
+def test_a_session_expires_and_a_tampered_cookie_is_nobody(browser: Browser):
+    from chalicelib.web.store import WebSessionModel
+
+    browser.sign_in(ADMIN_TOKEN)
+    assert browser.get("/app/organizations").status_code == 200
+    secret = browser.cookies[COOKIE_NAME]
+    browser.cookies[COOKIE_NAME] = secret[:-2] + ("AA" if secret[-2:] != "AA" else "BB")
+    assert browser.get("/app/organizations").status_code == 303
+    browser.cookies[COOKIE_NAME] = secret
+    for item in WebSessionModel.scan():
+        item.expires = now() - timedelta(seconds=1)
+        item.save()
+    assert browser.get("/app/organizations").status_code == 303
+
+
+def test_a_revoked_token_ends_its_sessions(api: Api, browser: Browser):
+    make_org(api, "acme")
+    team_id, token = make_team(api, "acme", "readers")
+    browser.sign_in(token)
+    assert browser.get("/app/organizations").status_code == 200
+    assert api.delete(f"/api/v2/teams/{team_id}/authentication-token").status == 204
+    assert browser.get("/app/organizations").status_code == 303
+
+
+# ----- pages --------------------------------------------------------------------------------
+
+README = "# vpc\n\nA VPC with subnets.\n\n## Usage\n\nSee the examples."
+VARIABLES = """
+variable "name" { description = "Name prefix" }
+variable "cidr" {
+  type    = string
+  default = "10.0.0.0/16"
+}
+variable "az_count" { type = number }
+resource "aws_vpc" "this" { cidr_block = var.cidr }
+output "vpc_id" {
+  value       = aws_vpc.this.id
+  description = "The VPC"
+}
+module "labels" {
+  source  = "cloudposse/label/null"
+  version = "~> 0.25"
+}
+"""
+
+
+@pytest.fixture
+def published(api: Api) -> Api:
+    """acme/vpc/aws with 1.0.0, 1.1.0 (README, inputs, example) and a refused 1.2.0;
+    acme/dns/google with a hostile README; other/secret/aws, which acme's team cannot read."""
+    make_org(api, "acme")
+    create_module(api)
+    assert upload_and_ingest(create_version(api, "1.0.0"), {"main.tf": MAIN_TF}) == "ok"
+    files = {
+        "main.tf": VARIABLES,
+        "README.md": README,
+        "examples/basic/main.tf": 'module "vpc" { source = "../.." }\nvariable "x" {}',
+        "examples/basic/README.md": "# Basic example",
+    }
+    assert upload_and_ingest(create_version(api, "1.1.0"), files) == "ok"
+    upload_and_ingest(create_version(api, "1.2.0"), b"this is not a gzip archive")
+    create_module(api, name="dns", provider="google")
+    hostile = {"main.tf": MAIN_TF, "README.md": HOSTILE_README}
+    assert upload_and_ingest(create_version(api, "0.1.0", "dns", "google"), hostile) == "ok"
+    make_org(api, "other")
+    reply = api.post(
+        "/api/v2/organizations/other/registry-modules",
+        doc("registry-modules", name="secret", provider="aws"),
+    )
+    assert reply.status == 201
+    return api
+
+
+def test_organizations_and_module_list(published: Api, browser: Browser):
+    browser.sign_in(ADMIN_TOKEN)
+    orgs = browser.get("/app/organizations").text
+    assert (
+        'href="/app/acme/registry/modules"' in orgs and 'href="/app/other/registry/modules"' in orgs
+    )
+    listing = browser.get("/app/acme/registry/modules")
+    assert listing.status_code == 200
+    text = listing.text
+    assert "2 modules" in text
+    assert 'href="/app/acme/registry/modules/private/acme/vpc/aws"' in text
+    assert "<code>1.1.0</code>" in text  # latest ok version, not the failed 1.2.0
+    assert "A VPC with subnets." in text  # the README's first paragraph
+    assert "Ingest failed: 1.2.0:" in text
+    assert '<option value="google">' in text
+    found = browser.get("/app/acme/registry/modules?q=dn").text
+    assert "1 module found" in found and "/dns/google" in found and "/vpc/aws" not in found
+    by_provider = browser.get("/app/acme/registry/modules?provider=aws").text
+    assert "/vpc/aws" in by_provider and "/dns/google" not in by_provider
+    assert browser.get("/app/acme/registry/modules?q=nothing").text.count("No module matches")
+
+
+def test_bad_query_values_are_400_and_unknown_pages_404(published: Api, browser: Browser):
+    browser.sign_in(ADMIN_TOKEN)
+    for query in ("page=abc", "page=0", "page=-1", "q=" + "x" * 101):
+        reply = browser.get(f"/app/acme/registry/modules?{query}")
+        assert reply.status_code == 400, query
+        assert "<h1>Bad request</h1>" in reply.text
+    assert browser.get("/app/acme/registry/modules?page=2").status_code == 404
+
+
+def test_what_a_team_token_cannot_read_is_not_found(published: Api, browser: Browser):
+    _, token = make_team(published, "acme", "readers")
+    browser.sign_in(token)
+    assert "/app/other/" not in browser.get("/app/organizations").text
+    for path in (
+        "/app/other/registry/modules",
+        "/app/other/registry/modules/private/other/secret/aws",
+        "/app/nowhere/registry/modules",
+        "/app/acme/registry/modules/private/acme/nope/aws",
+        "/app/acme/registry/modules/private/acme/vpc/aws/9.9.9",
+        "/app/acme/registry/modules/bogus/acme/vpc/aws",
+    ):
+        reply = browser.get(path)
+        assert reply.status_code == 404, path
+        assert "<h1>Page not found</h1>" in reply.text and reply.headers["Content-Type"].startswith(
+            "text/html"
+        )
+    assert browser.get("/app/acme/registry/modules/private/acme/vpc/aws").status_code == 200
+
+
+def test_the_module_page(published: Api, browser: Browser):
+    browser.sign_in(ADMIN_TOKEN)
+    page = browser.get("/app/acme/registry/modules/private/acme/vpc/aws")
+    assert page.status_code == 200
+    text = page.text
+    assert "<h1>vpc</h1>" in text
+    assert '<option value="1.1.0" selected>1.1.0</option>' in text
+    assert "1.2.0 (ingest failed)" in text
+    assert "<h3>vpc</h3>" in text and "A VPC with subnets." in text  # the README
+    # Inputs: required first (name, az_count), then optional ones.
+    inputs = re.findall(r'<th scope="row"><code>(\w+)</code></th>\s*<td>', text)
+    assert inputs[:3] == ["az_count", "name", "cidr"]
+    assert "aws_vpc" in text and "cloudposse/label/null" in text and "vpc_id" in text
+    assert "examples/basic" in text and "Basic example" in text
+    assert "source  = &#34;registry.test/acme/vpc/aws&#34;" in text
+    assert "version = &#34;~&gt; 1.1&#34;" in text
+    assert re.search(r'<code class="hash">[0-9a-f]{64}</code>', text)
+    assert "not a gzip" in text or "gzip" in text  # the failed version's reason, in Versions
+
+
+def test_versions_open_by_url_and_by_the_selector(published: Api, browser: Browser):
+    browser.sign_in(ADMIN_TOKEN)
+    base = "/app/acme/registry/modules/private/acme/vpc/aws"
+    picked = browser.get(base + "?version=1.0.0")
+    assert picked.status_code == 303 and picked.headers["Location"] == base + "/1.0.0"
+    old = browser.get(base + "/1.0.0").text
+    assert '<option value="1.0.0" selected>' in old and "~&gt; 1.0" in old
+    failed = browser.get(base + "/1.2.0")
+    assert failed.status_code == 200
+    assert (
+        "Version 1.2.0: Ingest failed." in failed.text and 'class="failure-reason"' in failed.text
+    )
+
+
+def test_a_hostile_readme_is_rendered_harmless(published: Api, browser: Browser):
+    browser.sign_in(ADMIN_TOKEN)
+    text = browser.get("/app/acme/registry/modules/private/acme/dns/google").text
+    readme = text.split('<div class="markdown">', 1)[1].split("</section>", 1)[0].lower()
+    assert "<h3>hostile</h3>" in readme
+    for needle in ("<script", "onerror", "onclick", 'href="javascript', "<iframe", "<svg", "pwned"):
+        assert needle not in readme, needle
+
+
+def test_static_assets_are_hashed_and_cached_for_good(browser: Browser):
+    from chalicelib.web.view import static_url
+
+    url = static_url("ui.css")
+    assert re.fullmatch(r"/app/static/ui\.[0-9a-f]{12}\.css", url)
+    reply = browser.get(url)
+    assert reply.status_code == 200 and reply.headers["Content-Type"].startswith("text/css")
+    assert "immutable" in reply.headers["Cache-Control"]
+    assert browser.get(static_url("ui.js")).status_code == 200
+    assert browser.get("/app/static/ui.css").status_code == 404
+    assert browser.get("/app/static/..%2Fsession.py").status_code == 404
