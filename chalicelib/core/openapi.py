@@ -140,6 +140,9 @@ class RouteSpec:
     success: tuple[Reply, ...]
     errors: Mapping[int, str]
     content_types: tuple[str, ...]
+    # A web page answers its own errors as HTML pages (the framework's, such as a 415, stay
+    # JSON:API documents).
+    html_errors: bool = False
 
 
 # (path, method) -> spec; a module imported twice registers the same keys again.
@@ -199,6 +202,7 @@ def record(
     summary: str | None,
     tag: str | None,
     content_types: Sequence[str],
+    html_errors: bool = False,
 ) -> None:
     """Called by ``route()`` for every registration."""
     summary, description = _summary_and_description(handler, summary)
@@ -220,4 +224,5 @@ def record(
             success=_replies(success, method),
             errors=dict(errors),
             content_types=tuple(content_types),
+            html_errors=html_errors,
         )

@@ -31,6 +31,7 @@ from chalicelib.core.openapi import (
 
 OPENAPI_VERSION = "3.1.0"
 JSON = "application/json"
+HTML = "text/html"
 COMPONENT = "#/components/schemas/"
 
 
@@ -242,27 +243,42 @@ def _success(spec: RouteSpec, reply: Reply) -> dict[str, Any]:
 _SUCCESS = {200: "OK", 201: "Created", 202: "Accepted", 204: "No content", 302: "Found"}
 
 
-def _error_response(status: int, protocol: bool, description: str = "") -> dict[str, Any]:
-    media, schema = (JSON, "RegistryErrors") if protocol else (JSONAPI, "JsonApiErrors")
-    out: dict[str, Any] = {
-        "description": description or ERRORS[status],
-        "content": {media: {"schema": _ref(schema)}},
-    }
+def _error_response(status: int, style: str, description: str = "") -> dict[str, Any]:
+    """An error response in one of the three styles: ``jsonapi``, ``protocol`` (the registry
+    protocol's ``{"errors": [...]}``) or ``html`` (a web page's error page, or a JSON:API
+    document when the framework refuses the request before the page runs)."""
+    if style == "protocol":
+        content = {JSON: {"schema": _ref("RegistryErrors")}}
+    else:
+        content = {JSONAPI: {"schema": _ref("JsonApiErrors")}}
+        if style == "html":
+            content = {HTML: {"schema": STRING}, **content}
+    out: dict[str, Any] = {"description": description or ERRORS[status], "content": content}
     if status == 429:
         out["headers"] = {"Retry-After": {"description": "seconds", "schema": STRING}}
     return out
 
 
-def _error_name(status: int, protocol: bool) -> str:
-    return f"{'RegistryError' if protocol else 'Error'}{status}"
+_ERROR_PREFIX = {"jsonapi": "Error", "protocol": "RegistryError", "html": "PageError"}
+
+
+def _error_style(spec: RouteSpec) -> str:
+    if spec.html_errors:
+        return "html"
+    return "protocol" if spec.protocol_errors else "jsonapi"
+
+
+def _error_name(status: int, style: str) -> str:
+    return f"{_ERROR_PREFIX[style]}{status}"
 
 
 def _error(spec: RouteSpec, status: int) -> dict[str, Any]:
     """The shared response of that status (``components/responses``), or the route's own
     when it describes the status itself."""
+    style = _error_style(spec)
     if spec.errors.get(status):
-        return _error_response(status, spec.protocol_errors, spec.errors[status])
-    return {"$ref": "#/components/responses/" + _error_name(status, spec.protocol_errors)}
+        return _error_response(status, style, spec.errors[status])
+    return {"$ref": "#/components/responses/" + _error_name(status, style)}
 
 
 def _responses(spec: RouteSpec) -> dict[str, Any]:
@@ -280,7 +296,7 @@ def _responses(spec: RouteSpec) -> dict[str, Any]:
 def _shared_errors(specs: Iterable[RouteSpec]) -> dict[str, Any]:
     """``components/responses``: every error response an operation refers to."""
     used = {
-        (int(status), spec.protocol_errors)
+        (int(status), _error_style(spec))
         for spec in specs
         for status, response in _responses(spec).items()
         if "$ref" in response

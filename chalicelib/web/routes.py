@@ -29,7 +29,7 @@ LIST_QUERY = (
 )
 
 
-@page(bp, "/", success=SEE_OTHER)
+@page(bp, "/", success=(Reply(302, description="to the organizations or the sign-in page"),))
 def home(ctx: WebCtx) -> Response:
     """The UI's front door: the organizations, or the sign-in page."""
     return redirect("/app/organizations" if ctx.principal else "/app/sign-in", 302)

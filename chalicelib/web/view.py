@@ -298,6 +298,7 @@ def page(
             summary=None,
             tag="web",
             content_types=content_types,
+            html_errors=True,
         )
         return handler
 
