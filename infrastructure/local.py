@@ -199,7 +199,9 @@ def main() -> int:
     moto_port = int(os.environ.get("MOTO_PORT", "5000"))
     _configure_environment(moto_port)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
-    logging.getLogger("werkzeug").setLevel(logging.WARNING)
+    # Library chatter a newcomer need not read at every start (one line per AWS client made).
+    for noisy in ("werkzeug", "botocore.credentials", "pynamodb.settings"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
 
     from chalice.config import Config
     from chalice.local import LocalDevServer, ThreadedHTTPServer
