@@ -17,7 +17,14 @@ WRITE = "write"
 EVERY_REQUEST = {"rate-limits": WRITE, "settings": READ}
 # What authenticating a request reads (tokens -> users/teams -> organizations).
 AUTH_TABLES = {**EVERY_REQUEST, "tokens": READ, "users": READ, "teams": READ, "organizations": READ}
-REGISTRY_TABLES = {"registry-modules": WRITE, "registry-module-versions": WRITE}
+# Creating and deleting modules keeps their organization's count (chalicelib.core.lists);
+# every change of a module's versions keeps its entry in the registry protocol's list.
+REGISTRY_TABLES = {
+    "registry-modules": WRITE,
+    "registry-module-versions": WRITE,
+    "list-counts": WRITE,
+    "registry-protocol-list": WRITE,
+}
 # No-code modules: the registry function serves them (and deletes them with their modules);
 # deleting an organization deletes its no-code modules too.
 NO_CODE_TABLES = {"no-code-modules": WRITE}
@@ -108,6 +115,7 @@ ROUTE_GROUPS: tuple[Function, ...] = (
             **AUTH_TABLES,
             "registry-modules": READ,
             "registry-module-versions": READ,
+            "registry-protocol-list": READ,
             "public-registry-cache": WRITE,
         },
         s3_actions=("s3:GetObject",),
@@ -127,6 +135,7 @@ ROUTE_GROUPS: tuple[Function, ...] = (
             **AUTH_TABLES,
             "registry-modules": READ,
             "registry-module-versions": READ,
+            "list-counts": READ,
             "web-sessions": WRITE,
             # terraform login: its authorization codes, and the user token it mints.
             "login-codes": WRITE,

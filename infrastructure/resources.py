@@ -16,6 +16,7 @@ from chalicelib.accounts import store as _accounts_store  # noqa: F401
 from chalicelib.admin import store as _admin_store  # noqa: F401
 from chalicelib.core import auth as _auth  # noqa: F401
 from chalicelib.core import db, secrets
+from chalicelib.core import lists as _lists  # noqa: F401 - the kept counts
 from chalicelib.core.aws import client
 from chalicelib.core.settings import get_settings
 from chalicelib.projects import store as _projects_store  # noqa: F401

@@ -46,7 +46,7 @@ from chalicelib.core.jsonapi import (
     parse_include,
 )
 from chalicelib.core.openapi import Body, Param, RequestBody, Success, record
-from chalicelib.core.pagination import Page, Paged, paginate
+from chalicelib.core.pagination import Page, Paged, paged, paginate
 from chalicelib.core.settings import get_settings
 
 log = logging.getLogger("registry")
@@ -117,6 +117,11 @@ class Ctx:
 
     def paginate(self, items: list[Any]) -> Paged[Any]:
         return paginate(items, self.page(), self.url(self.path), self.query)
+
+    def paginate_read(self, items: list[Any], total: int) -> Paged[Any]:
+        """Links and meta for a page read with keys (``chalicelib.core.lists``): ``items``
+        are the page's own, ``total`` the list's size."""
+        return paged(items, total, self.page(), self.url(self.path), self.query)
 
     def include_values(self) -> list[str]:
         """Every ``include`` query value as sent (the parameter may repeat)."""

@@ -53,7 +53,11 @@ class Paged(Generic[T]):
 
 def paginate(items: Sequence[T], page: Page, url: str, query: dict[str, str]) -> Paged[T]:
     """Slice ``items`` for ``page``; ``url`` is the absolute URL of the list without a query."""
-    total = len(items)
+    return paged(items[page.offset : page.offset + page.size], len(items), page, url, query)
+
+
+def paged(items: Sequence[T], total: int, page: Page, url: str, query: dict[str, str]) -> Paged[T]:
+    """``items``, the page already read (``chalicelib.core.lists``), of a list of ``total``."""
     total_pages = max(1, math.ceil(total / page.size))
     prev_page = page.number - 1 if page.number > 1 else None
     next_page = page.number + 1 if page.number < total_pages else None
@@ -66,7 +70,7 @@ def paginate(items: Sequence[T], page: Page, url: str, query: dict[str, str]) ->
         return f"{url}?{urlencode(params)}"
 
     return Paged(
-        items=items[page.offset : page.offset + page.size],
+        items=items,
         links={
             "self": link(page.number),
             "first": link(1),

@@ -122,8 +122,10 @@ def list_modules(ctx: Ctx, organization_name: str):
         for field in ("registry_name", "provider", "organization_name")
         if query.get(f"filter[{field}]")
     }
-    found, rights = service.list_modules(ctx.user, organization_name, query.get("q"), filters)
-    page = ctx.paginate(found)
+    found, total, rights = service.page_modules(
+        ctx.user, organization_name, query.get("q"), filters, ctx.page()
+    )
+    page = ctx.paginate_read(found, total)
     return document(
         [render_module(m, rights, ctx.base_url) for m in page.items],
         links=page.links,

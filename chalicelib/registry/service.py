@@ -15,10 +15,11 @@ from typing import Any, Protocol, TypeVar
 from urllib.parse import urlsplit
 
 from chalicelib.accounts import service as accounts
-from chalicelib.core import tagbindings
+from chalicelib.core import lists, tagbindings
 from chalicelib.core.auth import Principal
 from chalicelib.core.errors import Conflict, Forbidden, NotFound, Unprocessable
 from chalicelib.core.ids import new_id, now
+from chalicelib.core.pagination import Page
 from chalicelib.core.settings import get_settings
 from chalicelib.core.tagbindings import Binding
 from chalicelib.registry import objects, queue, semver, store
@@ -126,6 +127,44 @@ def list_modules(
             or needle in m.provider.lower()
         ]
     return modules, rights
+
+
+def page_modules(
+    principal: Principal, organization: str, q: str | None, filters: dict[str, str], page: Page
+) -> tuple[list[ModuleModel], int, accounts.OrgAccess]:
+    """One page of the organization's modules (key order: registry, namespace, name,
+    provider) and how many match, reading only what the page needs
+    (``chalicelib.core.lists``): the kept count and the page; the lean index before a later
+    page; the lean index for ``q`` and ``filter[provider]`` (a key holds everything they
+    match), then the page's modules by key."""
+    rights = _readable(principal, organization)
+    wanted_org = filters.get("organization_name")
+    if wanted_org and wanted_org != organization:
+        return [], 0, rights
+    registry = filters.get("registry_name")
+    source = lists.KeyedList(
+        ModuleModel,
+        organization,
+        lean=ModuleModel.listed,
+        condition=ModuleModel.key.startswith(f"{registry}#") if registry else None,
+    )
+    provider = filters.get("provider")
+    needle = q.lower() if q else None
+    matches = None
+    if provider or needle:
+
+        def matches(entry: ModuleModel) -> bool:
+            _, namespace, name, module_provider = store.parse_key(entry.key)
+            if provider and module_provider != provider:
+                return False
+            return not needle or any(
+                needle in part.lower() for part in (name, namespace, module_provider)
+            )
+
+    counts = lists.counts(store.count_scope(organization)) if matches is None else {}
+    total = counts.get(registry, 0) if registry else sum(counts.values())
+    modules, total = lists.read_page(source, page, total=total, matches=matches)
+    return modules, total, rights
 
 
 def get_module(principal: Principal, ref: ModuleRef) -> tuple[ModuleModel, accounts.OrgAccess]:

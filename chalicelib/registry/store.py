@@ -22,15 +22,16 @@ from pynamodb.attributes import (
     UnicodeAttribute,
     UTCDateTimeAttribute,
 )
-from pynamodb.exceptions import DeleteError, PutError, TransactWriteError, UpdateError
+from pynamodb.exceptions import TransactWriteError, UpdateError
 from pynamodb.expressions.condition import size
-from pynamodb.indexes import AllProjection, GlobalSecondaryIndex
+from pynamodb.indexes import AllProjection, GlobalSecondaryIndex, KeysOnlyProjection
 from pynamodb.transactions import TransactWrite
 
-from chalicelib.core import db
+from chalicelib.core import db, lists
 from chalicelib.core.ids import iso
 from chalicelib.core.tagbindings import TagBindingsAttribute
-from chalicelib.registry.statuses import ModuleStatus, VersionStatus
+from chalicelib.registry import semver
+from chalicelib.registry.statuses import ModuleStatus, RevocationStatus, VersionStatus
 
 log = logging.getLogger("registry.store")
 
@@ -41,6 +42,25 @@ def module_key(registry: str, namespace: str, name: str, provider: str) -> str:
 
 def name_prefix(registry: str, namespace: str, name: str) -> str:
     return f"{registry}#{namespace}#{name}#"
+
+
+def count_scope(organization: str) -> str:
+    """The kept count of an organization's modules (``chalicelib.core.lists``), one part per
+    registry (``private``, ``public``)."""
+    return f"registry-modules#{organization}"
+
+
+def protocol_key(registry: str, namespace: str, name: str, provider: str) -> str:
+    """The registry protocol's order: namespace, name, provider; within one organization a
+    private module before a curated public one of the same address (as its key sorts).
+    ``#`` sorts before every character a name may hold, so this string sorts as the tuple."""
+    return f"{namespace}#{name}#{provider}#{0 if registry == 'private' else 1}"
+
+
+def parse_key(key: str) -> tuple[str, str, str, str]:
+    """(registry, namespace, name, provider) of a module key."""
+    registry, namespace, name, provider = key.split("#", 3)
+    return registry, namespace, name, provider
 
 
 class ModuleById(GlobalSecondaryIndex):
@@ -59,6 +79,21 @@ class ModuleByWebhook(GlobalSecondaryIndex):
         projection = AllProjection()
 
     webhook_id = UnicodeAttribute(hash_key=True)
+
+
+class ModuleList(GlobalSecondaryIndex):
+    """The lean index of an organization's modules (``chalicelib.core.lists``): the table's
+    own keys, nothing else, so an entry is about 50 bytes and a Query of it is billed on
+    that. Paging skips with it; ``q`` and the filters read it and nothing of the modules
+    but the page. The key holds registry, namespace, name and provider, all a filter or a
+    search needs."""
+
+    class Meta:
+        index_name = "list"
+        projection = KeysOnlyProjection()
+
+    organization = UnicodeAttribute(hash_key=True)
+    key = UnicodeAttribute(range_key=True)
 
 
 @db.register
@@ -98,11 +133,38 @@ class ModuleModel(db.Model):
     updated_at = UTCDateTimeAttribute()
     by_id = ModuleById()
     by_webhook = ModuleByWebhook()
+    listed = ModuleList()
 
     def statuses(self) -> dict[str, dict[str, Any]]:
         """version -> {"status", "error"?, "published-at"?, "deprecation"?, "revocation"?} as a
         plain dict (the last two are maps of strings)."""
         return self.version_statuses.as_dict() if self.version_statuses else {}
+
+
+@db.register
+class ProtocolEntryModel(db.Model):
+    """What the registry protocol lists (``/api/registry/v1/modules``), one lean item per
+    module it lists, in its order (``protocol_key``): private modules with a servable
+    version, with their latest version and when it was published (all a list entry shows),
+    and curated public modules. About 80 bytes each: the protocol's list and search read
+    these, never the modules. Short attribute names, since DynamoDB bills them.
+
+    A table rather than a second index of the modules table: the entry depends on every
+    version's status, so it is written apart from the module anyway (``refresh_listing``),
+    and CloudFormation adds only one index to a deployed table per update."""
+
+    Meta = db.table("registry-protocol-list")
+
+    organization = UnicodeAttribute(hash_key=True, attr_name="org")
+    protocol_key = UnicodeAttribute(range_key=True, attr_name="pk")
+    version = UnicodeAttribute(null=True, attr_name="ver")
+    published_at = UnicodeAttribute(null=True, attr_name="at")
+
+    @property
+    def address(self) -> tuple[str, str, str, str]:
+        """(registry, namespace, name, provider)."""
+        namespace, name, provider, rank = self.protocol_key.split("#")
+        return ("private" if rank == "0" else "public"), namespace, name, provider
 
 
 @db.register
@@ -154,12 +216,115 @@ class VersionChanged(Exception):
 
 
 def insert_module(module: ModuleModel) -> None:
+    """The module and one more in its organization's count, in one transaction (a curated
+    public module is listed by the protocol from the start)."""
     try:
-        module.save(condition=ModuleModel.key.does_not_exist())
-    except PutError as exc:
-        if db.conditional_failure(exc):
+        with TransactWrite(connection=db.connection()) as tx:
+            tx.save(module, condition=ModuleModel.key.does_not_exist())
+            lists.count_update(tx, count_scope(module.organization), module.registry_name, 1)
+            if module.registry_name == "public":
+                tx.save(_protocol_item(module, protocol_entry(module)))
+    except TransactWriteError as exc:
+        if db.cancellation_codes(exc)[:1] == [db.TRANSACTION_CONDITION_FAILED]:
             raise ModuleTaken from None
         raise
+
+
+def _delete_counted(module: ModuleModel, condition: Any) -> bool:
+    """Delete the module under ``condition`` and count one less, in one transaction; False
+    when the condition failed (gone already, or not deletable)."""
+    try:
+        with TransactWrite(connection=db.connection()) as tx:
+            tx.delete(module, condition=condition)
+            lists.count_update(tx, count_scope(module.organization), module.registry_name, -1)
+            tx.delete(_protocol_item(module, None))
+    except TransactWriteError as exc:
+        if db.cancellation_codes(exc)[:1] == [db.TRANSACTION_CONDITION_FAILED]:
+            return False
+        raise
+    return True
+
+
+# ----- the protocol list's entry ------------------------------------------------------------
+
+
+def servable_versions(statuses: dict[str, dict[str, Any]]) -> list[semver.Version]:
+    """The versions the registry protocol serves (ok, not revoked, SemVer), newest first."""
+    versions = []
+    for text, entry in statuses.items():
+        if entry.get("status") != VersionStatus.OK:
+            continue
+        revocation = entry.get("revocation")
+        if revocation and revocation.get("status") == RevocationStatus.REVOKED:
+            continue
+        if semver.is_valid(text):
+            versions.append(semver.parse(text))
+    versions.sort(key=lambda v: v.order_key, reverse=True)
+    return versions
+
+
+def latest_of(versions: list[semver.Version]) -> semver.Version | None:
+    """The highest release, else the highest pre-release (``versions`` newest first)."""
+    releases = [v for v in versions if not v.is_prerelease]
+    return (releases or versions or [None])[0]
+
+
+def protocol_entry(module: ModuleModel) -> tuple[str, str | None] | None:
+    """(latest version, its publication time) of the module's protocol list entry, None
+    when the protocol does not list it (a curated public module: no version of its own)."""
+    if module.registry_name == "public":
+        return None, None
+    statuses = module.statuses()
+    latest = latest_of(servable_versions(statuses))
+    if latest is None:
+        return None
+    return latest.text, statuses.get(latest.text, {}).get("published-at")
+
+
+def _protocol_item(
+    module: ModuleModel, entry: tuple[str | None, str | None] | None
+) -> ProtocolEntryModel:
+    key = protocol_key(module.registry_name, module.namespace, module.name, module.provider)
+    version, published_at = entry or (None, None)
+    return ProtocolEntryModel(module.organization, key, version=version, published_at=published_at)
+
+
+def refresh_listing(organization: str, key: str, attempts: int = 5) -> None:
+    """Bring the module's protocol list entry up to date after a change of its versions.
+
+    Not in the change's own transaction (the latest version depends on every version's
+    status, which the per-version writes never read): read the module (strongly
+    consistent), compute the entry, and write it in a transaction that checks the module is
+    unchanged since that read (``updated_at``, which every write of the module sets); a
+    concurrent change makes it read again. A function stopped between the change and this
+    leaves a stale entry until the module's next change or the backfill
+    (``python -m infrastructure.backfill``). Creating and deleting a module write and
+    delete its entry in their own transactions."""
+    for _ in range(attempts):
+        try:
+            module = ModuleModel.get(organization, key, consistent_read=True)
+        except ModuleModel.DoesNotExist:
+            return
+        entry = protocol_entry(module)
+        item = _protocol_item(module, entry)
+        try:
+            with TransactWrite(connection=db.connection()) as tx:
+                tx.condition_check(
+                    ModuleModel,
+                    organization,
+                    key,
+                    condition=(ModuleModel.id == module.id)
+                    & (ModuleModel.updated_at == module.updated_at),
+                )
+                if entry is None:
+                    tx.delete(item)
+                else:
+                    tx.save(item)
+            return
+        except TransactWriteError as exc:
+            if db.TRANSACTION_CONDITION_FAILED not in db.cancellation_codes(exc):
+                raise
+    log.warning("module %s/%s: protocol list entry not refreshed", organization, key)
 
 
 def update_module(module: ModuleModel, actions: list[Any]) -> None:
@@ -246,6 +411,8 @@ def record_version_status(
     ]
     if status == VersionStatus.OK:
         module_actions.append(ModuleModel.status.set(str(ModuleStatus.SETUP_COMPLETE)))
+    # Only a version becoming ok, or leaving ok, can change the protocol's list entry.
+    servable_changed = VersionStatus.OK in (status, version.status)
     try:
         with TransactWrite(connection=db.connection()) as tx:
             tx.update(version, actions=actions, condition=ModuleVersionModel.id == version.id)
@@ -254,6 +421,8 @@ def record_version_status(
         if db.TRANSACTION_CONDITION_FAILED in db.cancellation_codes(exc):
             return False
         raise
+    if servable_changed:
+        refresh_listing(version.organization, version.module_key)
     return True
 
 
@@ -303,6 +472,7 @@ def record_version_lifecycle(
         if reasons[1:2] == [db.TRANSACTION_CONDITION_FAILED]:
             raise ModuleGone from None
         raise
+    refresh_listing(version.organization, version.module_key)
 
 
 def delete_version(module: ModuleModel, version: ModuleVersionModel, moment: datetime) -> bool:
@@ -317,21 +487,16 @@ def delete_version(module: ModuleModel, version: ModuleVersionModel, moment: dat
                 ModuleModel.updated_at.set(moment),
             ],
         )
-    try:
-        module.delete(condition=size(ModuleModel.version_statuses) == 0)
-    except DeleteError as exc:
-        if not db.conditional_failure(exc):
-            raise
-        return False
-    return True
+    if _delete_counted(module, size(ModuleModel.version_statuses) == 0):
+        return True
+    refresh_listing(module.organization, module.key)
+    return False
 
 
 def delete_module(module: ModuleModel) -> list[ModuleVersionModel]:
     """Delete the module item first (it disappears from every read), then its versions;
     returns the versions (their objects are the caller's to delete)."""
-    try:
-        module.delete()
-    except DeleteError:
+    if not _delete_counted(module, ModuleModel.id == module.id):
         log.warning("module %s was already gone", module.id)
     versions = list(ModuleVersionModel.query(module.id))
     with ModuleVersionModel.batch_write() as batch:

@@ -7,7 +7,9 @@ same bearer tokens as the API. Public proxy (hosted edition only; 404 elsewhere)
 
 from __future__ import annotations
 
+import itertools
 import json
+from collections.abc import Iterator
 from typing import Any
 from urllib.parse import urlencode
 
@@ -128,13 +130,24 @@ def _filter(ctx: Ctx, name: str) -> str | None:
     return ctx.query.get(name) or None
 
 
-def paged_modules(ctx: Ctx, modules: list[dict[str, Any]]) -> Response:
-    """offset/limit paging with the protocol's meta (next_* / prev_* only when they exist)."""
+def paged_modules(
+    ctx: Ctx, modules: Iterator[dict[str, Any]], *, missing: str | None = None
+) -> Response:
+    """offset/limit paging with the protocol's meta (next_* / prev_* only when they exist).
+    ``modules`` is consumed only as far as the page and one more (whether there is a next
+    page); ``missing``: the 404 message when the list is empty."""
     offset = _count_param(ctx, "offset", 0)
     limit = min(protocol.MAX_LIMIT, max(1, _count_param(ctx, "limit", protocol.DEFAULT_LIMIT)))
-    if ctx.query.get("verified") == "true":
-        modules = []  # nothing here is verified by a registry operator
-    modules.sort(key=lambda m: (m["namespace"], m["name"], m["provider"]))
+    # Nothing here is verified by a registry operator: ``verified=true`` lists nothing (a
+    # name's list still answers 404 when the name does not exist).
+    verified = ctx.query.get("verified") == "true"
+    if verified and missing is None:
+        modules = iter(())
+    window = list(itertools.islice(modules, 1 if verified else offset + limit + 1))
+    if missing is not None and not window:
+        raise NotFound(missing)
+    if verified:
+        window = []
     meta: dict[str, Any] = {"limit": limit, "current_offset": offset}
 
     def url(at: int) -> str:
@@ -144,13 +157,13 @@ def paged_modules(ctx: Ctx, modules: list[dict[str, Any]]) -> Response:
             params["offset"] = str(at)
         return f"{ctx.path}?{urlencode(params)}"
 
-    if offset + limit < len(modules):
+    if offset + limit < len(window):
         meta["next_offset"] = offset + limit
         meta["next_url"] = url(offset + limit)
     if offset > 0:
         meta["prev_offset"] = max(0, offset - limit)
         meta["prev_url"] = url(max(0, offset - limit))
-    return reply({"meta": meta, "modules": modules[offset : offset + limit]})
+    return reply({"meta": meta, "modules": window[offset : offset + limit]})
 
 
 # ----- private registry ---------------------------------------------------------------------
@@ -193,9 +206,7 @@ def list_namespace(ctx: Ctx, namespace: str):
 @protocol_route(BASE + "/{namespace}/{name}", Reply(200, MODULE_LIST), query=PAGING)
 def latest_all_providers(ctx: Ctx, namespace: str, name: str):
     found = protocol.listing(ctx.user, namespace=namespace, name=name)
-    if not found:
-        raise NotFound(f"module {namespace}/{name} not found")
-    return paged_modules(ctx, found)
+    return paged_modules(ctx, found, missing=f"module {namespace}/{name} not found")
 
 
 @protocol_route(MODULE, Reply(200, MODULE_DETAIL))

@@ -16,6 +16,9 @@ version item: the number of reads never grows with the number of versions or mod
 
 from __future__ import annotations
 
+import heapq
+import itertools
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,10 +26,15 @@ from chalicelib.accounts import service as accounts
 from chalicelib.core.auth import Principal
 from chalicelib.core.errors import BadGateway, NotFound
 from chalicelib.core.settings import get_settings
-from chalicelib.registry import objects, semver
+from chalicelib.registry import objects, semver, store
 from chalicelib.registry.ingest.limits import MetadataTooLarge, fit_metadata
 from chalicelib.registry.statuses import RevocationStatus, VersionStatus
-from chalicelib.registry.store import ModuleModel, ModuleVersionModel, module_key
+from chalicelib.registry.store import (
+    ModuleModel,
+    ModuleVersionModel,
+    ProtocolEntryModel,
+    module_key,
+)
 
 MAX_LIMIT = 100
 DEFAULT_LIMIT = 15
@@ -42,8 +50,7 @@ class Published:
 
     @property
     def latest(self) -> semver.Version | None:
-        releases = [v for v in self.versions if not v.is_prerelease]
-        return (releases or self.versions or [None])[0]
+        return store.latest_of(self.versions)
 
     def published_at(self, version: str) -> str | None:
         return self.statuses.get(version, {}).get("published-at")
@@ -66,14 +73,7 @@ def _revocation(entry: dict[str, Any]) -> dict[str, Any] | None:
 
 def published(module: ModuleModel) -> Published:
     statuses = module.statuses()
-    versions = []
-    for text, entry in statuses.items():
-        if entry.get("status") != VersionStatus.OK or _revocation(entry):
-            continue
-        if semver.is_valid(text):
-            versions.append(semver.parse(text))
-    versions.sort(key=lambda v: v.order_key, reverse=True)
-    return Published(module, versions, statuses)
+    return Published(module, store.servable_versions(statuses), statuses)
 
 
 def find_module(principal: Principal, namespace: str, name: str, provider: str) -> Published:
@@ -206,34 +206,80 @@ def listing(
     name: str | None = None,
     provider: str | None = None,
     query: str | None = None,
-) -> list[dict[str, Any]]:
-    """Latest-version summaries of every readable private module matching the filters."""
+) -> Iterator[dict[str, Any]]:
+    """Latest-version summaries of every readable module matching the filters, lazily, in
+    the protocol's order (namespace, name, provider).
+
+    Read from the protocol's list (``store.ProtocolEntryModel``): its entries hold the
+    address, the latest servable version and when it was published, all a summary shows,
+    so no module item is read. Each organization's entries are read in
+    growing pages only as far as the caller consumes (an offset and a page, plus one to
+    know whether there is a next one), and merged across organizations. A curated public
+    module's summary is the upstream's (cached); one the upstream does not answer for is
+    left out, as before."""
     if namespace is not None:
         accounts.organization_access(principal, namespace)
         organizations = [namespace]
     else:
         organizations = accounts.readable_organization_names(principal)
     terms = [t for t in (query or "").lower().split() if t]
-    out = []
-    for organization in organizations:
+
+    def wanted(entry: ProtocolEntryModel) -> bool:
+        registry, ns, module_name, module_provider = entry.address
+        if name is not None and (registry != "private" or module_name != name):
+            return False
+        if provider and module_provider != provider:
+            return False
+        haystack = f"{ns} {module_name} {module_provider}".lower()
+        return all(term in haystack for term in terms)
+
+    streams = []
+    for rank, organization in enumerate(organizations):
         condition = None
         if name is not None:
-            condition = ModuleModel.key.startswith(f"private#{organization}#{name}#")
-        for module in ModuleModel.query(organization, condition):
-            if provider and module.provider != provider:
-                continue
-            haystack = f"{module.namespace} {module.name} {module.provider}".lower()
-            if any(term not in haystack for term in terms):
-                continue
-            if module.registry_name == "public":
-                curated = _curated_summary(module)
-                if curated is not None:
-                    out.append(curated)
-                continue
-            found = published(module)
-            if found.latest is not None:
-                out.append(summary(found, found.latest))
-    return out
+            condition = ProtocolEntryModel.protocol_key.startswith(f"{organization}#{name}#")
+        entries = _entries(organization, condition)
+        streams.append(((entry.protocol_key, rank), entry) for entry in entries if wanted(entry))
+    for _, entry in heapq.merge(*streams, key=lambda pair: pair[0]):
+        found = _entry_summary(entry)
+        if found is not None:
+            yield found
+
+
+def _entries(organization: str, condition: Any) -> Iterator[ProtocolEntryModel]:
+    """An organization's protocol list entries in order, read in pages of 16, 64, 256, then
+    1,000 entries: a first page costs one small Query, a deep offset or a search a few."""
+    start = None
+    for size in itertools.chain((16, 64, 256), itertools.repeat(1000)):
+        result = ProtocolEntryModel.query(
+            organization, condition, limit=size, last_evaluated_key=start
+        )
+        yield from result
+        start = result.last_evaluated_key
+        if start is None:
+            return
+
+
+def _entry_summary(entry: ProtocolEntryModel) -> dict[str, Any] | None:
+    registry, namespace, name, provider = entry.address
+    if registry == "public":
+        return _curated_summary(namespace, name, provider)
+    version = entry.version
+    return {
+        "id": f"{namespace}/{name}/{provider}/{version}",
+        "owner": "",
+        "namespace": namespace,
+        "name": name,
+        "version": version,
+        "provider": provider,
+        "provider_logo_url": "",
+        "description": "",
+        "source": "",
+        "tag": "",
+        "published_at": entry.published_at,
+        "downloads": 0,
+        "verified": False,
+    }
 
 
 SUMMARY_KEYS = (
@@ -253,12 +299,12 @@ SUMMARY_KEYS = (
 )
 
 
-def _curated_summary(module: ModuleModel) -> dict[str, Any] | None:
+def _curated_summary(namespace: str, name: str, provider: str) -> dict[str, Any] | None:
     """A curated public module, as the upstream describes its latest version (cached)."""
     from chalicelib.registry.protocol import public
 
     try:
-        upstream = public.decode(public.latest(module.namespace, module.name, module.provider))
+        upstream = public.decode(public.latest(namespace, name, provider))
     except (NotFound, BadGateway):
         return None
     return {key: upstream.get(key) for key in SUMMARY_KEYS}

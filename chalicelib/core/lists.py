@@ -1,0 +1,186 @@
+"""Lists that page with keys: one place for reading a page of a list from DynamoDB.
+
+A list is the items of one partition in key order (an organization's modules, tags, ...).
+Reading a page must cost what the page returns, not what the partition holds, so:
+
+* **The total is kept, not counted.** ``CountModel`` holds a count per (scope, part), changed
+  by ``count_update`` inside the same transaction that puts or deletes an item of the list
+  (under the item's own condition), so it is exact. ``meta.pagination.total-count`` reads one
+  small item.
+* **Skipping uses a lean index.** ``page[number]`` is an offset, and DynamoDB cannot skip
+  without reading. A list whose items are large names a *lean* global secondary index on the
+  same hash and range keys as the table, with a ``KEYS_ONLY`` (or small ``INCLUDE``)
+  projection: a Query on it is billed on the projected size (tens of bytes per entry), so
+  page 50 reads a lean entry for each item before it, then the page itself with one Query on
+  the table starting after the last entry skipped (``ExclusiveStartKey``). Page 1 reads only
+  its own items. A list whose items are lean already (tags: about 100 bytes) is its own index.
+* **Filters and searches read the lean index only.** A ``q`` search or a filter on what the
+  key holds reads every lean entry of the partition (the total must be exact), keeps the
+  matching ones and fetches just the page's full items with one BatchGetItem.
+
+Why an index and not cursors cached per query: ``page[number]`` links are stateless and any
+page can be asked first (go-tfe walks ``next-page``, the web UI and pytfe jump), cursors
+would need a cache that is written on reads and goes stale on every write; the same-key
+index needs no code on writes at all (DynamoDB keeps it), stays in the table's order by
+construction, and costs one small index entry per item. Its reads are eventually
+consistent, as the table Queries they replace already were.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from pynamodb.attributes import NumberAttribute, UnicodeAttribute
+from pynamodb.indexes import GlobalSecondaryIndex
+from pynamodb.transactions import TransactWrite
+
+from chalicelib.core import db
+from chalicelib.core.pagination import Page
+
+# BatchGetItem takes at most 100 keys; a page is at most 100 items (MAX_PAGE_SIZE).
+BATCH_GET_KEYS = 100
+
+
+@db.register
+class CountModel(db.Model):
+    """A kept count: ``scope`` names the list (``registry-modules#acme``), ``part`` a part of
+    it a filter selects with a key prefix (``private``/``public``), or ``all``."""
+
+    Meta = db.table("list-counts")
+
+    scope = UnicodeAttribute(hash_key=True)
+    part = UnicodeAttribute(range_key=True)
+    count = NumberAttribute(default=0)
+
+
+ALL = "all"
+
+
+def count_update(tx: TransactWrite, scope: str, part: str, delta: int) -> None:
+    """Add ``delta`` to a count, inside the transaction that puts or deletes the item."""
+    tx.update(CountModel(scope, part), actions=[CountModel.count.add(delta)])
+
+
+def counts(scope: str) -> dict[str, int]:
+    """Every part's count of a list (one Query of a few tiny items)."""
+    return {item.part: int(item.count) for item in CountModel.query(scope)}
+
+
+def set_counts(scope: str, values: dict[str, int]) -> None:
+    """Overwrite a list's counts (the backfill, which counts the lean index)."""
+    for part, value in values.items():
+        CountModel(scope, part, count=value).save()
+
+
+def delete_counts(scope: str) -> None:
+    for item in list(CountModel.query(scope)):
+        item.delete()
+
+
+@dataclass(frozen=True)
+class KeyedList:
+    """One partition of ``model`` in key order (``forward``), optionally narrowed by a range
+    key ``condition`` (e.g. ``begins_with``); ``lean`` is the lean index (same hash and range
+    keys, small projection), ``None`` when the items are lean themselves."""
+
+    model: Any
+    hash_value: str
+    lean: GlobalSecondaryIndex | None = None
+    condition: Any = None
+    forward: bool = True
+
+    def _index(self) -> Any:
+        return self.lean if self.lean is not None else self.model
+
+    def lean_entries(self, limit: int | None = None, page_size: int | None = None) -> Iterator[Any]:
+        """The lean entries in list order (each a model instance holding the projected
+        attributes: at least the keys)."""
+        return iter(
+            self._index().query(
+                self.hash_value,
+                self.condition,
+                scan_index_forward=self.forward,
+                limit=limit,
+                page_size=page_size,
+            )
+        )
+
+    def start_key(self, entry: Any) -> dict[str, Any]:
+        """The table's ``ExclusiveStartKey`` just after ``entry``."""
+        out = {}
+        for attribute in (self.model._hash_key_attribute(), self.model._range_key_attribute()):
+            if attribute is not None:
+                value = getattr(entry, _python_name(self.model, attribute))
+                out[attribute.attr_name] = {attribute.attr_type: attribute.serialize(value)}
+        return out
+
+    def after(self, entry: Any | None, limit: int) -> list[Any]:
+        """Up to ``limit`` full items after ``entry`` (from the start when ``None``): one
+        Query of the table."""
+        return list(
+            self.model.query(
+                self.hash_value,
+                self.condition,
+                scan_index_forward=self.forward,
+                limit=limit,
+                last_evaluated_key=self.start_key(entry) if entry is not None else None,
+            )
+        )
+
+    def full(self, entries: list[Any]) -> list[Any]:
+        """The full items of ``entries``, in their order (BatchGetItem; gone ones left out)."""
+        if self.lean is None:
+            return entries
+        keys = [self._key(entry) for entry in entries]
+        found: dict[tuple[Any, ...], Any] = {}
+        for start in range(0, len(keys), BATCH_GET_KEYS):
+            batch = keys[start : start + BATCH_GET_KEYS]
+            for item in self.model.batch_get(batch):
+                found[self._key(item)] = item
+        return [found[key] for key in keys if key in found]
+
+    def _key(self, entry: Any) -> Any:
+        model = self.model
+        hash_value = getattr(entry, _python_name(model, model._hash_key_attribute()))
+        range_attribute = model._range_key_attribute()
+        if range_attribute is None:
+            return hash_value
+        return (hash_value, getattr(entry, _python_name(model, range_attribute)))
+
+
+def _python_name(model: Any, attribute: Any) -> str:
+    for name, candidate in model.get_attributes().items():
+        if candidate is attribute:
+            return name
+    raise KeyError(attribute.attr_name)
+
+
+def read_page(
+    source: KeyedList,
+    page: Page,
+    *,
+    total: int | None,
+    matches: Callable[[Any], bool] | None = None,
+) -> tuple[list[Any], int]:
+    """The page's full items and the list's total.
+
+    Without ``matches`` and with the kept ``total``: page 1 is one Query of the table for
+    the page; page N reads the lean entries before it (one Query of the lean index, limited
+    to the offset), then the page from just after the last one. With ``matches`` (a filter
+    or search on what the lean entries hold), or without a kept total, every lean entry is
+    read, the matching ones counted, and the page's full items fetched by key."""
+    if matches is None and total is not None:
+        if page.offset >= total:
+            return [], total
+        last = None
+        if page.offset:
+            for last in source.lean_entries(limit=page.offset):  # noqa: B007 - the last one
+                pass
+            if last is None:
+                return [], total
+        return source.after(last, page.size), total
+    entries = [e for e in source.lean_entries() if matches is None or matches(e)]
+    window = entries[page.offset : page.offset + page.size]
+    return source.full(window), len(entries)
