@@ -17,6 +17,8 @@ from chalicelib.registry.protocol.routes import bp as protocol_routes
 from chalicelib.registry.publishing.routes import bp as publishing_routes
 from chalicelib.registry.publishing.webhook_routes import bp as webhook_routes
 from chalicelib.registry.routes import bp as registry_routes
+from chalicelib.scim.admin_routes import bp as scim_admin_routes
+from chalicelib.scim.routes import bp as scim_routes
 from chalicelib.tags.routes import bp as tag_routes
 from chalicelib.vcs.routes import bp as vcs_routes
 from chalicelib.web.login import bp as login_routes
@@ -27,7 +29,7 @@ app = create_app(
     "tfe-module-registry",
     [meta_routes, accounts_routes, registry_routes, protocol_routes, workspace_routes, tag_routes]
     + [admin_routes, vcs_routes, publishing_routes, webhook_routes, project_routes]
-    + [nocode_routes, web_routes, login_routes],
+    + [nocode_routes, web_routes, login_routes, scim_routes, scim_admin_routes],
 )
 
 

@@ -126,6 +126,23 @@ ROUTE_GROUPS: tuple[Function, ...] = (
     # VCS connections; their secrets are sealed with KMS (see chalicelib/core/secrets.py).
     Function("VcsFunction", "chalicelib.entry.vcs.app", {**AUTH_TABLES, **VCS_TABLES}),
     Function("AdminFunction", "chalicelib.entry.admin.app", {**AUTH_TABLES, "settings": WRITE}),
+    # SCIM: identity providers provision users and groups (tokens in the tokens table); the
+    # instance's users and team memberships follow, and the site-admin flag; enabling reads
+    # the SAML settings.
+    Function(
+        "ScimFunction",
+        "chalicelib.entry.scim.app",
+        {
+            **AUTH_TABLES,
+            "tokens": WRITE,
+            "users": WRITE,
+            "teams": WRITE,
+            "scim-settings": WRITE,
+            "scim-users": WRITE,
+            "scim-groups": WRITE,
+            "scim-mappings": WRITE,
+        },
+    ),
     # The browser UI: reads modules and versions (and each version's parsed metadata in S3),
     # keeps its sign-in sessions.
     Function(

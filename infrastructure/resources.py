@@ -24,6 +24,7 @@ from chalicelib.registry import store as _registry_store  # noqa: F401
 from chalicelib.registry.nocode import store as _nocode_store  # noqa: F401
 from chalicelib.registry.objects import UPLOAD_PREFIX
 from chalicelib.registry.protocol import public as _public_cache  # noqa: F401
+from chalicelib.scim import store as _scim_store  # noqa: F401
 from chalicelib.tags import store as _tags_store  # noqa: F401
 from chalicelib.vcs import store as _vcs_store  # noqa: F401
 from chalicelib.web import oauth as _web_oauth  # noqa: F401 - terraform login codes

@@ -38,6 +38,9 @@ LAYERS: dict[str, set[str]] = {
     "tags": {"core", "accounts", "workspaces"},
     "registry": {"core", "accounts", "vcs"},
     "meta": {"core"},
+    # SCIM provisioning drives users, teams and the site-admin flag through accounts, and
+    # reads the SAML settings (SCIM needs SAML) through admin.
+    "scim": {"core", "accounts", "admin"},
     # The browser UI reads through the domains' services, as the API does.
     "web": {"core", "accounts", "vcs", "registry"},
     "lifecycle": {"core", "accounts", "admin", "projects", "workspaces", "vcs", "tags", "registry"},
@@ -52,9 +55,11 @@ LAYERS: dict[str, set[str]] = {
         "registry",
         "meta",
         "web",
+        "scim",
     },
 }
 DOMAINS = {"accounts", "admin", "projects", "workspaces", "vcs", "tags", "registry", "meta", "web"}
+DOMAINS |= {"scim"}
 # Route modules may call the cascades in lifecycle (the one upward step, by design).
 ROUTES_MAY_IMPORT = {"lifecycle"}
 REGISTRY_SUB_ROOMS = ("chalicelib.registry.protocol", "chalicelib.registry.ingest")

@@ -61,6 +61,7 @@ def test_every_route_served_is_one_operation():
         "registry.nocode",
         "registry.protocol",
         "registry.publishing",
+        "scim",
         "tags",
         "vcs",
         "web",

@@ -569,11 +569,14 @@ def list_organization_team_tokens(principal: Principal, org: str) -> list[TokenM
 
 def token_by_id(principal: Principal, token_id: str) -> TokenModel:
     """A user token for its user (or a site admin), a team token for the organization's
-    owners; anything else is 404."""
+    owners, a SCIM token for site admins; anything else is 404."""
     token = next(iter(TokenModel.by_id.query(token_id)), None)
-    if token is None or token.kind not in ("user", "team"):
+    if token is None or token.kind not in ("user", "team", "scim"):
         raise NotFound(f"authentication token {token_id} not found")
-    if token.kind == "user":
+    if token.kind == "scim":  # SCIM provisioning tokens: site admins only
+        if not is_site_admin(principal):
+            raise NotFound(f"authentication token {token_id} not found")
+    elif token.kind == "user":
         _own_user(principal, token.owner_id)
     else:
         try:
@@ -591,3 +594,35 @@ def delete_token_by_id(principal: Principal, token_id: str) -> None:
             _revoke_held_token(team, f"team {team.id}")
             return
     token.delete()
+
+
+# ----- provisioning (SCIM: chalicelib.scim drives these) -------------------------------------
+
+
+def find_team(team_id: str) -> TeamModel | None:
+    try:
+        return TeamModel.get(team_id)
+    except TeamModel.DoesNotExist:
+        return None
+
+
+def set_site_admin(user_id: str, flag: bool) -> None:
+    """Grant or revoke the site-admin flag of an existing user."""
+    UserModel(user_id).update(
+        actions=[UserModel.is_site_admin.set(flag)], condition=UserModel.id.exists()
+    )
+
+
+def revoke_user_tokens(user_id: str) -> int:
+    """Delete every API token of a user (a deprovisioned user keeps no way in)."""
+    tokens = list(owned_tokens("user", user_id))
+    for token in tokens:
+        token.delete()
+    return len(tokens)
+
+
+def set_team_members(team: TeamModel, user_ids: set[str]) -> None:
+    """Make exactly ``user_ids`` the members of ``team`` (both sides of the membership)."""
+    current = set(team.user_ids or ())
+    store.add_team_members(team, sorted(user_ids - current))
+    store.remove_team_members(team, sorted(current - user_ids))

@@ -1,0 +1,190 @@
+"""HTTP routes of SCIM's site administration (``/api/v2/admin/scim-*`` and team links).
+
+As every admin route: public to the wrapper so the hosted edition answers 404 before
+looking at the token; otherwise a site admin's token is needed (others get 404).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from chalice import Blueprint, Response
+
+from chalicelib.admin.service import ensure_site_admin
+from chalicelib.core.auth import Principal, authenticate
+from chalicelib.core.errors import NotFound
+from chalicelib.core.http import Ctx, route
+from chalicelib.core.jsonapi import document, no_content
+from chalicelib.core.openapi import PAGE, Body, Param, Reply
+from chalicelib.core.settings import get_settings
+from chalicelib.scim import render, schemas, service
+
+bp = Blueprint(__name__)
+ADMIN = "/api/v2/admin"
+
+
+def _admin(ctx: Ctx) -> Principal:
+    if get_settings().hosted:
+        raise NotFound("not found")
+    principal = authenticate(ctx.request.headers.get("authorization"))
+    ensure_site_admin(principal)
+    return principal
+
+
+def admin_route(path: str, methods: tuple[str, ...], **kw: Any) -> Any:
+    return route(bp, f"{ADMIN}/{path}", methods=methods, public=True, bearer=True, **kw)
+
+
+def _sent_attributes(ctx: Ctx) -> dict[str, Any]:
+    """``data.attributes`` as sent (to tell an explicit null from an omitted attribute)."""
+    body = ctx.json()
+    data = body.get("data") if isinstance(body, dict) else None
+    attributes = data.get("attributes") if isinstance(data, dict) else None
+    return attributes if isinstance(attributes, dict) else {}
+
+
+def _settings_document() -> Response:
+    item = service.settings()
+    return document(render.settings_resource(item, service.site_admin_group(item)))
+
+
+# ----- settings --------------------------------------------------------------------------------
+
+
+@admin_route("scim-settings", ("GET",))
+def get_scim_settings(ctx: Ctx) -> Response:
+    """Show the SCIM settings."""
+    _admin(ctx)
+    return _settings_document()
+
+
+@admin_route(
+    "scim-settings",
+    ("PATCH",),
+    body=Body(schemas.ScimSettings, "scim-settings", type_check="off", required=False),
+)
+def update_scim_settings(ctx: Ctx) -> Response:
+    """Enable (SAML must be enabled), pause or resume SCIM, or link the site-admin group.
+
+    ``site-admin-group-scim-id: null`` unlinks the group: the site admins SCIM made lose the
+    flag."""
+    _admin(ctx)
+    attributes = ctx.attributes(schemas.ScimSettings)
+    changes: dict[str, Any] = {}
+    if attributes.enabled is not None:
+        changes["enabled"] = attributes.enabled
+    if attributes.paused is not None:
+        changes["paused"] = attributes.paused
+    sent = _sent_attributes(ctx)
+    if any(k in sent for k in ("site-admin-group-scim-id", "site_admin_group_scim_id")):
+        changes["site-admin-group-scim-id"] = attributes.site_admin_group_scim_id
+    service.update_settings(changes)
+    return _settings_document()
+
+
+@admin_route("scim-settings", ("DELETE",))
+def disable_scim(ctx: Ctx) -> Response:
+    """Disable SCIM provisioning (idempotent); users, groups, links and tokens are kept."""
+    _admin(ctx)
+    service.disable()
+    return no_content()
+
+
+# ----- tokens ----------------------------------------------------------------------------------
+
+
+@admin_route("scim-tokens", ("GET",))
+def list_scim_tokens(ctx: Ctx) -> Response:
+    """List the SCIM tokens (never their values)."""
+    _admin(ctx)
+    return document([render.token_resource(t) for t in service.list_tokens()])
+
+
+@admin_route(
+    "scim-tokens",
+    ("POST",),
+    body=Body(schemas.ScimTokenCreate, "authentication-tokens", type_check="off", required=False),
+)
+def create_scim_token(ctx: Ctx) -> Response:
+    """Create a SCIM token for an identity provider: its value is shown once, here.
+
+    ``expired-at`` defaults to a year from now and must be 29 to 365 days away."""
+    principal = _admin(ctx)
+    attributes = ctx.attributes(schemas.ScimTokenCreate)
+    token, secret = service.create_token(
+        attributes.description, attributes.expired_at, principal.id
+    )
+    return document(render.token_resource(token, secret), status=201)
+
+
+@admin_route("scim-tokens/{token_id}", ("GET",))
+def get_scim_token(ctx: Ctx, token_id: str) -> Response:
+    """Show a SCIM token (without its value)."""
+    _admin(ctx)
+    return document(render.token_resource(service.get_token(token_id)))
+
+
+@admin_route("scim-tokens/{token_id}", ("DELETE",))
+def delete_scim_token(ctx: Ctx, token_id: str) -> Response:
+    """Revoke a SCIM token (``DELETE /authentication-tokens/:id`` does too)."""
+    _admin(ctx)
+    service.delete_token(token_id)
+    return no_content()
+
+
+# ----- groups ----------------------------------------------------------------------------------
+
+
+@admin_route(
+    "scim-groups",
+    ("GET",),
+    query=(Param("q", "part of the group's name, any case"), *PAGE),
+)
+def list_scim_groups(ctx: Ctx) -> Response:
+    """List the groups the identity provider provisioned."""
+    _admin(ctx)
+    page = ctx.paginate(service.search_groups(ctx.query.get("q")))
+    return document(
+        [render.group_resource(g) for g in page.items], links=page.links, meta=page.meta
+    )
+
+
+# ----- team links ------------------------------------------------------------------------------
+
+MAPPING = "teams/{team_id}/scim-group-mapping"
+
+
+@admin_route(
+    MAPPING,
+    ("POST",),
+    body=Body(schemas.ScimGroupMappingCreate, "scim-group-mappings", type_check="lenient"),
+    success=Reply(204, description="linked: the team's members are now the group's"),
+)
+def link_team_to_scim_group(ctx: Ctx, team_id: str) -> Response:
+    """Link a team to a SCIM group: its membership follows the group's from now on."""
+    _admin(ctx)
+    attributes = ctx.attributes(schemas.ScimGroupMappingCreate)
+    service.create_mapping(team_id, attributes.scim_group_id)
+    return no_content()
+
+
+@admin_route(
+    MAPPING,
+    ("PATCH",),
+    body=Body(schemas.ScimGroupMappingUpdate, "scim-group-mappings", type_check="lenient"),
+    success=Reply(204, description="updated"),
+)
+def update_team_scim_group_mapping(ctx: Ctx, team_id: str) -> Response:
+    """Pause or resume a team's sync with its SCIM group (resuming reconciles)."""
+    _admin(ctx)
+    attributes = ctx.attributes(schemas.ScimGroupMappingUpdate)
+    service.update_mapping(team_id, attributes.scim_sync_paused)
+    return no_content()
+
+
+@admin_route(MAPPING, ("DELETE",))
+def unlink_team_from_scim_group(ctx: Ctx, team_id: str) -> Response:
+    """Unlink a team from its SCIM group; the team keeps its members."""
+    _admin(ctx)
+    service.delete_mapping(team_id)
+    return no_content()

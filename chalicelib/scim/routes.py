@@ -1,0 +1,261 @@
+"""The SCIM 2.0 service provider an identity provider calls (``/scim/v2``, RFC 7644).
+
+Every route takes a SCIM token (``/api/v2/admin/scim-tokens``), never an API token, and
+answers ``application/scim+json``; errors are SCIM error documents. ``Users`` and ``Groups``
+answer 403 while SCIM is disabled or paused; the discovery documents always answer. The
+hosted edition has no SCIM (404).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from chalice import Blueprint, Response
+
+from chalicelib.core.http import Ctx, route
+from chalicelib.core.openapi import Param, Reply
+from chalicelib.core.settings import get_settings
+from chalicelib.scim import protocol, render, service
+from chalicelib.scim.errors import SCIM_JSON, ScimError, not_found, scim_error_response
+
+bp = Blueprint(__name__)
+BASE = render.SCIM_BASE
+CONTENT_TYPES = ["application/scim+json", "application/json"]
+OBJECT = {"type": "object"}
+LIST = {
+    "type": "object",
+    "required": ["schemas", "totalResults", "Resources"],
+    "properties": {
+        "schemas": {"type": "array", "items": {"type": "string"}},
+        "totalResults": {"type": "integer"},
+        "startIndex": {"type": "integer"},
+        "itemsPerPage": {"type": "integer"},
+        "Resources": {"type": "array", "items": OBJECT},
+    },
+}
+SELECT = (
+    Param("attributes", "only these attributes (comma-separated)"),
+    Param("excludedAttributes", "all but these attributes (comma-separated)"),
+)
+LISTING = (
+    Param("filter", 'a SCIM filter, e.g. userName eq "jane@example.com"'),
+    Param("startIndex", "1-based index of the first result", {"type": "integer"}),
+    Param("count", "results per page (default 100, at most 200)", {"type": "integer"}),
+    *SELECT,
+)
+
+
+def _reply(status: int, schema: dict[str, Any] = OBJECT, description: str = "") -> Reply:
+    return Reply(status, schema, media_type=SCIM_JSON, description=description)
+
+
+def scim_route(
+    path: str, methods: tuple[str, ...], errors: dict[int, str] | None = None, **kw: Any
+) -> Any:
+    return route(
+        bp,
+        BASE + path,
+        methods=methods,
+        public=True,
+        bearer=True,
+        render_error=scim_error_response,
+        content_types=CONTENT_TYPES,
+        errors={403: "SCIM provisioning is disabled or paused", **(errors or {})},
+        **kw,
+    )
+
+
+def _token(ctx: Ctx) -> None:
+    if get_settings().hosted:
+        raise not_found("SCIM is served by the self-hosted edition only")
+    service.authenticate(ctx.request.headers.get("authorization"))
+
+
+def _provisioning(ctx: Ctx) -> str:
+    """Authenticate, check provisioning is on; the absolute base URL of ``/scim/v2``."""
+    _token(ctx)
+    service.ensure_provisioning(ctx.path)
+    return ctx.url(BASE)
+
+
+def _body(ctx: Ctx) -> Any:
+    body = ctx.json()
+    if not isinstance(body, dict):
+        raise ScimError(400, "the request body must be a JSON object", "invalidSyntax")
+    return body
+
+
+def _one(ctx: Ctx, resource: dict[str, Any], status: int = 200) -> Response:
+    query = ctx.query
+    selected = protocol.select(resource, query.get("attributes"), query.get("excludedAttributes"))
+    location = resource["meta"]["location"] if status == 201 else None
+    return render.scim_response(selected, status, location)
+
+
+def _listing(ctx: Ctx, resources: list[dict[str, Any]]) -> Response:
+    query = ctx.query
+    start, count = protocol.paging(query)
+    node = protocol.parse_filter(query.get("filter"))
+    if node is not None:
+        resources = [r for r in resources if protocol.matches(r, node)]
+    attributes, excluded = query.get("attributes"), query.get("excludedAttributes")
+    resources = [protocol.select(r, attributes, excluded) for r in resources]
+    return render.scim_response(protocol.list_response(resources, start, count))
+
+
+def _deleted() -> Response:
+    return Response(body="", status_code=204, headers={})
+
+
+# ----- Users -----------------------------------------------------------------------------------
+
+
+@scim_route("/Users", ("GET",), query=LISTING, success=_reply(200, LIST))
+def list_scim_users(ctx: Ctx) -> Response:
+    """List or find (filter) provisioned users."""
+    base = _provisioning(ctx)
+    protocol.parse_filter(ctx.query.get("filter"))  # a bad filter is a 400 before any read
+    return _listing(ctx, render.scim_users(service.list_users(ctx.query), base))
+
+
+@scim_route("/Users", ("POST",), query=SELECT, success=_reply(201), errors={409: "userName taken"})
+def create_scim_user(ctx: Ctx) -> Response:
+    """Provision a user: it becomes a user of this instance."""
+    base = _provisioning(ctx)
+    user = service.create_user(_body(ctx))
+    return _one(ctx, render.scim_users([user], base)[0], 201)
+
+
+@scim_route("/Users/{scim_id}", ("GET",), query=SELECT, success=_reply(200))
+def get_scim_user(ctx: Ctx, scim_id: str) -> Response:
+    """Show a provisioned user."""
+    base = _provisioning(ctx)
+    return _one(ctx, render.scim_users([service.get_user(scim_id)], base)[0])
+
+
+@scim_route("/Users/{scim_id}", ("PUT",), query=SELECT, success=_reply(200))
+def replace_scim_user(ctx: Ctx, scim_id: str) -> Response:
+    """Replace a user's attributes (``active: false`` deactivates it)."""
+    base = _provisioning(ctx)
+    user = service.replace_user(scim_id, _body(ctx))
+    return _one(ctx, render.scim_users([user], base)[0])
+
+
+@scim_route("/Users/{scim_id}", ("PATCH",), query=SELECT, success=_reply(200))
+def patch_scim_user(ctx: Ctx, scim_id: str) -> Response:
+    """Change some of a user's attributes (PatchOp add/replace/remove)."""
+    base = _provisioning(ctx)
+    user = service.patch_user(scim_id, _body(ctx))
+    return _one(ctx, render.scim_users([user], base)[0])
+
+
+@scim_route("/Users/{scim_id}", ("DELETE",), success=Reply(204))
+def delete_scim_user(ctx: Ctx, scim_id: str) -> Response:
+    """Deprovision a user: its API tokens are deleted, it leaves linked teams."""
+    _provisioning(ctx)
+    service.delete_user(scim_id)
+    return _deleted()
+
+
+# ----- Groups ----------------------------------------------------------------------------------
+
+
+def _wants_members(ctx: Ctx) -> bool:
+    excluded = (ctx.query.get("excludedAttributes") or "").lower()
+    return "members" not in [a.strip() for a in excluded.split(",")]
+
+
+@scim_route("/Groups", ("GET",), query=LISTING, success=_reply(200, LIST))
+def list_scim_groups(ctx: Ctx) -> Response:
+    """List or find (filter) provisioned groups."""
+    base = _provisioning(ctx)
+    protocol.parse_filter(ctx.query.get("filter"))
+    groups = service.list_groups(ctx.query)
+    return _listing(ctx, render.scim_groups(groups, base, members=_wants_members(ctx)))
+
+
+@scim_route("/Groups", ("POST",), query=SELECT, success=_reply(201), errors={409: "name taken"})
+def create_scim_group(ctx: Ctx) -> Response:
+    """Provision a group (with members)."""
+    base = _provisioning(ctx)
+    group = service.create_group(_body(ctx))
+    return _one(ctx, render.scim_groups([group], base)[0], 201)
+
+
+@scim_route("/Groups/{scim_id}", ("GET",), query=SELECT, success=_reply(200))
+def get_scim_group(ctx: Ctx, scim_id: str) -> Response:
+    """Show a provisioned group."""
+    base = _provisioning(ctx)
+    group = service.get_group(scim_id)
+    return _one(ctx, render.scim_groups([group], base, members=_wants_members(ctx))[0])
+
+
+@scim_route("/Groups/{scim_id}", ("PUT",), query=SELECT, success=_reply(200))
+def replace_scim_group(ctx: Ctx, scim_id: str) -> Response:
+    """Replace a group's name and members; linked teams follow."""
+    base = _provisioning(ctx)
+    group = service.replace_group(scim_id, _body(ctx))
+    return _one(ctx, render.scim_groups([group], base)[0])
+
+
+@scim_route("/Groups/{scim_id}", ("PATCH",), query=SELECT, success=_reply(200))
+def patch_scim_group(ctx: Ctx, scim_id: str) -> Response:
+    """Change a group's name or members (PatchOp); linked teams follow."""
+    base = _provisioning(ctx)
+    group = service.patch_group(scim_id, _body(ctx))
+    fresh = service.get_group(group.id)
+    return _one(ctx, render.scim_groups([fresh], base, members=_wants_members(ctx))[0])
+
+
+@scim_route("/Groups/{scim_id}", ("DELETE",), success=Reply(204))
+def delete_scim_group(ctx: Ctx, scim_id: str) -> Response:
+    """Delete a group: linked teams are unlinked and keep their members."""
+    _provisioning(ctx)
+    service.delete_group(scim_id)
+    return _deleted()
+
+
+# ----- discovery -------------------------------------------------------------------------------
+
+
+@scim_route("/ServiceProviderConfig", ("GET",), success=_reply(200))
+def scim_service_provider_config(ctx: Ctx) -> Response:
+    """What this SCIM service provider supports."""
+    _token(ctx)
+    return render.scim_response(protocol.service_provider_config(ctx.url(BASE)))
+
+
+@scim_route("/ResourceTypes", ("GET",), success=_reply(200, LIST))
+def scim_resource_types(ctx: Ctx) -> Response:
+    """The resource types served: User and Group."""
+    _token(ctx)
+    types = protocol.resource_types(ctx.url(BASE))
+    return render.scim_response(protocol.list_response(types, 1, len(types)))
+
+
+@scim_route("/ResourceTypes/{name}", ("GET",), success=_reply(200))
+def scim_resource_type(ctx: Ctx, name: str) -> Response:
+    """One resource type."""
+    _token(ctx)
+    for item in protocol.resource_types(ctx.url(BASE)):
+        if item["id"] == name:
+            return render.scim_response(item)
+    raise not_found(f"no resource type {name!r}")
+
+
+@scim_route("/Schemas", ("GET",), success=_reply(200, LIST))
+def scim_schemas(ctx: Ctx) -> Response:
+    """The schemas of the resources served."""
+    _token(ctx)
+    documents = protocol.schema_documents(ctx.url(BASE))
+    return render.scim_response(protocol.list_response(documents, 1, len(documents)))
+
+
+@scim_route("/Schemas/{schema_id}", ("GET",), success=_reply(200))
+def scim_schema(ctx: Ctx, schema_id: str) -> Response:
+    """One schema, by its URN."""
+    _token(ctx)
+    for item in protocol.schema_documents(ctx.url(BASE)):
+        if item["id"] == schema_id:
+            return render.scim_response(item)
+    raise not_found(f"no schema {schema_id!r}")

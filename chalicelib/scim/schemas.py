@@ -1,0 +1,34 @@
+"""Request attribute models of the SCIM admin API (types and single-value rules)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import AwareDatetime, Field, Strict
+
+from chalicelib.core.attributes import Attributes
+
+ScimId = Annotated[str, Field(min_length=1, max_length=256)]
+
+
+class ScimSettings(Attributes):
+    """Every attribute optional; ``site-admin-group-scim-id: null`` unlinks the group (the
+    route tells "null" from "not sent")."""
+
+    enabled: bool | None = None
+    paused: bool | None = None
+    site_admin_group_scim_id: ScimId | None = None
+
+
+class ScimTokenCreate(Attributes):
+    description: Annotated[str, Field(max_length=1000)] | None = None
+    # Timestamps arrive as text in JSON: strict mode would refuse them.
+    expired_at: Annotated[AwareDatetime, Strict(False)] | None = None
+
+
+class ScimGroupMappingCreate(Attributes):
+    scim_group_id: ScimId
+
+
+class ScimGroupMappingUpdate(Attributes):
+    scim_sync_paused: bool
