@@ -697,3 +697,24 @@ def test_no_scim_route_answers_5xx_and_every_error_is_a_scim_document(api: Api, 
                     ):
                         failures.append((method, path[:60], raw[:40], reply.status))
     assert failures == []
+
+
+def test_the_openapi_document_shows_scim_documents_and_errors() -> None:
+    from infrastructure.openapi import generate
+
+    document = generate()
+    users = document["paths"]["/scim/v2/Users"]
+    assert set(users) == {"get", "post"}
+    assert set(users["get"]["responses"]["200"]["content"]) == {"application/scim+json"}
+    assert users["post"]["security"] == [{"bearerAuth": []}]
+    conflict = users["post"]["responses"]["409"]["content"]
+    assert conflict["application/scim+json"]["schema"] == {"$ref": "#/components/schemas/ScimError"}
+    assert users["get"]["responses"]["403"]["description"].startswith("SCIM provisioning")
+    shared = document["components"]["responses"]["ScimError401"]["content"]
+    assert set(shared) == {"application/scim+json", "application/vnd.api+json"}
+    assert document["components"]["schemas"]["ScimError"]["required"] == ["schemas", "status"]
+    # the admin routes stay JSON:API
+    admin = document["paths"]["/api/v2/admin/scim-settings"]["get"]["responses"]["404"]
+    assert admin == {"$ref": "#/components/responses/Error404"}
+    mapping = document["paths"]["/api/v2/admin/teams/{team_id}/scim-group-mapping"]
+    assert set(mapping) == {"post", "patch", "delete"}

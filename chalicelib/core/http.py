@@ -216,6 +216,7 @@ def route(
             bearer=bearer,
             jsonapi=jsonapi,
             protocol_errors=render_error is registry_error_response,
+            error_style=getattr(render_error, "error_style", None),
             body=body,
             includes=declared,
             query=tuple(query),

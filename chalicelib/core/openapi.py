@@ -143,6 +143,9 @@ class RouteSpec:
     # A web page answers its own errors as HTML pages (the framework's, such as a 415, stay
     # JSON:API documents).
     html_errors: bool = False
+    # Another error document the route's ``render_error`` names (its ``error_style``
+    # attribute): ``scim`` (SCIM 2.0's Error message).
+    error_style: str | None = None
 
 
 # (path, method) -> spec; a module imported twice registers the same keys again.
@@ -203,6 +206,7 @@ def record(
     tag: str | None,
     content_types: Sequence[str],
     html_errors: bool = False,
+    error_style: str | None = None,
 ) -> None:
     """Called by ``route()`` for every registration."""
     summary, description = _summary_and_description(handler, summary)
@@ -225,4 +229,5 @@ def record(
             errors=dict(errors),
             content_types=tuple(content_types),
             html_errors=html_errors,
+            error_style=error_style,
         )

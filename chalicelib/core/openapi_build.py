@@ -32,6 +32,7 @@ from chalicelib.core.openapi import (
 OPENAPI_VERSION = "3.1.0"
 JSON = "application/json"
 HTML = "text/html"
+SCIM = "application/scim+json"
 COMPONENT = "#/components/schemas/"
 
 
@@ -115,6 +116,17 @@ BASE_SCHEMAS: dict[str, Any] = {
         "type": "object",
         "required": ["errors"],
         "properties": {"errors": {"type": "array", "minItems": 1, "items": STRING}},
+    },
+    "ScimError": {
+        "description": "A SCIM 2.0 error document (RFC 7644 section 3.12).",
+        "type": "object",
+        "required": ["schemas", "status"],
+        "properties": {
+            "schemas": {"type": "array", "items": STRING},
+            "status": {"type": "string", "pattern": "^[1-5][0-9][0-9]$"},
+            "scimType": STRING,
+            "detail": STRING,
+        },
     },
 }
 
@@ -249,6 +261,8 @@ def _error_response(status: int, style: str, description: str = "") -> dict[str,
     document when the framework refuses the request before the page runs)."""
     if style == "protocol":
         content = {JSON: {"schema": _ref("RegistryErrors")}}
+    elif style == "scim":  # or JSON:API when the framework refuses the request first
+        content = {SCIM: {"schema": _ref("ScimError")}, JSONAPI: {"schema": _ref("JsonApiErrors")}}
     else:
         content = {JSONAPI: {"schema": _ref("JsonApiErrors")}}
         if style == "html":
@@ -259,12 +273,19 @@ def _error_response(status: int, style: str, description: str = "") -> dict[str,
     return out
 
 
-_ERROR_PREFIX = {"jsonapi": "Error", "protocol": "RegistryError", "html": "PageError"}
+_ERROR_PREFIX = {
+    "jsonapi": "Error",
+    "protocol": "RegistryError",
+    "html": "PageError",
+    "scim": "ScimError",
+}
 
 
 def _error_style(spec: RouteSpec) -> str:
     if spec.html_errors:
         return "html"
+    if spec.error_style:
+        return spec.error_style
     return "protocol" if spec.protocol_errors else "jsonapi"
 
 

@@ -63,3 +63,7 @@ def scim_error_response(error: ApiError) -> Response:
     return Response(
         body=json.dumps(scim_error_document(error)), status_code=error.status, headers=headers
     )
+
+
+# How the OpenAPI document shows these errors (chalicelib.core.openapi_build).
+scim_error_response.error_style = "scim"  # type: ignore[attr-defined]
