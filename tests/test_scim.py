@@ -134,6 +134,12 @@ def team_members(api: Api, team_id: str) -> set[str]:
     return {u["id"] for u in reply.data["relationships"]["users"]["data"]}
 
 
+def scim_link(api: Api, team_id: str) -> tuple[bool, str | None, bool]:
+    """What go-tfe reads of a team's link: scim-linked, scim-group-name, scim-sync-paused."""
+    attributes = api.get(f"/api/v2/teams/{team_id}").data["attributes"]
+    return attributes["scim-linked"], attributes["scim-group-name"], attributes["scim-sync-paused"]
+
+
 def instance_id(scim_user: dict[str, Any]) -> str:
     from chalicelib.scim import store
 
@@ -411,8 +417,10 @@ def test_a_linked_team_follows_its_group(api: Api, idp: Scim) -> None:
     assert {m["value"] for m in group["members"]} == {a["id"], b["id"]}
     assert {g["display"] for g in idp.get(f"/Users/{a['id']}").json["groups"]} == {"Platform"}
 
+    assert scim_link(api, team) == (False, None, False)
     assert link(api, team, group["id"]).status == 204
     assert team_members(api, team) == {ua, ub}
+    assert scim_link(api, team) == (True, "Platform", False)
     assert link(api, other, group["id"]).status == 204  # many teams, one group
 
     # add, remove (Entra ID's filter path), deactivate, reactivate
@@ -440,6 +448,7 @@ def test_a_linked_team_follows_its_group(api: Api, idp: Scim) -> None:
     # paused: the team stays as it is; resuming reconciles
     assert pause(api, team, True).status == 204
     assert pause(api, team, True).status == 204  # idempotent
+    assert scim_link(api, team) == (True, "Platform", True)
     replaced = idp.put(
         f"/Groups/{group['id']}", {"displayName": "Platform", "members": [{"value": a["id"]}]}
     )
@@ -447,6 +456,12 @@ def test_a_linked_team_follows_its_group(api: Api, idp: Scim) -> None:
     assert team_members(api, team) == {ub, uc} and team_members(api, other) == {ua}
     assert pause(api, team, False).status == 204
     assert team_members(api, team) == {ua}
+    assert scim_link(api, team) == (True, "Platform", False)
+    renamed = idp.patch(
+        f"/Groups/{group['id']}", {"op": "replace", "path": "displayName", "value": "Platform Team"}
+    )
+    assert renamed.status == 200
+    assert scim_link(api, team) == (True, "Platform Team", False)
 
     # errors go-tfe expects, none of which changes anything
     owners = next(
@@ -467,13 +482,16 @@ def test_a_linked_team_follows_its_group(api: Api, idp: Scim) -> None:
 
     # unlinking keeps the members; the team no longer follows
     assert api.delete(f"{ADMIN}/teams/{team}/scim-group-mapping").status == 204
+    assert scim_link(api, team) == (False, None, False)
     idp.patch(f"/Groups/{group['id']}", {"op": "replace", "path": "members", "value": []})
     assert team_members(api, team) == {ua} and team_members(api, other) == set()
     assert link(api, team, group["id"]).status == 204  # re-link after delete
     assert team_members(api, team) == set()
 
     # deleting the group unlinks its teams
+    assert scim_link(api, team)[0] is True
     assert idp.delete(f"/Groups/{group['id']}").status == 204
+    assert scim_link(api, team) == (False, None, False)
     assert api.delete(f"{ADMIN}/teams/{team}/scim-group-mapping").status == 422
     assert idp.get(f"/Users/{a['id']}").json["groups"] == []
 

@@ -83,6 +83,9 @@ def render_team(team: TeamModel, rights: OrgAccess | None = None) -> dict[str, A
             "visibility": team.visibility,
             "sso-team-id": team.sso_team_id,
             "users-count": len(members),
+            "scim-linked": team.scim_group_name is not None,
+            "scim-group-name": team.scim_group_name,
+            "scim-sync-paused": bool(team.scim_sync_paused),
             "organization-access": {kebab(f): bool(getattr(team.access, f)) for f in ACCESS_FLAGS},
             "permissions": {
                 "can-update-membership": owner,

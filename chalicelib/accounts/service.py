@@ -621,6 +621,12 @@ def revoke_user_tokens(user_id: str) -> int:
     return len(tokens)
 
 
+def set_team_scim_link(team_id: str, group_name: str | None, paused: bool = False) -> None:
+    """What the team shows of its SCIM link (``scim-linked``, ``scim-group-name``,
+    ``scim-sync-paused``); no group: not linked."""
+    store.set_scim_link(team_id, group_name, paused)
+
+
 def set_team_members(team: TeamModel, user_ids: set[str]) -> None:
     """Make exactly ``user_ids`` the members of ``team`` (both sides of the membership)."""
     current = set(team.user_ids or ())

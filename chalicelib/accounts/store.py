@@ -156,6 +156,9 @@ class TeamModel(db.Model):
     token_id = UnicodeAttribute(null=True)
     token_hash = UnicodeAttribute(null=True)
     created_at = UTCDateTimeAttribute()
+    # Set while the team follows a SCIM group (chalicelib.scim keeps its members in step).
+    scim_group_name = UnicodeAttribute(null=True)
+    scim_sync_paused = BooleanAttribute(null=True)
     by_organization = TeamsByOrganization()
 
     @property
@@ -215,6 +218,23 @@ def remove_team_members(team: TeamModel, user_ids: list[str]) -> None:
                 raise
     if user_ids:
         team.update(actions=[TeamModel.user_ids.delete(set(user_ids))])
+
+
+def set_scim_link(team_id: str, group_name: str | None, paused: bool) -> None:
+    """Record (or, with no group, forget) the SCIM group a team follows; a team deleted
+    meanwhile is left alone (never re-created as a stub)."""
+    if group_name is None:
+        actions = [TeamModel.scim_group_name.remove(), TeamModel.scim_sync_paused.remove()]
+    else:
+        actions = [
+            TeamModel.scim_group_name.set(group_name),
+            TeamModel.scim_sync_paused.set(paused),
+        ]
+    try:
+        TeamModel(team_id).update(actions=actions, condition=TeamModel.id.exists())
+    except UpdateError as exc:
+        if not db.conditional_failure(exc):
+            raise
 
 
 def delete_token(token_hash: str | None) -> None:

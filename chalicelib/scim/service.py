@@ -543,9 +543,13 @@ def _write_group(
     ]
     if added:
         actions.append(ScimGroupModel.member_ids.add(added))
+    renamed = display != group.display_name
     group.update(actions=actions)
     if removed:  # DynamoDB takes one action per attribute and update
         group.update(actions=[ScimGroupModel.member_ids.delete(removed)])
+    if renamed:  # linked teams show their group's name
+        for mapping in store.mappings_of_group(group.id):
+            accounts.set_team_scim_link(mapping.team_id, display, mapping.paused)
     _members_changed(group, added=added, removed=removed)
     return group
 
@@ -608,6 +612,7 @@ def delete_group(scim_id: str) -> None:
     group = get_group(scim_id)
     for mapping in store.mappings_of_group(group.id):
         mapping.delete()
+        accounts.set_team_scim_link(mapping.team_id, None)
     item = store.load_settings()
     was_admin_group = item.site_admin_group_id == group.id
     if was_admin_group:
@@ -731,6 +736,7 @@ def create_mapping(team_id: str, group_id: str) -> ScimMappingModel:
     mapping = ScimMappingModel(team.id, group_id=group.id, paused=False, created_at=now())
     if not store.insert_mapping(mapping):
         raise _invalid("scim-group-id", "cannot be linked: the team is already linked to a group")
+    accounts.set_team_scim_link(team.id, group.display_name)
     _sync_team(mapping, group)
     return mapping
 
@@ -747,16 +753,17 @@ def update_mapping(team_id: str, paused: bool) -> ScimMappingModel:
     mapping = mapping_of(team_id)
     resumed = mapping.paused and not paused
     mapping.update(actions=[ScimMappingModel.paused.set(paused)])
-    if resumed:  # resuming reconciles what changed while paused
-        group = store.get_group(mapping.group_id)
-        if group is not None:
-            _sync_team(mapping, group)
+    group = store.get_group(mapping.group_id)
+    accounts.set_team_scim_link(team_id, group.display_name if group else None, paused)
+    if resumed and group is not None:  # resuming reconciles what changed while paused
+        _sync_team(mapping, group)
     return mapping
 
 
 def delete_mapping(team_id: str) -> None:
     """Unlink: the team keeps its members, and stops following the group."""
     mapping_of(team_id).delete()
+    accounts.set_team_scim_link(team_id, None)
 
 
 def team_link(team_id: str) -> tuple[ScimMappingModel | None, ScimGroupModel | None]:
