@@ -7,10 +7,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Any
 
 from chalice import Blueprint, Response
-from pydantic import AwareDatetime, Strict
 
 from chalicelib.accounts import service
 from chalicelib.accounts.render import (
@@ -26,55 +25,18 @@ from chalicelib.accounts.store import TeamModel, UserModel
 from chalicelib.core.auth import TokenModel
 from chalicelib.core.errors import Unprocessable
 from chalicelib.core.http import Ctx, route
-from chalicelib.core.jsonapi import (
-    Attributes,
-    Includer,
-    document,
-    no_content,
-    relationship_list,
-)
+from chalicelib.core.jsonapi import Includer, document, no_content, relationship_list
 from chalicelib.core.openapi import PAGE, Body, Param, Relationships
 from chalicelib.lifecycle import organizations as lifecycle
 
+if TYPE_CHECKING:
+    from chalicelib.accounts.schemas import TokenAttributes
+
 bp = Blueprint(__name__)
 
-
-# ----- request bodies -----------------------------------------------------------------------
-
-
-class OrganizationAttributes(Attributes):
-    name: str | None = None
-    email: str | None = None
-
-
-class TeamAccess(Attributes):
-    manage_modules: bool | None = None
-    manage_workspaces: bool | None = None
-    manage_policies: bool | None = None
-    manage_providers: bool | None = None
-    manage_vcs_settings: bool | None = None
-    manage_membership: bool | None = None
-    manage_projects: bool | None = None
-    read_workspaces: bool | None = None
-    read_projects: bool | None = None
-
-    def flags(self) -> dict[str, bool]:
-        return {k: v for k, v in self.model_dump().items() if v is not None}
-
-
-class TeamAttributes(Attributes):
-    name: str | None = None
-    visibility: str | None = None
-    organization_access: TeamAccess | None = None
-
-    def flags(self) -> dict[str, bool]:
-        return self.organization_access.flags() if self.organization_access else {}
-
-
-class TokenAttributes(Attributes):
-    description: str | None = None
-    # Strict mode would refuse ISO strings; timestamps arrive as text in JSON.
-    expired_at: Annotated[AwareDatetime, Strict(False)] | None = None
+# Request bodies, by path: pydantic loads with the first request that sends one.
+ORGANIZATION_ATTRIBUTES = "chalicelib.accounts.schemas:OrganizationAttributes"
+TEAM_ATTRIBUTES = "chalicelib.accounts.schemas:TeamAttributes"
 
 
 def _visibility(value: str | None) -> str | None:
@@ -139,9 +101,9 @@ def list_organizations(ctx: Ctx) -> Response:
     return _page_of(ctx, orgs, lambda o: render_organization(o, service.access(ctx.user, o.name)))
 
 
-@route(bp, ORGANIZATIONS, methods=("POST",), body=Body(OrganizationAttributes, "organizations"))
+@route(bp, ORGANIZATIONS, methods=("POST",), body=Body(ORGANIZATION_ATTRIBUTES, "organizations"))
 def create_organization(ctx: Ctx) -> Response:
-    attrs = ctx.attributes(OrganizationAttributes)
+    attrs = ctx.attributes()
     org = lifecycle.create_organization(ctx.user, attrs.name, attrs.email)
     return document(render_organization(org, service.OrgAccess.everything()), status=201)
 
@@ -156,10 +118,10 @@ def show_organization(ctx: Ctx, organization_name: str) -> Response:
     bp,
     ORGANIZATION,
     methods=("PATCH",),
-    body=Body(OrganizationAttributes, "organizations", type_check="lenient"),
+    body=Body(ORGANIZATION_ATTRIBUTES, "organizations", type_check="lenient"),
 )
 def update_organization(ctx: Ctx, organization_name: str) -> Response:
-    attrs = ctx.attributes(OrganizationAttributes)
+    attrs = ctx.attributes()
     org = service.update_organization(
         ctx.user, organization_name, email=attrs.email, new_name=attrs.name
     )
@@ -243,10 +205,10 @@ def list_teams(ctx: Ctx, organization_name: str) -> Response:
     ORGANIZATION_TEAMS,
     methods=("POST",),
     includes=TEAM_INCLUDES,
-    body=Body(TeamAttributes, "teams", type_check="off"),
+    body=Body(TEAM_ATTRIBUTES, "teams", type_check="off"),
 )
 def create_team(ctx: Ctx, organization_name: str) -> Response:
-    attrs = ctx.attributes(TeamAttributes)
+    attrs = ctx.attributes()
     team = service.create_team(
         ctx.user, organization_name, attrs.name, _visibility(attrs.visibility), attrs.flags()
     )
@@ -264,10 +226,10 @@ def show_team(ctx: Ctx, team_id: str) -> Response:
     TEAM,
     methods=("PATCH",),
     includes=TEAM_INCLUDES,
-    body=Body(TeamAttributes, "teams", type_check="lenient"),
+    body=Body(TEAM_ATTRIBUTES, "teams", type_check="lenient"),
 )
 def update_team(ctx: Ctx, team_id: str) -> Response:
-    attrs = ctx.attributes(TeamAttributes)
+    attrs = ctx.attributes()
     updated = service.update_team(
         ctx.user, team_id, attrs.name, _visibility(attrs.visibility), attrs.flags()
     )
@@ -315,11 +277,16 @@ TOKEN = "/api/v2/authentication-tokens/{token_id}"
 
 
 # Creating a token needs no body: every attribute is optional.
-TOKEN_BODY = Body(TokenAttributes, "authentication-tokens", type_check="off", required=False)
+TOKEN_BODY = Body(
+    "chalicelib.accounts.schemas:TokenAttributes",
+    "authentication-tokens",
+    type_check="off",
+    required=False,
+)
 
 
 def _token_attributes(ctx: Ctx) -> TokenAttributes:
-    return ctx.attributes(TokenAttributes)
+    return ctx.attributes()
 
 
 def _created_token(token: TokenModel, secret: str) -> Response:

@@ -24,10 +24,11 @@ from chalicelib.admin.render import (
     retention_document,
     singleton,
 )
+from chalicelib.core.attributes import Attributes
 from chalicelib.core.auth import authenticate
 from chalicelib.core.errors import NotFound, Unprocessable
 from chalicelib.core.http import Ctx, route
-from chalicelib.core.jsonapi import Attributes, no_content
+from chalicelib.core.jsonapi import no_content
 from chalicelib.core.openapi import Body, Reply
 from chalicelib.core.settings import get_settings
 

@@ -28,6 +28,7 @@ from chalice import Blueprint, Chalice, Response
 from chalice.app import Request
 
 if TYPE_CHECKING:
+    from chalicelib.core.attributes import Attributes
     from chalicelib.core.auth import Principal
 
 from chalicelib.core.errors import (
@@ -39,7 +40,6 @@ from chalicelib.core.errors import (
     registry_error_response,
 )
 from chalicelib.core.jsonapi import (
-    Attributes,
     Includer,
     collect_included,
     load_json,
@@ -50,7 +50,7 @@ from chalicelib.core.pagination import Page, Paged, paged, paginate
 from chalicelib.core.settings import get_settings
 
 log = logging.getLogger("registry")
-A = TypeVar("A", bound=Attributes)
+A = TypeVar("A", bound="Attributes")
 
 CONTENT_TYPES = ["application/vnd.api+json", "application/json"]
 # Routes under this prefix answer JSON:API documents (and have their includes checked).
@@ -80,16 +80,19 @@ class Ctx:
     def json(self) -> Any:
         return load_json(self.request.raw_body)
 
-    def attributes(self, model: type[A]) -> A:
+    def attributes(self, model: type[A] | None = None) -> A:
         """``data.attributes`` of the request document, validated as the route's ``body=``
-        declares (type check, optional body); ``model`` must be the declared one."""
+        declares (type check, optional body); ``model``, when given, must be the declared
+        one (routes that declare their model by path leave it out)."""
         declared = self.body
-        assert isinstance(declared, Body) and declared.model is model, (
+        assert isinstance(declared, Body), f"the route declares body={declared!r}"
+        expected = declared.model_class
+        assert model is None or expected is model, (
             f"the route declares body={declared!r}, not {model.__name__}"
         )
         parsed = declared.parse(self.json())
-        assert isinstance(parsed, model)
-        return parsed
+        assert isinstance(parsed, expected)
+        return parsed  # type: ignore[return-value]
 
     @property
     def query(self) -> dict[str, str]:

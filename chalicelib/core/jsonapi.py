@@ -2,45 +2,29 @@
 
 Request attributes are parsed with pydantic models whose fields are snake_case and accept
 both the kebab-case names of the API and the snake_case aliases pytfe sends. Unknown
-attributes are ignored; ``null`` or an empty body counts as "no attributes".
+attributes are ignored; ``null`` or an empty body counts as "no attributes". Their base,
+``Attributes``, lives in ``chalicelib.core.attributes``: this module does not load pydantic.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from chalice import Response
-from pydantic import AliasChoices, AliasGenerator, BaseModel, ConfigDict, ValidationError
 
 from chalicelib.core.errors import JSONAPI, BadRequest, Unprocessable
+
+if TYPE_CHECKING:
+    from chalicelib.core.attributes import Attributes
 
 
 def kebab(name: str) -> str:
     return name.replace("_", "-")
 
 
-def _aliases(field_name: str) -> AliasChoices:
-    return AliasChoices(kebab(field_name), field_name)
-
-
-class Attributes(BaseModel):
-    """Base for request attribute models: kebab or snake names, strict JSON types."""
-
-    model_config = ConfigDict(
-        alias_generator=AliasGenerator(validation_alias=_aliases),
-        extra="ignore",
-        strict=True,
-        frozen=True,
-    )
-
-
-class NoAttributes(Attributes):
-    pass
-
-
-A = TypeVar("A", bound=Attributes)
+A = TypeVar("A", bound="Attributes")
 
 
 # No request document of this API nests deeper than a handful of levels; bounding it keeps
@@ -132,6 +116,10 @@ def parse_attributes(
 
 
 def validate(model: type[A], values: dict[str, Any], *, pointer_prefix: str) -> A:
+    # The models' base (chalicelib.core.attributes) holds pydantic, about 40 ms of a cold
+    # start: imported here, where a body is first validated, not by every function.
+    from pydantic import ValidationError
+
     try:
         return model.model_validate(values)
     except ValidationError as exc:

@@ -17,8 +17,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from chalicelib.core.attributes import Attributes
 from chalicelib.core.errors import JSONAPI
-from chalicelib.core.jsonapi import Attributes
 from chalicelib.core.openapi import (
     METHODS,
     SPECS,
@@ -146,7 +146,7 @@ def _type_schema(body: Body) -> dict[str, Any]:
 
 
 def _attributes_document(body: Body, attributes: Mapping[str, Any]) -> dict[str, Any]:
-    has_required = bool(body.model.model_json_schema(mode="validation").get("required"))
+    has_required = bool(body.model_class.model_json_schema(mode="validation").get("required"))
     data: dict[str, Any] = {
         "type": "object",
         "properties": {"type": _type_schema(body), "attributes": dict(attributes)},
@@ -189,7 +189,7 @@ def _request_body(spec: RouteSpec, attributes: dict[type[Attributes], Any]) -> d
         content = {media: {"schema": dict(OBJECT)} for media in body.media_types}
         return {"required": True, "description": body.description, "content": content}
     if isinstance(body, Body):
-        schema = _attributes_document(body, attributes[body.model])
+        schema = _attributes_document(body, attributes[body.model_class])
         required = body.required
         description = ""
     else:
@@ -340,7 +340,7 @@ def _attribute_schemas(specs: Iterable[RouteSpec]) -> tuple[dict[type[Attributes
     from pydantic.json_schema import models_json_schema  # only when building the document
 
     models = sorted(
-        {s.body.model for s in specs if isinstance(s.body, Body)},
+        {s.body.model_class for s in specs if isinstance(s.body, Body)},
         key=lambda m: (m.__module__, m.__qualname__),
     )
     if not models:

@@ -14,9 +14,10 @@ from chalice import Blueprint
 
 from chalicelib.accounts.service import OrgAccess
 from chalicelib.core import tagbindings
+from chalicelib.core.attributes import Attributes
 from chalicelib.core.errors import NotFound, Unprocessable
 from chalicelib.core.http import Ctx, route
-from chalicelib.core.jsonapi import Attributes, document, no_content
+from chalicelib.core.jsonapi import document, no_content
 from chalicelib.core.openapi import PAGE, Body, Param
 from chalicelib.registry import service
 from chalicelib.registry.nocode import service as nocode

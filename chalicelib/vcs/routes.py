@@ -16,7 +16,7 @@ ORG_CLIENTS = V2 + "/organizations/{organization_name}/oauth-clients"
 CLIENT = V2 + "/oauth-clients/{client_id}"
 CLIENT_TOKENS = V2 + "/oauth-clients/{client_id}/oauth-tokens"
 TOKEN = V2 + "/oauth-tokens/{token_id}"
-CLIENT_BODY = Body(service.ClientAttributes, "oauth-clients")
+CLIENT_BODY = Body("chalicelib.vcs.schemas:ClientAttributes", "oauth-clients")
 
 
 @route(bp, ORG_CLIENTS, methods=("GET",), query=PAGE)
@@ -28,7 +28,7 @@ def list_clients(ctx: Ctx, organization_name: str) -> Response:
 
 @route(bp, ORG_CLIENTS, methods=("POST",), body=CLIENT_BODY)
 def create_client(ctx: Ctx, organization_name: str) -> Response:
-    attrs = ctx.attributes(service.ClientAttributes)
+    attrs = ctx.attributes()
     client, tokens = service.create_client(ctx.user, organization_name, attrs)
     return document(render_client(ctx, client, tokens), status=201)
 
@@ -41,7 +41,7 @@ def get_client(ctx: Ctx, client_id: str) -> Response:
 
 @route(bp, CLIENT, methods=("PATCH",), body=CLIENT_BODY)
 def update_client(ctx: Ctx, client_id: str) -> Response:
-    attrs = ctx.attributes(service.ClientAttributes)
+    attrs = ctx.attributes()
     client = service.update_client(ctx.user, client_id, attrs)
     return document(render_client(ctx, client, service.client_tokens(client)))
 
@@ -63,9 +63,12 @@ def get_token(ctx: Ctx, token_id: str) -> Response:
     return document(render_token(service.get_token(ctx.user, token_id)))
 
 
-@route(bp, TOKEN, methods=("PATCH",), body=Body(service.TokenAttributes, "oauth-tokens"))
+TOKEN_BODY = Body("chalicelib.vcs.schemas:TokenAttributes", "oauth-tokens")
+
+
+@route(bp, TOKEN, methods=("PATCH",), body=TOKEN_BODY)
 def update_token(ctx: Ctx, token_id: str) -> Response:
-    attrs = ctx.attributes(service.TokenAttributes)
+    attrs = ctx.attributes()
     return document(render_token(service.update_token(ctx.user, token_id, attrs)))
 
 

@@ -12,7 +12,7 @@ team. Anything else is a 404, as for the rest of the API.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from chalicelib.accounts import service as accounts
@@ -20,7 +20,6 @@ from chalicelib.core import secrets
 from chalicelib.core.auth import Principal
 from chalicelib.core.errors import Conflict, NotFound, Unprocessable
 from chalicelib.core.ids import new_id, now
-from chalicelib.core.jsonapi import Attributes
 from chalicelib.vcs import git, providers, store
 from chalicelib.vcs.store import (
     PURPOSE_PRIVATE_KEY,
@@ -31,26 +30,12 @@ from chalicelib.vcs.store import (
     OAuthTokenModel,
 )
 
+if TYPE_CHECKING:
+    from chalicelib.vcs.schemas import ClientAttributes, TokenAttributes
+
 POINTER = "/data/attributes/"
 MAX_SECRET_LENGTH = 16 * 1024
 MAX_TEXT_LENGTH = 2048
-
-
-class ClientAttributes(Attributes):
-    name: str | None = None
-    service_provider: str | None = None
-    http_url: str | None = None
-    api_url: str | None = None
-    oauth_token_string: str | None = None
-    private_key: str | None = None
-    key: str | None = None
-    secret: str | None = None
-    rsa_public_key: str | None = None
-    organization_scoped: bool | None = None
-
-
-class TokenAttributes(Attributes):
-    ssh_key: str | None = None
 
 
 @dataclass(frozen=True)

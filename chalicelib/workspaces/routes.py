@@ -11,10 +11,10 @@ from chalice import Blueprint, Response
 from chalicelib.accounts.render import render_organization
 from chalicelib.accounts.service import OrgAccess, get_organization
 from chalicelib.core import tagbindings
+from chalicelib.core.attributes import Attributes
 from chalicelib.core.errors import Unprocessable
 from chalicelib.core.http import Ctx, route
 from chalicelib.core.jsonapi import (
-    Attributes,
     Includer,
     document,
     no_content,

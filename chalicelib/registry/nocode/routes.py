@@ -6,8 +6,9 @@ from __future__ import annotations
 
 from chalice import Blueprint, Response
 
+from chalicelib.core.attributes import Attributes
 from chalicelib.core.http import Ctx, route
-from chalicelib.core.jsonapi import Attributes, document, no_content
+from chalicelib.core.jsonapi import document, no_content
 from chalicelib.core.openapi import Body
 from chalicelib.registry.nocode import service
 from chalicelib.registry.nocode.render import (

@@ -11,19 +11,18 @@ from chalicelib.core.jsonapi import document, resource
 from chalicelib.core.openapi import Body
 from chalicelib.registry.paths import MODULE, ORG_MODULES
 from chalicelib.registry.publishing import service as publishing
-from chalicelib.registry.publishing.schemas import PublishAttributes
 from chalicelib.registry.render import render_module, render_vcs_repo
 from chalicelib.registry.service import ModuleRef
 
 bp = Blueprint(__name__)
 
 
-PUBLISH = Body(PublishAttributes, "registry-modules")
+PUBLISH = Body("chalicelib.registry.publishing.schemas:PublishAttributes", "registry-modules")
 COMMITS_ERRORS = {502: "the VCS host failed or refused to list the commits"}
 
 
 def _publish(ctx: Ctx, organization: str | None):
-    attrs = ctx.attributes(PublishAttributes)
+    attrs = ctx.attributes()
     module, rights, secret = publishing.publish(ctx.user, organization, attrs, ctx.base_url)
     rendered = render_module(module, rights, ctx.base_url)
     # Shown once, like a token: the VCS host signs webhook deliveries with it.

@@ -1,9 +1,10 @@
 """Request bodies of VCS publishing (``vcs-repo`` and friends), in a module of their own so
-the registry routes can parse a PATCH's ``vcs-repo`` without importing the VCS machinery."""
+the registry routes can parse a PATCH's ``vcs-repo`` without importing the VCS machinery, and
+the publishing routes name them by path (pydantic loads with the first body)."""
 
 from __future__ import annotations
 
-from chalicelib.core.jsonapi import Attributes
+from chalicelib.core.attributes import Attributes
 
 
 class VcsRepoAttributes(Attributes):

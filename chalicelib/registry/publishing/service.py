@@ -25,7 +25,7 @@ import secrets as random
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from chalicelib.accounts import service as accounts
 from chalicelib.core import secrets
@@ -34,7 +34,6 @@ from chalicelib.core.errors import BadGateway, NotFound, Unprocessable
 from chalicelib.core.ids import iso, new_id, now
 from chalicelib.registry import queue, render, semver, service, store
 from chalicelib.registry.publishing.hooks import WEBHOOK_SECRET_PURPOSE, registered_hook
-from chalicelib.registry.publishing.schemas import PublishAttributes, VcsRepoAttributes
 from chalicelib.registry.publishing.sync import queue_sync, repository, request_sync
 from chalicelib.registry.statuses import (
     RETRYABLE,
@@ -46,6 +45,9 @@ from chalicelib.registry.statuses import (
 from chalicelib.registry.store import ModuleModel, ModuleVersionModel, module_key
 from chalicelib.vcs import git, providers
 from chalicelib.vcs import service as vcs
+
+if TYPE_CHECKING:
+    from chalicelib.registry.publishing.schemas import PublishAttributes, VcsRepoAttributes
 
 POINTER = "/data/attributes/vcs-repo/"
 REPOSITORY_NAME = re.compile(r"^terraform-([0-9a-z]+)-(.+)$")

@@ -1,0 +1,46 @@
+"""Request bodies of the accounts routes, in a module of their own: the routes name them by
+path (``Body("chalicelib.accounts.schemas:...")``), so pydantic loads with the first request
+that sends one and the function's reads never pay for it."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import AwareDatetime, Strict
+
+from chalicelib.core.attributes import Attributes
+
+
+class OrganizationAttributes(Attributes):
+    name: str | None = None
+    email: str | None = None
+
+
+class TeamAccess(Attributes):
+    manage_modules: bool | None = None
+    manage_workspaces: bool | None = None
+    manage_policies: bool | None = None
+    manage_providers: bool | None = None
+    manage_vcs_settings: bool | None = None
+    manage_membership: bool | None = None
+    manage_projects: bool | None = None
+    read_workspaces: bool | None = None
+    read_projects: bool | None = None
+
+    def flags(self) -> dict[str, bool]:
+        return {k: v for k, v in self.model_dump().items() if v is not None}
+
+
+class TeamAttributes(Attributes):
+    name: str | None = None
+    visibility: str | None = None
+    organization_access: TeamAccess | None = None
+
+    def flags(self) -> dict[str, bool]:
+        return self.organization_access.flags() if self.organization_access else {}
+
+
+class TokenAttributes(Attributes):
+    description: str | None = None
+    # Strict mode would refuse ISO strings; timestamps arrive as text in JSON.
+    expired_at: Annotated[AwareDatetime, Strict(False)] | None = None
