@@ -13,18 +13,14 @@ Every step is idempotent, so a delete interrupted half-way can be repeated.
 from __future__ import annotations
 
 from chalicelib.accounts import service as accounts
-from chalicelib.admin import service as admin
 from chalicelib.core.auth import Principal
-from chalicelib.lifecycle.workspaces import destroy_workspace
 from chalicelib.projects import service as projects
-from chalicelib.registry import service as registry
-from chalicelib.registry.nocode import service as nocode
-from chalicelib.tags import service as tags
-from chalicelib.vcs import service as vcs
-from chalicelib.workspaces import service as workspaces
 
 
 def create_organization(principal: Principal, name: str | None, email: str | None):
+    # The site settings' service brings mail, SMS and KMS sealing: only creating needs it.
+    from chalicelib.admin import service as admin
+
     org = accounts.create_organization(
         principal, name, email, limited=admin.organization_creation_limited()
     )
@@ -34,6 +30,15 @@ def create_organization(principal: Principal, name: str | None, email: str | Non
 
 def delete_organization(principal: Principal, name: str) -> None:
     """Delete the organization and everything in it (owners only)."""
+    # Every domain of an organization, imported here: the accounts function's other
+    # requests (users, teams, tokens, reading organizations) never load them.
+    from chalicelib.lifecycle.workspaces import destroy_workspace
+    from chalicelib.registry import service as registry
+    from chalicelib.registry.nocode import service as nocode
+    from chalicelib.tags import service as tags
+    from chalicelib.vcs import service as vcs
+    from chalicelib.workspaces import service as workspaces
+
     accounts.owned_organization(principal, name)
     modules = registry.delete_all_for_organization(name)
     nocode.delete_all_for_organization(name)

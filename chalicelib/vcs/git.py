@@ -15,7 +15,6 @@ import io
 import posixpath
 import re
 import stat
-import tarfile
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote, urlsplit
@@ -258,6 +257,9 @@ def archive_commit(
     Regular files only: symlinks and submodules are left out. The fetched pack and the
     unpacked files are each capped.
     """
+    # Only the ingest function packs trees: the others keep tarfile (and grp, pwd) unloaded.
+    import tarfile
+
     repo, commit = _fetch_commit(repo_url, token, sha, username, max_pack_bytes)
     store = repo.object_store
     tree = store[commit.tree]
