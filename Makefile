@@ -44,9 +44,10 @@ test: lint browser
 	$(PY) -m pytest
 
 # out/: the CloudFormation template (Chalice's, merged with infrastructure/template.py's)
-# and the deployment zip (without the botocore models of services no function calls, see
-# infrastructure/slim.py), linted with cfn-lint. Packaging reads no AWS account. The OpenAPI
-# document (chalicelib/meta/openapi.json, served by the meta function) is regenerated first.
+# and the deployment zip (without the botocore models of services no function calls, with
+# our code's bytecode, see infrastructure/slim.py), linted with cfn-lint. Packaging reads no
+# AWS account. The OpenAPI document (chalicelib/meta/openapi.json, served by the meta
+# function) is regenerated first.
 package: $(STAMP)
 	rm -rf out build/merge.json
 	$(PY) -m infrastructure.openapi
