@@ -736,3 +736,26 @@ def test_the_openapi_document_shows_scim_documents_and_errors() -> None:
     assert admin == {"$ref": "#/components/responses/Error404"}
     mapping = document["paths"]["/api/v2/admin/teams/{team_id}/scim-group-mapping"]
     assert set(mapping) == {"post", "patch", "delete"}
+
+
+def test_edge_values_are_answered_not_crashed_on(api: Api, idp: Scim) -> None:
+    deep = "(" * 600 + 'userName eq "x"' + ")" * 600
+    scim_error(idp.get(f"/Users?filter={deep}"), 400, "invalidFilter")
+    scim_error(idp.get("/Users?filter=" + "not " * 200 + 'userName eq "x"'), 400, "invalidFilter")
+    assert idp.get("/Users?filter=userName%20eq%20%22%22").json["totalResults"] == 0
+    assert idp.get("/Groups?filter=externalId%20eq%20%22%22").json["totalResults"] == 0
+    long_id = "u" * 3000
+    scim_error(idp.get(f"/Users/{long_id}"), 404)
+    scim_error(idp.delete(f"/Groups/{long_id}"), 404)
+    assert api.get(f"{TOKENS}/{long_id}").status == 404
+    assert link(api, long_id, "g").status == 404
+    user = idp.user("edge@example.com")
+    long_path = "name." + "a" * 600
+    scim_error(idp.patch(f"/Users/{user['id']}", {"op": "add", "path": long_path, "value": 1}), 400)
+    # an unknown member id in a group's member list is refused, the group unchanged
+    group = idp.group("edge", user["id"])
+    reply = idp.patch(
+        f"/Groups/{group['id']}", {"op": "add", "path": "members", "value": [{"value": long_id}]}
+    )
+    scim_error(reply, 400)
+    assert [m["value"] for m in idp.get(f"/Groups/{group['id']}").json["members"]] == [user["id"]]

@@ -28,6 +28,8 @@ SCHEMA_SCHEMA = "urn:ietf:params:scim:schemas:core:2.0:Schema"
 DEFAULT_COUNT = 100
 MAX_COUNT = 200
 MAX_FILTER_LENGTH = 1000
+MAX_FILTER_DEPTH = 16
+MAX_PATH_LENGTH = 500
 CASE_EXACT = {"id", "externalid"}
 
 
@@ -126,6 +128,7 @@ class _Parser:
     def __init__(self, text: str) -> None:
         self.tokens = _tokens(text)
         self.i = 0
+        self.depth = 0
 
     def peek(self) -> tuple[str, str] | None:
         return self.tokens[self.i] if self.i < len(self.tokens) else None
@@ -156,12 +159,25 @@ class _Parser:
             left = Logical("and", left, self.factor())
         return left
 
+    def nested(self) -> Filter:
+        self.depth += 1
+        if self.depth > MAX_FILTER_DEPTH:
+            raise bad_request("the filter nests too deep", "invalidFilter")
+        inner = self.expression()
+        self.depth -= 1
+        return inner
+
     def factor(self) -> Filter:
         if self.keyword("not"):
-            return Not(self.factor())
+            self.depth += 1
+            if self.depth > MAX_FILTER_DEPTH:
+                raise bad_request("the filter nests too deep", "invalidFilter")
+            inner = Not(self.factor())
+            self.depth -= 1
+            return inner
         kind, text = self.take()
         if kind == "lparen":
-            inner = self.expression()
+            inner = self.nested()
             if self.take()[0] != "rparen":
                 raise bad_request("a '(' of the filter is not closed", "invalidFilter")
             return inner
@@ -170,7 +186,7 @@ class _Parser:
         path = text.lower()
         if self.peek() and self.peek()[0] == "lbracket":  # type: ignore[index]
             self.take()
-            inner = self.expression()
+            inner = self.nested()
             if self.take()[0] != "rbracket":
                 raise bad_request("a '[' of the filter is not closed", "invalidFilter")
             return ValuePath(path, inner)
@@ -383,6 +399,8 @@ class Path:
 
 
 def parse_path(text: str) -> Path:
+    if len(text) > MAX_PATH_LENGTH:
+        raise bad_request("the path is too long", "invalidPath")
     for schema in (USER_SCHEMA, GROUP_SCHEMA):
         if text.lower().startswith(schema.lower() + ":"):
             text = text[len(schema) + 1 :]

@@ -657,10 +657,7 @@ def _members_changed(group: ScimGroupModel, *, added: set[str], removed: set[str
     """Record the membership on the users' side, then bring linked teams and the site-admin
     grant in line."""
     for user_id in added:
-        ScimUserModel(user_id).update(
-            actions=[ScimUserModel.group_ids.add({group.id})],
-            condition=ScimUserModel.id.exists(),
-        )
+        store.update_user_if_present(user_id, ScimUserModel.group_ids.add({group.id}))
     for user_id in removed:
         store.update_user_if_present(user_id, ScimUserModel.group_ids.delete({group.id}))
     fresh = store.get_group(group.id) or group
@@ -718,7 +715,7 @@ def _mark_granted(user: ScimUserModel, flag: bool) -> None:
 
 
 def _team(team_id: str):  # noqa: ANN202
-    team = accounts.find_team(team_id)
+    team = accounts.find_team(team_id) if store.MAX_KEY >= len(team_id) > 0 else None
     if team is None:
         raise NotFound(f"team {team_id} not found")
     return team

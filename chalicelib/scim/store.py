@@ -42,6 +42,14 @@ TOKEN_KIND = "scim"
 TOKEN_OWNER = "scim"
 
 
+# Longer keys are no id of ours (and DynamoDB refuses keys past 2048 bytes, or empty ones).
+MAX_KEY = 512
+
+
+def _key(value: str) -> bool:
+    return 0 < len(value) <= MAX_KEY
+
+
 def scim_token_hash(secret: str) -> str:
     return "scim:" + hash_token(secret)
 
@@ -201,6 +209,8 @@ def save_versioned(item: db.Model) -> None:
 
 
 def get_user(scim_id: str) -> ScimUserModel | None:
+    if not _key(scim_id):
+        return None
     try:
         return ScimUserModel.get(scim_id, consistent_read=True)
     except ScimUserModel.DoesNotExist:
@@ -217,6 +227,8 @@ def update_user_if_present(scim_id: str, action: Any) -> None:
 
 
 def get_group(scim_id: str) -> ScimGroupModel | None:
+    if not _key(scim_id):
+        return None
     try:
         return ScimGroupModel.get(scim_id, consistent_read=True)
     except ScimGroupModel.DoesNotExist:
@@ -224,10 +236,14 @@ def get_group(scim_id: str) -> ScimGroupModel | None:
 
 
 def users_by_name(user_name: str) -> list[ScimUserModel]:
+    if not _key(user_name):
+        return []
     return list(ScimUserModel.by_user_name.query(user_name.lower()))
 
 
 def users_by_external_id(external_id: str) -> list[ScimUserModel]:
+    if not _key(external_id):
+        return []
     return list(ScimUserModel.by_external_id.query(external_id))
 
 
@@ -240,10 +256,14 @@ def all_users() -> list[ScimUserModel]:
 
 
 def groups_by_name(display_name: str) -> list[ScimGroupModel]:
+    if not _key(display_name):
+        return []
     return list(ScimGroupModel.by_display_name.query(display_name.lower()))
 
 
 def groups_by_external_id(external_id: str) -> list[ScimGroupModel]:
+    if not _key(external_id):
+        return []
     return list(ScimGroupModel.by_external_id.query(external_id))
 
 
@@ -252,17 +272,21 @@ def all_groups() -> list[ScimGroupModel]:
 
 
 def users_by_ids(ids: set[str]) -> list[ScimUserModel]:
-    return list(ScimUserModel.batch_get(sorted(ids))) if ids else []
+    keys = sorted(i for i in ids if _key(i))
+    return list(ScimUserModel.batch_get(keys)) if keys else []
 
 
 def groups_by_ids(ids: set[str]) -> list[ScimGroupModel]:
-    return list(ScimGroupModel.batch_get(sorted(ids))) if ids else []
+    keys = sorted(i for i in ids if _key(i))
+    return list(ScimGroupModel.batch_get(keys)) if keys else []
 
 
 # ----- mappings --------------------------------------------------------------------------------
 
 
 def get_mapping(team_id: str) -> ScimMappingModel | None:
+    if not _key(team_id):
+        return None
     try:
         return ScimMappingModel.get(team_id, consistent_read=True)
     except ScimMappingModel.DoesNotExist:
@@ -296,6 +320,8 @@ def token_by_secret(secret: str) -> TokenModel | None:
 
 
 def token_by_id(token_id: str) -> TokenModel | None:
+    if not _key(token_id):
+        return None
     token = next(iter(TokenModel.by_id.query(token_id)), None)
     return token if token is not None and token.kind == TOKEN_KIND else None
 
