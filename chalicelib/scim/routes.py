@@ -13,7 +13,7 @@ from typing import Any
 from chalice import Blueprint, Response
 
 from chalicelib.core.http import Ctx, route
-from chalicelib.core.openapi import Param, Reply
+from chalicelib.core.openapi import Param, Payload, Reply
 from chalicelib.core.settings import get_settings
 from chalicelib.scim import protocol, render, service
 from chalicelib.scim.errors import SCIM_JSON, ScimError, not_found, scim_error_response
@@ -43,6 +43,11 @@ LISTING = (
     Param("count", "results per page (default 100, at most 200)", {"type": "integer"}),
     *SELECT,
 )
+
+
+USER_BODY = Payload(("application/scim+json", "application/json"), "a SCIM User resource")
+GROUP_BODY = Payload(("application/scim+json", "application/json"), "a SCIM Group resource")
+PATCH_BODY = Payload(("application/scim+json", "application/json"), "a SCIM PatchOp message")
 
 
 def _reply(status: int, schema: dict[str, Any] = OBJECT, description: str = "") -> Reply:
@@ -118,7 +123,14 @@ def list_scim_users(ctx: Ctx) -> Response:
     return _listing(ctx, render.scim_users(service.list_users(ctx.query), base))
 
 
-@scim_route("/Users", ("POST",), query=SELECT, success=_reply(201), errors={409: "userName taken"})
+@scim_route(
+    "/Users",
+    ("POST",),
+    body=USER_BODY,
+    query=SELECT,
+    success=_reply(201),
+    errors={409: "userName taken"},
+)
 def create_scim_user(ctx: Ctx) -> Response:
     """Provision a user: it becomes a user of this instance."""
     base = _provisioning(ctx)
@@ -133,7 +145,7 @@ def get_scim_user(ctx: Ctx, scim_id: str) -> Response:
     return _one(ctx, render.scim_users([service.get_user(scim_id)], base)[0])
 
 
-@scim_route("/Users/{scim_id}", ("PUT",), query=SELECT, success=_reply(200))
+@scim_route("/Users/{scim_id}", ("PUT",), body=USER_BODY, query=SELECT, success=_reply(200))
 def replace_scim_user(ctx: Ctx, scim_id: str) -> Response:
     """Replace a user's attributes (``active: false`` deactivates it)."""
     base = _provisioning(ctx)
@@ -141,7 +153,7 @@ def replace_scim_user(ctx: Ctx, scim_id: str) -> Response:
     return _one(ctx, render.scim_users([user], base)[0])
 
 
-@scim_route("/Users/{scim_id}", ("PATCH",), query=SELECT, success=_reply(200))
+@scim_route("/Users/{scim_id}", ("PATCH",), body=PATCH_BODY, query=SELECT, success=_reply(200))
 def patch_scim_user(ctx: Ctx, scim_id: str) -> Response:
     """Change some of a user's attributes (PatchOp add/replace/remove)."""
     base = _provisioning(ctx)
@@ -174,7 +186,14 @@ def list_scim_groups(ctx: Ctx) -> Response:
     return _listing(ctx, render.scim_groups(groups, base, members=_wants_members(ctx)))
 
 
-@scim_route("/Groups", ("POST",), query=SELECT, success=_reply(201), errors={409: "name taken"})
+@scim_route(
+    "/Groups",
+    ("POST",),
+    body=GROUP_BODY,
+    query=SELECT,
+    success=_reply(201),
+    errors={409: "name taken"},
+)
 def create_scim_group(ctx: Ctx) -> Response:
     """Provision a group (with members)."""
     base = _provisioning(ctx)
@@ -190,7 +209,7 @@ def get_scim_group(ctx: Ctx, scim_id: str) -> Response:
     return _one(ctx, render.scim_groups([group], base, members=_wants_members(ctx))[0])
 
 
-@scim_route("/Groups/{scim_id}", ("PUT",), query=SELECT, success=_reply(200))
+@scim_route("/Groups/{scim_id}", ("PUT",), body=GROUP_BODY, query=SELECT, success=_reply(200))
 def replace_scim_group(ctx: Ctx, scim_id: str) -> Response:
     """Replace a group's name and members; linked teams follow."""
     base = _provisioning(ctx)
@@ -198,7 +217,7 @@ def replace_scim_group(ctx: Ctx, scim_id: str) -> Response:
     return _one(ctx, render.scim_groups([group], base)[0])
 
 
-@scim_route("/Groups/{scim_id}", ("PATCH",), query=SELECT, success=_reply(200))
+@scim_route("/Groups/{scim_id}", ("PATCH",), body=PATCH_BODY, query=SELECT, success=_reply(200))
 def patch_scim_group(ctx: Ctx, scim_id: str) -> Response:
     """Change a group's name or members (PatchOp); linked teams follow."""
     base = _provisioning(ctx)
