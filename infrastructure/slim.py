@@ -63,6 +63,12 @@ def ours(name: str) -> bool:
     return name == "app.py" or (name.startswith("chalicelib/") and name.endswith(".py"))
 
 
+def local_bytecode(name: str) -> bool:
+    """Whether a zip member is a bytecode cache of our code that Chalice copied from the
+    project folder (compiled here, maybe by another Python): replaced by the build's own."""
+    return name.startswith(("chalicelib/", "__pycache__/")) and "__pycache__/" in name
+
+
 def bytecode(source: bytes, name: str) -> tuple[str, bytes]:
     """The zip member name and content of ``name``'s unchecked-hash ``.pyc``."""
     with tempfile.TemporaryDirectory() as work:
@@ -84,16 +90,14 @@ def slim(archive: Path) -> tuple[int, int]:
     before = archive.stat().st_size
     slimmed = archive.with_suffix(".slim.zip")
     with zipfile.ZipFile(archive) as source, zipfile.ZipFile(slimmed, "w") as target:
-        names = set(source.namelist())
         for info in source.infolist():
-            if not kept(info.filename):
+            if not kept(info.filename) or local_bytecode(info.filename):
                 continue
             data = source.read(info)
             target.writestr(info, data, compress_type=info.compress_type)
             if ours(info.filename):
                 cached, pyc = bytecode(data, info.filename)
-                if cached not in names:
-                    target.writestr(cached, pyc, compress_type=zipfile.ZIP_DEFLATED)
+                target.writestr(cached, pyc, compress_type=zipfile.ZIP_DEFLATED)
     slimmed.replace(archive)
     return before, archive.stat().st_size
 
