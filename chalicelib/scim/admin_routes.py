@@ -10,24 +10,27 @@ from typing import Any
 
 from chalice import Blueprint, Response
 
-from chalicelib.admin.service import ensure_site_admin
+from chalicelib.accounts.service import is_site_admin
 from chalicelib.core.auth import Principal, authenticate
 from chalicelib.core.errors import NotFound
 from chalicelib.core.http import Ctx, route
 from chalicelib.core.jsonapi import document, no_content
 from chalicelib.core.openapi import PAGE, Body, Param, Reply
 from chalicelib.core.settings import get_settings
-from chalicelib.scim import render, schemas, service
+from chalicelib.scim import render, service
 
 bp = Blueprint(__name__)
 ADMIN = "/api/v2/admin"
+# Request models by path: pydantic loads with the first request that sends a body.
+SCHEMAS = "chalicelib.scim.schemas:"
 
 
 def _admin(ctx: Ctx) -> Principal:
     if get_settings().hosted:
         raise NotFound("not found")
     principal = authenticate(ctx.request.headers.get("authorization"))
-    ensure_site_admin(principal)
+    if not is_site_admin(principal):
+        raise NotFound("not found: user unauthorized to perform action")
     return principal
 
 
@@ -61,7 +64,7 @@ def get_scim_settings(ctx: Ctx) -> Response:
 @admin_route(
     "scim-settings",
     ("PATCH",),
-    body=Body(schemas.ScimSettings, "scim-settings", type_check="off", required=False),
+    body=Body(SCHEMAS + "ScimSettings", "scim-settings", type_check="off", required=False),
 )
 def update_scim_settings(ctx: Ctx) -> Response:
     """Enable (SAML must be enabled), pause or resume SCIM, or link the site-admin group.
@@ -69,7 +72,7 @@ def update_scim_settings(ctx: Ctx) -> Response:
     ``site-admin-group-scim-id: null`` unlinks the group: the site admins SCIM made lose the
     flag."""
     _admin(ctx)
-    attributes = ctx.attributes(schemas.ScimSettings)
+    attributes = ctx.attributes()
     changes: dict[str, Any] = {}
     if attributes.enabled is not None:
         changes["enabled"] = attributes.enabled
@@ -103,14 +106,16 @@ def list_scim_tokens(ctx: Ctx) -> Response:
 @admin_route(
     "scim-tokens",
     ("POST",),
-    body=Body(schemas.ScimTokenCreate, "authentication-tokens", type_check="off", required=False),
+    body=Body(
+        SCHEMAS + "ScimTokenCreate", "authentication-tokens", type_check="off", required=False
+    ),
 )
 def create_scim_token(ctx: Ctx) -> Response:
     """Create a SCIM token for an identity provider: its value is shown once, here.
 
     ``expired-at`` defaults to a year from now and must be 29 to 365 days away."""
     principal = _admin(ctx)
-    attributes = ctx.attributes(schemas.ScimTokenCreate)
+    attributes = ctx.attributes()
     token, secret = service.create_token(
         attributes.description, attributes.expired_at, principal.id
     )
@@ -157,13 +162,13 @@ MAPPING = "teams/{team_id}/scim-group-mapping"
 @admin_route(
     MAPPING,
     ("POST",),
-    body=Body(schemas.ScimGroupMappingCreate, "scim-group-mappings", type_check="lenient"),
+    body=Body(SCHEMAS + "ScimGroupMappingCreate", "scim-group-mappings", type_check="lenient"),
     success=Reply(204, description="linked: the team's members are now the group's"),
 )
 def link_team_to_scim_group(ctx: Ctx, team_id: str) -> Response:
     """Link a team to a SCIM group: its membership follows the group's from now on."""
     _admin(ctx)
-    attributes = ctx.attributes(schemas.ScimGroupMappingCreate)
+    attributes = ctx.attributes()
     service.create_mapping(team_id, attributes.scim_group_id)
     return no_content()
 
@@ -171,13 +176,13 @@ def link_team_to_scim_group(ctx: Ctx, team_id: str) -> Response:
 @admin_route(
     MAPPING,
     ("PATCH",),
-    body=Body(schemas.ScimGroupMappingUpdate, "scim-group-mappings", type_check="lenient"),
+    body=Body(SCHEMAS + "ScimGroupMappingUpdate", "scim-group-mappings", type_check="lenient"),
     success=Reply(204, description="updated"),
 )
 def update_team_scim_group_mapping(ctx: Ctx, team_id: str) -> Response:
     """Pause or resume a team's sync with its SCIM group (resuming reconciles)."""
     _admin(ctx)
-    attributes = ctx.attributes(schemas.ScimGroupMappingUpdate)
+    attributes = ctx.attributes()
     service.update_mapping(team_id, attributes.scim_sync_paused)
     return no_content()
 

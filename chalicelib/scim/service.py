@@ -27,7 +27,6 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from chalicelib.accounts import service as accounts
-from chalicelib.admin import service as admin
 from chalicelib.core.auth import TokenModel, generate_token
 from chalicelib.core.errors import NotFound, Unprocessable, attribute_pointer
 from chalicelib.core.ids import new_id, now
@@ -86,6 +85,9 @@ def site_admin_group(item: ScimSettingsModel) -> ScimGroupModel | None:
 
 
 def _saml_enabled() -> bool:
+    # Imported here: the site settings bring mail and SMS along, which only enabling needs.
+    from chalicelib.admin import service as admin
+
     values = admin.with_defaults(admin.saml(), admin.SAML_DEFAULTS)
     return bool(values.get("enabled"))
 
