@@ -105,6 +105,7 @@ STILL_LOADS = {
     "RegistryFunction": {"pydantic.main", "chalicelib.core.attributes"},
     "WorkspacesFunction": {"pydantic.main", "chalicelib.core.attributes"},
     "AdminFunction": {"pydantic.main", "chalicelib.core.attributes", "cryptography", "smtplib"},
+    "ScimFunction": {"pydantic.main", "chalicelib.core.attributes", "cryptography", "smtplib"},
 }
 
 
