@@ -759,3 +759,30 @@ def test_edge_values_are_answered_not_crashed_on(api: Api, idp: Scim) -> None:
     )
     scim_error(reply, 400)
     assert [m["value"] for m in idp.get(f"/Groups/{group['id']}").json["members"]] == [user["id"]]
+
+
+def test_site_admin_grants_follow_deactivation_and_group_deletion(api: Api, idp: Scim) -> None:
+    from chalicelib.accounts.service import find_user_by_name
+
+    boss, old_hand = idp.user("boss@example.com"), idp.user("admin@localhost")
+    # "admin@localhost" links to the bootstrap admin (same username and email): already an
+    # admin before SCIM, so SCIM never takes the flag away from it
+    bootstrap = find_user_by_name("admin")
+    assert instance_id(old_hand) == bootstrap.id
+    admins = idp.group("admins", boss["id"], old_hand["id"])
+    assert api.patch(SETTINGS, body(**{"site-admin-group-scim-id": admins["id"]})).status == 200
+    ub = instance_id(boss)
+    assert instance_user(ub).is_site_admin
+
+    idp.patch(f"/Users/{boss['id']}", {"op": "replace", "path": "active", "value": False})
+    assert not instance_user(ub).is_site_admin
+    idp.patch(f"/Users/{boss['id']}", {"op": "replace", "path": "active", "value": True})
+    assert instance_user(ub).is_site_admin
+
+    assert idp.delete(f"/Groups/{admins['id']}").status == 204
+    assert not instance_user(ub).is_site_admin
+    assert instance_user(bootstrap.id).is_site_admin
+    attributes = api.get(SETTINGS).data["attributes"]
+    assert attributes["site-admin-group-scim-id"] is None
+    idp.patch(f"/Users/{old_hand['id']}", {"op": "replace", "path": "active", "value": False})
+    assert instance_user(bootstrap.id).is_site_admin  # never granted by SCIM
