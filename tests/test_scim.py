@@ -445,6 +445,12 @@ def test_a_linked_team_follows_its_group(api: Api, idp: Scim) -> None:
     idp.patch(f"/Users/{b['id']}", {"op": "replace", "value": {"active": True}})
     assert team_members(api, team) == {ub, uc}
 
+    # while linked, members are the identity provider's to change
+    member_ref = {"data": [{"type": "users", "id": instance_user(ua).username}]}
+    by_hand = api.post(f"/api/v2/teams/{team}/relationships/users", member_ref)
+    assert by_hand.status == 422 and "SCIM group" in by_hand.error["detail"]
+    assert api.delete(f"/api/v2/teams/{team}/relationships/users", member_ref).status == 422
+
     # paused: the team stays as it is; resuming reconciles
     assert pause(api, team, True).status == 204
     assert pause(api, team, True).status == 204  # idempotent

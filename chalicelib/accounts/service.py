@@ -439,6 +439,11 @@ def change_membership(
     principal: Principal, team_id: str, usernames: list[str], *, add: bool
 ) -> None:
     team = owned_team(principal, team_id)
+    if team.scim_group_name is not None and not team.scim_sync_paused:
+        raise Unprocessable(
+            f"team {team_id}'s members follow the SCIM group {team.scim_group_name!r}: change "
+            "them in the identity provider, or pause or remove the link first"
+        )
     users = resolve_usernames(usernames)
     if add:
         store.add_team_members(team, [u.id for u in users])
