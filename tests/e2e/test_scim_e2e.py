@@ -194,6 +194,22 @@ def test_an_identity_provider_provisions_users_and_groups(
     assert unlinked.status_code == 422
 
 
+def test_paused_provisioning_is_refused_as_a_scim_403(
+    stack: Stack, site: Any, scim: SyncSCIMClient
+) -> None:
+    settings = stack.api(f"{ADMIN}/scim-settings")
+    assert site.patch(settings, json=attributes(paused=True), timeout=30).status_code == 200
+    try:
+        UserModel = scim.get_resource_model("User")  # noqa: N806 - a class
+        refused = scim.create(UserModel(user_name="late@example.com"), raise_scim_errors=False)
+        assert isinstance(refused, Error) and refused.status == 403, refused
+        assert scim.request("GET", "/ServiceProviderConfig").status_code == 200  # discovery
+    finally:
+        assert site.patch(settings, json=attributes(paused=False), timeout=30).status_code == 200
+    created = scim.create(UserModel(user_name="late@example.com"))
+    assert created.user_name == "late@example.com"
+
+
 def _instance_user_id(stack: Stack, site: Any, username: str) -> str:
     """The id of the instance user of that username (through the team listing)."""
     teams = site.get(stack.api("/organizations/scim-e2e/teams?include=users"), timeout=30).json()
