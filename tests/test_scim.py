@@ -352,6 +352,7 @@ def test_users_create_read_filter_page_replace_patch_delete(api: Api, idp: Scim)
     assert patched["name"] == {"givenName": "Janet"} and patched["externalId"] == "00u9"
     assert patched["emails"] == [{"type": "work", "value": "janet@example.com"}]
     assert patched["displayName"] == "Janet Doe" and "title" not in patched
+    assert instance_user(instance_id(jane)).email == "janet@example.com"  # follows the IdP
 
     scim_error(idp.patch(f"/Users/{jane['id']}", {"op": "remove", "path": "userName"}), 400)
     scim_error(idp.patch(f"/Users/{jane['id']}", {"op": "move", "path": "title"}), 400)

@@ -618,6 +618,11 @@ def set_site_admin(user_id: str, flag: bool) -> None:
     )
 
 
+def set_user_email(user_id: str, email: str) -> None:
+    """The email of an existing user, as its identity provider now says."""
+    UserModel(user_id).update(actions=[UserModel.email.set(email)], condition=UserModel.id.exists())
+
+
 def revoke_user_tokens(user_id: str) -> int:
     """Delete every API token of a user (a deprovisioned user keeps no way in)."""
     tokens = list(owned_tokens("user", user_id))

@@ -320,6 +320,7 @@ def _write_user(
         raise ScimError(409, f"userName {user_name!r} is already provisioned", "uniqueness")
     _check_attributes(attrs)
     was_active = user.active
+    email_before = _primary_email(user.user_name, user.attributes or {})
     actions = [
         ScimUserModel.user_name.set(user_name),
         ScimUserModel.user_name_lower.set(user_name.lower()),
@@ -331,6 +332,9 @@ def _write_user(
         else ScimUserModel.external_id.remove(),
     ]
     user.update(actions=actions)
+    email = _primary_email(user_name, attrs)
+    if email != email_before:  # the instance user's email follows the directory
+        accounts.set_user_email(user.user_id, email)
     if was_active and not active:
         accounts.revoke_user_tokens(user.user_id)
     if was_active != active:
