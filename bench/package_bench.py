@@ -71,11 +71,29 @@ BARE = "import chalice, boto3, pynamodb.models, pydantic"
 TARGET_RATIO = 1.15
 
 
-def _cold_import_ms(statement: str, cwd: Path) -> float:
-    """One fresh interpreter's CPU time for ``statement`` (NaN if it fails), with our code
-    imported from ``cwd``. CPU time rather than wall time: this machine is shared, and
-    waiting for a core is not import work. The libraries keep their installed bytecode."""
-    code = f"import time; t = time.process_time(); {statement}; print(time.process_time() - t)"
+# CPython 3.11 grows its frame stack in chunks: a recursive function that keeps crossing a
+# chunk's end allocates and frees one on every call. re's parser is recursive, so a module
+# compiling large patterns at import (urllib3.util.url, every function's) takes 5 or 40 ms
+# depending on how deep in the stack its import happens. Each round imports at another
+# depth, the same for every row, so that no row owes its figure to where the chunks end.
+DEPTH_STEP = 11
+
+
+def _cold_import_ms(statement: str, cwd: Path, depth: int = 0) -> float:
+    """One fresh interpreter's CPU time for ``statement`` (NaN if it fails), run ``depth``
+    calls deep, with our code imported from ``cwd``. CPU time rather than wall time: this
+    machine is shared, and waiting for a core is not import work. The libraries keep their
+    installed bytecode."""
+    code = (
+        "import time\n"
+        "def deeper(n):\n"
+        "    if n:\n"
+        "        return deeper(n - 1)\n"
+        "    t = time.process_time()\n"
+        f"    {statement}\n"
+        "    return time.process_time() - t\n"
+        f"print(deeper({depth}))\n"
+    )
     result = subprocess.run(
         [sys.executable, "-c", code],
         cwd=cwd,
@@ -109,7 +127,8 @@ def import_times(rounds: int = 9) -> None:
     """Each round times the bare import and then every entry module twice, each in a fresh
     interpreter: from source (no bytecode cache, as a zip without .pyc files makes Lambda
     compile every module at each cold start) and with the bytecode the zip now ships. Rows
-    are medians over the rounds, so the machine's drift hits every row alike."""
+    are medians over the rounds, so the machine's drift hits every row alike (and each round
+    runs at another stack depth, see DEPTH_STEP)."""
     functions = (*ROUTE_GROUPS, *EVENT_FUNCTIONS)
     compiled = _compiled_copy()
     runs = [("bare", BARE, ROOT)]
@@ -118,9 +137,10 @@ def import_times(rounds: int = 9) -> None:
         runs.append((f"{f.logical_id} bytecode", f"import {f.entry_module}", compiled))
     samples: dict[str, list[float]] = {label: [] for label, _, _ in runs}
     try:
-        for _ in range(rounds):
+        for round_ in range(rounds):
+            depth = round_ * DEPTH_STEP % 100
             for label, statement, cwd in runs:
-                samples[label].append(_cold_import_ms(statement, cwd))
+                samples[label].append(_cold_import_ms(statement, cwd, depth))
     finally:
         shutil.rmtree(compiled, ignore_errors=True)
     median = {label: statistics.median(values) for label, values in samples.items()}
