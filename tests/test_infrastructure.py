@@ -95,6 +95,7 @@ HEAVY = {
     "tarfile": "packing a fetched git tree (vcs.git)",
     "dulwich": "git fetches",
     "smtplib": "sending mail (admin.mail)",
+    "markdown_it": "rendering a README (web.markdown)",
     "chalicelib.core.openapi_build": "building the OpenAPI document (package time only)",
     "chalicelib.registry.ingest.hcl": "the HCL parser (ingest only)",
     "chalicelib.registry.ingest.archive": "reading module archives (ingest only)",

@@ -22,10 +22,13 @@ A README is hostile input (anyone who can publish a module writes one). The rule
 from __future__ import annotations
 
 import re
-from typing import Any
+from functools import cache
+from typing import TYPE_CHECKING, Any
 
 import nh3
-from markdown_it import MarkdownIt
+
+if TYPE_CHECKING:
+    from markdown_it import MarkdownIt
 
 TAGS = {
     "a", "abbr", "b", "blockquote", "br", "code", "dd", "del", "details", "div", "dl", "dt",
@@ -46,8 +49,6 @@ ATTRIBUTES = {
 URL_SCHEMES = {"http", "https", "mailto"}
 HEADING_SHIFT = 2
 
-_md = MarkdownIt("commonmark", {"html": True}).enable(["table", "strikethrough"])
-
 
 def _shift_headings(state: Any) -> None:
     for token in state.tokens:
@@ -56,7 +57,15 @@ def _shift_headings(state: Any) -> None:
             token.tag = f"h{level}"
 
 
-_md.core.ruler.push("shift_headings", _shift_headings)
+@cache
+def _markdown() -> MarkdownIt:
+    # markdown-it (about 13 ms of a cold start) loads with the first README read: the
+    # sign-in page, terraform login and the static assets never need it.
+    from markdown_it import MarkdownIt
+
+    md = MarkdownIt("commonmark", {"html": True}).enable(["table", "strikethrough"])
+    md.core.ruler.push("shift_headings", _shift_headings)
+    return md
 
 
 def _attribute_filter(tag: str, attribute: str, value: str) -> str | None:
@@ -98,7 +107,7 @@ def render(text: str | None) -> str:
     """A README (Markdown) as sanitized HTML, safe to put into a page as-is."""
     if not text:
         return ""
-    return sanitize(_md.render(text))
+    return sanitize(_markdown().render(text))
 
 
 def summary(text: str | None, limit: int = 200) -> str:
@@ -106,7 +115,7 @@ def summary(text: str | None, limit: int = 200) -> str:
     headings, badges and images are skipped. Plain text: the template escapes it."""
     if not text:
         return ""
-    tokens = _md.parse(text)
+    tokens = _markdown().parse(text)
     for index, token in enumerate(tokens):
         if token.type != "paragraph_open" or index + 1 >= len(tokens):
             continue
