@@ -7,7 +7,8 @@ Prints
   pydantic`` (fresh interpreters, median of several runs),
 - ingest time for a module of ~80 .tf files (bench/ingest_bench.py),
 - the registry protocol hot path (bench/protocol_bench.py), publishing 30 tags from a git
-  repository (bench/vcs_bench.py), organization tags (bench/tags_bench.py) and
+  repository (bench/vcs_bench.py), organization tags (bench/tags_bench.py), bytes read by
+  the lists at 20, 2,000 and 20,000 modules or tags (bench/lists_bench.py) and
   ``terraform get`` of 20 modules from the local stack (bench/terraform_bench.py),
 - the deployment zip's size and each function's entry-module import time
   (bench/package_bench.py).
@@ -193,6 +194,7 @@ def main() -> None:
         "protocol_bench.py",
         "vcs_bench.py",
         "tags_bench.py",
+        "lists_bench.py",
         "terraform_bench.py",
         "package_bench.py",
     )

@@ -24,10 +24,10 @@ ORG = "bench-tags"
 
 
 def seed_tags(count: int) -> None:
-    """``count`` tags written directly (each as if on one workspace): listing only reads
-    the tags partition."""
+    """``count`` tags written directly (each as if on one workspace), and the organization's
+    kept count: listing reads only the tags partition and the count."""
     from chalicelib.core.ids import new_id, now
-    from chalicelib.tags.store import TagIdModel, TagModel
+    from chalicelib.tags.store import TagIdModel, TagModel, set_count, tag_count
 
     moment = now()
     with TagModel.batch_write() as tags, TagIdModel.batch_write() as ids:
@@ -35,6 +35,7 @@ def seed_tags(count: int) -> None:
             tag_id, name = new_id("tag"), f"bulk-{index:05d}"
             tags.save(TagModel(ORG, name, id=tag_id, instance_count=1, created_at=moment))
             ids.save(TagIdModel(tag_id, organization=ORG, name=name))
+    set_count(ORG, tag_count(ORG) + count)  # as the writes keep it
 
 
 def seed_tagged(client: Any, token: str, tags: int, workspaces: int, prefix: str) -> list[str]:

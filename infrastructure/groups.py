@@ -38,6 +38,8 @@ WORKSPACE_TABLES = {
     "tag-workspaces": WRITE,
     "projects": WRITE,
     "project-names": WRITE,
+    # Creating and deleting tags keeps their organization's count (chalicelib.core.lists).
+    "list-counts": WRITE,
 }
 VCS_TABLES = {"oauth-clients": WRITE, "oauth-tokens": WRITE}
 # Publishing from VCS reads a connection (and checks its organization still exists).

@@ -238,6 +238,11 @@ def main() -> int:
     from infrastructure.resources import provision
 
     queue_url = provision()  # idempotent: a restored state already has it all
+    if restored is not None:
+        # State saved before the lists kept counts and entries gets them (idempotent).
+        from infrastructure.backfill import backfill_all
+
+        backfill_all()
     admin, minted = bootstrap_admin(os.environ.get("REGISTRY_ADMIN_TOKEN") or None)
     if directory is not None and gate is not None:
         interval = float(os.environ.get("REGISTRY_SNAPSHOT_SECONDS") or 5)

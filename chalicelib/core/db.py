@@ -34,9 +34,46 @@ def register(model: type[Model]) -> type[Model]:
 
 
 def create_tables() -> None:
+    """Create every table, and every index a kept table (the local stack's restored state)
+    lacks, as a CloudFormation update adds it."""
     for model in MODELS:
         if not model.exists():
             model.create_table(billing_mode="PAY_PER_REQUEST", wait=True)
+        else:
+            _add_missing_indexes(model)
+
+
+def _add_missing_indexes(model: type[Model]) -> None:
+    schema = model._get_schema()
+    wanted = schema.get("global_secondary_indexes", [])
+    if not wanted:
+        return
+    connection = model._get_connection().connection
+    described = connection.describe_table(model.Meta.table_name)
+    present = {index["IndexName"] for index in described.get("GlobalSecondaryIndexes", [])}
+    for index in wanted:
+        if index["index_name"] in present:
+            continue
+        names = {key["AttributeName"] for key in index["key_schema"]}
+        client = connection.client
+        client.update_table(
+            TableName=model.Meta.table_name,
+            AttributeDefinitions=[
+                d for d in schema["attribute_definitions"] if d["AttributeName"] in names
+            ],
+            GlobalSecondaryIndexUpdates=[
+                {
+                    "Create": {
+                        "IndexName": index["index_name"],
+                        "KeySchema": [
+                            {"AttributeName": k["AttributeName"], "KeyType": k["KeyType"]}
+                            for k in index["key_schema"]
+                        ],
+                        "Projection": index["projection"],
+                    }
+                }
+            ],
+        )
 
 
 # The code a cancelled transaction reports for an item whose condition failed.

@@ -234,8 +234,8 @@ def _create_version(ctx: Ctx, ref: ModuleRef):
 
 
 def _list_versions(ctx: Ctx, found: ModuleModel, rights: OrgAccess):
-    versions = sorted(service.list_versions(found), key=lambda v: v.order_key, reverse=True)
-    page = ctx.paginate(versions)
+    versions, total = service.page_versions(found, ctx.page())
+    page = ctx.paginate_read(versions, total)
     data = [render_version(v, service.upload_url(v, rights)) for v in page.items]
     return document(data, links=page.links, meta=page.meta)
 

@@ -190,6 +190,24 @@ def list_versions(module: ModuleModel) -> list[ModuleVersionModel]:
     return list(ModuleVersionModel.query(module.id))
 
 
+def page_versions(module: ModuleModel, page: Page) -> tuple[list[ModuleVersionModel], int]:
+    """One page of the module's versions, newest first, and how many there are. The module
+    item (read already) names every version in its statuses, which the transactions that
+    create and delete versions keep: that is the count, and the order key of the version
+    just before the page, so a page is one Query of its own versions
+    (``chalicelib.core.lists``) and nothing else is read."""
+    order_keys = sorted(
+        (semver.parse(v).order_key for v in module.statuses() if semver.is_valid(v)),
+        reverse=True,
+    )
+    total = len(order_keys)
+    if page.offset >= total:
+        return [], total
+    source = lists.KeyedList(ModuleVersionModel, module.id, forward=False)
+    before = ModuleVersionModel(module.id, order_keys[page.offset - 1]) if page.offset else None
+    return source.after(before, page.size), total
+
+
 def find_version(principal: Principal, ref: ModuleRef, version: str):
     module, rights = get_module(principal, ref)
     return _version(module, version), rights

@@ -10,6 +10,7 @@ reads of a module (and the registry protocol's version lists) never touch the ve
 from __future__ import annotations
 
 import logging
+from collections import Counter, defaultdict
 from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
@@ -304,6 +305,7 @@ def refresh_listing(organization: str, key: str, attempts: int = 5) -> None:
         try:
             module = ModuleModel.get(organization, key, consistent_read=True)
         except ModuleModel.DoesNotExist:
+            _forget_entry(organization, key)
             return
         entry = protocol_entry(module)
         item = _protocol_item(module, entry)
@@ -325,6 +327,67 @@ def refresh_listing(organization: str, key: str, attempts: int = 5) -> None:
             if db.TRANSACTION_CONDITION_FAILED not in db.cancellation_codes(exc):
                 raise
     log.warning("module %s/%s: protocol list entry not refreshed", organization, key)
+
+
+def _forget_entry(organization: str, key: str) -> None:
+    """Delete the protocol list entry of a module that does not exist (checked in the same
+    transaction: a module created meanwhile keeps the entry it wrote)."""
+    entry = ProtocolEntryModel(organization, protocol_key(*parse_key(key)))
+    try:
+        with TransactWrite(connection=db.connection()) as tx:
+            tx.condition_check(
+                ModuleModel, organization, key, condition=ModuleModel.key.does_not_exist()
+            )
+            tx.delete(entry)
+    except TransactWriteError as exc:
+        if db.TRANSACTION_CONDITION_FAILED not in db.cancellation_codes(exc):
+            raise
+
+
+def backfill_lists() -> dict[str, int]:
+    """Create what the lists read for modules written before they existed, and correct any
+    drift: every organization's kept count, and every module's protocol list entry. Scans
+    both tables (a one-off command, ``python -m infrastructure.backfill``, never a request),
+    writes only what differs (a second run writes nothing), and writes entries through
+    ``refresh_listing``, so a module changing meanwhile is read again, not overwritten.
+
+    Counts are set from the scan: a module created or deleted while it runs can leave its
+    organization's count off by one, which the next run corrects; run it when the stack is
+    quiet, or twice."""
+    counted: dict[str, Counter[str]] = defaultdict(Counter)
+    wanted: dict[tuple[str, str], tuple[str, tuple[str | None, str | None]]] = {}
+    for module in ModuleModel.scan():
+        counted[module.organization][module.registry_name] += 1
+        entry = protocol_entry(module)
+        if entry is not None:
+            item = _protocol_item(module, entry)
+            wanted[(module.organization, item.protocol_key)] = (module.key, entry)
+    existing = {
+        (e.organization, e.protocol_key): (e.version, e.published_at)
+        for e in ProtocolEntryModel.scan()
+    }
+    report = Counter(modules=sum(sum(c.values()) for c in counted.values()))
+    for (organization, entry_key), (key, entry) in wanted.items():
+        if existing.get((organization, entry_key)) != entry:
+            refresh_listing(organization, key)
+            report["entries written"] += 1
+    for organization, entry_key in existing.keys() - wanted.keys():
+        registry, namespace, name, provider = ProtocolEntryModel(organization, entry_key).address
+        refresh_listing(organization, module_key(registry, namespace, name, provider))
+        report["entries removed"] += 1
+    kept: dict[str, dict[str, int]] = defaultdict(dict)
+    for item in lists.CountModel.scan():
+        if item.scope.startswith("registry-modules#"):
+            kept[item.scope][item.part] = int(item.count)
+    scopes = {count_scope(org): dict(parts) for org, parts in counted.items()}
+    for scope in kept.keys() | scopes.keys():
+        target = scopes.get(scope, {})
+        target = {part: target.get(part, 0) for part in target.keys() | kept.get(scope, {}).keys()}
+        if target != kept.get(scope, {}):
+            lists.set_counts(scope, target)
+            report["counts written"] += 1
+    report["organizations"] = len(counted)
+    return dict(report)
 
 
 def update_module(module: ModuleModel, actions: list[Any]) -> None:

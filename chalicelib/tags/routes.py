@@ -37,10 +37,15 @@ def _listing(ctx: Ctx, tags: list[TagModel]) -> Response:
 )
 def list_tags(ctx: Ctx, organization_name: str) -> Response:
     query = ctx.query
-    tags = service.list_tags(
-        ctx.user, organization_name, query.get("q"), query.get("filter[exclude][taggable][id]")
+    tags, total = service.page_tags(
+        ctx.user,
+        organization_name,
+        query.get("q"),
+        query.get("filter[exclude][taggable][id]"),
+        ctx.page(),
     )
-    return _listing(ctx, tags)
+    page = ctx.paginate_read(tags, total)
+    return document([render_tag(t) for t in page.items], links=page.links, meta=page.meta)
 
 
 @route(bp, ORG_TAGS, methods=("DELETE",), body=Relationships("tags"))

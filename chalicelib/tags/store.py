@@ -25,14 +25,53 @@ from pynamodb.attributes import (
     UnicodeAttribute,
     UTCDateTimeAttribute,
 )
-from pynamodb.exceptions import DeleteError, TransactWriteError, UpdateError
+from pynamodb.exceptions import TransactWriteError, UpdateError
 from pynamodb.transactions import TransactWrite
 
-from chalicelib.core import db
+from chalicelib.core import db, lists
 from chalicelib.core.ids import new_id, now
 from chalicelib.workspaces import service as workspaces
 
 RETRYABLE = ("TransactionConflict", "ThrottlingError", "ProvisionedThroughputExceeded")
+
+
+def count_scope(organization: str) -> str:
+    """The kept count of an organization's tags (``chalicelib.core.lists``), part ``all``:
+    one more in the transaction that creates a tag, one less in each that deletes one."""
+    return f"tags#{organization}"
+
+
+def count_tags() -> dict[str, int]:
+    """Every organization's tags counted by a Scan (the backfill; never a request), with
+    the organizations whose kept count is set."""
+    counted: dict[str, int] = {}
+    for item in lists.CountModel.scan():
+        if item.scope.startswith("tags#"):
+            counted.setdefault(item.scope.removeprefix("tags#"), 0)
+    for tag in TagModel.scan():
+        counted[tag.organization] = counted.get(tag.organization, 0) + 1
+    return counted
+
+
+def backfill_counts() -> dict[str, int]:
+    """Set every organization's kept count of tags from a Scan where it differs (a second
+    run writes nothing); a tag created or deleted meanwhile can leave it off by one, which
+    the next run corrects."""
+    report = {"organizations": 0, "counts written": 0}
+    for organization, count in count_tags().items():
+        report["organizations"] += 1
+        if tag_count(organization) != count:
+            set_count(organization, count)
+            report["counts written"] += 1
+    return report
+
+
+def set_count(organization: str, count: int) -> None:
+    lists.set_counts(count_scope(organization), {lists.ALL: count})
+
+
+def tag_count(organization: str) -> int:
+    return lists.counts(count_scope(organization)).get(lists.ALL, 0)
 
 
 @db.register
@@ -99,7 +138,8 @@ def attach_pair(organization: str, name: str, tag_id: str | None, workspace_id: 
                     TagIdModel(tag_id, organization=organization, name=name),
                     condition=TagIdModel.id.does_not_exist(),
                 )
-                labels += [("put", "tag"), ("put", "tag-id")]
+                lists.count_update(tx, count_scope(organization), lists.ALL, 1)
+                labels += [("put", "tag"), ("put", "tag-id"), ("update", "count")]
             else:
                 tx.update(
                     TagModel(organization, name),
@@ -142,7 +182,8 @@ def detach_pair(
                     condition=(TagModel.id == tag_id) & (TagModel.instance_count == 1),
                 )
                 tx.delete(TagIdModel(tag_id))
-                labels += [("delete", "tag"), ("delete", "tag-id")]
+                lists.count_update(tx, count_scope(organization), lists.ALL, -1)
+                labels += [("delete", "tag"), ("delete", "tag-id"), ("update", "count")]
             else:
                 tx.update(
                     TagModel(organization, name),
@@ -207,11 +248,14 @@ def fence_tag(organization: str, tag_id: str, name: str) -> bool:
 
 
 def delete_tag(organization: str, tag_id: str, name: str) -> None:
-    """Delete the tag (unless ``name`` names another tag by now) and its id item."""
+    """Delete the tag (unless ``name`` names another tag by now) and count one less, in one
+    transaction, then its id item."""
     try:
-        TagModel(organization, name).delete(condition=TagModel.id == tag_id)
-    except DeleteError as exc:
-        if not db.conditional_failure(exc):
+        with TransactWrite(connection=db.connection()) as tx:
+            tx.delete(TagModel(organization, name), condition=TagModel.id == tag_id)
+            lists.count_update(tx, count_scope(organization), lists.ALL, -1)
+    except TransactWriteError as exc:
+        if db.cancellation_codes(exc)[:1] != [db.TRANSACTION_CONDITION_FAILED]:
             raise
     delete_tag_id(tag_id)
 

@@ -38,6 +38,8 @@ from chalicelib.registry.store import (
 
 MAX_LIMIT = 100
 DEFAULT_LIMIT = 15
+# The most protocol list entries (about 75 bytes each) one Query of a listing asks for.
+MAX_ENTRIES_READ = 10_000
 
 
 @dataclass(frozen=True)
@@ -206,15 +208,17 @@ def listing(
     name: str | None = None,
     provider: str | None = None,
     query: str | None = None,
+    want: int = 16,
 ) -> Iterator[dict[str, Any]]:
     """Latest-version summaries of every readable module matching the filters, lazily, in
     the protocol's order (namespace, name, provider).
 
     Read from the protocol's list (``store.ProtocolEntryModel``): its entries hold the
     address, the latest servable version and when it was published, all a summary shows,
-    so no module item is read. Each organization's entries are read in
-    growing pages only as far as the caller consumes (an offset and a page, plus one to
-    know whether there is a next one), and merged across organizations. A curated public
+    so no module item is read. Each organization's entries are read only as far as the
+    caller consumes them (``want``: an offset and a page, plus one to know whether there is
+    a next one; more in growing Queries when filters skip entries), and merged across
+    organizations. A curated public
     module's summary is the upstream's (cached); one the upstream does not answer for is
     left out, as before."""
     if namespace is not None:
@@ -238,7 +242,7 @@ def listing(
         condition = None
         if name is not None:
             condition = ProtocolEntryModel.protocol_key.startswith(f"{organization}#{name}#")
-        entries = _entries(organization, condition)
+        entries = _entries(organization, condition, want)
         streams.append(((entry.protocol_key, rank), entry) for entry in entries if wanted(entry))
     for _, entry in heapq.merge(*streams, key=lambda pair: pair[0]):
         found = _entry_summary(entry)
@@ -246,11 +250,15 @@ def listing(
             yield found
 
 
-def _entries(organization: str, condition: Any) -> Iterator[ProtocolEntryModel]:
-    """An organization's protocol list entries in order, read in pages of 16, 64, 256, then
-    1,000 entries: a first page costs one small Query, a deep offset or a search a few."""
+def _entries(organization: str, condition: Any, want: int) -> Iterator[ProtocolEntryModel]:
+    """An organization's protocol list entries in order, read in Queries of ``want``
+    entries (what the caller expects to consume), then 4, 16, 64 times more, at most
+    10,000 (about 750 KB): a page costs one Query of what it shows, a search that skips
+    most entries a few."""
     start = None
-    for size in itertools.chain((16, 64, 256), itertools.repeat(1000)):
+    first = max(1, min(want, MAX_ENTRIES_READ))
+    sizes = (min(MAX_ENTRIES_READ, first * 4**n) for n in itertools.count())
+    for size in sizes:
         result = ProtocolEntryModel.query(
             organization, condition, limit=size, last_evaluated_key=start
         )

@@ -1,0 +1,40 @@
+"""Create the list indexes' items for a deployed stack's existing data (safe to re-run).
+
+    REGISTRY_TABLE_PREFIX=<stack name>- AWS_DEFAULT_REGION=<region> \\
+        python -m infrastructure.backfill
+
+Lists page with keys (``chalicelib.core.lists``): they read a kept count per organization
+(of modules, of tags) and, for the registry protocol, a lean list of the modules it
+serves. The requests that create and delete modules and tags keep them; data written before
+this version has neither, so run this once after deploying it (DynamoDB fills the modules'
+lean index, ``list``, by itself). It scans the tables (a one-off, never a request), writes
+only what is missing or wrong, and prints what it did; a second run writes nothing. A
+module or tag created or deleted while it runs can leave a count off by one: run it again
+(or when the stack is quiet).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.parse_args(argv)
+
+    for what, report in backfill_all().items():
+        print(f"{what}: " + ", ".join(f"{k} {v}" for k, v in sorted(report.items())))
+    return 0
+
+
+def backfill_all() -> dict[str, dict[str, int]]:
+    """Every list's backfill; what each did (also run by ``make run`` on restored state)."""
+    from chalicelib.registry import store as registry
+    from chalicelib.tags import store as tags
+
+    return {"registry modules": registry.backfill_lists(), "tags": tags.backfill_counts()}
+
+
+if __name__ == "__main__":
+    sys.exit(main())
