@@ -35,7 +35,7 @@ def seed_tags(count: int) -> None:
             tag_id, name = new_id("tag"), f"bulk-{index:05d}"
             tags.save(TagModel(ORG, name, id=tag_id, instance_count=1, created_at=moment))
             ids.save(TagIdModel(tag_id, organization=ORG, name=name))
-    set_count(ORG, tag_count(ORG) + count)  # as the writes keep it
+    set_count(ORG, (tag_count(ORG) or 0) + count)  # as the writes keep it
 
 
 def seed_tagged(client: Any, token: str, tags: int, workspaces: int, prefix: str) -> list[str]:

@@ -231,8 +231,13 @@ def test_the_backfill_creates_what_the_lists_read_and_is_safe_to_rerun(api: Api)
 
     make_org(api, "acme")
     seed("acme", 30, kept=False)
-    # A stack deployed before the lists: no count, no protocol entry.
-    assert api.get(modules_url("acme")).json["meta"]["pagination"]["total-count"] == 0
+    # A stack deployed before the lists: no count (the lean index is counted meanwhile), no
+    # protocol entry.
+    with counting_reads() as reads:
+        before = api.get(modules_url("acme") + "?page[size]=7&page[number]=5").json
+    assert before["meta"]["pagination"]["total-count"] == 30
+    assert [m["attributes"]["name"] for m in before["data"]] == ["mod00028", "mod00029"]
+    assert reads.items <= 3 + 30 + 2  # auth and count, the lean entries, the page
     assert api.get(f"{V1}/acme").json["modules"] == []
 
     first = store.backfill_lists()
@@ -282,6 +287,8 @@ def test_a_tag_page_reads_its_own_tags_whatever_the_organization_size(api: Api):
     for org, count in (("small", 20), ("large", 600)):
         make_org(api, org)
         seed_tags(org, count)
+    # Before the backfill no count is kept: the tags are counted.
+    assert api.get(tags_url("large")).json["meta"]["pagination"]["total-count"] == 600
     assert store.backfill_counts() == {"organizations": 2, "counts written": 2}
     assert store.backfill_counts() == {"organizations": 2, "counts written": 0}
     api.get(tags_url("small"))  # warm
@@ -346,3 +353,81 @@ def test_a_version_page_reads_the_module_and_its_own_versions(api: Api):
     assert reads.items <= 2 + 1 + 10
     beyond = api.get(url + "?page[size]=10&page[number]=4").json
     assert beyond["data"] == [] and beyond["meta"]["pagination"]["prev-page"] == 3
+
+
+def test_the_protocol_listing_answers_what_reading_every_module_answered(api: Api):
+    """Two organizations of modules whose versions are in every state (ok, pending, failed,
+    revoked, pre-releases only): every filter, search, offset and limit gives what the old
+    listing gave, which read every module and computed each one's latest version."""
+    from chalicelib.core.ids import iso, new_id, now
+    from chalicelib.registry import store
+    from chalicelib.registry.protocol import service as protocol
+    from chalicelib.registry.store import ModuleModel, module_key
+
+    revoked = {"status": "Revoked", "message": "no"}
+    shapes = [
+        {"1.0.0": {"status": "ok"}, "1.1.0": {"status": "ok"}},
+        {"1.0.0": {"status": "ok"}, "2.0.0": {"status": "ok", "revocation": revoked}},
+        {"0.1.0-rc.1": {"status": "ok"}, "0.2.0": {"status": "pending"}},
+        {"1.0.0": {"status": "reg_ingress_failed"}},
+        {"3.0.0": {"status": "ok", "revocation": revoked}},
+        {},
+    ]
+    for org in ("acme", "zeta"):
+        make_org(api, org)
+        for index, (name, provider) in enumerate(
+            itertools.product(("vpc", "db", "net-core", "a"), ("aws", "google", "b"))
+        ):
+            statuses = {
+                v: {**entry, "published-at": iso(now())}
+                for v, entry in shapes[(index + len(org)) % len(shapes)].items()
+            }
+            ModuleModel(
+                org,
+                module_key("private", org, name, provider),
+                id=new_id("mod"),
+                registry_name="private",
+                namespace=org,
+                name=name,
+                provider=provider,
+                version_statuses=statuses,
+                created_at=now(),
+                updated_at=now(),
+            ).save()
+    store.backfill_lists()
+    principal = _admin()
+
+    def old(namespace=None, name=None, provider=None, query=None):
+        out = []
+        terms = [t for t in (query or "").lower().split() if t]
+        for org in [namespace] if namespace else ["acme", "zeta"]:
+            condition = None
+            if name is not None:
+                condition = ModuleModel.key.startswith(f"private#{org}#{name}#")
+            for module in ModuleModel.query(org, condition):
+                haystack = f"{module.namespace} {module.name} {module.provider}".lower()
+                if (provider and module.provider != provider) or any(
+                    t not in haystack for t in terms
+                ):
+                    continue
+                found = protocol.published(module)
+                if found.latest is not None:
+                    out.append(protocol.summary(found, found.latest))
+        out.sort(key=lambda m: (m["namespace"], m["name"], m["provider"]))
+        return out
+
+    asks = [
+        {},
+        {"namespace": "zeta"},
+        {"provider": "aws"},
+        {"query": "net"},
+        {"query": "ACME db"},
+        {"namespace": "acme", "name": "vpc"},
+        {"namespace": "acme", "provider": "b", "query": "a"},
+    ]
+    for ask in asks:
+        expected = old(**ask)
+        for want in (1, 3, 100):
+            got = list(itertools.islice(protocol.listing(principal, want=want, **ask), 200))
+            assert got == expected, (ask, want)
+    assert len(old()) >= 8  # the shapes leave something to list in each organization

@@ -161,8 +161,11 @@ def page_modules(
                 needle in part.lower() for part in (name, namespace, module_provider)
             )
 
-    counts = lists.counts(store.count_scope(organization)) if matches is None else {}
-    total = counts.get(registry, 0) if registry else sum(counts.values())
+    total = None
+    # No count at all: an organization without modules, or data written before counts were
+    # kept and not backfilled yet; the lean index is counted instead.
+    if matches is None and (counts := lists.counts(store.count_scope(organization))):
+        total = counts.get(registry, 0) if registry else sum(counts.values())
     modules, total = lists.read_page(source, page, total=total, matches=matches)
     return modules, total, rights
 

@@ -108,7 +108,8 @@ def page_tags(
     """One page of the organization's tags (name order) and how many there are, reading
     only what the page needs (``chalicelib.core.lists``): the kept count and the page, the
     tags before a later page (a tag item is about 100 bytes: lean already, no index), and
-    for ``q`` or ``filter[exclude][taggable][id]`` the organization's tags, then the page."""
+    for ``q`` or ``filter[exclude][taggable][id]`` (or while no count is kept: before the
+    backfill) the organization's tags, then the page."""
     accounts.organization_access(principal, organization)
     needle = q.lower() if q else None
     excluded: set[str] = set()
@@ -117,8 +118,9 @@ def page_tags(
         if workspace is not None and workspace.organization == organization:
             excluded = {tag_id for tag_id, _ in tag_entries(workspace)}
     source = lists.KeyedList(TagModel, organization)
-    if needle is None and not exclude_workspace:
-        tags, total = lists.read_page(source, page, total=store.tag_count(organization))
+    kept = store.tag_count(organization)
+    if needle is None and not exclude_workspace and kept is not None:
+        tags, total = lists.read_page(source, page, total=kept)
         # A tag a bulk delete is removing is left out (it is counted until it is gone).
         return [t for t in tags if not t.deleting], total
 

@@ -60,7 +60,7 @@ def backfill_counts() -> dict[str, int]:
     report = {"organizations": 0, "counts written": 0}
     for organization, count in count_tags().items():
         report["organizations"] += 1
-        if tag_count(organization) != count:
+        if tag_count(organization) != count:  # None (not kept) differs from any count
             set_count(organization, count)
             report["counts written"] += 1
     return report
@@ -70,8 +70,10 @@ def set_count(organization: str, count: int) -> None:
     lists.set_counts(count_scope(organization), {lists.ALL: count})
 
 
-def tag_count(organization: str) -> int:
-    return lists.counts(count_scope(organization)).get(lists.ALL, 0)
+def tag_count(organization: str) -> int | None:
+    """The organization's kept count of tags; None when none is kept (no tag was created
+    since counts were kept, and the backfill has not run)."""
+    return lists.counts(count_scope(organization)).get(lists.ALL)
 
 
 @db.register

@@ -130,6 +130,17 @@ def _filter(ctx: Ctx, name: str) -> str | None:
     return ctx.query.get(name) or None
 
 
+def _want(ctx: Ctx) -> int:
+    """How many entries a page consumes (offset, limit and one more), to size the first
+    read; bad values are ``paged_modules``'s to refuse, after the list's own checks."""
+    try:
+        offset = max(0, int(ctx.query.get("offset") or 0))
+        limit = int(ctx.query.get("limit") or protocol.DEFAULT_LIMIT)
+    except ValueError:
+        return protocol.DEFAULT_LIMIT + 1
+    return offset + min(protocol.MAX_LIMIT, max(1, limit)) + 1
+
+
 def paged_modules(
     ctx: Ctx, modules: Iterator[dict[str, Any]], *, missing: str | None = None
 ) -> Response:
@@ -174,7 +185,10 @@ def list_all(ctx: Ctx):
     return paged_modules(
         ctx,
         protocol.listing(
-            ctx.user, provider=_filter(ctx, "provider"), namespace=_filter(ctx, "namespace")
+            ctx.user,
+            provider=_filter(ctx, "provider"),
+            namespace=_filter(ctx, "namespace"),
+            want=_want(ctx),
         ),
     )
 
@@ -193,19 +207,22 @@ def search(ctx: Ctx):
         query=query,
         provider=_filter(ctx, "provider"),
         namespace=_filter(ctx, "namespace"),
+        want=_want(ctx),
     )
     return paged_modules(ctx, found)
 
 
 @protocol_route(BASE + "/{namespace}", Reply(200, MODULE_LIST), query=(*PAGING, PROVIDER))
 def list_namespace(ctx: Ctx, namespace: str):
-    found = protocol.listing(ctx.user, namespace=namespace, provider=_filter(ctx, "provider"))
+    found = protocol.listing(
+        ctx.user, namespace=namespace, provider=_filter(ctx, "provider"), want=_want(ctx)
+    )
     return paged_modules(ctx, found)
 
 
 @protocol_route(BASE + "/{namespace}/{name}", Reply(200, MODULE_LIST), query=PAGING)
 def latest_all_providers(ctx: Ctx, namespace: str, name: str):
-    found = protocol.listing(ctx.user, namespace=namespace, name=name)
+    found = protocol.listing(ctx.user, namespace=namespace, name=name, want=_want(ctx))
     return paged_modules(ctx, found, missing=f"module {namespace}/{name} not found")
 
 
