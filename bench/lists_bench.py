@@ -38,6 +38,7 @@ os.environ["REGISTRY_TOKEN_CACHE_SECONDS"] = "3600"
 SIZES = (20, 2_000, 20_000)
 VERSIONS = 30
 LEAN = 128  # the target: bytes per lean entry before a page
+PROVIDERS = ("aws", "google", "azurerm")
 
 
 def bill_index_pages_on_entries() -> None:
@@ -111,14 +112,15 @@ def seed_modules(org: str, count: int) -> None:
     )
     modules, entries = [], []
     for index in range(count):
-        name, provider = f"mod{index:05d}", ("aws", "google", "azurerm")[index % 3]
+        name, provider = f"mod{index:05d}", PROVIDERS[index % 3]
         template.key = module_key("private", org, name, provider)
         template.id, template.name, template.provider = new_id("mod"), name, provider
         modules.append(template.serialize())
         entries.append(store._protocol_item(template, store.protocol_entry(template)).serialize())
     _put(ModuleModel, modules)
     _put(ProtocolEntryModel, entries)
-    lists.set_counts(store.count_scope(org), {"private": count})
+    providers = {f"provider:{p}": len(range(i, count, 3)) for i, p in enumerate(PROVIDERS)}
+    lists.set_counts(store.count_scope(org), {"private": count, **providers})
 
 
 def seed_tags(org: str, count: int) -> None:

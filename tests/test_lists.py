@@ -64,7 +64,8 @@ def seed(org: str, count: int, *, kept: bool = True) -> None:
             if kept:
                 entries.save(store._protocol_item(module, store.protocol_entry(module)))
     if kept:
-        lists.set_counts(store.count_scope(org), {"private": count})
+        providers = {"provider:aws": (count + 1) // 2, "provider:google": count // 2}
+        lists.set_counts(store.count_scope(org), {"private": count, **providers})
 
 
 def read(api: Api, path: str) -> tuple[Any, int]:
@@ -178,6 +179,8 @@ def _admin():
 
 
 def test_counts_and_protocol_entries_follow_every_write(api: Api):
+    from chalicelib.registry import service
+
     make_org(api, "acme")
     create_module(api, "vpc", "aws")
     create_module(api, "db", "aws")
@@ -189,6 +192,7 @@ def test_counts_and_protocol_entries_follow_every_write(api: Api):
         return [m["id"] for m in api.get(f"{V1}/acme").json["modules"]]
 
     assert total() == 2 and listed() == []  # nothing servable yet
+    assert service.providers_in_use("acme") == ["aws"]
     publish(api, "1.0.0")
     publish(api, "1.1.0")
     publish(api, "2.0.0-rc.1")
@@ -216,8 +220,10 @@ def test_counts_and_protocol_entries_follow_every_write(api: Api):
     assert api.delete(f"{base}/1.0.0").status == 204
     assert listed() == ["acme/vpc/aws/2.0.0-rc.1"]  # only a pre-release is left
 
-    assert api.delete(modules_url("acme") + "/private/acme/db/aws").status == 204
-    assert total() == 1
+    create_module(api, "db", "google")
+    assert service.providers_in_use("acme") == ["aws", "google"]
+    assert api.delete(modules_url("acme") + "/private/acme/db").status == 204
+    assert total() == 1 and service.providers_in_use("acme") == ["aws"]
     assert api.delete(modules_url("acme") + "/private/acme/vpc").status == 204
     assert total() == 0 and listed() == []
     create_module(api, "vpc", "aws")
@@ -257,7 +263,12 @@ def test_the_backfill_creates_what_the_lists_read_and_is_safe_to_rerun(api: Api)
     ).delete()
     store.ProtocolEntryModel("acme", "acme#gone#aws#0", version="1.0.0").save()
     assert store.backfill_lists()["entries removed"] == 1
-    assert lists.counts(store.count_scope("acme")) == {"private": 30, "public": 0}
+    assert lists.counts(store.count_scope("acme")) == {
+        "private": 30,
+        "public": 0,
+        "provider:aws": 15,
+        "provider:google": 15,
+    }
     names = [m["name"] for m in api.get(f"{V1}/acme?limit=100").json["modules"]]
     assert names == [f"mod{i:05d}" for i in range(30)]
     assert backfill.main([]) == 0

@@ -165,9 +165,28 @@ def page_modules(
     # No count at all: an organization without modules, or data written before counts were
     # kept and not backfilled yet; the lean index is counted instead.
     if matches is None and (counts := lists.counts(store.count_scope(organization))):
-        total = counts.get(registry, 0) if registry else sum(counts.values())
+        parts = [registry] if registry else store.REGISTRY_PARTS
+        total = sum(counts.get(part, 0) for part in parts)
     modules, total = lists.read_page(source, page, total=total, matches=matches)
     return modules, total, rights
+
+
+def providers_in_use(organization: str) -> list[str]:
+    """The providers of the organization's modules, sorted (the web UI's provider menu): from
+    the kept counts (one Query of a few small items), or, before they are kept (an
+    organization without modules, or not backfilled yet), from the lean index. The caller
+    has checked that the organization is readable."""
+    counts = lists.counts(store.count_scope(organization))
+    if counts:
+        prefix = store.provider_part("")
+        return sorted(
+            part.removeprefix(prefix)
+            for part, count in counts.items()
+            if part.startswith(prefix) and count > 0
+        )
+    return sorted(
+        {store.parse_key(entry.key)[3] for entry in ModuleModel.listed.query(organization)}
+    )
 
 
 def get_module(principal: Principal, ref: ModuleRef) -> tuple[ModuleModel, accounts.OrgAccess]:

@@ -47,8 +47,22 @@ def name_prefix(registry: str, namespace: str, name: str) -> str:
 
 def count_scope(organization: str) -> str:
     """The kept count of an organization's modules (``chalicelib.core.lists``), one part per
-    registry (``private``, ``public``)."""
+    registry (``private``, ``public``: their sum is the total) and one per provider
+    (``provider:aws``: the providers in use, for the web UI's menu)."""
     return f"registry-modules#{organization}"
+
+
+REGISTRY_PARTS = ("private", "public")
+
+
+def provider_part(provider: str) -> str:
+    return f"provider:{provider}"
+
+
+def _count_module(tx: TransactWrite, module: ModuleModel, delta: int) -> None:
+    scope = count_scope(module.organization)
+    lists.count_update(tx, scope, module.registry_name, delta)
+    lists.count_update(tx, scope, provider_part(module.provider), delta)
 
 
 def protocol_key(registry: str, namespace: str, name: str, provider: str) -> str:
@@ -222,7 +236,7 @@ def insert_module(module: ModuleModel) -> None:
     try:
         with TransactWrite(connection=db.connection()) as tx:
             tx.save(module, condition=ModuleModel.key.does_not_exist())
-            lists.count_update(tx, count_scope(module.organization), module.registry_name, 1)
+            _count_module(tx, module, 1)
             if module.registry_name == "public":
                 tx.save(_protocol_item(module, protocol_entry(module)))
     except TransactWriteError as exc:
@@ -237,7 +251,7 @@ def _delete_counted(module: ModuleModel, condition: Any) -> bool:
     try:
         with TransactWrite(connection=db.connection()) as tx:
             tx.delete(module, condition=condition)
-            lists.count_update(tx, count_scope(module.organization), module.registry_name, -1)
+            _count_module(tx, module, -1)
             tx.delete(_protocol_item(module, None))
     except TransactWriteError as exc:
         if db.cancellation_codes(exc)[:1] == [db.TRANSACTION_CONDITION_FAILED]:
@@ -358,6 +372,7 @@ def backfill_lists() -> dict[str, int]:
     wanted: dict[tuple[str, str], tuple[str, tuple[str | None, str | None]]] = {}
     for module in ModuleModel.scan():
         counted[module.organization][module.registry_name] += 1
+        counted[module.organization][provider_part(module.provider)] += 1
         entry = protocol_entry(module)
         if entry is not None:
             item = _protocol_item(module, entry)
@@ -366,7 +381,7 @@ def backfill_lists() -> dict[str, int]:
         (e.organization, e.protocol_key): (e.version, e.published_at)
         for e in ProtocolEntryModel.scan()
     }
-    report = Counter(modules=sum(sum(c.values()) for c in counted.values()))
+    report = Counter(modules=sum(c[part] for c in counted.values() for part in REGISTRY_PARTS))
     for (organization, entry_key), (key, entry) in wanted.items():
         if existing.get((organization, entry_key)) != entry:
             refresh_listing(organization, key)
