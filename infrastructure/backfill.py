@@ -4,12 +4,12 @@
         python -m infrastructure.backfill
 
 Lists page with keys (``chalicelib.core.lists``): they read a kept count per organization
-(of modules, of tags) and, for the registry protocol, a lean list of the modules it
-serves. The requests that create and delete modules and tags keep them; data written before
+(of modules, tags and projects) and, for the registry protocol, a lean list of the modules it
+serves. The requests that create and delete them keep them; data written before
 this version has neither, so run this once after deploying it (DynamoDB fills the modules'
 lean index, ``list``, by itself). It scans the tables (a one-off, never a request), writes
 only what is missing or wrong, and prints what it did; a second run writes nothing. A
-module or tag created or deleted while it runs can leave a count off by one: run it again
+module, tag or project created or deleted while it runs can leave a count off by one: run it again
 (or when the stack is quiet).
 """
 
@@ -30,10 +30,15 @@ def main(argv: list[str] | None = None) -> int:
 
 def backfill_all() -> dict[str, dict[str, int]]:
     """Every list's backfill; what each did (also run by ``make run`` on restored state)."""
+    from chalicelib.projects import store as projects
     from chalicelib.registry import store as registry
     from chalicelib.tags import store as tags
 
-    return {"registry modules": registry.backfill_lists(), "tags": tags.backfill_counts()}
+    return {
+        "registry modules": registry.backfill_lists(),
+        "tags": tags.backfill_counts(),
+        "projects": projects.backfill_counts(),
+    }
 
 
 if __name__ == "__main__":

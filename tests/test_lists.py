@@ -442,3 +442,51 @@ def test_the_protocol_listing_answers_what_reading_every_module_answered(api: Ap
             got = list(itertools.islice(protocol.listing(principal, want=want, **ask), 200))
             assert got == expected, (ask, want)
     assert len(old()) >= 8  # the shapes leave something to list in each organization
+
+
+# ----- projects: the name claims (organization, lower-cased name) are the lean index ------
+
+
+def test_a_project_page_reads_the_claims_before_it_and_its_own_projects(api: Api):
+    from chalicelib.accounts.service import organization_access  # noqa: F401 - loads models
+    from chalicelib.core.pagination import Page
+    from chalicelib.projects import service, store
+
+    def create(org: str, name: str) -> None:
+        reply = api.post(
+            f"/api/v2/organizations/{org}/projects",
+            doc("projects", name=name, description="x" * 200),
+        )
+        assert reply.status == 201, reply.json
+
+    names = [f"{'Pr' if i % 3 else 'pr'}oject {i:03d}" for i in range(60)]
+    for org, count in (("small", 6), ("large", 60)):
+        make_org(api, org)
+        for name in names[:count]:
+            create(org, name)
+    url = "/api/v2/organizations/{}/projects?page[size]=5"
+    api.get(url.format("small"))  # warm
+    small, small_bytes = read(api, url.format("small"))
+    large, large_bytes = read(api, url.format("large"))
+    assert large["meta"]["pagination"]["total-count"] == 61  # and the default project
+    assert large_bytes <= 1.5 * small_bytes  # the old list read all 61 projects
+    later, later_bytes = read(api, url.format("large") + "&page[number]=10")
+    assert later_bytes <= large_bytes + 45 * LEAN
+
+    # Every page, order, search and name filter equals the old answer (every project read).
+    principal = _admin()
+    queries = [{}, {"sort": "-name"}, {"q": "PROJECT 01"}, {"filter[names]": "project 004,nope"}]
+    for query, size, number in itertools.product(queries, (1, 7, 100), (1, 2, 9)):
+        everything, _ = service.list_projects(principal, "large", query)
+        page = Page(number, size)
+        got, total, _ = service.page_projects(principal, "large", query, page)
+        assert total == len(everything), query
+        expected = everything[page.offset : page.offset + page.size]
+        assert [p.id for p in got] == [p.id for p in expected], (query, size, number)
+
+    # The count follows deletes, and the backfill finds nothing to correct.
+    victim = next(p for p in large["data"] if p["attributes"]["name"] != "Default Project")
+    assert api.delete(f"/api/v2/projects/{victim['id']}").status == 204
+    total = api.get(url.format("large")).json["meta"]["pagination"]["total-count"]
+    assert total == 60 == store.project_count("large")
+    assert store.backfill_counts()["counts written"] == 0

@@ -89,8 +89,8 @@ def _reply(ctx: Ctx, project: ProjectModel, rights: OrgAccess, status: int = 200
 )
 def list_projects(ctx: Ctx, organization_name: str) -> Response:
     """List the organization's projects (its default project included)."""
-    items, rights = service.list_projects(ctx.user, organization_name, ctx.query)
-    page = ctx.paginate(items)
+    items, total, rights = service.page_projects(ctx.user, organization_name, ctx.query, ctx.page())
+    page = ctx.paginate_read(items, total)
     return document(
         [_render(ctx, p, rights) for p in page.items],
         links=page.links,

@@ -27,6 +27,7 @@ from chalicelib.core import tagbindings
 from chalicelib.core.auth import Principal
 from chalicelib.core.errors import Conflict, NotFound, Unprocessable
 from chalicelib.core.ids import new_id, now
+from chalicelib.core.pagination import Page
 from chalicelib.core.tagbindings import Binding, TagBindingAttribute
 from chalicelib.projects import store
 from chalicelib.projects.store import ProjectModel
@@ -193,6 +194,46 @@ def ensure_default(organization: str) -> ProjectModel:
             "rename it so the default project can be created"
         ) from None
     return store.get(project_id) or project
+
+
+def page_projects(
+    principal: Principal, organization: str, query: dict[str, str], page: Page
+) -> tuple[list[ProjectModel], int, accounts.OrgAccess]:
+    """One page of ``list_projects`` and how many match, reading only what the page needs
+    (``chalicelib.core.lists``): the name claims (``project-names``, keyed by organization
+    and lower-cased name, which is the list's order) are the lean index: the kept count,
+    the claims up to the page's end and the page's projects by id; ``q`` and
+    ``filter[names]`` read every claim (they match the name), then the page's projects.
+    ``filter[tagged]`` matches the projects' bindings, so it reads them all, as before."""
+    rights = readable_organization(principal, organization)
+    ensure_default(organization)
+    tagged = tagbindings.tagged_filters(query)
+    sort = query.get("sort") or "name"
+    if sort not in ("name", "-name"):
+        raise Unprocessable("sort must be name or -name", parameter="sort")
+    if tagged:
+        items, _ = list_projects(principal, organization, query)
+        return items[page.offset : page.offset + page.size], len(items), rights
+    forward = sort == "name"
+    names = {n.strip().casefold() for n in (query.get("filter[names]") or "").split(",")}
+    names.discard("")
+    needle = (query.get("q") or "").casefold()
+    total = None if names or needle else store.project_count(organization)
+    if total is None:
+        found = store.claims(organization, forward=forward)
+        if names:
+            found = [c for c in found if c.name in names]
+        elif needle:
+            found = [c for c in found if needle in c.name]
+        total = len(found)
+        window = found[page.offset : page.offset + page.size]
+    elif page.offset >= total:
+        return [], total, rights
+    else:
+        window = store.claims(organization, forward=forward, limit=page.offset + page.size)
+        window = window[page.offset :]
+    projects = store.get_many([c.project_id for c in window])
+    return [projects[c.project_id] for c in window if c.project_id in projects], total, rights
 
 
 def list_projects(

@@ -30,7 +30,7 @@ from pynamodb.expressions.update import Action
 from pynamodb.indexes import AllProjection, GlobalSecondaryIndex
 from pynamodb.transactions import TransactWrite
 
-from chalicelib.core import db
+from chalicelib.core import db, lists
 from chalicelib.core.tagbindings import TagBindingsAttribute
 
 
@@ -84,6 +84,40 @@ def claim_key(name: str) -> str:
     return name.casefold()
 
 
+def count_scope(organization: str) -> str:
+    """The kept count of an organization's projects (``chalicelib.core.lists``), part
+    ``all``: changed in the transactions that create and delete a project."""
+    return f"projects#{organization}"
+
+
+def project_count(organization: str) -> int | None:
+    """None when no count is kept yet (before the backfill)."""
+    return lists.counts(count_scope(organization)).get(lists.ALL)
+
+
+def claims(organization: str, *, forward: bool, limit: int | None = None) -> list[Any]:
+    """The organization's name claims in the list's order (lower-cased name): the projects'
+    lean index, about 70 bytes an entry."""
+    return list(ProjectNameModel.query(organization, scan_index_forward=forward, limit=limit))
+
+
+def backfill_counts() -> dict[str, int]:
+    """Every organization's kept count of projects from a Scan, written where it differs (a
+    second run writes nothing)."""
+    counted: dict[str, int] = {}
+    for item in lists.CountModel.scan():
+        if item.scope.startswith("projects#"):
+            counted.setdefault(item.scope.removeprefix("projects#"), 0)
+    for project in ProjectModel.scan():
+        counted[project.organization] = counted.get(project.organization, 0) + 1
+    report = {"organizations": len(counted), "counts written": 0}
+    for organization, count in counted.items():
+        if project_count(organization) != count:
+            lists.set_counts(count_scope(organization), {lists.ALL: count})
+            report["counts written"] += 1
+    return report
+
+
 def get(project_id: str) -> ProjectModel | None:
     try:
         return ProjectModel.get(project_id, consistent_read=True)
@@ -114,7 +148,8 @@ def insert(project: ProjectModel) -> None:
         with TransactWrite(connection=db.connection()) as tx:
             tx.save(claim, condition=ProjectNameModel.name.does_not_exist())
             tx.save(project, condition=ProjectModel.id.does_not_exist())
-    except TransactWriteError as exc:  # sent as: put claim, put project
+            lists.count_update(tx, count_scope(project.organization), lists.ALL, 1)
+    except TransactWriteError as exc:  # sent as: put claim, put project, update count
         codes = db.cancellation_codes(exc)
         if codes[1:2] == [db.TRANSACTION_CONDITION_FAILED]:
             raise Refused(project.id) from None
@@ -184,7 +219,8 @@ def delete(project: ProjectModel) -> bool:
                 ProjectNameModel(project.organization, claim_key(project.name)),
                 condition=ProjectNameModel.project_id == project.id,
             )
-    except TransactWriteError as exc:  # sent as: delete project, delete claim
+            lists.count_update(tx, count_scope(project.organization), lists.ALL, -1)
+    except TransactWriteError as exc:  # sent as: delete project, delete claim, update count
         if db.TRANSACTION_CONDITION_FAILED in db.cancellation_codes(exc)[:1]:
             if get(project.id) is None:
                 return False
@@ -194,8 +230,15 @@ def delete(project: ProjectModel) -> bool:
 
 
 def purge(project: ProjectModel) -> None:
-    """Delete the project and its claim whatever they hold (deleting the organization)."""
-    project.delete()
+    """Delete the project and its claim whatever they hold (deleting the organization),
+    counting one less if it was there."""
+    try:
+        with TransactWrite(connection=db.connection()) as tx:
+            tx.delete(project, condition=ProjectModel.id.exists())
+            lists.count_update(tx, count_scope(project.organization), lists.ALL, -1)
+    except TransactWriteError as exc:
+        if db.cancellation_codes(exc)[:1] != [db.TRANSACTION_CONDITION_FAILED]:
+            raise
     try:
         ProjectNameModel(project.organization, claim_key(project.name)).delete(
             condition=ProjectNameModel.project_id == project.id
