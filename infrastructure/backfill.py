@@ -4,13 +4,13 @@
         python -m infrastructure.backfill
 
 Lists page with keys (``chalicelib.core.lists``): they read a kept count per organization
-(of modules, tags and projects) and, for the registry protocol, a lean list of the modules it
-serves. The requests that create and delete them keep them; data written before
-this version has neither, so run this once after deploying it (DynamoDB fills the modules'
-lean index, ``list``, by itself). It scans the tables (a one-off, never a request), writes
-only what is missing or wrong, and prints what it did; a second run writes nothing. A
-module, tag or project created or deleted while it runs can leave a count off by one: run it again
-(or when the stack is quiet).
+(of modules, tags, projects and workspaces) and, for the registry protocol, a lean list of
+the modules it serves. The requests that create and delete them keep them; data written
+before this version has neither, so run this once after deploying it (DynamoDB fills the
+modules' lean index, ``list``, by itself). It scans the tables (a one-off, never a
+request), writes only what is missing or wrong, and prints what it did; a second run writes
+nothing. Something created or deleted while it runs can leave its organization's count off
+by one: run it again (or when the stack is quiet).
 """
 
 from __future__ import annotations
@@ -33,11 +33,13 @@ def backfill_all() -> dict[str, dict[str, int]]:
     from chalicelib.projects import store as projects
     from chalicelib.registry import store as registry
     from chalicelib.tags import store as tags
+    from chalicelib.workspaces import store as workspaces
 
     return {
         "registry modules": registry.backfill_lists(),
         "tags": tags.backfill_counts(),
         "projects": projects.backfill_counts(),
+        "workspaces": workspaces.backfill_counts(),
     }
 
 

@@ -490,3 +490,43 @@ def test_a_project_page_reads_the_claims_before_it_and_its_own_projects(api: Api
     total = api.get(url.format("large")).json["meta"]["pagination"]["total-count"]
     assert total == 60 == store.project_count("large")
     assert store.backfill_counts()["counts written"] == 0
+
+
+# ----- workspaces: the name claims (organization, name) are the lean index ----------------
+
+
+def test_a_workspace_page_reads_the_claims_before_it_and_its_own_workspaces(api: Api):
+    from chalicelib.core.pagination import Page
+    from chalicelib.workspaces import service, store
+    from tests.test_tags import add, make_ws
+
+    for org, count in (("small", 5), ("large", 40)):
+        make_org(api, org)
+        for index in range(count):
+            ws = make_ws(api, org, f"{'App' if index % 2 else 'app'}-{index:03d}")
+            if index % 5 == 0:
+                add(api, ws, "env-prod", "x" * 100)
+    url = "/api/v2/organizations/{}/workspaces?page[size]=5"
+    api.get(url.format("small"))  # warm
+    small, small_bytes = read(api, url.format("small"))
+    large, large_bytes = read(api, url.format("large"))
+    assert large["meta"]["pagination"]["total-count"] == 40
+    assert large_bytes <= 1.5 * small_bytes  # the old list read all 40 workspaces
+    later, later_bytes = read(api, url.format("large") + "&page[number]=7")
+    assert later_bytes <= large_bytes + 30 * LEAN
+
+    principal = _admin()
+    queries = [{}, {"search[name]": "APP-01"}, {"search[tags]": "env-prod"}]
+    for query, size, number in itertools.product(queries, (1, 6, 100), (1, 2, 8)):
+        everything, _ = service.list_workspaces(principal, "large", query)
+        page = Page(number, size)
+        got, total, _ = service.page_workspaces(principal, "large", query, page)
+        assert total == len(everything), query
+        expected = everything[page.offset : page.offset + page.size]
+        assert [w.id for w in got] == [w.id for w in expected], (query, size, number)
+
+    victim = large["data"][0]["id"]
+    assert api.delete(f"/api/v2/workspaces/{victim}").status in (200, 204)
+    total = api.get(url.format("large")).json["meta"]["pagination"]["total-count"]
+    assert total == 39 == store.workspace_count("large")
+    assert store.backfill_counts()["counts written"] == 0

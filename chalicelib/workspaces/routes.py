@@ -162,8 +162,10 @@ def _reply(ctx: Ctx, workspace: WorkspaceModel, rights: OrgAccess, status: int =
     ),
 )
 def list_workspaces(ctx: Ctx, organization_name: str) -> Response:
-    items, rights = service.list_workspaces(ctx.user, organization_name, ctx.query)
-    page = ctx.paginate(items)
+    items, total, rights = service.page_workspaces(
+        ctx.user, organization_name, ctx.query, ctx.page()
+    )
+    page = ctx.paginate_read(items, total)
     data, included = _document(ctx, page.items, rights)
     return document(data, links=page.links, meta=page.meta, included=included)
 

@@ -26,6 +26,7 @@ from chalicelib.core import tagbindings
 from chalicelib.core.auth import Principal
 from chalicelib.core.errors import Conflict, NotFound, Unprocessable
 from chalicelib.core.ids import new_id, now
+from chalicelib.core.pagination import Page
 from chalicelib.core.tagbindings import Binding, Source, TagBindingAttribute
 from chalicelib.projects import service as projects
 from chalicelib.workspaces import store
@@ -175,6 +176,46 @@ def require_manage(principal: Principal, organization: str) -> accounts.OrgAcces
             f"organization {organization!r} not found, or your token lacks manage-workspaces"
         )
     return rights
+
+
+def page_workspaces(
+    principal: Principal, organization: str, query: dict[str, str], page: Page
+) -> tuple[list[WorkspaceModel], int, accounts.OrgAccess]:
+    """One page of ``list_workspaces`` and how many match, reading only what the page needs
+    (``chalicelib.core.lists``): the name claims (``workspace-names``, keyed by organization
+    and name: the list's order) are the lean index, so a page reads the kept count, the
+    claims up to its end and its own workspaces by id; ``search[name]`` reads every claim,
+    then the page's workspaces. The filters on what only the workspaces hold (project, tag
+    bindings, tags) read them all, as before."""
+    rights = accounts.organization_access(principal, organization)
+    tagged = tagbindings.tagged_filters(query)
+    whole = (
+        tagged
+        or query.get("filter[project][id]")
+        or _names(query.get("search[tags]"))
+        or _names(query.get("search[exclude-tags]"))
+    )
+    needle = (query.get("search[name]") or "").lower()
+    total = None if needle else store.workspace_count(organization)
+    if whole:
+        items, _ = list_workspaces(principal, organization, query)
+        return items[page.offset : page.offset + page.size], len(items), rights
+    if total is None:
+        found = [c for c in store.claims(organization) if needle in c.name.lower()]
+        total = len(found)
+        window = found[page.offset : page.offset + page.size]
+    elif page.offset >= total:
+        return [], total, rights
+    else:
+        window = store.claims(organization, limit=page.offset + page.size)[page.offset :]
+    by_id = {w.id: w for w in _batch_get([c.workspace_id for c in window])}
+    # A workspace being deleted is left out (it is counted until it is gone).
+    items = [by_id[c.workspace_id] for c in window if c.workspace_id in by_id]
+    return [w for w in items if not w.deleting], total, rights
+
+
+def _batch_get(ids: list[str]) -> list[WorkspaceModel]:
+    return list(WorkspaceModel.batch_get(ids)) if ids else []
 
 
 def list_workspaces(

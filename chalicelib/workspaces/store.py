@@ -35,7 +35,7 @@ from pynamodb.expressions.update import Action
 from pynamodb.indexes import AllProjection, GlobalSecondaryIndex
 from pynamodb.transactions import TransactWrite
 
-from chalicelib.core import db
+from chalicelib.core import db, lists
 from chalicelib.core.tagbindings import TagBindingsAttribute
 from chalicelib.projects import service as projects
 
@@ -112,6 +112,40 @@ class ProjectGone(Exception):
     """The project the workspace was to go to does not exist (any more) in its organization."""
 
 
+def count_scope(organization: str) -> str:
+    """The kept count of an organization's workspaces (``chalicelib.core.lists``), part
+    ``all``: changed in the transactions that create and delete a workspace."""
+    return f"workspaces#{organization}"
+
+
+def workspace_count(organization: str) -> int | None:
+    """None when no count is kept yet (before the backfill)."""
+    return lists.counts(count_scope(organization)).get(lists.ALL)
+
+
+def claims(organization: str, limit: int | None = None) -> list[WorkspaceNameModel]:
+    """The organization's name claims in name order, the list's: the workspaces' lean
+    index, about 70 bytes an entry."""
+    return list(WorkspaceNameModel.query(organization, limit=limit))
+
+
+def backfill_counts() -> dict[str, int]:
+    """Every organization's kept count of workspaces from a Scan, written where it differs
+    (a second run writes nothing)."""
+    counted: dict[str, int] = {}
+    for item in lists.CountModel.scan():
+        if item.scope.startswith("workspaces#"):
+            counted.setdefault(item.scope.removeprefix("workspaces#"), 0)
+    for workspace in WorkspaceModel.scan():
+        counted[workspace.organization] = counted.get(workspace.organization, 0) + 1
+    report = {"organizations": len(counted), "counts written": 0}
+    for organization, count in counted.items():
+        if workspace_count(organization) != count:
+            lists.set_counts(count_scope(organization), {lists.ALL: count})
+            report["counts written"] += 1
+    return report
+
+
 def _alive() -> Condition:
     """The condition of every change to a workspace but deleting it: exists, not fenced."""
     return WorkspaceModel.id.exists() & WorkspaceModel.deleting.does_not_exist()
@@ -137,7 +171,9 @@ def insert(workspace: WorkspaceModel) -> None:
             tx.save(workspace, condition=WorkspaceModel.id.does_not_exist())
             if workspace.project_id:
                 projects.tx_add_workspace(tx, workspace.project_id, organization)
-    except TransactWriteError as exc:  # sent as: put claim, put workspace, update project
+            lists.count_update(tx, count_scope(organization), lists.ALL, 1)
+    # sent as: put claim, put workspace, update project, update count (no condition)
+    except TransactWriteError as exc:
         codes = db.cancellation_codes(exc)
         if codes[:1] == [db.TRANSACTION_CONDITION_FAILED]:
             raise NameTaken(name) from None
@@ -260,6 +296,9 @@ def _delete(workspace: WorkspaceModel, project_id: str | None) -> None:
         )
         if project_id:
             projects.tx_remove_workspace(tx, project_id)
+        # Last (updates are sent after the deletes, this after the project's): the claim's
+        # condition makes it count a workspace only once.
+        lists.count_update(tx, count_scope(workspace.organization), lists.ALL, -1)
 
 
 # ----- the workspace side of tag transactions (built by chalicelib/tags/store.py) -----------
