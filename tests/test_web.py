@@ -400,3 +400,48 @@ def test_static_assets_are_hashed_and_cached_for_good(browser: Browser):
     assert browser.get(static_url("ui.js")).status_code == 200
     assert browser.get("/app/static/ui.css").status_code == 404
     assert browser.get("/app/static/..%2Fsession.py").status_code == 404
+
+
+# ----- the module list's cost ---------------------------------------------------------------
+
+
+def test_the_module_list_reads_its_page_not_the_organization(api: Api, browser: Browser):
+    """Page 1 of 20 modules and of 400 read about the same bytes (the kept count and the
+    page's own items), a later page a lean entry per module before it, and the pager links a
+    window of pages rather than every page."""
+    from bench.reads import counting_reads
+    from tests.test_lists import LEAN, seed
+
+    for org, count in (("small", 20), ("large", 400)):
+        make_org(api, org)
+        seed(org, count)
+    browser.sign_in(ADMIN_TOKEN)
+    browser.get("/app/small/registry/modules")  # warm: each table described once
+
+    def page_bytes(path: str) -> tuple[str, int]:
+        with counting_reads() as reads:
+            reply = browser.get(path)
+        assert reply.status_code == 200, reply.text
+        return reply.text, reads.bytes
+
+    small, small_bytes = page_bytes("/app/small/registry/modules")
+    large, large_bytes = page_bytes("/app/large/registry/modules")
+    assert "20 modules" in small and "400 modules, page 1 of 20" in large
+    assert '<option value="google">' in large  # the provider menu from the kept counts
+    assert large_bytes <= 1.5 * small_bytes, (small_bytes, large_bytes)
+    later, later_bytes = page_bytes("/app/large/registry/modules?page=10")
+    assert "mod00180" in later and "mod00179" not in later
+    assert later_bytes <= small_bytes * 1.5 + 180 * LEAN, (small_bytes, later_bytes)
+    links = re.findall(r'aria-label="Page (\d+)"', later)
+    assert links == ["1", "8", "9", "11", "12", "20"], links
+    assert 'aria-current="page">10<' in later
+
+
+def test_the_pager_window():
+    from chalicelib.web.pages import page_window
+
+    assert page_window(1, 1) == [1]
+    assert page_window(1, 4) == [1, 2, 3, 4]
+    assert page_window(10, 20) == [1, None, 8, 9, 10, 11, 12, None, 20]
+    assert page_window(4, 20) == [1, 2, 3, 4, 5, 6, None, 20]
+    assert page_window(20, 20) == [1, None, 18, 19, 20]

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from chalicelib.accounts import service as accounts
 from chalicelib.core.auth import Principal
 from chalicelib.core.errors import BadRequest, NotFound
+from chalicelib.core.pagination import Page
 from chalicelib.registry import objects, semver
 from chalicelib.registry import service as registry
 from chalicelib.registry.statuses import DeprecationStatus, VersionStatus
@@ -123,6 +124,7 @@ class ModuleList:
     total: int
     page: int
     pages: int
+    page_links: list[int | None] = field(default_factory=list)
     filters: dict[str, str] = field(default_factory=dict)
 
 
@@ -171,30 +173,41 @@ def _row(module: ModuleModel) -> ModuleRow:
 def module_list(
     principal: Principal, organization: str, q: str, provider: str, page: int
 ) -> ModuleList:
+    """One page of the organization's modules, read as the API reads its list: the kept
+    count and the page's own items, or the lean index for a search (never every module)."""
     if len(q) > MAX_QUERY_LENGTH:
         raise BadRequest(f"the search is limited to {MAX_QUERY_LENGTH} characters")
-    everything, _ = registry.list_modules(principal, organization, None, {})
-    providers = sorted({m.provider for m in everything})
-    matching = everything
-    if q or provider:
-        filters = {"provider": provider} if provider else {}
-        matching, _ = registry.list_modules(principal, organization, q or None, filters)
-    matching = sorted(matching, key=lambda m: (m.name, m.provider, m.namespace, m.registry_name))
-    pages = max(1, math.ceil(len(matching) / PAGE_SIZE))
+    filters = {"provider": provider} if provider else {}
+    shown, total, _ = registry.page_modules(
+        principal, organization, q or None, filters, Page(page, PAGE_SIZE)
+    )
+    pages = max(1, math.ceil(total / PAGE_SIZE))
     if page > pages:
         raise NotFound(f"page {page} not found: there are {pages}")
-    shown = matching[(page - 1) * PAGE_SIZE : page * PAGE_SIZE]
     return ModuleList(
         organization=organization,
         q=q,
         provider=provider,
-        providers=providers,
+        providers=registry.providers_in_use(organization),
         rows=[_row(m) for m in shown],
-        total=len(matching),
+        total=total,
         page=page,
         pages=pages,
+        page_links=page_window(page, pages),
         filters={k: v for k, v in (("q", q), ("provider", provider)) if v},
     )
+
+
+def page_window(current: int, pages: int, around: int = 2) -> list[int | None]:
+    """The page numbers the pager links: the first, the last and ``around`` either side of
+    the current one; ``None`` stands for a gap (an ellipsis)."""
+    shown = {1, pages} | set(range(max(1, current - around), min(pages, current + around) + 1))
+    out: list[int | None] = []
+    for number in sorted(shown):
+        if out and out[-1] is not None and number > out[-1] + 1:
+            out.append(None)
+        out.append(number)
+    return out
 
 
 # ----- the module page --------------------------------------------------------------------
