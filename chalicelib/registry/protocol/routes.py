@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import sys
 from collections.abc import Iterator
 from typing import Any
 from urllib.parse import urlencode
@@ -154,7 +155,9 @@ def paged_modules(
     verified = ctx.query.get("verified") == "true"
     if verified and missing is None:
         modules = iter(())
-    window = list(itertools.islice(modules, 1 if verified else offset + limit + 1))
+    # islice refuses a stop past sys.maxsize; no list is that long, so the cap changes nothing.
+    consumed = 1 if verified else min(sys.maxsize, offset + limit + 1)
+    window = list(itertools.islice(modules, consumed))
     if missing is not None and not window:
         raise NotFound(missing)
     if verified:
