@@ -157,8 +157,40 @@ def _python_name(model: Any, attribute: Any) -> str:
     raise KeyError(attribute.attr_name)
 
 
+@dataclass(frozen=True)
+class ClaimList:
+    """Lean entries kept in a table of their own, in the list's order, each naming its item
+    elsewhere: the items that claim projects' and workspaces' names, keyed by organization
+    and name, hold the item's id. ``fetch`` turns entries into their items, in order."""
+
+    lean: Any
+    hash_value: str
+    fetch: Callable[[list[Any]], list[Any]]
+    forward: bool = True
+
+    def lean_entries(self, limit: int | None = None) -> Iterator[Any]:
+        return iter(self.lean.query(self.hash_value, scan_index_forward=self.forward, limit=limit))
+
+    def page(self, offset: int, size: int) -> list[Any]:
+        """The entries up to the page's end (one Query), then the page's items."""
+        return self.full(list(self.lean_entries(limit=offset + size))[offset:])
+
+    def full(self, entries: list[Any]) -> list[Any]:
+        return self.fetch(entries) if entries else []
+
+
+def _keyed_page(source: KeyedList, offset: int, size: int) -> list[Any]:
+    last = None
+    if offset:
+        for last in source.lean_entries(limit=offset):  # noqa: B007 - the last one
+            pass
+        if last is None:
+            return []
+    return source.after(last, size)
+
+
 def read_page(
-    source: KeyedList,
+    source: KeyedList | ClaimList,
     page: Page,
     *,
     total: int | None,
@@ -166,21 +198,19 @@ def read_page(
 ) -> tuple[list[Any], int]:
     """The page's full items and the list's total.
 
-    Without ``matches`` and with the kept ``total``: page 1 is one Query of the table for
-    the page; page N reads the lean entries before it (one Query of the lean index, limited
-    to the offset), then the page from just after the last one. With ``matches`` (a filter
-    or search on what the lean entries hold), or without a kept total, every lean entry is
-    read, the matching ones counted, and the page's full items fetched by key."""
+    Without ``matches`` and with the kept ``total``: a ``KeyedList``'s page 1 is one Query of
+    the table for the page, page N reads the lean entries before it (one Query of the lean
+    index, limited to the offset), then the page from just after the last one; a
+    ``ClaimList`` reads its entries up to the page's end, then the page's items by key. With
+    ``matches`` (a filter or search on what the lean entries hold), or without a kept total
+    (before the backfill), every lean entry is read, the matching ones counted, and the
+    page's full items fetched by key."""
     if matches is None and total is not None:
         if page.offset >= total:
             return [], total
-        last = None
-        if page.offset:
-            for last in source.lean_entries(limit=page.offset):  # noqa: B007 - the last one
-                pass
-            if last is None:
-                return [], total
-        return source.after(last, page.size), total
+        if isinstance(source, ClaimList):
+            return source.page(page.offset, page.size), total
+        return _keyed_page(source, page.offset, page.size), total
     entries = [e for e in source.lean_entries() if matches is None or matches(e)]
     window = entries[page.offset : page.offset + page.size]
     return source.full(window), len(entries)

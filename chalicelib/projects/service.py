@@ -23,7 +23,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from chalicelib.accounts import service as accounts
-from chalicelib.core import tagbindings
+from chalicelib.core import lists, tagbindings
 from chalicelib.core.auth import Principal
 from chalicelib.core.errors import Conflict, NotFound, Unprocessable
 from chalicelib.core.ids import new_id, now
@@ -214,26 +214,28 @@ def page_projects(
     if tagged:
         items, _ = list_projects(principal, organization, query)
         return items[page.offset : page.offset + page.size], len(items), rights
-    forward = sort == "name"
     names = {n.strip().casefold() for n in (query.get("filter[names]") or "").split(",")}
     names.discard("")
     needle = (query.get("q") or "").casefold()
-    total = None if names or needle else store.project_count(organization)
-    if total is None:
-        found = store.claims(organization, forward=forward)
-        if names:
-            found = [c for c in found if c.name in names]
-        elif needle:
-            found = [c for c in found if needle in c.name]
-        total = len(found)
-        window = found[page.offset : page.offset + page.size]
-    elif page.offset >= total:
-        return [], total, rights
-    else:
-        window = store.claims(organization, forward=forward, limit=page.offset + page.size)
-        window = window[page.offset :]
-    projects = store.get_many([c.project_id for c in window])
-    return [projects[c.project_id] for c in window if c.project_id in projects], total, rights
+
+    def fetch(claims: list[Any]) -> list[ProjectModel]:
+        found = store.get_many([c.project_id for c in claims])
+        return [found[c.project_id] for c in claims if c.project_id in found]
+
+    source = lists.ClaimList(store.ProjectNameModel, organization, fetch, forward=sort == "name")
+    matches = None
+    if names:
+
+        def matches(claim: Any) -> bool:
+            return claim.name in names
+    elif needle:
+
+        def matches(claim: Any) -> bool:
+            return needle in claim.name
+
+    total = store.project_count(organization) if matches is None else None
+    items, total = lists.read_page(source, page, total=total, matches=matches)
+    return items, total, rights
 
 
 def list_projects(

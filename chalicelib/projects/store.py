@@ -2,8 +2,9 @@
 
 A project item is keyed by its id (``prj-...``). Its name is claimed, case-insensitively, by a
 second item keyed by (organization, lower-cased name), written in the same transaction as the
-project, so names are unique per organization without reading an index. Listing an
-organization's projects is one Query on the ``by-organization`` index.
+project, so names are unique per organization without reading an index. The claims are
+also the list's lean index (``chalicelib.core.lists``): in the list's order, about 70 bytes
+each, with a count per organization kept by the transactions that create and delete projects.
 
 ``workspace_count`` is exact: it changes only in the transactions that create, move or delete
 a workspace (chalicelib/workspaces/store.py adds the project's side through
@@ -93,12 +94,6 @@ def count_scope(organization: str) -> str:
 def project_count(organization: str) -> int | None:
     """None when no count is kept yet (before the backfill)."""
     return lists.counts(count_scope(organization)).get(lists.ALL)
-
-
-def claims(organization: str, *, forward: bool, limit: int | None = None) -> list[Any]:
-    """The organization's name claims in the list's order (lower-cased name): the projects'
-    lean index, about 70 bytes an entry."""
-    return list(ProjectNameModel.query(organization, scan_index_forward=forward, limit=limit))
 
 
 def backfill_counts() -> dict[str, int]:

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from chalicelib.accounts import service as accounts
-from chalicelib.core import tagbindings
+from chalicelib.core import lists, tagbindings
 from chalicelib.core.auth import Principal
 from chalicelib.core.errors import Conflict, NotFound, Unprocessable
 from chalicelib.core.ids import new_id, now
@@ -195,27 +195,24 @@ def page_workspaces(
         or _names(query.get("search[tags]"))
         or _names(query.get("search[exclude-tags]"))
     )
-    needle = (query.get("search[name]") or "").lower()
-    total = None if needle else store.workspace_count(organization)
     if whole:
         items, _ = list_workspaces(principal, organization, query)
         return items[page.offset : page.offset + page.size], len(items), rights
-    if total is None:
-        found = [c for c in store.claims(organization) if needle in c.name.lower()]
-        total = len(found)
-        window = found[page.offset : page.offset + page.size]
-    elif page.offset >= total:
-        return [], total, rights
-    else:
-        window = store.claims(organization, limit=page.offset + page.size)[page.offset :]
-    by_id = {w.id: w for w in _batch_get([c.workspace_id for c in window])}
+    needle = (query.get("search[name]") or "").lower()
+    total = None if needle else store.workspace_count(organization)
+
+    def fetch(claims: list[WorkspaceNameModel]) -> list[WorkspaceModel]:
+        by_id = {w.id: w for w in WorkspaceModel.batch_get([c.workspace_id for c in claims])}
+        return [by_id[c.workspace_id] for c in claims if c.workspace_id in by_id]
+
+    source = lists.ClaimList(WorkspaceNameModel, organization, fetch)
+
+    def matches(claim: WorkspaceNameModel) -> bool:
+        return needle in claim.name.lower()
+
+    items, total = lists.read_page(source, page, total=total, matches=matches if needle else None)
     # A workspace being deleted is left out (it is counted until it is gone).
-    items = [by_id[c.workspace_id] for c in window if c.workspace_id in by_id]
     return [w for w in items if not w.deleting], total, rights
-
-
-def _batch_get(ids: list[str]) -> list[WorkspaceModel]:
-    return list(WorkspaceModel.batch_get(ids)) if ids else []
 
 
 def list_workspaces(

@@ -123,12 +123,6 @@ def workspace_count(organization: str) -> int | None:
     return lists.counts(count_scope(organization)).get(lists.ALL)
 
 
-def claims(organization: str, limit: int | None = None) -> list[WorkspaceNameModel]:
-    """The organization's name claims in name order, the list's: the workspaces' lean
-    index, about 70 bytes an entry."""
-    return list(WorkspaceNameModel.query(organization, limit=limit))
-
-
 def backfill_counts() -> dict[str, int]:
     """Every organization's kept count of workspaces from a Scan, written where it differs
     (a second run writes nothing)."""
