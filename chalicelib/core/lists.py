@@ -13,7 +13,11 @@ Reading a page must cost what the page returns, not what the partition holds, so
   projection: a Query on it is billed on the projected size (tens of bytes per entry), so
   page 50 reads a lean entry for each item before it, then the page itself with one Query on
   the table starting after the last entry skipped (``ExclusiveStartKey``). Page 1 reads only
-  its own items. A list whose items are lean already (tags: about 100 bytes) is its own index.
+  its own items. A list whose items are lean already (tags: about 100 bytes) is its own index
+  (``KeyedList`` without ``lean``). A list whose lean entries are items of their own in the
+  list's order, naming their item by key (the claims of project and workspace names, keyed by
+  organization and name) is a ``ClaimList``: a page reads the entries up to its end, then its
+  items by key. Module versions need no index: the module item names them all.
 * **Filters and searches read the lean index only.** A ``q`` search or a filter on what the
   key holds reads every lean entry of the partition (the total must be exact), keeps the
   matching ones and fetches just the page's full items with one BatchGetItem.
@@ -24,6 +28,9 @@ would need a cache that is written on reads and goes stale on every write; the s
 index needs no code on writes at all (DynamoDB keeps it), stays in the table's order by
 construction, and costs one small index entry per item. Its reads are eventually
 consistent, as the table Queries they replace already were.
+
+Before a list's count is kept (data written before this, until ``python -m
+infrastructure.backfill`` runs), callers pass ``total=None`` and the lean entries are counted.
 """
 
 from __future__ import annotations
