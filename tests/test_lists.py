@@ -530,3 +530,30 @@ def test_a_workspace_page_reads_the_claims_before_it_and_its_own_workspaces(api:
     total = api.get(url.format("large")).json["meta"]["pagination"]["total-count"]
     assert total == 39 == store.workspace_count("large")
     assert store.backfill_counts()["counts written"] == 0
+
+
+def test_deleting_an_organization_leaves_every_count_exact(api: Api):
+    """The cascade deletes through the same counted writes: a new organization of the same
+    name starts from zero, and the backfill finds nothing to correct."""
+    from infrastructure.backfill import backfill_all
+    from tests.test_tags import add, make_ws
+
+    def totals() -> list[int]:
+        paths = ("registry-modules", "tags", "projects", "workspaces")
+        return [
+            api.get(f"/api/v2/organizations/acme/{path}").json["meta"]["pagination"]["total-count"]
+            for path in paths
+        ]
+
+    make_org(api, "acme")
+    create_module(api, "vpc", "aws")
+    create_module(api, "db", "google")
+    ws = make_ws(api, "acme", "web")
+    add(api, ws, "env", "team")
+    reply = api.post("/api/v2/organizations/acme/projects", doc("projects", name="infra"))
+    assert reply.status == 201, reply.json
+    assert totals() == [2, 2, 2, 1]  # the default project too
+    assert api.delete("/api/v2/organizations/acme").status in (200, 204)
+    make_org(api, "acme")
+    assert totals() == [0, 0, 1, 0]  # the new organization's default project
+    assert all(report.get("counts written", 0) == 0 for report in backfill_all().values())
