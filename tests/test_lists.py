@@ -557,3 +557,24 @@ def test_deleting_an_organization_leaves_every_count_exact(api: Api):
     make_org(api, "acme")
     assert totals() == [0, 0, 1, 0]  # the new organization's default project
     assert all(report.get("counts written", 0) == 0 for report in backfill_all().values())
+
+
+def test_a_team_page_reads_the_lean_index_and_its_own_teams(api: Api):
+    """Teams are few: the total is counted from their keys-only index, and only the page's
+    teams are read."""
+    from tests.conftest import make_team
+
+    make_org(api, "acme")
+    for index in range(24):
+        make_team(api, "acme", f"team-{index:02d}", manage_modules=index % 2 == 0)
+    url = "/api/v2/organizations/acme/teams?page[size]=5"
+    api.get(url)  # warm
+    with counting_reads() as reads:
+        page = api.get(url + "&page[number]=3").json
+    names = sorted(["owners", *(f"team-{i:02d}" for i in range(24))])
+    assert [t["attributes"]["name"] for t in page["data"]] == names[10:15]
+    assert page["meta"]["pagination"]["total-count"] == 25
+    assert reads.items <= 4 + 25 + 5  # auth, every lean entry, the page's 5 teams
+    picked = api.get(url + "&filter[names]=team-03,owners,nope").json
+    assert [t["attributes"]["name"] for t in picked["data"]] == ["owners", "team-03"]
+    assert picked["meta"]["pagination"]["total-count"] == 2

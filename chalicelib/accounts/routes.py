@@ -69,10 +69,12 @@ def _page_of(
     items: list[Any],
     render: Callable[[Any], dict[str, Any]],
     includers: Mapping[str, Includer] | None = None,
+    total: int | None = None,
 ) -> Response:
     """One page of ``items`` (as the query asks), rendered, with pagination links and meta,
-    and the resources related to that page for the includes asked."""
-    page = ctx.paginate(items)
+    and the resources related to that page for the includes asked. With ``total``, ``items``
+    are the page already read (``chalicelib.core.lists``)."""
+    page = ctx.paginate(items) if total is None else ctx.paginate_read(items, total)
     return document(
         [render(item) for item in page.items],
         links=page.links,
@@ -194,9 +196,10 @@ def _team_document(
 def list_teams(ctx: Ctx, organization_name: str) -> Response:
     names_filter = ctx.query.get("filter[names]")
     names = [n for n in names_filter.split(",") if n] if names_filter else None
-    found = service.list_teams(ctx.user, organization_name, names)
+    found, total = service.page_teams(ctx.user, organization_name, names, ctx.page())
     rights = service.access(ctx.user, organization_name)
-    return _page_of(ctx, found, lambda t: render_team(t, rights), _team_includers(ctx, rights))
+    render = lambda t: render_team(t, rights)  # noqa: E731
+    return _page_of(ctx, found, render, _team_includers(ctx, rights), total=total)
 
 
 # terrasnek sends type "organizations" here: accept any type.

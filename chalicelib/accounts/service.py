@@ -15,9 +15,11 @@ from datetime import datetime
 
 from chalicelib.accounts import store
 from chalicelib.accounts.store import DIRECTORY, OrganizationModel, TeamModel, UserModel
+from chalicelib.core import lists
 from chalicelib.core.auth import Principal, TokenModel, mint_token
 from chalicelib.core.errors import Conflict, NotFound, Unprocessable
 from chalicelib.core.ids import new_id, now
+from chalicelib.core.pagination import Page
 
 ORG_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]*$")
 EMAIL = re.compile(r"^[^@\s]+@[^@\s]+$")
@@ -354,6 +356,20 @@ def list_teams(principal: Principal, org: str, names: list[str] | None) -> list[
         wanted = set(names)
         teams = [t for t in teams if t.name in wanted]
     return teams
+
+
+def page_teams(
+    principal: Principal, org: str, names: list[str] | None, page: Page
+) -> tuple[list[TeamModel], int]:
+    """One page of ``list_teams`` and how many match: an organization has few teams, so the
+    total is counted from the lean index (``TeamModel.listed``, keys only, about 60 bytes a
+    team: a bounded read) rather than kept, and only the page's teams are read, by id."""
+    readable_organization(principal, org)
+    wanted = set(names or ())
+    source = lists.KeyedList(TeamModel, org, lean=TeamModel.listed)
+    return lists.read_page(
+        source, page, total=None, matches=lambda team: not wanted or team.name in wanted
+    )
 
 
 def readable_team(principal: Principal, team_id: str) -> tuple[TeamModel, OrgAccess]:

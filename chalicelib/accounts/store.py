@@ -21,7 +21,7 @@ from pynamodb.attributes import (
     UTCDateTimeAttribute,
 )
 from pynamodb.exceptions import PutError, UpdateError
-from pynamodb.indexes import AllProjection, GlobalSecondaryIndex
+from pynamodb.indexes import AllProjection, GlobalSecondaryIndex, KeysOnlyProjection
 
 from chalicelib.core import db
 from chalicelib.core.auth import TokenModel, TtlCache
@@ -126,6 +126,18 @@ class TeamsByOrganization(GlobalSecondaryIndex):
     name = UnicodeAttribute(range_key=True)
 
 
+class TeamList(GlobalSecondaryIndex):
+    """The lean index of an organization's teams (``chalicelib.core.lists``): keys only
+    (organization, name, id: about 60 bytes a team), in the list's order."""
+
+    class Meta:
+        index_name = "list"
+        projection = KeysOnlyProjection()
+
+    organization = UnicodeAttribute(hash_key=True)
+    name = UnicodeAttribute(range_key=True)
+
+
 class OrganizationAccess(MapAttribute):
     manage_modules = BooleanAttribute(default=False)
     manage_workspaces = BooleanAttribute(default=False)
@@ -160,6 +172,7 @@ class TeamModel(db.Model):
     scim_group_name = UnicodeAttribute(null=True)
     scim_sync_paused = BooleanAttribute(null=True)
     by_organization = TeamsByOrganization()
+    listed = TeamList()
 
     @property
     def is_owners(self) -> bool:
