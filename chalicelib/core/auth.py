@@ -181,13 +181,33 @@ def authenticate(header: str | None) -> Principal:
     token = token.strip()
     if scheme.lower() != "bearer" or not token:
         raise Unauthorized("the Authorization header must be 'Bearer <token>'")
-    token_hash = hash_token(token)
+    found = _verified(hash_token(token))
+    if found is None:
+        raise Unauthorized("invalid or revoked token")
+    principal, expired_at = found
+    if _expired(expired_at):
+        raise Unauthorized("token has expired")
+    return principal
+
+
+def principal_for_hash(token_hash: str) -> Principal | None:
+    """What ``authenticate`` accepts, for a token known by its hash (a web UI session keeps
+    only that): the principal, or None when the token is unknown, revoked or expired."""
+    found = _verified(token_hash)
+    if found is None or _expired(found[1]):
+        return None
+    return found[0]
+
+
+def _verified(token_hash: str) -> tuple[Principal, datetime | None] | None:
+    """The principal of the token stored under ``token_hash`` and its expiry, kept per
+    instance for a few seconds (``verified``); None when there is no such token."""
     cached = verified.get(token_hash)
     if cached is None:
         try:
             item = TokenModel.get(token_hash)
         except TokenModel.DoesNotExist:
-            raise Unauthorized("invalid or revoked token") from None
+            return None
         principal = Principal(
             kind=item.kind,  # type: ignore[arg-type]
             id=item.owner_id,
@@ -196,10 +216,11 @@ def authenticate(header: str | None) -> Principal:
         )
         cached = (principal, item.expired_at)
         verified.put(token_hash, cached)
-    principal, expired_at = cached
-    if expired_at is not None and expired_at <= now():
-        raise Unauthorized("token has expired")
-    return principal
+    return cached
+
+
+def _expired(expired_at: datetime | None) -> bool:
+    return expired_at is not None and expired_at <= now()
 
 
 def request_principal(request: Any) -> Principal:

@@ -31,7 +31,7 @@ from datetime import timedelta
 from http.cookies import CookieError, SimpleCookie
 from typing import Any
 
-from chalicelib.core.auth import Principal, TokenModel, authenticate, hash_token, verified
+from chalicelib.core.auth import Principal, authenticate, hash_token, principal_for_hash
 from chalicelib.core.errors import Unauthorized
 from chalicelib.core.ids import now
 from chalicelib.web import store
@@ -99,28 +99,6 @@ def _session(request: Any) -> store.WebSessionModel | None:
     return item
 
 
-def _principal_for(token_hash: str) -> Principal | None:
-    """What ``authenticate`` answers for the token behind ``token_hash`` (same cache)."""
-    cached = verified.get(token_hash)
-    if cached is None:
-        try:
-            item = TokenModel.get(token_hash)
-        except TokenModel.DoesNotExist:
-            return None
-        principal = Principal(
-            kind=item.kind,  # type: ignore[arg-type]
-            id=item.owner_id,
-            token_id=item.id,
-            organization=item.organization,
-        )
-        cached = (principal, item.expired_at)
-        verified.put(token_hash, cached)
-    principal, expired_at = cached
-    if expired_at is not None and expired_at <= now():
-        return None
-    return principal
-
-
 def signed_in(request: Any) -> Principal | None:
     """The principal of the browser's session; None when not signed in, the session expired
     or ended, or its token was revoked or expired."""
@@ -128,7 +106,7 @@ def signed_in(request: Any) -> Principal | None:
     if memo is not False:
         return memo
     item = _session(request)
-    principal = _principal_for(item.token_hash) if item is not None else None
+    principal = principal_for_hash(item.token_hash) if item is not None else None
     request._web_principal = principal
     return principal
 
