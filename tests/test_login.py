@@ -11,7 +11,6 @@ import json
 import re
 import uuid
 from datetime import timedelta
-from http.cookies import SimpleCookie
 from typing import Any
 from urllib.parse import parse_qs, urlencode, urljoin, urlsplit
 
@@ -20,8 +19,8 @@ import pytest
 from chalicelib.core.ids import now
 from chalicelib.web import oauth
 from tests.conftest import ADMIN_TOKEN, Api, make_org, make_team
+from tests.web_browser import Browser
 
-HOST = "registry.test"
 REDIRECT = "http://localhost:10003/login"
 
 
@@ -32,48 +31,6 @@ def verifier() -> str:
 def challenge_of(secret: str) -> str:
     digest = hashlib.sha256(secret.encode()).digest()
     return base64.urlsafe_b64encode(digest).decode().rstrip("=")
-
-
-class Browser:
-    """Chalice's test client with a cookie jar (Secure cookies included, as Chromium keeps
-    them for localhost)."""
-
-    def __init__(self, client: Any) -> None:
-        self.client = client
-        self.cookies: dict[str, str] = {}
-
-    def request(self, method: str, path: str, form: dict[str, str] | None = None) -> Any:
-        headers = {"Host": HOST}
-        if self.cookies:
-            headers["Cookie"] = "; ".join(f"{k}={v}" for k, v in self.cookies.items())
-        body = None
-        if form is not None:
-            headers["Content-Type"] = "application/x-www-form-urlencoded"
-            body = urlencode(form)
-        response = getattr(self.client.http, method.lower())(path, headers=headers, body=body)
-        raw = response.headers.get("set-cookie") or response.headers.get("Set-Cookie")
-        if raw:
-            for value in raw if isinstance(raw, list) else re.split(r",\s*(?=\w+=)", raw):
-                jar: SimpleCookie = SimpleCookie()
-                jar.load(value)
-                for name, morsel in jar.items():
-                    if morsel["max-age"] == "0":
-                        self.cookies.pop(name, None)
-                    else:
-                        self.cookies[name] = morsel.value
-        response.text = response.body.decode() if isinstance(response.body, bytes) else ""
-        return response
-
-    def get(self, path: str) -> Any:
-        return self.request("GET", path)
-
-    def post(self, path: str, form: dict[str, str]) -> Any:
-        return self.request("POST", path, form)
-
-    def sign_in(self, token: str, next_: str = "") -> Any:
-        page = self.get("/app/sign-in")
-        csrf = re.search(r'name="csrf_token" value="([^"]+)"', page.text).group(1)
-        return self.post("/app/sign-in", {"token": token, "csrf_token": csrf, "next": next_})
 
 
 class Login:
