@@ -116,7 +116,7 @@ def seed_modules(org: str, count: int) -> None:
         template.key = module_key("private", org, name, provider)
         template.id, template.name, template.provider = new_id("mod"), name, provider
         modules.append(template.serialize())
-        entries.append(store._protocol_item(template, store.protocol_entry(template)).serialize())
+        entries.append(store.protocol_item(template, store.protocol_entry(template)).serialize())
     _put(ModuleModel, modules)
     _put(ProtocolEntryModel, entries)
     providers = {f"provider:{p}": len(range(i, count, 3)) for i, p in enumerate(PROVIDERS)}

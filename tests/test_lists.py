@@ -62,7 +62,7 @@ def seed(org: str, count: int, *, kept: bool = True) -> None:
             )
             batch.save(module)
             if kept:
-                entries.save(store._protocol_item(module, store.protocol_entry(module)))
+                entries.save(store.protocol_item(module, store.protocol_entry(module)))
     if kept:
         providers = {"provider:aws": (count + 1) // 2, "provider:google": count // 2}
         lists.set_counts(store.count_scope(org), {"private": count, **providers})

@@ -81,11 +81,6 @@ def set_counts(scope: str, values: dict[str, int]) -> None:
         CountModel(scope, part, count=value).save()
 
 
-def delete_counts(scope: str) -> None:
-    for item in list(CountModel.query(scope)):
-        item.delete()
-
-
 @dataclass(frozen=True)
 class KeyedList:
     """One partition of ``model`` in key order (``forward``), optionally narrowed by a range
@@ -101,7 +96,7 @@ class KeyedList:
     def _index(self) -> Any:
         return self.lean if self.lean is not None else self.model
 
-    def lean_entries(self, limit: int | None = None, page_size: int | None = None) -> Iterator[Any]:
+    def lean_entries(self, limit: int | None = None) -> Iterator[Any]:
         """The lean entries in list order (each a model instance holding the projected
         attributes: at least the keys)."""
         return iter(
@@ -110,7 +105,6 @@ class KeyedList:
                 self.condition,
                 scan_index_forward=self.forward,
                 limit=limit,
-                page_size=page_size,
             )
         )
 

@@ -238,7 +238,7 @@ def insert_module(module: ModuleModel) -> None:
             tx.save(module, condition=ModuleModel.key.does_not_exist())
             _count_module(tx, module, 1)
             if module.registry_name == "public":
-                tx.save(_protocol_item(module, protocol_entry(module)))
+                tx.save(protocol_item(module, protocol_entry(module)))
     except TransactWriteError as exc:
         if db.cancellation_codes(exc)[:1] == [db.TRANSACTION_CONDITION_FAILED]:
             raise ModuleTaken from None
@@ -252,7 +252,7 @@ def _delete_counted(module: ModuleModel, condition: Any) -> bool:
         with TransactWrite(connection=db.connection()) as tx:
             tx.delete(module, condition=condition)
             _count_module(tx, module, -1)
-            tx.delete(_protocol_item(module, None))
+            tx.delete(protocol_item(module, None))
     except TransactWriteError as exc:
         if db.cancellation_codes(exc)[:1] == [db.TRANSACTION_CONDITION_FAILED]:
             return False
@@ -296,9 +296,11 @@ def protocol_entry(module: ModuleModel) -> tuple[str, str | None] | None:
     return latest.text, statuses.get(latest.text, {}).get("published-at")
 
 
-def _protocol_item(
+def protocol_item(
     module: ModuleModel, entry: tuple[str | None, str | None] | None
 ) -> ProtocolEntryModel:
+    """The module's entry in the protocol's list (``entry``: ``protocol_entry``'s answer;
+    None for the key alone, to delete it)."""
     key = protocol_key(module.registry_name, module.namespace, module.name, module.provider)
     version, published_at = entry or (None, None)
     return ProtocolEntryModel(module.organization, key, version=version, published_at=published_at)
@@ -322,7 +324,7 @@ def refresh_listing(organization: str, key: str, attempts: int = 5) -> None:
             _forget_entry(organization, key)
             return
         entry = protocol_entry(module)
-        item = _protocol_item(module, entry)
+        item = protocol_item(module, entry)
         try:
             with TransactWrite(connection=db.connection()) as tx:
                 tx.condition_check(
@@ -375,7 +377,7 @@ def backfill_lists() -> dict[str, int]:
         counted[module.organization][provider_part(module.provider)] += 1
         entry = protocol_entry(module)
         if entry is not None:
-            item = _protocol_item(module, entry)
+            item = protocol_item(module, entry)
             wanted[(module.organization, item.protocol_key)] = (module.key, entry)
     existing = {
         (e.organization, e.protocol_key): (e.version, e.published_at)
