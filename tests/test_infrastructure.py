@@ -100,14 +100,9 @@ HEAVY = {
     "chalicelib.registry.ingest.hcl": "the HCL parser (ingest only)",
     "chalicelib.registry.ingest.archive": "reading module archives (ingest only)",
 }
-# Routes whose request models are still defined beside them (moving them to a schemas module
-# named by path, as accounts, vcs, publishing and scim do, takes pydantic out of these too).
-# An exemption no longer needed fails the test too, so that this list only shrinks.
-STILL_LOADS = {
-    "RegistryFunction": {"pydantic.main", "chalicelib.core.attributes"},
-    "WorkspacesFunction": {"pydantic.main", "chalicelib.core.attributes"},
-    "AdminFunction": {"pydantic.main", "chalicelib.core.attributes", "cryptography", "smtplib"},
-}
+# A function allowed one of them anyway (logical id -> modules), with the reason in a comment;
+# none is. An exemption no longer needed fails the test too, so that this list only shrinks.
+STILL_LOADS: dict[str, set[str]] = {}
 
 
 @pytest.mark.parametrize("function", [*ROUTE_GROUPS, *EVENT_FUNCTIONS], ids=lambda f: f.logical_id)

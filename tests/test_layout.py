@@ -64,7 +64,12 @@ DOMAINS |= {"scim"}
 ROUTES_MAY_IMPORT = {"lifecycle"}
 REGISTRY_SUB_ROOMS = ("chalicelib.registry.protocol", "chalicelib.registry.ingest")
 REGISTRY_SUB_ROOMS += ("chalicelib.registry.publishing", "chalicelib.registry.nocode")
-REGISTRY_COMPOSERS = {"chalicelib.registry.routes", "chalicelib.registry.consumer"}
+# The request bodies of the registry routes nest publishing's vcs-repo body, as the routes do.
+REGISTRY_COMPOSERS = {
+    "chalicelib.registry.routes",
+    "chalicelib.registry.schemas",
+    "chalicelib.registry.consumer",
+}
 
 
 def module_name(path: Path) -> str:

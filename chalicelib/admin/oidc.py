@@ -17,9 +17,6 @@ import json
 from datetime import datetime, timedelta
 from typing import Any
 
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric import rsa
-
 from chalicelib.admin import store
 from chalicelib.core import secrets
 from chalicelib.core.errors import Conflict
@@ -38,6 +35,10 @@ def _b64url_uint(value: int) -> str:
 
 def _new_key_pair() -> tuple[dict[str, str], str]:
     """A fresh RSA key: (public JWK with an RFC 7638 thumbprint kid, private key PEM)."""
+    # cryptography loads only to make a key (rotation, or the first JWKS of a deployment).
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
     private = rsa.generate_private_key(public_exponent=65537, key_size=KEY_BITS)
     numbers = private.public_key().public_numbers()
     members = {"e": _b64url_uint(numbers.e), "kty": "RSA", "n": _b64url_uint(numbers.n)}

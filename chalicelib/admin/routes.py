@@ -12,7 +12,7 @@ from typing import Any
 
 from chalice import Blueprint, Response
 
-from chalicelib.admin import oidc, schemas, service
+from chalicelib.admin import oidc, service
 from chalicelib.admin.render import (
     jwks_document,
     render_cost_estimation,
@@ -24,7 +24,6 @@ from chalicelib.admin.render import (
     retention_document,
     singleton,
 )
-from chalicelib.core.attributes import Attributes
 from chalicelib.core.auth import authenticate
 from chalicelib.core.errors import NotFound, Unprocessable
 from chalicelib.core.http import Ctx, route
@@ -42,13 +41,20 @@ def _admin(ctx: Ctx) -> None:
     service.ensure_site_admin(authenticate(ctx.request.headers.get("authorization")))
 
 
-def _attributes(ctx: Ctx, model: type[Attributes]) -> dict[str, Any]:
-    return schemas.changes(ctx.attributes(model))
+# Request bodies by path (chalicelib.admin.schemas): pydantic loads with the first one sent.
+SCHEMAS = "chalicelib.admin.schemas:"
 
 
-def _settings(model: type[Attributes], type_: str) -> Body:
-    """A settings update: every attribute optional, ``data.type`` not checked."""
-    return Body(model, type_, type_check="off", required=False)
+def _attributes(ctx: Ctx) -> dict[str, Any]:
+    from chalicelib.admin.schemas import changes  # loaded with the body's model anyway
+
+    return changes(ctx.attributes())
+
+
+def _settings(model: str, type_: str) -> Body:
+    """A settings update (``model``: its name in chalicelib.admin.schemas): every attribute
+    optional, ``data.type`` not checked."""
+    return Body(SCHEMAS + model, type_, type_check="off", required=False)
 
 
 def admin_route(path: str, methods: tuple[str, ...], **kw: Any) -> Any:
@@ -66,12 +72,10 @@ def get_general_settings(ctx: Ctx) -> Response:
     return singleton("general-settings", "general", render_general(service.general()))
 
 
-@admin_route(
-    "general-settings", ("PATCH",), body=_settings(schemas.GeneralSettings, "general-settings")
-)
+@admin_route("general-settings", ("PATCH",), body=_settings("GeneralSettings", "general-settings"))
 def update_general_settings(ctx: Ctx) -> Response:
     _admin(ctx)
-    changes = _attributes(ctx, schemas.GeneralSettings)
+    changes = _attributes(ctx)
     attributes = render_general(service.update_general(changes))
     return singleton("general-settings", "general", attributes)
 
@@ -89,11 +93,11 @@ def get_cost_estimation_settings(ctx: Ctx) -> Response:
 @admin_route(
     "cost-estimation-settings",
     ("PATCH",),
-    body=_settings(schemas.CostEstimationSettings, "cost-estimation-settings"),
+    body=_settings("CostEstimationSettings", "cost-estimation-settings"),
 )
 def update_cost_estimation_settings(ctx: Ctx) -> Response:
     _admin(ctx)
-    changes = _attributes(ctx, schemas.CostEstimationSettings)
+    changes = _attributes(ctx)
     attributes = render_cost_estimation(service.update_cost_estimation(changes))
     return singleton("cost-estimation-settings", "cost-estimation", attributes)
 
@@ -107,10 +111,10 @@ def get_saml_settings(ctx: Ctx) -> Response:
     return singleton("saml-settings", "saml", render_saml(service.saml(), ctx.base_url))
 
 
-@admin_route("saml-settings", ("PATCH",), body=_settings(schemas.SamlSettings, "saml-settings"))
+@admin_route("saml-settings", ("PATCH",), body=_settings("SamlSettings", "saml-settings"))
 def update_saml_settings(ctx: Ctx) -> Response:
     _admin(ctx)
-    changes = _attributes(ctx, schemas.SamlSettings)
+    changes = _attributes(ctx)
     attributes = render_saml(service.update_saml(changes), ctx.base_url)
     return singleton("saml-settings", "saml", attributes)
 
@@ -134,7 +138,7 @@ def get_smtp_settings(ctx: Ctx) -> Response:
 @admin_route(
     "smtp-settings",
     ("PATCH",),
-    body=_settings(schemas.SmtpSettings, "smtp-settings"),
+    body=_settings("SmtpSettings", "smtp-settings"),
     errors={
         401: "missing or invalid token, or the SMTP server refused the credentials",
         500: "the SMTP server answered the test message with an error",
@@ -143,7 +147,7 @@ def get_smtp_settings(ctx: Ctx) -> Response:
 )
 def update_smtp_settings(ctx: Ctx) -> Response:
     _admin(ctx)
-    changes = _attributes(ctx, schemas.SmtpSettings)
+    changes = _attributes(ctx)
     return singleton("smtp-settings", "smtp", render_smtp(service.update_smtp(changes)))
 
 
@@ -161,13 +165,13 @@ def _get_sms(ctx: Ctx) -> Response:
 
 def _update_sms(ctx: Ctx) -> Response:
     _admin(ctx)
-    changes = _attributes(ctx, schemas.SmsSettings)
+    changes = _attributes(ctx)
     return singleton(_sms_type(ctx), "twilio", render_sms(service.update_sms(changes)))
 
 
 def _verify_sms(ctx: Ctx) -> Response:
     _admin(ctx)
-    attributes = ctx.attributes(schemas.SmsVerify)
+    attributes = ctx.attributes()
     service.verify_sms(attributes.test_number)
     return Response(body="", status_code=200, headers={})
 
@@ -177,13 +181,13 @@ for _name in ("sms-settings", "twilio-settings"):
     admin_route(
         _name,
         ("PATCH",),
-        body=_settings(schemas.SmsSettings, _name),
+        body=_settings("SmsSettings", _name),
         summary="Update the SMS settings",
     )(_update_sms)
     admin_route(
         f"{_name}/verify",
         ("POST", "PATCH"),
-        body=Body(schemas.SmsVerify, _name, type_check="off", required=False),
+        body=Body(SCHEMAS + "SmsVerify", _name, type_check="off", required=False),
         success=Reply(200, empty=True, description="the provider accepted the test message"),
         errors={
             502: "the SMS provider failed or refused",
@@ -206,11 +210,11 @@ def get_customization_settings(ctx: Ctx) -> Response:
 @admin_route(
     "customization-settings",
     ("PATCH",),
-    body=_settings(schemas.CustomizationSettings, "customization-settings"),
+    body=_settings("CustomizationSettings", "customization-settings"),
 )
 def update_customization_settings(ctx: Ctx) -> Response:
     _admin(ctx)
-    changes = _attributes(ctx, schemas.CustomizationSettings)
+    changes = _attributes(ctx)
     attributes = render_customization(service.update_customization(changes))
     return singleton("customization-settings", "customization", attributes)
 
@@ -227,7 +231,7 @@ def get_data_retention_policy(ctx: Ctx) -> Response:
 @admin_route(
     "data-retention-policy-settings",
     ("POST",),
-    body=Body(schemas.DataRetentionPolicy, service.RETENTION_TYPE, type_check="lenient"),
+    body=Body(SCHEMAS + "DataRetentionPolicy", service.RETENTION_TYPE, type_check="lenient"),
     success=(Reply(200, description="replaced"), Reply(201, description="created")),
 )
 def set_data_retention_policy(ctx: Ctx) -> Response:
@@ -240,7 +244,7 @@ def set_data_retention_policy(ctx: Ctx) -> Response:
             f"only {service.RETENTION_TYPE!r} policies can be set for the site, not {given!r}",
             pointer="/data/type",
         )
-    attributes = ctx.attributes(schemas.DataRetentionPolicy)
+    attributes = ctx.attributes()
     policy, created = service.set_retention_policy(attributes.delete_older_than_n_days)
     return retention_document(policy, 201 if created else 200)
 

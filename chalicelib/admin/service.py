@@ -13,7 +13,7 @@ import re
 from typing import Any
 
 from chalicelib.accounts.service import is_site_admin
-from chalicelib.admin import mail, sms, store
+from chalicelib.admin import store
 from chalicelib.admin.store import general_defaults
 from chalicelib.core import secrets
 from chalicelib.core.auth import Principal
@@ -313,6 +313,9 @@ def update_smtp(changes: dict[str, Any]) -> store.SettingsModel:
                 raise _invalid("password", f"is required when auth is {values['auth']}")
         else:
             secret = None
+        # smtplib and email load with the first test message, not with the function.
+        from chalicelib.admin import mail
+
         config = mail.SmtpConfig(
             host=values["host"],
             port=values["port"],
@@ -368,6 +371,8 @@ def verify_sms(test_number: str | None) -> None:
     token = _secret(item, SMS, "auth-token")
     if not (token and values.get("account-sid") and values.get("from-number")):
         raise BadRequest("invalid verification settings: SMS settings are incomplete")
+    from chalicelib.admin import sms  # the SMS provider's client, with the first test SMS
+
     sms.send_test_sms(values["account-sid"], token, values["from-number"], test_number)
 
 

@@ -3,19 +3,21 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from chalice import Blueprint, Response
 
 from chalicelib.accounts.service import OrgAccess
 from chalicelib.core import tagbindings
-from chalicelib.core.attributes import Attributes
 from chalicelib.core.http import Ctx, route
 from chalicelib.core.jsonapi import Includer, document, no_content
 from chalicelib.core.openapi import PAGE, Body, Param, Payload
 from chalicelib.projects import service
 from chalicelib.projects.render import render_effective, render_project
 from chalicelib.projects.store import ProjectModel
+
+if TYPE_CHECKING:
+    from chalicelib.projects.schemas import ProjectBody
 
 bp = Blueprint(__name__)
 
@@ -31,20 +33,10 @@ TAGGED = (
 CONFLICT = {409: "the project is the default one, or still holds workspaces"}
 
 
-# ----- request bodies -----------------------------------------------------------------------
-
-
-class ProjectBody(Attributes):
-    """Attributes of a project; tag bindings come as ``relationships.tag-bindings``."""
-
-    name: str | None = None
-    description: str | None = None
-    default_execution_mode: str | None = None
-    auto_destroy_activity_duration: str | None = None
-
-
-CREATE = Body(ProjectBody, "projects", type_check="lenient")
-UPDATE = Body(ProjectBody, "projects", type_check="lenient", required=False)
+CREATE = Body("chalicelib.projects.schemas:ProjectBody", "projects", type_check="lenient")
+UPDATE = Body(
+    "chalicelib.projects.schemas:ProjectBody", "projects", type_check="lenient", required=False
+)
 BINDINGS = Payload(
     ("application/vnd.api+json", "application/json"),
     "data: an array of {type: tag-bindings, attributes: {key, value}}",
@@ -102,7 +94,7 @@ def list_projects(ctx: Ctx, organization_name: str) -> Response:
 @route(bp, ORG_PROJECTS, methods=("POST",), includes=INCLUDES, body=CREATE)
 def create_project(ctx: Ctx, organization_name: str) -> Response:
     """Create a project, with its tag bindings (``relationships.tag-bindings``)."""
-    body = ctx.attributes(ProjectBody)
+    body = ctx.attributes()
     bindings = tagbindings.from_relationship(ctx.json())
     settings, given = _settings(body)
     project = service.create_project(
@@ -122,7 +114,7 @@ def show_project(ctx: Ctx, project_id: str) -> Response:
 def update_project(ctx: Ctx, project_id: str) -> Response:
     """Update a project; ``relationships.tag-bindings`` replaces its bindings (``[]`` clears
     them, leaving it out keeps them)."""
-    body = ctx.attributes(ProjectBody)
+    body = ctx.attributes()
     bindings = tagbindings.from_relationship(ctx.json())
     settings, given = _settings(body)
     service.update_project(ctx.user, project_id, body.name, settings, given, bindings)

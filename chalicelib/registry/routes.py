@@ -14,7 +14,6 @@ from chalice import Blueprint
 
 from chalicelib.accounts.service import OrgAccess
 from chalicelib.core import tagbindings
-from chalicelib.core.attributes import Attributes
 from chalicelib.core.errors import NotFound, Unprocessable
 from chalicelib.core.http import Ctx, route
 from chalicelib.core.jsonapi import document, no_content
@@ -23,7 +22,6 @@ from chalicelib.registry import service
 from chalicelib.registry.nocode import service as nocode
 from chalicelib.registry.nocode.render import render_no_code_module
 from chalicelib.registry.paths import MODULE, ORG_MODULES
-from chalicelib.registry.publishing.schemas import TestConfigAttributes, VcsRepoAttributes
 from chalicelib.registry.render import (
     MODULE_INCLUDES,
     module_includers,
@@ -45,51 +43,17 @@ def _no_code_modules(modules: Sequence[ModuleModel]) -> list[dict[str, Any]]:
 INCLUDERS = module_includers(_no_code_modules)
 
 
-# ----- request bodies -----------------------------------------------------------------------
-
-
-class CreateModule(Attributes):
-    name: str | None = None
-    provider: str | None = None
-    namespace: str | None = None
-    registry_name: str | None = None
-    no_code: bool | None = None
-
-
-class UpdateModule(Attributes):
-    no_code: bool | None = None
-    test_config: TestConfigAttributes | None = None
-    vcs_repo: VcsRepoAttributes | None = None
-
-
-class CreateVersion(Attributes):
-    version: str | None = None
-    commit_sha: str | None = None
-
-
-class VersionDeprecation(Attributes):
-    deprecated_status: str | None = None
-    reason: str | None = None
-    link: str | None = None
-
-
-class VersionRevocation(Attributes):
-    status: str | None = None
-    message: str | None = None
-    link: str | None = None
-
-
-class UpdateVersion(Attributes):
-    deprecation: VersionDeprecation | None = None
-    revocation: VersionRevocation | None = None
-
-
 # ----- modules ------------------------------------------------------------------------------
 
 
-@route(bp, ORG_MODULES, methods=("POST",), body=Body(CreateModule, "registry-modules"))
+@route(
+    bp,
+    ORG_MODULES,
+    methods=("POST",),
+    body=Body("chalicelib.registry.schemas:CreateModule", "registry-modules"),
+)
 def create_module(ctx: Ctx, organization_name: str):
-    attrs = ctx.attributes(CreateModule)
+    attrs = ctx.attributes()
     module, rights = service.create_module(
         ctx.user,
         organization_name,
@@ -153,7 +117,7 @@ def show_module(
     bp,
     MODULE,
     methods=("PATCH",),
-    body=Body(UpdateModule, "registry-modules", type_check="lenient"),
+    body=Body("chalicelib.registry.schemas:UpdateModule", "registry-modules", type_check="lenient"),
 )
 def update_module(
     ctx: Ctx, organization_name: str, registry_name: str, namespace: str, name: str, provider: str
@@ -163,7 +127,7 @@ def update_module(
     ``relationships.tag-bindings`` replaces its tag bindings (``[]`` clears them, leaving it
     out keeps them)."""
     ref = ModuleRef(organization_name, registry_name, namespace, name, provider)
-    attrs = ctx.attributes(UpdateModule)
+    attrs = ctx.attributes()
     bindings = tagbindings.from_relationship(ctx.json())
     tests = attrs.test_config.tests_enabled if attrs.test_config else None
     plan = None
@@ -222,11 +186,11 @@ def _version_from_vcs(
     return publishing.create_branch_version(module, version, commit_sha)
 
 
-VERSION_BODY = Body(CreateVersion, "registry-module-versions")
+VERSION_BODY = Body("chalicelib.registry.schemas:CreateVersion", "registry-module-versions")
 
 
 def _create_version(ctx: Ctx, ref: ModuleRef):
-    attrs = ctx.attributes(CreateVersion)
+    attrs = ctx.attributes()
     version, upload = service.create_version(
         ctx.user, ref, attrs.version, attrs.commit_sha, from_vcs=_version_from_vcs
     )
@@ -301,7 +265,7 @@ VERSION_UPDATE_TYPES = ("module-versions", "registry-module-versions")
     bp,
     MODULE + "/{version}",
     methods=("PATCH",),
-    body=Body(UpdateVersion, "module-versions", type_check="off"),
+    body=Body("chalicelib.registry.schemas:UpdateVersion", "module-versions", type_check="off"),
     summary="Deprecate, revoke, un-revoke or undeprecate a version",
 )
 def update_version(
@@ -313,7 +277,7 @@ def update_version(
     provider: str,
     version: str,
 ):
-    attrs = ctx.attributes(UpdateVersion)
+    attrs = ctx.attributes()
     given = ctx.json()["data"].get("type")
     if given not in VERSION_UPDATE_TYPES:
         raise Unprocessable(

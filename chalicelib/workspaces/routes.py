@@ -4,14 +4,13 @@ key/value tag bindings; moving workspaces into a project."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from chalice import Blueprint, Response
 
 from chalicelib.accounts.render import render_organization
 from chalicelib.accounts.service import OrgAccess, get_organization
 from chalicelib.core import tagbindings
-from chalicelib.core.attributes import Attributes
 from chalicelib.core.errors import Unprocessable
 from chalicelib.core.http import Ctx, route
 from chalicelib.core.jsonapi import (
@@ -28,6 +27,9 @@ from chalicelib.workspaces import service
 from chalicelib.workspaces.render import render_workspace
 from chalicelib.workspaces.service import WorkspaceRef
 from chalicelib.workspaces.store import WorkspaceModel
+
+if TYPE_CHECKING:
+    from chalicelib.workspaces.schemas import WorkspaceBody
 
 bp = Blueprint(__name__)
 
@@ -46,33 +48,13 @@ BINDINGS = Payload(
 )
 
 
-# ----- request bodies -----------------------------------------------------------------------
-
-
-class WorkspaceBody(Attributes):
-    name: str | None = None
-    description: str | None = None
-    auto_apply: bool | None = None
-    allow_destroy_plan: bool | None = None
-    assessments_enabled: bool | None = None
-    execution_mode: str | None = None
-    operations: bool | None = None
-    file_triggers_enabled: bool | None = None
-    global_remote_state: bool | None = None
-    queue_all_runs: bool | None = None
-    speculative_enabled: bool | None = None
-    structured_run_output_enabled: bool | None = None
-    terraform_version: str | None = None
-    working_directory: str | None = None
-    source_name: str | None = None
-    source_url: str | None = None
-    trigger_prefixes: list[str] | None = None
-    trigger_patterns: list[str] | None = None
-    tag_names: list[str] | None = None
-
-
-CREATE = Body(WorkspaceBody, "workspaces", type_check="lenient")
-UPDATE = Body(WorkspaceBody, "workspaces", type_check="lenient", required=False)
+CREATE = Body("chalicelib.workspaces.schemas:WorkspaceBody", "workspaces", type_check="lenient")
+UPDATE = Body(
+    "chalicelib.workspaces.schemas:WorkspaceBody",
+    "workspaces",
+    type_check="lenient",
+    required=False,
+)
 
 
 def _settings(body: WorkspaceBody) -> dict[str, Any]:
@@ -174,7 +156,7 @@ def list_workspaces(ctx: Ctx, organization_name: str) -> Response:
 def create_workspace(ctx: Ctx, organization_name: str) -> Response:
     """Create a workspace, in ``relationships.project`` (default: the default project), with
     its tag bindings (``relationships.tag-bindings``)."""
-    body = ctx.attributes(WorkspaceBody)
+    body = ctx.attributes()
     project_id = _project_ref(ctx.json())
     bindings = tagbindings.from_relationship(ctx.json())
     workspace = lifecycle.create_workspace(
@@ -196,7 +178,7 @@ def _show(ctx: Ctx, ref: WorkspaceRef) -> Response:
 
 
 def _update(ctx: Ctx, ref: WorkspaceRef) -> Response:
-    body = ctx.attributes(WorkspaceBody)
+    body = ctx.attributes()
     project_id = _project_ref(ctx.json())
     bindings = tagbindings.from_relationship(ctx.json())
     workspace = service.update_workspace(

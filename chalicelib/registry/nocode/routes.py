@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from chalice import Blueprint, Response
 
-from chalicelib.core.attributes import Attributes
 from chalicelib.core.http import Ctx, route
 from chalicelib.core.jsonapi import document, no_content
 from chalicelib.core.openapi import Body
@@ -25,12 +24,7 @@ INCLUDERS = {"variable-options": render_variable_options}
 PROVISIONING_ERRORS = {422: "provisioning needs TFE's runs: this registry does not offer it"}
 
 
-class NoCodeAttributes(Attributes):
-    version_pin: str | None = None
-    enabled: bool | None = None
-
-
-BODY = Body(NoCodeAttributes, "no-code-modules")
+BODY = Body("chalicelib.registry.nocode.schemas:NoCodeAttributes", "no-code-modules")
 
 
 def _reply(ctx: Ctx, item, status: int = 200) -> Response:
@@ -49,7 +43,7 @@ def create_no_code_module(ctx: Ctx, organization_name: str) -> Response:
 
     ``relationships.registry-module`` names the module; ``variable-options`` (inline) give
     the allowed values of its variables. Answers 200, as TFE documents."""
-    attrs = ctx.attributes(NoCodeAttributes)
+    attrs = ctx.attributes()
     relationships = service.parse_relationships(ctx.json())
     item = service.create(
         ctx.user,
@@ -72,7 +66,7 @@ def show_no_code_module(ctx: Ctx, no_code_module_id: str) -> Response:
 def update_no_code_module(ctx: Ctx, no_code_module_id: str) -> Response:
     """Update a no-code module: ``version-pin``, ``enabled``, and ``variable-options``,
     which replace the set when given."""
-    attrs = ctx.attributes(NoCodeAttributes)
+    attrs = ctx.attributes()
     relationships = service.parse_relationships(ctx.json())
     item = service.update(
         ctx.user,

@@ -1,0 +1,28 @@
+"""A workspace's request body, named by path by the routes (pydantic loads with the first
+request that sends one)."""
+
+from __future__ import annotations
+
+from chalicelib.core.attributes import Attributes
+
+
+class WorkspaceBody(Attributes):
+    name: str | None = None
+    description: str | None = None
+    auto_apply: bool | None = None
+    allow_destroy_plan: bool | None = None
+    assessments_enabled: bool | None = None
+    execution_mode: str | None = None
+    operations: bool | None = None
+    file_triggers_enabled: bool | None = None
+    global_remote_state: bool | None = None
+    queue_all_runs: bool | None = None
+    speculative_enabled: bool | None = None
+    structured_run_output_enabled: bool | None = None
+    terraform_version: str | None = None
+    working_directory: str | None = None
+    source_name: str | None = None
+    source_url: str | None = None
+    trigger_prefixes: list[str] | None = None
+    trigger_patterns: list[str] | None = None
+    tag_names: list[str] | None = None
