@@ -12,10 +12,11 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from chalicelib.accounts import store
 from chalicelib.accounts.store import DIRECTORY, OrganizationModel, TeamModel, UserModel
-from chalicelib.core import lists
+from chalicelib.core import db, lists
 from chalicelib.core.auth import Principal, TokenModel, mint_token
 from chalicelib.core.errors import Conflict, NotFound, Unprocessable
 from chalicelib.core.ids import new_id, now
@@ -129,20 +130,33 @@ def organization_access(principal: Principal, name: str) -> OrgAccess:
 
 def can_read_organization(principal: Principal, name: str) -> bool:
     """Whether the caller may read the existing organization ``name``, in the fewest reads
-    (the registry protocol asks on every ``terraform init`` request).
+    (see ``read_in_organization``)."""
+    return read_in_organization(principal, name, None)[0]
+
+
+def read_in_organization(
+    principal: Principal, name: str, wanted: tuple[Any, Any, Any] | None
+) -> tuple[bool, Any]:
+    """Whether the caller may read the existing organization ``name``, and the item
+    ``wanted`` (``(model, hash_key, range_key)``: what the caller reads next, None for
+    nothing; None when missing), in the fewest reads: the registry protocol asks on every
+    ``terraform init`` request.
 
     A team or organization token carries its organization and exists only while it does
     (no read); a user is the cached user item (``store.cached_user``: none on a warm
-    instance); only a site admin's answer reads the organizations table.
-    """
+    instance, and on a cold one read together with ``wanted``); only a site admin's answer
+    reads the organizations table. The item is read whatever the answer: the caller must
+    not show it when the answer is no."""
     if principal.kind in ("team", "organization"):
-        return principal.organization == name
-    user = store.cached_user(principal.id)
+        if principal.organization != name:
+            return False, None
+        return True, db.get_together(wanted)[0] if wanted is not None else None
+    user, item = store.cached_user_with(principal.id, wanted)
     if user is None:
-        return False
+        return False, item
     if user.is_site_admin:
-        return bool(OrganizationModel.count(name, limit=1))
-    return any(ref.startswith(f"{name}/") for ref in user.team_refs or ())
+        return bool(OrganizationModel.count(name, limit=1)), item
+    return any(ref.startswith(f"{name}/") for ref in user.team_refs or ()), item
 
 
 def readable_organization_names(principal: Principal) -> list[str]:

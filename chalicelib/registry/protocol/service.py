@@ -80,12 +80,13 @@ def published(module: ModuleModel) -> Published:
 
 def find_module(principal: Principal, namespace: str, name: str, provider: str) -> Published:
     """A private module by its protocol address (namespace = organization), or 404."""
-    if not accounts.can_read_organization(principal, namespace):
+    key = module_key("private", namespace, name, provider)
+    # The module is read with the caller's user item when that is not cached (one call).
+    readable, module = accounts.read_in_organization(
+        principal, namespace, (ModuleModel, namespace, key)
+    )
+    if not readable or module is None:
         raise NotFound(f"module {namespace}/{name}/{provider} not found")
-    try:
-        module = ModuleModel.get(namespace, module_key("private", namespace, name, provider))
-    except ModuleModel.DoesNotExist:
-        raise NotFound(f"module {namespace}/{name}/{provider} not found") from None
     return published(module)
 
 
