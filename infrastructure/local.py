@@ -134,6 +134,37 @@ class MotoServer:
         self.server.server_close()
 
 
+# API Gateway's largest request payload.
+MAX_BODY = 10 * 1024 * 1024
+
+
+class BadRequestBody(Exception):
+    def __init__(self, message: str, status: int = 400) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def _read_chunked(stream: Any) -> bytes:
+    """A ``Transfer-Encoding: chunked`` body (RFC 9112 7.1), at most ``MAX_BODY`` bytes."""
+    body = bytearray()
+    while True:
+        line = stream.readline(1024)
+        try:
+            size = int(line.split(b";", 1)[0].strip(), 16)
+        except ValueError:
+            raise BadRequestBody("malformed chunked request body") from None
+        if size < 0 or len(body) + size > MAX_BODY:
+            raise BadRequestBody(f"request body larger than {MAX_BODY} bytes", 413)
+        if size == 0:
+            while stream.readline(1024) not in (b"\r\n", b"\n", b""):  # trailers
+                pass
+            return bytes(body)
+        chunk = stream.read(size)
+        if len(chunk) != size or stream.readline(3) not in (b"\r\n", b"\n"):
+            raise BadRequestBody("malformed chunked request body")
+        body += chunk
+
+
 def _request_handler() -> Any:
     from chalice.local import ChaliceRequestHandler, ForbiddenError
 
@@ -162,6 +193,24 @@ def _request_handler() -> Any:
                 return
             super()._send_error_response(error)
 
+        def _parse_payload(self) -> tuple[dict[str, str], bytes | None]:
+            """A chunked request body (``Transfer-Encoding: chunked``, which API Gateway
+            accepts) is read whole and handed on with its length; Chalice's own reader knows
+            only Content-Length and left the chunks in the stream, where the next request on
+            the connection tripped over them."""
+            if "chunked" not in (self.headers.get("transfer-encoding") or "").lower():
+                return super()._parse_payload()
+            body = _read_chunked(self.rfile)
+            headers = {k: v for k, v in self.headers.items() if k.lower() != "transfer-encoding"}
+            headers["Content-Length"] = str(len(body))
+            return headers, body or None
+
+        def _generic_handle(self) -> None:
+            try:
+                super()._generic_handle()
+            except BadRequestBody as refused:
+                self.send_error(refused.status, str(refused))
+
         def send_error(self, code: int, message: str | None = None, explain: str | None = None):
             """http.server's own refusals (an unknown method, a malformed request line, headers
             too long) as JSON:API documents, and an unknown method as 405, not an HTML 501:
@@ -178,6 +227,10 @@ def _request_handler() -> Any:
                 error = ApiError(message or "the request could not be read", title=phrase)
                 error.status = code
             body = json.dumps(error_document(error)).encode()
+            # An unreadable request line leaves http.server assuming HTTP/0.9, whose replies
+            # have no status line or headers; the client gets a proper HTTP reply.
+            if self.request_version == "HTTP/0.9":
+                self.request_version = "HTTP/1.1"
             self.close_connection = True
             self.send_response(error.status, message)
             self.send_header("Content-Type", "application/vnd.api+json")

@@ -185,6 +185,44 @@ def test_what_the_http_server_refuses_itself_is_a_json_api_4xx(stack: Stack):
     assert requests.get(f"{stack.url}/api/v2/ping").status_code == 204  # still serving
 
 
+def test_a_chunked_body_is_read_and_the_connection_stays_usable(stack: Stack):
+    """A chunked request body (schemathesis sends one; API Gateway accepts it) reaches the
+    route whole, and the next request on the same keep-alive connection is read as the
+    request it is (the chunks used to stay in the stream: a raw 0.9-style reply followed)."""
+    import http.client
+    import json
+    from urllib.parse import urlsplit
+
+    address = urlsplit(stack.url)
+    connection = http.client.HTTPConnection(address.hostname, address.port, timeout=30)
+    body = json.dumps(doc("organizations", name="chunky", email="c@x.io")).encode()
+    headers = {
+        "Authorization": "Bearer e2e-admin-token",
+        "Content-Type": "application/vnd.api+json",
+        "Transfer-Encoding": "chunked",
+    }
+    chunks = (body[:10], body[10:])  # each piece framed as one chunk
+    connection.request(
+        "POST", "/api/v2/organizations", body=iter(chunks), headers=headers, encode_chunked=True
+    )
+    created = connection.getresponse()
+    assert created.status == 201, created.read()
+    assert json.loads(created.read())["data"]["id"] == "chunky"
+    connection.request(
+        "GET", "/api/v2/organizations/chunky", headers={"Authorization": headers["Authorization"]}
+    )
+    again = connection.getresponse()
+    assert again.status == 200 and json.loads(again.read())["data"]["id"] == "chunky"
+    connection.close()
+    # A request line that cannot be read still gets an HTTP reply with a status line.
+    import socket
+
+    with socket.create_connection((address.hostname, address.port), timeout=30) as raw:
+        raw.sendall(b"0\r\n\r\n")
+        reply = raw.recv(65536)
+    assert reply.startswith(b"HTTP/1.1 400"), reply[:200]
+
+
 def test_go_tfe_cleanup_deletes_a_curated_public_module_over_http() -> None:
     """go-tfe's cleanup (`POST /registry-modules/actions/delete/:org/:name`) on the hosted
     edition, where curated public modules exist, through the real HTTP server."""
