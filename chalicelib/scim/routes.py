@@ -97,10 +97,10 @@ def _one(ctx: Ctx, resource: dict[str, Any], status: int = 200) -> Response:
     return render.scim_response(selected, status, location)
 
 
-def _listing(ctx: Ctx, resources: list[dict[str, Any]]) -> Response:
+def _listing(ctx: Ctx, resources: list[dict[str, Any]], node: protocol.Filter | None) -> Response:
+    """One page of ``resources`` that match the filter ``node``, with the attributes asked."""
     query = ctx.query
     start, count = protocol.paging(query)
-    node = protocol.parse_filter(query.get("filter"))
     if node is not None:
         resources = [r for r in resources if protocol.matches(r, node)]
     attributes, excluded = query.get("attributes"), query.get("excludedAttributes")
@@ -119,8 +119,8 @@ def _deleted() -> Response:
 def list_scim_users(ctx: Ctx) -> Response:
     """List or find (filter) provisioned users."""
     base = _provisioning(ctx)
-    protocol.parse_filter(ctx.query.get("filter"))  # a bad filter is a 400 before any read
-    return _listing(ctx, render.scim_users(service.list_users(ctx.query), base))
+    node = protocol.parse_filter(ctx.query.get("filter"))  # a bad filter: 400, nothing read
+    return _listing(ctx, render.scim_users(service.list_users(node), base), node)
 
 
 @scim_route(
@@ -181,9 +181,9 @@ def _wants_members(ctx: Ctx) -> bool:
 def list_scim_groups(ctx: Ctx) -> Response:
     """List or find (filter) provisioned groups."""
     base = _provisioning(ctx)
-    protocol.parse_filter(ctx.query.get("filter"))
-    groups = service.list_groups(ctx.query)
-    return _listing(ctx, render.scim_groups(groups, base, members=_wants_members(ctx)))
+    node = protocol.parse_filter(ctx.query.get("filter"))
+    groups = service.list_groups(node)
+    return _listing(ctx, render.scim_groups(groups, base, members=_wants_members(ctx)), node)
 
 
 @scim_route(

@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import re
 import uuid
+from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -451,18 +452,36 @@ def delete_user(scim_id: str) -> None:
         _sync_group_teams(store.get_group(group.id) or group)
 
 
-def list_users(query: dict[str, str]) -> list[ScimUserModel]:
-    node = protocol.parse_filter(query.get("filter"))
-    indexed = protocol.simple_equality(node, "username", "externalid", "id")
+def list_users(node: protocol.Filter | None) -> list[ScimUserModel]:
+    """The users a list with filter ``node`` may show: an index lookup for an ``eq`` on an
+    indexed attribute, else every user (the route applies the whole filter)."""
+    return _candidates(
+        node,
+        {
+            "username": store.users_by_name,
+            "externalid": store.users_by_external_id,
+            "id": _one_or_none(store.get_user),
+        },
+        store.all_users,
+    )
+
+
+def _candidates(
+    node: protocol.Filter | None,
+    lookups: dict[str, Callable[[str], list[Any]]],
+    everything: Callable[[], list[Any]],
+) -> list[Any]:
+    """What a filtered list reads: the lookup for an ``eq`` on one of ``lookups``' attributes
+    (lower-cased SCIM names), else ``everything``."""
+    indexed = protocol.simple_equality(node, *lookups)
     if indexed is None:
-        return store.all_users()
+        return everything()
     attribute, value = indexed
-    if attribute == "username":
-        return store.users_by_name(value)
-    if attribute == "externalid":
-        return store.users_by_external_id(value)
-    found = store.get_user(value)
-    return [found] if found else []
+    return lookups[attribute](value)
+
+
+def _one_or_none(get: Callable[[str], Any]) -> Callable[[str], list[Any]]:
+    return lambda value: [found] if (found := get(value)) else []
 
 
 # ----- groups ----------------------------------------------------------------------------------
@@ -633,18 +652,17 @@ def delete_group(scim_id: str) -> None:
             _sync_site_admin(user, item)
 
 
-def list_groups(query: dict[str, str]) -> list[ScimGroupModel]:
-    node = protocol.parse_filter(query.get("filter"))
-    indexed = protocol.simple_equality(node, "displayname", "externalid", "id")
-    if indexed is None:
-        return store.all_groups()
-    attribute, value = indexed
-    if attribute == "displayname":
-        return store.groups_by_name(value)
-    if attribute == "externalid":
-        return store.groups_by_external_id(value)
-    found = store.get_group(value)
-    return [found] if found else []
+def list_groups(node: protocol.Filter | None) -> list[ScimGroupModel]:
+    """The groups a list with filter ``node`` may show (see ``list_users``)."""
+    return _candidates(
+        node,
+        {
+            "displayname": store.groups_by_name,
+            "externalid": store.groups_by_external_id,
+            "id": _one_or_none(store.get_group),
+        },
+        store.all_groups,
+    )
 
 
 def search_groups(q: str | None) -> list[ScimGroupModel]:
