@@ -130,13 +130,19 @@ def list_modules(
 
 
 def page_modules(
-    principal: Principal, organization: str, q: str | None, filters: dict[str, str], page: Page
+    principal: Principal,
+    organization: str,
+    q: str | None,
+    filters: dict[str, str],
+    page: Page,
+    counts: dict[str, int] | None = None,
 ) -> tuple[list[ModuleModel], int, accounts.OrgAccess]:
     """One page of the organization's modules (key order: registry, namespace, name,
     provider) and how many match, reading only what the page needs
     (``chalicelib.core.lists``): the kept count and the page; the lean index before a later
     page; the lean index for ``q`` and ``filter[provider]`` (a key holds everything they
-    match), then the page's modules by key."""
+    match), then the page's modules by key. ``counts``: ``module_counts`` when the caller
+    has read them already."""
     rights = _readable(principal, organization)
     wanted_org = filters.get("organization_name")
     if wanted_org and wanted_org != organization:
@@ -164,19 +170,28 @@ def page_modules(
     total = None
     # No count at all: an organization without modules, or data written before counts were
     # kept and not backfilled yet; the lean index is counted instead.
-    if matches is None and (counts := lists.counts(store.count_scope(organization))):
+    if matches is None and counts is None:
+        counts = module_counts(organization)
+    if matches is None and counts:
         parts = [registry] if registry else store.REGISTRY_PARTS
         total = sum(counts.get(part, 0) for part in parts)
     modules, total = lists.read_page(source, page, total=total, matches=matches)
     return modules, total, rights
 
 
-def providers_in_use(organization: str) -> list[str]:
+def module_counts(organization: str) -> dict[str, int]:
+    """The organization's kept module counts, per registry and per provider (one Query of a
+    few small items); empty before they are kept."""
+    return lists.counts(store.count_scope(organization))
+
+
+def providers_in_use(organization: str, counts: dict[str, int] | None = None) -> list[str]:
     """The providers of the organization's modules, sorted (the web UI's provider menu): from
-    the kept counts (one Query of a few small items), or, before they are kept (an
+    the kept counts (``module_counts``, read here unless given), or, before they are kept (an
     organization without modules, or not backfilled yet), from the lean index. The caller
     has checked that the organization is readable."""
-    counts = lists.counts(store.count_scope(organization))
+    if counts is None:
+        counts = module_counts(organization)
     if counts:
         prefix = store.provider_part("")
         return sorted(

@@ -178,8 +178,10 @@ def module_list(
     if len(q) > MAX_QUERY_LENGTH:
         raise BadRequest(f"the search is limited to {MAX_QUERY_LENGTH} characters")
     filters = {"provider": provider} if provider else {}
+    # Read once for the total and the provider menu (shown only if the page may be read).
+    counts = registry.module_counts(organization)
     shown, total, _ = registry.page_modules(
-        principal, organization, q or None, filters, Page(page, PAGE_SIZE)
+        principal, organization, q or None, filters, Page(page, PAGE_SIZE), counts
     )
     pages = max(1, math.ceil(total / PAGE_SIZE))
     if page > pages:
@@ -188,7 +190,7 @@ def module_list(
         organization=organization,
         q=q,
         provider=provider,
-        providers=registry.providers_in_use(organization),
+        providers=registry.providers_in_use(organization, counts),
         rows=[_row(m) for m in shown],
         total=total,
         page=page,
