@@ -11,12 +11,12 @@ from chalicelib.admin.routes import bp as admin_routes
 from chalicelib.core.settings import get_settings
 from chalicelib.entry.factory import create_app
 from chalicelib.meta.routes import bp as meta_routes
+from chalicelib.modules.nocode.routes import bp as nocode_routes
+from chalicelib.modules.protocol.routes import bp as protocol_routes
+from chalicelib.modules.publishing.routes import bp as publishing_routes
+from chalicelib.modules.publishing.webhook_routes import bp as webhook_routes
+from chalicelib.modules.routes import bp as registry_routes
 from chalicelib.projects.routes import bp as project_routes
-from chalicelib.registry.nocode.routes import bp as nocode_routes
-from chalicelib.registry.protocol.routes import bp as protocol_routes
-from chalicelib.registry.publishing.routes import bp as publishing_routes
-from chalicelib.registry.publishing.webhook_routes import bp as webhook_routes
-from chalicelib.registry.routes import bp as registry_routes
 from chalicelib.scim.admin_routes import bp as scim_admin_routes
 from chalicelib.scim.routes import bp as scim_routes
 from chalicelib.tags.routes import bp as tag_routes
@@ -36,7 +36,7 @@ app = create_app(
 @app.on_sqs_message(queue=get_settings().ingest_queue, batch_size=1)
 def ingest(event):
     """Each SQS message is one S3 ObjectCreated event or one VCS publishing job."""
-    from chalicelib.registry.consumer import handle_sqs_body
+    from chalicelib.modules.consumer import handle_sqs_body
 
     for message in event:
         handle_sqs_body(message.body)

@@ -21,8 +21,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from chalicelib.registry.ingest.archive import read_archive  # noqa: E402
-from chalicelib.registry.ingest.hcl import parse_module  # noqa: E402
+from chalicelib.modules.ingest.archive import read_archive  # noqa: E402
+from chalicelib.modules.ingest.hcl import parse_module  # noqa: E402
 
 SUBNET_KINDS = [
     "public",

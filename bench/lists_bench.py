@@ -83,10 +83,10 @@ def _put(model: Any, items: Any) -> None:
 def seed_modules(org: str, count: int) -> None:
     """``count`` private modules of 30 ok versions, their protocol list entries and kept
     count, as the writes leave them."""
-    from chalicelib.core import lists
-    from chalicelib.core.ids import iso, new_id, now
-    from chalicelib.registry import store
-    from chalicelib.registry.store import ModuleModel, ProtocolEntryModel, module_key
+    from chalicelib.core.data import lists
+    from chalicelib.core.data.ids import iso, new_id, now
+    from chalicelib.modules import store
+    from chalicelib.modules.store import ModuleModel, ProtocolEntryModel, module_key
 
     moment = now()
     statuses = {
@@ -124,7 +124,7 @@ def seed_modules(org: str, count: int) -> None:
 
 
 def seed_tags(org: str, count: int) -> None:
-    from chalicelib.core.ids import new_id, now
+    from chalicelib.core.data.ids import new_id, now
     from chalicelib.tags import store as tags_store
     from chalicelib.tags.store import TagIdModel, TagModel
 

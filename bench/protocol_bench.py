@@ -24,10 +24,10 @@ from bench.common import CALLS, allow_bursts, counting_dynamodb  # noqa: E402
 def seed(organization: str, modules: int, versions: int) -> str:
     """An organization with ``modules`` modules; the first has ``versions`` ok versions."""
     from chalicelib.accounts.service import create_organization, create_team, create_team_token
+    from chalicelib.artifacts.semver import parse
     from chalicelib.core.auth import Principal
-    from chalicelib.core.ids import iso, new_id, now
-    from chalicelib.registry.semver import parse
-    from chalicelib.registry.store import ModuleModel, ModuleVersionModel, module_key
+    from chalicelib.core.data.ids import iso, new_id, now
+    from chalicelib.modules.store import ModuleModel, ModuleVersionModel, module_key
 
     admin = Principal("user", _admin_id(), "bench")
     create_organization(admin, organization, "bench@example.com", limited=False)

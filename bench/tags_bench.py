@@ -26,7 +26,7 @@ ORG = "bench-tags"
 def seed_tags(count: int) -> None:
     """``count`` tags written directly (each as if on one workspace), and the organization's
     kept count: listing reads only the tags partition and the count."""
-    from chalicelib.core.ids import new_id, now
+    from chalicelib.core.data.ids import new_id, now
     from chalicelib.tags.store import TagIdModel, TagModel, set_count, tag_count
 
     moment = now()

@@ -54,11 +54,11 @@ def main() -> None:
     with GitServer(repos) as server, VcsApi() as host_api, mock_aws():
         from app import app
         from chalicelib.accounts.service import bootstrap_admin
-        from chalicelib.core.aws import client as aws_client
+        from chalicelib.artifacts import queue as jobs
+        from chalicelib.core.data.aws import client as aws_client
         from chalicelib.core.settings import get_settings
-        from chalicelib.registry import queue as jobs
-        from chalicelib.registry.ingest.handler import handle_s3_record
-        from chalicelib.registry.publishing import worker
+        from chalicelib.modules.ingest.handler import handle_s3_record
+        from chalicelib.modules.publishing import worker
         from infrastructure.resources import provision
 
         provision()

@@ -34,17 +34,12 @@ SIZES = (20, 2000)
 def seed(organization: str, modules: int) -> None:
     """``modules`` modules, each with one ok version whose metadata is in S3."""
     from chalicelib.accounts.service import bootstrap_admin, create_organization
+    from chalicelib.artifacts.semver import parse
     from chalicelib.core.auth import Principal
-    from chalicelib.core.aws import client
-    from chalicelib.core.ids import iso, new_id, now
-    from chalicelib.registry.objects import UploadKey, bucket
-    from chalicelib.registry.semver import parse
-    from chalicelib.registry.store import (
-        ModuleModel,
-        ModuleVersionModel,
-        backfill_lists,
-        module_key,
-    )
+    from chalicelib.core.data.aws import client
+    from chalicelib.core.data.ids import iso, new_id, now
+    from chalicelib.modules.objects import UploadKey, bucket
+    from chalicelib.modules.store import ModuleModel, ModuleVersionModel, backfill_lists, module_key
 
     admin = Principal("user", bootstrap_admin("bench-admin")[0].id, "bench")
     create_organization(admin, organization, "bench@example.com", limited=False)
@@ -114,7 +109,7 @@ def seed(organization: str, modules: int) -> None:
 
 
 def count_s3() -> None:
-    from chalicelib.core.aws import client
+    from chalicelib.core.data.aws import client
 
     def counted(model: Any, **_: Any) -> None:
         S3_CALLS[model.name] += 1

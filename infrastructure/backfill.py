@@ -3,7 +3,7 @@
     REGISTRY_TABLE_PREFIX=<stack name>- AWS_DEFAULT_REGION=<region> \\
         python -m infrastructure.backfill
 
-Lists page with keys (``chalicelib.core.lists``): they read a kept count per organization
+Lists page with keys (``chalicelib.core.data.lists``): they read a kept count per organization
 (of modules, tags, projects and workspaces) and, for the registry protocol, a lean list of
 the modules it serves. The requests that create and delete them keep them; data written
 before this version has neither, so run this once after deploying it (DynamoDB fills the
@@ -30,8 +30,8 @@ def main(argv: list[str] | None = None) -> int:
 
 def backfill_all() -> dict[str, dict[str, int]]:
     """Every list's backfill; what each did (also run by ``make run`` on restored state)."""
+    from chalicelib.modules import store as registry
     from chalicelib.projects import store as projects
-    from chalicelib.registry import store as registry
     from chalicelib.tags import store as tags
     from chalicelib.workspaces import store as workspaces
 

@@ -17,7 +17,7 @@ WRITE = "write"
 EVERY_REQUEST = {"rate-limits": WRITE, "settings": READ}
 # What authenticating a request reads (tokens -> users/teams -> organizations).
 AUTH_TABLES = {**EVERY_REQUEST, "tokens": READ, "users": READ, "teams": READ, "organizations": READ}
-# Creating and deleting modules keeps their organization's count (chalicelib.core.lists);
+# Creating and deleting modules keeps their organization's count (chalicelib.core.data.lists);
 # every change of a module's versions keeps its entry in the registry protocol's list.
 REGISTRY_TABLES = {
     "registry-modules": WRITE,
@@ -38,7 +38,7 @@ WORKSPACE_TABLES = {
     "tag-workspaces": WRITE,
     "projects": WRITE,
     "project-names": WRITE,
-    # Creating and deleting tags keeps their organization's count (chalicelib.core.lists).
+    # Creating and deleting tags keeps their organization's count (chalicelib.core.data.lists).
     "list-counts": WRITE,
 }
 VCS_TABLES = {"oauth-clients": WRITE, "oauth-tokens": WRITE}
@@ -56,7 +56,7 @@ class Function:
     s3_actions: tuple[str, ...] = ()
     memory: int = 512
     timeout: int = 30
-    # Puts VCS publishing jobs on the ingest queue (chalicelib.registry.queue).
+    # Puts VCS publishing jobs on the ingest queue (chalicelib.artifacts.queue).
     sends_jobs: bool = False
 
     @property

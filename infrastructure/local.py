@@ -79,8 +79,8 @@ class Poller(threading.Thread):
         self.stopping = threading.Event()
 
     def run(self) -> None:
-        from chalicelib.core.aws import client
-        from chalicelib.registry.consumer import handle_sqs_body
+        from chalicelib.core.data.aws import client
+        from chalicelib.modules.consumer import handle_sqs_body
 
         sqs = client("sqs")
         log = logging.getLogger("registry.poller")
@@ -168,7 +168,7 @@ def _read_chunked(stream: Any) -> bytes:
 def _request_handler() -> Any:
     from chalice.local import ChaliceRequestHandler, ForbiddenError
 
-    from chalicelib.core.errors import NotFound, error_document
+    from chalicelib.core.api.errors import NotFound, error_document
 
     class RegistryRequestHandler(ChaliceRequestHandler):
         """Unknown routes answer a JSON:API 404, not API Gateway's 403."""
@@ -218,7 +218,7 @@ def _request_handler() -> Any:
             import json
             from http import HTTPStatus
 
-            from chalicelib.core.errors import ApiError, MethodNotAllowed
+            from chalicelib.core.api.errors import ApiError, MethodNotAllowed
 
             if code == 501:
                 error: ApiError = MethodNotAllowed(f"method {self.command!r} is not supported")

@@ -2,7 +2,7 @@
 
 ``python -m infrastructure.openapi`` writes it (``make package`` runs it first, so the
 deployment always ships a fresh one); ``--check`` only says whether the file is current.
-The document is built by ``chalicelib.core.openapi`` from the routes' own registrations in
+The document is built by ``chalicelib.core.api.openapi`` from the routes' own registrations in
 the whole app (``app.py``), which is why it is generated here and not in the meta function
 (see ``chalicelib.meta.routes``). ``tests/test_openapi.py`` fails when the committed file
 differs from a fresh generation.
@@ -30,7 +30,7 @@ DESCRIPTION = (
 def generate() -> dict[str, Any]:
     """The document of every route the whole app serves."""
     from app import app
-    from chalicelib.core.openapi_build import build_document
+    from chalicelib.core.api.openapi_build import build_document
 
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     return build_document(

@@ -15,15 +15,16 @@ from typing import Any
 from chalicelib.accounts import store as _accounts_store  # noqa: F401
 from chalicelib.admin import store as _admin_store  # noqa: F401
 from chalicelib.core import auth as _auth  # noqa: F401
-from chalicelib.core import db, secrets
-from chalicelib.core import lists as _lists  # noqa: F401 - the kept counts
-from chalicelib.core.aws import client
+from chalicelib.core import secrets
+from chalicelib.core.data import db
+from chalicelib.core.data import lists as _lists  # noqa: F401 - the kept counts
+from chalicelib.core.data.aws import client
 from chalicelib.core.settings import get_settings
+from chalicelib.modules import store as _registry_store  # noqa: F401
+from chalicelib.modules.nocode import store as _nocode_store  # noqa: F401
+from chalicelib.modules.objects import UPLOAD_PREFIX
+from chalicelib.modules.protocol import public as _public_cache  # noqa: F401
 from chalicelib.projects import store as _projects_store  # noqa: F401
-from chalicelib.registry import store as _registry_store  # noqa: F401
-from chalicelib.registry.nocode import store as _nocode_store  # noqa: F401
-from chalicelib.registry.objects import UPLOAD_PREFIX
-from chalicelib.registry.protocol import public as _public_cache  # noqa: F401
 from chalicelib.scim import store as _scim_store  # noqa: F401
 from chalicelib.tags import store as _tags_store  # noqa: F401
 from chalicelib.vcs import store as _vcs_store  # noqa: F401

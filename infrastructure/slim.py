@@ -28,7 +28,7 @@ import zipfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-# dynamodb through PynamoDB; s3, sqs and kms through chalicelib.core.aws.client; sts is what
+# dynamodb through PynamoDB; s3, sqs and kms through chalicelib.core.data.aws.client; sts is what
 # botocore's credential chain may ask when a deployment assumes a role.
 SERVICES = ("dynamodb", "s3", "sqs", "kms", "sts")
 MODELS = "botocore/data/"

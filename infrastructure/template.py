@@ -16,9 +16,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from chalicelib.core import db
+from chalicelib.core.data import db
 from chalicelib.core.settings import get_settings
-from chalicelib.registry.objects import UPLOAD_PREFIX
+from chalicelib.modules.objects import UPLOAD_PREFIX
 from infrastructure import resources  # noqa: F401 - registers every model with db.MODELS
 from infrastructure.groups import EVENT_FUNCTIONS, INGEST, READ, ROUTE_GROUPS, Function
 

@@ -31,7 +31,7 @@ for _name in ("AWS_ENDPOINT_URL", "AWS_PROFILE", "EDITION", "REGISTRY_PUBLIC_URL
 import pytest  # noqa: E402
 from moto import mock_aws  # noqa: E402
 
-from chalicelib.core.aws import reset_clients  # noqa: E402
+from chalicelib.core.data.aws import reset_clients  # noqa: E402
 from chalicelib.core.settings import get_settings  # noqa: E402
 
 ADMIN_TOKEN = "admin-token-for-tests"

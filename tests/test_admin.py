@@ -103,7 +103,7 @@ def setting(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
 
 def settings_item(area: str) -> dict[str, Any]:
     """The raw DynamoDB item of a settings area, as stored."""
-    from chalicelib.core.aws import client
+    from chalicelib.core.data.aws import client
 
     table = get_settings().table_name("settings")
     return client("dynamodb").get_item(TableName=table, Key={"id": {"S": area}}).get("Item", {})
@@ -919,7 +919,7 @@ def test_oidc_rotate_and_trim_change_the_jwks(admin: Recorder) -> None:
 
 def test_scheduled_key_maintenance(api: Api) -> None:
     from chalicelib.admin import oidc
-    from chalicelib.core.ids import now
+    from chalicelib.core.data.ids import now
 
     [first] = kids(api)
     assert oidc.run_due_maintenance(now() + timedelta(days=89)) == []

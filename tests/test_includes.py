@@ -259,8 +259,8 @@ def test_routes_that_are_not_jsonapi_ignore_include(api: Api) -> None:
 
 
 def test_parse_include_normalizes_deduplicates_and_refuses() -> None:
-    from chalicelib.core.errors import BadRequest
-    from chalicelib.core.jsonapi import parse_include
+    from chalicelib.core.api.errors import BadRequest
+    from chalicelib.core.api.jsonapi import parse_include
 
     supported = ("users", "organization-memberships")
     assert parse_include([], supported) is None
@@ -277,7 +277,7 @@ def test_parse_include_normalizes_deduplicates_and_refuses() -> None:
 
 
 def test_collect_included_and_document() -> None:
-    from chalicelib.core.jsonapi import collect_included, document, resource
+    from chalicelib.core.api.jsonapi import collect_included, document, resource
 
     def person(i: str) -> dict[str, Any]:
         return resource("users", i, {"n": i})

@@ -9,7 +9,7 @@ from collections import Counter
 
 import pytest
 
-from chalicelib.core import db
+from chalicelib.core.data import db
 from infrastructure import template
 from infrastructure.groups import EVENT_FUNCTIONS, ROUTE_GROUPS
 
@@ -19,7 +19,7 @@ def _keys(schema: list[dict]) -> set[tuple[str, str]]:
 
 
 def test_template_tables_match_the_models_and_the_local_tables(aws: None):
-    from chalicelib.core.aws import client
+    from chalicelib.core.data.aws import client
 
     merged = template.merge_template()["Resources"]
     tables = {
@@ -90,15 +90,15 @@ HEAVY = {
     # Request models: their routes name them by path (core.openapi.Body), so pydantic loads
     # with the first request that sends a body.
     "pydantic.main": "pydantic models (about 40 ms)",
-    "chalicelib.core.attributes": "the request models' base (pydantic)",
+    "chalicelib.core.api.attributes": "the request models' base (pydantic)",
     "cryptography": "AES-GCM, loaded by the first secret sealed or opened (core.secrets)",
     "tarfile": "packing a fetched git tree (vcs.git)",
     "dulwich": "git fetches",
     "smtplib": "sending mail (admin.mail)",
     "markdown_it": "rendering a README (web.markdown)",
-    "chalicelib.core.openapi_build": "building the OpenAPI document (package time only)",
-    "chalicelib.registry.ingest.hcl": "the HCL parser (ingest only)",
-    "chalicelib.registry.ingest.archive": "reading module archives (ingest only)",
+    "chalicelib.core.api.openapi_build": "building the OpenAPI document (package time only)",
+    "chalicelib.modules.ingest.hcl": "the HCL parser (ingest only)",
+    "chalicelib.modules.ingest.archive": "reading module archives (ingest only)",
 }
 # A function allowed one of them anyway (logical id -> modules), with the reason in a comment;
 # none is. An exemption no longer needed fails the test too, so that this list only shrinks.
@@ -133,7 +133,7 @@ def test_entry_modules_import_only_their_own_group(group):
         {m for gid, mods in route_modules.items() if gid != group.logical_id for m in mods}
         - set(route_modules[group.logical_id])
     )
-    foreign += ["chalicelib.registry.ingest.hcl", "chalicelib.registry.ingest.archive", "app"]
+    foreign += ["chalicelib.modules.ingest.hcl", "chalicelib.modules.ingest.archive", "app"]
     code = (
         f"import sys, json; import {group.entry_module}; "
         f"print(json.dumps([m for m in {foreign!r} if m in sys.modules]))"
@@ -157,7 +157,7 @@ def test_the_slimmed_zip_keeps_every_service_the_code_calls(tmp_path):
     archive = tmp_path / "deployment.zip"
     members = [
         "app.py",
-        "chalicelib/core/aws.py",
+        "chalicelib/core/data/aws.py",
         "botocore/data/endpoints.json",
         "botocore/data/dynamodb/2012-08-10/service-2.json.gz",
         "botocore/data/s3/2006-03-01/service-2.json.gz",
@@ -166,7 +166,7 @@ def test_the_slimmed_zip_keeps_every_service_the_code_calls(tmp_path):
         "boto3/data/ec2/2016-11-15/resources-1.json",
     ]
     # A bytecode cache of the project folder, which Chalice copies along: replaced.
-    stale = "chalicelib/core/__pycache__/aws.cpython-39.pyc"
+    stale = "chalicelib/core/data/__pycache__/aws.cpython-39.pyc"
     with zipfile.ZipFile(archive, "w") as zipped:
         for name in [*members, stale]:
             zipped.writestr(name, "x" * 100)
@@ -180,5 +180,8 @@ def test_the_slimmed_zip_keeps_every_service_the_code_calls(tmp_path):
     # Our code (only) gets its bytecode: unchecked-hash .pyc files (PEP 552 flags = 1), which
     # Python loads whatever timestamps the unzipped sources have.
     tag = sys.implementation.cache_tag
-    assert set(pycs) == {f"__pycache__/app.{tag}.pyc", f"chalicelib/core/__pycache__/aws.{tag}.pyc"}
+    assert set(pycs) == {
+        f"__pycache__/app.{tag}.pyc",
+        f"chalicelib/core/data/__pycache__/aws.{tag}.pyc",
+    }
     assert all(int.from_bytes(pyc[4:8], "little") == 1 for pyc in pycs.values())

@@ -36,14 +36,25 @@ LAYERS: dict[str, set[str]] = {
     "workspaces": {"core", "accounts", "projects"},
     "vcs": {"core", "accounts"},
     "tags": {"core", "accounts", "workspaces"},
-    "registry": {"core", "accounts", "vcs"},
+    "artifacts": {"core"},
+    "modules": {"core", "artifacts", "accounts", "vcs"},
     "meta": {"core"},
     # SCIM provisioning drives users, teams and the site-admin flag through accounts, and
     # reads the SAML settings (SCIM needs SAML) through admin.
     "scim": {"core", "accounts", "admin"},
     # The browser UI reads through the domains' services, as the API does.
-    "web": {"core", "accounts", "vcs", "registry"},
-    "lifecycle": {"core", "accounts", "admin", "projects", "workspaces", "vcs", "tags", "registry"},
+    "web": {"core", "artifacts", "accounts", "vcs", "modules"},
+    "lifecycle": {
+        "core",
+        "artifacts",
+        "accounts",
+        "admin",
+        "projects",
+        "workspaces",
+        "vcs",
+        "tags",
+        "modules",
+    },
     "entry": {
         "core",
         "accounts",
@@ -52,23 +63,24 @@ LAYERS: dict[str, set[str]] = {
         "workspaces",
         "vcs",
         "tags",
-        "registry",
+        "artifacts",
+        "modules",
         "meta",
         "web",
         "scim",
     },
 }
-DOMAINS = {"accounts", "admin", "projects", "workspaces", "vcs", "tags", "registry", "meta", "web"}
+DOMAINS = {"accounts", "admin", "projects", "workspaces", "vcs", "tags", "modules", "meta", "web"}
 DOMAINS |= {"scim"}
 # Route modules may call the cascades in lifecycle (the one upward step, by design).
 ROUTES_MAY_IMPORT = {"lifecycle"}
-REGISTRY_SUB_ROOMS = ("chalicelib.registry.protocol", "chalicelib.registry.ingest")
-REGISTRY_SUB_ROOMS += ("chalicelib.registry.publishing", "chalicelib.registry.nocode")
+REGISTRY_SUB_ROOMS = ("chalicelib.modules.protocol", "chalicelib.modules.ingest")
+REGISTRY_SUB_ROOMS += ("chalicelib.modules.publishing", "chalicelib.modules.nocode")
 # The request bodies of the registry routes nest publishing's vcs-repo body, as the routes do.
 REGISTRY_COMPOSERS = {
-    "chalicelib.registry.routes",
-    "chalicelib.registry.schemas",
-    "chalicelib.registry.consumer",
+    "chalicelib.modules.routes",
+    "chalicelib.modules.schemas",
+    "chalicelib.modules.consumer",
 }
 
 
@@ -165,7 +177,7 @@ def test_the_registry_core_does_not_reach_into_its_sub_rooms() -> None:
     core = [
         name
         for name in MODULES
-        if name.startswith("chalicelib.registry.")
+        if name.startswith("chalicelib.modules.")
         and not name.startswith(REGISTRY_SUB_ROOMS)
         and name not in REGISTRY_COMPOSERS
     ]
@@ -218,7 +230,7 @@ def test_the_checks_see_a_violation(rule: str, monkeypatch: pytest.MonkeyPatch) 
         with pytest.raises(AssertionError):
             test_no_domain_reads_another_domains_store()
     else:
-        graph["chalicelib.accounts.service"].add("chalicelib.registry.service")
+        graph["chalicelib.accounts.service"].add("chalicelib.modules.service")
         monkeypatch.setattr(sys.modules[__name__], "GRAPH", graph)
         with pytest.raises(AssertionError):
             test_rooms_import_only_the_rooms_below_them()

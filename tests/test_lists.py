@@ -1,4 +1,4 @@
-"""Lists page with keys (chalicelib.core.lists): a page reads its own items, a later page a
+"""Lists page with keys (chalicelib.core.data.lists): a page reads its own items, a later page a
 lean entry for each item before it, a search the lean index, whatever the organization's
 size; the kept counts and the protocol's lean list follow every write; the backfill creates
 them for data written before they existed. Bytes are counted as DynamoDB bills them (the
@@ -30,10 +30,10 @@ def seed(org: str, count: int, *, kept: bool = True) -> None:
     written straight to the table; ``kept``: with their protocol list entries and count as
     the writes keep them, else as a stack deployed before the lists has them (the backfill
     makes those)."""
-    from chalicelib.core import lists
-    from chalicelib.core.ids import iso, new_id, now
-    from chalicelib.registry import store
-    from chalicelib.registry.store import ModuleModel, ProtocolEntryModel, module_key
+    from chalicelib.core.data import lists
+    from chalicelib.core.data.ids import iso, new_id, now
+    from chalicelib.modules import store
+    from chalicelib.modules.store import ModuleModel, ProtocolEntryModel, module_key
 
     moment = now()
     statuses = {
@@ -142,8 +142,8 @@ def test_the_protocol_list_and_search_read_only_lean_entries(orgs: Api):
 def test_page_modules_answers_what_the_whole_list_answered(api: Api, hosted: None):
     """Every page, filter and search of a mixed organization (two registries, several
     providers) equals the old answer: the whole organization read, filtered and sliced."""
-    from chalicelib.core.pagination import Page, paginate
-    from chalicelib.registry import service
+    from chalicelib.core.api.pagination import Page, paginate
+    from chalicelib.modules import service
 
     make_org(api, "acme")
     for name, provider in itertools.product(("vpc", "db", "net-core"), ("aws", "google")):
@@ -179,7 +179,7 @@ def _admin():
 
 
 def test_counts_and_protocol_entries_follow_every_write(api: Api):
-    from chalicelib.registry import service
+    from chalicelib.modules import service
 
     make_org(api, "acme")
     create_module(api, "vpc", "aws")
@@ -231,8 +231,8 @@ def test_counts_and_protocol_entries_follow_every_write(api: Api):
 
 
 def test_the_backfill_creates_what_the_lists_read_and_is_safe_to_rerun(api: Api):
-    from chalicelib.core import lists
-    from chalicelib.registry import store
+    from chalicelib.core.data import lists
+    from chalicelib.modules import store
     from infrastructure import backfill
 
     make_org(api, "acme")
@@ -278,7 +278,7 @@ def test_the_backfill_creates_what_the_lists_read_and_is_safe_to_rerun(api: Api)
 
 
 def seed_tags(org: str, count: int) -> None:
-    from chalicelib.core.ids import new_id, now
+    from chalicelib.core.data.ids import new_id, now
     from chalicelib.tags.store import TagIdModel, TagModel
 
     with TagModel.batch_write() as tags, TagIdModel.batch_write() as ids:
@@ -370,10 +370,10 @@ def test_the_protocol_listing_answers_what_reading_every_module_answered(api: Ap
     """Two organizations of modules whose versions are in every state (ok, pending, failed,
     revoked, pre-releases only): every filter, search, offset and limit gives what the old
     listing gave, which read every module and computed each one's latest version."""
-    from chalicelib.core.ids import iso, new_id, now
-    from chalicelib.registry import store
-    from chalicelib.registry.protocol import service as protocol
-    from chalicelib.registry.store import ModuleModel, module_key
+    from chalicelib.core.data.ids import iso, new_id, now
+    from chalicelib.modules import store
+    from chalicelib.modules.protocol import service as protocol
+    from chalicelib.modules.store import ModuleModel, module_key
 
     revoked = {"status": "Revoked", "message": "no"}
     shapes = [
@@ -449,7 +449,7 @@ def test_the_protocol_listing_answers_what_reading_every_module_answered(api: Ap
 
 def test_a_project_page_reads_the_claims_before_it_and_its_own_projects(api: Api):
     from chalicelib.accounts.service import organization_access  # noqa: F401 - loads models
-    from chalicelib.core.pagination import Page
+    from chalicelib.core.api.pagination import Page
     from chalicelib.projects import service, store
 
     def create(org: str, name: str) -> None:
@@ -496,7 +496,7 @@ def test_a_project_page_reads_the_claims_before_it_and_its_own_projects(api: Api
 
 
 def test_a_workspace_page_reads_the_claims_before_it_and_its_own_workspaces(api: Api):
-    from chalicelib.core.pagination import Page
+    from chalicelib.core.api.pagination import Page
     from chalicelib.workspaces import service, store
     from tests.test_tags import add, make_ws
 

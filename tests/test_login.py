@@ -16,7 +16,7 @@ from urllib.parse import parse_qs, urlencode, urljoin, urlsplit
 
 import pytest
 
-from chalicelib.core.ids import now
+from chalicelib.core.data.ids import now
 from chalicelib.web import oauth
 from tests.conftest import ADMIN_TOKEN, Api, make_org, make_team
 from tests.web_browser import Browser

@@ -477,7 +477,7 @@ def test_provisioning_is_refused_with_a_clear_422_after_the_404_checks(acme: Api
 
 
 def no_code_items() -> list[str]:
-    from chalicelib.registry.nocode.store import NoCodeModuleModel
+    from chalicelib.modules.nocode.store import NoCodeModuleModel
 
     return [item.id for item in NoCodeModuleModel.scan()]
 

@@ -11,7 +11,7 @@ import sys
 
 from openapi_spec_validator import OpenAPIV31SpecValidator
 
-from chalicelib.core import openapi
+from chalicelib.core.api import openapi
 from infrastructure.openapi import TARGET, generate
 from tests.conftest import Api
 
@@ -159,7 +159,7 @@ def test_the_meta_function_does_not_build_the_document():
     """It serves the generated file: neither the builder nor another group's routes load."""
     code = (
         "import sys, chalicelib.entry.meta; "
-        "print([m for m in ('chalicelib.core.openapi_build', 'app') if m in sys.modules])"
+        "print([m for m in ('chalicelib.core.api.openapi_build', 'app') if m in sys.modules])"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.stdout.strip() == "[]", result.stderr

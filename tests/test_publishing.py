@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from chalicelib.core.aws import client
+from chalicelib.core.data.aws import client
 from chalicelib.core.settings import get_settings
 from tests.conftest import Api, doc, make_org, make_team, tar_gz
 from tests.vcs_api_server import VcsApi
@@ -41,7 +41,7 @@ def acme(api: Api) -> Api:
 def drain(limit: int = 200, *, run: bool = True) -> list[str]:
     """Run every message on the ingest queue through the ingest handler (or just drop them
     with ``run=False``, a lost event); the job kinds seen (``s3`` for upload events)."""
-    from chalicelib.registry.consumer import handle_sqs_body
+    from chalicelib.modules.consumer import handle_sqs_body
 
     sqs = client("sqs")
     url = sqs.get_queue_url(QueueName=get_settings().ingest_queue)["QueueUrl"]
@@ -193,7 +193,7 @@ def test_tags_become_versions_through_the_same_ingest(
 def test_a_large_import_continues_in_follow_up_jobs(
     acme: Api, git_server: tuple[GitServer, dict[str, str]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from chalicelib.registry.publishing import sync
+    from chalicelib.modules.publishing import sync
 
     monkeypatch.setattr(sync, "MAX_VERSIONS_PER_SYNC", 3)
     server, _ = git_server
@@ -271,8 +271,8 @@ def test_import_failures_are_visible_and_retryable(
     assert statuses(acme)["1.0.0"]["status"] == "ok"
 
     # A version whose fetch failed is fetched again by retry.
-    from chalicelib.registry import service
-    from chalicelib.registry.store import ModuleModel
+    from chalicelib.modules import service
+    from chalicelib.modules.store import ModuleModel
 
     record = next(ModuleModel.by_id.query(created.data["id"]))
     version = next(v for v in service.list_versions(record) if v.version == "1.1.0")

@@ -6,7 +6,7 @@ from urllib.parse import unquote, urlparse
 
 import pytest
 
-from chalicelib.core.aws import client
+from chalicelib.core.data.aws import client
 from chalicelib.core.settings import get_settings
 from tests.conftest import Api, doc, make_org, make_team, tar_gz
 
@@ -45,7 +45,7 @@ def upload_key(version_reply) -> str:
 
 def upload_and_ingest(version_reply, files: dict[str, str | bytes] | bytes) -> str:
     """PUT the archive where links.upload points and run the ingest handler on the event."""
-    from chalicelib.registry.ingest.handler import handle_s3_record
+    from chalicelib.modules.ingest.handler import handle_s3_record
 
     key = upload_key(version_reply)
     body = files if isinstance(files, bytes) else tar_gz(files)
@@ -195,8 +195,8 @@ def test_version_lifecycle_upload_ingest_and_lookup(acme: Api):
     assert read["status"] == "setup_complete"
     assert read["version-statuses"] == [{"version": "1.0.0", "status": "ok"}]
 
-    from chalicelib.registry import objects
-    from chalicelib.registry.store import ModuleVersionModel
+    from chalicelib.modules import objects
+    from chalicelib.modules.store import ModuleVersionModel
 
     stored = next(iter(ModuleVersionModel.query(module["id"])))
     metadata = objects.get_metadata(stored.metadata_key)
@@ -233,7 +233,7 @@ def test_failed_ingest_keeps_a_reason_and_touches_nothing_else(acme: Api):
 
 
 def test_redelivered_and_late_uploads_are_harmless(acme: Api):
-    from chalicelib.registry.ingest.handler import handle_s3_record
+    from chalicelib.modules.ingest.handler import handle_s3_record
 
     create_module(acme)
     created = create_version(acme, "2.0.0")
@@ -549,7 +549,7 @@ def test_an_unforeseen_parser_exception_is_a_refusal_logged_in_one_line(
 ):
     import logging
 
-    from chalicelib.registry.ingest import hcl
+    from chalicelib.modules.ingest import hcl
 
     def crash(files, limits=None):
         raise RecursionError("maximum recursion depth exceeded " + "x" * 100_000)
@@ -574,7 +574,7 @@ def test_an_s3_failure_while_reading_the_archive_stays_retryable(
 ):
     from botocore.exceptions import ReadTimeoutError
 
-    from chalicelib.registry.ingest import handler
+    from chalicelib.modules.ingest import handler
 
     class DroppingBody:
         def __init__(self, body) -> None:
@@ -607,14 +607,14 @@ def test_an_s3_failure_while_reading_the_archive_stays_retryable(
         upload_and_ingest(created, {"main.tf": MAIN_TF, "README.md": "x" * 100_000})
     assert _version_attributes(acme, "1.0.0")["status"] == "reg_ingressing"
     monkeypatch.undo()
-    from chalicelib.registry.ingest.handler import handle_s3_record
+    from chalicelib.modules.ingest.handler import handle_s3_record
 
     assert handle_s3_record({"s3": {"object": {"key": upload_key(created)}}}) == "ok"
 
 
 def test_oversized_metadata_is_refused_and_a_huge_readme_truncated(acme: Api):
-    from chalicelib.registry import objects
-    from chalicelib.registry.store import ModuleVersionModel
+    from chalicelib.modules import objects
+    from chalicelib.modules.store import ModuleVersionModel
 
     module = create_module(acme)
     too_many = {  # 3 MB of descriptions in files under the 1 MiB per-file cap
@@ -953,9 +953,9 @@ def test_only_owners_and_manage_modules_teams_deprecate_or_revoke(acme: Api):
 def test_a_lifecycle_write_on_a_stale_or_deleted_version_changes_nothing(acme: Api):
     """The store's condition: the version is still the ok one that was read. A request that
     lost a race decides again on the fresh item; one whose version went away is a 404."""
-    from chalicelib.core.ids import now
-    from chalicelib.registry import store
-    from chalicelib.registry.store import ModuleVersionModel
+    from chalicelib.core.data.ids import now
+    from chalicelib.modules import store
+    from chalicelib.modules.store import ModuleVersionModel
 
     module = published_module(acme, "1.0.0", "1.1.0")
     stale = next(v for v in ModuleVersionModel.query(module["id"]) if v.version == "1.0.0")
@@ -976,7 +976,7 @@ def test_a_change_that_lost_a_race_is_decided_again_on_the_fresh_version(
     """The first write finds the version changed by a concurrent revoke: the request reads it
     again and applies its rule to what it finds (undeprecating a revoked version is refused);
     a version that keeps changing is a 409."""
-    from chalicelib.registry import store
+    from chalicelib.modules import store
 
     published_module(acme, "1.0.0")
     assert change_version(acme, "1.0.0", DEPRECATE).status == 200

@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from chalicelib.registry.ingest import hcl
-from chalicelib.registry.ingest.archive import read_archive
-from chalicelib.registry.publishing.versions import semver_tags
+from chalicelib.modules.ingest import hcl
+from chalicelib.modules.ingest.archive import read_archive
+from chalicelib.modules.publishing.versions import semver_tags
 from chalicelib.vcs import git
 from tests import vcs_git_server
 from tests.conftest import Api, doc, make_org, make_team
@@ -152,7 +152,7 @@ def test_deleting_a_client_deletes_its_tokens_and_hosted_defaults(api: Api, org:
 
 
 def test_clients_do_not_survive_their_organization(api: Api, org: str) -> None:
-    from chalicelib.core.errors import Unprocessable
+    from chalicelib.core.api.errors import Unprocessable
     from chalicelib.vcs.service import resolve_connection
     from chalicelib.vcs.store import OAuthClientModel, OAuthTokenModel
 
@@ -280,7 +280,7 @@ def test_permissions(api: Api, org: str) -> None:
     assert api.get(f"{V2}/oauth-tokens/{token_id}").data["attributes"]["has-ssh-key"] is False
 
     # A token of another organization does not resolve for publishing there.
-    from chalicelib.core.errors import Unprocessable
+    from chalicelib.core.api.errors import Unprocessable
     from chalicelib.vcs.service import resolve_connection
 
     with pytest.raises(Unprocessable):

@@ -11,7 +11,7 @@ from datetime import timedelta
 
 import pytest
 
-from chalicelib.core.ids import now
+from chalicelib.core.data.ids import now
 from chalicelib.web import markdown
 from chalicelib.web.session import COOKIE_NAME, CSRF_COOKIE
 from tests.conftest import ADMIN_TOKEN, Api, doc, make_org, make_team

@@ -11,9 +11,9 @@ import hashlib
 from typing import TYPE_CHECKING, Any
 
 from chalicelib.accounts.store import ACCESS_FLAGS, OrganizationModel, TeamModel, UserModel
+from chalicelib.core.api.jsonapi import kebab, resource, to_one
 from chalicelib.core.auth import Principal, TokenModel
-from chalicelib.core.ids import iso
-from chalicelib.core.jsonapi import kebab, resource, to_one
+from chalicelib.core.data.ids import iso
 
 if TYPE_CHECKING:
     from chalicelib.accounts.service import OrgAccess

@@ -22,11 +22,11 @@ from chalicelib.accounts.render import (
     render_user,
 )
 from chalicelib.accounts.store import TeamModel, UserModel
+from chalicelib.core.api.errors import Unprocessable
+from chalicelib.core.api.http import Ctx, route
+from chalicelib.core.api.jsonapi import Includer, document, no_content, relationship_list
+from chalicelib.core.api.openapi import PAGE, Body, Param, Relationships
 from chalicelib.core.auth import TokenModel
-from chalicelib.core.errors import Unprocessable
-from chalicelib.core.http import Ctx, route
-from chalicelib.core.jsonapi import Includer, document, no_content, relationship_list
-from chalicelib.core.openapi import PAGE, Body, Param, Relationships
 from chalicelib.lifecycle import organizations as lifecycle
 
 if TYPE_CHECKING:
@@ -73,7 +73,7 @@ def _page_of(
 ) -> Response:
     """One page of ``items`` (as the query asks), rendered, with pagination links and meta,
     and the resources related to that page for the includes asked. With ``total``, ``items``
-    are the page already read (``chalicelib.core.lists``)."""
+    are the page already read (``chalicelib.core.data.lists``)."""
     page = ctx.paginate(items) if total is None else ctx.paginate_read(items, total)
     return document(
         [render(item) for item in page.items],

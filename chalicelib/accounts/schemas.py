@@ -8,7 +8,7 @@ from typing import Annotated
 
 from pydantic import AwareDatetime, Strict
 
-from chalicelib.core.attributes import Attributes
+from chalicelib.core.api.attributes import Attributes
 
 
 class OrganizationAttributes(Attributes):

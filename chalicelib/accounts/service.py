@@ -16,11 +16,11 @@ from typing import Any
 
 from chalicelib.accounts import store
 from chalicelib.accounts.store import DIRECTORY, OrganizationModel, TeamModel, UserModel
-from chalicelib.core import db, lists
+from chalicelib.core.api.errors import Conflict, NotFound, Unprocessable
+from chalicelib.core.api.pagination import Page
 from chalicelib.core.auth import Principal, TokenModel, mint_token
-from chalicelib.core.errors import Conflict, NotFound, Unprocessable
-from chalicelib.core.ids import new_id, now
-from chalicelib.core.pagination import Page
+from chalicelib.core.data import db, lists
+from chalicelib.core.data.ids import new_id, now
 
 ORG_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]*$")
 EMAIL = re.compile(r"^[^@\s]+@[^@\s]+$")

@@ -23,8 +23,8 @@ from pynamodb.attributes import (
 from pynamodb.exceptions import PutError, UpdateError
 from pynamodb.indexes import AllProjection, GlobalSecondaryIndex, KeysOnlyProjection
 
-from chalicelib.core import db
 from chalicelib.core.auth import TokenModel, TtlCache
+from chalicelib.core.data import db
 from chalicelib.core.settings import get_settings
 
 DIRECTORY = "organizations"
@@ -141,7 +141,7 @@ class TeamsByOrganization(GlobalSecondaryIndex):
 
 
 class TeamList(GlobalSecondaryIndex):
-    """The lean index of an organization's teams (``chalicelib.core.lists``): keys only
+    """The lean index of an organization's teams (``chalicelib.core.data.lists``): keys only
     (organization, name, id: about 60 bytes a team), in the list's order."""
 
     class Meta:

@@ -12,7 +12,7 @@ import ssl
 from dataclasses import dataclass
 from email.message import EmailMessage
 
-from chalicelib.core.errors import ApiError, GatewayTimeout, Unauthorized
+from chalicelib.core.api.errors import ApiError, GatewayTimeout, Unauthorized
 from chalicelib.core.settings import get_settings
 
 

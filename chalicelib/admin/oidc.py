@@ -19,8 +19,8 @@ from typing import Any
 
 from chalicelib.admin import store
 from chalicelib.core import secrets
-from chalicelib.core.errors import Conflict
-from chalicelib.core.ids import iso, now
+from chalicelib.core.api.errors import Conflict
+from chalicelib.core.data.ids import iso, now
 
 AREA = "oidc"
 ROTATE_EVERY = timedelta(days=90)

@@ -26,13 +26,13 @@ from typing import Any
 from chalice import Response
 
 from chalicelib.admin.store import cached_general_settings, count_request
-from chalicelib.core.auth import request_principal
-from chalicelib.core.errors import (
+from chalicelib.core.api.errors import (
     TooManyRequests,
     Unauthorized,
     error_response,
     registry_error_response,
 )
+from chalicelib.core.auth import request_principal
 
 log = logging.getLogger("registry.ratelimit")
 

@@ -12,8 +12,8 @@ from typing import Any
 from chalice import Response
 
 from chalicelib.admin import service, store
-from chalicelib.core.errors import JSONAPI
-from chalicelib.core.jsonapi import resource
+from chalicelib.core.api.errors import JSONAPI
+from chalicelib.core.api.jsonapi import resource
 
 _HTML_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026"}
 

@@ -24,11 +24,11 @@ from chalicelib.admin.render import (
     retention_document,
     singleton,
 )
+from chalicelib.core.api.errors import NotFound, Unprocessable
+from chalicelib.core.api.http import Ctx, route
+from chalicelib.core.api.jsonapi import no_content
+from chalicelib.core.api.openapi import Body, Reply
 from chalicelib.core.auth import authenticate
-from chalicelib.core.errors import NotFound, Unprocessable
-from chalicelib.core.http import Ctx, route
-from chalicelib.core.jsonapi import no_content
-from chalicelib.core.openapi import Body, Reply
 from chalicelib.core.settings import get_settings
 
 bp = Blueprint(__name__)

@@ -16,9 +16,9 @@ from chalicelib.accounts.service import is_site_admin
 from chalicelib.admin import store
 from chalicelib.admin.store import general_defaults
 from chalicelib.core import secrets
+from chalicelib.core.api.errors import BadRequest, NotFound, Unprocessable, attribute_pointer
 from chalicelib.core.auth import Principal
-from chalicelib.core.errors import BadRequest, NotFound, Unprocessable, attribute_pointer
-from chalicelib.core.ids import new_id
+from chalicelib.core.data.ids import new_id
 from chalicelib.core.settings import get_settings
 
 _EMAIL = re.compile(r"^[^@\s<>]+@[^@\s<>]+\.[^@\s<>]+$")

@@ -14,7 +14,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 
-from chalicelib.core.errors import BadGateway, BadRequest, GatewayTimeout
+from chalicelib.core.api.errors import BadGateway, BadRequest, GatewayTimeout
 from chalicelib.core.settings import get_settings
 
 

@@ -25,8 +25,8 @@ from pynamodb.attributes import (
 )
 from pynamodb.exceptions import PutError, UpdateError
 
-from chalicelib.core import db
-from chalicelib.core.errors import Conflict
+from chalicelib.core.api.errors import Conflict
+from chalicelib.core.data import db
 from chalicelib.core.settings import get_settings
 
 GENERAL_DEFAULTS: dict[str, Any] = {

@@ -24,9 +24,9 @@ from typing import Any, Literal
 from pynamodb.attributes import UnicodeAttribute, UTCDateTimeAttribute
 from pynamodb.indexes import AllProjection, GlobalSecondaryIndex
 
-from chalicelib.core import db
-from chalicelib.core.errors import Unauthorized
-from chalicelib.core.ids import new_id, now
+from chalicelib.core.api.errors import Unauthorized
+from chalicelib.core.data import db
+from chalicelib.core.data.ids import new_id, now
 from chalicelib.core.settings import get_settings
 
 PrincipalKind = Literal["user", "team", "organization"]

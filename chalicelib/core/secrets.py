@@ -15,7 +15,7 @@ import base64
 import os
 from typing import Any
 
-from chalicelib.core.aws import client
+from chalicelib.core.data.aws import client
 from chalicelib.core.settings import get_settings
 
 Sealed = dict[str, str]

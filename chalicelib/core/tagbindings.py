@@ -27,9 +27,9 @@ from typing import Any, NamedTuple
 
 from pynamodb.attributes import ListAttribute, MapAttribute, UnicodeAttribute
 
-from chalicelib.core.errors import Unprocessable
-from chalicelib.core.ids import new_id
-from chalicelib.core.jsonapi import resource
+from chalicelib.core.api.errors import Unprocessable
+from chalicelib.core.api.jsonapi import resource
+from chalicelib.core.data.ids import new_id
 
 TYPE = "tag-bindings"
 MAX_BINDINGS = 50

@@ -9,7 +9,7 @@ from typing import Any
 from chalice import Blueprint, Chalice
 
 from chalicelib.admin.ratelimit import rate_limit
-from chalicelib.core.http import install_middleware
+from chalicelib.core.api.http import install_middleware
 
 
 class RegistryApp(Chalice):

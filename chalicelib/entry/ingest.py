@@ -11,7 +11,7 @@ app = Chalice(app_name="registry-ingest")
 def ingest(event):
     """Each SQS message is one S3 event or one publishing job; a failure leaves it for SQS
     to retry."""
-    from chalicelib.registry.consumer import handle_sqs_body
+    from chalicelib.modules.consumer import handle_sqs_body
 
     for message in event:
         handle_sqs_body(message.body)

@@ -2,6 +2,6 @@
 secret, commits)."""
 
 from chalicelib.entry.factory import create_app
-from chalicelib.registry.publishing.routes import bp
+from chalicelib.modules.publishing.routes import bp
 
 app = create_app("registry-publishing", [bp])

@@ -1,7 +1,7 @@
 """Route group ``registry``: the registry-modules JSON:API (create, version, read, delete)."""
 
 from chalicelib.entry.factory import create_app
-from chalicelib.registry.nocode.routes import bp as nocode_bp
-from chalicelib.registry.routes import bp
+from chalicelib.modules.nocode.routes import bp as nocode_bp
+from chalicelib.modules.routes import bp
 
 app = create_app("registry-modules", [bp, nocode_bp])

@@ -33,8 +33,8 @@ def delete_organization(principal: Principal, name: str) -> None:
     # Every domain of an organization, imported here: the accounts function's other
     # requests (users, teams, tokens, reading organizations) never load them.
     from chalicelib.lifecycle.workspaces import destroy_workspace
-    from chalicelib.registry import service as registry
-    from chalicelib.registry.nocode import service as nocode
+    from chalicelib.modules import service as registry
+    from chalicelib.modules.nocode import service as nocode
     from chalicelib.tags import service as tags
     from chalicelib.vcs import service as vcs
     from chalicelib.workspaces import service as workspaces
@@ -43,7 +43,7 @@ def delete_organization(principal: Principal, name: str) -> None:
     modules = registry.delete_all_for_organization(name)
     nocode.delete_all_for_organization(name)
     if any(module.webhook_registration for module in modules):
-        from chalicelib.registry.publishing import hooks  # loads the VCS clients: only if needed
+        from chalicelib.modules.publishing import hooks  # loads the VCS clients: only if needed
 
         hooks.queue_removals(modules)  # reads the connections: before they are deleted
     vcs.delete_all_for_organization(name)

@@ -2,7 +2,7 @@
 tiny, no storage.
 
 The OpenAPI document describes every route group, so building it needs every route module
-(``chalicelib.core.openapi_build`` builds it from what their ``route()`` calls recorded).
+(``chalicelib.core.api.openapi_build`` builds it from what their ``route()`` calls recorded).
 The meta function must not import them: they would cost every cold start of ping, and
 registering their blueprints in a second app would take them away from their own. So the
 document is generated when the code is packaged (``python -m infrastructure.openapi``, run
@@ -19,8 +19,8 @@ from pathlib import Path
 
 from chalice import Blueprint, Response
 
-from chalicelib.core.http import Ctx, route
-from chalicelib.core.openapi import Reply
+from chalicelib.core.api.http import Ctx, route
+from chalicelib.core.api.openapi import Reply
 from chalicelib.core.settings import get_settings
 
 bp = Blueprint(__name__)

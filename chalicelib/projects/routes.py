@@ -9,9 +9,9 @@ from chalice import Blueprint, Response
 
 from chalicelib.accounts.service import OrgAccess
 from chalicelib.core import tagbindings
-from chalicelib.core.http import Ctx, route
-from chalicelib.core.jsonapi import Includer, document, no_content
-from chalicelib.core.openapi import PAGE, Body, Param, Payload
+from chalicelib.core.api.http import Ctx, route
+from chalicelib.core.api.jsonapi import Includer, document, no_content
+from chalicelib.core.api.openapi import PAGE, Body, Param, Payload
 from chalicelib.projects import service
 from chalicelib.projects.render import render_effective, render_project
 from chalicelib.projects.store import ProjectModel

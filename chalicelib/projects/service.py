@@ -23,11 +23,12 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from chalicelib.accounts import service as accounts
-from chalicelib.core import lists, tagbindings
+from chalicelib.core import tagbindings
+from chalicelib.core.api.errors import Conflict, NotFound, Unprocessable
+from chalicelib.core.api.pagination import Page
 from chalicelib.core.auth import Principal
-from chalicelib.core.errors import Conflict, NotFound, Unprocessable
-from chalicelib.core.ids import new_id, now
-from chalicelib.core.pagination import Page
+from chalicelib.core.data import lists
+from chalicelib.core.data.ids import new_id, now
 from chalicelib.core.tagbindings import Binding, TagBindingAttribute
 from chalicelib.projects import store
 from chalicelib.projects.store import ProjectModel
@@ -200,7 +201,7 @@ def page_projects(
     principal: Principal, organization: str, query: dict[str, str], page: Page
 ) -> tuple[list[ProjectModel], int, accounts.OrgAccess]:
     """One page of ``list_projects`` and how many match, reading only what the page needs
-    (``chalicelib.core.lists``): the name claims (``project-names``, keyed by organization
+    (``chalicelib.core.data.lists``): the name claims (``project-names``, keyed by organization
     and lower-cased name, which is the list's order) are the lean index: the kept count,
     the claims up to the page's end and the page's projects by id; ``q`` and
     ``filter[names]`` read every claim (they match the name), then the page's projects.

@@ -3,7 +3,7 @@
 A project item is keyed by its id (``prj-...``). Its name is claimed, case-insensitively, by a
 second item keyed by (organization, lower-cased name), written in the same transaction as the
 project, so names are unique per organization without reading an index. The claims are
-also the list's lean index (``chalicelib.core.lists``): in the list's order, about 70 bytes
+also the list's lean index (``chalicelib.core.data.lists``): in the list's order, about 70 bytes
 each, with a count per organization kept by the transactions that create and delete projects.
 
 ``workspace_count`` is exact: it changes only in the transactions that create, move or delete
@@ -31,7 +31,7 @@ from pynamodb.expressions.update import Action
 from pynamodb.indexes import AllProjection, GlobalSecondaryIndex
 from pynamodb.transactions import TransactWrite
 
-from chalicelib.core import db, lists
+from chalicelib.core.data import db, lists
 from chalicelib.core.tagbindings import TagBindingsAttribute
 
 
@@ -86,7 +86,7 @@ def claim_key(name: str) -> str:
 
 
 def count_scope(organization: str) -> str:
-    """The kept count of an organization's projects (``chalicelib.core.lists``), part
+    """The kept count of an organization's projects (``chalicelib.core.data.lists``), part
     ``all``: changed in the transactions that create and delete a project."""
     return f"projects#{organization}"
 

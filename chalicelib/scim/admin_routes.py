@@ -11,11 +11,11 @@ from typing import Any
 from chalice import Blueprint, Response
 
 from chalicelib.accounts.service import is_site_admin
+from chalicelib.core.api.errors import NotFound
+from chalicelib.core.api.http import Ctx, route
+from chalicelib.core.api.jsonapi import document, no_content
+from chalicelib.core.api.openapi import PAGE, Body, Param, Reply
 from chalicelib.core.auth import Principal, authenticate
-from chalicelib.core.errors import NotFound
-from chalicelib.core.http import Ctx, route
-from chalicelib.core.jsonapi import document, no_content
-from chalicelib.core.openapi import PAGE, Body, Param, Reply
 from chalicelib.core.settings import get_settings
 from chalicelib.scim import render, service
 

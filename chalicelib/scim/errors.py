@@ -11,7 +11,7 @@ import json
 
 from chalice import Response
 
-from chalicelib.core.errors import ApiError
+from chalicelib.core.api.errors import ApiError
 
 SCIM_JSON = "application/scim+json"
 ERROR_SCHEMA = "urn:ietf:params:scim:api:messages:2.0:Error"
@@ -65,5 +65,5 @@ def scim_error_response(error: ApiError) -> Response:
     )
 
 
-# How the OpenAPI document shows these errors (chalicelib.core.openapi_build).
+# How the OpenAPI document shows these errors (chalicelib.core.api.openapi_build).
 scim_error_response.error_style = "scim"  # type: ignore[attr-defined]

@@ -8,9 +8,9 @@ from typing import Any
 
 from chalice import Response
 
+from chalicelib.core.api.jsonapi import resource
 from chalicelib.core.auth import TokenModel
-from chalicelib.core.ids import iso
-from chalicelib.core.jsonapi import resource
+from chalicelib.core.data.ids import iso
 from chalicelib.scim import protocol, store
 from chalicelib.scim.errors import SCIM_JSON
 from chalicelib.scim.store import ScimGroupModel, ScimSettingsModel, ScimUserModel

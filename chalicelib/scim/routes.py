@@ -12,8 +12,8 @@ from typing import Any
 
 from chalice import Blueprint, Response
 
-from chalicelib.core.http import Ctx, route
-from chalicelib.core.openapi import Param, Payload, Reply
+from chalicelib.core.api.http import Ctx, route
+from chalicelib.core.api.openapi import Param, Payload, Reply
 from chalicelib.core.settings import get_settings
 from chalicelib.scim import protocol, render, service
 from chalicelib.scim.errors import SCIM_JSON, ScimError, not_found, scim_error_response

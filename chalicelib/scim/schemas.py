@@ -6,7 +6,7 @@ from typing import Annotated
 
 from pydantic import AwareDatetime, Field, Strict
 
-from chalicelib.core.attributes import Attributes
+from chalicelib.core.api.attributes import Attributes
 
 ScimId = Annotated[str, Field(min_length=1, max_length=256)]
 

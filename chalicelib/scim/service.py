@@ -28,9 +28,9 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from chalicelib.accounts import service as accounts
+from chalicelib.core.api.errors import NotFound, Unprocessable, attribute_pointer
 from chalicelib.core.auth import TokenModel, generate_token
-from chalicelib.core.errors import NotFound, Unprocessable, attribute_pointer
-from chalicelib.core.ids import new_id, now
+from chalicelib.core.data.ids import new_id, now
 from chalicelib.scim import protocol, store
 from chalicelib.scim.errors import ScimError, bad_request, not_found
 from chalicelib.scim.store import ScimGroupModel, ScimMappingModel, ScimSettingsModel, ScimUserModel

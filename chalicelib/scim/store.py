@@ -32,9 +32,9 @@ from pynamodb.attributes import (
 from pynamodb.exceptions import PutError, UpdateError
 from pynamodb.indexes import AllProjection, GlobalSecondaryIndex
 
-from chalicelib.core import db
+from chalicelib.core.api.errors import Conflict
 from chalicelib.core.auth import TokenModel, hash_token
-from chalicelib.core.errors import Conflict
+from chalicelib.core.data import db
 
 DIRECTORY = "scim"
 SETTINGS_ID = "scim"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from chalicelib.core.ids import iso
-from chalicelib.core.jsonapi import resource, to_one
+from chalicelib.core.api.jsonapi import resource, to_one
+from chalicelib.core.data.ids import iso
 from chalicelib.tags.store import TagModel
 
 

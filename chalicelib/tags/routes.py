@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from chalice import Blueprint, Response
 
-from chalicelib.core.http import Ctx, route
-from chalicelib.core.jsonapi import document, no_content, relationship_list
-from chalicelib.core.openapi import PAGE, Param, Relationships
+from chalicelib.core.api.http import Ctx, route
+from chalicelib.core.api.jsonapi import document, no_content, relationship_list
+from chalicelib.core.api.openapi import PAGE, Param, Relationships
 from chalicelib.tags import service
 from chalicelib.tags.render import render_tag
 from chalicelib.tags.store import TagModel

@@ -17,10 +17,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from chalicelib.accounts import service as accounts
-from chalicelib.core import lists
+from chalicelib.core.api.errors import Conflict, NotFound, Unprocessable
+from chalicelib.core.api.pagination import Page
 from chalicelib.core.auth import Principal
-from chalicelib.core.errors import Conflict, NotFound, Unprocessable
-from chalicelib.core.pagination import Page
+from chalicelib.core.data import lists
 from chalicelib.tags import store
 from chalicelib.tags.store import TagIdModel, TagModel, TagWorkspaceModel
 from chalicelib.workspaces import service as workspaces
@@ -106,7 +106,7 @@ def page_tags(
     page: Page,
 ) -> tuple[list[TagModel], int]:
     """One page of the organization's tags (name order) and how many there are, reading
-    only what the page needs (``chalicelib.core.lists``): the kept count and the page, the
+    only what the page needs (``chalicelib.core.data.lists``): the kept count and the page, the
     tags before a later page (a tag item is about 100 bytes: lean already, no index), and
     for ``q`` or ``filter[exclude][taggable][id]`` (or while no count is kept: before the
     backfill) the organization's tags, then the page."""

@@ -28,15 +28,15 @@ from pynamodb.attributes import (
 from pynamodb.exceptions import TransactWriteError, UpdateError
 from pynamodb.transactions import TransactWrite
 
-from chalicelib.core import db, lists
-from chalicelib.core.ids import new_id, now
+from chalicelib.core.data import db, lists
+from chalicelib.core.data.ids import new_id, now
 from chalicelib.workspaces import service as workspaces
 
 RETRYABLE = ("TransactionConflict", "ThrottlingError", "ProvisionedThroughputExceeded")
 
 
 def count_scope(organization: str) -> str:
-    """The kept count of an organization's tags (``chalicelib.core.lists``), part ``all``:
+    """The kept count of an organization's tags (``chalicelib.core.data.lists``), part ``all``:
     one more in the transaction that creates a tag, one less in each that deletes one."""
     return f"tags#{organization}"
 

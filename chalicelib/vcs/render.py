@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from chalicelib.core.http import Ctx
-from chalicelib.core.ids import iso
-from chalicelib.core.jsonapi import resource, to_one
+from chalicelib.core.api.http import Ctx
+from chalicelib.core.api.jsonapi import resource, to_one
+from chalicelib.core.data.ids import iso
 from chalicelib.vcs import providers
 from chalicelib.vcs.store import OAuthClientModel, OAuthTokenModel
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from chalice import Blueprint, Response
 
-from chalicelib.core.http import Ctx, route
-from chalicelib.core.jsonapi import document, no_content
-from chalicelib.core.openapi import PAGE, Body
+from chalicelib.core.api.http import Ctx, route
+from chalicelib.core.api.jsonapi import document, no_content
+from chalicelib.core.api.openapi import PAGE, Body
 from chalicelib.vcs import service
 from chalicelib.vcs.render import V2, render_client, render_token
 

@@ -4,7 +4,7 @@ one, and the functions that only read connections (publishing, webhooks) never l
 
 from __future__ import annotations
 
-from chalicelib.core.attributes import Attributes
+from chalicelib.core.api.attributes import Attributes
 
 
 class ClientAttributes(Attributes):

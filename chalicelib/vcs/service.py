@@ -17,9 +17,9 @@ from urllib.parse import urlsplit
 
 from chalicelib.accounts import service as accounts
 from chalicelib.core import secrets
+from chalicelib.core.api.errors import Conflict, NotFound, Unprocessable
 from chalicelib.core.auth import Principal
-from chalicelib.core.errors import Conflict, NotFound, Unprocessable
-from chalicelib.core.ids import new_id, now
+from chalicelib.core.data.ids import new_id, now
 from chalicelib.vcs import git, providers, store
 from chalicelib.vcs.store import (
     PURPOSE_PRIVATE_KEY,

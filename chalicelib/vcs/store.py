@@ -25,7 +25,7 @@ from pynamodb.exceptions import TransactWriteError
 from pynamodb.indexes import AllProjection, GlobalSecondaryIndex
 from pynamodb.transactions import TransactWrite
 
-from chalicelib.core import db
+from chalicelib.core.data import db
 
 PURPOSE_TOKEN = "vcs/oauth-token-string"
 PURPOSE_SSH_KEY = "vcs/ssh-key"

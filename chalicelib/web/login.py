@@ -24,9 +24,9 @@ from urllib.parse import parse_qs, quote, unquote, urlencode
 from chalice import Blueprint, Response
 
 from chalicelib.accounts import service as accounts
-from chalicelib.core.errors import ApiError
-from chalicelib.core.http import Ctx, route
-from chalicelib.core.openapi import Param, Payload, Reply
+from chalicelib.core.api.errors import ApiError
+from chalicelib.core.api.http import Ctx, route
+from chalicelib.core.api.openapi import Param, Payload, Reply
 from chalicelib.web import oauth, session
 from chalicelib.web.view import FORM, WebCtx, error_page, page, redirect
 

@@ -43,10 +43,10 @@ from pynamodb.attributes import TTLAttribute, UnicodeAttribute, UTCDateTimeAttri
 from pynamodb.exceptions import PynamoDBException, UpdateError
 
 from chalicelib.accounts import service as accounts
-from chalicelib.core import db
+from chalicelib.core.api.errors import NotFound
 from chalicelib.core.auth import Principal
-from chalicelib.core.errors import NotFound
-from chalicelib.core.ids import now
+from chalicelib.core.data import db
+from chalicelib.core.data.ids import now
 
 log = logging.getLogger("registry.web")
 

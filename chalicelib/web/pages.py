@@ -14,16 +14,17 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from chalicelib.accounts import service as accounts
+from chalicelib.artifacts import semver
+from chalicelib.core.api.errors import BadRequest, NotFound
+from chalicelib.core.api.pagination import Page
 from chalicelib.core.auth import Principal
-from chalicelib.core.errors import BadRequest, NotFound
-from chalicelib.core.pagination import Page
-from chalicelib.registry import objects, semver
-from chalicelib.registry import service as registry
-from chalicelib.registry.statuses import DeprecationStatus, VersionStatus
+from chalicelib.modules import objects
+from chalicelib.modules import service as registry
+from chalicelib.modules.statuses import DeprecationStatus, VersionStatus
 from chalicelib.web import markdown
 
 if TYPE_CHECKING:  # the registry's records, read only through its service
-    from chalicelib.registry.store import ModuleModel, ModuleVersionModel
+    from chalicelib.modules.store import ModuleModel, ModuleVersionModel
 
 PAGE_SIZE = 20
 MAX_QUERY_LENGTH = 100

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from chalice import Blueprint, Response
 
-from chalicelib.core.errors import NotFound, Unauthorized
-from chalicelib.core.openapi import Param, Reply
-from chalicelib.registry.service import ModuleRef
+from chalicelib.core.api.errors import NotFound, Unauthorized
+from chalicelib.core.api.openapi import Param, Reply
+from chalicelib.modules.service import ModuleRef
 from chalicelib.web import pages, session
 from chalicelib.web.view import WebCtx, assets, error_page, page, redirect, safe_next
 

@@ -31,9 +31,9 @@ from datetime import timedelta
 from http.cookies import CookieError, SimpleCookie
 from typing import Any
 
+from chalicelib.core.api.errors import Unauthorized
 from chalicelib.core.auth import Principal, authenticate, hash_token, principal_for_hash
-from chalicelib.core.errors import Unauthorized
-from chalicelib.core.ids import now
+from chalicelib.core.data.ids import now
 from chalicelib.web import store
 
 COOKIE_NAME = "tfe_registry_session"

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pynamodb.attributes import TTLAttribute, UnicodeAttribute, UTCDateTimeAttribute
 
-from chalicelib.core import db
+from chalicelib.core.data import db
 
 
 @db.register

@@ -31,9 +31,9 @@ from urllib.parse import parse_qs, quote
 from chalice import Blueprint, Response
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
+from chalicelib.core.api.errors import ApiError
+from chalicelib.core.api.openapi import Param, Payload, Reply, record
 from chalicelib.core.auth import Principal
-from chalicelib.core.errors import ApiError
-from chalicelib.core.openapi import Param, Payload, Reply, record
 from chalicelib.core.settings import get_settings
 from chalicelib.web import session
 

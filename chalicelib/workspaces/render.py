@@ -10,8 +10,8 @@ from typing import Any
 
 from chalicelib.accounts.service import OrgAccess
 from chalicelib.core import tagbindings
-from chalicelib.core.ids import iso
-from chalicelib.core.jsonapi import resource, to_one
+from chalicelib.core.api.jsonapi import resource, to_one
+from chalicelib.core.data.ids import iso
 from chalicelib.workspaces.store import WorkspaceModel, tag_entries
 
 

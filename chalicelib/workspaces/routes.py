@@ -11,15 +11,10 @@ from chalice import Blueprint, Response
 from chalicelib.accounts.render import render_organization
 from chalicelib.accounts.service import OrgAccess, get_organization
 from chalicelib.core import tagbindings
-from chalicelib.core.errors import Unprocessable
-from chalicelib.core.http import Ctx, route
-from chalicelib.core.jsonapi import (
-    Includer,
-    document,
-    no_content,
-    relationship_list,
-)
-from chalicelib.core.openapi import PAGE, Body, Param, Payload, Relationships
+from chalicelib.core.api.errors import Unprocessable
+from chalicelib.core.api.http import Ctx, route
+from chalicelib.core.api.jsonapi import Includer, document, no_content, relationship_list
+from chalicelib.core.api.openapi import PAGE, Body, Param, Payload, Relationships
 from chalicelib.lifecycle import workspaces as lifecycle
 from chalicelib.projects import service as projects
 from chalicelib.projects.render import render_project

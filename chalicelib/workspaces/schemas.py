@@ -3,7 +3,7 @@ request that sends one)."""
 
 from __future__ import annotations
 
-from chalicelib.core.attributes import Attributes
+from chalicelib.core.api.attributes import Attributes
 
 
 class WorkspaceBody(Attributes):

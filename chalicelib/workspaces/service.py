@@ -22,11 +22,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from chalicelib.accounts import service as accounts
-from chalicelib.core import lists, tagbindings
+from chalicelib.core import tagbindings
+from chalicelib.core.api.errors import Conflict, NotFound, Unprocessable
+from chalicelib.core.api.pagination import Page
 from chalicelib.core.auth import Principal
-from chalicelib.core.errors import Conflict, NotFound, Unprocessable
-from chalicelib.core.ids import new_id, now
-from chalicelib.core.pagination import Page
+from chalicelib.core.data import lists
+from chalicelib.core.data.ids import new_id, now
 from chalicelib.core.tagbindings import Binding, Source, TagBindingAttribute
 from chalicelib.projects import service as projects
 from chalicelib.workspaces import store
@@ -182,7 +183,7 @@ def page_workspaces(
     principal: Principal, organization: str, query: dict[str, str], page: Page
 ) -> tuple[list[WorkspaceModel], int, accounts.OrgAccess]:
     """One page of ``list_workspaces`` and how many match, reading only what the page needs
-    (``chalicelib.core.lists``): the name claims (``workspace-names``, keyed by organization
+    (``chalicelib.core.data.lists``): the name claims (``workspace-names``, keyed by organization
     and name: the list's order) are the lean index, so a page reads the kept count, the
     claims up to its end and its own workspaces by id; ``search[name]`` reads every claim,
     then the page's workspaces. The filters on what only the workspaces hold (project, tag

@@ -35,7 +35,7 @@ from pynamodb.expressions.update import Action
 from pynamodb.indexes import AllProjection, GlobalSecondaryIndex
 from pynamodb.transactions import TransactWrite
 
-from chalicelib.core import db, lists
+from chalicelib.core.data import db, lists
 from chalicelib.core.tagbindings import TagBindingsAttribute
 from chalicelib.projects import service as projects
 
@@ -113,7 +113,7 @@ class ProjectGone(Exception):
 
 
 def count_scope(organization: str) -> str:
-    """The kept count of an organization's workspaces (``chalicelib.core.lists``), part
+    """The kept count of an organization's workspaces (``chalicelib.core.data.lists``), part
     ``all``: changed in the transactions that create and delete a workspace."""
     return f"workspaces#{organization}"
 

@@ -24,9 +24,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.configuration import set_hypothesis_home_dir
 
-from chalicelib.registry.ingest.archive import ArchiveError, read_archive
-from chalicelib.registry.ingest.hcl import HclError, parse_module
-from chalicelib.registry.ingest.limits import MetadataTooLarge, fit_metadata
+from chalicelib.modules.ingest.archive import ArchiveError, read_archive
+from chalicelib.modules.ingest.hcl import HclError, parse_module
+from chalicelib.modules.ingest.limits import MetadataTooLarge, fit_metadata
 
 # Hypothesis caches what it learns under ./.hypothesis; keep the working tree clean.
 set_hypothesis_home_dir(Path(tempfile.gettempdir()) / "registry-tests-hypothesis")

@@ -1,4 +1,4 @@
-"""Tests for module metadata extraction (chalicelib.registry.ingest.hcl)."""
+"""Tests for module metadata extraction (chalicelib.modules.ingest.hcl)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from chalicelib.registry.ingest.hcl import HclError, parse_module
+from chalicelib.modules.ingest.hcl import HclError, parse_module
 
 VARIABLES_TF = b"""
 variable "region" {
@@ -457,7 +457,7 @@ def test_pathological_nesting_finishes_quickly(source: bytes) -> None:
 
 def test_import_does_not_load_the_grammar() -> None:
     code = (
-        "import sys, chalicelib.registry.ingest.hcl\n"
+        "import sys, chalicelib.modules.ingest.hcl\n"
         "print(any(m.startswith('tree_sitter') for m in sys.modules))"
     )
     out = subprocess.run(

@@ -1,4 +1,4 @@
-"""Tests for the hostile-archive reader (chalicelib.registry.ingest.archive)."""
+"""Tests for the hostile-archive reader (chalicelib.modules.ingest.archive)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import zlib
 
 import pytest
 
-from chalicelib.registry.ingest.archive import ArchiveError, read_archive
+from chalicelib.modules.ingest.archive import ArchiveError, read_archive
 
 MB = 1024 * 1024
 LIMITS = {"max_compressed": 5 * MB, "max_unpacked": 10 * MB}

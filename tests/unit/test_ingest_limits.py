@@ -1,4 +1,4 @@
-"""Hostile module content: escapes, nesting, sizes (chalicelib.registry.ingest.hcl/limits)."""
+"""Hostile module content: escapes, nesting, sizes (chalicelib.modules.ingest.hcl/limits)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ import time
 import pytest
 
 from chalicelib.core import settings as core_settings
-from chalicelib.registry.ingest.archive import ArchiveError, StreamError, read_archive
-from chalicelib.registry.ingest.hcl import HclError, parse_module
-from chalicelib.registry.ingest.limits import (
+from chalicelib.modules.ingest.archive import ArchiveError, StreamError, read_archive
+from chalicelib.modules.ingest.hcl import HclError, parse_module
+from chalicelib.modules.ingest.limits import (
     MAX_NESTING_DEPTH,
     Limits,
     MetadataTooLarge,

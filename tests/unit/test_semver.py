@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from chalicelib.registry import semver
+from chalicelib.artifacts import semver
 
 # Precedence examples from the SemVer 2.0 specification (section 11), plus number widths
 # that string sorting gets wrong.

@@ -1,0 +1,87 @@
+"""Putting work on the ingest queue: re-sent upload events and VCS publishing jobs.
+
+The ingest queue already carries S3 event notifications (``{"Records": [...]}``); publishing
+adds messages of its own, told apart by ``kind``. One message is one small, idempotent step,
+so SQS retries (and the dead-letter queue) cover a crash in the middle of any of them:
+
+* ``vcs-sync``  (module): read the repository's tags and create a version per new SemVer tag;
+* ``vcs-fetch`` (version): fetch the version's commit and put it at the version's upload key,
+  which raises the S3 event the ingest handler already processes;
+* ``vcs-hook`` (module): add the module's webhook at the VCS host (replacing the one added
+  before, or the one named in ``previous``);
+* ``vcs-unhook``: remove a webhook of a deleted module (or a re-pointed one) at the host;
+  the job carries the host, the repository and the sealed token, so it still works after
+  the module's connection is gone.
+
+The jobs are run by ``registry.publishing.worker``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from functools import cache
+from typing import Any
+
+from chalicelib.core.data.aws import client
+from chalicelib.core.settings import get_settings
+
+SYNC = "vcs-sync"
+FETCH = "vcs-fetch"
+HOOK = "vcs-hook"
+UNHOOK = "vcs-unhook"
+KINDS = (SYNC, FETCH, HOOK, UNHOOK)
+
+
+BATCH = 10  # SendMessageBatch's limit
+
+
+@cache
+def _queue_url(sqs: Any, queue_name: str) -> str:
+    """One GetQueueUrl per client (a new client, e.g. another endpoint, asks again)."""
+    return sqs.get_queue_url(QueueName=queue_name)["QueueUrl"]
+
+
+def enqueue_upload_events(keys: Iterable[str]) -> None:
+    """An S3 ObjectCreated notification per key, as S3 sends it: the ingest handler runs on
+    those uploaded archives again (their event was lost or dead-lettered)."""
+    _send(
+        {
+            "Records": [
+                {
+                    "eventSource": "aws:s3",
+                    "eventName": "ObjectCreated:Put",
+                    "s3": {"object": {"key": key}},
+                }
+            ]
+        }
+        for key in keys
+    )
+
+
+def enqueue(kind: str, **fields: Any) -> None:
+    enqueue_many(kind, [fields])
+
+
+def enqueue_many(kind: str, items: Iterable[dict[str, Any]]) -> None:
+    """One ``kind`` job per item."""
+    assert kind in KINDS, kind
+    _send({"kind": kind, **fields} for fields in items)
+
+
+def _send(messages: Iterable[dict[str, Any]]) -> None:
+    """Put the messages on the ingest queue, ten to a request."""
+    bodies = [json.dumps(message) for message in messages]
+    if not bodies:
+        return
+    sqs = client("sqs")
+    url = _queue_url(sqs, get_settings().ingest_queue)
+    for start in range(0, len(bodies), BATCH):
+        entries = [
+            {"Id": str(index), "MessageBody": body}
+            for index, body in enumerate(bodies[start : start + BATCH])
+        ]
+        result = sqs.send_message_batch(QueueUrl=url, Entries=entries)
+        if result.get("Failed"):
+            failed = result["Failed"][0]
+            raise RuntimeError(f"SQS refused a message: {failed.get('Message')}")

@@ -1,0 +1,267 @@
+"""Routes: one wrapper that authenticates, hands the handler a request context and turns
+every ``ApiError`` (and every unexpected exception) into a JSON:API error document.
+
+Handlers stay short: ``def handler(ctx: Ctx, **path_params) -> Response``.
+
+Includes (JSON:API compound documents): a route declares the names it serves
+(``@route(bp, path, includes=("users",))``); the wrapper checks the ``include`` query
+parameter of every ``/api/v2`` route against that declaration before the handler runs (an
+undeclared name is a 400, so a route that declares none refuses any), and the handler builds
+``included`` with ``ctx.included(models, {name: loader})``. The registry protocol, webhooks
+and ``/.well-known`` are not JSON:API and are left alone.
+
+Every registration is also recorded in ``chalicelib.core.api.openapi`` (the OpenAPI document is
+built from those records): the request body a route takes (``body=``, parsed by the handler
+with ``ctx.attributes(Model)`` from that same declaration), its query parameters, the
+success statuses it answers, its own error statuses, a summary and a tag.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from chalice import Blueprint, Chalice, Response
+from chalice.app import Request
+
+if TYPE_CHECKING:
+    from chalicelib.core.api.attributes import Attributes
+    from chalicelib.core.auth import Principal
+
+from chalicelib.core.api.errors import (
+    ApiError,
+    BadRequest,
+    MethodNotAllowed,
+    UnsupportedMediaType,
+    error_response,
+    registry_error_response,
+)
+from chalicelib.core.api.jsonapi import Includer, collect_included, load_json, parse_include
+from chalicelib.core.api.openapi import Body, Param, RequestBody, Success, record
+from chalicelib.core.api.pagination import Page, Paged, paged, paginate
+from chalicelib.core.settings import get_settings
+
+log = logging.getLogger("registry")
+A = TypeVar("A", bound="Attributes")
+
+CONTENT_TYPES = ["application/vnd.api+json", "application/json"]
+# Routes under this prefix answer JSON:API documents (and have their includes checked).
+JSONAPI_PREFIX = "/api/v2/"
+# The registry protocol's routes: not JSON:API, errors are ``{"errors": ["..."]}``.
+REGISTRY_PROTOCOL_PREFIX = "/api/registry/"
+
+
+@dataclass
+class Ctx:
+    """What a handler needs of the request: body, query, the caller and absolute URLs."""
+
+    request: Request
+    principal: Principal | None
+    cache: dict[str, Any] = field(default_factory=dict)
+    # The include names asked for, checked against the route's declaration (kebab-case, in
+    # the order asked); None when the request asks none.
+    include: tuple[str, ...] | None = None
+    # The request body the route declares (``route(body=...)``).
+    body: RequestBody | None = None
+
+    @property
+    def user(self) -> Principal:
+        assert self.principal is not None, "route declared public but needs a principal"
+        return self.principal
+
+    def json(self) -> Any:
+        return load_json(self.request.raw_body)
+
+    def attributes(self, model: type[A] | None = None) -> A:
+        """``data.attributes`` of the request document, validated as the route's ``body=``
+        declares (type check, optional body); ``model``, when given, must be the declared
+        one (routes that declare their model by path leave it out)."""
+        declared = self.body
+        assert isinstance(declared, Body), f"the route declares body={declared!r}"
+        expected = declared.model_class
+        assert model is None or expected is model, (
+            f"the route declares body={declared!r}, not {model.__name__}"
+        )
+        parsed = declared.parse(self.json())
+        assert isinstance(parsed, expected)
+        return parsed  # type: ignore[return-value]
+
+    @property
+    def query(self) -> dict[str, str]:
+        return dict(self.request.query_params or {})
+
+    @property
+    def base_url(self) -> str:
+        configured = get_settings().public_base_url
+        if configured:
+            return configured
+        headers = self.request.headers
+        proto = headers.get("x-forwarded-proto", "http")
+        host = headers.get("host", "localhost")
+        return f"{proto}://{host}"
+
+    def url(self, path: str) -> str:
+        return self.base_url + path
+
+    @property
+    def path(self) -> str:
+        return self.request.context.get("path") or self.request.path
+
+    def page(self) -> Page:
+        return Page.from_query(self.query)
+
+    def paginate(self, items: list[Any]) -> Paged[Any]:
+        return paginate(items, self.page(), self.url(self.path), self.query)
+
+    def paginate_read(self, items: list[Any], total: int) -> Paged[Any]:
+        """Links and meta for a page read with keys (``chalicelib.core.data.lists``): ``items``
+        are the page's own, ``total`` the list's size."""
+        return paged(items, total, self.page(), self.url(self.path), self.query)
+
+    def include_values(self) -> list[str]:
+        """Every ``include`` query value as sent (the parameter may repeat)."""
+        params = self.request.query_params or {}
+        if "include" not in params:
+            return []
+        getlist = getattr(params, "getlist", None)
+        return list(getlist("include")) if getlist else [params["include"]]
+
+    def included(
+        self, primary: Sequence[Any], includers: Mapping[str, Includer]
+    ) -> list[dict[str, Any]] | None:
+        """The ``included`` array for ``document(..., included=)``: the resources related to
+        ``primary`` (the models of this response) for each include asked, each once; None
+        when none was asked. ``includers`` maps each name the route declares to its loader."""
+        return collect_included(primary, self.include, includers)
+
+
+Handler = Callable[..., Response]
+
+
+def _authenticate(request: Any) -> Principal:
+    # Imported on first use: public routes (ping, discovery) never load PynamoDB.
+    from chalicelib.core.auth import request_principal
+
+    return request_principal(request)
+
+
+def route(
+    bp: Blueprint | Chalice,
+    path: str,
+    methods: tuple[str, ...] = ("GET",),
+    *,
+    public: bool = False,
+    render_error: Callable[[ApiError], Response] = error_response,
+    content_types: list[str] = CONTENT_TYPES,
+    includes: Iterable[str] = (),
+    body: RequestBody | None = None,
+    query: Iterable[Param] = (),
+    success: Success | None = None,
+    errors: Mapping[int, str] = {},
+    bearer: bool | None = None,
+    summary: str | None = None,
+    tag: str | None = None,
+) -> Callable[[Handler], Handler]:
+    """Register ``handler(ctx, **params)`` on ``bp`` at ``path`` for ``methods``.
+
+    ``render_error`` shapes error bodies: JSON:API by default, the registry protocol's
+    ``{"errors": ["..."]}`` for ``/api/registry`` routes. ``content_types`` are the request
+    bodies accepted (others answer 415). ``includes`` are the include names the route serves
+    (kebab-case); on a JSON:API route any other name asked is a 400 before the handler runs.
+
+    For the OpenAPI document (``chalicelib.core.api.openapi``): ``body`` is the request body
+    (``Body(Model, "type")``: the handler reads it with ``ctx.attributes(Model)``;
+    ``Relationships``; ``Payload``), ``query`` the query parameters the handler reads (the
+    ``include`` parameter comes from ``includes``), ``success`` the success status(es) or
+    ``Reply``s (default: 201 for POST, 204 for DELETE, else 200), ``errors`` the error
+    statuses besides those every route may give (status -> description, "" for the usual
+    one; e.g. 502 and 504 when an outside host fails), ``bearer`` whether a token is taken
+    (default: not ``public``; routes that authenticate themselves say ``bearer=True``),
+    ``summary`` (default: the docstring's first line, or the handler's name) and ``tag``
+    (default: its room).
+    """
+    jsonapi = render_error is error_response and path.startswith(JSONAPI_PREFIX)
+    declared = tuple(includes)
+    assert jsonapi or not declared, f"{path} is not a JSON:API route: it cannot serve includes"
+
+    def decorate(handler: Handler) -> Handler:
+        def view(**params: str) -> Response:
+            request = bp.current_request
+            try:
+                principal = None if public else _authenticate(request)
+                ctx = Ctx(request, principal, body=body)
+                if jsonapi:
+                    ctx.include = parse_include(ctx.include_values(), declared)
+                return handler(ctx, **params)
+            except ApiError as error:
+                return render_error(error)
+            except Exception:  # noqa: BLE001 - the one place unexpected errors become a 500
+                log.exception("unhandled error on %s %s", request.method, path)
+                return render_error(ApiError("an unexpected error occurred"))
+
+        view.__name__ = handler.__name__
+        view.__doc__ = handler.__doc__
+        view.__module__ = handler.__module__
+        bp.route(path, methods=list(methods), content_types=content_types)(view)
+        record(
+            path,
+            methods,
+            handler,
+            public=public,
+            bearer=bearer,
+            jsonapi=jsonapi,
+            protocol_errors=render_error is registry_error_response,
+            error_style=getattr(render_error, "error_style", None),
+            body=body,
+            includes=declared,
+            query=tuple(query),
+            success=success,
+            errors=errors,
+            summary=summary,
+            tag=tag,
+            content_types=content_types,
+        )
+        return handler
+
+    return decorate
+
+
+_CHALICE_ERRORS: dict[int, type[ApiError]] = {
+    400: BadRequest,
+    405: MethodNotAllowed,
+    415: UnsupportedMediaType,
+}
+
+
+def rewrite_chalice_errors(event: Any, get_response: Callable[[Any], Response]) -> Response:
+    """HTTP middleware: Chalice's own ``{"Code","Message"}`` errors become JSON:API errors,
+    or the registry protocol's ``{"errors": ["..."]}`` under ``/api/registry/``."""
+    response = get_response(event)
+    if response.status_code < 400:
+        return response
+    body = response.body
+    if isinstance(body, str | bytes):
+        try:
+            body = json.loads(body)
+        except ValueError:
+            return response
+    if not (isinstance(body, dict) and "Code" in body and "Message" in body):
+        return response
+    error_class = _CHALICE_ERRORS.get(response.status_code, ApiError)
+    error = error_class(str(body["Message"]))
+    error.status = response.status_code
+    protocol = (getattr(event, "path", "") or "").startswith(REGISTRY_PROTOCOL_PREFIX)
+    rewritten = (registry_error_response if protocol else error_response)(error)
+    content_type = rewritten.headers["Content-Type"]
+    for name, value in response.headers.items():
+        if name.lower() not in ("content-type", "content-length"):
+            rewritten.headers[name] = value
+    rewritten.headers["Content-Type"] = content_type
+    return rewritten
+
+
+def install_middleware(app: Chalice) -> None:
+    app.register_middleware(rewrite_chalice_errors, "http")

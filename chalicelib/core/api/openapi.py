@@ -1,0 +1,249 @@
+"""What the OpenAPI document says about each route, recorded as the routes register.
+
+Every route registers through ``chalicelib.core.api.http.route``, which records a ``RouteSpec``
+here (``SPECS``): the handler (its docstring gives the summary), the room it lives in (the
+tag), whether it takes a bearer token, its request body, its query parameters, the success
+responses it really gives and its own error statuses (an outside host failing). Request
+bodies are declared once and parsed from that declaration (``Body`` + ``Ctx.attributes``),
+so the document shows exactly the pydantic model the handler validates.
+
+``chalicelib.core.api.openapi_build`` turns the records into the OpenAPI 3.1 document; every
+Lambda function loads this module (the route wrapper needs it), none loads the builder. This
+module imports no domain: domains register through ``route()``. The whole API's document is
+generated at package time into ``chalicelib/meta/openapi.json``
+(``python -m infrastructure.openapi``) and served by the meta function; see
+``chalicelib.meta.routes`` for why.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+from chalicelib.core.api.jsonapi import parse_attributes
+from chalicelib.core.api.pagination import MAX_PAGE_SIZE
+
+if TYPE_CHECKING:
+    from chalicelib.core.api.attributes import Attributes
+
+METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
+
+# ----- what a route declares ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Body:
+    """A JSON:API request document ``{"data": {"type": type_, "attributes": {...}}}`` whose
+    attributes are ``model``.
+
+    ``type_check``: ``strict`` (``data.type`` must be ``type_``), ``lenient`` (it may also be
+    missing or empty, as go-tfe sends singletons) or ``off`` (not checked; ``type_`` is only
+    documented). ``required=False``: the whole body may be left out (every attribute is
+    optional). The handler gets the parsed model from ``ctx.attributes()``.
+
+    ``model`` may be the model's path, ``"package.module:Model"``: the module (and pydantic,
+    about 40 ms of a cold start) is then imported when a request first sends this body, so
+    a function's GET requests never pay for building its request models.
+    """
+
+    model: type[Attributes] | str
+    type_: str | None = None
+    type_check: Literal["strict", "lenient", "off"] = "strict"
+    required: bool = True
+
+    @property
+    def model_class(self) -> type[Attributes]:
+        """``model``, imported when it is given by its path."""
+        if not isinstance(self.model, str):
+            return self.model
+        module, _, name = self.model.partition(":")
+        return getattr(importlib.import_module(module), name)
+
+    def parse(self, body: Any) -> Attributes:
+        checked = self.type_ if self.type_check != "off" else None
+        return parse_attributes(
+            body,
+            self.model_class,
+            type_=checked,
+            lenient_type=self.type_check == "lenient",
+            required=self.required,
+        )
+
+
+@dataclass(frozen=True)
+class Relationships:
+    """``{"data": [{"type": type_, "id": "..."}, ...]}``: resource identifiers, parsed by the
+    handler (``relationship_list``). ``by_name``: an element may name the resource in
+    ``attributes.name`` instead of giving its id (tags)."""
+
+    type_: str
+    by_name: bool = False
+    description: str = ""
+
+
+@dataclass(frozen=True)
+class Payload:
+    """A body that is not JSON:API (a VCS host's webhook delivery): any object, in one of
+    ``media_types``."""
+
+    media_types: tuple[str, ...]
+    description: str = ""
+
+
+RequestBody = Body | Relationships | Payload
+
+
+@dataclass(frozen=True)
+class Param:
+    """A query parameter."""
+
+    name: str
+    description: str
+    schema: Mapping[str, Any] = field(default_factory=lambda: {"type": "string"})
+    required: bool = False
+
+
+# Every paginated list (``Ctx.paginate``): out-of-range values are clamped, non-integers 422.
+PAGE = (
+    Param("page[number]", "page number (from 1)", {"type": "integer", "minimum": 1}),
+    Param(
+        "page[size]",
+        f"items per page (default 20, at most {MAX_PAGE_SIZE})",
+        {"type": "integer", "minimum": 1, "maximum": MAX_PAGE_SIZE},
+    ),
+)
+
+
+@dataclass(frozen=True)
+class Reply:
+    """A success response as the document shows it. ``schema`` is its body's JSON schema:
+    by default a JSON:API document on JSON:API routes, and no body for 204 and 3xx (or when
+    ``empty``). ``headers``: response header -> description. ``media_type``: when it is not
+    the route's usual one."""
+
+    status: int
+    schema: Mapping[str, Any] | None = None
+    headers: Mapping[str, str] = field(default_factory=dict)
+    description: str = ""
+    media_type: str | None = None
+    empty: bool = False
+
+
+Success = int | Reply | tuple[int | Reply, ...]
+
+
+@dataclass(frozen=True)
+class RouteSpec:
+    """One registration of ``route()``: everything the document says about an operation."""
+
+    path: str
+    method: str
+    handler: str
+    module: str
+    tag: str
+    summary: str
+    description: str
+    bearer: bool
+    jsonapi: bool
+    protocol_errors: bool
+    body: RequestBody | None
+    includes: tuple[str, ...]
+    query: tuple[Param, ...]
+    success: tuple[Reply, ...]
+    errors: Mapping[int, str]
+    content_types: tuple[str, ...]
+    # A web page answers its own errors as HTML pages (the framework's, such as a 415, stay
+    # JSON:API documents).
+    html_errors: bool = False
+    # Another error document the route's ``render_error`` names (its ``error_style``
+    # attribute): ``scim`` (SCIM 2.0's Error message).
+    error_style: str | None = None
+
+
+# (path, method) -> spec; a module imported twice registers the same keys again.
+SPECS: dict[tuple[str, str], RouteSpec] = {}
+
+
+def default_success(method: str) -> tuple[Reply, ...]:
+    """What a method answers unless the route says otherwise."""
+    return (Reply({"POST": 201, "DELETE": 204}.get(method, 200)),)
+
+
+def _replies(success: Success | None, method: str) -> tuple[Reply, ...]:
+    if success is None:
+        return default_success(method)
+    items = success if isinstance(success, tuple) else (success,)
+    return tuple(item if isinstance(item, Reply) else Reply(item) for item in items)
+
+
+def room_of(module: str) -> str:
+    """A route module's room: ``chalicelib.modules.protocol.routes`` -> ``registry.protocol``."""
+    parts = module.split(".")
+    if parts[0] == "chalicelib":
+        parts = parts[1:]
+    if len(parts) > 1 and parts[-1].endswith("routes"):
+        parts = parts[:-1]
+    return ".".join(parts)
+
+
+def _summary_and_description(handler: Any, summary: str | None) -> tuple[str, str]:
+    """``summary`` (or the first sentence of the handler's docstring, or its name in words)
+    and the description: the whole docstring, unless the summary already says it all."""
+    doc = inspect.getdoc(handler) or ""
+    paragraphs = [" ".join(p.split()) for p in doc.split("\n\n") if p.strip()]
+    description = "\n\n".join(paragraphs)
+    if summary is None and paragraphs:
+        summary = re.split(r"(?<=[.!?])\s", paragraphs[0], maxsplit=1)[0].rstrip(".")
+    if summary is None:
+        words = handler.__name__.strip("_").replace("_", " ")
+        summary = words[:1].upper() + words[1:]
+    return summary, "" if description.rstrip(".") == summary else description
+
+
+def record(
+    path: str,
+    methods: Iterable[str],
+    handler: Any,
+    *,
+    public: bool,
+    bearer: bool | None,
+    jsonapi: bool,
+    protocol_errors: bool,
+    body: RequestBody | None,
+    includes: Sequence[str],
+    query: Sequence[Param],
+    success: Success | None,
+    errors: Mapping[int, str],
+    summary: str | None,
+    tag: str | None,
+    content_types: Sequence[str],
+    html_errors: bool = False,
+    error_style: str | None = None,
+) -> None:
+    """Called by ``route()`` for every registration."""
+    summary, description = _summary_and_description(handler, summary)
+    for method in methods:
+        SPECS[(path, method)] = RouteSpec(
+            path=path,
+            method=method,
+            handler=handler.__name__.strip("_"),
+            module=handler.__module__,
+            tag=tag or room_of(handler.__module__),
+            summary=summary,
+            description=description,
+            bearer=(not public) if bearer is None else bearer,
+            jsonapi=jsonapi,
+            protocol_errors=protocol_errors,
+            body=body,
+            includes=tuple(includes),
+            query=tuple(query),
+            success=_replies(success, method),
+            errors=dict(errors),
+            content_types=tuple(content_types),
+            html_errors=html_errors,
+            error_style=error_style,
+        )

@@ -1,0 +1,91 @@
+"""``page[number]``/``page[size]`` parsing and the ``links``/``meta.pagination`` members."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+from urllib.parse import urlencode
+
+from chalicelib.core.api.errors import Unprocessable
+
+DEFAULT_PAGE_SIZE = 20
+MAX_PAGE_SIZE = 100
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Page:
+    number: int
+    size: int
+
+    @classmethod
+    def from_query(cls, query: dict[str, str]) -> Page:
+        return cls(
+            number=max(1, int_param(query, "page[number]", 1)),
+            size=min(MAX_PAGE_SIZE, max(1, int_param(query, "page[size]", DEFAULT_PAGE_SIZE))),
+        )
+
+    @property
+    def offset(self) -> int:
+        return (self.number - 1) * self.size
+
+
+def int_param(query: dict[str, str], name: str, default: int) -> int:
+    """An integer query parameter (absent or empty = ``default``); otherwise a 422."""
+    raw = query.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        return int(raw)
+    except ValueError:
+        raise Unprocessable(f"{name} must be an integer, not {raw!r}", parameter=name) from None
+
+
+@dataclass(frozen=True)
+class Paged(Generic[T]):
+    items: Sequence[T]
+    links: dict[str, Any]
+    meta: dict[str, Any]
+
+
+def paginate(items: Sequence[T], page: Page, url: str, query: dict[str, str]) -> Paged[T]:
+    """Slice ``items`` for ``page``; ``url`` is the absolute URL of the list without a query."""
+    return paged(items[page.offset : page.offset + page.size], len(items), page, url, query)
+
+
+def paged(items: Sequence[T], total: int, page: Page, url: str, query: dict[str, str]) -> Paged[T]:
+    """``items``, the page already read (``chalicelib.core.data.lists``), of a list of ``total``."""
+    total_pages = max(1, math.ceil(total / page.size))
+    prev_page = page.number - 1 if page.number > 1 else None
+    next_page = page.number + 1 if page.number < total_pages else None
+    others = {k: v for k, v in query.items() if not k.startswith("page[")}
+
+    def link(number: int | None) -> str | None:
+        if number is None:
+            return None
+        params = {**others, "page[number]": number, "page[size]": page.size}
+        return f"{url}?{urlencode(params)}"
+
+    return Paged(
+        items=items,
+        links={
+            "self": link(page.number),
+            "first": link(1),
+            "prev": link(prev_page),
+            "next": link(next_page),
+            "last": link(total_pages),
+        },
+        meta={
+            "pagination": {
+                "current-page": page.number,
+                "page-size": page.size,
+                "prev-page": prev_page,
+                "next-page": next_page,
+                "total-pages": total_pages,
+                "total-count": total,
+            }
+        },
+    )

@@ -1,0 +1,126 @@
+"""The public-registry proxy of the hosted edition: three read operations forwarded to an
+upstream registry (default the public Terraform registry), with answers cached in DynamoDB
+so every Lambda instance shares them.
+
+A version's detail never changes, so it is cached for a day; version lists and "latest"
+for ``REGISTRY_PUBLIC_CACHE_TTL`` seconds. When the upstream cannot be reached a stale
+cached answer is served if there is one, otherwise a 502 that names the upstream.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from datetime import timedelta
+from urllib.parse import quote
+
+from pynamodb.attributes import NumberAttribute, TTLAttribute, UnicodeAttribute
+
+from chalicelib.core.api.errors import BadGateway, NotFound
+from chalicelib.core.data import db
+from chalicelib.core.settings import get_settings
+
+log = logging.getLogger("registry.public")
+
+IMMUTABLE_TTL = 24 * 3600
+TIMEOUT_SECONDS = 5
+
+
+@db.register
+class PublicCacheModel(db.Model):
+    Meta = db.table("public-registry-cache")
+
+    path = UnicodeAttribute(hash_key=True)
+    status = NumberAttribute()
+    body = UnicodeAttribute()
+    fresh_until = NumberAttribute()
+    # DynamoDB's TTL deletes long-stale entries; fresh_until decides what is served.
+    expires_at = TTLAttribute()
+
+
+@dataclass(frozen=True)
+class Answer:
+    status: int
+    body: str
+    cached: bool
+
+
+def _path(*parts: str) -> str:
+    return "/v1/modules/" + "/".join(quote(p, safe="") for p in parts)
+
+
+def versions(namespace: str, name: str, provider: str) -> Answer:
+    return fetch(_path(namespace, name, provider, "versions"), get_settings().public_cache_ttl)
+
+
+def latest(namespace: str, name: str, provider: str) -> Answer:
+    return fetch(_path(namespace, name, provider), get_settings().public_cache_ttl)
+
+
+def version(namespace: str, name: str, provider: str, wanted: str) -> Answer:
+    return fetch(_path(namespace, name, provider, wanted), IMMUTABLE_TTL)
+
+
+def fetch(path: str, ttl: int) -> Answer:
+    """The upstream's answer for ``path``: from the cache while fresh, else fetched."""
+    now = time.time()
+    try:
+        cached = PublicCacheModel.get(path)
+    except PublicCacheModel.DoesNotExist:
+        cached = None
+    if cached is not None and cached.fresh_until > now:
+        return _answer(cached, cached=True)
+    base = get_settings().public_registry_url
+    try:
+        status, body = _get(base + path)
+    except (urllib.error.URLError, TimeoutError, OSError) as exc:
+        if cached is not None:
+            log.warning(
+                "upstream %s unreachable (%s); serving a stale answer for %s", base, exc, path
+            )
+            return _answer(cached, cached=True)
+        raise BadGateway(
+            f"the public registry at {base} could not be reached: {getattr(exc, 'reason', exc)}"
+        ) from None
+    if status >= 500:
+        if cached is not None:
+            return _answer(cached, cached=True)
+        raise BadGateway(f"the public registry at {base} answered {status}")
+    if status in (200, 404):
+        PublicCacheModel(
+            path,
+            status=status,
+            body=body,
+            fresh_until=int(now + ttl),
+            expires_at=timedelta(seconds=ttl + IMMUTABLE_TTL),
+        ).save()
+    return Answer(status, body, cached=False)
+
+
+def _answer(item: PublicCacheModel, *, cached: bool) -> Answer:
+    return Answer(int(item.status), item.body, cached)
+
+
+def _get(url: str) -> tuple[int, str]:
+    request = urllib.request.Request(url, headers={"Accept": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=TIMEOUT_SECONDS) as response:  # noqa: S310
+            return response.status, response.read().decode("utf-8")
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read().decode("utf-8", "replace")
+
+
+def decode(answer: Answer) -> dict:
+    """The upstream JSON, or 404 when the upstream does not know the module."""
+    if answer.status == 404:
+        raise NotFound("module not found in the public registry")
+    if answer.status != 200:
+        raise BadGateway(f"the public registry answered {answer.status}")
+    try:
+        return json.loads(answer.body)
+    except ValueError:
+        raise BadGateway("the public registry answered with invalid JSON") from None

@@ -1,0 +1,329 @@
+"""The module registry protocol's view of the registry (what ``terraform init`` reads).
+
+Only versions whose status is ``ok`` exist here. ``latest`` is the highest version that is
+not a pre-release (Terraform only picks a pre-release when it is pinned exactly); a module
+with nothing but pre-releases falls back to the highest of those. Lists return one entry per
+module: its latest version.
+
+A deprecated version is served as any other, with its ``deprecation`` (``{reason, link}``,
+``null`` for the others) on its ``versions`` entry and its detail, as HCP Terraform returns
+it. A revoked version is left out of ``versions`` and ``latest`` (so Terraform never picks
+it) and its detail and download answer 404 with the revocation message.
+
+The hot path (``versions``, ``download``) reads the module item and, for a download, the one
+version item: the number of reads never grows with the number of versions or modules.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from chalicelib.accounts import service as accounts
+from chalicelib.artifacts import semver
+from chalicelib.core.api.errors import BadGateway, NotFound
+from chalicelib.core.auth import Principal
+from chalicelib.core.settings import get_settings
+from chalicelib.modules import objects, store
+from chalicelib.modules.ingest.limits import MetadataTooLarge, fit_metadata
+from chalicelib.modules.statuses import RevocationStatus, VersionStatus
+from chalicelib.modules.store import ModuleModel, ModuleVersionModel, ProtocolEntryModel, module_key
+
+MAX_LIMIT = 100
+DEFAULT_LIMIT = 15
+# The most protocol list entries (about 75 bytes each) one Query of a listing asks for.
+MAX_ENTRIES_READ = 10_000
+
+
+@dataclass(frozen=True)
+class Published:
+    """A module with the versions the protocol may serve, newest first."""
+
+    module: ModuleModel
+    versions: list[semver.Version]
+    statuses: dict[str, dict[str, Any]]  # module.statuses(), read once
+
+    @property
+    def latest(self) -> semver.Version | None:
+        return store.latest_of(self.versions)
+
+    def published_at(self, version: str) -> str | None:
+        return self.statuses.get(version, {}).get("published-at")
+
+    def deprecation(self, version: str) -> dict[str, Any] | None:
+        """``{"reason", "link"}`` of a deprecated version, else ``None``."""
+        deprecation = self.statuses.get(version, {}).get("deprecation")
+        if not deprecation:
+            return None
+        return {"reason": deprecation.get("reason"), "link": deprecation.get("link")}
+
+
+def _revocation(entry: dict[str, Any]) -> dict[str, Any] | None:
+    """The revocation of a revoked version's entry (an ``Unrevoked`` one is served again)."""
+    revocation = entry.get("revocation")
+    if revocation and revocation.get("status") == RevocationStatus.REVOKED:
+        return revocation
+    return None
+
+
+def published(module: ModuleModel) -> Published:
+    statuses = module.statuses()
+    return Published(module, store.servable_versions(statuses), statuses)
+
+
+def find_module(principal: Principal, namespace: str, name: str, provider: str) -> Published:
+    """A private module by its protocol address (namespace = organization), or 404."""
+    key = module_key("private", namespace, name, provider)
+    # The module is read with the caller's user item when that is not cached (one call).
+    readable, module = accounts.read_in_organization(
+        principal, namespace, (ModuleModel, namespace, key)
+    )
+    if not readable or module is None:
+        raise NotFound(f"module {namespace}/{name}/{provider} not found")
+    return published(module)
+
+
+def find_version(found: Published, version: str | None) -> ModuleVersionModel:
+    """The stored version (``None`` = latest) if it is servable, or 404."""
+    module = found.module
+    wanted = found.latest if version is None else _servable(found, version)
+    if wanted is None:
+        raise NotFound(f"module {module.namespace}/{module.name}/{module.provider} has no versions")
+    try:
+        return ModuleVersionModel.get(module.id, wanted.order_key)
+    except ModuleVersionModel.DoesNotExist:
+        raise NotFound(f"version {wanted.text} not found") from None
+
+
+def _servable(found: Published, version: str) -> semver.Version:
+    for candidate in found.versions:
+        if candidate.text == version:
+            return candidate
+    module = found.module
+    entry = found.statuses.get(version, {})
+    revocation = _revocation(entry) if entry.get("status") == VersionStatus.OK else None
+    if revocation is not None:
+        raise NotFound(revoked_message(module, version, revocation))
+    raise NotFound(
+        f"version {version} of {module.namespace}/{module.name}/{module.provider} not found"
+    )
+
+
+def revoked_message(module: ModuleModel, version: str, revocation: dict[str, Any]) -> str:
+    """What a consumer of a revoked version reads (``terraform init`` prints it)."""
+    text = f"version {version} of {address(module)} has been revoked"
+    if revocation.get("message"):
+        text += f": {revocation['message']}"
+    if revocation.get("link"):
+        text += f" (see {revocation['link']})"
+    return text
+
+
+def download_url(found: Published, version: str) -> str:
+    """A short-lived presigned GET of a servable version's archive, with go-getter's archive
+    hint. The archive's key is on the version's entry in the module item (written when the
+    version became ok), so a download reads nothing more; versions ingested before the key
+    was kept there cost one read of the version item."""
+    wanted = _servable(found, version)
+    archive = found.statuses.get(wanted.text, {}).get("archive")
+    if not archive:
+        archive = find_version(found, wanted.text).archive_key
+    return objects.presigned_download_url(archive) + "&archive=tar.gz"
+
+
+def address(module: ModuleModel) -> str:
+    return f"{module.namespace}/{module.name}/{module.provider}"
+
+
+def summary(found: Published, version: semver.Version) -> dict[str, Any]:
+    module = found.module
+    return {
+        "id": f"{address(module)}/{version.text}",
+        "owner": "",
+        "namespace": module.namespace,
+        "name": module.name,
+        "version": version.text,
+        "provider": module.provider,
+        "provider_logo_url": "",
+        "description": "",
+        "source": "",
+        "tag": "",
+        "published_at": found.published_at(version.text),
+        "downloads": 0,
+        "verified": False,
+    }
+
+
+def detail(found: Published, version: ModuleVersionModel) -> dict[str, Any]:
+    metadata = objects.get_metadata(version.metadata_key) if version.metadata_key else {}
+    metadata = _fitted(metadata)
+    parsed = semver.parse(version.version)
+    root = metadata.get("root") or _empty_directory("", found.module.name)
+    return {
+        **summary(found, parsed),
+        "root": root,
+        "submodules": metadata.get("submodules", []),
+        "examples": metadata.get("examples", []),
+        "providers": [found.module.provider],
+        "versions": [v.text for v in sorted(found.versions, key=lambda v: v.order_key)],
+        "deprecation": found.deprecation(parsed.text),
+    }
+
+
+def _fitted(metadata: dict[str, Any]) -> dict[str, Any]:
+    """The metadata cut to ``max_metadata_bytes`` as ingest does (READMEs truncated with a
+    note), so the response stays far below Lambda's 6 MB even for versions ingested before
+    the caps existed; metadata too large even without READMEs is left out entirely."""
+    try:
+        fit_metadata(metadata, get_settings().max_metadata_bytes)
+    except MetadataTooLarge:
+        return {}
+    return metadata
+
+
+def versions_document(found: Published) -> dict[str, Any]:
+    return {
+        "modules": [
+            {
+                "source": address(found.module),
+                "versions": [
+                    {"version": v.text, "deprecation": found.deprecation(v.text)}
+                    for v in found.versions
+                ],
+            }
+        ]
+    }
+
+
+def listing(
+    principal: Principal,
+    *,
+    namespace: str | None = None,
+    name: str | None = None,
+    provider: str | None = None,
+    query: str | None = None,
+    want: int = 16,
+) -> Iterator[dict[str, Any]]:
+    """Latest-version summaries of every readable module matching the filters, lazily, in
+    the protocol's order (namespace, name, provider).
+
+    Read from the protocol's list (``store.ProtocolEntryModel``): its entries hold the
+    address, the latest servable version and when it was published, all a summary shows,
+    so no module item is read. Each organization's entries are read only as far as the
+    caller consumes them (``want``: an offset and a page, plus one to know whether there is
+    a next one; more in growing Queries when filters skip entries), and merged across
+    organizations. A curated public
+    module's summary is the upstream's (cached); one the upstream does not answer for is
+    left out, as before."""
+    if namespace is not None:
+        accounts.organization_access(principal, namespace)
+        organizations = [namespace]
+    else:
+        organizations = accounts.readable_organization_names(principal)
+    terms = [t for t in (query or "").lower().split() if t]
+
+    def wanted(entry: ProtocolEntryModel) -> bool:
+        registry, ns, module_name, module_provider = entry.address
+        if name is not None and (registry != "private" or module_name != name):
+            return False
+        if provider and module_provider != provider:
+            return False
+        haystack = f"{ns} {module_name} {module_provider}".lower()
+        return all(term in haystack for term in terms)
+
+    streams = []
+    for rank, organization in enumerate(organizations):
+        condition = None
+        if name is not None:
+            condition = ProtocolEntryModel.protocol_key.startswith(f"{organization}#{name}#")
+        entries = _entries(organization, condition, want)
+        streams.append(((entry.protocol_key, rank), entry) for entry in entries if wanted(entry))
+    for _, entry in heapq.merge(*streams, key=lambda pair: pair[0]):
+        found = _entry_summary(entry)
+        if found is not None:
+            yield found
+
+
+def _entries(organization: str, condition: Any, want: int) -> Iterator[ProtocolEntryModel]:
+    """An organization's protocol list entries in order, read in Queries of ``want``
+    entries (what the caller expects to consume), then 4, 16, 64 times more, at most
+    10,000 (about 750 KB): a page costs one Query of what it shows, a search that skips
+    most entries a few."""
+    start = None
+    first = max(1, min(want, MAX_ENTRIES_READ))
+    sizes = (min(MAX_ENTRIES_READ, first * 4**n) for n in itertools.count())
+    for size in sizes:
+        result = ProtocolEntryModel.query(
+            organization, condition, limit=size, last_evaluated_key=start
+        )
+        yield from result
+        start = result.last_evaluated_key
+        if start is None:
+            return
+
+
+def _entry_summary(entry: ProtocolEntryModel) -> dict[str, Any] | None:
+    registry, namespace, name, provider = entry.address
+    if registry == "public":
+        return _curated_summary(namespace, name, provider)
+    version = entry.version
+    return {
+        "id": f"{namespace}/{name}/{provider}/{version}",
+        "owner": "",
+        "namespace": namespace,
+        "name": name,
+        "version": version,
+        "provider": provider,
+        "provider_logo_url": "",
+        "description": "",
+        "source": "",
+        "tag": "",
+        "published_at": entry.published_at,
+        "downloads": 0,
+        "verified": False,
+    }
+
+
+SUMMARY_KEYS = (
+    "id",
+    "owner",
+    "namespace",
+    "name",
+    "version",
+    "provider",
+    "provider_logo_url",
+    "description",
+    "source",
+    "tag",
+    "published_at",
+    "downloads",
+    "verified",
+)
+
+
+def _curated_summary(namespace: str, name: str, provider: str) -> dict[str, Any] | None:
+    """A curated public module, as the upstream describes its latest version (cached)."""
+    from chalicelib.modules.protocol import public
+
+    try:
+        upstream = public.decode(public.latest(namespace, name, provider))
+    except (NotFound, BadGateway):
+        return None
+    return {key: upstream.get(key) for key in SUMMARY_KEYS}
+
+
+def _empty_directory(path: str, name: str) -> dict[str, Any]:
+    return {
+        "path": path,
+        "name": name,
+        "readme": "",
+        "empty": True,
+        "inputs": [],
+        "outputs": [],
+        "dependencies": [],
+        "provider_dependencies": [],
+        "resources": [],
+    }

@@ -1,0 +1,390 @@
+"""HTTP routes of the registry-modules API (``/api/v2``), both path families.
+
+Path parameters at the same depth share one name across routes (API Gateway requires it),
+hence ``module_ref`` for "organization name or module id" under ``/registry-modules``.
+Empty path segments (``//``, a trailing ``/``) are dropped before dispatching deletes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from chalice import Blueprint
+
+from chalicelib.accounts.service import OrgAccess
+from chalicelib.core import tagbindings
+from chalicelib.core.api.errors import NotFound, Unprocessable
+from chalicelib.core.api.http import Ctx, route
+from chalicelib.core.api.jsonapi import document, no_content
+from chalicelib.core.api.openapi import PAGE, Body, Param
+from chalicelib.modules import service
+from chalicelib.modules.nocode import service as nocode
+from chalicelib.modules.nocode.render import render_no_code_module
+from chalicelib.modules.paths import MODULE, ORG_MODULES
+from chalicelib.modules.render import (
+    MODULE_INCLUDES,
+    module_includers,
+    render_deprecation_included,
+    render_module,
+    render_version,
+)
+from chalicelib.modules.service import ModuleRef
+from chalicelib.modules.store import ModuleModel, ModuleVersionModel
+
+bp = Blueprint(__name__)
+
+
+def _no_code_modules(modules: Sequence[ModuleModel]) -> list[dict[str, Any]]:
+    """``include=no-code-modules``: the modules' no-code modules (the sub-room's loader)."""
+    return [render_no_code_module(item) for item in nocode.of_modules(modules)]
+
+
+INCLUDERS = module_includers(_no_code_modules)
+
+
+# ----- modules ------------------------------------------------------------------------------
+
+
+@route(
+    bp,
+    ORG_MODULES,
+    methods=("POST",),
+    body=Body("chalicelib.modules.schemas:CreateModule", "registry-modules"),
+)
+def create_module(ctx: Ctx, organization_name: str):
+    attrs = ctx.attributes()
+    module, rights = service.create_module(
+        ctx.user,
+        organization_name,
+        name=attrs.name,
+        provider=attrs.provider,
+        registry=attrs.registry_name,
+        namespace=attrs.namespace,
+        no_code=attrs.no_code,
+    )
+    return document(render_module(module, rights, ctx.base_url), status=201)
+
+
+@route(
+    bp,
+    ORG_MODULES,
+    methods=("GET",),
+    includes=MODULE_INCLUDES,
+    query=(
+        *PAGE,
+        Param("q", "a part of the module's name"),
+        *(
+            Param(f"filter[{field}]", f"only modules with this {field.replace('_', ' ')}")
+            for field in ("registry_name", "provider", "organization_name")
+        ),
+    ),
+)
+def list_modules(ctx: Ctx, organization_name: str):
+    query = ctx.query
+    filters = {
+        field: query[f"filter[{field}]"]
+        for field in ("registry_name", "provider", "organization_name")
+        if query.get(f"filter[{field}]")
+    }
+    found, total, rights = service.page_modules(
+        ctx.user, organization_name, query.get("q"), filters, ctx.page()
+    )
+    page = ctx.paginate_read(found, total)
+    return document(
+        [render_module(m, rights, ctx.base_url) for m in page.items],
+        links=page.links,
+        meta=page.meta,
+        included=ctx.included(page.items, INCLUDERS),
+    )
+
+
+def _show_module(ctx: Ctx, found: ModuleModel, rights: OrgAccess):
+    included = ctx.included([found], INCLUDERS)
+    return document(render_module(found, rights, ctx.base_url), included=included)
+
+
+@route(bp, MODULE, methods=("GET",), includes=MODULE_INCLUDES)
+def show_module(
+    ctx: Ctx, organization_name: str, registry_name: str, namespace: str, name: str, provider: str
+):
+    ref = ModuleRef(organization_name, registry_name, namespace, name, provider)
+    found, rights = service.get_module(ctx.user, ref)
+    return _show_module(ctx, found, rights)
+
+
+@route(
+    bp,
+    MODULE,
+    methods=("PATCH",),
+    body=Body("chalicelib.modules.schemas:UpdateModule", "registry-modules", type_check="lenient"),
+)
+def update_module(
+    ctx: Ctx, organization_name: str, registry_name: str, namespace: str, name: str, provider: str
+):
+    """Update a module (private, or a curated public one on the hosted edition).
+
+    ``relationships.tag-bindings`` replaces its tag bindings (``[]`` clears them, leaving it
+    out keeps them)."""
+    ref = ModuleRef(organization_name, registry_name, namespace, name, provider)
+    attrs = ctx.attributes()
+    bindings = tagbindings.from_relationship(ctx.json())
+    tests = attrs.test_config.tests_enabled if attrs.test_config else None
+    plan = None
+    if attrs.vcs_repo is not None:
+        from chalicelib.modules.publishing import service as publishing  # VCS changes only
+
+        def plan(module: ModuleModel) -> service.ModuleChange:
+            return publishing.plan_update(module, attrs.vcs_repo)
+
+    found, rights = service.update_module(
+        ctx.user, ref, no_code=attrs.no_code, tests_enabled=tests, plan=plan, tag_bindings=bindings
+    )
+    return document(render_module(found, rights, ctx.base_url))
+
+
+@route(bp, MODULE, methods=("DELETE",))
+def delete_module(
+    ctx: Ctx, organization_name: str, registry_name: str, namespace: str, name: str, provider: str
+):
+    return _delete(ctx, organization_name, [registry_name, namespace, name, provider])
+
+
+@route(
+    bp,
+    "/api/v2/registry-modules/show/{organization_name}/{name}/{provider}",
+    includes=MODULE_INCLUDES,
+)
+def show_module_deprecated(ctx: Ctx, organization_name: str, name: str, provider: str):
+    ref = ModuleRef(organization_name, "private", organization_name, name, provider)
+    found, rights = service.get_module(ctx.user, ref)
+    return _show_module(ctx, found, rights)
+
+
+@route(bp, "/api/v2/registry-modules/{module_ref}", includes=MODULE_INCLUDES)
+def module_by_id(ctx: Ctx, module_ref: str):
+    found, rights = service.get_module_by_id(ctx.user, module_ref)
+    return _show_module(ctx, found, rights)
+
+
+@route(bp, "/api/v2/registry-modules/{module_ref}/tag-bindings")
+def module_tag_bindings(ctx: Ctx, module_ref: str):
+    """List the tag bindings of a registry module (by its id)."""
+    found, _ = service.get_module_by_id(ctx.user, module_ref)
+    return document(tagbindings.render(found.tag_bindings or []))
+
+
+# ----- versions -----------------------------------------------------------------------------
+
+
+def _version_from_vcs(
+    module: ModuleModel, version: str, commit_sha: str | None
+) -> ModuleVersionModel:
+    """Publishing is imported here, so only versions of VCS modules load it."""
+    from chalicelib.modules.publishing import service as publishing
+
+    return publishing.create_branch_version(module, version, commit_sha)
+
+
+VERSION_BODY = Body("chalicelib.modules.schemas:CreateVersion", "registry-module-versions")
+
+
+def _create_version(ctx: Ctx, ref: ModuleRef):
+    attrs = ctx.attributes()
+    version, upload = service.create_version(
+        ctx.user, ref, attrs.version, attrs.commit_sha, from_vcs=_version_from_vcs
+    )
+    return document(render_version(version, upload), status=201)
+
+
+def _list_versions(ctx: Ctx, found: ModuleModel, rights: OrgAccess):
+    versions, total = service.page_versions(found, ctx.page())
+    page = ctx.paginate_read(versions, total)
+    data = [render_version(v, service.upload_url(v, rights)) for v in page.items]
+    return document(data, links=page.links, meta=page.meta)
+
+
+@route(bp, MODULE + "/versions", methods=("POST",), body=VERSION_BODY)
+def create_version(
+    ctx: Ctx, organization_name: str, registry_name: str, namespace: str, name: str, provider: str
+):
+    return _create_version(
+        ctx, ModuleRef(organization_name, registry_name, namespace, name, provider)
+    )
+
+
+@route(bp, MODULE + "/versions", methods=("GET",), query=PAGE)
+def list_versions(
+    ctx: Ctx, organization_name: str, registry_name: str, namespace: str, name: str, provider: str
+):
+    ref = ModuleRef(organization_name, registry_name, namespace, name, provider)
+    found, rights = service.get_module(ctx.user, ref)
+    return _list_versions(ctx, found, rights)
+
+
+@route(
+    bp,
+    "/api/v2/registry-modules/{module_ref}/{name}/{provider}/versions",
+    methods=("POST",),
+    body=VERSION_BODY,
+)
+def create_version_deprecated(ctx: Ctx, module_ref: str, name: str, provider: str):
+    return _create_version(ctx, ModuleRef(module_ref, "private", module_ref, name, provider))
+
+
+@route(bp, "/api/v2/registry-modules/{module_ref}/versions", query=PAGE)
+def versions_by_module_id(ctx: Ctx, module_ref: str):
+    found, rights = service.get_module_by_id(ctx.user, module_ref)
+    return _list_versions(ctx, found, rights)
+
+
+@route(
+    bp,
+    MODULE + "/version",
+    query=(Param("module_version", "the version, e.g. 1.2.0", required=True),),
+)
+def version_lookup(
+    ctx: Ctx, organization_name: str, registry_name: str, namespace: str, name: str, provider: str
+):
+    wanted = ctx.query.get("module_version")
+    if not wanted:
+        raise Unprocessable(
+            "the module_version query parameter is required", parameter="module_version"
+        )
+    ref = ModuleRef(organization_name, registry_name, namespace, name, provider)
+    version, rights = service.find_version(ctx.user, ref, wanted)
+    return document(render_version(version, service.upload_url(version, rights)))
+
+
+# TFE documents ``module-versions``; its responses (and some clients) say
+# ``registry-module-versions``: both are accepted.
+VERSION_UPDATE_TYPES = ("module-versions", "registry-module-versions")
+
+
+@route(
+    bp,
+    MODULE + "/{version}",
+    methods=("PATCH",),
+    body=Body("chalicelib.modules.schemas:UpdateVersion", "module-versions", type_check="off"),
+    summary="Deprecate, revoke, un-revoke or undeprecate a version",
+)
+def update_version(
+    ctx: Ctx,
+    organization_name: str,
+    registry_name: str,
+    namespace: str,
+    name: str,
+    provider: str,
+    version: str,
+):
+    attrs = ctx.attributes()
+    given = ctx.json()["data"].get("type")
+    if given not in VERSION_UPDATE_TYPES:
+        raise Unprocessable(
+            "data.type must be 'module-versions' (or 'registry-module-versions'), "
+            f"not {repr(given)[:64]}",
+            pointer="/data/type",
+        )
+    ref = ModuleRef(organization_name, registry_name, namespace, name, provider)
+    deprecation = revocation = None
+    if attrs.deprecation is not None:
+        d = attrs.deprecation
+        deprecation = service.LifecycleChange(d.deprecated_status, d.reason, d.link)
+    if attrs.revocation is not None:
+        r = attrs.revocation
+        revocation = service.LifecycleChange(r.status, r.message, r.link)
+    item, rights = service.change_version_lifecycle(
+        ctx.user, ref, version, deprecation=deprecation, revocation=revocation
+    )
+    return document(
+        render_version(item, service.upload_url(item, rights)),
+        included=render_deprecation_included(item) or None,
+    )
+
+
+# ----- deletes ------------------------------------------------------------------------------
+
+
+def _delete(ctx: Ctx, organization: str, segments: list[str]):
+    """Empty segments are dropped, as TFE does: terrasnek deletes a provider at
+    ``.../<namespace>/<name>//<provider>`` and a name at ``.../<namespace>/<name>/``."""
+    segments = [segment for segment in segments if segment]
+    if len(segments) < 3:
+        raise NotFound("module not found: the path needs registry, namespace and name")
+    _forget(service.delete(ctx.user, organization, segments))
+    return no_content()
+
+
+def _forget(deleted: list[ModuleModel]) -> None:
+    """What goes with deleted module records: their no-code modules, and their webhooks at
+    the VCS hosts."""
+    nocode.delete_for_modules(deleted)
+    if any(module.webhook_registration for module in deleted):
+        from chalicelib.modules.publishing import hooks
+
+        hooks.queue_removals(deleted)
+
+
+@route(bp, ORG_MODULES + "/{registry_name}/{namespace}/{name}", methods=("DELETE",))
+def delete_name(ctx: Ctx, organization_name: str, registry_name: str, namespace: str, name: str):
+    return _delete(ctx, organization_name, [registry_name, namespace, name])
+
+
+@route(bp, MODULE + "/{version}", methods=("DELETE",))
+def delete_version(
+    ctx: Ctx,
+    organization_name: str,
+    registry_name: str,
+    namespace: str,
+    name: str,
+    provider: str,
+    version: str,
+):
+    return _delete(ctx, organization_name, [registry_name, namespace, name, provider, version])
+
+
+@route(
+    bp,
+    MODULE + "/{version}/{after}",
+    methods=("DELETE",),
+    summary="Delete version (a path with an empty segment)",
+)
+def delete_version_after_an_empty_segment(
+    ctx: Ctx,
+    organization_name: str,
+    registry_name: str,
+    namespace: str,
+    name: str,
+    provider: str,
+    version: str,
+    after: str,
+):
+    """``.../<name>//<provider>/<version>`` (terrasnek) is one segment longer than any other
+    registry path; with the empty one dropped it is the version delete."""
+    segments = [registry_name, namespace, name, provider, version, after]
+    if all(segments):
+        raise NotFound("module not found: the path has one segment too many")
+    return _delete(ctx, organization_name, segments)
+
+
+DEPRECATED_DELETE = "/api/v2/registry-modules/actions/delete/{organization_name}/{name}"
+
+
+@route(bp, DEPRECATED_DELETE, methods=("POST",), success=204, summary="Delete name deprecated")
+def delete_name_deprecated(ctx: Ctx, organization_name: str, name: str):
+    """Every module of that name in the organization: the private one and, on the hosted
+    edition, curated public ones (go-tfe cleans public modules up this way)."""
+    _forget(service.delete_name_deprecated(ctx.user, organization_name, name))
+    return no_content()
+
+
+@route(bp, DEPRECATED_DELETE + "/{provider}", methods=("POST",), success=204)
+def delete_provider_deprecated(ctx: Ctx, organization_name: str, name: str, provider: str):
+    return _delete(ctx, organization_name, ["private", organization_name, name, provider])
+
+
+@route(bp, DEPRECATED_DELETE + "/{provider}/{version}", methods=("POST",), success=204)
+def delete_version_deprecated(
+    ctx: Ctx, organization_name: str, name: str, provider: str, version: str
+):
+    return _delete(ctx, organization_name, ["private", organization_name, name, provider, version])

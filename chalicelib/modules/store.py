@@ -1,0 +1,585 @@
+"""PynamoDB models of registry modules and module versions.
+
+A module item is keyed by organization and ``<registry>#<namespace>#<name>#<provider>``, so
+one Query lists an organization's modules and a ``begins_with`` finds every provider of a
+name. Versions live one item each in the module's partition, ordered by a SemVer sort key.
+The module keeps ``version_statuses`` (version -> status, error, deprecation, revocation) so
+reads of a module (and the registry protocol's version lists) never touch the versions table.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter, defaultdict
+from collections.abc import Iterable
+from datetime import datetime
+from typing import Any
+
+from pynamodb.attributes import (
+    BooleanAttribute,
+    JSONAttribute,
+    MapAttribute,
+    NumberAttribute,
+    UnicodeAttribute,
+    UTCDateTimeAttribute,
+)
+from pynamodb.exceptions import TransactWriteError, UpdateError
+from pynamodb.expressions.condition import size
+from pynamodb.indexes import AllProjection, GlobalSecondaryIndex, KeysOnlyProjection
+from pynamodb.transactions import TransactWrite
+
+from chalicelib.artifacts import semver
+from chalicelib.core.data import db, lists
+from chalicelib.core.data.ids import iso
+from chalicelib.core.tagbindings import TagBindingsAttribute
+from chalicelib.modules.statuses import ModuleStatus, RevocationStatus, VersionStatus
+
+log = logging.getLogger("registry.store")
+
+
+def module_key(registry: str, namespace: str, name: str, provider: str) -> str:
+    return f"{registry}#{namespace}#{name}#{provider}"
+
+
+def name_prefix(registry: str, namespace: str, name: str) -> str:
+    return f"{registry}#{namespace}#{name}#"
+
+
+def count_scope(organization: str) -> str:
+    """The kept count of an organization's modules (``chalicelib.core.data.lists``), one part per
+    registry (``private``, ``public``: their sum is the total) and one per provider
+    (``provider:aws``: the providers in use, for the web UI's menu)."""
+    return f"registry-modules#{organization}"
+
+
+REGISTRY_PARTS = ("private", "public")
+
+
+def provider_part(provider: str) -> str:
+    return f"provider:{provider}"
+
+
+def _count_module(tx: TransactWrite, module: ModuleModel, delta: int) -> None:
+    scope = count_scope(module.organization)
+    lists.count_update(tx, scope, module.registry_name, delta)
+    lists.count_update(tx, scope, provider_part(module.provider), delta)
+
+
+def protocol_key(registry: str, namespace: str, name: str, provider: str) -> str:
+    """The registry protocol's order: namespace, name, provider; within one organization a
+    private module before a curated public one of the same address (as its key sorts).
+    ``#`` sorts before every character a name may hold, so this string sorts as the tuple."""
+    return f"{namespace}#{name}#{provider}#{0 if registry == 'private' else 1}"
+
+
+def parse_key(key: str) -> tuple[str, str, str, str]:
+    """(registry, namespace, name, provider) of a module key."""
+    registry, namespace, name, provider = key.split("#", 3)
+    return registry, namespace, name, provider
+
+
+class ModuleById(GlobalSecondaryIndex):
+    class Meta:
+        index_name = "by-id"
+        projection = AllProjection()
+
+    id = UnicodeAttribute(hash_key=True)
+
+
+class ModuleByWebhook(GlobalSecondaryIndex):
+    """Sparse: only VCS-backed modules have a webhook id."""
+
+    class Meta:
+        index_name = "by-webhook"
+        projection = AllProjection()
+
+    webhook_id = UnicodeAttribute(hash_key=True)
+
+
+class ModuleList(GlobalSecondaryIndex):
+    """The lean index of an organization's modules (``chalicelib.core.data.lists``): the table's
+    own keys, nothing else, so an entry is about 50 bytes and a Query of it is billed on
+    that. Paging skips with it; ``q`` and the filters read it and nothing of the modules
+    but the page. The key holds registry, namespace, name and provider, all a filter or a
+    search needs."""
+
+    class Meta:
+        index_name = "list"
+        projection = KeysOnlyProjection()
+
+    organization = UnicodeAttribute(hash_key=True)
+    key = UnicodeAttribute(range_key=True)
+
+
+@db.register
+class ModuleModel(db.Model):
+    Meta = db.table("registry-modules")
+
+    organization = UnicodeAttribute(hash_key=True)
+    key = UnicodeAttribute(range_key=True)
+    id = UnicodeAttribute()
+    registry_name = UnicodeAttribute()
+    namespace = UnicodeAttribute()
+    name = UnicodeAttribute()
+    provider = UnicodeAttribute()
+    status = UnicodeAttribute(default=str(ModuleStatus.PENDING))
+    publishing_mechanism = UnicodeAttribute(default="non_vcs")
+    no_code = BooleanAttribute(default=False)
+    test_config = JSONAttribute(null=True)
+    # version -> {"status": ..., "error": ...}; updated with per-key SET/REMOVE so concurrent
+    # writers of different versions never overwrite each other.
+    version_statuses = MapAttribute(default=dict)
+    # VCS-backed modules only: the repository settings (chalicelib.modules.publishing.service), the
+    # webhook id in the webhook URL, its KMS-sealed secret, the webhook's registration at
+    # the VCS host (status, the host's hook id, the URL registered) and the last tag sync's
+    # report.
+    vcs_repo = JSONAttribute(null=True)
+    webhook_id = UnicodeAttribute(null=True)
+    webhook_secret = JSONAttribute(null=True)
+    webhook_registration = JSONAttribute(null=True)
+    vcs_sync = JSONAttribute(null=True)
+    # Key/value tag bindings (chalicelib.core.tagbindings), replaced by the module's PATCH.
+    tag_bindings = TagBindingsAttribute()
+    # The module's no-code module (chalicelib.modules.nocode): set and cleared only in the
+    # transactions that create and delete it, which is what keeps it to one per module; reads
+    # of the module render the ``no-code-modules`` relationship from it without another read.
+    no_code_module_id = UnicodeAttribute(null=True)
+    created_at = UTCDateTimeAttribute()
+    updated_at = UTCDateTimeAttribute()
+    by_id = ModuleById()
+    by_webhook = ModuleByWebhook()
+    listed = ModuleList()
+
+    def statuses(self) -> dict[str, dict[str, Any]]:
+        """version -> {"status", "error"?, "published-at"?, "deprecation"?, "revocation"?} as a
+        plain dict (the last two are maps of strings)."""
+        return self.version_statuses.as_dict() if self.version_statuses else {}
+
+
+@db.register
+class ProtocolEntryModel(db.Model):
+    """What the registry protocol lists (``/api/registry/v1/modules``), one lean item per
+    module it lists, in its order (``protocol_key``): private modules with a servable
+    version, with their latest version and when it was published (all a list entry shows),
+    and curated public modules. About 80 bytes each: the protocol's list and search read
+    these, never the modules. Short attribute names, since DynamoDB bills them.
+
+    A table rather than a second index of the modules table: the entry depends on every
+    version's status, so it is written apart from the module anyway (``refresh_listing``),
+    and CloudFormation adds only one index to a deployed table per update."""
+
+    Meta = db.table("registry-protocol-list")
+
+    organization = UnicodeAttribute(hash_key=True, attr_name="org")
+    protocol_key = UnicodeAttribute(range_key=True, attr_name="pk")
+    version = UnicodeAttribute(null=True, attr_name="ver")
+    published_at = UnicodeAttribute(null=True, attr_name="at")
+
+    @property
+    def address(self) -> tuple[str, str, str, str]:
+        """(registry, namespace, name, provider)."""
+        namespace, name, provider, rank = self.protocol_key.split("#")
+        return ("private" if rank == "0" else "public"), namespace, name, provider
+
+
+@db.register
+class ModuleVersionModel(db.Model):
+    Meta = db.table("registry-module-versions")
+
+    module_id = UnicodeAttribute(hash_key=True)
+    order_key = UnicodeAttribute(range_key=True)
+    id = UnicodeAttribute()
+    version = UnicodeAttribute()
+    status = UnicodeAttribute(default=str(VersionStatus.PENDING))
+    error = UnicodeAttribute(null=True)
+    source = UnicodeAttribute(default="tfe-api")
+    commit_sha = UnicodeAttribute(null=True)
+    tag = UnicodeAttribute(null=True)
+    organization = UnicodeAttribute()
+    module_key = UnicodeAttribute()
+    upload_key = UnicodeAttribute()
+    archive_key = UnicodeAttribute(null=True)
+    metadata_key = UnicodeAttribute(null=True)
+    sha256 = UnicodeAttribute(null=True)
+    size = NumberAttribute(null=True)
+    # Lifecycle of an ok version (chalicelib.modules.service.change_version_lifecycle), also
+    # kept in its entry of the module's ``version_statuses`` for the registry protocol:
+    # {"id", "deprecated-status", "reason"?, "link"?} and {"status", "message"?, "link"?}.
+    deprecation = JSONAttribute(null=True)
+    revocation = JSONAttribute(null=True)
+    created_at = UTCDateTimeAttribute()
+    updated_at = UTCDateTimeAttribute()
+
+
+# ----- writes: every condition and transaction of the registry ------------------------------
+
+
+class ModuleGone(Exception):
+    """The module item was deleted while it was being written."""
+
+
+class ModuleTaken(Exception):
+    """A module with that registry, namespace, name and provider exists."""
+
+
+class VersionTaken(Exception):
+    """The module has that version already."""
+
+
+class VersionChanged(Exception):
+    """The version item was deleted, left ``ok`` or was changed since it was read."""
+
+
+def insert_module(module: ModuleModel) -> None:
+    """The module and one more in its organization's count, in one transaction (a curated
+    public module is listed by the protocol from the start)."""
+    try:
+        with TransactWrite(connection=db.connection()) as tx:
+            tx.save(module, condition=ModuleModel.key.does_not_exist())
+            _count_module(tx, module, 1)
+            if module.registry_name == "public":
+                tx.save(protocol_item(module, protocol_entry(module)))
+    except TransactWriteError as exc:
+        if db.cancellation_codes(exc)[:1] == [db.TRANSACTION_CONDITION_FAILED]:
+            raise ModuleTaken from None
+        raise
+
+
+def _delete_counted(module: ModuleModel, condition: Any) -> bool:
+    """Delete the module under ``condition`` and count one less, in one transaction; False
+    when the condition failed (gone already, or not deletable)."""
+    try:
+        with TransactWrite(connection=db.connection()) as tx:
+            tx.delete(module, condition=condition)
+            _count_module(tx, module, -1)
+            tx.delete(protocol_item(module, None))
+    except TransactWriteError as exc:
+        if db.cancellation_codes(exc)[:1] == [db.TRANSACTION_CONDITION_FAILED]:
+            return False
+        raise
+    return True
+
+
+# ----- the protocol list's entry ------------------------------------------------------------
+
+
+def servable_versions(statuses: dict[str, dict[str, Any]]) -> list[semver.Version]:
+    """The versions the registry protocol serves (ok, not revoked, SemVer), newest first."""
+    versions = []
+    for text, entry in statuses.items():
+        if entry.get("status") != VersionStatus.OK:
+            continue
+        revocation = entry.get("revocation")
+        if revocation and revocation.get("status") == RevocationStatus.REVOKED:
+            continue
+        if semver.is_valid(text):
+            versions.append(semver.parse(text))
+    versions.sort(key=lambda v: v.order_key, reverse=True)
+    return versions
+
+
+def latest_of(versions: list[semver.Version]) -> semver.Version | None:
+    """The highest release, else the highest pre-release (``versions`` newest first)."""
+    releases = [v for v in versions if not v.is_prerelease]
+    return (releases or versions or [None])[0]
+
+
+def protocol_entry(module: ModuleModel) -> tuple[str, str | None] | None:
+    """(latest version, its publication time) of the module's protocol list entry, None
+    when the protocol does not list it (a curated public module: no version of its own)."""
+    if module.registry_name == "public":
+        return None, None
+    statuses = module.statuses()
+    latest = latest_of(servable_versions(statuses))
+    if latest is None:
+        return None
+    return latest.text, statuses.get(latest.text, {}).get("published-at")
+
+
+def protocol_item(
+    module: ModuleModel, entry: tuple[str | None, str | None] | None
+) -> ProtocolEntryModel:
+    """The module's entry in the protocol's list (``entry``: ``protocol_entry``'s answer;
+    None for the key alone, to delete it)."""
+    key = protocol_key(module.registry_name, module.namespace, module.name, module.provider)
+    version, published_at = entry or (None, None)
+    return ProtocolEntryModel(module.organization, key, version=version, published_at=published_at)
+
+
+def refresh_listing(organization: str, key: str, attempts: int = 5) -> None:
+    """Bring the module's protocol list entry up to date after a change of its versions.
+
+    Not in the change's own transaction (the latest version depends on every version's
+    status, which the per-version writes never read): read the module (strongly
+    consistent), compute the entry, and write it in a transaction that checks the module is
+    unchanged since that read (``updated_at``, which every write of the module sets); a
+    concurrent change makes it read again. A function stopped between the change and this
+    leaves a stale entry until the module's next change or the backfill
+    (``python -m infrastructure.backfill``). Creating and deleting a module write and
+    delete its entry in their own transactions."""
+    for _ in range(attempts):
+        try:
+            module = ModuleModel.get(organization, key, consistent_read=True)
+        except ModuleModel.DoesNotExist:
+            _forget_entry(organization, key)
+            return
+        entry = protocol_entry(module)
+        item = protocol_item(module, entry)
+        try:
+            with TransactWrite(connection=db.connection()) as tx:
+                tx.condition_check(
+                    ModuleModel,
+                    organization,
+                    key,
+                    condition=(ModuleModel.id == module.id)
+                    & (ModuleModel.updated_at == module.updated_at),
+                )
+                if entry is None:
+                    tx.delete(item)
+                else:
+                    tx.save(item)
+            return
+        except TransactWriteError as exc:
+            if db.TRANSACTION_CONDITION_FAILED not in db.cancellation_codes(exc):
+                raise
+    log.warning("module %s/%s: protocol list entry not refreshed", organization, key)
+
+
+def _forget_entry(organization: str, key: str) -> None:
+    """Delete the protocol list entry of a module that does not exist (checked in the same
+    transaction: a module created meanwhile keeps the entry it wrote)."""
+    entry = ProtocolEntryModel(organization, protocol_key(*parse_key(key)))
+    try:
+        with TransactWrite(connection=db.connection()) as tx:
+            tx.condition_check(
+                ModuleModel, organization, key, condition=ModuleModel.key.does_not_exist()
+            )
+            tx.delete(entry)
+    except TransactWriteError as exc:
+        if db.TRANSACTION_CONDITION_FAILED not in db.cancellation_codes(exc):
+            raise
+
+
+def backfill_lists() -> dict[str, int]:
+    """Create what the lists read for modules written before they existed, and correct any
+    drift: every organization's kept count, and every module's protocol list entry. Scans
+    both tables (a one-off command, ``python -m infrastructure.backfill``, never a request),
+    writes only what differs (a second run writes nothing), and writes entries through
+    ``refresh_listing``, so a module changing meanwhile is read again, not overwritten.
+
+    Counts are set from the scan: a module created or deleted while it runs can leave its
+    organization's count off by one, which the next run corrects; run it when the stack is
+    quiet, or twice."""
+    counted: dict[str, Counter[str]] = defaultdict(Counter)
+    wanted: dict[tuple[str, str], tuple[str, tuple[str | None, str | None]]] = {}
+    for module in ModuleModel.scan():
+        counted[module.organization][module.registry_name] += 1
+        counted[module.organization][provider_part(module.provider)] += 1
+        entry = protocol_entry(module)
+        if entry is not None:
+            item = protocol_item(module, entry)
+            wanted[(module.organization, item.protocol_key)] = (module.key, entry)
+    existing = {
+        (e.organization, e.protocol_key): (e.version, e.published_at)
+        for e in ProtocolEntryModel.scan()
+    }
+    report = Counter(modules=sum(c[part] for c in counted.values() for part in REGISTRY_PARTS))
+    for (organization, entry_key), (key, entry) in wanted.items():
+        if existing.get((organization, entry_key)) != entry:
+            refresh_listing(organization, key)
+            report["entries written"] += 1
+    for organization, entry_key in existing.keys() - wanted.keys():
+        registry, namespace, name, provider = ProtocolEntryModel(organization, entry_key).address
+        refresh_listing(organization, module_key(registry, namespace, name, provider))
+        report["entries removed"] += 1
+    kept: dict[str, dict[str, int]] = defaultdict(dict)
+    for item in lists.CountModel.scan():
+        if item.scope.startswith("registry-modules#"):
+            kept[item.scope][item.part] = int(item.count)
+    scopes = {count_scope(org): dict(parts) for org, parts in counted.items()}
+    for scope in kept.keys() | scopes.keys():
+        target = scopes.get(scope, {})
+        target = {part: target.get(part, 0) for part in target.keys() | kept.get(scope, {}).keys()}
+        if target != kept.get(scope, {}):
+            lists.set_counts(scope, target)
+            report["counts written"] += 1
+    report["organizations"] = len(counted)
+    return dict(report)
+
+
+def update_module(module: ModuleModel, actions: list[Any]) -> None:
+    """Apply ``actions`` to a module that still exists (the same one: same id)."""
+    try:
+        module.update(actions=actions, condition=ModuleModel.id == module.id)
+    except UpdateError as exc:
+        if db.conditional_failure(exc):
+            raise ModuleGone from None
+        raise
+
+
+def update_module_if(module: ModuleModel, actions: list[Any], allowed: Iterable[str]) -> bool:
+    """Apply ``actions`` only while the module exists with a status in ``allowed``."""
+    statuses = [str(status) for status in allowed]
+    try:
+        module.update(
+            actions=actions,
+            condition=(ModuleModel.id == module.id) & ModuleModel.status.is_in(*statuses),
+        )
+    except UpdateError as exc:
+        if db.conditional_failure(exc):
+            return False
+        raise
+    return True
+
+
+def insert_version(module: ModuleModel, item: ModuleVersionModel, moment: datetime) -> None:
+    """The version item and its ``pending`` entry in the module's statuses, in one
+    transaction: ``VersionTaken`` or ``ModuleGone`` when a condition fails."""
+    entry = {"status": str(VersionStatus.PENDING)}
+    try:
+        with TransactWrite(connection=db.connection()) as tx:
+            tx.save(item, condition=ModuleVersionModel.order_key.does_not_exist())
+            tx.update(
+                module,
+                actions=[
+                    ModuleModel.version_statuses[item.version].set(entry),
+                    ModuleModel.updated_at.set(moment),
+                ],
+                condition=ModuleModel.id == module.id,
+            )
+    except TransactWriteError as exc:
+        reasons = db.cancellation_codes(exc)
+        if reasons[:1] == [db.TRANSACTION_CONDITION_FAILED]:
+            raise VersionTaken from None
+        if reasons[1:2] == [db.TRANSACTION_CONDITION_FAILED]:
+            raise ModuleGone from None
+        raise
+
+
+def record_version_status(
+    version: ModuleVersionModel,
+    status: VersionStatus,
+    moment: datetime,
+    *,
+    error: str | None = None,
+    fields: dict[str, Any] | None = None,
+) -> bool:
+    """The status on the version item and in the module's statuses, in one transaction (an
+    ok version also makes the module ``setup_complete``); False if either item is gone. The
+    entry is written whole: a deprecation or revocation the version carries is kept in it."""
+    entry: dict[str, Any] = {"status": str(status), **({"error": error} if error else {})}
+    if status == VersionStatus.OK:
+        entry["published-at"] = iso(moment)
+        # Where the archive is, beside its status: a download reads the module item only.
+        archive = (fields or {}).get("archive_key") or version.archive_key
+        if archive:
+            entry["archive"] = archive
+    for key in ("deprecation", "revocation"):
+        if getattr(version, key, None):
+            entry[key] = getattr(version, key)
+    actions = [
+        ModuleVersionModel.status.set(str(status)),
+        ModuleVersionModel.updated_at.set(moment),
+        ModuleVersionModel.error.set(error) if error else ModuleVersionModel.error.remove(),
+    ]
+    for name, value in (fields or {}).items():
+        actions.append(getattr(ModuleVersionModel, name).set(value))
+    module = ModuleModel(version.organization, version.module_key)
+    module_actions = [
+        ModuleModel.version_statuses[version.version].set(entry),
+        ModuleModel.updated_at.set(moment),
+    ]
+    if status == VersionStatus.OK:
+        module_actions.append(ModuleModel.status.set(str(ModuleStatus.SETUP_COMPLETE)))
+    # Only a version becoming ok, or leaving ok, can change the protocol's list entry.
+    servable_changed = VersionStatus.OK in (status, version.status)
+    try:
+        with TransactWrite(connection=db.connection()) as tx:
+            tx.update(version, actions=actions, condition=ModuleVersionModel.id == version.id)
+            tx.update(module, actions=module_actions, condition=ModuleModel.id == version.module_id)
+    except TransactWriteError as exc:
+        if db.TRANSACTION_CONDITION_FAILED in db.cancellation_codes(exc):
+            return False
+        raise
+    if servable_changed:
+        refresh_listing(version.organization, version.module_key)
+    return True
+
+
+def record_version_lifecycle(
+    version: ModuleVersionModel,
+    deprecation: dict[str, str] | None,
+    revocation: dict[str, str] | None,
+    moment: datetime,
+) -> None:
+    """A version's deprecation and revocation (``None``: none) on the version item and in its
+    entry of the module's statuses (per key: the entry's status is left alone), in one
+    transaction, only while the version is the ``ok`` one that was read, unchanged since
+    (``VersionChanged``: read it again and decide again), and the module still lists it
+    (``ModuleGone``)."""
+
+    def assign(path: Any, value: dict[str, str] | None) -> Any:
+        return path.set(value) if value else path.remove()
+
+    entry = ModuleModel.version_statuses[version.version]
+    module = ModuleModel(version.organization, version.module_key)
+    try:
+        with TransactWrite(connection=db.connection()) as tx:
+            tx.update(
+                version,
+                actions=[
+                    assign(ModuleVersionModel.deprecation, deprecation),
+                    assign(ModuleVersionModel.revocation, revocation),
+                    ModuleVersionModel.updated_at.set(moment),
+                ],
+                condition=(ModuleVersionModel.id == version.id)
+                & (ModuleVersionModel.status == str(VersionStatus.OK))
+                & (ModuleVersionModel.updated_at == version.updated_at),
+            )
+            tx.update(
+                module,
+                actions=[
+                    assign(entry["deprecation"], deprecation),
+                    assign(entry["revocation"], revocation),
+                    ModuleModel.updated_at.set(moment),
+                ],
+                condition=(ModuleModel.id == version.module_id) & entry.exists(),
+            )
+    except TransactWriteError as exc:
+        reasons = db.cancellation_codes(exc)
+        if reasons[:1] == [db.TRANSACTION_CONDITION_FAILED]:
+            raise VersionChanged from None
+        if reasons[1:2] == [db.TRANSACTION_CONDITION_FAILED]:
+            raise ModuleGone from None
+        raise
+    refresh_listing(version.organization, version.module_key)
+
+
+def delete_version(module: ModuleModel, version: ModuleVersionModel, moment: datetime) -> bool:
+    """Delete the version and its status entry; the last version takes its module with it
+    (a concurrent new version keeps it alive). True when the module went too."""
+    with TransactWrite(connection=db.connection()) as tx:
+        tx.delete(version)
+        tx.update(
+            module,
+            actions=[
+                ModuleModel.version_statuses[version.version].remove(),
+                ModuleModel.updated_at.set(moment),
+            ],
+        )
+    if _delete_counted(module, size(ModuleModel.version_statuses) == 0):
+        return True
+    refresh_listing(module.organization, module.key)
+    return False
+
+
+def delete_module(module: ModuleModel) -> list[ModuleVersionModel]:
+    """Delete the module item first (it disappears from every read), then its versions;
+    returns the versions (their objects are the caller's to delete)."""
+    if not _delete_counted(module, ModuleModel.id == module.id):
+        log.warning("module %s was already gone", module.id)
+    versions = list(ModuleVersionModel.query(module.id))
+    with ModuleVersionModel.batch_write() as batch:
+        for version in versions:
+            batch.delete(version)
+    return versions
