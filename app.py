@@ -1,15 +1,16 @@
-"""The whole registry as one Chalice app: every domain's routes plus the ingest handler.
+"""The whole registry as one Chalice app: every domain's routes plus the ingest
+and key-maintenance handlers of ``chalicelib/entry`` (registered here too, not copied).
 
 ``chalice local``, the tests and ``make run`` use this app; production deploys one Lambda
 per route group from ``chalicelib/entry`` (see infrastructure/).
 """
 
-from chalice import Rate
-
 from chalicelib.accounts.routes import bp as accounts_routes
 from chalicelib.admin.routes import bp as admin_routes
-from chalicelib.core.settings import get_settings
+from chalicelib.entry import ingest, oidc
 from chalicelib.entry.factory import create_app
+from chalicelib.lifecycle.organization_routes import bp as organization_lifecycle
+from chalicelib.lifecycle.workspace_routes import bp as workspace_lifecycle
 from chalicelib.meta.routes import bp as meta_routes
 from chalicelib.modules.nocode.routes import bp as nocode_routes
 from chalicelib.modules.protocol.routes import bp as protocol_routes
@@ -29,22 +30,10 @@ app = create_app(
     "tfe-module-registry",
     [meta_routes, accounts_routes, registry_routes, protocol_routes, workspace_routes, tag_routes]
     + [admin_routes, vcs_routes, publishing_routes, webhook_routes, project_routes]
-    + [nocode_routes, web_routes, login_routes, scim_routes, scim_admin_routes],
+    + [nocode_routes, web_routes, login_routes, scim_routes, scim_admin_routes]
+    + [organization_lifecycle, workspace_lifecycle],
 )
 
 
-@app.on_sqs_message(queue=get_settings().ingest_queue, batch_size=1)
-def ingest(event):
-    """Each SQS message is one S3 ObjectCreated event or one VCS publishing job."""
-    from chalicelib.modules.consumer import handle_sqs_body
-
-    for message in event:
-        handle_sqs_body(message.body)
-
-
-@app.schedule(Rate(1, unit=Rate.HOURS))
-def oidc_key_maintenance(event):
-    """Rotate the OIDC signing key every 90 days and trim old keys 30 days after a rotation."""
-    from chalicelib.admin.oidc import run_due_maintenance
-
-    run_due_maintenance()
+app.on_sqs_message(**ingest.QUEUE)(ingest.handle_messages)
+app.schedule(**oidc.SCHEDULE)(oidc.maintain_keys)

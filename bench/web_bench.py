@@ -34,11 +34,12 @@ SIZES = (20, 2000)
 def seed(organization: str, modules: int) -> None:
     """``modules`` modules, each with one ok version whose metadata is in S3."""
     from chalicelib.accounts.service import bootstrap_admin, create_organization
+    from chalicelib.artifacts.objects import bucket
     from chalicelib.artifacts.semver import parse
     from chalicelib.core.auth import Principal
     from chalicelib.core.data.aws import client
     from chalicelib.core.data.ids import iso, new_id, now
-    from chalicelib.modules.objects import UploadKey, bucket
+    from chalicelib.modules.keys import UploadKey
     from chalicelib.modules.store import ModuleModel, ModuleVersionModel, backfill_lists, module_key
 
     admin = Principal("user", bootstrap_admin("bench-admin")[0].id, "bench")

@@ -69,7 +69,7 @@ ROUTE_GROUPS: tuple[Function, ...] = (
     # organization cascades into its modules, VCS connections, workspaces and tags.
     Function(
         "APIHandler",
-        "chalicelib.entry.accounts.app",
+        "chalicelib.entry.api.accounts.app",
         {
             **AUTH_TABLES,
             "organizations": WRITE,
@@ -84,10 +84,10 @@ ROUTE_GROUPS: tuple[Function, ...] = (
         s3_actions=("s3:DeleteObject",),
         sends_jobs=True,  # removing deleted VCS modules' webhooks at the VCS host
     ),
-    Function("MetaFunction", "chalicelib.entry.meta.app", EVERY_REQUEST, memory=256),
+    Function("MetaFunction", "chalicelib.entry.api.meta.app", EVERY_REQUEST, memory=256),
     Function(
         "RegistryFunction",
-        "chalicelib.entry.registry.app",
+        "chalicelib.entry.api.registry.app",
         {**AUTH_TABLES, **REGISTRY_TABLES, **NO_CODE_TABLES, **VCS_READ},
         # GetObject: a version's parsed metadata (a no-code module's module-variables).
         s3_actions=("s3:GetObject", "s3:PutObject", "s3:DeleteObject"),
@@ -97,7 +97,7 @@ ROUTE_GROUPS: tuple[Function, ...] = (
     # commits list reads the VCS host; retry looks for uploaded archives to ingest again.
     Function(
         "PublishingFunction",
-        "chalicelib.entry.publishing.app",
+        "chalicelib.entry.api.publishing.app",
         {**AUTH_TABLES, **REGISTRY_TABLES, **VCS_READ},
         s3_actions=("s3:GetObject",),
         sends_jobs=True,
@@ -105,14 +105,14 @@ ROUTE_GROUPS: tuple[Function, ...] = (
     # VCS hosts' webhook deliveries: no token, verified with the module's sealed secret.
     Function(
         "WebhooksFunction",
-        "chalicelib.entry.webhooks.app",
+        "chalicelib.entry.api.webhooks.app",
         {**EVERY_REQUEST, "registry-modules": WRITE},
         memory=256,
         sends_jobs=True,
     ),
     Function(
         "ProtocolFunction",
-        "chalicelib.entry.protocol.app",
+        "chalicelib.entry.api.protocol.app",
         {
             **AUTH_TABLES,
             "registry-modules": READ,
@@ -123,17 +123,19 @@ ROUTE_GROUPS: tuple[Function, ...] = (
         s3_actions=("s3:GetObject",),
     ),
     Function(
-        "WorkspacesFunction", "chalicelib.entry.workspaces.app", {**AUTH_TABLES, **WORKSPACE_TABLES}
+        "WorkspacesFunction",
+        "chalicelib.entry.api.workspaces.app",
+        {**AUTH_TABLES, **WORKSPACE_TABLES},
     ),
     # VCS connections; their secrets are sealed with KMS (see chalicelib/core/secrets.py).
-    Function("VcsFunction", "chalicelib.entry.vcs.app", {**AUTH_TABLES, **VCS_TABLES}),
-    Function("AdminFunction", "chalicelib.entry.admin.app", {**AUTH_TABLES, "settings": WRITE}),
+    Function("VcsFunction", "chalicelib.entry.api.vcs.app", {**AUTH_TABLES, **VCS_TABLES}),
+    Function("AdminFunction", "chalicelib.entry.api.admin.app", {**AUTH_TABLES, "settings": WRITE}),
     # SCIM: identity providers provision users and groups (tokens in the tokens table); the
     # instance's users and team memberships follow, and the site-admin flag; enabling reads
     # the SAML settings.
     Function(
         "ScimFunction",
-        "chalicelib.entry.scim.app",
+        "chalicelib.entry.api.scim.app",
         {
             **AUTH_TABLES,
             "tokens": WRITE,
@@ -149,7 +151,7 @@ ROUTE_GROUPS: tuple[Function, ...] = (
     # keeps its sign-in sessions.
     Function(
         "WebFunction",
-        "chalicelib.entry.web.app",
+        "chalicelib.entry.api.web.app",
         {
             **AUTH_TABLES,
             "registry-modules": READ,

@@ -80,7 +80,7 @@ class Poller(threading.Thread):
 
     def run(self) -> None:
         from chalicelib.core.data.aws import client
-        from chalicelib.modules.consumer import handle_sqs_body
+        from chalicelib.entry.ingest import handle_body as handle_sqs_body
 
         sqs = client("sqs")
         log = logging.getLogger("registry.poller")

@@ -18,7 +18,7 @@ from typing import Any
 
 from chalicelib.core.data import db
 from chalicelib.core.settings import get_settings
-from chalicelib.modules.objects import UPLOAD_PREFIX
+from chalicelib.modules.keys import UPLOAD_PREFIX
 from infrastructure import resources  # noqa: F401 - registers every model with db.MODELS
 from infrastructure.groups import EVENT_FUNCTIONS, INGEST, READ, ROUTE_GROUPS, Function
 

@@ -57,10 +57,10 @@ def test_every_route_served_is_one_operation():
         "admin",
         "meta",
         "projects",
-        "registry",
-        "registry.nocode",
-        "registry.protocol",
-        "registry.publishing",
+        "modules",
+        "modules.nocode",
+        "modules.protocol",
+        "modules.publishing",
         "scim",
         "tags",
         "vcs",
@@ -158,7 +158,7 @@ def test_the_document_is_served_as_generated(api: Api):
 def test_the_meta_function_does_not_build_the_document():
     """It serves the generated file: neither the builder nor another group's routes load."""
     code = (
-        "import sys, chalicelib.entry.meta; "
+        "import sys, chalicelib.entry.api.meta; "
         "print([m for m in ('chalicelib.core.api.openapi_build', 'app') if m in sys.modules])"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)

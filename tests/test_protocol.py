@@ -227,7 +227,7 @@ def test_version_detail_with_huge_readmes_stays_small(api: Api):
 
 
 def test_metadata_stored_before_the_caps_is_served_within_them(registry: Api):
-    from chalicelib.modules import objects
+    from chalicelib.artifacts import objects
     from chalicelib.modules.store import ModuleVersionModel
 
     module_id = registry.get("/api/v2/organizations/acme/registry-modules").data[0]["id"]

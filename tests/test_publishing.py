@@ -41,7 +41,7 @@ def acme(api: Api) -> Api:
 def drain(limit: int = 200, *, run: bool = True) -> list[str]:
     """Run every message on the ingest queue through the ingest handler (or just drop them
     with ``run=False``, a lost event); the job kinds seen (``s3`` for upload events)."""
-    from chalicelib.modules.consumer import handle_sqs_body
+    from chalicelib.entry.ingest import handle_body as handle_sqs_body
 
     sqs = client("sqs")
     url = sqs.get_queue_url(QueueName=get_settings().ingest_queue)["QueueUrl"]

@@ -195,7 +195,7 @@ def test_version_lifecycle_upload_ingest_and_lookup(acme: Api):
     assert read["status"] == "setup_complete"
     assert read["version-statuses"] == [{"version": "1.0.0", "status": "ok"}]
 
-    from chalicelib.modules import objects
+    from chalicelib.artifacts import objects
     from chalicelib.modules.store import ModuleVersionModel
 
     stored = next(iter(ModuleVersionModel.query(module["id"])))
@@ -613,7 +613,7 @@ def test_an_s3_failure_while_reading_the_archive_stays_retryable(
 
 
 def test_oversized_metadata_is_refused_and_a_huge_readme_truncated(acme: Api):
-    from chalicelib.modules import objects
+    from chalicelib.artifacts import objects
     from chalicelib.modules.store import ModuleVersionModel
 
     module = create_module(acme)

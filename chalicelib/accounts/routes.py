@@ -27,7 +27,6 @@ from chalicelib.core.api.http import Ctx, route
 from chalicelib.core.api.jsonapi import Includer, document, no_content, relationship_list
 from chalicelib.core.api.openapi import PAGE, Body, Param, Relationships
 from chalicelib.core.auth import TokenModel
-from chalicelib.lifecycle import organizations as lifecycle
 
 if TYPE_CHECKING:
     from chalicelib.accounts.schemas import TokenAttributes
@@ -103,13 +102,6 @@ def list_organizations(ctx: Ctx) -> Response:
     return _page_of(ctx, orgs, lambda o: render_organization(o, service.access(ctx.user, o.name)))
 
 
-@route(bp, ORGANIZATIONS, methods=("POST",), body=Body(ORGANIZATION_ATTRIBUTES, "organizations"))
-def create_organization(ctx: Ctx) -> Response:
-    attrs = ctx.attributes()
-    org = lifecycle.create_organization(ctx.user, attrs.name, attrs.email)
-    return document(render_organization(org, service.OrgAccess.everything()), status=201)
-
-
 @route(bp, ORGANIZATION, methods=("GET",))
 def show_organization(ctx: Ctx, organization_name: str) -> Response:
     org, rights = service.readable_organization(ctx.user, organization_name)
@@ -128,12 +120,6 @@ def update_organization(ctx: Ctx, organization_name: str) -> Response:
         ctx.user, organization_name, email=attrs.email, new_name=attrs.name
     )
     return document(render_organization(org, service.OrgAccess.everything()))
-
-
-@route(bp, ORGANIZATION, methods=("DELETE",))
-def delete_organization(ctx: Ctx, organization_name: str) -> Response:
-    lifecycle.delete_organization(ctx.user, organization_name)
-    return no_content()
 
 
 @route(bp, ORGANIZATION + "/entitlement-set")

@@ -1,17 +1,56 @@
-"""The ingest function: S3 ObjectCreated notifications and VCS publishing jobs, from SQS."""
+"""The ingest function: S3 ObjectCreated notifications and VCS publishing jobs, from SQS.
+
+Which artifact type owns which upload prefix is said here, once: ``app.py`` (the whole
+registry as one app) registers the same handler.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
 
 from chalice import Chalice
 
+from chalicelib.artifacts import events
 from chalicelib.core.settings import get_settings
+from chalicelib.modules.keys import UPLOAD_PREFIX
 
-app = Chalice(app_name="registry-ingest")
+log = logging.getLogger("registry.ingest")
 
 
-@app.on_sqs_message(queue=get_settings().ingest_queue, batch_size=1)
-def ingest(event):
+def _module_uploads() -> events.UploadHandler:
+    from chalicelib.modules.ingest.handler import handle_s3_record
+
+    return handle_s3_record
+
+
+def _jobs() -> events.JobRunner:
+    from chalicelib.modules.publishing import worker
+
+    def run(job: dict[str, Any]) -> Any:
+        outcome = worker.run(job)
+        log.info("job %s: %s", job.get("kind"), outcome)
+        return outcome
+
+    return run
+
+
+UPLOADS = {UPLOAD_PREFIX: _module_uploads}
+
+
+def handle_body(body: str) -> None:
+    """One SQS message: an S3 event (or S3's one-off test event), or a job."""
+    events.dispatch(body, UPLOADS, _jobs)
+
+
+def handle_messages(event: Any) -> None:
     """Each SQS message is one S3 event or one publishing job; a failure leaves it for SQS
     to retry."""
-    from chalicelib.modules.consumer import handle_sqs_body
-
     for message in event:
-        handle_sqs_body(message.body)
+        handle_body(message.body)
+
+
+QUEUE = {"queue": get_settings().ingest_queue, "batch_size": 1, "name": "ingest"}
+
+app = Chalice(app_name="registry-ingest")
+ingest = app.on_sqs_message(**QUEUE)(handle_messages)  # the Lambda handler

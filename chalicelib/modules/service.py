@@ -15,7 +15,7 @@ from typing import Any, Protocol, TypeVar
 from urllib.parse import urlsplit
 
 from chalicelib.accounts import service as accounts
-from chalicelib.artifacts import queue, semver
+from chalicelib.artifacts import objects, queue, semver
 from chalicelib.core import tagbindings
 from chalicelib.core.api.errors import Conflict, Forbidden, NotFound, Unprocessable
 from chalicelib.core.api.pagination import Page
@@ -24,7 +24,7 @@ from chalicelib.core.data import lists
 from chalicelib.core.data.ids import new_id, now
 from chalicelib.core.settings import get_settings
 from chalicelib.core.tagbindings import Binding
-from chalicelib.modules import objects, store
+from chalicelib.modules import keys, store
 from chalicelib.modules.statuses import (
     DeprecationStatus,
     ModuleStatus,
@@ -412,7 +412,7 @@ def insert_version(
         raise Unprocessable(str(exc), pointer="/data/attributes/version") from None
     moment = now()
     version_id = new_id("modver")
-    upload = objects.UploadKey(module.id, parsed.text, version_id)
+    upload = keys.UploadKey(module.id, parsed.text, version_id)
     item = ModuleVersionModel(
         module.id,
         parsed.order_key,

@@ -14,11 +14,10 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from chalicelib.accounts import service as accounts
-from chalicelib.artifacts import semver
+from chalicelib.artifacts import objects, semver
 from chalicelib.core.api.errors import BadRequest, NotFound
 from chalicelib.core.api.pagination import Page
 from chalicelib.core.auth import Principal
-from chalicelib.modules import objects
 from chalicelib.modules import service as registry
 from chalicelib.modules.statuses import DeprecationStatus, VersionStatus
 from chalicelib.web import markdown

@@ -15,7 +15,6 @@ from chalicelib.core.api.errors import Unprocessable
 from chalicelib.core.api.http import Ctx, route
 from chalicelib.core.api.jsonapi import Includer, document, no_content, relationship_list
 from chalicelib.core.api.openapi import PAGE, Body, Param, Payload, Relationships
-from chalicelib.lifecycle import workspaces as lifecycle
 from chalicelib.projects import service as projects
 from chalicelib.projects.render import render_project
 from chalicelib.workspaces import service
@@ -52,11 +51,11 @@ UPDATE = Body(
 )
 
 
-def _settings(body: WorkspaceBody) -> dict[str, Any]:
+def settings_of(body: WorkspaceBody) -> dict[str, Any]:
     return body.model_dump(exclude={"name", "tag_names"})
 
 
-def _project_ref(body: Any) -> str | None:
+def project_ref(body: Any) -> str | None:
     """``data.relationships.project.data.id`` of a create/PATCH document; None when the
     document does not name a project."""
     data = body.get("data") if isinstance(body, dict) else None
@@ -111,7 +110,7 @@ def _document(
     return data, ctx.included(workspaces, includers)
 
 
-def _reply(ctx: Ctx, workspace: WorkspaceModel, rights: OrgAccess, status: int = 200) -> Response:
+def reply(ctx: Ctx, workspace: WorkspaceModel, rights: OrgAccess, status: int = 200) -> Response:
     data, included = _document(ctx, [workspace], rights)
     return document(data[0], status, included=included)
 
@@ -147,45 +146,20 @@ def list_workspaces(ctx: Ctx, organization_name: str) -> Response:
     return document(data, links=page.links, meta=page.meta, included=included)
 
 
-@route(bp, ORG_WORKSPACES, methods=("POST",), includes=INCLUDES, body=CREATE)
-def create_workspace(ctx: Ctx, organization_name: str) -> Response:
-    """Create a workspace, in ``relationships.project`` (default: the default project), with
-    its tag bindings (``relationships.tag-bindings``)."""
-    body = ctx.attributes()
-    project_id = _project_ref(ctx.json())
-    bindings = tagbindings.from_relationship(ctx.json())
-    workspace = lifecycle.create_workspace(
-        ctx.user,
-        organization_name,
-        body.name,
-        _settings(body),
-        body.tag_names or [],
-        project_id=project_id,
-        bindings=bindings,
-    )
-    workspace, rights = service.readable(ctx.user, WorkspaceRef(id=workspace.id))
-    return _reply(ctx, workspace, rights, 201)
-
-
 def _show(ctx: Ctx, ref: WorkspaceRef) -> Response:
     workspace, rights = service.readable(ctx.user, ref)
-    return _reply(ctx, workspace, rights)
+    return reply(ctx, workspace, rights)
 
 
 def _update(ctx: Ctx, ref: WorkspaceRef) -> Response:
     body = ctx.attributes()
-    project_id = _project_ref(ctx.json())
+    project_id = project_ref(ctx.json())
     bindings = tagbindings.from_relationship(ctx.json())
     workspace = service.update_workspace(
-        ctx.user, ref, body.name, _settings(body), project_id, bindings
+        ctx.user, ref, body.name, settings_of(body), project_id, bindings
     )
     workspace, rights = service.readable(ctx.user, WorkspaceRef(id=workspace.id))
-    return _reply(ctx, workspace, rights)
-
-
-def _delete(ctx: Ctx, ref: WorkspaceRef) -> Response:
-    lifecycle.delete_workspace(ctx.user, ref)
-    return no_content()
+    return reply(ctx, workspace, rights)
 
 
 @route(bp, BY_ID, methods=("GET",), includes=INCLUDES)
@@ -206,28 +180,6 @@ def update_workspace(ctx: Ctx, workspace_id: str) -> Response:
 @route(bp, BY_NAME, methods=("PATCH",), includes=INCLUDES, body=UPDATE)
 def update_workspace_by_name(ctx: Ctx, organization_name: str, workspace_name: str) -> Response:
     return _update(ctx, WorkspaceRef(organization=organization_name, name=workspace_name))
-
-
-@route(bp, BY_ID, methods=("DELETE",))
-def delete_workspace(ctx: Ctx, workspace_id: str) -> Response:
-    return _delete(ctx, WorkspaceRef(id=workspace_id))
-
-
-@route(bp, BY_NAME, methods=("DELETE",))
-def delete_workspace_by_name(ctx: Ctx, organization_name: str, workspace_name: str) -> Response:
-    return _delete(ctx, WorkspaceRef(organization=organization_name, name=workspace_name))
-
-
-@route(bp, BY_ID + "/actions/safe-delete", methods=("POST",), success=204)
-def safe_delete_workspace(ctx: Ctx, workspace_id: str) -> Response:
-    return _delete(ctx, WorkspaceRef(id=workspace_id))
-
-
-@route(bp, BY_NAME + "/actions/safe-delete", methods=("POST",), success=204)
-def safe_delete_workspace_by_name(
-    ctx: Ctx, organization_name: str, workspace_name: str
-) -> Response:
-    return _delete(ctx, WorkspaceRef(organization=organization_name, name=workspace_name))
 
 
 # ----- key/value tag bindings ---------------------------------------------------------------

@@ -20,10 +20,10 @@ from urllib.parse import unquote_plus
 
 from botocore.exceptions import ClientError
 
-from chalicelib.artifacts import semver
+from chalicelib.artifacts import objects, semver
 from chalicelib.core.data.aws import client
 from chalicelib.core.settings import get_settings
-from chalicelib.modules import objects
+from chalicelib.modules import keys
 from chalicelib.modules import service as registry
 from chalicelib.modules.statuses import VersionStatus
 from chalicelib.modules.store import ModuleVersionModel
@@ -34,7 +34,7 @@ log = logging.getLogger("registry.ingest")
 def handle_s3_record(record: dict[str, Any]) -> str:
     """Ingest the uploaded archive named by ``record``; returns what happened (for logs)."""
     key = unquote_plus(record["s3"]["object"]["key"])
-    upload = objects.UploadKey.parse(key)
+    upload = keys.UploadKey.parse(key)
     if upload is None:
         log.info("ignoring object %s: not an upload key", key)
         return "ignored"
@@ -86,7 +86,7 @@ class _Gone(Exception):
     """The uploaded object disappeared (already processed by another delivery)."""
 
 
-def _find_version(upload: objects.UploadKey) -> ModuleVersionModel | None:
+def _find_version(upload: keys.UploadKey) -> ModuleVersionModel | None:
     try:
         order_key = semver.parse(upload.version).order_key
         version = ModuleVersionModel.get(upload.module_id, order_key)
@@ -95,7 +95,7 @@ def _find_version(upload: objects.UploadKey) -> ModuleVersionModel | None:
     return version if version.id == upload.version_id else None
 
 
-def _ingest(version: ModuleVersionModel, upload: objects.UploadKey) -> str:
+def _ingest(version: ModuleVersionModel, upload: keys.UploadKey) -> str:
     from chalicelib.modules.ingest.archive import ArchiveError, StreamError, read_archive
     from chalicelib.modules.ingest.hcl import HclError, parse_module
     from chalicelib.modules.ingest.limits import Limits, MetadataTooLarge, fit_metadata

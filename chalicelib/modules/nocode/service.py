@@ -27,11 +27,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from chalicelib.accounts import service as accounts
-from chalicelib.artifacts import semver
+from chalicelib.artifacts import objects, semver
 from chalicelib.core.api.errors import Conflict, NotFound, Unprocessable
 from chalicelib.core.auth import Principal
 from chalicelib.core.data.ids import new_id, now
-from chalicelib.modules import objects
 from chalicelib.modules import service as registry
 from chalicelib.modules.nocode import store
 from chalicelib.modules.nocode.store import NoCodeModuleModel, VariableOptionAttribute

@@ -23,11 +23,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from chalicelib.accounts import service as accounts
-from chalicelib.artifacts import semver
+from chalicelib.artifacts import objects, semver
 from chalicelib.core.api.errors import BadGateway, NotFound
 from chalicelib.core.auth import Principal
 from chalicelib.core.settings import get_settings
-from chalicelib.modules import objects, store
+from chalicelib.modules import store
 from chalicelib.modules.ingest.limits import MetadataTooLarge, fit_metadata
 from chalicelib.modules.statuses import RevocationStatus, VersionStatus
 from chalicelib.modules.store import ModuleModel, ModuleVersionModel, ProtocolEntryModel, module_key

@@ -2,5 +2,6 @@
 
 from chalicelib.accounts.routes import bp
 from chalicelib.entry.factory import create_app
+from chalicelib.lifecycle.organization_routes import bp as organization_lifecycle
 
-app = create_app("registry-accounts", [bp])
+app = create_app("registry-accounts", [bp, organization_lifecycle])

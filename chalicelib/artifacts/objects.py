@@ -1,50 +1,15 @@
-"""Where a version's objects live in S3, and presigned URLs for them.
-
-``v1/object/<module>/<version>/<version id>.tar.gz`` is the upload target (links.upload);
-the ingest handler validates it, copies it to ``v1/archives/...`` (what downloads serve, so a
-late re-upload can never replace a published archive) and stores the parsed metadata under
-``v1/metadata/...``.
-"""
+"""The archive bucket: presigned upload and download links, existence, deletion, and
+gzipped JSON metadata. Shared by every artifact type; where each type keeps its objects is
+its own (``modules.keys``)."""
 
 from __future__ import annotations
 
 import gzip
 import json
-from dataclasses import dataclass
 from typing import Any
 
 from chalicelib.core.data.aws import client
 from chalicelib.core.settings import get_settings
-
-UPLOAD_PREFIX = "v1/object/"
-
-
-@dataclass(frozen=True)
-class UploadKey:
-    module_id: str
-    version: str
-    version_id: str
-
-    @property
-    def key(self) -> str:
-        return f"{UPLOAD_PREFIX}{self.module_id}/{self.version}/{self.version_id}.tar.gz"
-
-    @property
-    def archive_key(self) -> str:
-        return f"v1/archives/{self.module_id}/{self.version_id}.tar.gz"
-
-    @property
-    def metadata_key(self) -> str:
-        return f"v1/metadata/{self.module_id}/{self.version_id}.json.gz"
-
-    @classmethod
-    def parse(cls, key: str) -> UploadKey | None:
-        if not key.startswith(UPLOAD_PREFIX) or not key.endswith(".tar.gz"):
-            return None
-        parts = key[len(UPLOAD_PREFIX) : -len(".tar.gz")].split("/")
-        if len(parts) != 3 or not all(parts):
-            return None
-        return cls(*parts)
 
 
 def bucket() -> str:

@@ -1,0 +1,38 @@
+"""The organization routes that cascade across rooms (create with its default project and
+owners team, delete with everything it holds): they live here, above every domain they
+touch, so no domain imports upward. They keep the accounts room's OpenAPI tag: to a client
+they are organization routes."""
+
+from __future__ import annotations
+
+from chalice import Blueprint, Response
+
+from chalicelib.accounts import service
+from chalicelib.accounts.render import render_organization
+from chalicelib.accounts.routes import ORGANIZATION, ORGANIZATION_ATTRIBUTES, ORGANIZATIONS
+from chalicelib.core.api.http import Ctx, route
+from chalicelib.core.api.jsonapi import document, no_content
+from chalicelib.core.api.openapi import Body
+from chalicelib.lifecycle import organizations as lifecycle
+
+bp = Blueprint(__name__)
+TAG = "accounts"
+
+
+@route(
+    bp,
+    ORGANIZATIONS,
+    methods=("POST",),
+    body=Body(ORGANIZATION_ATTRIBUTES, "organizations"),
+    tag=TAG,
+)
+def create_organization(ctx: Ctx) -> Response:
+    attrs = ctx.attributes()
+    org = lifecycle.create_organization(ctx.user, attrs.name, attrs.email)
+    return document(render_organization(org, service.OrgAccess.everything()), status=201)
+
+
+@route(bp, ORGANIZATION, methods=("DELETE",), tag=TAG)
+def delete_organization(ctx: Ctx, organization_name: str) -> Response:
+    lifecycle.delete_organization(ctx.user, organization_name)
+    return no_content()
