@@ -11,7 +11,8 @@ import hashlib
 from typing import TYPE_CHECKING, Any
 
 from chalicelib.accounts.store import ACCESS_FLAGS, OrganizationModel, TeamModel, UserModel
-from chalicelib.core.api.jsonapi import kebab, resource, to_one
+from chalicelib.core.api.jsonapi import resource, to_one
+from chalicelib.core.api.names import kebab
 from chalicelib.core.auth import Principal, TokenModel
 from chalicelib.core.data.ids import iso
 

@@ -13,7 +13,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, AliasChoices, Field
 
 from chalicelib.core.api.attributes import Attributes
-from chalicelib.core.api.jsonapi import kebab
+from chalicelib.core.api.names import kebab
 
 # Go-style durations: one or more decimal numbers each followed by a unit ("2h", "1.5h", "1h30m").
 _DURATION = re.compile(r"^(?:\d+(?:\.\d+)?(?:ns|us|µs|ms|s|m|h))+$")

@@ -10,7 +10,7 @@ from chalicelib.artifacts.semver import parse as parse_version
 from chalicelib.core import tagbindings
 from chalicelib.core.api.jsonapi import Includer, resource, to_one
 from chalicelib.core.data.ids import iso
-from chalicelib.modules.statuses import RevocationStatus
+from chalicelib.modules.statuses import is_revoked
 from chalicelib.modules.store import ModuleModel, ModuleVersionModel
 
 
@@ -91,7 +91,7 @@ def render_module(module: ModuleModel, rights: OrgAccess, base_url: str) -> dict
         "revoked-versions": [
             v
             for v in sorted(statuses, key=_version_order)
-            if (statuses[v].get("revocation") or {}).get("status") == RevocationStatus.REVOKED
+            if is_revoked(statuses[v].get("revocation"))
         ],
         "publishing-mechanism": module.publishing_mechanism,
         "no-code": module.no_code,

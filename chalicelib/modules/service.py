@@ -30,6 +30,7 @@ from chalicelib.modules.statuses import (
     ModuleStatus,
     RevocationStatus,
     VersionStatus,
+    is_revoked,
 )
 from chalicelib.modules.store import ModuleModel, ModuleVersionModel, module_key, name_prefix
 
@@ -249,10 +250,10 @@ def page_versions(module: ModuleModel, page: Page) -> tuple[list[ModuleVersionMo
 
 def find_version(principal: Principal, ref: ModuleRef, version: str):
     module, rights = get_module(principal, ref)
-    return _version(module, version), rights
+    return version_of(module, version), rights
 
 
-def _version(module: ModuleModel, version: str) -> ModuleVersionModel:
+def version_of(module: ModuleModel, version: str) -> ModuleVersionModel:
     try:
         parsed = semver.parse(version)
         return ModuleVersionModel.get(module.id, parsed.order_key)
@@ -555,10 +556,6 @@ def _revocation(change: LifecycleChange) -> tuple[RevocationStatus, dict[str, st
     return status, _compact(fields)
 
 
-def is_revoked(revocation: dict[str, Any] | None) -> bool:
-    return bool(revocation) and revocation.get("status") == RevocationStatus.REVOKED
-
-
 def change_version_lifecycle(
     principal: Principal,
     ref: ModuleRef,
@@ -576,7 +573,7 @@ def change_version_lifecycle(
     require_rights(rights, "deprecating or revoking a version")
     if module.registry_name != "private":
         raise NotFound("only versions of private modules can be deprecated or revoked")
-    item = _version(module, version)
+    item = version_of(module, version)
     if deprecation is None and revocation is None:
         raise Unprocessable("deprecation or revocation is required", pointer="/data/attributes")
     if deprecation is not None and revocation is not None:
@@ -601,7 +598,7 @@ def change_version_lifecycle(
         try:
             store.record_version_lifecycle(item, new_deprecation, new_revocation, moment)
         except store.VersionChanged:
-            item = _version(module, version)  # 404 when it was deleted meanwhile
+            item = version_of(module, version)  # 404 when it was deleted meanwhile
             continue
         except store.ModuleGone:
             raise NotFound("the module was deleted while the version was being changed") from None
@@ -668,7 +665,7 @@ def delete(principal: Principal, organization: str, parts: list[str]) -> list[Mo
     if len(rest) == 1:
         delete_module_record(module)
         return [module]
-    return [module] if delete_version(module, _version(module, rest[1])) else []
+    return [module] if delete_version(module, version_of(module, rest[1])) else []
 
 
 def delete_name_deprecated(principal: Principal, organization: str, name: str) -> list[ModuleModel]:

@@ -8,7 +8,9 @@ them keep working. They are ``StrEnum``s: equal to their text, and stored as tha
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from enum import StrEnum
+from typing import Any
 
 
 class ModuleStatus(StrEnum):
@@ -72,3 +74,23 @@ class RevocationStatus(StrEnum):
 
     REVOKED = "Revoked"
     UNREVOKED = "Unrevoked"
+
+
+# ----- the rules on a version's statuses (one home: everything else calls these) ----------
+
+
+def is_revoked(revocation: Mapping[str, Any] | None) -> bool:
+    """A version whose ``revocation`` says ``Revoked`` (``Unrevoked`` is served again)."""
+    return bool(revocation) and revocation.get("status") == RevocationStatus.REVOKED
+
+
+def is_deprecated(deprecation: Mapping[str, Any] | None) -> bool:
+    return (
+        bool(deprecation) and deprecation.get("deprecated-status") == DeprecationStatus.DEPRECATED
+    )
+
+
+def is_servable(entry: Mapping[str, Any]) -> bool:
+    """A version the registry protocol serves: ingested (``ok``) and not revoked. ``entry``
+    is a module's ``version-statuses`` entry or anything with ``status`` and ``revocation``."""
+    return entry.get("status") == VersionStatus.OK and not is_revoked(entry.get("revocation"))

@@ -32,7 +32,7 @@ from chalicelib.artifacts import semver
 from chalicelib.core.data import db, lists
 from chalicelib.core.data.ids import iso
 from chalicelib.core.tagbindings import TagBindingsAttribute
-from chalicelib.modules.statuses import ModuleStatus, RevocationStatus, VersionStatus
+from chalicelib.modules.statuses import ModuleStatus, VersionStatus, is_servable
 
 log = logging.getLogger("registry.store")
 
@@ -155,6 +155,12 @@ class ModuleModel(db.Model):
         plain dict (the last two are maps of strings)."""
         return self.version_statuses.as_dict() if self.version_statuses else {}
 
+    def latest_servable(self) -> str | None:
+        """The version ``terraform`` gets without a constraint: the highest servable release,
+        else the highest servable pre-release (``servable_versions``, ``latest_of``)."""
+        latest = latest_of(servable_versions(self.statuses()))
+        return latest.text if latest else None
+
 
 @db.register
 class ProtocolEntryModel(db.Model):
@@ -265,15 +271,11 @@ def _delete_counted(module: ModuleModel, condition: Any) -> bool:
 
 def servable_versions(statuses: dict[str, dict[str, Any]]) -> list[semver.Version]:
     """The versions the registry protocol serves (ok, not revoked, SemVer), newest first."""
-    versions = []
-    for text, entry in statuses.items():
-        if entry.get("status") != VersionStatus.OK:
-            continue
-        revocation = entry.get("revocation")
-        if revocation and revocation.get("status") == RevocationStatus.REVOKED:
-            continue
-        if semver.is_valid(text):
-            versions.append(semver.parse(text))
+    versions = [
+        semver.parse(text)
+        for text, entry in statuses.items()
+        if is_servable(entry) and semver.is_valid(text)
+    ]
     versions.sort(key=lambda v: v.order_key, reverse=True)
     return versions
 

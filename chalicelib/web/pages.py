@@ -19,7 +19,7 @@ from chalicelib.core.api.errors import BadRequest, NotFound
 from chalicelib.core.api.pagination import Page
 from chalicelib.core.auth import Principal
 from chalicelib.modules import service as registry
-from chalicelib.modules.statuses import DeprecationStatus, VersionStatus
+from chalicelib.modules.statuses import VersionStatus, is_deprecated, is_revoked
 from chalicelib.web import markdown
 
 if TYPE_CHECKING:  # the registry's records, read only through its service
@@ -78,14 +78,6 @@ def _order(text: str) -> tuple[int, str]:
         return (0, text)
 
 
-def latest_ok(statuses: dict[str, dict[str, Any]]) -> str | None:
-    """The highest ok version that is not a pre-release (else the highest ok one)."""
-    ok = [v for v, entry in statuses.items() if entry.get("status") == VersionStatus.OK]
-    releases = [v for v in ok if "-" not in v.split("+")[0]]
-    pool = releases or ok
-    return max(pool, key=_order) if pool else None
-
-
 # ----- organizations ----------------------------------------------------------------------
 
 
@@ -139,7 +131,7 @@ def page_number(raw: str | None) -> int:
 
 def _row(module: ModuleModel) -> ModuleRow:
     statuses = module.statuses()
-    latest = latest_ok(statuses)
+    latest = module.latest_servable()
     failed = [v for v, entry in statuses.items() if entry.get("status") in FAILED]
     failure = None
     if failed:
@@ -151,7 +143,7 @@ def _row(module: ModuleModel) -> ModuleRow:
     if latest:
         try:
             # One GetItem on the module's partition (the service's own lookup by version).
-            version = registry._version(module, latest)
+            version = registry.version_of(module, latest)
             description = markdown.summary((metadata(version).get("root") or {}).get("readme"))
         except NotFound:
             pass
@@ -266,9 +258,8 @@ def _entry(module: ModuleModel, version: ModuleVersionModel) -> VersionEntry:
         status=version.status,
         status_label=status_label(version.status),
         error=version.error,
-        deprecated=bool(deprecation)
-        and deprecation.get("deprecated-status") == DeprecationStatus.DEPRECATED,
-        revoked=registry.is_revoked(revocation),
+        deprecated=is_deprecated(deprecation),
+        revoked=is_revoked(revocation),
         deprecation=deprecation,
         revocation=revocation if revocation else None,
         created_at=version.created_at,
@@ -276,11 +267,14 @@ def _entry(module: ModuleModel, version: ModuleVersionModel) -> VersionEntry:
     )
 
 
-def _default_version(versions: list[ModuleVersionModel]) -> ModuleVersionModel | None:
-    ok = [v for v in versions if v.status == VersionStatus.OK]
-    releases = [v for v in ok if not semver.parse(v.version).is_prerelease]
-    pool = releases or ok or versions
-    return max(pool, key=lambda v: v.order_key) if pool else None
+def _default_version(
+    module: ModuleModel, newest_first: list[ModuleVersionModel]
+) -> ModuleVersionModel | None:
+    """The version ``terraform`` would get (the module's latest servable one), else the
+    newest (a module whose versions are all pending, failed or revoked)."""
+    latest = module.latest_servable()
+    chosen = next((v for v in newest_first if v.version == latest), None)
+    return chosen or (newest_first[0] if newest_first else None)
 
 
 def constraint_for(version: str) -> str:
@@ -320,7 +314,7 @@ def module_page(
     stored = registry.list_versions(module)
     stored.sort(key=lambda v: v.order_key, reverse=True)
     if version is None:
-        chosen = _default_version(stored)
+        chosen = _default_version(module, stored)
     else:
         chosen = next((v for v in stored if v.version == version), None)
         if chosen is None:

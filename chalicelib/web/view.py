@@ -32,6 +32,7 @@ from chalice import Blueprint, Response
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
 from chalicelib.core.api.errors import ApiError
+from chalicelib.core.api.http import RequestContext
 from chalicelib.core.api.openapi import Param, Payload, Reply, record
 from chalicelib.core.auth import Principal
 from chalicelib.core.settings import get_settings
@@ -115,10 +116,9 @@ def templates() -> Environment:
 
 
 @dataclass
-class WebCtx:
-    """What a page handler needs of the request."""
-
-    request: Any
+class WebCtx(RequestContext):
+    """What a page handler needs of the request: the API's request context, with the
+    caller signed in by the session cookie instead of a bearer token."""
 
     @property
     def principal(self) -> Principal | None:
@@ -130,10 +130,6 @@ class WebCtx:
             raise SignInRequired()
         return principal
 
-    @property
-    def query(self) -> dict[str, str]:
-        return dict(self.request.query_params or {})
-
     def form(self) -> dict[str, str]:
         """A POSTed form's fields (the first value of each)."""
         raw = self.request.raw_body or b""
@@ -141,22 +137,9 @@ class WebCtx:
         return {k: v[0] for k, v in parse_qs(text, keep_blank_values=True).items()}
 
     @property
-    def base_url(self) -> str:
-        """As the API builds absolute URLs (``core.http.Ctx.base_url``)."""
-        configured = get_settings().public_base_url
-        if configured:
-            return configured.rstrip("/")
-        headers = self.request.headers
-        return f"{headers.get('x-forwarded-proto', 'http')}://{headers.get('host', 'localhost')}"
-
-    @property
     def host(self) -> str:
         """This instance's host name (and port), as a module source address starts."""
         return self.base_url.split("://", 1)[-1].split("/", 1)[0]
-
-    @property
-    def path(self) -> str:
-        return self.request.context.get("path") or self.request.path
 
     def csrf(self) -> str:
         """The CSRF token to put in this page's forms (the session's, or a fresh

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pydantic import AliasChoices, AliasGenerator, BaseModel, ConfigDict
 
-from chalicelib.core.api.jsonapi import kebab
+from chalicelib.core.api.names import kebab
 
 
 def _aliases(field_name: str) -> AliasChoices:

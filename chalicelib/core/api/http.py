@@ -55,11 +55,42 @@ REGISTRY_PROTOCOL_PREFIX = "/api/registry/"
 
 
 @dataclass
-class Ctx:
-    """What a handler needs of the request: body, query, the caller and absolute URLs."""
+class RequestContext:
+    """What any handler needs of the request, API or page: the query, the path and
+    absolute URLs on this deployment's public address (one definition: the web UI's page
+    context extends this one)."""
 
     request: Request
-    principal: Principal | None
+
+    @property
+    def query(self) -> dict[str, str]:
+        return dict(self.request.query_params or {})
+
+    @property
+    def base_url(self) -> str:
+        """``REGISTRY_PUBLIC_URL`` (without a trailing ``/``), else the scheme and host the
+        request came to."""
+        configured = get_settings().public_base_url
+        if configured:
+            return configured
+        headers = self.request.headers
+        proto = headers.get("x-forwarded-proto", "http")
+        host = headers.get("host", "localhost")
+        return f"{proto}://{host}"
+
+    def url(self, path: str) -> str:
+        return self.base_url + path
+
+    @property
+    def path(self) -> str:
+        return self.request.context.get("path") or self.request.path
+
+
+@dataclass
+class Ctx(RequestContext):
+    """What an API handler needs besides: the caller, the body and includes."""
+
+    principal: Principal | None = None
     cache: dict[str, Any] = field(default_factory=dict)
     # The include names asked for, checked against the route's declaration (kebab-case, in
     # the order asked); None when the request asks none.
@@ -88,27 +119,6 @@ class Ctx:
         parsed = declared.parse(self.json())
         assert isinstance(parsed, expected)
         return parsed  # type: ignore[return-value]
-
-    @property
-    def query(self) -> dict[str, str]:
-        return dict(self.request.query_params or {})
-
-    @property
-    def base_url(self) -> str:
-        configured = get_settings().public_base_url
-        if configured:
-            return configured
-        headers = self.request.headers
-        proto = headers.get("x-forwarded-proto", "http")
-        host = headers.get("host", "localhost")
-        return f"{proto}://{host}"
-
-    def url(self, path: str) -> str:
-        return self.base_url + path
-
-    @property
-    def path(self) -> str:
-        return self.request.context.get("path") or self.request.path
 
     def page(self) -> Page:
         return Page.from_query(self.query)

@@ -15,13 +15,10 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from chalice import Response
 
 from chalicelib.core.api.errors import JSONAPI, BadRequest, Unprocessable
+from chalicelib.core.api.names import kebab
 
 if TYPE_CHECKING:
     from chalicelib.core.api.attributes import Attributes
-
-
-def kebab(name: str) -> str:
-    return name.replace("_", "-")
 
 
 A = TypeVar("A", bound="Attributes")

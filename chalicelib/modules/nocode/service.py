@@ -34,7 +34,7 @@ from chalicelib.core.data.ids import new_id, now
 from chalicelib.modules import service as registry
 from chalicelib.modules.nocode import store
 from chalicelib.modules.nocode.store import NoCodeModuleModel, VariableOptionAttribute
-from chalicelib.modules.statuses import VersionStatus
+from chalicelib.modules.statuses import VersionStatus, is_revoked
 from chalicelib.modules.store import ModuleModel, ModuleVersionModel
 
 OPTION_TYPE = "variable-options"
@@ -311,7 +311,7 @@ def _pin(module: ModuleModel, wanted: str | None) -> str | None:
         raise Unprocessable(
             f"{problem}: version {version} is {entry.get('status')}, not ok", pointer=VERSION_PIN
         )
-    if registry.is_revoked(entry.get("revocation")):
+    if is_revoked(entry.get("revocation")):
         raise Unprocessable(f"{problem}: version {version} is revoked", pointer=VERSION_PIN)
     return version
 

@@ -29,7 +29,7 @@ from chalicelib.core.auth import Principal
 from chalicelib.core.settings import get_settings
 from chalicelib.modules import store
 from chalicelib.modules.ingest.limits import MetadataTooLarge, fit_metadata
-from chalicelib.modules.statuses import RevocationStatus, VersionStatus
+from chalicelib.modules.statuses import VersionStatus, is_revoked
 from chalicelib.modules.store import ModuleModel, ModuleVersionModel, ProtocolEntryModel, module_key
 
 MAX_LIMIT = 100
@@ -64,9 +64,7 @@ class Published:
 def _revocation(entry: dict[str, Any]) -> dict[str, Any] | None:
     """The revocation of a revoked version's entry (an ``Unrevoked`` one is served again)."""
     revocation = entry.get("revocation")
-    if revocation and revocation.get("status") == RevocationStatus.REVOKED:
-        return revocation
-    return None
+    return revocation if is_revoked(revocation) else None
 
 
 def published(module: ModuleModel) -> Published:
