@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from chalicelib import __version__
 from chalicelib.core.data import db
 from chalicelib.core.settings import get_settings
 from chalicelib.modules.keys import UPLOAD_PREFIX
@@ -534,7 +535,14 @@ def merge_template() -> dict[str, Any]:
         }
     }
     resources_out["RestAPI"] = {"Properties": {"DefinitionBody": {"paths": repointed_paths()}}}
-    return {"Parameters": PARAMETERS, "Resources": resources_out}
+    return {
+        "Description": f"tfe-module-registry {__version__}",
+        "Parameters": PARAMETERS,
+        "Resources": resources_out,
+        "Outputs": {
+            "RegistryVersion": {"Description": "The release deployed", "Value": __version__}
+        },
+    }
 
 
 def main(argv: list[str]) -> int:

@@ -9,6 +9,8 @@ import os
 from dataclasses import dataclass
 from functools import lru_cache
 
+from chalicelib import __version__
+
 EDITIONS = ("self-hosted", "hosted")
 
 # Caps on what one module archive may put into the registry's metadata (see the ingest's
@@ -86,7 +88,7 @@ def get_settings() -> Settings:
         max_unpacked_bytes=_int("REGISTRY_MAX_UNPACKED_BYTES", 250 * 1024 * 1024),
         upload_url_ttl=_int("REGISTRY_UPLOAD_URL_TTL", 3600),
         download_url_ttl=_int("REGISTRY_DOWNLOAD_URL_TTL", 300),
-        app_version=os.environ.get("REGISTRY_VERSION", "0.1.0"),
+        app_version=__version__,
         public_registry_url=(
             os.environ.get("REGISTRY_PUBLIC_UPSTREAM") or "https://registry.terraform.io"
         ).rstrip("/"),
