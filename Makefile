@@ -7,10 +7,13 @@ STAMP := $(VENV)/.installed
 .PHONY: run test lint format bench install clean package
 
 $(STAMP): requirements.txt requirements-dev.txt
+	@echo "==> Setting up .venv (once, or after requirements*.txt change): about 2 minutes"
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -r requirements-dev.txt
-	touch $(STAMP)
+	@echo "==> Installing the Python packages the registry and its tests use ..."
+	@$(PY) -m pip install --quiet --upgrade pip
+	@$(PY) -m pip install --quiet -r requirements-dev.txt
+	@touch $(STAMP)
+	@echo "==> .venv ready: $$($(PY) -m pip list --format=freeze 2>/dev/null | wc -l) packages"
 
 install: $(STAMP)
 
