@@ -45,7 +45,7 @@ from chalicelib.core.jsonapi import (
     load_json,
     parse_include,
 )
-from chalicelib.core.openapi import Body, Param, RequestBody, Success, record
+from chalicelib.core.openapi import Body, Param, Relationships, RequestBody, Success, record
 from chalicelib.core.pagination import Page, Paged, paged, paginate
 from chalicelib.core.settings import get_settings
 
@@ -93,6 +93,13 @@ class Ctx:
         parsed = declared.parse(self.json())
         assert isinstance(parsed, expected)
         return parsed  # type: ignore[return-value]
+
+    def relationships(self) -> list[dict[str, Any]]:
+        """``data`` of a relationship document, as the route's ``Relationships`` declares it
+        (element type, at most ``max_items``: a longer array is a 422 before any write)."""
+        declared = self.body
+        assert isinstance(declared, Relationships), f"the route declares body={declared!r}"
+        return declared.parse(self.json())
 
     @property
     def query(self) -> dict[str, str]:
