@@ -169,7 +169,12 @@ def test_no_domain_reads_another_domains_store() -> None:
 
 
 def test_core_imports_no_domain() -> None:
-    wrong = [f"{a} -> {b}" for a, b in edges() if room(a) == "core" and room(b) != "core"]
+    """``chalicelib`` itself (the package: its ``__version__``) is no domain."""
+    wrong = [
+        f"{a} -> {b}"
+        for a, b in edges()
+        if room(a) == "core" and room(b) not in ("core", "chalicelib")
+    ]
     assert not wrong, wrong
 
 

@@ -24,7 +24,7 @@ from chalicelib.accounts.render import (
 from chalicelib.accounts.store import TeamModel, UserModel
 from chalicelib.core.api.errors import Unprocessable
 from chalicelib.core.api.http import Ctx, route
-from chalicelib.core.api.jsonapi import Includer, document, no_content, relationship_list
+from chalicelib.core.api.jsonapi import Includer, document, no_content
 from chalicelib.core.api.openapi import PAGE, Body, Param, Relationships
 from chalicelib.core.auth import TokenModel
 
@@ -234,7 +234,7 @@ def delete_team(ctx: Ctx, team_id: str) -> Response:
 def _usernames(ctx: Ctx) -> list[str]:
     """The usernames of a relationship body: ``{"data": [{"type": "users", "id": name}]}``."""
     usernames = []
-    for index, item in enumerate(relationship_list(ctx.json(), type_="users")):
+    for index, item in enumerate(ctx.relationships()):
         username = item.get("id")
         if not isinstance(username, str) or not username:
             raise Unprocessable("id (the username) is required", pointer=f"/data/{index}/id")
@@ -242,7 +242,11 @@ def _usernames(ctx: Ctx) -> list[str]:
     return usernames
 
 
-MEMBERS = Relationships("users", description="the users, by username (`id`)")
+MEMBERS = Relationships(
+    "users",
+    max_items=service.MAX_MEMBERS_PER_REQUEST,
+    description="the users, by username (`id`)",
+)
 
 
 @route(bp, TEAM_USERS, methods=("POST",), body=MEMBERS, success=204)

@@ -25,6 +25,9 @@ from chalicelib.core.data.ids import new_id, now
 ORG_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]*$")
 EMAIL = re.compile(r"^[^@\s]+@[^@\s]+$")
 OWNERS = "owners"
+# Users added to or removed from a team in one request (a 422 naming it, before any write):
+# two calls each; the tfe provider's tfe_team_members sends a whole team at once.
+MAX_MEMBERS_PER_REQUEST = 500
 
 
 @dataclass(frozen=True)

@@ -29,6 +29,7 @@ from pynamodb.attributes import ListAttribute, MapAttribute, UnicodeAttribute
 
 from chalicelib.core.api.errors import Unprocessable
 from chalicelib.core.api.jsonapi import resource
+from chalicelib.core.api.openapi import Payload
 from chalicelib.core.data.ids import new_id
 
 TYPE = "tag-bindings"
@@ -58,6 +59,34 @@ def TagBindingsAttribute() -> ListAttribute:  # noqa: N802 - reads as an attribu
 
 
 # ----- reading requests ----------------------------------------------------------------------
+
+# The body of ``PATCH …/tag-bindings`` (read with ``from_document``), as the document shows it.
+_BINDING_SCHEMA = {
+    "type": "object",
+    "required": ["attributes"],
+    "properties": {
+        "type": {"type": "string", "const": TYPE},
+        "attributes": {
+            "type": "object",
+            "required": ["key"],
+            "properties": {
+                "key": {"type": "string", "minLength": 1, "maxLength": MAX_KEY},
+                "value": {"type": ["string", "null"], "maxLength": MAX_VALUE},
+            },
+        },
+    },
+}
+DOCUMENT = Payload(
+    ("application/vnd.api+json", "application/json"),
+    "data: an array of {type: tag-bindings, attributes: {key, value}}",
+    schema={
+        "type": "object",
+        "required": ["data"],
+        "properties": {
+            "data": {"type": "array", "maxItems": MAX_BINDINGS, "items": _BINDING_SCHEMA}
+        },
+    },
+)
 
 
 def from_relationship(body: Any) -> list[Binding] | None:

@@ -11,7 +11,7 @@ from chalicelib.accounts.service import OrgAccess
 from chalicelib.core import tagbindings
 from chalicelib.core.api.http import Ctx, route
 from chalicelib.core.api.jsonapi import Includer, document, no_content
-from chalicelib.core.api.openapi import PAGE, Body, Param, Payload
+from chalicelib.core.api.openapi import PAGE, Body, Param
 from chalicelib.projects import service
 from chalicelib.projects.render import render_effective, render_project
 from chalicelib.projects.store import ProjectModel
@@ -36,10 +36,6 @@ CONFLICT = {409: "the project is the default one, or still holds workspaces"}
 CREATE = Body("chalicelib.projects.schemas:ProjectBody", "projects", type_check="lenient")
 UPDATE = Body(
     "chalicelib.projects.schemas:ProjectBody", "projects", type_check="lenient", required=False
-)
-BINDINGS = Payload(
-    ("application/vnd.api+json", "application/json"),
-    "data: an array of {type: tag-bindings, attributes: {key, value}}",
 )
 
 
@@ -139,7 +135,7 @@ def list_project_tag_bindings(ctx: Ctx, project_id: str) -> Response:
     return document(tagbindings.render(project.tag_bindings or []))
 
 
-@route(bp, BY_ID + "/tag-bindings", methods=("PATCH",), body=BINDINGS, success=200)
+@route(bp, BY_ID + "/tag-bindings", methods=("PATCH",), body=tagbindings.DOCUMENT, success=200)
 def add_project_tag_bindings(ctx: Ctx, project_id: str) -> Response:
     """Add or update tag bindings on a project (never removes one); answers the whole set."""
     added = tagbindings.from_document(ctx.json())

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from chalicelib.scim.errors import bad_request
+from chalicelib.scim.errors import ScimError, bad_request
 
 USER_SCHEMA = "urn:ietf:params:scim:schemas:core:2.0:User"
 GROUP_SCHEMA = "urn:ietf:params:scim:schemas:core:2.0:Group"
@@ -30,6 +30,10 @@ MAX_COUNT = 200
 MAX_FILTER_LENGTH = 1000
 MAX_FILTER_DEPTH = 16
 MAX_PATH_LENGTH = 500
+# PatchOp ``Operations`` per request: identity providers send one or a few (a Group's member
+# changes ride in one operation's ``value``). More is a 413, as RFC 7644 section 3.7.3 answers
+# a bulk request over its ``maxOperations``, before anything is read or written.
+MAX_OPERATIONS = 100
 CASE_EXACT = {"id", "externalid"}
 
 
@@ -358,6 +362,10 @@ def patch_operations(body: Any) -> list[Operation]:
     operations = lookup(body, "operations")
     if not isinstance(operations, list) or not operations:
         raise bad_request("Operations must be a non-empty array", "invalidSyntax")
+    if len(operations) > MAX_OPERATIONS:
+        raise ScimError(
+            413, f"at most {MAX_OPERATIONS} Operations per request, not {len(operations)}"
+        )
     out = []
     for index, item in enumerate(operations):
         if not isinstance(item, dict):

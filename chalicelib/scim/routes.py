@@ -22,6 +22,7 @@ bp = Blueprint(__name__)
 BASE = render.SCIM_BASE
 CONTENT_TYPES = ["application/scim+json", "application/json"]
 OBJECT = {"type": "object"}
+STRING = {"type": "string"}
 LIST = {
     "type": "object",
     "required": ["schemas", "totalResults", "Resources"],
@@ -45,9 +46,48 @@ LISTING = (
 )
 
 
-USER_BODY = Payload(("application/scim+json", "application/json"), "a SCIM User resource")
-GROUP_BODY = Payload(("application/scim+json", "application/json"), "a SCIM Group resource")
-PATCH_BODY = Payload(("application/scim+json", "application/json"), "a SCIM PatchOp message")
+MEDIA = ("application/scim+json", "application/json")
+USER_BODY = Payload(MEDIA, "a SCIM User resource")
+_MEMBERS = {
+    "type": "array",
+    "maxItems": service.MAX_MEMBERS_PER_REQUEST,
+    "items": {"type": "object", "required": ["value"], "properties": {"value": STRING}},
+}
+GROUP_BODY = Payload(
+    MEDIA,
+    "a SCIM Group resource",
+    schema={
+        "type": "object",
+        "required": ["displayName"],
+        "properties": {"displayName": STRING, "externalId": STRING, "members": _MEMBERS},
+    },
+)
+PATCH_BODY = Payload(
+    MEDIA,
+    "a SCIM PatchOp message (a Group's operations name at most "
+    f"{service.MAX_MEMBERS_PER_REQUEST} members in all)",
+    schema={
+        "type": "object",
+        "required": ["Operations"],
+        "properties": {
+            "Operations": {
+                "type": "array",
+                "minItems": 1,
+                "maxItems": protocol.MAX_OPERATIONS,
+                "items": {
+                    "type": "object",
+                    "required": ["op"],
+                    "properties": {
+                        "op": {"type": "string", "description": "add, replace or remove"},
+                        "path": {"type": "string", "maxLength": protocol.MAX_PATH_LENGTH},
+                        "value": {},
+                    },
+                },
+            }
+        },
+    },
+)
+TOO_MANY = {413: "more Operations or members than one request may carry"}
 
 
 def _reply(status: int, schema: dict[str, Any] = OBJECT, description: str = "") -> Reply:
@@ -153,7 +193,14 @@ def replace_scim_user(ctx: Ctx, scim_id: str) -> Response:
     return _one(ctx, render.scim_users([user], base)[0])
 
 
-@scim_route("/Users/{scim_id}", ("PATCH",), body=PATCH_BODY, query=SELECT, success=_reply(200))
+@scim_route(
+    "/Users/{scim_id}",
+    ("PATCH",),
+    TOO_MANY,
+    body=PATCH_BODY,
+    query=SELECT,
+    success=_reply(200),
+)
 def patch_scim_user(ctx: Ctx, scim_id: str) -> Response:
     """Change some of a user's attributes (PatchOp add/replace/remove)."""
     base = _provisioning(ctx)
@@ -192,7 +239,7 @@ def list_scim_groups(ctx: Ctx) -> Response:
     body=GROUP_BODY,
     query=SELECT,
     success=_reply(201),
-    errors={409: "name taken"},
+    errors={409: "name taken", **TOO_MANY},
 )
 def create_scim_group(ctx: Ctx) -> Response:
     """Provision a group (with members)."""
@@ -209,7 +256,9 @@ def get_scim_group(ctx: Ctx, scim_id: str) -> Response:
     return _one(ctx, render.scim_groups([group], base, members=_wants_members(ctx))[0])
 
 
-@scim_route("/Groups/{scim_id}", ("PUT",), body=GROUP_BODY, query=SELECT, success=_reply(200))
+@scim_route(
+    "/Groups/{scim_id}", ("PUT",), TOO_MANY, body=GROUP_BODY, query=SELECT, success=_reply(200)
+)
 def replace_scim_group(ctx: Ctx, scim_id: str) -> Response:
     """Replace a group's name and members; linked teams follow."""
     base = _provisioning(ctx)
@@ -217,7 +266,14 @@ def replace_scim_group(ctx: Ctx, scim_id: str) -> Response:
     return _one(ctx, render.scim_groups([group], base)[0])
 
 
-@scim_route("/Groups/{scim_id}", ("PATCH",), body=PATCH_BODY, query=SELECT, success=_reply(200))
+@scim_route(
+    "/Groups/{scim_id}",
+    ("PATCH",),
+    TOO_MANY,
+    body=PATCH_BODY,
+    query=SELECT,
+    success=_reply(200),
+)
 def patch_scim_group(ctx: Ctx, scim_id: str) -> Response:
     """Change a group's name or members (PatchOp); linked teams follow."""
     base = _provisioning(ctx)

@@ -500,7 +500,7 @@ def _member_ids(value: Any) -> set[str]:
     if items is None:
         raise bad_request('members must be an array of {"value": "<user id>"} objects')
     if len(items) > MAX_MEMBERS_PER_REQUEST:
-        raise ScimError(413, f"at most {MAX_MEMBERS_PER_REQUEST} members per request")
+        raise _too_many_members(len(items))
     ids = set()
     for item in items:
         member = protocol.lookup(item, "value") if isinstance(item, dict) else None
@@ -585,11 +585,26 @@ def replace_group(scim_id: str, body: Any) -> ScimGroupModel:
     return _write_group(group, display, external_id, members or set())
 
 
+def _too_many_members(count: int) -> ScimError:
+    return ScimError(413, f"at most {MAX_MEMBERS_PER_REQUEST} members per request, not {count}")
+
+
+def _members_named(operations: list[protocol.Operation]) -> int:
+    """How many members a PatchOp names, all operations together (a Group's only
+    multi-valued attribute is ``members``)."""
+    values = [o.value for o in operations]
+    values += [v for value in values if isinstance(value, dict) for v in value.values()]
+    return sum(len(v) for v in values if isinstance(v, list))
+
+
 def patch_group(scim_id: str, body: Any) -> ScimGroupModel:
     group = get_group(scim_id)
     display, external_id = group.display_name, group.external_id
     members = set(group.member_ids or ())
-    for operation in protocol.patch_operations(body):
+    operations = protocol.patch_operations(body)
+    if (named := _members_named(operations)) > MAX_MEMBERS_PER_REQUEST:
+        raise _too_many_members(named)
+    for operation in operations:
         if operation.path is None:
             for key, value in operation.value.items():
                 display, external_id, members = _apply_group(

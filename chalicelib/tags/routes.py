@@ -5,7 +5,7 @@ from __future__ import annotations
 from chalice import Blueprint, Response
 
 from chalicelib.core.api.http import Ctx, route
-from chalicelib.core.api.jsonapi import document, no_content, relationship_list
+from chalicelib.core.api.jsonapi import document, no_content
 from chalicelib.core.api.openapi import PAGE, Param, Relationships
 from chalicelib.tags import service
 from chalicelib.tags.render import render_tag
@@ -17,7 +17,14 @@ ORG_TAGS = "/api/v2/organizations/{organization_name}/tags"
 TAG_WORKSPACES = "/api/v2/tags/{tag_id}/relationships/workspaces"
 WORKSPACE_TAGS = "/api/v2/workspaces/{workspace_id}/relationships/tags"
 # A tag by id, or by name (a new name creates the tag).
-TAGS = Relationships("tags", by_name=True, description="tags by id or `attributes.name`")
+TAGS = Relationships(
+    "tags",
+    max_items=service.MAX_TAGS_PER_REQUEST,
+    by_name=True,
+    description="tags by id or `attributes.name`",
+)
+TAG_IDS = Relationships("tags", max_items=service.MAX_TAGS_PER_REQUEST)
+WORKSPACES = Relationships("workspaces", max_items=service.MAX_WORKSPACES_PER_REQUEST)
 
 
 def _listing(ctx: Ctx, tags: list[TagModel]) -> Response:
@@ -48,16 +55,15 @@ def list_tags(ctx: Ctx, organization_name: str) -> Response:
     return document([render_tag(t) for t in page.items], links=page.links, meta=page.meta)
 
 
-@route(bp, ORG_TAGS, methods=("DELETE",), body=Relationships("tags"))
+@route(bp, ORG_TAGS, methods=("DELETE",), body=TAG_IDS)
 def delete_tags(ctx: Ctx, organization_name: str) -> Response:
-    service.delete_tags(ctx.user, organization_name, relationship_list(ctx.json()))
+    service.delete_tags(ctx.user, organization_name, ctx.relationships())
     return no_content()
 
 
-@route(bp, TAG_WORKSPACES, methods=("POST",), body=Relationships("workspaces"), success=204)
+@route(bp, TAG_WORKSPACES, methods=("POST",), body=WORKSPACES, success=204)
 def add_workspaces(ctx: Ctx, tag_id: str) -> Response:
-    items = relationship_list(ctx.json(), type_="workspaces")
-    service.add_workspaces_to_tag(ctx.user, tag_id, items)
+    service.add_workspaces_to_tag(ctx.user, tag_id, ctx.relationships())
     return no_content()
 
 
@@ -73,13 +79,11 @@ def workspace_tags(ctx: Ctx, workspace_id: str) -> Response:
 
 @route(bp, WORKSPACE_TAGS, methods=("POST",), body=TAGS, success=204)
 def add_workspace_tags(ctx: Ctx, workspace_id: str) -> Response:
-    items = relationship_list(ctx.json(), type_="tags")
-    service.add_workspace_tags(ctx.user, workspace_id, items)
+    service.add_workspace_tags(ctx.user, workspace_id, ctx.relationships())
     return no_content()
 
 
 @route(bp, WORKSPACE_TAGS, methods=("DELETE",), body=TAGS)
 def remove_workspace_tags(ctx: Ctx, workspace_id: str) -> Response:
-    items = relationship_list(ctx.json(), type_="tags")
-    service.remove_workspace_tags(ctx.user, workspace_id, items)
+    service.remove_workspace_tags(ctx.user, workspace_id, ctx.relationships())
     return no_content()

@@ -28,6 +28,11 @@ from chalicelib.workspaces.service import WorkspaceRef, tag_entries
 
 TAG_NAME = re.compile(r"^[A-Za-z0-9:_-]{1,255}$")
 MAX_ATTEMPTS = 12
+# The bounds of one request's arrays (a 422 naming them, before any write): every tag or
+# workspace named is one transaction of its own (``attach``/``detach``), and a deleted tag
+# one per workspace it is on, so a request must stay far inside API Gateway's 29 s.
+MAX_TAGS_PER_REQUEST = 100  # tags added to, removed from a workspace, or deleted at once
+MAX_WORKSPACES_PER_REQUEST = 100  # workspaces added to a tag at once
 
 
 @dataclass(frozen=True)

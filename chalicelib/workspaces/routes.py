@@ -13,8 +13,8 @@ from chalicelib.accounts.service import OrgAccess, get_organization
 from chalicelib.core import tagbindings
 from chalicelib.core.api.errors import Unprocessable
 from chalicelib.core.api.http import Ctx, route
-from chalicelib.core.api.jsonapi import Includer, document, no_content, relationship_list
-from chalicelib.core.api.openapi import PAGE, Body, Param, Payload, Relationships
+from chalicelib.core.api.jsonapi import Includer, document, no_content
+from chalicelib.core.api.openapi import PAGE, Body, Param, Relationships
 from chalicelib.projects import service as projects
 from chalicelib.projects.render import render_project
 from chalicelib.workspaces import service
@@ -36,10 +36,6 @@ EFFECTIVE = "effective-tag-bindings"
 # asks for it; workspaces here have no repository, so it is always empty, as TFE answers for
 # a workspace without one).
 INCLUDES = ("organization", "project", EFFECTIVE, "readme")
-BINDINGS = Payload(
-    ("application/vnd.api+json", "application/json"),
-    "data: an array of {type: tag-bindings, attributes: {key, value}}",
-)
 
 
 CREATE = Body("chalicelib.workspaces.schemas:WorkspaceBody", "workspaces", type_check="lenient")
@@ -192,7 +188,7 @@ def list_workspace_tag_bindings(ctx: Ctx, workspace_id: str) -> Response:
     return document(tagbindings.render(workspace.tag_bindings or []))
 
 
-@route(bp, BY_ID + "/tag-bindings", methods=("PATCH",), body=BINDINGS, success=200)
+@route(bp, BY_ID + "/tag-bindings", methods=("PATCH",), body=tagbindings.DOCUMENT, success=200)
 def add_workspace_tag_bindings(ctx: Ctx, workspace_id: str) -> Response:
     """Add or update tag bindings on a workspace (never removes one); answers the whole set."""
     added = tagbindings.from_document(ctx.json())
@@ -213,12 +209,16 @@ def list_workspace_effective_tag_bindings(ctx: Ctx, workspace_id: str) -> Respon
     bp,
     "/api/v2/projects/{project_id}/relationships/workspaces",
     methods=("POST",),
-    body=Relationships("workspaces", description="the workspaces to move into the project"),
+    body=Relationships(
+        "workspaces",
+        max_items=service.MAX_MOVED_WORKSPACES,
+        description="the workspaces to move into the project",
+    ),
     success=204,
 )
 def move_workspaces_to_project(ctx: Ctx, project_id: str) -> Response:
     """Move workspaces into a project (all of them are checked before any moves)."""
-    items = relationship_list(ctx.json(), type_="workspaces")
+    items = ctx.relationships()
     ids = []
     for index, item in enumerate(items):
         workspace_id = item.get("id")

@@ -3,7 +3,25 @@ request that sends one)."""
 
 from __future__ import annotations
 
+from typing import Annotated
+
+from pydantic import Field
+
 from chalicelib.core.api.attributes import Attributes
+from chalicelib.workspaces.service import (
+    MAX_TAG_NAME_LENGTH,
+    MAX_TAG_NAMES,
+    MAX_TRIGGER_PATH_LENGTH,
+    MAX_TRIGGER_PATHS,
+)
+
+TriggerPaths = Annotated[
+    list[Annotated[str, Field(max_length=MAX_TRIGGER_PATH_LENGTH)]],
+    Field(max_length=MAX_TRIGGER_PATHS),
+]
+TagNames = Annotated[
+    list[Annotated[str, Field(max_length=MAX_TAG_NAME_LENGTH)]], Field(max_length=MAX_TAG_NAMES)
+]
 
 
 class WorkspaceBody(Attributes):
@@ -23,6 +41,6 @@ class WorkspaceBody(Attributes):
     working_directory: str | None = None
     source_name: str | None = None
     source_url: str | None = None
-    trigger_prefixes: list[str] | None = None
-    trigger_patterns: list[str] | None = None
-    tag_names: list[str] | None = None
+    trigger_prefixes: TriggerPaths | None = None
+    trigger_patterns: TriggerPaths | None = None
+    tag_names: TagNames | None = None

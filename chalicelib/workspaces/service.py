@@ -39,6 +39,14 @@ PROJECT_POINTER = "/data/relationships/project/data/id"
 MERGE_ATTEMPTS = 5
 EXECUTION_MODES = ("remote", "local")
 MAX_TEXT = 255
+# The bounds of a request body's arrays (a 422 naming them, before anything is written;
+# ``schemas`` applies those of the attributes): each tag name on create, and each workspace
+# moved, is a write of its own.
+MAX_TAG_NAMES = 100
+MAX_TAG_NAME_LENGTH = 255  # the tags room checks the whole tag-name rule
+MAX_TRIGGER_PATHS = 100  # trigger-prefixes, and trigger-patterns, each
+MAX_TRIGGER_PATH_LENGTH = 1_000
+MAX_MOVED_WORKSPACES = 100  # workspaces moved into a project at once
 
 # Attributes that map one-to-one onto the model (name handled separately).
 SETTINGS = (

@@ -40,7 +40,7 @@ from chalicelib.core.api.errors import (
     registry_error_response,
 )
 from chalicelib.core.api.jsonapi import Includer, collect_included, load_json, parse_include
-from chalicelib.core.api.openapi import Body, Param, RequestBody, Success, record
+from chalicelib.core.api.openapi import Body, Param, Relationships, RequestBody, Success, record
 from chalicelib.core.api.pagination import Page, Paged, paged, paginate
 from chalicelib.core.settings import get_settings
 
@@ -119,6 +119,34 @@ class Ctx(RequestContext):
         parsed = declared.parse(self.json())
         assert isinstance(parsed, expected)
         return parsed  # type: ignore[return-value]
+
+    def relationships(self) -> list[dict[str, Any]]:
+        """``data`` of a relationship document, as the route's ``Relationships`` declares it
+        (element type, at most ``max_items``: a longer array is a 422 before any write)."""
+        declared = self.body
+        assert isinstance(declared, Relationships), f"the route declares body={declared!r}"
+        return declared.parse(self.json())
+
+    @property
+    def query(self) -> dict[str, str]:
+        return dict(self.request.query_params or {})
+
+    @property
+    def base_url(self) -> str:
+        configured = get_settings().public_base_url
+        if configured:
+            return configured
+        headers = self.request.headers
+        proto = headers.get("x-forwarded-proto", "http")
+        host = headers.get("host", "localhost")
+        return f"{proto}://{host}"
+
+    def url(self, path: str) -> str:
+        return self.base_url + path
+
+    @property
+    def path(self) -> str:
+        return self.request.context.get("path") or self.request.path
 
     def page(self) -> Page:
         return Page.from_query(self.query)

@@ -126,6 +126,11 @@ def validate(model: type[A], values: dict[str, Any], *, pointer_prefix: str) -> 
         message = first["msg"]
         if first["type"] == "missing":
             message = f"{name} is required"
+        elif first["type"] == "too_long":  # an array over its bound
+            bound, given = first["ctx"]["max_length"], first["ctx"].get("actual_length")
+            message = f"{name}: at most {bound} items per request" + (
+                f", not {given}" if given is not None else ""
+            )
         elif first["type"].endswith("_type"):
             message = f"{name}: {message.lower()}"
         else:
@@ -133,17 +138,36 @@ def validate(model: type[A], values: dict[str, Any], *, pointer_prefix: str) -> 
         raise Unprocessable(message, pointer=f"{pointer_prefix}/{path}".rstrip("/")) from None
 
 
-def relationship_list(body: Any, *, type_: str | None = None) -> list[dict[str, Any]]:
-    """``data`` as an array of resource identifiers (``{type, id}``) or tag-like objects."""
+# A resource id in a relationship body (tags, workspaces, usernames): ids here are far shorter.
+MAX_ID_LENGTH = 255
+
+
+def relationship_list(
+    body: Any, *, type_: str | None = None, max_items: int | None = None
+) -> list[dict[str, Any]]:
+    """``data`` as an array of resource identifiers (``{type, id}``) or tag-like objects.
+
+    ``max_items`` bounds the array: each element costs the handler a write or more, so a
+    longer one is a 422 naming the bound, checked before anything is read or written."""
     if not isinstance(body, dict) or not isinstance(body.get("data"), list):
         raise Unprocessable("data must be an array", pointer="/data")
+    data = body["data"]
+    if max_items is not None and len(data) > max_items:
+        raise Unprocessable(
+            f"at most {max_items} {type_ or 'items'} per request, not {len(data)}",
+            pointer="/data",
+        )
     items: list[dict[str, Any]] = []
-    for index, item in enumerate(body["data"]):
+    for index, item in enumerate(data):
         if not isinstance(item, dict):
             raise Unprocessable("each element of data must be an object", pointer=f"/data/{index}")
         if type_ is not None and item.get("type") not in (type_, None, ""):
             raise Unprocessable(
                 f"type must be {type_!r}, not {item.get('type')!r}", pointer=f"/data/{index}/type"
+            )
+        if isinstance(item.get("id"), str) and len(item["id"]) > MAX_ID_LENGTH:
+            raise Unprocessable(
+                f"id is longer than {MAX_ID_LENGTH} characters", pointer=f"/data/{index}/id"
             )
         items.append(item)
     return items

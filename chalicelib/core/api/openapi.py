@@ -21,10 +21,10 @@ import importlib
 import inspect
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from chalicelib.core.api.jsonapi import parse_attributes
+from chalicelib.core.api.jsonapi import parse_attributes, relationship_list
 from chalicelib.core.api.pagination import MAX_PAGE_SIZE
 
 if TYPE_CHECKING:
@@ -77,21 +77,29 @@ class Body:
 @dataclass(frozen=True)
 class Relationships:
     """``{"data": [{"type": type_, "id": "..."}, ...]}``: resource identifiers, parsed by the
-    handler (``relationship_list``). ``by_name``: an element may name the resource in
-    ``attributes.name`` instead of giving its id (tags)."""
+    handler with ``ctx.relationships()``. ``max_items``: at most that many per request (each
+    costs a write or more; the document shows it as ``maxItems``). ``by_name``: an element
+    may name the resource in ``attributes.name`` instead of giving its id (tags)."""
 
     type_: str
+    _: KW_ONLY
+    max_items: int
     by_name: bool = False
     description: str = ""
+
+    def parse(self, body: Any) -> list[dict[str, Any]]:
+        return relationship_list(body, type_=self.type_, max_items=self.max_items)
 
 
 @dataclass(frozen=True)
 class Payload:
-    """A body that is not JSON:API (a VCS host's webhook delivery): any object, in one of
-    ``media_types``."""
+    """A body the handler reads itself (a VCS host's webhook delivery, a SCIM resource, a
+    tag-bindings document), in one of ``media_types``. ``schema``: what the document shows
+    of it (default: any object); its arrays say their ``maxItems``."""
 
     media_types: tuple[str, ...]
     description: str = ""
+    schema: Mapping[str, Any] | None = None
 
 
 RequestBody = Body | Relationships | Payload

@@ -19,6 +19,7 @@ from typing import Any
 
 from chalicelib.core.api.attributes import Attributes
 from chalicelib.core.api.errors import JSONAPI
+from chalicelib.core.api.jsonapi import MAX_ID_LENGTH
 from chalicelib.core.api.openapi import (
     METHODS,
     SPECS,
@@ -56,6 +57,7 @@ COMMON_ERRORS = (400, 403, 404, 409, 415, 422, 429)
 STRING = {"type": "string"}
 OBJECT = {"type": "object"}
 NULLABLE_STRING = {"type": ["string", "null"]}
+ID = {"type": "string", "maxLength": MAX_ID_LENGTH}
 
 BASE_SCHEMAS: dict[str, Any] = {
     "JsonApiResource": {
@@ -165,7 +167,7 @@ def _attributes_document(body: Body, attributes: Mapping[str, Any]) -> dict[str,
 def _relationships_document(body: Relationships) -> dict[str, Any]:
     item: dict[str, Any] = {
         "type": "object",
-        "properties": {"type": {"type": "string", "const": body.type_}, "id": STRING},
+        "properties": {"type": {"type": "string", "const": body.type_}, "id": ID},
     }
     if body.by_name:
         item["properties"]["attributes"] = {
@@ -176,17 +178,15 @@ def _relationships_document(body: Relationships) -> dict[str, Any]:
         item["anyOf"] = [{"required": ["id"]}, {"required": ["attributes"]}]
     else:
         item["required"] = ["id"]
-    return {
-        "type": "object",
-        "required": ["data"],
-        "properties": {"data": {"type": "array", "items": item}},
-    }
+    data = {"type": "array", "maxItems": body.max_items, "items": item}
+    return {"type": "object", "required": ["data"], "properties": {"data": data}}
 
 
 def _request_body(spec: RouteSpec, attributes: dict[type[Attributes], Any]) -> dict[str, Any]:
     body = spec.body
     if isinstance(body, Payload):
-        content = {media: {"schema": dict(OBJECT)} for media in body.media_types}
+        schema = dict(body.schema or OBJECT)
+        content = {media: {"schema": schema} for media in body.media_types}
         return {"required": True, "description": body.description, "content": content}
     if isinstance(body, Body):
         schema = _attributes_document(body, attributes[body.model_class])
