@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping
 from typing import Any
+from urllib.parse import unquote_plus
 
 Record = dict[str, Any]
 UploadHandler = Callable[[Record], None]
@@ -19,10 +20,11 @@ JobRunner = Callable[[dict[str, Any]], Any]
 
 
 def uploaded_keys(event: dict[str, Any]) -> list[tuple[str, Record]]:
-    """The object keys an S3 notification reports as created (S3's one-off test event and
-    other event names report none)."""
+    """The object keys an S3 notification reports as created, decoded (S3 sends them
+    URL-encoded, ``+`` for a space); S3's one-off test event and other event names report
+    none."""
     return [
-        (record["s3"]["object"]["key"], record)
+        (unquote_plus(record["s3"]["object"]["key"]), record)
         for record in event.get("Records", [])
         if record.get("eventSource") == "aws:s3"
         and str(record.get("eventName", "")).startswith("ObjectCreated")
