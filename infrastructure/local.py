@@ -268,7 +268,11 @@ def main() -> int:
         try:
             lock = persistence.lock_data_dir(directory)
             restored = persistence.restore(directory)  # before anything is provisioned
-        except (persistence.DataDirInUse, persistence.SnapshotError) as exc:
+        except (
+            persistence.DataDirInUse,
+            persistence.DataDirNotPrivate,
+            persistence.SnapshotError,
+        ) as exc:
             print(f"error: {exc}", file=sys.stderr, flush=True)
             return 1
 

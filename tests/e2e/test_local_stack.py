@@ -9,6 +9,7 @@ import re
 import shutil
 import signal
 import socket
+import stat
 import subprocess
 import threading
 import time
@@ -563,6 +564,9 @@ def test_the_state_survives_restarts_and_a_fresh_data_dir_starts_empty(tmp_path:
         output = spawn.stop(first)
     assert "stopped" in output
     assert (data / "moto-state.pickle").exists()
+    # It holds the KMS key material: owner only.
+    assert stat.S_IMODE(data.stat().st_mode) == 0o700
+    assert stat.S_IMODE((data / "moto-state.pickle").stat().st_mode) == 0o600
 
     second = spawn.start("", REGISTRY_RATE_LIMITING="off", **persisting)
     try:
