@@ -8,7 +8,8 @@ Environment: PORT (API, default 8000), MOTO_PORT (default 5000), EDITION (self-h
 hosted), REGISTRY_ADMIN_TOKEN (the initial site admin's token; one is minted and printed
 when unset), REGISTRY_DATA_DIR (where the state is kept across restarts, default ``.data/`` in
 the checkout; empty: in memory only), REGISTRY_SNAPSHOT_SECONDS (how often changes are saved,
-default 5).
+default 5), REGISTRY_TTL_SWEEP_SECONDS (how often expired DynamoDB items are deleted, as
+DynamoDB's TTL does and moto does not, default 60; also before each snapshot).
 
 The moto server only serves requests signed with the local credentials (SigV4, header or
 presigned query string, checked by ``infrastructure.s3_auth`` as S3 checks them); the state
@@ -343,6 +344,7 @@ def main() -> int:
     from chalice.local import LocalDevServer, ThreadedHTTPServer
 
     from infrastructure import persistence
+    from infrastructure.expiry import Sweeper, sweep_logged
     from infrastructure.s3_auth import SigV4Check, Verifier
 
     directory = data_dir()
@@ -386,9 +388,11 @@ def main() -> int:
     admin, minted = bootstrap_admin(os.environ.get("REGISTRY_ADMIN_TOKEN") or None)
     if directory is not None and gate is not None:
         interval = float(os.environ.get("REGISTRY_SNAPSHOT_SECONDS") or 5)
-        saver = persistence.Saver(directory, gate, interval=interval)
+        saver = persistence.Saver(directory, gate, interval=interval, before_save=sweep_logged)
         saver.save(force=True)
         saver.start()
+    sweeper = Sweeper(float(os.environ.get("REGISTRY_TTL_SWEEP_SECONDS") or 60))
+    sweeper.start()
     poller = Poller(queue_url)
     poller.start()
 
@@ -435,8 +439,10 @@ def main() -> int:
         pass
     finally:
         poller.stopping.set()
+        sweeper.stopping.set()
         server.server.server_close()
         poller.join(timeout=3)
+        sweeper.join(timeout=10)
         if saver is not None:
             try:
                 saver.stop()  # the last changes, before moto goes away

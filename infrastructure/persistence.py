@@ -314,11 +314,21 @@ def _changes(environ: dict[str, Any]) -> set[str]:
 class Saver(threading.Thread):
     """Saves the snapshot after changes (every ``interval`` seconds) and on ``stop()``."""
 
-    def __init__(self, directory: Path, gate: Gate, interval: float = 5.0) -> None:
+    def __init__(
+        self,
+        directory: Path,
+        gate: Gate,
+        interval: float = 5.0,
+        before_save: Callable[[], None] | None = None,
+    ) -> None:
         super().__init__(name="state-saver", daemon=True)
         self.directory = directory
         self.gate = gate
         self.interval = interval
+        # Run before a snapshot that will be taken (the local stack deletes expired items,
+        # so the file never keeps what DynamoDB would have deleted); its own requests go
+        # through the gate, so it runs outside the exclusive section.
+        self.before_save = before_save
         self.stopping = threading.Event()
         self._blobs: dict[str, bytes] = {}
         self._digest = ""
@@ -335,6 +345,8 @@ class Saver(threading.Thread):
     def save(self, force: bool = False) -> bool:
         """Snapshot the services changed since the last save; True when the file changed."""
         with self._save_lock:
+            if self.before_save is not None and (force or not self._blobs or self.gate.dirty):
+                self.before_save()
             with self.gate.exclusive():
                 dirty = set(SERVICES) if force or not self._blobs else set(self.gate.dirty)
                 if not dirty:

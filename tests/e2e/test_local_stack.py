@@ -734,3 +734,61 @@ def test_the_servers_own_refusals_are_json_api_4xx(stack: Stack):
         assert headers["content-type"] == "application/vnd.api+json"
         assert content.startswith(b'{"errors": [{"status": "%d"' % status), content
     still_serving(stack)
+
+
+# ----- 5. expiring rows ---------------------------------------------------------------------
+
+COUNTERS = "registry-dev-rate-limits"  # TTL on, as in AWS (attribute read from the table)
+
+
+def put_counter(dynamodb: Any, name: str, expires: int) -> dict[str, Any]:
+    """A rate-limit row expiring at ``expires``; its key."""
+    table = dynamodb.describe_table(TableName=COUNTERS)["Table"]
+    types = {a["AttributeName"]: a["AttributeType"] for a in table["AttributeDefinitions"]}
+    key = {k["AttributeName"]: {types[k["AttributeName"]]: name} for k in table["KeySchema"]}
+    ttl = dynamodb.describe_time_to_live(TableName=COUNTERS)["TimeToLiveDescription"]
+    dynamodb.put_item(TableName=COUNTERS, Item={**key, ttl["AttributeName"]: {"N": str(expires)}})
+    return key
+
+
+def present(dynamodb: Any, key: dict[str, Any]) -> bool:
+    return "Item" in dynamodb.get_item(TableName=COUNTERS, Key=key, ConsistentRead=True)
+
+
+@within(150)
+def test_expired_rows_are_deleted_while_running_and_never_saved(tmp_path: Path):
+    """moto never applies DynamoDB's TTL: counters, sessions and login codes piled up in
+    memory and in the snapshot. The stack sweeps every REGISTRY_TTL_SWEEP_SECONDS and before
+    each snapshot."""
+    now = int(time.time())
+    running = spawn.start(ADMIN_TOKEN, REGISTRY_TTL_SWEEP_SECONDS="1")
+    try:
+        dynamodb = aws(running.moto_url, "dynamodb")
+        expired = put_counter(dynamodb, "expired", now - 5)
+        current = put_counter(dynamodb, "current", now + 3600)
+        assert not wait_for(lambda: present(dynamodb, expired), lambda found: not found, 10)
+        assert present(dynamodb, current)
+    finally:
+        spawn.stop(running)
+
+    # No periodic sweep in time: the one before the last snapshot (at Ctrl-C) deletes it.
+    persisting = {
+        "REGISTRY_DATA_DIR": str(tmp_path / "data"),
+        "REGISTRY_TTL_SWEEP_SECONDS": "3600",
+        "REGISTRY_SNAPSHOT_SECONDS": "3600",
+    }
+    first = spawn.start(ADMIN_TOKEN, **persisting)
+    try:
+        dynamodb = aws(first.moto_url, "dynamodb")
+        expired = put_counter(dynamodb, "expired", now - 5)
+        current = put_counter(dynamodb, "current", now + 3600)
+        assert present(dynamodb, expired)
+    finally:
+        spawn.stop(first)
+    second = spawn.start(ADMIN_TOKEN, **persisting)
+    try:
+        dynamodb = aws(second.moto_url, "dynamodb")
+        assert not present(dynamodb, expired)
+        assert present(dynamodb, current)
+    finally:
+        spawn.stop(second)
