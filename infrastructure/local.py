@@ -8,7 +8,8 @@ Environment: PORT (API, default 8000), MOTO_PORT (default 5000), EDITION (self-h
 hosted), REGISTRY_ADMIN_TOKEN (the initial site admin's token; one is minted and printed
 when unset), REGISTRY_DATA_DIR (where the state is kept across restarts, default ``.data/`` in
 the checkout; empty: in memory only), REGISTRY_SNAPSHOT_SECONDS (how often changes are saved,
-default 5).
+default 5), REGISTRY_TTL_SWEEP_SECONDS (how often expired DynamoDB items are deleted, as
+DynamoDB's TTL does and moto does not, default 60; also before each snapshot).
 
 The moto server only serves requests signed with the local credentials (SigV4, header or
 presigned query string, checked by ``infrastructure.s3_auth`` as S3 checks them); the state
@@ -19,9 +20,12 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import signal
+import socket
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -136,33 +140,79 @@ class MotoServer:
 
 # API Gateway's largest request payload.
 MAX_BODY = 10 * 1024 * 1024
+# After refusing a body it has not read, the server discards what the client still sends for
+# at most this long before closing: a close with unread data resets the connection, and a
+# client still sending its body would lose the answer.
+LINGER_SECONDS = 3.0
+_DIGITS = re.compile(r"[0-9]{1,20}")
+_CHUNK_SIZE = re.compile(rb"[0-9A-Fa-f]{1,16}")
+MAX_TRAILER_LINES = 64
 
 
 class BadRequestBody(Exception):
+    """A request body refused before (or while) it is read: 400, or 413 over ``MAX_BODY``."""
+
     def __init__(self, message: str, status: int = 400) -> None:
         super().__init__(message)
         self.status = status
 
 
+def _too_large() -> BadRequestBody:
+    return BadRequestBody(f"request body larger than {MAX_BODY} bytes", 413)
+
+
+def content_length(values: list[str]) -> int:
+    """The body length the ``Content-Length`` headers declare (0 without one), checked before
+    anything is read: not a number or several that disagree, 400; over ``MAX_BODY``, 413."""
+    declared = {value.strip() for value in values}
+    if not declared:
+        return 0
+    if len(declared) > 1:
+        raise BadRequestBody("conflicting Content-Length headers")
+    (raw,) = declared
+    if not _DIGITS.fullmatch(raw):
+        raise BadRequestBody("malformed Content-Length header")
+    length = int(raw)
+    if length > MAX_BODY:
+        raise _too_large()
+    return length
+
+
 def _read_chunked(stream: Any) -> bytes:
-    """A ``Transfer-Encoding: chunked`` body (RFC 9112 7.1), at most ``MAX_BODY`` bytes."""
+    """A ``Transfer-Encoding: chunked`` body (RFC 9112 7.1), at most ``MAX_BODY`` bytes: a
+    chunk that would pass the limit is refused from its size line, before it is read."""
     body = bytearray()
     while True:
         line = stream.readline(1024)
-        try:
-            size = int(line.split(b";", 1)[0].strip(), 16)
-        except ValueError:
-            raise BadRequestBody("malformed chunked request body") from None
-        if size < 0 or len(body) + size > MAX_BODY:
-            raise BadRequestBody(f"request body larger than {MAX_BODY} bytes", 413)
-        if size == 0:
-            while stream.readline(1024) not in (b"\r\n", b"\n", b""):  # trailers
-                pass
-            return bytes(body)
-        chunk = stream.read(size)
-        if len(chunk) != size or stream.readline(3) not in (b"\r\n", b"\n"):
+        size = line.split(b";", 1)[0].strip()
+        if not line.endswith(b"\n") or not _CHUNK_SIZE.fullmatch(size):
+            raise BadRequestBody("malformed chunked request body")
+        length = int(size, 16)
+        if len(body) + length > MAX_BODY:
+            raise _too_large()
+        if length == 0:
+            for _ in range(MAX_TRAILER_LINES):
+                if stream.readline(1024) in (b"\r\n", b"\n", b""):
+                    return bytes(body)
+            raise BadRequestBody("malformed chunked request body (too many trailer lines)")
+        chunk = stream.read(length)
+        if len(chunk) != length or stream.readline(3) not in (b"\r\n", b"\n"):
             raise BadRequestBody("malformed chunked request body")
         body += chunk
+
+
+def _discard_until_closed(connection: socket.socket, seconds: float) -> None:
+    """Half-close (the client sees the end of the answer), then read and drop what it still
+    sends until it closes or ``seconds`` pass (Apache's "lingering close")."""
+    deadline = time.monotonic() + seconds
+    try:
+        connection.shutdown(socket.SHUT_WR)
+        while (left := deadline - time.monotonic()) > 0:
+            connection.settimeout(left)
+            if not connection.recv(65536):
+                return
+    except OSError:  # reset, timed out: nothing more to do
+        return
 
 
 def _request_handler() -> Any:
@@ -171,11 +221,14 @@ def _request_handler() -> Any:
     from chalicelib.core.api.errors import NotFound, error_document
 
     class RegistryRequestHandler(ChaliceRequestHandler):
-        """Unknown routes answer a JSON:API 404, not API Gateway's 403."""
+        """Unknown routes answer a JSON:API 404, not API Gateway's 403; bodies API Gateway
+        would refuse are refused (413, 400) before they are read."""
 
         # Reply segments go out at once: with Nagle's algorithm each response waited ~40 ms
         # for the client's delayed ACK.
         disable_nagle_algorithm = True
+        # A refusal left (part of) the body in the socket: the connection closes after it.
+        body_left_unread = False
 
         def _send_error_response(self, error: Any) -> None:
             if isinstance(error, ForbiddenError) and self.path.startswith("/app/"):
@@ -193,13 +246,17 @@ def _request_handler() -> Any:
                 return
             super()._send_error_response(error)
 
+        def _is_chunked(self) -> bool:
+            return "chunked" in (self.headers.get("transfer-encoding") or "").lower()
+
         def _parse_payload(self) -> tuple[dict[str, str], bytes | None]:
-            """A chunked request body (``Transfer-Encoding: chunked``, which API Gateway
-            accepts) is read whole and handed on with its length; Chalice's own reader knows
-            only Content-Length and left the chunks in the stream, where the next request on
-            the connection tripped over them."""
-            if "chunked" not in (self.headers.get("transfer-encoding") or "").lower():
-                return super()._parse_payload()
+            """The body, read only once its declared size is within ``MAX_BODY`` (Chalice's
+            own reader read any Content-Length whole). A chunked body (which API Gateway
+            accepts) is handed on with its length: Chalice knows only Content-Length and left
+            the chunks in the stream, where the next request on the connection tripped."""
+            if not self._is_chunked():
+                length = content_length(self.headers.get_all("content-length") or [])
+                return dict(self.headers), (self.rfile.read(length) if length else None)
             body = _read_chunked(self.rfile)
             headers = {k: v for k, v in self.headers.items() if k.lower() != "transfer-encoding"}
             headers["Content-Length"] = str(len(body))
@@ -209,30 +266,57 @@ def _request_handler() -> Any:
             try:
                 super()._generic_handle()
             except BadRequestBody as refused:
+                self.body_left_unread = True
                 self.send_error(refused.status, str(refused))
+
+        # Chalice's class body binds these names to its own _generic_handle: without binding
+        # them again here, the override above never ran (a refused body got no answer).
+        do_GET = do_PUT = do_POST = do_HEAD = do_DELETE = do_PATCH = do_OPTIONS = _generic_handle
+
+        def handle_expect_100(self) -> bool:
+            """``Expect: 100-continue``: a body that would be refused is refused before the
+            client sends it, not invited."""
+            if not self._is_chunked():
+                try:
+                    content_length(self.headers.get_all("content-length") or [])
+                except BadRequestBody as refused:
+                    self.body_left_unread = True
+                    self.send_error(refused.status, str(refused))
+                    return False
+            return super().handle_expect_100()
+
+        def finish(self) -> None:
+            super().finish()
+            if self.body_left_unread:
+                _discard_until_closed(self.connection, LINGER_SECONDS)
 
         def send_error(self, code: int, message: str | None = None, explain: str | None = None):
             """http.server's own refusals (an unknown method, a malformed request line, headers
-            too long) as JSON:API documents, and an unknown method as 405, not an HTML 501:
-            no request is answered 5xx for what the client sent."""
+            too long) and ours as JSON:API documents; an unknown method is a 405, not an HTML
+            501, and an HTTP version it does not speak a 400, not a 505: no request is
+            answered 5xx for what the client sent. The connection closes after it."""
             import json
             from http import HTTPStatus
 
             from chalicelib.core.api.errors import ApiError, MethodNotAllowed
 
-            if code == 501:
+            if code == HTTPStatus.NOT_IMPLEMENTED:
                 error: ApiError = MethodNotAllowed(f"method {self.command!r} is not supported")
             else:
-                phrase = HTTPStatus(code).phrase.lower() if code in HTTPStatus else None
+                status = 400 if code == HTTPStatus.HTTP_VERSION_NOT_SUPPORTED else int(code)
+                try:  # `code in HTTPStatus` raises TypeError for an int on Python 3.11
+                    phrase: str | None = HTTPStatus(status).phrase.lower()
+                except ValueError:
+                    phrase = None
                 error = ApiError(message or "the request could not be read", title=phrase)
-                error.status = code
+                error.status = status
             body = json.dumps(error_document(error)).encode()
             # An unreadable request line leaves http.server assuming HTTP/0.9, whose replies
             # have no status line or headers; the client gets a proper HTTP reply.
             if self.request_version == "HTTP/0.9":
                 self.request_version = "HTTP/1.1"
             self.close_connection = True
-            self.send_response(error.status, message)
+            self.send_response(error.status)  # the standard phrase; the detail is in the body
             self.send_header("Content-Type", "application/vnd.api+json")
             self.send_header("Content-Length", str(len(body)))
             self.send_header("Connection", "close")
@@ -260,6 +344,7 @@ def main() -> int:
     from chalice.local import LocalDevServer, ThreadedHTTPServer
 
     from infrastructure import persistence
+    from infrastructure.expiry import Sweeper, sweep_logged
     from infrastructure.s3_auth import SigV4Check, Verifier
 
     directory = data_dir()
@@ -268,7 +353,11 @@ def main() -> int:
         try:
             lock = persistence.lock_data_dir(directory)
             restored = persistence.restore(directory)  # before anything is provisioned
-        except (persistence.DataDirInUse, persistence.SnapshotError) as exc:
+        except (
+            persistence.DataDirInUse,
+            persistence.DataDirNotPrivate,
+            persistence.SnapshotError,
+        ) as exc:
             print(f"error: {exc}", file=sys.stderr, flush=True)
             return 1
 
@@ -299,9 +388,11 @@ def main() -> int:
     admin, minted = bootstrap_admin(os.environ.get("REGISTRY_ADMIN_TOKEN") or None)
     if directory is not None and gate is not None:
         interval = float(os.environ.get("REGISTRY_SNAPSHOT_SECONDS") or 5)
-        saver = persistence.Saver(directory, gate, interval=interval)
+        saver = persistence.Saver(directory, gate, interval=interval, before_save=sweep_logged)
         saver.save(force=True)
         saver.start()
+    sweeper = Sweeper(float(os.environ.get("REGISTRY_TTL_SWEEP_SECONDS") or 60))
+    sweeper.start()
     poller = Poller(queue_url)
     poller.start()
 
@@ -348,8 +439,10 @@ def main() -> int:
         pass
     finally:
         poller.stopping.set()
+        sweeper.stopping.set()
         server.server.server_close()
         poller.join(timeout=3)
+        sweeper.join(timeout=10)
         if saver is not None:
             try:
                 saver.stop()  # the last changes, before moto goes away

@@ -16,6 +16,8 @@ and every few seconds after a change, and loaded at startup before anything is p
   over the old one, so a crash leaves the previous snapshot whole.
 * One process per data directory: ``lock_data_dir`` takes an exclusive lock on
   ``<data dir>/.lock``.
+* Secrecy: the snapshot holds the KMS key material, so with it alone every sealed secret
+  opens: the directory is 0700 and the files 0600 (created so, never briefly wider).
 * A snapshot is trusted like the checkout it sits in (it is a pickle); it is bound to moto's
   class layout: after a moto upgrade that changed it, loading fails with a message telling how
   to start empty rather than silently dropping the data.
@@ -23,11 +25,13 @@ and every few seconds after a change, and loaded at startup before anything is p
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import io
 import logging
 import os
 import pickle
+import stat
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -41,6 +45,10 @@ SERVICES = ("dynamodb", "kms", "s3", "sqs")
 STATE_FILE = "moto-state.pickle"
 LOCK_FILE = ".lock"
 FORMAT = 1
+# The snapshot holds every table, archive and the KMS key material that opens the stored
+# secrets (VCS tokens, SMTP passwords): readable by its owner only.
+DIR_MODE = 0o700
+FILE_MODE = 0o600
 
 log = logging.getLogger("registry.persistence")
 
@@ -80,11 +88,33 @@ class DataDirInUse(RuntimeError):
     pass
 
 
+class DataDirNotPrivate(RuntimeError):
+    pass
+
+
+def _make_private(directory: Path) -> None:
+    """Owner-only modes on the directory and the snapshot, also on those made before (0755
+    and 0644 until then). A shared directory (sticky, like /tmp) or someone else's is
+    refused rather than changed."""
+    info = directory.stat()
+    if info.st_mode & stat.S_ISVTX or (hasattr(os, "getuid") and info.st_uid != os.getuid()):
+        raise DataDirNotPrivate(
+            f"{directory} is shared or not yours; point REGISTRY_DATA_DIR at a directory of its"
+            " own (it holds secrets)"
+        )
+    directory.chmod(DIR_MODE)
+    for name in (STATE_FILE, LOCK_FILE):
+        with contextlib.suppress(FileNotFoundError):
+            (directory / name).chmod(FILE_MODE)
+
+
 def lock_data_dir(directory: Path) -> Any:
-    """Create ``directory`` and lock it for this process; returns the open lock file (keep
-    it open as long as the directory is in use)."""
-    directory.mkdir(parents=True, exist_ok=True)
-    handle = open(directory / LOCK_FILE, "a+")  # noqa: SIM115 - held for the process's life
+    """Create ``directory`` (owner only, see ``DIR_MODE``) and lock it for this process;
+    returns the open lock file (keep it open as long as the directory is in use)."""
+    directory.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
+    _make_private(directory)
+    descriptor = os.open(directory / LOCK_FILE, os.O_RDWR | os.O_CREAT | os.O_APPEND, FILE_MODE)
+    handle = os.fdopen(descriptor, "a+")
     try:
         import fcntl
     except ImportError:  # not POSIX: no locking
@@ -284,11 +314,21 @@ def _changes(environ: dict[str, Any]) -> set[str]:
 class Saver(threading.Thread):
     """Saves the snapshot after changes (every ``interval`` seconds) and on ``stop()``."""
 
-    def __init__(self, directory: Path, gate: Gate, interval: float = 5.0) -> None:
+    def __init__(
+        self,
+        directory: Path,
+        gate: Gate,
+        interval: float = 5.0,
+        before_save: Callable[[], None] | None = None,
+    ) -> None:
         super().__init__(name="state-saver", daemon=True)
         self.directory = directory
         self.gate = gate
         self.interval = interval
+        # Run before a snapshot that will be taken (the local stack deletes expired items,
+        # so the file never keeps what DynamoDB would have deleted); its own requests go
+        # through the gate, so it runs outside the exclusive section.
+        self.before_save = before_save
         self.stopping = threading.Event()
         self._blobs: dict[str, bytes] = {}
         self._digest = ""
@@ -305,6 +345,8 @@ class Saver(threading.Thread):
     def save(self, force: bool = False) -> bool:
         """Snapshot the services changed since the last save; True when the file changed."""
         with self._save_lock:
+            if self.before_save is not None and (force or not self._blobs or self.gate.dirty):
+                self.before_save()
             with self.gate.exclusive():
                 dirty = set(SERVICES) if force or not self._blobs else set(self.gate.dirty)
                 if not dirty:
@@ -352,7 +394,12 @@ def _moto_version() -> str:
 
 def _write_atomically(path: Path, data: bytes) -> None:
     temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(temporary, "wb") as handle:
+    temporary.unlink(missing_ok=True)
+    # Created owner-only (never world-readable, not even for a moment); O_EXCL: a link
+    # planted at that name is not followed.
+    descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE)
+    os.fchmod(descriptor, FILE_MODE)  # a umask can only take bits away; be exact anyway
+    with os.fdopen(descriptor, "wb") as handle:
         handle.write(data)
         handle.flush()
         os.fsync(handle.fileno())

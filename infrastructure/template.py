@@ -39,6 +39,16 @@ TABLE_WRITE = TABLE_READ + [
 BUCKET = "${AWS::StackName}-archives-${AWS::AccountId}"
 QUEUE_NAME = "${AWS::StackName}-ingest"
 ABANDONED_UPLOAD_DAYS = 7
+# The key that seals stored secrets: the stack's own, or the retained key of an earlier stack
+# (parameter ExistingSecretsKeyArn) whose secrets a restore brought back.
+CREATE_SECRETS_KEY = "CreateSecretsKey"
+SECRETS_KEY_ARN = {
+    "Fn::If": [
+        CREATE_SECRETS_KEY,
+        {"Fn::GetAtt": ["SecretsKey", "Arn"]},
+        {"Ref": "ExistingSecretsKeyArn"},
+    ]
+}
 
 
 def sub(text: str) -> dict[str, str]:
@@ -163,7 +173,7 @@ def environment() -> dict[str, Any]:
             "REGISTRY_TABLE_PREFIX": sub("${AWS::StackName}-"),
             "REGISTRY_BUCKET": sub(BUCKET),
             "REGISTRY_INGEST_QUEUE": {"Fn::GetAtt": ["IngestQueue", "QueueName"]},
-            "REGISTRY_KMS_KEY": {"Ref": "SecretsKey"},
+            "REGISTRY_KMS_KEY": SECRETS_KEY_ARN,
         }
     }
 
@@ -227,7 +237,7 @@ def role(function: Function) -> dict[str, Any]:
         {
             "Effect": "Allow",
             "Action": ["kms:Decrypt", "kms:GenerateDataKey"],
-            "Resource": {"Fn::GetAtt": ["SecretsKey", "Arn"]},
+            "Resource": SECRETS_KEY_ARN,
         }
     )
     return {
@@ -302,6 +312,8 @@ def storage_resources() -> dict[str, Any]:
             "UpdateReplacePolicy": "Retain",
             "Properties": {
                 "BucketName": sub(BUCKET),
+                # An overwritten or deleted archive stays restorable for ArchiveVersionDays.
+                "VersioningConfiguration": {"Status": "Enabled"},
                 "BucketEncryption": {
                     "ServerSideEncryptionConfiguration": [
                         {"ServerSideEncryptionByDefault": {"SSEAlgorithm": "AES256"}}
@@ -322,7 +334,15 @@ def storage_resources() -> dict[str, Any]:
                             "Prefix": UPLOAD_PREFIX,
                             "ExpirationInDays": ABANDONED_UPLOAD_DAYS,
                             "AbortIncompleteMultipartUpload": {"DaysAfterInitiation": 1},
-                        }
+                        },
+                        {
+                            "Id": "noncurrent-versions",
+                            "Status": "Enabled",
+                            "NoncurrentVersionExpiration": {
+                                "NoncurrentDays": {"Ref": "ArchiveVersionDays"}
+                            },
+                            "ExpiredObjectDeleteMarker": True,
+                        },
                     ]
                 },
                 "NotificationConfiguration": {
@@ -408,8 +428,13 @@ def storage_resources() -> dict[str, Any]:
                 },
             },
         },
+        # Retained: every stored secret (VCS tokens, SAML and SMTP settings...) is sealed with
+        # it, so the retained tables are unreadable without it.
         "SecretsKey": {
             "Type": "AWS::KMS::Key",
+            "Condition": CREATE_SECRETS_KEY,
+            "DeletionPolicy": "Retain",
+            "UpdateReplacePolicy": "Retain",
             "Properties": {
                 "Description": "Envelope encryption of the registry's stored secrets",
                 "EnableKeyRotation": True,
@@ -433,7 +458,7 @@ def storage_resources() -> dict[str, Any]:
             "Type": "AWS::KMS::Alias",
             "Properties": {
                 "AliasName": sub("alias/${AWS::StackName}-secrets"),
-                "TargetKeyId": {"Ref": "SecretsKey"},
+                "TargetKeyId": SECRETS_KEY_ARN,
             },
         },
     }
@@ -491,6 +516,27 @@ PARAMETERS = {
         "MinValue": 1024,
         "Description": "Largest module archive accepted, in bytes",
     },
+    "ArchiveVersionDays": {
+        "Type": "Number",
+        "Default": 30,
+        "MinValue": 1,
+        "Description": "Days an overwritten or deleted archive stays restorable",
+    },
+    "ExistingSecretsKeyArn": {
+        "Type": "String",
+        "Default": "",
+        "AllowedPattern": "^$|^arn:[a-z-]+:kms:[a-z0-9-]+:[0-9]{12}:key/[0-9a-f-]+$",
+        "Description": "Empty: the stack creates its secrets key. The ARN of a retained key "
+        "(an earlier stack's, output SecretsKeyArn): restored secrets stay readable",
+    },
+}
+
+CONDITIONS = {CREATE_SECRETS_KEY: {"Fn::Equals": [{"Ref": "ExistingSecretsKeyArn"}, ""]}}
+OUTPUTS = {
+    "SecretsKeyArn": {
+        "Description": "The key that seals stored secrets: keep it, a restore needs it",
+        "Value": SECRETS_KEY_ARN,
+    }
 }
 
 
@@ -538,9 +584,11 @@ def merge_template() -> dict[str, Any]:
     return {
         "Description": f"tfe-module-registry {__version__}",
         "Parameters": PARAMETERS,
+        "Conditions": CONDITIONS,
         "Resources": resources_out,
         "Outputs": {
-            "RegistryVersion": {"Description": "The release deployed", "Value": __version__}
+            **OUTPUTS,
+            "RegistryVersion": {"Description": "The release deployed", "Value": __version__},
         },
     }
 

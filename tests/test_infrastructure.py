@@ -55,6 +55,60 @@ def test_template_tables_match_the_models_and_the_local_tables(aws: None):
     assert len(shorts) == len(db.MODELS)
 
 
+def test_deleting_the_stack_keeps_the_data_the_secrets_key_and_old_archive_versions():
+    """Tables, bucket and the KMS key survive a stack deletion or replacement (the secrets in
+    the tables are unreadable without the key); archives keep their earlier versions."""
+    merged = template.merge_template()
+    resources = merged["Resources"]
+    kept = [
+        name
+        for name, r in resources.items()
+        if r.get("Type") in ("AWS::DynamoDB::Table", "AWS::S3::Bucket", "AWS::KMS::Key")
+    ]
+    assert "SecretsKey" in kept and "ArchiveBucket" in kept
+    assert len(kept) == len(db.MODELS) + 2
+    for name in kept:
+        assert resources[name]["DeletionPolicy"] == "Retain", name
+        assert resources[name]["UpdateReplacePolicy"] == "Retain", name
+
+    bucket = resources["ArchiveBucket"]["Properties"]
+    assert bucket["VersioningConfiguration"] == {"Status": "Enabled"}
+    rules = {rule["Id"]: rule for rule in bucket["LifecycleConfiguration"]["Rules"]}
+    noncurrent = rules["noncurrent-versions"]
+    assert noncurrent["Status"] == "Enabled" and "Prefix" not in noncurrent  # every archive
+    assert noncurrent["NoncurrentVersionExpiration"] == {
+        "NoncurrentDays": {"Ref": "ArchiveVersionDays"}
+    }
+    assert merged["Parameters"]["ArchiveVersionDays"]["Default"] == 30
+
+    # A stack restoring retained tables reuses the retained key: functions, alias and output
+    # all name the key in use.
+    key = resources["SecretsKey"]
+    assert key["Condition"] == "CreateSecretsKey"
+    assert merged["Conditions"]["CreateSecretsKey"] == {
+        "Fn::Equals": [{"Ref": "ExistingSecretsKeyArn"}, ""]
+    }
+    in_use = template.SECRETS_KEY_ARN
+    assert in_use["Fn::If"][1:] == [
+        {"Fn::GetAtt": ["SecretsKey", "Arn"]},
+        {"Ref": "ExistingSecretsKeyArn"},
+    ]
+    assert resources["SecretsKeyAlias"]["Properties"]["TargetKeyId"] == in_use
+    assert merged["Outputs"]["SecretsKeyArn"]["Value"] == in_use
+    for function in ROUTE_GROUPS + EVENT_FUNCTIONS:
+        assert (
+            resources[function.logical_id]["Properties"]["Environment"]["Variables"][
+                "REGISTRY_KMS_KEY"
+            ]
+            == in_use
+        )
+        statements = resources[f"{function.logical_id}Role"]["Properties"]["Policies"][0][
+            "PolicyDocument"
+        ]["Statement"]
+        kms = [s for s in statements if any(a.startswith("kms:") for a in s["Action"])]
+        assert [s["Resource"] for s in kms] == [in_use], function.logical_id
+
+
 def test_every_route_belongs_to_exactly_one_group_function():
     from app import app
 

@@ -9,6 +9,7 @@ import re
 import shutil
 import signal
 import socket
+import stat
 import subprocess
 import threading
 import time
@@ -563,6 +564,9 @@ def test_the_state_survives_restarts_and_a_fresh_data_dir_starts_empty(tmp_path:
         output = spawn.stop(first)
     assert "stopped" in output
     assert (data / "moto-state.pickle").exists()
+    # It holds the KMS key material: owner only.
+    assert stat.S_IMODE(data.stat().st_mode) == 0o700
+    assert stat.S_IMODE((data / "moto-state.pickle").stat().st_mode) == 0o600
 
     second = spawn.start("", REGISTRY_RATE_LIMITING="off", **persisting)
     try:
@@ -617,3 +621,174 @@ def test_the_default_data_dir_is_ignored_by_git():
     if ignored.returncode == 128:
         pytest.skip("not a git checkout")
     assert ignored.returncode == 0
+
+
+# ----- 4. request bodies API Gateway would refuse -------------------------------------------
+
+MB = 1024 * 1024
+POST_HEAD = b"POST /api/v2/organizations HTTP/1.1\r\nHost: r\r\nContent-Type: application/json\r\n"
+
+
+def exchange(stack: Stack, head: bytes, body: bytes | Any = b"") -> tuple[int, dict, bytes]:
+    """Send ``head`` (and ``body``, bytes or an iterable of pieces sent by a second thread
+    while the reply is read) on a raw connection; the reply read to the connection's end
+    (a refusal closes it: no 5 s timeout, no reset)."""
+    parts = urlsplit(stack.url)
+    with socket.create_connection((parts.hostname, parts.port), timeout=5) as sock:
+        sock.sendall(head + b"\r\n")
+
+        def send_body() -> None:
+            pieces = [body] if isinstance(body, bytes) else body
+            try:
+                for piece in pieces:
+                    sock.sendall(piece)
+            except OSError:
+                pass  # the server answered and closed before taking it all
+
+        sender = threading.Thread(target=send_body)
+        sender.start()
+        reply = b""
+        while chunk := sock.recv(65536):
+            reply += chunk
+        sender.join(10)
+    status_line, _, rest = reply.partition(b"\r\n")
+    raw_headers, _, content = rest.partition(b"\r\n\r\n")
+    headers = dict(
+        line.decode().lower().split(": ", 1) for line in raw_headers.split(b"\r\n") if line
+    )
+    return int(status_line.split()[1]), headers, content
+
+
+def assert_refused(reply: tuple[int, dict, bytes], status: int, detail: str) -> None:
+    code, headers, content = reply
+    assert code == status, (code, content)
+    assert headers["content-type"] == "application/vnd.api+json"
+    assert headers["connection"] == "close"
+    import json
+
+    (error,) = json.loads(content)["errors"]
+    assert error["status"] == str(status) and detail in error["detail"], error
+
+
+def still_serving(stack: Stack) -> None:
+    assert requests.get(f"{stack.url}/.well-known/terraform.json", timeout=5).status_code == 200
+
+
+@within(60)
+def test_a_declared_body_over_10_mb_is_refused_before_it_is_read(stack: Stack):
+    """413 as API Gateway answers it, from the Content-Length alone: the server used to read
+    any body whole (11 MB: no answer until the client sent it all; 50 GB: a MemoryError and
+    a dropped connection)."""
+    for length in (11 * MB, 50 * 1024 * MB, 10 * MB + 1):
+        started = time.monotonic()
+        reply = exchange(stack, POST_HEAD + b"Content-Length: %d\r\n" % length)
+        assert_refused(reply, 413, "larger than 10485760 bytes")
+        assert time.monotonic() - started < 2, length  # answered without waiting for a body
+        still_serving(stack)
+    # A client that waits for 100 Continue is told at once, not invited to send.
+    reply = exchange(
+        stack, POST_HEAD + b"Expect: 100-continue\r\nContent-Length: %d\r\n" % (10 * MB + 1)
+    )
+    assert_refused(reply, 413, "larger than")
+    # A client sending the body anyway (as requests does) gets the answer, not a reset.
+    sent = requests.post(stack.api("/organizations"), data=b"x" * (11 * MB), timeout=30)
+    assert sent.status_code == 413 and sent.json()["errors"][0]["status"] == "413"
+    # A declared length that is not one is a 400.
+    for bad in (b"Content-Length: ten\r\n", b"Content-Length: 5\r\nContent-Length: 6\r\n"):
+        assert_refused(exchange(stack, POST_HEAD + bad), 400, "Content-Length")
+    still_serving(stack)
+
+
+@within(60)
+def test_a_chunked_body_over_10_mb_or_malformed_is_refused(stack: Stack):
+    """Chunked bodies were refused by an exception nothing caught (Chalice binds do_POST to
+    its own handler): the client got no answer at all."""
+    chunked = POST_HEAD + b"Transfer-Encoding: chunked\r\n"
+    # Eleven 1 MB chunks: refused at the size line of the one that passes 10 MB.
+    pieces = [b"100000\r\n" + b"x" * MB + b"\r\n" for _ in range(11)] + [b"0\r\n\r\n"]
+    assert_refused(exchange(stack, chunked, iter(pieces)), 413, "larger than 10485760 bytes")
+    still_serving(stack)
+    # One chunk claiming 11 MB (or 2^64 - 1): refused from its size line.
+    for size in (b"B00000", b"FFFFFFFFFFFFFFFF"):
+        assert_refused(exchange(stack, chunked, size + b"\r\n"), 413, "larger than")
+        still_serving(stack)
+    for malformed in (b"zz\r\n", b"-5\r\nabc\r\n0\r\n\r\n", b"0x5\r\n", b"3\r\nabcdef\r\n"):
+        assert_refused(exchange(stack, chunked, malformed), 400, "malformed chunked")
+        still_serving(stack)
+
+
+@within(30)
+def test_the_servers_own_refusals_are_json_api_4xx(stack: Stack):
+    """http.server's refusals (answered by our send_error) stay 4xx JSON:API documents; an
+    HTTP version it does not speak is a 400, not a 505."""
+    for request, status in [
+        (b"GET / HTTP/9.9\r\nHost: r\r\n", 400),
+        (b"GET / HTTP/2.0\r\nHost: r\r\n", 400),
+        (b"BREW / HTTP/1.1\r\nHost: r\r\n", 405),
+        (b"GET /" + b"a" * 70_000 + b" HTTP/1.1\r\nHost: r\r\n", 414),
+        (b"GET / HTTP/1.1\r\nX-Long: " + b"a" * 70_000 + b"\r\n", 431),
+        (b"GET / HTTP/1.1\r\n" + b"".join(b"X-%d: y\r\n" % i for i in range(150)), 431),
+    ]:
+        code, headers, content = exchange(stack, request)
+        assert code == status, (request[:40], code, content)
+        assert headers["content-type"] == "application/vnd.api+json"
+        assert content.startswith(b'{"errors": [{"status": "%d"' % status), content
+    still_serving(stack)
+
+
+# ----- 5. expiring rows ---------------------------------------------------------------------
+
+COUNTERS = "registry-dev-rate-limits"  # TTL on, as in AWS (attribute read from the table)
+
+
+def put_counter(dynamodb: Any, name: str, expires: int) -> dict[str, Any]:
+    """A rate-limit row expiring at ``expires``; its key."""
+    table = dynamodb.describe_table(TableName=COUNTERS)["Table"]
+    types = {a["AttributeName"]: a["AttributeType"] for a in table["AttributeDefinitions"]}
+    key = {k["AttributeName"]: {types[k["AttributeName"]]: name} for k in table["KeySchema"]}
+    ttl = dynamodb.describe_time_to_live(TableName=COUNTERS)["TimeToLiveDescription"]
+    dynamodb.put_item(TableName=COUNTERS, Item={**key, ttl["AttributeName"]: {"N": str(expires)}})
+    return key
+
+
+def present(dynamodb: Any, key: dict[str, Any]) -> bool:
+    return "Item" in dynamodb.get_item(TableName=COUNTERS, Key=key, ConsistentRead=True)
+
+
+@within(150)
+def test_expired_rows_are_deleted_while_running_and_never_saved(tmp_path: Path):
+    """moto never applies DynamoDB's TTL: counters, sessions and login codes piled up in
+    memory and in the snapshot. The stack sweeps every REGISTRY_TTL_SWEEP_SECONDS and before
+    each snapshot."""
+    now = int(time.time())
+    running = spawn.start(ADMIN_TOKEN, REGISTRY_TTL_SWEEP_SECONDS="1")
+    try:
+        dynamodb = aws(running.moto_url, "dynamodb")
+        expired = put_counter(dynamodb, "expired", now - 5)
+        current = put_counter(dynamodb, "current", now + 3600)
+        assert not wait_for(lambda: present(dynamodb, expired), lambda found: not found, 10)
+        assert present(dynamodb, current)
+    finally:
+        spawn.stop(running)
+
+    # No periodic sweep in time: the one before the last snapshot (at Ctrl-C) deletes it.
+    persisting = {
+        "REGISTRY_DATA_DIR": str(tmp_path / "data"),
+        "REGISTRY_TTL_SWEEP_SECONDS": "3600",
+        "REGISTRY_SNAPSHOT_SECONDS": "3600",
+    }
+    first = spawn.start(ADMIN_TOKEN, **persisting)
+    try:
+        dynamodb = aws(first.moto_url, "dynamodb")
+        expired = put_counter(dynamodb, "expired", now - 5)
+        current = put_counter(dynamodb, "current", now + 3600)
+        assert present(dynamodb, expired)
+    finally:
+        spawn.stop(first)
+    second = spawn.start(ADMIN_TOKEN, **persisting)
+    try:
+        dynamodb = aws(second.moto_url, "dynamodb")
+        assert not present(dynamodb, expired)
+        assert present(dynamodb, current)
+    finally:
+        spawn.stop(second)
