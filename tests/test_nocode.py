@@ -192,7 +192,11 @@ def test_version_pin_rules(acme: Api, vpc: dict):
     """An existing version that has not failed, or ``latest``; left out: no pin (null, as
     go-tfe's test expects)."""
     failed = create_version(acme, "1.3.0")
-    assert upload_and_ingest(failed, {"main.tf": 'locals {\n  x = "\\q"\n}\n'}) == "failed"
+    assert upload_and_ingest(failed, {"main.tf": 'locals {\n  x = "\\uD800"\n}\n'}) == "failed"
+    (entry,) = [
+        e for e in acme.get(VPC).data["attributes"]["version-statuses"] if e["version"] == "1.3.0"
+    ]
+    assert entry["error"].startswith('main.tf:2: invalid escape sequence "\\uD800"'), entry
     for pin, reason in (
         ("1.3.0", "is reg_ingress_failed (it failed; retry it first)"),
         ("1.2.5", "has no version 1.2.5"),
