@@ -189,9 +189,16 @@ def test_pytfe_shapes_are_accepted(acme: Api, vpc: dict):
 
 
 def test_version_pin_rules(acme: Api, vpc: dict):
-    """An ok version or ``latest``; left out: no pin (null, as go-tfe's test expects)."""
+    """An existing version that has not failed, or ``latest``; left out: no pin (null, as
+    go-tfe's test expects)."""
+    failed = create_version(acme, "1.3.0")
+    assert upload_and_ingest(failed, {"main.tf": 'locals {\n  x = "\\uD800"\n}\n'}) == "failed"
+    (entry,) = [
+        e for e in acme.get(VPC).data["attributes"]["version-statuses"] if e["version"] == "1.3.0"
+    ]
+    assert entry["error"].startswith('main.tf:2: invalid escape sequence "\\uD800"'), entry
     for pin, reason in (
-        ("1.1.0", "is pending, not ok"),
+        ("1.3.0", "is reg_ingress_failed (it failed; retry it first)"),
         ("1.2.5", "has no version 1.2.5"),
         ("not-a-version", "is not a version"),
     ):
@@ -203,7 +210,7 @@ def test_version_pin_rules(acme: Api, vpc: dict):
     latest = acme.post(NOCODE, nocode_doc(vpc["id"], **{"version-pin": "latest"}))
     assert latest.data["attributes"]["version-pin"] == "latest"
     path = f"{V2}/no-code-modules/{latest.data['id']}"
-    bad = acme.patch(path, nocode_doc(vpc["id"], enabled=False, **{"version-pin": "1.1.0"}))
+    bad = acme.patch(path, nocode_doc(vpc["id"], enabled=False, **{"version-pin": "1.3.0"}))
     assert bad.status == 422 and bad.error["source"]["pointer"] == "/data/attributes/version-pin"
     assert acme.get(path).data == latest.data  # nothing changed, enabled included
     pinned = acme.patch(path, nocode_doc(vpc["id"], **{"version-pin": "1.0.0"}))
@@ -212,6 +219,77 @@ def test_version_pin_rules(acme: Api, vpc: dict):
     assert acme.delete(path).status == 204
     unpinned = acme.post(NOCODE, nocode_doc(vpc["id"]))
     assert unpinned.data["attributes"] == {"version-pin": None, "enabled": True}
+
+
+def test_a_pin_may_name_a_version_just_created_and_still_pending(acme: Api):
+    """go-tfe's TestRegistryNoCodeModulesCreate/with_version_pin_given: create a module and
+    its version 1.2.3 (never uploaded: pending), then a no-code module pinned to 1.2.3."""
+    module = create_module(acme, "pinned")
+    assert create_version(acme, "1.2.3", name="pinned").data["attributes"]["status"] == "pending"
+    created = acme.post(NOCODE, nocode_doc(module["id"], **{"version-pin": "1.2.3"}))
+    assert created.status == 200, created.json
+    assert created.data["attributes"] == {"version-pin": "1.2.3", "enabled": True}
+    assert created.data["relationships"]["registry-module"]["data"]["id"] == module["id"]
+    # ...and a PATCH may pin another pending one
+    assert create_version(acme, "1.2.4", name="pinned").status == 201
+    path = f"{V2}/no-code-modules/{created.data['id']}"
+    repinned = acme.patch(path, nocode_doc(module["id"], **{"version-pin": "1.2.4"}))
+    assert repinned.data["attributes"]["version-pin"] == "1.2.4"
+
+
+def test_a_module_created_with_no_code_gets_its_no_code_module(acme: Api):
+    """go-tfe's TestRegistryModulesList/include_no-code_modules: a private module created
+    with ``no-code: true`` has a no-code module (enabled, no pin), which
+    ``include=no-code-modules`` returns; created in the module's transaction."""
+    plain = create_module(acme, "plain")
+    module = create_module(acme, "iam", **{"registry-name": "private", "no-code": True})
+    assert module["attributes"]["no-code"] is True
+    refs = module["relationships"]["no-code-modules"]["data"]
+    assert len(refs) == 1 and refs[0]["id"].startswith("nocode-")
+    assert plain["relationships"]["no-code-modules"]["data"] == []
+
+    listed = acme.get(f"{ORG}?include=no-code-modules").json
+    by_id = {item["id"]: item for item in listed["data"]}
+    assert by_id[module["id"]] == module  # go-tfe compares create and list
+    assert [(i["type"], i["id"]) for i in listed["included"]] == [
+        ("no-code-modules", refs[0]["id"])
+    ]
+    item = listed["included"][0]
+    assert item["attributes"] == {"version-pin": None, "enabled": True}
+    assert item["relationships"]["registry-module"]["data"]["id"] == module["id"]
+    assert acme.get(f"{V2}/no-code-modules/{refs[0]['id']}").data == item
+    # it is a no-code module like any other: a second one is refused, deleting the module
+    # deletes it
+    assert acme.post(NOCODE, nocode_doc(module["id"])).status == 422
+    assert acme.delete(f"{ORG}/private/acme/iam/aws").status == 204
+    assert acme.get(f"{V2}/no-code-modules/{refs[0]['id']}").status == 404
+
+
+def test_a_refused_no_code_create_writes_no_no_code_module(acme: Api):
+    """The module and its no-code module are one transaction: a create refused because the
+    module exists writes neither."""
+    from chalicelib.registry.nocode import store
+
+    first = create_module(acme, "iam", **{"no-code": True})
+    again = acme.post(ORG, doc("registry-modules", name="iam", provider="aws", **{"no-code": True}))
+    assert again.status == 422
+    kept = store.of_organization("acme")
+    assert [n.id for n in kept] == [first["relationships"]["no-code-modules"]["data"][0]["id"]]
+
+
+def test_a_public_module_created_with_no_code_keeps_only_the_flag(acme: Api, hosted: None):
+    public = acme.post(
+        ORG,
+        doc(
+            "registry-modules",
+            name="vpc",
+            provider="aws",
+            namespace="tam",
+            **{"registry-name": "public", "no-code": True},
+        ),
+    ).data
+    assert public["attributes"]["no-code"] is True
+    assert public["relationships"]["no-code-modules"]["data"] == []
 
 
 def test_one_no_code_module_per_registry_module(acme: Api, vpc: dict):

@@ -538,7 +538,7 @@ def test_hostile_archive_is_refused_with_a_reason_and_the_next_upload_works(
     assert not any(r.exc_info for r in caplog.records)
     # The refused archive is gone; the same link takes the next upload, escapes and all.
     assert not client("s3").list_objects_v2(Bucket=get_settings().bucket).get("KeyCount")
-    fixed = MAIN_TF + 'variable "odd" { description = "\\UFFFFFFFF" }\n'
+    fixed = MAIN_TF + 'variable "odd" { description = "\\U0001F600 \\u00e9" }\n'
     assert upload_and_ingest(created, {"main.tf": fixed}) == "ok"
     assert _version_attributes(acme, "1.0.0")["status"] == "ok"
     assert upload_and_ingest(create_version(acme, "1.1.0"), {"main.tf": MAIN_TF}) == "ok"

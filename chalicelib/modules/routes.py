@@ -62,6 +62,7 @@ def create_module(ctx: Ctx, organization_name: str):
         registry=attrs.registry_name,
         namespace=attrs.namespace,
         no_code=attrs.no_code,
+        no_code_module=nocode.for_new_module,
     )
     return document(render_module(module, rights, ctx.base_url), status=201)
 

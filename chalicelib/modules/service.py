@@ -275,7 +275,13 @@ def create_module(
     registry: str | None,
     namespace: str | None,
     no_code: bool | None,
+    no_code_module: Callable[[ModuleModel], Any] | None = None,
 ) -> tuple[ModuleModel, accounts.OrgAccess]:
+    """``no_code_module`` (the no-code sub-room's maker, which this core does not import):
+    given a private module created with ``no-code: true``, the item of its no-code module,
+    written in the module's transaction (go-tfe's test lists it with
+    ``include=no-code-modules`` right after the create). A public module keeps only the flag:
+    no-code modules are made of private ones."""
     rights = _readable(principal, organization)
     registry = registry or "private"
     if registry not in REGISTRIES:
@@ -308,14 +314,20 @@ def create_module(
         created_at=moment,
         updated_at=moment,
     )
-    save_new_module(module)
+    companions = []
+    if no_code and registry == "private" and no_code_module is not None:
+        companion = no_code_module(module)
+        module.no_code_module_id = companion.id
+        companions.append(companion)
+    save_new_module(module, companions)
     return module, rights
 
 
-def save_new_module(module: ModuleModel) -> None:
-    """Store a new module record; 422 when that registry/namespace/name/provider exists."""
+def save_new_module(module: ModuleModel, companions: Sequence[Any] = ()) -> None:
+    """Store a new module record (and ``companions``, new items of other tables, in the
+    same transaction); 422 when that registry/namespace/name/provider exists."""
     try:
-        store.insert_module(module)
+        store.insert_module(module, companions)
     except store.ModuleTaken:
         raise Unprocessable(
             f"module {module.namespace}/{module.name}/{module.provider} already exists "

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections import Counter, defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -236,15 +236,19 @@ class VersionChanged(Exception):
     """The version item was deleted, left ``ok`` or was changed since it was read."""
 
 
-def insert_module(module: ModuleModel) -> None:
+def insert_module(module: ModuleModel, companions: Sequence[db.Model] = ()) -> None:
     """The module and one more in its organization's count, in one transaction (a curated
-    public module is listed by the protocol from the start)."""
+    public module is listed by the protocol from the start). ``companions``: new items
+    written with it (a no-code module), under fresh random ids, so they need no condition
+    of their own: the module's decides for all."""
     try:
         with TransactWrite(connection=db.connection()) as tx:
             tx.save(module, condition=ModuleModel.key.does_not_exist())
             _count_module(tx, module, 1)
             if module.registry_name == "public":
                 tx.save(protocol_item(module, protocol_entry(module)))
+            for item in companions:
+                tx.save(item)
     except TransactWriteError as exc:
         if db.cancellation_codes(exc)[:1] == [db.TRANSACTION_CONDITION_FAILED]:
             raise ModuleTaken from None

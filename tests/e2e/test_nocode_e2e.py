@@ -160,3 +160,50 @@ def test_no_code_module_through_pytfe_and_module_tag_bindings_over_http(stack: S
             tfe.no_code_modules.read(created.id)
     finally:
         tfe.organizations.delete(ORG)
+
+
+def test_go_tfe_no_code_cases_through_pytfe_and_http(stack: Stack):
+    """go-tfe's TestRegistryModulesList/include_no-code_modules and
+    TestRegistryNoCodeModulesCreate/with_version_pin_given, ported: a module created with
+    ``no-code: true`` is listed with its no-code module under ``include=no-code-modules``;
+    a no-code module may pin the version just created, still pending (never uploaded)."""
+    org = "nocode-go-tfe"
+    tfe = TFEClient(
+        TFEConfig(address=stack.url, token=ADMIN_TOKEN, max_retries=1, timeout=15, ca_bundle=None)
+    )
+    tfe.organizations.create(OrganizationCreateOptions(name=org, email="ops@nocode.io"))
+    try:
+        plain = tfe.registry_modules.create(
+            org, RegistryModuleCreateOptions(name="plain", provider="aws")
+        )
+        iam = tfe.registry_modules.create(
+            org, RegistryModuleCreateOptions(name="iam", provider="aws", no_code=True)
+        )
+        assert iam.no_code is True
+        listed = stack.session().get(
+            stack.api(f"/organizations/{org}/registry-modules?include=no-code-modules")
+        )
+        assert listed.status_code == 200, listed.text
+        body = listed.json()
+        relation = {m["id"]: m["relationships"]["no-code-modules"]["data"] for m in body["data"]}
+        assert relation[plain.id] == []
+        (ref,) = relation[iam.id]
+        assert [(i["type"], i["id"]) for i in body["included"]] == [("no-code-modules", ref["id"])]
+        made = tfe.no_code_modules.read(ref["id"])
+        assert (made.enabled, made.version_pin, made.registry_module.id) == (True, None, iam.id)
+
+        # a pin on the version just created (pending: nothing uploaded)
+        version = tfe.registry_modules.create_version(
+            RegistryModuleID(organization=org, name="plain", provider="aws"),
+            RegistryModuleCreateVersionOptions(version="1.2.3"),
+        )
+        assert version.status == RegistryModuleVersionStatus.PENDING
+        pinned = tfe.no_code_modules.create(
+            org, NoCodeModuleCreateOptions(registry_module_id=plain.id, version_pin="1.2.3")
+        )
+        assert (pinned.enabled, pinned.version_pin) == (True, "1.2.3")
+        assert pinned.registry_module.id == plain.id
+        with pytest.raises(TFEError):  # a version the module does not have
+            tfe.no_code_modules.update(pinned.id, NoCodeModuleUpdateOptions(version_pin="1.2.5"))
+    finally:
+        tfe.organizations.delete(org)

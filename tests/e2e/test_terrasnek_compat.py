@@ -1,6 +1,14 @@
 """terrasnek (a published TFE client) against the real local stack, with its own calls as its
 own test suite makes them: team includes, registry deletes built with a trailing slash, SAML
-settings with placeholder certificates."""
+settings with placeholder certificates.
+
+One terrasnek call does not work here, by design of presigned URLs: ``upload_version`` PUTs
+the archive to ``links.upload`` with terrasnek's own headers, its API token included. In TFE
+that link is TFE's archivist; here it is a presigned S3 URL, and S3 refuses a request that
+carries both a signature in the URL and an ``Authorization`` header ("Unsupported Authorization
+Type"), as moto does too. go-tfe, pytfe and curl send no header there. The workaround, which
+the registry test below uses: PUT the archive to the link with a plain ``requests.put`` (no
+``Authorization``). The README's client notes say the same."""
 
 from __future__ import annotations
 
@@ -13,6 +21,7 @@ from tests.e2e.conftest import ADMIN_TOKEN, Stack, wait_for
 pytestmark = pytest.mark.e2e
 
 terrasnek_api = pytest.importorskip("terrasnek.api")
+TFCHTTPUnclassified = pytest.importorskip("terrasnek.exceptions").TFCHTTPUnclassified
 
 
 def client(stack: Stack, org: str):
@@ -38,7 +47,7 @@ def test_terrasnek_teams_with_included_users(stack: Stack) -> None:
     api.teams.destroy(created["id"])
 
 
-def test_terrasnek_registry_deletes_with_its_trailing_slash(stack: Stack) -> None:
+def test_terrasnek_registry_deletes_with_its_trailing_slash(stack: Stack, tmp_path) -> None:
     admin = stack.session()
     org = {"data": {"type": "organizations", "attributes": {"name": "snek-reg", "email": "s@x.io"}}}
     assert admin.post(stack.api("/organizations"), json=org).status_code == 201
@@ -53,6 +62,14 @@ def test_terrasnek_registry_deletes_with_its_trailing_slash(stack: Stack) -> Non
         api.registry_modules.create(body)
     version = {"data": {"type": "registry-module-versions", "attributes": {"version": "1.0.0"}}}
     created = api.registry_modules.create_version("net", "aws", version)["data"]
+    # terrasnek's upload_version sends its API token along to the presigned link: refused
+    # (see the module docstring), and nothing is stored.
+    archive = tmp_path / "module.tar.gz"
+    archive.write_bytes(tar_gz({"main.tf": 'variable "x" {}\n'}))
+    with pytest.raises(TFCHTTPUnclassified, match="Unsupported Authorization Type"):
+        api.registry_modules.upload_version(str(archive), created["links"]["upload"])
+    assert api.registry_modules.show("net", "aws")["data"]["attributes"]["status"] == "pending"
+    # The workaround: a plain PUT, without the Authorization header.
     put = requests.put(
         created["links"]["upload"],
         data=tar_gz({"main.tf": 'variable "x" {}\n'}),

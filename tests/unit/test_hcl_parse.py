@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import random
+import shutil
 import subprocess
 import sys
 import time
@@ -392,6 +393,125 @@ def test_syntax_errors_name_file_and_line(source: bytes, expected: str) -> None:
         parse_module({"main.tf": source})
     assert excinfo.value.message.startswith(expected)
     assert "syntax error" in excinfo.value.message
+
+
+# --- escapes, as Terraform takes them ------------------------------------------------------
+#
+# Each case is the expression of ``locals { x = ... }`` on line 2 (or a whole file), with
+# Terraform's verdict: None when ``terraform validate`` (v1.11.4) accepts the file, else the
+# start of our reason after "main.tf:<line>: ". ``test_escape_table_agrees_with_terraform``
+# checks the verdicts against the real binary when it is installed.
+
+INVALID = "invalid escape sequence "
+ESCAPE_CASES: list[tuple[str, str, str | None]] = [
+    # name, file or expression, our reason (None: valid)
+    ("newline", r'"a\nb"', None),
+    ("return", r'"a\rb"', None),
+    ("tab", r'"a\tb"', None),
+    ("quote", r'"a\"b"', None),
+    ("backslash", r'"a\\b"', None),
+    ("backslash then q", r'"a\\q"', None),
+    ("u4", r'"\u0041\u00e9\u00E9"', None),
+    ("u4 then a digit", r'"\u00411"', None),
+    ("u nul", r'"\u0000"', None),
+    ("U8", r'"\U0001F600\U0001f600"', None),
+    ("U last character", r'"\U0010FFFF"', None),
+    ("template escapes", r'"$${x} %%{x} $$"', None),
+    ("escape in an interpolation", r'"${"\n"}"', None),
+    ("UFFFFFFFF", r'"\UFFFFFFFF"', INVALID + r'"\UFFFFFFFF": U+FFFFFFFF is past U+10FFFF'),
+    ("U past the last", r'"\U00110000"', INVALID + r'"\U00110000": U+110000 is past U+10FFFF'),
+    ("lone high surrogate", r'"\uD800"', INVALID + r'"\uD800": U+D800 is a surrogate'),
+    ("lone low surrogate", r'"\uDFFF"', INVALID + r'"\uDFFF": U+DFFF is a surrogate'),
+    ("surrogate pair", r'"\uD83D\uDE00"', INVALID + r'"\uD83D": U+D83D is a surrogate'),
+    ("surrogate as U", r'"\U0000D800"', INVALID + r'"\U0000D800": U+D800 is a surrogate'),
+    ("u short", r'"\u12"', INVALID + r'"\u12": \u must be followed by four hexadecimal'),
+    ("u not hex", r'"\u12zz"', INVALID + r'"\u12zz": \u must be followed by four'),
+    ("u braces", r'"\u{41}"', INVALID + r'"\u{41}": \u must be followed by four'),
+    ("U short", r'"\U0001F60"', INVALID + r'"\U0001F60": \U must be followed by eight'),
+    ("q", r'"\q"', INVALID + r'"\q": a quoted string' + "'s escapes are"),
+    ("bell", r'"\a"', INVALID + r'"\a"'),
+    ("backspace", r'"\b"', INVALID + r'"\b"'),
+    ("form feed", r'"\f"', INVALID + r'"\f"'),
+    ("vertical tab", r'"\v"', INVALID + r'"\v"'),
+    ("octal nul", r'"\0"', INVALID + r'"\0"'),
+    ("apostrophe", r'"\'"', INVALID + r'"\'"'),
+    ("slash", r'"\/"', INVALID + r'"\/"'),
+    ("dollar", r'"\${x}"', INVALID + r'"\$"'),
+    ("percent", r'"\%"', INVALID + r'"\%"'),
+    ("hex", r'"\x41"', INVALID + r'"\x"'),
+    ("space", '"\\ "', INVALID + r'"\ "'),
+    ("escape in an interpolation", r'"${"\q"}"', INVALID + r'"\q"'),
+    ("escape in a directive", r'"%{ if true }\q%{ endif }"', INVALID + r'"\q"'),
+    # whole files: (line of the reason)
+    ("block label", 'variable "a\\q" {\n}\n', "1: " + INVALID + r'"\q"'),
+    ("valid block label", 'variable "a\\u0041" {\n}\n', None),
+    ("label surrogate", 'variable "a\\uD800" {\n}\n', "1: " + INVALID + r'"\uD800"'),
+    ("heredocs take no escapes", "locals {\n  x = <<EOT\n\\q \\uD800\nEOT\n}\n", None),
+    ("comments", "# \\q\nlocals {\n  x = 1 // \\q \\uD800\n}\n", None),
+    (
+        "in a default, line 3",
+        'variable "v" {\n  type = map(string)\n  default = { "k\\q" = "v" }\n}\n',
+        "3: " + INVALID + r'"\q"',
+    ),
+    (
+        "after a heredoc and a comment, line 6",
+        'locals {\n  h = <<-EOT\n    "\\q"\n    EOT\n  # "\\q"\n  x = "ok \\\\ \\UFFFFFFFF"\n}\n',
+        "6: " + INVALID + r'"\UFFFFFFFF"',
+    ),
+]
+
+
+def _escape_file(case: str) -> bytes:
+    return (case if "\n" in case else f"locals {{\n  x = {case}\n}}\n").encode()
+
+
+@pytest.mark.parametrize(("name", "case", "reason"), ESCAPE_CASES, ids=[c[0] for c in ESCAPE_CASES])
+def test_escapes_terraform_refuses_are_refused_with_file_and_line(
+    name: str, case: str, reason: str | None
+) -> None:
+    source = _escape_file(case)
+    if reason is None:
+        parse_module({"main.tf": source})
+        return
+    with pytest.raises(HclError) as excinfo:
+        parse_module({"main.tf": source})
+    expected = f"main.tf:{reason}" if reason[0].isdigit() else f"main.tf:2: {reason}"
+    assert excinfo.value.message.startswith(expected), excinfo.value.message
+
+
+def test_an_escape_refusal_names_the_path_in_a_submodule() -> None:
+    files = {"main.tf": b"", "modules/a/main.tf": b'output "o" {\n  value = "\\uD800"\n}\n'}
+    with pytest.raises(HclError) as excinfo:
+        parse_module(files)
+    assert excinfo.value.message.startswith(
+        'modules/a/main.tf:2: invalid escape sequence "\\uD800"'
+    )
+
+
+@pytest.mark.skipif(not shutil.which("terraform"), reason="no terraform binary")
+def test_escape_table_agrees_with_terraform(tmp_path) -> None:
+    """The table's verdicts are Terraform's: each file through ``terraform validate``."""
+    disagree = []
+    for index, (name, case, reason) in enumerate(ESCAPE_CASES):
+        directory = tmp_path / str(index)
+        directory.mkdir()
+        (directory / "main.tf").write_bytes(_escape_file(case))
+        run = subprocess.run(
+            ["terraform", "validate", "-json", "-no-color"],
+            cwd=directory,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        report = json.loads(run.stdout)
+        line = next(
+            (d["range"]["start"]["line"] for d in report["diagnostics"] if "range" in d), None
+        )
+        if report["valid"] != (reason is None):
+            disagree.append((name, report["diagnostics"]))
+        elif reason is not None and line != (int(reason[0]) if reason[0].isdigit() else 2):
+            disagree.append((name, f"terraform says line {line}"))
+    assert disagree == []
 
 
 def test_syntax_error_in_submodule_names_its_path() -> None:

@@ -34,19 +34,12 @@ def refusal(files: dict[str, bytes], limits: Limits | None = None) -> str:
 # --- A: escapes and nesting ---------------------------------------------------------------------
 
 
-def test_escapes_that_name_no_character_become_the_replacement_character() -> None:
-    source = (
-        b'variable "a\\UFFFFFFFF" {\n'
-        b'  description = "x\\UFFFFFFFFy \\uD800 \\U00110000 \\U0001F600 \\u00e9"\n'
-        b"}\n"
-        b'output "o" {\n  value = 1\n  description = "\\UFFFFFFFF"\n}\n'
-    )
-    root = parse_module({"main.tf": source})["root"]
-    (variable,) = root["inputs"]
-    assert variable["name"] == "a\ufffd"
-    assert variable["description"] == "x\ufffdy \ufffd \ufffd \U0001f600 \u00e9"
-    assert root["outputs"][0]["description"] == "\ufffd"
-    json.dumps(root).encode("utf-8")  # storable as it is
+def test_escapes_that_name_no_character_are_refused_as_terraform_does() -> None:
+    """``\\UFFFFFFFF`` and lone surrogates: Terraform's "Invalid escape sequence" (the full
+    table is in test_hcl_parse.py), never a crash nor a stored replacement character."""
+    source = b'variable "a" {\n  description = "x \\U0001F600 \\u00e9 \\uD800 \\U00110000"\n}\n'
+    message = refusal({"main.tf": source})
+    assert message.startswith('main.tf:2: invalid escape sequence "\\uD800"'), message
 
 
 def nested_json(depth: int) -> bytes:

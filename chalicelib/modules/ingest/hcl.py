@@ -22,10 +22,17 @@ set, as Terraform merges them; otherwise the first declaration of a name wins.
 
 Hostile input: every size is capped (``limits``: bytes parsed in total and per ``.tf`` file,
 each stored text and name, each README) and nesting depth is bounded for both syntaxes
-(``limits.MAX_NESTING_DEPTH``), with a reason the publisher can act on. Escapes that name
-no Unicode character (``\\UFFFFFFFF``, lone surrogates such as ``\\uD800``) decode to
-U+FFFD, the replacement character, instead of crashing ``chr``.
+(``limits.MAX_NESTING_DEPTH``), with a reason the publisher can act on.
 ``parse_module`` raises nothing but HclError for any input (``tests/unit/test_hcl_fuzz.py``).
+
+Escapes: a file Terraform refuses is refused here, with its file and line. In a quoted
+string (not a heredoc, not a comment) Terraform 1.11 takes ``\\n \\r \\t \\" \\\\``,
+``\\uNNNN`` and ``\\UNNNNNNNN`` naming a character UTF-8 can encode (not a surrogate, not past
+U+10FFFF), and ``$${``/``%%{`` for a literal ``${``/``%{``; every other backslash is its
+"Invalid escape sequence" error (``tests/unit/test_hcl_parse.py`` holds the table, checked
+against ``terraform validate``). The grammar already refuses most of them, as a bare syntax
+error; the ones it takes (``\\uD800``, ``\\UFFFFFFFF``) are found in the parsed tree, and for a
+file the grammar refuses, a small lexer looks for a bad escape first so the reason names it.
 """
 
 from __future__ import annotations
@@ -357,9 +364,144 @@ def _parse(parser: Parser, path: str, src: bytes, max_depth: int) -> Node:
         raise HclError(f"{path}: file is too complex to parse") from None
     root = tree.root_node
     if root.has_error:
+        bad = _bad_escape_in_source(src)
+        if bad is not None:
+            raise HclError(f"{path}:{_line(src, bad[0])}: {bad[1]}")
         raise HclError(_describe_error(path, src, root))
     _check_depth(path, root, max_depth)
+    _check_escapes(path, src, root)
     return root
+
+
+# One escape of a quoted string: the selector and what a \\u or \\U escape needs after it.
+_ESCAPE = re.compile(r"\\(u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8}|.)?", re.DOTALL)
+_VALID_ESCAPES = '\\n \\r \\t \\" \\\\ \\uNNNN \\UNNNNNNNN'
+
+
+def _line(src: bytes, offset: int) -> int:
+    return src.count(b"\n", 0, offset) + 1
+
+
+def _escape_problem(literal: str) -> tuple[int, str] | None:
+    """The first escape of a quoted string's literal text that Terraform refuses: its
+    character offset and why; None when every escape is valid."""
+    for match in _ESCAPE.finditer(literal):
+        escape = match.group(1)
+        if escape is None:
+            return match.start(), "invalid escape sequence: a backslash ends the string"
+        shown = escape if escape.isprintable() else f"U+{ord(escape):04X}"
+        if len(escape) > 1:
+            code = int(escape[1:], 16)
+            if code > 0x10FFFF or 0xD800 <= code <= 0xDFFF:
+                what = "a surrogate" if code <= 0xDFFF else "past U+10FFFF"
+                return match.start(), (
+                    f'invalid escape sequence "\\{escape}": U+{code:04X} is {what}, not a '
+                    "character UTF-8 can encode"
+                )
+        elif escape in "uU":
+            count = 4 if escape == "u" else 8
+            after = literal[match.end() : match.end() + count]
+            return match.start(), (
+                f'invalid escape sequence "\\{escape}{after}": \\{escape} must be followed by '
+                f"{'four' if count == 4 else 'eight'} hexadecimal digits"
+            )
+        elif escape not in _SIMPLE_ESCAPES:
+            return match.start(), (
+                f'invalid escape sequence "\\{shown}": a quoted string\'s escapes are '
+                f"{_VALID_ESCAPES} (\\\\ for a backslash; heredocs take none)"
+            )
+    return None
+
+
+def _quoted_literal(node: Node) -> bool:
+    """Whether a template_literal belongs to a quoted string (escapes apply) rather than to
+    a heredoc (they do not)."""
+    parent = node.parent
+    while parent is not None:
+        if parent.type in ("quoted_template", "string_lit"):
+            return True
+        if parent.type == "heredoc_template":
+            return False
+        parent = parent.parent
+    return False
+
+
+def _check_escapes(path: str, src: bytes, root: Node) -> None:
+    """Refuse an escape the grammar took but Terraform refuses (``\\uD800``). Only the
+    literals that hold a backslash are looked at, each once: a file without one costs a
+    ``find``. So does one without ``\\u``/``\\U``: the grammar refuses every other bad
+    selector itself (the table in test_hcl_parse.py holds it to that)."""
+    if b"\\u" not in src and b"\\U" not in src:
+        return
+    pos = src.find(b"\\")
+    while pos >= 0:
+        leaf = root.descendant_for_byte_range(pos, pos + 1)
+        if leaf is None or leaf.end_byte <= pos:
+            pos = src.find(b"\\", pos + 1)
+            continue
+        if leaf.type == "template_literal" and _quoted_literal(leaf):
+            text = src[leaf.start_byte : leaf.end_byte].decode("utf-8")
+            problem = _escape_problem(text)
+            if problem is not None:
+                at = leaf.start_byte + len(text[: problem[0]].encode("utf-8"))
+                raise HclError(f"{path}:{_line(src, at)}: {problem[1]}")
+        pos = src.find(b"\\", leaf.end_byte)
+
+
+# A file the grammar refused, read as Terraform's lexer would, for quoted strings only.
+_CODE_TOKEN = re.compile(
+    rb'#[^\n]*|//[^\n]*|/\*.*?(?:\*/|\Z)|<<-?([A-Za-z_][\w-]*)[ \t]*\r?\n|"|\{|\}', re.DOTALL
+)
+_STRING_CHUNK = re.compile(rb"(?:\\.?|\$\$\{|%%\{|[$%](?!\{)|[^\"\\\n$%])*", re.DOTALL)
+
+
+def _bad_escape_in_source(src: bytes) -> tuple[int, str] | None:
+    """For a file the grammar refused: the byte offset and reason of the first invalid
+    escape in a quoted string, if there is one, so the error names it rather than where
+    error recovery gave up (``"\\q"`` is a syntax error to the grammar). Comments and
+    heredocs are skipped; interpolations (``${ ... }``, ``%{ ... }``) nest, with strings
+    inside. Stops at anything it cannot follow: the caller then reports the syntax error."""
+    if b"\\" not in src:
+        return None
+    depths: list[int] = []  # brace depth of each open interpolation
+    pos, end, in_string = 0, len(src), False
+    while pos < end:
+        if in_string:
+            chunk_end = _STRING_CHUNK.match(src, pos).end()  # type: ignore[union-attr]
+            text = src[pos:chunk_end].decode("utf-8", "replace")
+            problem = _escape_problem(text)
+            if problem is not None:
+                return pos + len(text[: problem[0]].encode("utf-8")), problem[1]
+            closer = src[chunk_end : chunk_end + 2]
+            if closer[:1] == b'"':
+                in_string, pos = False, chunk_end + 1
+            elif closer in (b"${", b"%{"):
+                depths.append(1)
+                in_string, pos = False, chunk_end + 2
+            else:  # a newline or the end: the string is not closed
+                return None
+            continue
+        token = _CODE_TOKEN.search(src, pos)
+        if token is None:
+            return None
+        pos = token.end()
+        text = token.group(0)
+        if text == b'"':
+            in_string = True
+        elif token.group(1):  # a heredoc: skip to its closing line
+            closing = re.compile(rb"^[ \t]*" + re.escape(token.group(1)) + rb"[ \t]*\r?$", re.M)
+            found = closing.search(src, pos)
+            if found is None:
+                return None
+            pos = found.end()
+        elif depths and text == b"{":
+            depths[-1] += 1
+        elif depths and text == b"}":
+            depths[-1] -= 1
+            if not depths[-1]:
+                depths.pop()
+                in_string = True
+    return None
 
 
 def _check_depth(path: str, root: Node, limit: int) -> None:
@@ -446,7 +588,7 @@ def _unescape(raw: str) -> str:
         if esc[0] in "uU" and len(esc) > 1:
             code = int(esc[1:], 16)
             if code > 0x10FFFF or 0xD800 <= code <= 0xDFFF:
-                return "\ufffd"  # no such character: the replacement character
+                return "\ufffd"  # refused by _check_escapes first; never crash chr
             return chr(code)
         return _SIMPLE_ESCAPES.get(esc, text)
 

@@ -8,8 +8,15 @@ variables (``variable-options``). Rules, as TFE and go-tfe's tests show them:
   organization reads them; anyone else gets 404, as for anything they may not see.
 * One per registry module: a second create for the same module is a 422.
 * ``enabled`` defaults to true (go-tfe's test creates one without it and expects true).
-* ``version-pin``: ``latest``, or a version of the module whose status is ``ok`` (and that is
-  not revoked); anything else is a 422 that creates or changes nothing. Left out on create,
+* ``version-pin``: ``latest``, or a version the module has, that has not failed and is not
+  revoked: ``ok``, or still on its way there (``pending``: created and not yet uploaded,
+  ``cloning``, ``reg_ingressing``). go-tfe's test pins the version it has just created and
+  never uploads, and TFE's only rule is that the pin names an existing version of the module
+  ("Provided version pin is not equal to latest or provided string does not represent an
+  existing version of the module"). A failed version (``clone_failed``,
+  ``reg_ingress_req_failed``, ``reg_ingress_failed``) serves nothing until it is retried,
+  so it is refused, as is a revoked one. Anything else is a 422 that creates or changes
+  nothing. Left out on create,
   nothing is pinned: ``version-pin`` is ``null`` (go-tfe's test expects back the empty pin it
   sent), meaning "whatever is latest when provisioning". On a PATCH, ``""`` removes the pin.
 * Deleting a version keeps a pin that names it (as TFE does); ``module-variables`` of that
@@ -42,6 +49,12 @@ LATEST = "latest"
 REGISTRY_MODULE = "/data/relationships/registry-module"
 VARIABLE_OPTIONS = "/data/relationships/variable-options"
 VERSION_PIN = "/data/attributes/version-pin"
+# Version statuses a pin may not name: failed, so the version serves nothing.
+PIN_REFUSED = (
+    VersionStatus.CLONE_FAILED,
+    VersionStatus.INGRESS_REQUEST_FAILED,
+    VersionStatus.INGRESS_FAILED,
+)
 # What one no-code item may hold, so it stays far below DynamoDB's 400 KB item limit.
 MAX_VARIABLE_OPTIONS = 50
 MAX_OPTIONS = 100
@@ -256,17 +269,11 @@ def create(
             pointer=f"{REGISTRY_MODULE}/data/id",
         )
     _check_free(module)
-    moment = now()
-    item = NoCodeModuleModel(
-        new_id("nocode"),
-        organization=organization,
-        registry_module_id=module.id,
-        module_key=module.key,
+    item = _new_item(
+        module,
         version_pin=_pin(module, version_pin),
         enabled=True if enabled is None else enabled,
         variable_options=_stored([], relationships.variable_options or []),
-        created_at=moment,
-        updated_at=moment,
     )
     try:
         store.insert(item, module)
@@ -281,6 +288,35 @@ def create(
     return item
 
 
+def for_new_module(module: ModuleModel) -> NoCodeModuleModel:
+    """The no-code module of a private module created with ``no-code: true`` (go-tfe's
+    ``RegistryModuleCreateOptions.NoCode``), as TFE makes it: enabled, no pin, no variable
+    options. The registry's create writes it in the module's own transaction, so either both
+    exist or neither does."""
+    return _new_item(module, version_pin=None, enabled=True, variable_options=[])
+
+
+def _new_item(
+    module: ModuleModel,
+    *,
+    version_pin: str | None,
+    enabled: bool,
+    variable_options: list[VariableOptionAttribute],
+) -> NoCodeModuleModel:
+    moment = now()
+    return NoCodeModuleModel(
+        new_id("nocode"),
+        organization=module.organization,
+        registry_module_id=module.id,
+        module_key=module.key,
+        version_pin=version_pin,
+        enabled=enabled,
+        variable_options=variable_options,
+        created_at=moment,
+        updated_at=moment,
+    )
+
+
 def _check_free(module: ModuleModel) -> None:
     if module.no_code_module_id:
         raise Unprocessable(
@@ -292,12 +328,13 @@ def _check_free(module: ModuleModel) -> None:
 
 
 def _pin(module: ModuleModel, wanted: str | None) -> str | None:
-    """``latest``, or a version of the module that is ok and not revoked; "" or None: none."""
+    """``latest``, or a version of the module that has not failed and is not revoked (see
+    the module's docstring); "" or None: none."""
     if not wanted:
         return None
     if wanted == LATEST:
         return LATEST
-    problem = f"version-pin must be {LATEST!r} or a published version of {module.name}"
+    problem = f"version-pin must be {LATEST!r} or an existing version of {module.name}"
     try:
         version = semver.parse(wanted).text
     except semver.InvalidVersion:
@@ -307,9 +344,10 @@ def _pin(module: ModuleModel, wanted: str | None) -> str | None:
     entry = module.statuses().get(version)
     if entry is None:
         raise Unprocessable(f"{problem}: it has no version {version}", pointer=VERSION_PIN)
-    if entry.get("status") != VersionStatus.OK:
+    if entry.get("status") in PIN_REFUSED:
         raise Unprocessable(
-            f"{problem}: version {version} is {entry.get('status')}, not ok", pointer=VERSION_PIN
+            f"{problem}: version {version} is {entry.get('status')} (it failed; retry it first)",
+            pointer=VERSION_PIN,
         )
     if is_revoked(entry.get("revocation")):
         raise Unprocessable(f"{problem}: version {version} is revoked", pointer=VERSION_PIN)
