@@ -268,7 +268,7 @@ def test_a_module_created_with_no_code_gets_its_no_code_module(acme: Api):
 def test_a_refused_no_code_create_writes_no_no_code_module(acme: Api):
     """The module and its no-code module are one transaction: a create refused because the
     module exists writes neither."""
-    from chalicelib.registry.nocode import store
+    from chalicelib.modules.nocode import store
 
     first = create_module(acme, "iam", **{"no-code": True})
     again = acme.post(ORG, doc("registry-modules", name="iam", provider="aws", **{"no-code": True}))
