@@ -159,7 +159,7 @@ def emit(
     logger.log(
         level,
         message,
-        exc_info=exc_info,
+        exc_info=exc_info or None,
         extra={"fields": dict(fields), "metrics": tuple(metrics), "readable": readable},
     )
 
