@@ -58,6 +58,22 @@ def current() -> Scope | None:
     return _current.get()
 
 
+_base_factory = logging.getLogRecordFactory()
+
+
+def _record_with_request_id(*args: Any, **kwargs: Any) -> logging.LogRecord:
+    """Every record made in a scope carries its request id (as Powertools' Logger injects the
+    Lambda context), whoever logs it and whenever it is formatted."""
+    record = _base_factory(*args, **kwargs)
+    state = _current.get()
+    if state is not None:
+        record.request_id = state.request_id
+    return record
+
+
+logging.setLogRecordFactory(_record_with_request_id)
+
+
 def new_request_id() -> str:
     """A local request id (API Gateway and Lambda give theirs in AWS). ``os.urandom`` rather
     than ``uuid``: importing uuid costs about 9 ms of a cold start."""
@@ -153,9 +169,6 @@ def emit(
 ) -> None:
     """One record: ``message`` for people, ``fields`` for queries, ``metrics`` for CloudWatch
     (written in the same JSON line), ``readable`` for ``make run`` (default: ``message``)."""
-    state = _current.get()
-    if state is not None:
-        fields = {"request_id": state.request_id, **fields}
     logger.log(
         level,
         message,
@@ -203,7 +216,6 @@ class JsonFormatter(logging.Formatter):
     the record's metrics as EMF members of the same object."""
 
     def format(self, record: logging.LogRecord) -> str:
-        state = _current.get()
         line: dict[str, Any] = {
             "level": record.levelname,
             "logger": record.name,
@@ -211,9 +223,9 @@ class JsonFormatter(logging.Formatter):
             "timestamp": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created))
             + f".{int(record.msecs):03d}Z",
         }
-        if state is not None:
-            line["request_id"] = state.request_id
-        line.update(getattr(record, "fields", None) or {})  # its own request id, if any
+        if getattr(record, "request_id", None):
+            line["request_id"] = record.request_id
+        line.update(getattr(record, "fields", None) or {})
         if record.exc_info:
             line["exception"] = scrub(self.formatException(record.exc_info))
             line["exception_name"] = getattr(record.exc_info[0], "__name__", "")
