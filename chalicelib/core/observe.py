@@ -31,6 +31,7 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Any
 
 NAMESPACE = "TfeModuleRegistry"
@@ -188,19 +189,26 @@ def access_log_on() -> bool:
 # ----- what must never be logged -------------------------------------------------------------
 
 # The query string of any URL (presigned links carry X-Amz-Signature and credentials there),
-# bearer tokens, and header lines of Authorization and Cookie.
-_URL_QUERY = re.compile(r"(\bhttps?://[^\s?#\"'<>]*)\?[^\s\"'<>]*")
-_BEARER = re.compile(r"(?i)\b(bearer|token)\s+[A-Za-z0-9._~+/=-]{8,}")
-_HEADER = re.compile(r"(?i)\b(authorization|cookie|set-cookie)(['\"]?\s*[:=]\s*)[^\n,}]+")
-_SIGNED = re.compile(r"(?i)X-Amz-(Signature|Credential|Security-Token)=[^\s&\"']+")
+# bearer tokens, and header lines of Authorization and Cookie. Compiled on first use: four
+# patterns cost about 2 ms of a cold start.
+_PATTERNS = (
+    (r"(\bhttps?://[^\s?#\"'<>]*)\?[^\s\"'<>]*", r"\1?(query removed)"),
+    (r"(?i)X-Amz-(Signature|Credential|Security-Token)=[^\s&\"']+", r"X-Amz-\1=(removed)"),
+    (r"(?i)\b(bearer|token)\s+[A-Za-z0-9._~+/=-]{8,}", r"\1 (removed)"),
+    (r"(?i)\b(authorization|cookie|set-cookie)(['\"]?\s*[:=]\s*)[^\n,}]+", r"\1\2(removed)"),
+)
+
+
+@cache
+def _compiled() -> tuple[tuple[re.Pattern[str], str], ...]:
+    return tuple((re.compile(pattern), replacement) for pattern, replacement in _PATTERNS)
 
 
 def scrub(text: str) -> str:
     """``text`` without URL query strings, bearer tokens, Authorization or Cookie values."""
-    text = _URL_QUERY.sub(r"\1?(query removed)", text)
-    text = _SIGNED.sub(r"X-Amz-\1=(removed)", text)
-    text = _BEARER.sub(r"\1 (removed)", text)
-    return _HEADER.sub(r"\1\2(removed)", text)
+    for pattern, replacement in _compiled():
+        text = pattern.sub(replacement, text)
+    return text
 
 
 def strip_query(url: str) -> str:
