@@ -328,6 +328,10 @@ def _request_handler() -> Any:
             if os.environ.get("REGISTRY_ACCESS_LOG", "1") != "0":
                 super().log_message(format, *args)
 
+        def log_request(self, code: Any = "-", size: Any = "-") -> None:
+            """The app logs each request itself (chalicelib.core.observe: one short line,
+            ``GET /path 200 12 ms 3 calls``); errors the server answers alone still print."""
+
     return RegistryRequestHandler
 
 
@@ -335,7 +339,11 @@ def main() -> int:
     port = int(os.environ.get("PORT", "8000"))
     moto_port = int(os.environ.get("MOTO_PORT", "5000"))
     _configure_environment(moto_port)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    from chalicelib.core.observe import ReadableFormatter
+
+    # The lines CloudWatch gets as JSON, readable: a request is `GET /path 200 12 ms 3 calls`.
+    logging.basicConfig(level=logging.INFO)
+    logging.getLogger().handlers[0].setFormatter(ReadableFormatter())
     # Library chatter a newcomer need not read at every start (one line per AWS client made).
     for noisy in ("werkzeug", "botocore.credentials", "pynamodb.settings"):
         logging.getLogger(noisy).setLevel(logging.WARNING)

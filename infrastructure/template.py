@@ -300,6 +300,137 @@ def invoke_permission(logical_id: str) -> dict[str, Any]:
     }
 
 
+# ----- alarms (README: "Operating it: logs, metrics and alarms") ----------------------------
+
+# API Gateway's metrics name the API: the stack's name (merge_template sets it).
+API_STAGE = "api"
+# Alarm on the 5xx rate above this percentage, once a period has this many requests (a single
+# failed request of two is not an outage).
+API_5XX_PERCENT = 5
+API_5XX_MIN_REQUESTS = 10
+ALARM_PERIOD = 300
+
+ALARM_PARAMETERS: dict[str, Any] = {
+    "AlarmTopicArn": {
+        "Type": "String",
+        "Default": "",
+        "Description": "SNS topic ARN the alarms notify (in ALARM and back to OK); "
+        "empty = alarms without actions",
+    },
+}
+ALARM_CONDITIONS: dict[str, Any] = {
+    "HasAlarmTopic": {"Fn::Not": [{"Fn::Equals": [{"Ref": "AlarmTopicArn"}, ""]}]},
+}
+
+
+def _alarm(name: str, description: str, **properties: Any) -> dict[str, Any]:
+    actions = {"Fn::If": ["HasAlarmTopic", [{"Ref": "AlarmTopicArn"}], {"Ref": "AWS::NoValue"}]}
+    return {
+        "Type": "AWS::CloudWatch::Alarm",
+        "Properties": {
+            "AlarmName": sub(f"${{AWS::StackName}}-{name}"),
+            "AlarmDescription": description,
+            "AlarmActions": actions,
+            "OKActions": actions,
+            "ComparisonOperator": "GreaterThanThreshold",
+            "EvaluationPeriods": 1,
+            "TreatMissingData": "notBreaching",
+            **properties,
+        },
+    }
+
+
+def _stat(
+    metric_id: str, namespace: str, metric: str, dimensions: dict[str, Any]
+) -> dict[str, Any]:
+    return {
+        "Id": metric_id,
+        "ReturnData": False,
+        "MetricStat": {
+            "Metric": {
+                "Namespace": namespace,
+                "MetricName": metric,
+                "Dimensions": [{"Name": k, "Value": v} for k, v in dimensions.items()],
+            },
+            "Period": ALARM_PERIOD,
+            "Stat": "Sum",
+        },
+    }
+
+
+def alarm_resources() -> dict[str, Any]:
+    """The dead-letter queue not empty, the API's 5xx rate, each table's throttled reads and
+    writes, each function's errors: all to ``AlarmTopicArn`` when it is set."""
+    alarms = {
+        "IngestDeadLetterAlarm": _alarm(
+            "ingest-dead-letters",
+            "Ingest messages failed every delivery and wait in the dead-letter queue",
+            Namespace="AWS/SQS",
+            MetricName="ApproximateNumberOfMessagesVisible",
+            Dimensions=[
+                {
+                    "Name": "QueueName",
+                    "Value": {"Fn::GetAtt": ["IngestDeadLetterQueue", "QueueName"]},
+                }
+            ],
+            Statistic="Maximum",
+            Period=ALARM_PERIOD,
+            Threshold=0,
+        ),
+        "Api5xxAlarm": _alarm(
+            "api-5xx-rate",
+            f"More than {API_5XX_PERCENT}% of API requests answered 5xx "
+            f"(periods of at least {API_5XX_MIN_REQUESTS} requests)",
+            Metrics=[
+                _stat("errors", "AWS/ApiGateway", "5XXError", _api_dimensions()),
+                _stat("requests", "AWS/ApiGateway", "Count", _api_dimensions()),
+                {
+                    "Id": "rate",
+                    "Label": "5xx percent",
+                    "Expression": f"IF(requests >= {API_5XX_MIN_REQUESTS}, "
+                    "100 * errors / requests, 0)",
+                    "ReturnData": True,
+                },
+            ],
+            Threshold=API_5XX_PERCENT,
+        ),
+    }
+    for short in sorted(table_short_names()):
+        table = {"TableName": {"Ref": f"{camel(short)}Table"}}
+        alarms[f"{camel(short)}TableThrottleAlarm"] = _alarm(
+            f"{short}-throttled",
+            f"DynamoDB throttled reads or writes of the {short} table",
+            Metrics=[
+                _stat("reads", "AWS/DynamoDB", "ReadThrottleEvents", table),
+                _stat("writes", "AWS/DynamoDB", "WriteThrottleEvents", table),
+                {
+                    "Id": "throttled",
+                    "Label": "throttled reads + writes",
+                    "Expression": "reads + writes",
+                    "ReturnData": True,
+                },
+            ],
+            Threshold=0,
+        )
+    for function in ROUTE_GROUPS + EVENT_FUNCTIONS:
+        alarms[f"{function.logical_id}ErrorsAlarm"] = _alarm(
+            f"{function.logical_id}-errors",
+            f"The {function.logical_id} function failed (crash, timeout or out of memory; "
+            "handled errors are 5xx answers, not function errors)",
+            Namespace="AWS/Lambda",
+            MetricName="Errors",
+            Dimensions=[{"Name": "FunctionName", "Value": {"Ref": function.logical_id}}],
+            Statistic="Sum",
+            Period=ALARM_PERIOD,
+            Threshold=0,
+        )
+    return alarms
+
+
+def _api_dimensions() -> dict[str, Any]:
+    return {"ApiName": sub("${AWS::StackName}"), "Stage": API_STAGE}
+
+
 # ----- the rest of the stack ----------------------------------------------------------------
 
 
@@ -581,10 +712,13 @@ def merge_template() -> dict[str, Any]:
         }
     }
     resources_out["RestAPI"] = {"Properties": {"DefinitionBody": {"paths": repointed_paths()}}}
+    # Alarms (their own block above); API Gateway's metrics name the API: the stack's name.
+    resources_out["RestAPI"]["Properties"]["Name"] = sub("${AWS::StackName}")
+    resources_out.update(alarm_resources())
     return {
         "Description": f"tfe-module-registry {__version__}",
-        "Parameters": PARAMETERS,
-        "Conditions": CONDITIONS,
+        "Parameters": {**PARAMETERS, **ALARM_PARAMETERS},
+        "Conditions": {**CONDITIONS, **ALARM_CONDITIONS},
         "Resources": resources_out,
         "Outputs": {
             **OUTPUTS,

@@ -9,7 +9,7 @@ from typing import Any
 from chalice import Blueprint, Chalice
 
 from chalicelib.admin.ratelimit import rate_limit
-from chalicelib.core.api.http import install_middleware
+from chalicelib.core.api.http import install_middleware, install_request_log
 
 
 class RegistryApp(Chalice):
@@ -37,7 +37,9 @@ def create_app(name: str, blueprints: list[Blueprint]) -> Chalice:
     logging.getLogger("registry").setLevel(logging.INFO)
     # JSON:API clients send their own media type; Chalice must pass bodies through as-is.
     app.api.binary_types = [t for t in app.api.binary_types if t != "application/json"]
-    # Outermost: a request over the API rate limit never reaches its handler.
+    # Outermost: one log line per request, rate-limited ones included (core.observe).
+    install_request_log(app)
+    # Next: a request over the API rate limit never reaches its handler.
     app.register_middleware(rate_limit, "http")
     install_middleware(app)
     for blueprint in blueprints:

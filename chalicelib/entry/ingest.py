@@ -6,16 +6,18 @@ registry as one app) registers the same handler.
 
 from __future__ import annotations
 
+import json
 import logging
 from typing import Any
 
 from chalice import Chalice
 
 from chalicelib.artifacts import events
+from chalicelib.core import observe
 from chalicelib.core.settings import get_settings
 from chalicelib.modules.keys import UPLOAD_PREFIX
 
-log = logging.getLogger("registry.ingest")
+log = logging.getLogger("registry.consumer")
 
 
 def _module_uploads() -> events.UploadHandler:
@@ -27,20 +29,30 @@ def _module_uploads() -> events.UploadHandler:
 def _jobs() -> events.JobRunner:
     from chalicelib.modules.publishing import worker
 
-    def run(job: dict[str, Any]) -> Any:
-        outcome = worker.run(job)
-        log.info("job %s: %s", job.get("kind"), outcome)
-        return outcome
-
-    return run
+    return worker.run  # logs its outcome
 
 
 UPLOADS = {UPLOAD_PREFIX: _module_uploads}
 
 
 def handle_body(body: str) -> None:
-    """One SQS message: an S3 event (or S3's one-off test event), or a job."""
-    events.dispatch(body, UPLOADS, _jobs)
+    """One SQS message (an S3 event, S3's one-off test event, or a job) in its own scope: its
+    log lines share an id and its DynamoDB calls are counted. An exception is logged with its
+    trace (and the message's kind) and raised again, so that SQS delivers the message again."""
+    observe.configure()
+    with observe.scope():
+        try:
+            events.dispatch(body, UPLOADS, _jobs)
+        except Exception:
+            log.exception("%s message failed; SQS will deliver it again", _kind(body))
+            raise
+
+
+def _kind(body: str) -> str:
+    try:
+        return str(json.loads(body).get("kind") or "s3 event")
+    except (ValueError, AttributeError):
+        return "unreadable"
 
 
 def handle_messages(event: Any) -> None:

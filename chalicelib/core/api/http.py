@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -31,6 +32,7 @@ if TYPE_CHECKING:
     from chalicelib.core.api.attributes import Attributes
     from chalicelib.core.auth import Principal
 
+from chalicelib.core import observe
 from chalicelib.core.api.errors import (
     ApiError,
     BadRequest,
@@ -183,7 +185,9 @@ def _authenticate(request: Any) -> Principal:
     # Imported on first use: public routes (ping, discovery) never load PynamoDB.
     from chalicelib.core.auth import request_principal
 
-    return request_principal(request)
+    principal = request_principal(request)
+    observe.note_principal(principal.kind, principal.id)
+    return principal
 
 
 def route(
@@ -303,3 +307,80 @@ def rewrite_chalice_errors(event: Any, get_response: Callable[[Any], Response]) 
 
 def install_middleware(app: Chalice) -> None:
     app.register_middleware(rewrite_chalice_errors, "http")
+
+
+# Path parameters that name the organization a request is about (the registry protocol's
+# namespace is the organization of a private module).
+_ORGANIZATION_PARAMS = ("organization_name", "organization", "namespace")
+# The registry protocol's download routes (the Downloads metric).
+_DOWNLOAD_SUFFIX = "/download"
+
+
+def install_request_log(app: Chalice) -> None:
+    """HTTP middleware, registered first so that it is the outermost: one line per request
+    (rate-limited ones and Chalice's own errors included) with the Requests metric, and the
+    scope that counts the request's DynamoDB calls. See ``chalicelib.core.observe``."""
+    observe.configure()
+
+    def request_log(event: Any, get_response: Callable[[Any], Response]) -> Response:
+        context = getattr(event, "context", None) or {}
+        lambda_context = getattr(app, "lambda_context", None)
+        request_id = context.get("requestId") or getattr(lambda_context, "aws_request_id", None)
+        started = time.perf_counter()
+        with observe.scope(request_id) as state:
+            status = 500
+            try:
+                response = get_response(event)
+                status = response.status_code
+                return response
+            finally:
+                if observe.access_log_on():
+                    _log_request(app.app_name, event, context, state, status, started)
+
+    app.register_middleware(request_log, "http")
+
+
+def _log_request(
+    function: str,
+    event: Any,
+    context: Mapping[str, Any],
+    state: observe.Scope,
+    status: int,
+    started: float,
+) -> None:
+    milliseconds = round((time.perf_counter() - started) * 1000, 1)
+    method = getattr(event, "method", None) or context.get("httpMethod", "")
+    route = context.get("resourcePath") or "(no route)"
+    params = getattr(event, "uri_params", None) or {}
+    fields: dict[str, Any] = {
+        "method": method,
+        "route": route,
+        "status": status,
+        "duration_ms": milliseconds,
+        "dynamodb_calls": state.dynamodb_calls,
+        "function": function,
+    }
+    if state.principal_kind:
+        fields["principal_kind"] = state.principal_kind
+        fields["principal_id"] = state.principal_id
+    organization = next((params[p] for p in _ORGANIZATION_PARAMS if params.get(p)), None)
+    if organization:
+        fields["organization"] = organization
+    metrics = [
+        observe.Metric(
+            "Requests",
+            dimensions={"Function": function, "StatusClass": observe.status_class(status)},
+        )
+    ]
+    download = route.startswith(REGISTRY_PROTOCOL_PREFIX) and route.endswith(_DOWNLOAD_SUFFIX)
+    if download and status < 400:
+        metrics.append(observe.Metric("Downloads", dimensions={"Function": function}))
+    path = observe.strip_query(context.get("path") or getattr(event, "path", "") or route)
+    observe.emit(
+        observe.request_log,
+        logging.INFO,
+        f"{method} {route} {status}",
+        fields,
+        metrics,
+        readable=f"{method} {path} {status} {milliseconds:.0f} ms {state.dynamodb_calls} calls",
+    )

@@ -9,7 +9,11 @@ from pynamodb.connection import Connection
 from pynamodb.exceptions import TransactWriteError
 from pynamodb.models import Model
 
+from chalicelib.core import observe
 from chalicelib.core.settings import get_settings
+
+# Every request's line counts its DynamoDB calls: hooked before PynamoDB makes a client.
+observe.count_dynamodb_calls()
 
 # Every model of every domain registers here so the local runner, the tests and the
 # infrastructure generator create exactly the same tables.

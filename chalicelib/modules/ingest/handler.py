@@ -21,6 +21,7 @@ from urllib.parse import unquote_plus
 from botocore.exceptions import ClientError
 
 from chalicelib.artifacts import objects, semver
+from chalicelib.core import observe
 from chalicelib.core.data.aws import client
 from chalicelib.core.settings import get_settings
 from chalicelib.modules import keys
@@ -41,27 +42,64 @@ def handle_s3_record(record: dict[str, Any]) -> str:
     version = _find_version(upload)
     if version is None:
         objects.delete_objects([key])
-        return "stale"
+        return _report("stale", upload, None)
     if version.status == VersionStatus.OK:
         # Published archives are immutable: drop the late re-upload, keep the archive.
         objects.delete_objects([key])
-        return "already-ok"
+        return _report("already-ok", upload, version)
     if not registry.mark_version(version, VersionStatus.INGRESSING):
-        return "stale"
+        return _report("stale", upload, version)
     try:
         outcome = _ingest(version, upload)
     except _Rejected as rejected:
         registry.mark_version(version, VersionStatus.INGRESS_FAILED, error=rejected.reason)
         objects.delete_objects([key])
-        if rejected.unexpected:  # one line, no traceback: the bytes are the publisher's
-            log.warning(
-                "version %s rejected: %s [%s]", version.id, rejected.reason, rejected.unexpected
-            )
-        else:
-            log.info("version %s rejected: %s", version.id, rejected.reason)
-        return "failed"
+        # One line, no traceback: the bytes are the publisher's.
+        return _report("failed", upload, version, rejected.reason, rejected.unexpected)
     except _Gone:
-        return "gone"
+        return _report("gone", upload, version)
+    return _report(outcome, upload, version)
+
+
+# The outcomes counted by the Ingest metric (the others are retries and races, logged only).
+_COUNTED = {"ok", "failed"}
+
+
+def _report(
+    outcome: str,
+    upload: objects.UploadKey,
+    version: ModuleVersionModel | None,
+    reason: str = "",
+    unexpected: str = "",
+) -> str:
+    """One line per ingest outcome: which module version, what happened and why; ``ok`` and
+    ``failed`` also count in the Ingest metric (by Outcome)."""
+    fields: dict[str, Any] = {"outcome": outcome, "module_id": upload.module_id}
+    fields["version"] = upload.version
+    if version is not None:
+        registry_name, namespace, name, provider = version.module_key.split("#")
+        fields.update(
+            organization=version.organization,
+            registry_name=registry_name,
+            namespace=namespace,
+            name=name,
+            provider=provider,
+        )
+    if reason:
+        fields["reason"] = reason
+    if unexpected:
+        fields["unexpected"] = unexpected
+    label = version.id if version is not None else upload.version_id
+    message = f"ingest of version {label}: {outcome}" + (f": {reason}" if reason else "")
+    message += f" [{unexpected}]" if unexpected else ""
+    metrics = [observe.Metric("Ingest", dimensions={"Outcome": outcome})]
+    observe.emit(
+        log,
+        logging.WARNING if unexpected else logging.INFO,
+        message,
+        fields,
+        metrics if outcome in _COUNTED else (),
+    )
     return outcome
 
 
