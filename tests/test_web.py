@@ -6,14 +6,18 @@ The browser tests (real Chromium) are in tests/e2e/test_web_ui.py.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from datetime import timedelta
+from typing import Any
+from urllib.parse import quote
 
 import pytest
 
 from chalicelib.core.ids import now
 from chalicelib.web import markdown
 from chalicelib.web.session import COOKIE_NAME, CSRF_COOKIE
+from chalicelib.web.view import safe_next
 from tests.conftest import ADMIN_TOKEN, Api, doc, make_org, make_team
 from tests.test_registry import MAIN_TF, create_module, create_version, upload_and_ingest
 from tests.web_browser import Browser
@@ -153,6 +157,114 @@ def test_sign_in_returns_to_the_page_asked_for_but_never_elsewhere(browser: Brow
             "/app/sign-in", {"token": ADMIN_TOKEN, "csrf_token": other.csrf(), "next": target}
         )
         assert reply.headers["Location"] == "/app/organizations", target
+
+
+# What a client may put in ``next``: each must fall back to the default page, never a 500, a
+# header that breaks, or a session row whose cookie is not sent.
+HOSTILE_NEXTS = {
+    "lf": "/app/\nX",  # %0a: Chalice refused the header (500)
+    "cr": "/app/\rX",  # %0d: was copied into Location as it is
+    "crlf-header": "/app/\r\nSet-Cookie: planted=1",
+    "nul": "/app/\x00X",
+    "nel": "/app/\x85X",
+    "u2028": "/app/\u2028X",  # the real HTTP server answered nothing at all
+    "u2029": "/app/\u2029X",
+    "tab": "/app/\tX",
+    "space": "/app/ X",
+    "del": "/app/\x7fX",
+    "non-ascii": "/app/caf\u00e9",
+    "protocol-relative": "//evil.example/app/",
+    "backslash": "/\\evil.example/app/",
+    "backslash-inside": "/app/\\..\\..\\evil",
+    "absolute": "https://evil.example/app/",
+    "javascript": "javascript:alert(document.cookie)",
+    "outside-the-app": "/api/v2/organizations",
+    "dot-dot": "/app/../api/v2/organizations",
+    "encoded-dot-dot": "/app/%2e%2E/%2E./api/v2",
+    "long": "/app/" + "a" * 5000,
+}
+DEFAULT_PAGE = "/app/organizations"
+VISIBLE_LOCAL = re.compile(r"/app/[\x21-\x5b\x5d-\x7e]*")
+
+
+def session_rows() -> set[str]:
+    """The stored sessions' keys (the hashes of their cookies)."""
+    from chalicelib.web.store import WebSessionModel
+
+    return {item.session_hash for item in WebSessionModel.scan()}
+
+
+def cookie_hash(browser: Browser) -> str:
+    return hashlib.sha256(browser.cookies[COOKIE_NAME].encode()).hexdigest()
+
+
+def assert_safe_redirect(reply: Any) -> None:
+    assert reply.status_code == 303, reply.status_code
+    assert reply.headers["Location"] == DEFAULT_PAGE
+
+
+@pytest.mark.parametrize("target", HOSTILE_NEXTS.values(), ids=HOSTILE_NEXTS.keys())
+def test_a_hostile_next_on_the_sign_in_page_falls_back_to_the_default(
+    browser: Browser, target: str
+):
+    url = "/app/sign-in?next=" + quote(target, safe="")
+    page = browser.get(url)  # not signed in: the form carries the default, not the value
+    assert page.status_code == 200
+    assert re.search(r'name="next" value="([^"]*)"', page.text).group(1) == DEFAULT_PAGE
+    browser.sign_in(ADMIN_TOKEN)
+    assert_safe_redirect(browser.get(url))  # signed in: straight to the default page
+
+
+@pytest.mark.parametrize("target", HOSTILE_NEXTS.values(), ids=HOSTILE_NEXTS.keys())
+def test_a_hostile_next_when_signing_in_leaves_exactly_the_session_it_sends(
+    browser: Browser, target: str
+):
+    reply = browser.post(
+        "/app/sign-in", {"token": ADMIN_TOKEN, "csrf_token": browser.csrf(), "next": target}
+    )
+    assert_safe_redirect(reply)
+    assert session_rows() == {cookie_hash(browser)}
+    # Signed in, the form again (the header's token): the new session replaces the old one.
+    reply = browser.post(
+        "/app/sign-in",
+        {"token": ADMIN_TOKEN, "csrf_token": browser.csrf("/app/organizations"), "next": target},
+    )
+    assert_safe_redirect(reply)
+    assert session_rows() == {cookie_hash(browser)}
+
+
+def test_a_raw_control_character_in_the_form_body_falls_back_too(browser: Browser):
+    body = f"token={ADMIN_TOKEN}&csrf_token={quote(browser.csrf())}&next=/app/\rX\x00"
+    reply = browser.client.http.post(
+        "/app/sign-in",
+        headers={
+            "Host": "registry.test",
+            "Cookie": "; ".join(f"{k}={v}" for k, v in browser.cookies.items()),
+            "Content-Type": "application/x-www-form-urlencoded",
+        },
+        body=body,
+    )
+    assert_safe_redirect(reply)
+    assert len(session_rows()) == 1
+
+
+@pytest.mark.parametrize(
+    "target",
+    [
+        "/app/organizations",
+        "/app/acme/registry/modules?q=vpc%20x&provider=aws&page=2",
+        "/app/oauth/authorize?state=a%0Ab&redirect_uri=http%3A%2F%2Flocalhost%3A10000%2Flogin",
+        "/app/acme/registry/modules/private/acme/vpc/aws/1.0.0#inputs",
+        "/app/..foo/%2e%2ebar",  # dots inside a segment are a name, not a climb
+    ],
+)
+def test_a_local_next_is_kept_as_it_is(browser: Browser, target: str):
+    assert safe_next(target) == target
+    reply = browser.post(
+        "/app/sign-in", {"token": ADMIN_TOKEN, "csrf_token": browser.csrf(), "next": target}
+    )
+    assert reply.status_code == 303 and reply.headers["Location"] == target
+    assert VISIBLE_LOCAL.fullmatch(reply.headers["Location"])
 
 
 def test_sign_out_ends_the_session_server_side(browser: Browser):

@@ -46,7 +46,11 @@ def sign_in_form(ctx: WebCtx) -> Response:
 
 @page(bp, "/app/sign-in", ("POST",), form=True, success=SEE_OTHER + (Reply(401),))
 def sign_in(ctx: WebCtx) -> Response:
-    """Sign in: the token opens a server-side session (cookie ``HttpOnly; Secure; SameSite``)."""
+    """Sign in: the token opens a server-side session (cookie ``HttpOnly; Secure; SameSite``).
+
+    Everything the client sent is checked before the session is stored: a row is written
+    only when its cookie goes out in this answer. A session the browser already had ends
+    (its cookie is replaced)."""
     form = ctx.form()
     target = safe_next(form.get("next"))
     if not session.check_csrf(ctx.request, form.get(session.CSRF_FIELD)):
@@ -55,6 +59,7 @@ def sign_in(ctx: WebCtx) -> Response:
         _, secret = session.start(form.get("token") or "")
     except Unauthorized as refused:
         return ctx.render("sign_in.html", 401, next=target, error=refused.detail)
+    session.end(ctx.request)
     return redirect(
         target,
         cookies=[
