@@ -209,7 +209,7 @@ def test_approving_needs_the_sessions_csrf_token(browser: Browser):
     login = Login()
     for forged in ({}, {"csrf_token": "forged-" + "x" * 40}):
         reply = browser.post(oauth.AUTHZ_PATH, {**login.params, **forged, "decision": "approve"})
-        assert reply.status_code == 400 and "Location" not in reply.headers
+        assert reply.status_code == 403 and "Location" not in reply.headers
     assert not list(oauth.LoginCodeModel.scan())
 
 

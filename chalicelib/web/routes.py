@@ -15,7 +15,14 @@ from chalicelib.core.errors import NotFound, Unauthorized
 from chalicelib.core.openapi import Param, Reply
 from chalicelib.registry.service import ModuleRef
 from chalicelib.web import pages, session
-from chalicelib.web.view import WebCtx, assets, error_page, page, redirect, safe_next
+from chalicelib.web.view import (
+    WebCtx,
+    assets,
+    csrf_refused,
+    page,
+    redirect,
+    safe_next,
+)
 
 bp = Blueprint(__name__)
 
@@ -54,7 +61,7 @@ def sign_in(ctx: WebCtx) -> Response:
     form = ctx.form()
     target = safe_next(form.get("next"))
     if not session.check_csrf(ctx.request, form.get(session.CSRF_FIELD)):
-        return error_page(ctx.request, 400, "The form expired: reload the page and try again.")
+        return csrf_refused(ctx.request)
     try:
         _, secret = session.start(form.get("token") or "")
     except Unauthorized as refused:
@@ -73,7 +80,7 @@ def sign_in(ctx: WebCtx) -> Response:
 def sign_out(ctx: WebCtx) -> Response:
     """Sign out: the session ends server-side and its cookie is cleared."""
     if ctx.principal and not session.check_csrf(ctx.request, ctx.form().get(session.CSRF_FIELD)):
-        return error_page(ctx.request, 400, "The form expired: reload the page and try again.")
+        return csrf_refused(ctx.request)
     session.end(ctx.request)
     return redirect("/app/sign-in", cookies=[session.clear_cookie(session.COOKIE_NAME)])
 

@@ -165,14 +165,14 @@ class WebCtx:
         return self.request.context.get("path") or self.request.path
 
     def csrf(self) -> str:
-        """The CSRF token to put in this page's forms (the session's, or a fresh
-        double-submit token whose cookie ``render`` sets)."""
+        """The CSRF token to put in this page's forms (the session's, or a signed pre-sign-in
+        token; a new nonce's cookie is set by ``render``)."""
         token = session.csrf_token(self.request)
         if token:
             return token
-        token, must_set = session.pre_session_csrf(self.request)
-        if must_set:
-            self.request._web_set_csrf = token
+        token, new_nonce = session.pre_session_csrf(self.request)
+        if new_nonce:
+            self.request._web_set_csrf = new_nonce
         return token
 
     def render(self, template: str, status: int = 200, **context: Any) -> Response:
@@ -192,7 +192,7 @@ def html_response(body: str, status: int = 200, request: Any = None) -> Response
     pending = getattr(request, "_web_set_csrf", None)
     if pending:
         headers["Set-Cookie"] = session.set_cookie(
-            session.CSRF_COOKIE, pending, session.SESSION_SECONDS
+            session.CSRF_COOKIE, pending, session.PRE_SESSION_CSRF_SECONDS
         )
     return Response(body=body, status_code=status, headers=headers)
 
@@ -239,6 +239,16 @@ def error_page(request: Any, status: int, message: str | None = None) -> Respons
         return html_response(
             f"<!doctype html><title>Error {status}</title><p>Error {status}", status
         )
+
+
+def csrf_refused(request: Any) -> Response:
+    """A form whose CSRF token the server did not accept: 403, nothing changed."""
+    return error_page(
+        request,
+        403,
+        "This form could not be verified: it expired, or it was not sent from this site's "
+        "own page. Reload the page and try again.",
+    )
 
 
 def unknown_page_html() -> str:
