@@ -55,7 +55,7 @@ SECURITY_HEADERS = {
 }
 # Where signing in leads when the client named no (acceptable) page.
 DEFAULT_PAGE = "/app/organizations"
-MAX_NEXT_LENGTH = 2048
+MAX_NEXT_LENGTH = 4096  # terraform login's longest valid request is about 2.2 KB
 # A local path under the UI: visible ASCII, no backslash (see ``safe_next``).
 _LOCAL_PATH = re.compile(r"/app/[\x21-\x5b\x5d-\x7e]*")
 STATUS_TITLES = {
