@@ -209,7 +209,7 @@ def test_approving_needs_the_sessions_csrf_token(browser: Browser):
     login = Login()
     for forged in ({}, {"csrf_token": "forged-" + "x" * 40}):
         reply = browser.post(oauth.AUTHZ_PATH, {**login.params, **forged, "decision": "approve"})
-        assert reply.status_code == 400 and "Location" not in reply.headers
+        assert reply.status_code == 403 and "Location" not in reply.headers
     assert not list(oauth.LoginCodeModel.scan())
 
 
@@ -222,6 +222,23 @@ def test_a_session_that_ended_before_approving_signs_in_again(browser: Browser):
     assert dict(parse_qs(urlsplit(next_).query, keep_blank_values=True)) == {
         k: [v] for k, v in login.params.items()
     }
+
+
+def test_the_largest_valid_request_survives_the_sign_in_detour(browser: Browser):
+    """``next`` is capped (``view.MAX_NEXT_LENGTH``); the longest request terraform login may
+    send, every character of its state percent-encoded, still comes back after signing in."""
+    prefix = "http://localhost:10000/"
+    path = ("a/" * 256)[: 256 - len(prefix) - 1] + "a"
+    login = Login(prefix + path, state="%" * oauth.MAX_STATE_LENGTH)
+    assert oauth.authorization_request(login.params)  # valid, at every limit
+    detours = (
+        browser.get(login.url),  # the page, no session
+        browser.post(oauth.AUTHZ_PATH, {**login.params, "decision": "approve"}),  # the form
+    )
+    for detour in detours:
+        back = parse_qs(urlsplit(detour.headers["Location"]).query)["next"][0]
+        signed = Browser(browser.client).sign_in(ADMIN_TOKEN, next_=back)
+        assert signed.status_code == 303 and signed.headers["Location"] == back
 
 
 def test_cancel_tells_terraform_access_denied(browser: Browser):

@@ -6,14 +6,20 @@ The browser tests (real Chromium) are in tests/e2e/test_web_ui.py.
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import hmac
 import re
 from datetime import timedelta
+from typing import Any
+from urllib.parse import quote
 
 import pytest
 
 from chalicelib.core.data.ids import now
-from chalicelib.web import markdown
+from chalicelib.web import markdown, session, store
 from chalicelib.web.session import COOKIE_NAME, CSRF_COOKIE
+from chalicelib.web.view import safe_next
 from tests.conftest import ADMIN_TOKEN, Api, doc, make_org, make_team
 from tests.test_registry import MAIN_TF, create_module, create_version, upload_and_ingest
 from tests.web_browser import Browser
@@ -136,9 +142,9 @@ def test_sign_in_refuses_a_bad_token_and_a_missing_csrf_token(browser: Browser):
     assert refused.status_code == 401 and "invalid or revoked token" in refused.text
     assert 'aria-invalid="true"' in refused.text and COOKIE_NAME not in browser.cookies
     no_csrf = browser.post("/app/sign-in", {"token": ADMIN_TOKEN})
-    assert no_csrf.status_code == 400 and COOKIE_NAME not in browser.cookies
+    assert no_csrf.status_code == 403 and COOKIE_NAME not in browser.cookies
     wrong = browser.post("/app/sign-in", {"token": ADMIN_TOKEN, "csrf_token": "x" * 43})
-    assert wrong.status_code == 400 and COOKIE_NAME not in browser.cookies
+    assert wrong.status_code == 403 and COOKIE_NAME not in browser.cookies
 
 
 def test_sign_in_returns_to_the_page_asked_for_but_never_elsewhere(browser: Browser):
@@ -155,12 +161,233 @@ def test_sign_in_returns_to_the_page_asked_for_but_never_elsewhere(browser: Brow
         assert reply.headers["Location"] == "/app/organizations", target
 
 
+# ----- the sign-in form's CSRF token: bound to the server ---------------------------------
+
+REFUSED_FORM = "This form could not be verified"
+
+
+def sign_in_with(browser: Browser, csrf: str, **headers: str) -> Any:
+    return browser.post("/app/sign-in", {"token": ADMIN_TOKEN, "csrf_token": csrf}, headers)
+
+
+def assert_refused(browser: Browser, reply: Any) -> None:
+    assert reply.status_code == 403, reply.status_code
+    assert REFUSED_FORM in reply.text and "Location" not in reply.headers
+    assert COOKIE_NAME not in browser.cookies and session_rows() == set()
+
+
+def signed_token(key: bytes, issued: int, nonce: str) -> str:
+    """A token in the server's format, made with ``key``."""
+    message = f"csrf_token\n{issued}\n{nonce}".encode()
+    mac = base64.urlsafe_b64encode(hmac.new(key, message, hashlib.sha256).digest())
+    return f"{issued}.{nonce}.{mac.rstrip(b'=').decode()}"
+
+
+@pytest.mark.parametrize("value", ["x" * 43, "A" * 64, "1700000000.{n}.{n}"])
+def test_a_cookie_and_field_the_client_chose_are_refused_even_when_equal(
+    browser: Browser, value: str
+):
+    # What a page on another port of the host could plant: before, any equal pair passed.
+    nonce = "n" * 43
+    field = value.format(n=nonce)
+    browser.cookies[CSRF_COOKIE] = nonce if field != value else value
+    assert_refused(browser, sign_in_with(browser, field))
+
+
+def test_a_token_the_server_minted_is_accepted(browser: Browser):
+    token = browser.csrf()
+    issued, nonce, _ = token.split(".")
+    assert browser.cookies[CSRF_COOKIE] == nonce and nonce not in token.split(".")[2]
+    assert abs(int(issued) - now().timestamp()) < 5
+    csrf_cookie = next(c for c in browser.last_set_cookies if c.startswith(CSRF_COOKIE))
+    assert "HttpOnly" in csrf_cookie and "SameSite=Lax" in csrf_cookie
+    # The same construction with the server's key passes: the refusals below are the key's.
+    assert signed_token(store.signing_key(), int(issued), nonce) == token
+    reply = sign_in_with(browser, token)
+    assert reply.status_code == 303 and session_rows() == {cookie_hash(browser)}
+
+
+def test_an_expired_or_future_token_is_refused(browser: Browser, monkeypatch: pytest.MonkeyPatch):
+    late = now() - timedelta(seconds=session.PRE_SESSION_CSRF_SECONDS + 1)
+    monkeypatch.setattr(session, "now", lambda: late)
+    old = browser.csrf()  # the page was opened more than two hours ago
+    monkeypatch.undo()
+    assert_refused(browser, sign_in_with(browser, old))
+    nonce = browser.cookies[CSRF_COOKIE]
+    ahead = int(now().timestamp()) + 3600
+    assert_refused(browser, sign_in_with(browser, signed_token(store.signing_key(), ahead, nonce)))
+    still = int((now() - timedelta(seconds=session.PRE_SESSION_CSRF_SECONDS - 60)).timestamp())
+    good = signed_token(store.signing_key(), still, nonce)
+    assert sign_in_with(browser, good).status_code == 303
+
+
+def test_a_token_signed_with_another_key_is_refused(browser: Browser):
+    _, nonce, _ = browser.csrf().split(".")
+    forged = signed_token(b"k" * 32, int(now().timestamp()), nonce)
+    assert_refused(browser, sign_in_with(browser, forged))
+
+
+def test_a_tampered_token_is_refused(browser: Browser):
+    token = browser.csrf()
+    issued, nonce, mac = token.split(".")
+    flipped = mac[:-1] + ("A" if mac[-1] != "A" else "B")
+    other_nonce = "m" * 43
+    for tampered in (
+        f"{issued}.{nonce}.{flipped}",  # the MAC
+        f"{int(issued) - 1}.{nonce}.{mac}",  # the time
+        f"{issued}.{nonce}.{mac}.",  # an extra part
+        f"{issued}.{nonce}",  # no MAC
+        f"{issued}.{nonce}.{mac[:-2]}",  # a shortened MAC
+        f"0x{issued}.{nonce}.{mac}",
+        "\u00e9" + token,
+    ):
+        assert_refused(browser, sign_in_with(browser, tampered))
+    # A genuine token for another cookie (another browser's page) does not pass with this one.
+    browser.cookies[CSRF_COOKIE] = other_nonce
+    assert_refused(browser, sign_in_with(browser, token))
+    # Nor does a genuine token without its cookie.
+    browser.cookies.pop(CSRF_COOKIE)
+    assert_refused(browser, sign_in_with(browser, token))
+
+
+def test_a_form_a_browser_says_came_from_another_origin_is_refused(browser: Browser):
+    token = browser.csrf()
+    for site in ("same-site", "cross-site"):
+        assert_refused(browser, sign_in_with(browser, token, **{"Sec-Fetch-Site": site}))
+    assert sign_in_with(browser, token, **{"Sec-Fetch-Site": "same-origin"}).status_code == 303
+    csrf = browser.csrf("/app/organizations")  # signed in: the session's token, same rule
+    reply = browser.post("/app/sign-out", {"csrf_token": csrf}, {"Sec-Fetch-Site": "same-site"})
+    assert reply.status_code == 403 and COOKIE_NAME in browser.cookies
+
+
+def test_the_signing_key_is_stored_sealed_and_is_not_a_session(browser: Browser):
+    store.signing_key.cache_clear()  # read once per process: an earlier test's is cached
+    browser.csrf()
+    key = store.signing_key()
+    raw = store.WebKeyModel.get(store.SIGNING_KEY_ID).sealed
+    assert '"v": "kms-aes256gcm-1"' in raw
+    assert base64.b64encode(key).decode() not in raw and len(key) == 32
+    assert session_rows() == set()
+
+
+def test_two_instances_creating_the_signing_key_at_once_share_the_first(browser: Browser):
+    first = store._create_signing_key()
+    second = store._create_signing_key()  # its conditional put fails: it reads the first's
+    assert second.sealed == first.sealed
+
+
+# What a client may put in ``next``: each must fall back to the default page, never a 500, a
+# header that breaks, or a session row whose cookie is not sent.
+HOSTILE_NEXTS = {
+    "lf": "/app/\nX",  # %0a: Chalice refused the header (500)
+    "cr": "/app/\rX",  # %0d: was copied into Location as it is
+    "crlf-header": "/app/\r\nSet-Cookie: planted=1",
+    "nul": "/app/\x00X",
+    "nel": "/app/\x85X",
+    "u2028": "/app/\u2028X",  # the real HTTP server answered nothing at all
+    "u2029": "/app/\u2029X",
+    "tab": "/app/\tX",
+    "space": "/app/ X",
+    "del": "/app/\x7fX",
+    "non-ascii": "/app/caf\u00e9",
+    "protocol-relative": "//evil.example/app/",
+    "backslash": "/\\evil.example/app/",
+    "backslash-inside": "/app/\\..\\..\\evil",
+    "absolute": "https://evil.example/app/",
+    "javascript": "javascript:alert(document.cookie)",
+    "outside-the-app": "/api/v2/organizations",
+    "dot-dot": "/app/../api/v2/organizations",
+    "encoded-dot-dot": "/app/%2e%2E/%2E./api/v2",
+    "long": "/app/" + "a" * 5000,
+}
+DEFAULT_PAGE = "/app/organizations"
+VISIBLE_LOCAL = re.compile(r"/app/[\x21-\x5b\x5d-\x7e]*")
+
+
+def session_rows() -> set[str]:
+    """The stored sessions' keys (the hashes of their cookies)."""
+    return {item.session_hash for item in store.sessions()}
+
+
+def cookie_hash(browser: Browser) -> str:
+    return hashlib.sha256(browser.cookies[COOKIE_NAME].encode()).hexdigest()
+
+
+def assert_safe_redirect(reply: Any) -> None:
+    assert reply.status_code == 303, reply.status_code
+    assert reply.headers["Location"] == DEFAULT_PAGE
+
+
+@pytest.mark.parametrize("target", HOSTILE_NEXTS.values(), ids=HOSTILE_NEXTS.keys())
+def test_a_hostile_next_on_the_sign_in_page_falls_back_to_the_default(
+    browser: Browser, target: str
+):
+    url = "/app/sign-in?next=" + quote(target, safe="")
+    page = browser.get(url)  # not signed in: the form carries the default, not the value
+    assert page.status_code == 200
+    assert re.search(r'name="next" value="([^"]*)"', page.text).group(1) == DEFAULT_PAGE
+    browser.sign_in(ADMIN_TOKEN)
+    assert_safe_redirect(browser.get(url))  # signed in: straight to the default page
+
+
+@pytest.mark.parametrize("target", HOSTILE_NEXTS.values(), ids=HOSTILE_NEXTS.keys())
+def test_a_hostile_next_when_signing_in_leaves_exactly_the_session_it_sends(
+    browser: Browser, target: str
+):
+    reply = browser.post(
+        "/app/sign-in", {"token": ADMIN_TOKEN, "csrf_token": browser.csrf(), "next": target}
+    )
+    assert_safe_redirect(reply)
+    assert session_rows() == {cookie_hash(browser)}
+    # Signed in, the form again (the header's token): the new session replaces the old one.
+    reply = browser.post(
+        "/app/sign-in",
+        {"token": ADMIN_TOKEN, "csrf_token": browser.csrf("/app/organizations"), "next": target},
+    )
+    assert_safe_redirect(reply)
+    assert session_rows() == {cookie_hash(browser)}
+
+
+def test_a_raw_control_character_in_the_form_body_falls_back_too(browser: Browser):
+    body = f"token={ADMIN_TOKEN}&csrf_token={quote(browser.csrf())}&next=/app/\rX\x00"
+    reply = browser.client.http.post(
+        "/app/sign-in",
+        headers={
+            "Host": "registry.test",
+            "Cookie": "; ".join(f"{k}={v}" for k, v in browser.cookies.items()),
+            "Content-Type": "application/x-www-form-urlencoded",
+        },
+        body=body,
+    )
+    assert_safe_redirect(reply)
+    assert len(session_rows()) == 1
+
+
+@pytest.mark.parametrize(
+    "target",
+    [
+        "/app/organizations",
+        "/app/acme/registry/modules?q=vpc%20x&provider=aws&page=2",
+        "/app/oauth/authorize?state=a%0Ab&redirect_uri=http%3A%2F%2Flocalhost%3A10000%2Flogin",
+        "/app/acme/registry/modules/private/acme/vpc/aws/1.0.0#inputs",
+        "/app/..foo/%2e%2ebar",  # dots inside a segment are a name, not a climb
+    ],
+)
+def test_a_local_next_is_kept_as_it_is(browser: Browser, target: str):
+    assert safe_next(target) == target
+    reply = browser.post(
+        "/app/sign-in", {"token": ADMIN_TOKEN, "csrf_token": browser.csrf(), "next": target}
+    )
+    assert reply.status_code == 303 and reply.headers["Location"] == target
+    assert VISIBLE_LOCAL.fullmatch(reply.headers["Location"])
+
+
 def test_sign_out_ends_the_session_server_side(browser: Browser):
     browser.sign_in(ADMIN_TOKEN)
     stolen = dict(browser.cookies)
     csrf = browser.csrf("/app/organizations")
     # Without the session's CSRF token, signing out is refused.
-    assert browser.post("/app/sign-out", {"csrf_token": "forged"}).status_code == 400
+    assert browser.post("/app/sign-out", {"csrf_token": "forged"}).status_code == 403
     reply = browser.post("/app/sign-out", {"csrf_token": csrf})
     assert reply.status_code == 303 and COOKIE_NAME not in browser.cookies
     browser.cookies = stolen  # the old cookie replayed: the session is gone
@@ -168,15 +395,13 @@ def test_sign_out_ends_the_session_server_side(browser: Browser):
 
 
 def test_a_session_expires_and_a_tampered_cookie_is_nobody(browser: Browser):
-    from chalicelib.web.store import WebSessionModel
-
     browser.sign_in(ADMIN_TOKEN)
     assert browser.get("/app/organizations").status_code == 200
     secret = browser.cookies[COOKIE_NAME]
     browser.cookies[COOKIE_NAME] = secret[:-2] + ("AA" if secret[-2:] != "AA" else "BB")
     assert browser.get("/app/organizations").status_code == 303
     browser.cookies[COOKIE_NAME] = secret
-    for item in WebSessionModel.scan():
+    for item in store.sessions():
         item.expires = now() - timedelta(seconds=1)
         item.save()
     assert browser.get("/app/organizations").status_code == 303

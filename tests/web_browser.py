@@ -19,8 +19,14 @@ class Browser:
         self.cookies: dict[str, str] = {}
         self.last_set_cookies: list[str] = []
 
-    def request(self, method: str, path: str, form: dict[str, str] | None = None) -> Any:
-        headers = {"Host": HOST}
+    def request(
+        self,
+        method: str,
+        path: str,
+        form: dict[str, str] | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> Any:
+        headers = {"Host": HOST, **(headers or {})}
         if self.cookies:
             headers["Cookie"] = "; ".join(f"{k}={v}" for k, v in self.cookies.items())
         body = None
@@ -47,8 +53,8 @@ class Browser:
     def get(self, path: str) -> Any:
         return self.request("GET", path)
 
-    def post(self, path: str, form: dict[str, str]) -> Any:
-        return self.request("POST", path, form)
+    def post(self, path: str, form: dict[str, str], headers: dict[str, str] | None = None) -> Any:
+        return self.request("POST", path, form, headers)
 
     def csrf(self, path: str = "/app/sign-in") -> str:
         page = self.get(path)

@@ -28,7 +28,7 @@ from chalicelib.core.api.errors import ApiError
 from chalicelib.core.api.http import Ctx, route
 from chalicelib.core.api.openapi import Param, Payload, Reply
 from chalicelib.web import oauth, session
-from chalicelib.web.view import FORM, WebCtx, error_page, page, redirect
+from chalicelib.web.view import FORM, WebCtx, csrf_refused, error_page, page, redirect
 
 log = logging.getLogger("registry.web")
 
@@ -108,7 +108,7 @@ def decide(ctx: WebCtx) -> Response:
         again = oauth.AUTHZ_PATH + "?" + urlencode(request.hidden_fields())
         return redirect("/app/sign-in?next=" + quote(again, safe=""))
     if not session.check_csrf(ctx.request, form.get(session.CSRF_FIELD)):
-        return error_page(ctx.request, 400, "The form expired: reload the page and try again.")
+        return csrf_refused(ctx.request)
     if not principal.is_user:
         return ctx.render("authorize.html", 403, team_token=True, host=ctx.host)
     if form.get("decision") != "approve":

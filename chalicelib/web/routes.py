@@ -15,7 +15,7 @@ from chalicelib.core.api.errors import NotFound, Unauthorized
 from chalicelib.core.api.openapi import Param, Reply
 from chalicelib.modules.service import ModuleRef
 from chalicelib.web import pages, session
-from chalicelib.web.view import WebCtx, assets, error_page, page, redirect, safe_next
+from chalicelib.web.view import WebCtx, assets, csrf_refused, page, redirect, safe_next
 
 bp = Blueprint(__name__)
 
@@ -46,15 +46,20 @@ def sign_in_form(ctx: WebCtx) -> Response:
 
 @page(bp, "/app/sign-in", ("POST",), form=True, success=SEE_OTHER + (Reply(401),))
 def sign_in(ctx: WebCtx) -> Response:
-    """Sign in: the token opens a server-side session (cookie ``HttpOnly; Secure; SameSite``)."""
+    """Sign in: the token opens a server-side session (cookie ``HttpOnly; Secure; SameSite``).
+
+    Everything the client sent is checked before the session is stored: a row is written
+    only when its cookie goes out in this answer. A session the browser already had ends
+    (its cookie is replaced)."""
     form = ctx.form()
     target = safe_next(form.get("next"))
     if not session.check_csrf(ctx.request, form.get(session.CSRF_FIELD)):
-        return error_page(ctx.request, 400, "The form expired: reload the page and try again.")
+        return csrf_refused(ctx.request)
     try:
         _, secret = session.start(form.get("token") or "")
     except Unauthorized as refused:
         return ctx.render("sign_in.html", 401, next=target, error=refused.detail)
+    session.end(ctx.request)
     return redirect(
         target,
         cookies=[
@@ -68,7 +73,7 @@ def sign_in(ctx: WebCtx) -> Response:
 def sign_out(ctx: WebCtx) -> Response:
     """Sign out: the session ends server-side and its cookie is cleared."""
     if ctx.principal and not session.check_csrf(ctx.request, ctx.form().get(session.CSRF_FIELD)):
-        return error_page(ctx.request, 400, "The form expired: reload the page and try again.")
+        return csrf_refused(ctx.request)
     session.end(ctx.request)
     return redirect("/app/sign-in", cookies=[session.clear_cookie(session.COOKIE_NAME)])
 

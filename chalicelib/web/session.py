@@ -16,16 +16,25 @@ How it works (for other pages of the UI, e.g. ``terraform login``'s authorize pa
 * Signing out (``end(request)``) deletes the session server-side; the cookie is cleared too.
 * Every state-changing form is a POST carrying a CSRF token: ``csrf_token(request)`` gives
   the one to put in a hidden ``csrf_token`` field, ``check_csrf(request, submitted)`` checks
-  it. With a session it is the session's token; before signing in (the sign-in form itself)
-  it is a double-submit token, a random value in the cookie ``CSRF_COOKIE`` that the form
-  must echo (``pre_session_csrf(request)`` gives the value and whether the cookie must be
-  set). SameSite=Lax stops cross-site POSTs carrying the cookies in the first place.
+  it. With a session it is the session's token (random, stored server-side in the session
+  row). Before signing in (the sign-in form itself) it is bound to the server, not only to a
+  cookie: the cookie ``CSRF_COOKIE`` carries a random nonce, the field
+  ``<issued>.<nonce>.<mac>`` with ``mac = HMAC-SHA256(signing key, issued, nonce)``; it is
+  accepted for ``PRE_SESSION_CSRF_SECONDS`` after it was issued, when its nonce is the
+  cookie's, and the MAC is compared in constant time. The key is the server's
+  (``store.signing_key``), so a cookie and field a client made up never pass, even equal.
+  ``pre_session_csrf(request)`` mints the field (and a nonce when the cookie must be set).
+  SameSite=Lax stops cross-site POSTs carrying the cookies; a browser's ``Sec-Fetch-Site``
+  other than ``same-origin`` (or ``none``) is refused too, which also stops a same-site page
+  on another port of the host.
 """
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import hmac
+import re
 import secrets
 from datetime import timedelta
 from http.cookies import CookieError, SimpleCookie
@@ -40,7 +49,11 @@ COOKIE_NAME = "tfe_registry_session"
 CSRF_COOKIE = "tfe_registry_csrf"
 CSRF_FIELD = "csrf_token"
 SESSION_SECONDS = 12 * 60 * 60
+PRE_SESSION_CSRF_SECONDS = 2 * 60 * 60  # how long the sign-in page may stay open
+_CLOCK_SKEW_SECONDS = 60  # instances' clocks may differ a little
 _SECRET_BYTES = 32
+_NONCE = re.compile(r"[A-Za-z0-9_-]{43}")  # token_urlsafe(32)
+_ISSUED = re.compile(r"[0-9]{1,12}")
 
 
 def _hash(secret: str) -> str:
@@ -126,19 +139,52 @@ def csrf_token(request: Any) -> str | None:
     return item.csrf if item is not None else None
 
 
-def pre_session_csrf(request: Any) -> tuple[str, bool]:
-    """The double-submit token for forms shown before signing in, and whether the cookie
-    ``CSRF_COOKIE`` must be (re)set with it."""
-    existing = cookies(request).get(CSRF_COOKIE)
-    if existing and len(existing) >= 32:
-        return existing, False
-    return secrets.token_urlsafe(_SECRET_BYTES), True
+def _mac(issued: int, nonce: str) -> str:
+    digest = hmac.new(
+        store.signing_key(), f"{CSRF_FIELD}\n{issued}\n{nonce}".encode(), hashlib.sha256
+    ).digest()
+    return base64.urlsafe_b64encode(digest).rstrip(b"=").decode("ascii")
+
+
+def pre_session_csrf(request: Any) -> tuple[str, str | None]:
+    """A signed token for a form shown before signing in (``<issued>.<nonce>.<mac>``), and
+    the nonce to set in the cookie ``CSRF_COOKIE`` (None: the request's cookie has it)."""
+    nonce = cookies(request).get(CSRF_COOKIE) or ""
+    new_nonce = None
+    if not _NONCE.fullmatch(nonce):
+        nonce = new_nonce = secrets.token_urlsafe(_SECRET_BYTES)
+    issued = int(now().timestamp())
+    return f"{issued}.{nonce}.{_mac(issued, nonce)}", new_nonce
+
+
+def _pre_session_ok(request: Any, submitted: str) -> bool:
+    """Whether ``submitted`` is a token this server minted, not expired, for the nonce in
+    the request's cookie."""
+    parts = submitted.split(".")
+    nonce = cookies(request).get(CSRF_COOKIE) or ""
+    if len(parts) != 3 or not _ISSUED.fullmatch(parts[0]) or not _NONCE.fullmatch(nonce):
+        return False
+    issued, field_nonce, mac = int(parts[0]), parts[1], parts[2]
+    age = now().timestamp() - issued
+    if not -_CLOCK_SKEW_SECONDS <= age <= PRE_SESSION_CSRF_SECONDS:
+        return False
+    same_nonce = hmac.compare_digest(field_nonce.encode(), nonce.encode())
+    return hmac.compare_digest(mac.encode(), _mac(issued, nonce).encode()) and same_nonce
+
+
+def _cross_origin(request: Any) -> bool:
+    """A browser says the form came from another origin (a same-site page on another port
+    of the host included); browsers that send no ``Sec-Fetch-Site`` rely on the token."""
+    site = (request.headers or {}).get("sec-fetch-site")
+    return site is not None and site not in ("same-origin", "none")
 
 
 def check_csrf(request: Any, submitted: str | None) -> bool:
-    """Whether a POSTed form's ``csrf_token`` matches the session's token, or (without a
-    session) the double-submit cookie's."""
-    if not submitted:
+    """Whether a POSTed form's ``csrf_token`` is the session's token, or (without a
+    session) a pre-sign-in token this server minted for the request's cookie."""
+    if not submitted or not submitted.isascii() or _cross_origin(request):
         return False
-    expected = csrf_token(request) or cookies(request).get(CSRF_COOKIE)
-    return bool(expected) and hmac.compare_digest(expected.encode(), submitted.encode())
+    expected = csrf_token(request)
+    if expected:
+        return hmac.compare_digest(expected.encode(), submitted.encode())
+    return _pre_session_ok(request, submitted)

@@ -3,13 +3,28 @@
 The cookie's value (a random secret) is never stored, only its hash; the session holds the
 hash of the API token it was opened with (never the token), a CSRF token, and when it ends.
 DynamoDB's TTL deletes expired items eventually; ``session.py`` refuses them at once.
+
+The same table keeps one more item: the key that signs the sign-in form's CSRF tokens
+(``signing_key``), sealed with KMS like every secret at rest (``chalicelib.core.secrets``),
+under a key no session can have (a session's is 64 hex digits).
 """
 
 from __future__ import annotations
 
-from pynamodb.attributes import TTLAttribute, UnicodeAttribute, UTCDateTimeAttribute
+import base64
+import json
+import secrets as random
+from functools import cache
 
+from pynamodb.attributes import TTLAttribute, UnicodeAttribute, UTCDateTimeAttribute
+from pynamodb.exceptions import PutError
+
+from chalicelib.core import secrets
 from chalicelib.core.data import db
+from chalicelib.core.data.ids import now
+
+SIGNING_KEY_ID = "key:pre-sign-in-csrf"
+SIGNING_KEY_PURPOSE = "web/pre-sign-in-csrf-key"
 
 
 @db.register
@@ -25,8 +40,49 @@ class WebSessionModel(db.Model):
     expires = TTLAttribute()
 
 
+class WebKeyModel(db.Model):
+    """A signing key in the sessions' table (not registered: the table is the one above).
+    No ``expires``: DynamoDB's TTL never deletes it."""
+
+    Meta = db.table("web-sessions")
+
+    session_hash = UnicodeAttribute(hash_key=True)  # SIGNING_KEY_ID
+    sealed = UnicodeAttribute()  # JSON of core.secrets.seal's answer
+    created_at = UTCDateTimeAttribute()
+
+
 def get(session_hash: str) -> WebSessionModel | None:
     try:
         return WebSessionModel.get(session_hash)
     except WebSessionModel.DoesNotExist:
         return None
+
+
+def sessions() -> list[WebSessionModel]:
+    """Every stored session (the signing key left out)."""
+    return list(WebSessionModel.scan(WebSessionModel.session_hash != SIGNING_KEY_ID))
+
+
+@cache
+def signing_key() -> bytes:
+    """The instance's key for the sign-in form's CSRF tokens: read (and unsealed: one KMS
+    Decrypt) once per process, created by the first instance that needs it."""
+    try:
+        item = WebKeyModel.get(SIGNING_KEY_ID)
+    except WebKeyModel.DoesNotExist:
+        item = _create_signing_key()
+    plain = secrets.unseal(json.loads(item.sealed), purpose=SIGNING_KEY_PURPOSE)
+    return base64.b64decode(plain)
+
+
+def _create_signing_key() -> WebKeyModel:
+    key = base64.b64encode(random.token_bytes(32)).decode("ascii")
+    sealed = secrets.seal(key, purpose=SIGNING_KEY_PURPOSE)
+    item = WebKeyModel(SIGNING_KEY_ID, sealed=json.dumps(sealed), created_at=now())
+    try:
+        item.save(condition=WebKeyModel.session_hash.does_not_exist())
+    except PutError as failed:  # another instance created it first: use theirs
+        if not db.conditional_failure(failed):
+            raise
+        item = WebKeyModel.get(SIGNING_KEY_ID)
+    return item

@@ -21,12 +21,13 @@ from __future__ import annotations
 import hashlib
 import logging
 import mimetypes
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, quote
+from urllib.parse import parse_qs, quote, unquote
 
 from chalice import Blueprint, Response
 from jinja2 import Environment, FileSystemLoader, select_autoescape
@@ -53,6 +54,11 @@ SECURITY_HEADERS = {
     "Referrer-Policy": "same-origin",
     "X-Frame-Options": "DENY",
 }
+# Where signing in leads when the client named no (acceptable) page.
+DEFAULT_PAGE = "/app/organizations"
+MAX_NEXT_LENGTH = 4096  # terraform login's longest valid request is about 2.2 KB
+# A local path under the UI: visible ASCII, no backslash (see ``safe_next``).
+_LOCAL_PATH = re.compile(r"/app/[\x21-\x5b\x5d-\x7e]*")
 STATUS_TITLES = {
     400: "Bad request",
     403: "Forbidden",
@@ -142,14 +148,14 @@ class WebCtx(RequestContext):
         return self.base_url.split("://", 1)[-1].split("/", 1)[0]
 
     def csrf(self) -> str:
-        """The CSRF token to put in this page's forms (the session's, or a fresh
-        double-submit token whose cookie ``render`` sets)."""
+        """The CSRF token to put in this page's forms (the session's, or a signed pre-sign-in
+        token; a new nonce's cookie is set by ``render``)."""
         token = session.csrf_token(self.request)
         if token:
             return token
-        token, must_set = session.pre_session_csrf(self.request)
-        if must_set:
-            self.request._web_set_csrf = token
+        token, new_nonce = session.pre_session_csrf(self.request)
+        if new_nonce:
+            self.request._web_set_csrf = new_nonce
         return token
 
     def render(self, template: str, status: int = 200, **context: Any) -> Response:
@@ -169,7 +175,7 @@ def html_response(body: str, status: int = 200, request: Any = None) -> Response
     pending = getattr(request, "_web_set_csrf", None)
     if pending:
         headers["Set-Cookie"] = session.set_cookie(
-            session.CSRF_COOKIE, pending, session.SESSION_SECONDS
+            session.CSRF_COOKIE, pending, session.PRE_SESSION_CSRF_SECONDS
         )
     return Response(body=body, status_code=status, headers=headers)
 
@@ -182,11 +188,22 @@ def redirect(location: str, status: int = 303, cookies: list[str] | None = None)
     return Response(body="", status_code=status, headers=headers)
 
 
-def safe_next(target: str | None, default: str = "/app/organizations") -> str:
-    """A ``next`` location only when it is one of the UI's own pages (no open redirect)."""
-    if target and target.startswith("/app/") and not target.startswith("//") and "\\" not in target:
-        return target
-    return default
+def safe_next(target: str | None, default: str = DEFAULT_PAGE) -> str:
+    """The one check of a redirect target the client sends (the sign-in page's ``next``):
+    ``target`` when it is a plain local path under the UI, anything else ``default``.
+
+    Accepted: ``/app/…`` of visible ASCII only (``!`` to ``~``: no space, no control
+    character, no CR/LF, NUL, NEL or U+2028, which would break or split the ``Location``
+    header), percent-encoding allowed, at most ``MAX_NEXT_LENGTH`` characters, no backslash
+    (browsers read it as ``/``), no ``.``/``..`` segment (plain or percent-encoded) that
+    would climb out of ``/app/``. ``//host`` and ``/\\host`` (another site) and
+    ``https:``/``javascript:`` URLs never start with ``/app/``."""
+    if not target or len(target) > MAX_NEXT_LENGTH or not _LOCAL_PATH.fullmatch(target):
+        return default
+    path = target.split("?", 1)[0].split("#", 1)[0]
+    if any(unquote(segment) in (".", "..") for segment in path.split("/")):
+        return default
+    return target
 
 
 def error_page(request: Any, status: int, message: str | None = None) -> Response:
@@ -205,6 +222,16 @@ def error_page(request: Any, status: int, message: str | None = None) -> Respons
         return html_response(
             f"<!doctype html><title>Error {status}</title><p>Error {status}", status
         )
+
+
+def csrf_refused(request: Any) -> Response:
+    """A form whose CSRF token the server did not accept: 403, nothing changed."""
+    return error_page(
+        request,
+        403,
+        "This form could not be verified: it expired, or it was not sent from this site's "
+        "own page. Reload the page and try again.",
+    )
 
 
 def unknown_page_html() -> str:

@@ -8,13 +8,18 @@ The module list and a module page are saved to docs/screenshots/ for the README.
 
 from __future__ import annotations
 
+import hashlib
+import http.client
 import io
+import re
 import shutil
 import tarfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote, urlencode
 
+import boto3
 import pytest
 import requests
 from axe_playwright_python.sync_playwright import Axe
@@ -342,3 +347,73 @@ def test_not_found_and_error_pages(page: Page):
     assert response is not None and response.status == 400
     expect(page.get_by_role("heading", name="Bad request", level=1)).to_be_visible()
     check_accessibility(page)
+
+
+# ----- over the wire, without a browser: what the real HTTP server answers ----------------
+
+
+class WireClient:
+    """Raw HTTP/1.1 to the local stack (http.client: nothing is re-encoded or retried), with
+    the cookies a browser keeps for localhost (Secure ones included; requests drops them)."""
+
+    def __init__(self, url: str) -> None:
+        self.host, self.port = url.removeprefix("http://").split(":")
+        self.cookies: dict[str, str] = {}
+
+    def send(self, method: str, path: str, form: dict[str, str] | None = None) -> Any:
+        headers = {"Cookie": "; ".join(f"{k}={v}" for k, v in self.cookies.items())}
+        body = None
+        if form is not None:
+            headers["Content-Type"] = "application/x-www-form-urlencoded"
+            body = urlencode(form)
+        connection = http.client.HTTPConnection(self.host, int(self.port), timeout=10)
+        try:
+            connection.request(method, path, body=body, headers=headers)
+            reply = connection.getresponse()  # RemoteDisconnected: no answer at all
+            reply.text = reply.read().decode()
+        finally:
+            connection.close()
+        for value in reply.headers.get_all("Set-Cookie") or []:
+            name, _, rest = value.partition("=")
+            cookie = rest.split(";", 1)[0]
+            if "Max-Age=0" in value:
+                self.cookies.pop(name, None)
+            else:
+                self.cookies[name] = cookie
+        return reply
+
+    def csrf(self, path: str = "/app/sign-in") -> str:
+        page = self.send("GET", path)
+        return re.search(r'name="csrf_token" value="([^"]+)"', page.text).group(1)
+
+
+def _session_rows(stack: Stack) -> set[str]:
+    """The web-sessions table of the stack's moto server (the spawned stack's default names)."""
+    dynamodb = boto3.client(
+        "dynamodb",
+        endpoint_url=stack.moto_url,
+        region_name="us-east-1",
+        aws_access_key_id="local",
+        aws_secret_access_key="local",
+    )
+    items = dynamodb.scan(TableName="registry-dev-web-sessions")["Items"]
+    return {item["session_hash"]["S"] for item in items}
+
+
+@pytest.mark.parametrize(
+    "encoded", ["%0aX", "%0dX", "%00X", "%C2%85X", "%E2%80%A8X", "%E2%80%A9X", "%5C..%5Cevil"]
+)
+def test_a_hostile_next_over_the_wire_is_a_redirect_home(stack: Stack, encoded: str):
+    """The real server answered nothing for U+2028 in Location, and 500 for LF."""
+    client = WireClient(stack.url)
+    before = _session_rows(stack)
+    form = {"token": ADMIN_TOKEN, "csrf_token": client.csrf(), "next": unquote("/app/" + encoded)}
+    signed = client.send("POST", "/app/sign-in", form)
+    assert signed.status == 303 and signed.headers["Location"] == "/app/organizations"
+    secret = client.cookies["tfe_registry_session"]
+    assert _session_rows(stack) - before == {hashlib.sha256(secret.encode()).hexdigest()}
+    again = client.send("GET", "/app/sign-in?next=/app/" + encoded)  # signed in
+    assert again.status == 303 and again.headers["Location"] == "/app/organizations"
+    client.cookies.clear()
+    form_page = client.send("GET", "/app/sign-in?next=/app/" + encoded)  # not signed in
+    assert form_page.status == 200 and 'name="next" value="/app/organizations"' in form_page.text
