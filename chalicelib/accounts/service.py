@@ -50,10 +50,19 @@ class OrgAccess:
 
 
 def get_user(user_id: str) -> UserModel:
+    if user_id.startswith(store.CLAIM_PREFIX):  # a username claim, not a user
+        raise NotFound(f"user {user_id} not found")
     try:
         return UserModel.get(user_id)
     except UserModel.DoesNotExist:
         raise NotFound(f"user {user_id} not found") from None
+
+
+def find_user(user_id: str) -> UserModel | None:
+    try:
+        return get_user(user_id)
+    except NotFound:
+        return None
 
 
 def is_site_admin(principal: Principal) -> bool:
@@ -182,20 +191,39 @@ def owned_organization(principal: Principal, name: str) -> OrganizationModel:
 # ----- users --------------------------------------------------------------------------------
 
 
-def create_user(username: str, email: str, *, site_admin: bool = False) -> UserModel:
+def create_user(
+    username: str, email: str, *, site_admin: bool = False, scim: bool = False
+) -> UserModel:
+    """A new user; usernames are unique whatever their case (``ADMIN`` is ``admin``'s).
+    ``scim``: provisioned by SCIM (which may link it again after deprovisioning)."""
     if not ORG_NAME.match(username):
         raise Unprocessable("username may contain letters, numbers, - and _", pointer="username")
-    if any(UserModel.by_username.query(username)):
-        raise Unprocessable(f"username {username!r} has already been taken")
+    taken = Unprocessable(f"username {username!r} has already been taken")
+    if find_user_by_name(username) is not None:
+        raise taken
     user = UserModel(
-        new_id("user"), username=username, email=email, is_site_admin=site_admin, created_at=now()
+        new_id("user"),
+        username=username,
+        email=email,
+        is_site_admin=site_admin,
+        scim_provisioned=scim or None,
+        created_at=now(),
     )
-    store.insert_user(user)
+    if not store.insert_user(user):
+        raise taken
     return user
 
 
 def find_user_by_name(username: str) -> UserModel | None:
-    return next(iter(UserModel.by_username.query(username)), None)
+    """The user of ``username`` in any case, as TFE resolves usernames: by its claim, else
+    (a user made before the claims, until the backfill) by the exact name."""
+    user_id = store.user_id_of_name(username) if username else None
+    if user_id is not None:
+        try:
+            return UserModel.get(user_id)
+        except UserModel.DoesNotExist:
+            return None
+    return next(iter(UserModel.by_username.query(username)), None) if username else None
 
 
 def bootstrap_admin(token: str | None, username: str = "admin") -> tuple[UserModel, str | None]:
