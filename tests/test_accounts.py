@@ -373,6 +373,46 @@ def test_membership_grants_and_revokes_access(api: Api) -> None:
     assert bob.get("/api/v2/organizations").data == []
 
 
+def test_usernames_are_unique_and_found_whatever_their_case(api: Api) -> None:
+    from chalicelib.accounts.service import create_user, find_user_by_name
+    from chalicelib.core.errors import Unprocessable
+
+    bob_id, _ = new_user(api, "bob")
+    for taken in ("BOB", "Bob", "bob"):
+        with pytest.raises(Unprocessable):
+            create_user(taken, f"{taken}@example.com")
+    assert find_user_by_name("BOB").id == bob_id
+    assert find_user_by_name("nobody") is None
+    # team membership by username resolves any case, as TFE does
+    make_org(api)
+    devs, _ = make_team(api, "acme", "devs")
+    assert add_member(api, devs, "BOB").status == 204
+    members = api.get(f"/api/v2/teams/{devs}").data["relationships"]["users"]["data"]
+    assert [m["id"] for m in members] == [bob_id]
+    # a claim is no user
+    assert_error(api.get("/api/v2/users/username%23bob"), 404)
+
+
+def test_the_backfill_claims_old_usernames_once(api: Api) -> None:
+    """Users written before the claims: the backfill claims their names, idempotently, and
+    counts the case-twins it cannot claim."""
+    from chalicelib.accounts.service import create_user, find_user_by_name
+    from chalicelib.accounts.store import UserModel
+    from chalicelib.core.errors import Unprocessable
+    from chalicelib.core.ids import now
+    from infrastructure import backfill
+
+    for user_id, name in (("user-old1", "Carol"), ("user-old2", "dave"), ("user-old3", "DAVE")):
+        UserModel(user_id, username=name, email=f"{user_id}@x.io", created_at=now()).save()
+    first = backfill.backfill_all()["usernames"]
+    assert first["claimed"] == 2 and first["conflicts"] == 1 and first["kept"] >= 1  # admin
+    again = backfill.backfill_all()["usernames"]
+    assert again["claimed"] == 0 and again["kept"] == first["kept"] + 2
+    assert find_user_by_name("carol").id == "user-old1"
+    with pytest.raises(Unprocessable):
+        create_user("CAROL", "c@x.io")
+
+
 def test_owners_team_keeps_a_member(api: Api) -> None:
     make_org(api)
     owners = team_id_by_name(api, "acme", "owners")

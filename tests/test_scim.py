@@ -839,6 +839,9 @@ def test_a_scim_token_cannot_lock_the_bootstrap_admin_out(api: Api, idp: Scim) -
     assert sorted(t.token_hash for t in tokens_of(admin.id)) == tokens_before
     assert api.get("/api/v2/account/details").status == 200  # REGISTRY_ADMIN_TOKEN still works
     assert idp.get("/Users").json["totalResults"] == 0
+    # nor in another case: ADMIN is admin's username (it made a user "ADMIN" before)
+    upper = idp.post("/Users", {"schemas": [USER], "userName": "ADMIN@LOCALHOST"})
+    scim_error(upper, 409, "uniqueness")
 
 
 def test_an_existing_user_is_linked_only_when_a_site_admin_allowed_it(api: Api, idp: Scim) -> None:
