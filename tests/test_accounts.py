@@ -413,6 +413,52 @@ def test_the_backfill_claims_old_usernames_once(api: Api) -> None:
         create_user("CAROL", "c@x.io")
 
 
+def test_secret_teams_show_only_to_their_members_and_the_owners(api: Api) -> None:
+    """TFE: a secret team is visible to its members, the organization's owners and site
+    admins; everyone else never sees it: not listed, not readable (404), not in includes."""
+    make_org(api)
+    bob_id, bob = new_user(api, "bob")
+    carol_id, carol = new_user(api, "carol")
+    hidden, hidden_token = make_team(api, "acme", "hidden")  # secret: the default
+    shown = api.post(
+        "/api/v2/organizations/acme/teams", doc("teams", name="shown", visibility="organization")
+    ).data["id"]
+    assert add_member(api, shown, "bob", "carol").status == 204
+    assert add_member(api, hidden, "carol").status == 204
+
+    def names(client: Api, query: str = "") -> list[str]:
+        reply = client.get(f"/api/v2/organizations/acme/teams{query}")
+        assert reply.status == 200, reply.json
+        assert reply.json["meta"]["pagination"]["total-count"] == len(reply.data)
+        return sorted(t["attributes"]["name"] for t in reply.data)
+
+    assert names(bob) == ["shown"]  # neither "hidden" nor the (secret) owners team
+    assert names(bob, "?filter[names]=hidden") == []
+    assert names(carol) == ["hidden", "shown"]
+    assert names(api) == ["hidden", "owners", "shown"]
+    assert_error(bob.get(f"/api/v2/teams/{hidden}"), 404)
+    assert carol.get(f"/api/v2/teams/{hidden}").status == 200
+    assert api.as_(hidden_token).get(f"/api/v2/teams/{hidden}").status == 200
+
+    # includes: carol's membership lists her teams, but not the secret one to bob
+    reply = bob.get(f"/api/v2/teams/{shown}?include=users,organization-memberships")
+    assert reply.status == 200
+    teams_of = {
+        m["relationships"]["user"]["data"]["id"]: {
+            t["id"] for t in m["relationships"]["teams"]["data"]
+        }
+        for m in reply.json["included"]
+        if m["type"] == "organization-memberships"
+    }
+    assert teams_of == {bob_id: {shown}, carol_id: {shown}}
+    listed = bob.get("/api/v2/organizations/acme/teams?include=organization-memberships")
+    assert hidden not in json.dumps(listed.json)
+    as_carol = carol.get(f"/api/v2/teams/{shown}?include=organization-memberships").json
+    assert hidden in json.dumps(as_carol["included"])
+    as_owner = api.get(f"/api/v2/teams/{shown}?include=organization-memberships").json
+    assert hidden in json.dumps(as_owner["included"])
+
+
 def test_owners_team_keeps_a_member(api: Api) -> None:
     make_org(api)
     owners = team_id_by_name(api, "acme", "owners")

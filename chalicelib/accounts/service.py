@@ -403,25 +403,60 @@ def list_teams(principal: Principal, org: str, names: list[str] | None) -> list[
 def page_teams(
     principal: Principal, org: str, names: list[str] | None, page: Page
 ) -> tuple[list[TeamModel], int]:
-    """One page of ``list_teams`` and how many match: an organization has few teams, so the
-    total is counted from the lean index (``TeamModel.listed``, keys only, about 60 bytes a
-    team: a bounded read) rather than kept, and only the page's teams are read, by id."""
-    readable_organization(principal, org)
+    """One page of the teams the caller may see and how many there are. Who sees every team
+    (``sees_all_teams``) pages on the lean index (``TeamModel.listed``, keys only, about 60
+    bytes a team: a bounded read, counted rather than kept: an organization has few teams),
+    reading only the page's teams by id. Anyone else reads the organization's teams (one
+    Query) to leave out the secret teams they are not on."""
+    _, rights = readable_organization(principal, org)
     wanted = set(names or ())
+    if not sees_all_teams(principal, rights):
+        teams = [
+            t
+            for t in TeamModel.by_organization.query(org)
+            if (not wanted or t.name in wanted) and sees_team(principal, t, rights)
+        ]
+        return teams[page.offset : page.offset + page.size], len(teams)
     source = lists.KeyedList(TeamModel, org, lean=TeamModel.listed)
     return lists.read_page(
         source, page, total=None, matches=lambda team: not wanted or team.name in wanted
     )
 
 
+def sees_all_teams(principal: Principal, rights: OrgAccess) -> bool:
+    """The organization's owners, site admins and its organization token see every team."""
+    return rights.is_owner or rights.site_admin or principal.kind == "organization"
+
+
+def sees_team(principal: Principal, team: TeamModel, rights: OrgAccess) -> bool:
+    """As in TFE: a ``secret`` team is visible only to its members (and its own token) and
+    to those who see every team; a ``organization`` team to every reader."""
+    if team.visibility != "secret" or sees_all_teams(principal, rights):
+        return True
+    if principal.kind == "team":
+        return principal.id == team.id
+    return principal.is_user and principal.id in (team.user_ids or ())
+
+
+def hidden_teams(principal: Principal, org: str, rights: OrgAccess) -> set[str]:
+    """The ids of ``org``'s teams the caller may not see (none for who sees them all)."""
+    if sees_all_teams(principal, rights):
+        return set()
+    return {
+        t.id for t in TeamModel.by_organization.query(org) if not sees_team(principal, t, rights)
+    }
+
+
 def readable_team(principal: Principal, team_id: str) -> tuple[TeamModel, OrgAccess]:
+    """The team and the caller's access; 404 when it cannot read the organization, or the
+    team is a secret one it is not on."""
     try:
         team = TeamModel.get(team_id)
     except TeamModel.DoesNotExist:
         raise NotFound(f"team {team_id} not found") from None
     rights = access(principal, team.organization)
     is_self = principal.kind == "team" and principal.id == team_id
-    if not (rights.can_read or is_self):
+    if not (is_self or (rights.can_read and sees_team(principal, team, rights))):
         raise NotFound(f"team {team_id} not found")
     return team, rights
 
