@@ -392,8 +392,9 @@ def create_team(
 
 
 def list_teams(principal: Principal, org: str, names: list[str] | None) -> list[TeamModel]:
-    readable_organization(principal, org)
-    teams = list(TeamModel.by_organization.query(org))
+    """The organization's teams the caller may see (``sees_team``)."""
+    _, rights = readable_organization(principal, org)
+    teams = [t for t in TeamModel.by_organization.query(org) if sees_team(principal, t, rights)]
     if names:
         wanted = set(names)
         teams = [t for t in teams if t.name in wanted]
