@@ -1050,3 +1050,39 @@ def test_disabling_scim_drops_its_tokens_groups_and_links_but_not_users(
     assert team_members(api, team) == {boss_id}  # the team keeps its members
     assert not instance_user(boss_id).is_site_admin  # the flag SCIM gave goes with it
     assert instance_user(boss_id).username  # the user itself stays
+
+
+def test_a_site_admin_linked_before_the_fix_is_left_alone(api: Api, idp: Scim) -> None:
+    """Data from before links were refused: a SCIM user linked to the bootstrap admin. SCIM
+    changes neither its email nor its tokens (deactivating, deleting)."""
+    from chalicelib.core.ids import now
+    from chalicelib.scim.store import ScimUserModel
+
+    admin = _admin()
+    tokens_before = sorted(t.token_hash for t in tokens_of(admin.id))
+    moment = now()
+    ScimUserModel(
+        "legacy-link",
+        user_name="admin@localhost",
+        user_name_lower="admin@localhost",
+        user_id=admin.id,
+        active=True,
+        attributes={},
+        created_at=moment,
+        updated_at=moment,
+    ).save()
+    assert (
+        idp.patch(
+            "/Users/legacy-link",
+            {"op": "replace", "path": "emails", "value": [{"value": "evil@example.com"}]},
+        ).status
+        == 200
+    )
+    assert (
+        idp.patch("/Users/legacy-link", {"op": "replace", "path": "active", "value": False}).status
+        == 200
+    )
+    assert idp.delete("/Users/legacy-link").status == 204
+    assert _admin().email == "admin@localhost"
+    assert sorted(t.token_hash for t in tokens_of(admin.id)) == tokens_before
+    assert api.get("/api/v2/account/details").status == 200
