@@ -30,6 +30,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def backfill_all() -> dict[str, dict[str, int]]:
     """Every list's backfill; what each did (also run by ``make run`` on restored state)."""
+    from chalicelib.accounts import store as accounts
     from chalicelib.modules import store as registry
     from chalicelib.projects import store as projects
     from chalicelib.tags import store as tags
@@ -40,6 +41,8 @@ def backfill_all() -> dict[str, dict[str, int]]:
         "tags": tags.backfill_counts(),
         "projects": projects.backfill_counts(),
         "workspaces": workspaces.backfill_counts(),
+        # Usernames are unique in any case: claim the names of users made before the claims.
+        "usernames": accounts.backfill_username_claims(),
     }
 
 

@@ -373,6 +373,92 @@ def test_membership_grants_and_revokes_access(api: Api) -> None:
     assert bob.get("/api/v2/organizations").data == []
 
 
+def test_usernames_are_unique_and_found_whatever_their_case(api: Api) -> None:
+    from chalicelib.accounts.service import create_user, find_user_by_name
+    from chalicelib.core.api.errors import Unprocessable
+
+    bob_id, _ = new_user(api, "bob")
+    for taken in ("BOB", "Bob", "bob"):
+        with pytest.raises(Unprocessable):
+            create_user(taken, f"{taken}@example.com")
+    assert find_user_by_name("BOB").id == bob_id
+    assert find_user_by_name("nobody") is None
+    # team membership by username resolves any case, as TFE does
+    make_org(api)
+    devs, _ = make_team(api, "acme", "devs")
+    assert add_member(api, devs, "BOB").status == 204
+    members = api.get(f"/api/v2/teams/{devs}").data["relationships"]["users"]["data"]
+    assert [m["id"] for m in members] == [bob_id]
+    # a claim is no user
+    assert_error(api.get("/api/v2/users/username%23bob"), 404)
+
+
+def test_the_backfill_claims_old_usernames_once(api: Api) -> None:
+    """Users written before the claims: the backfill claims their names, idempotently, and
+    counts the case-twins it cannot claim."""
+    from chalicelib.accounts.service import create_user, find_user_by_name
+    from chalicelib.accounts.store import UserModel
+    from chalicelib.core.api.errors import Unprocessable
+    from chalicelib.core.data.ids import now
+    from infrastructure import backfill
+
+    for user_id, name in (("user-old1", "Carol"), ("user-old2", "dave"), ("user-old3", "DAVE")):
+        UserModel(user_id, username=name, email=f"{user_id}@x.io", created_at=now()).save()
+    first = backfill.backfill_all()["usernames"]
+    assert first["claimed"] == 2 and first["conflicts"] == 1 and first["kept"] >= 1  # admin
+    again = backfill.backfill_all()["usernames"]
+    assert again["claimed"] == 0 and again["kept"] == first["kept"] + 2
+    assert find_user_by_name("carol").id == "user-old1"
+    with pytest.raises(Unprocessable):
+        create_user("CAROL", "c@x.io")
+
+
+def test_secret_teams_show_only_to_their_members_and_the_owners(api: Api) -> None:
+    """TFE: a secret team is visible to its members, the organization's owners and site
+    admins; everyone else never sees it: not listed, not readable (404), not in includes."""
+    make_org(api)
+    bob_id, bob = new_user(api, "bob")
+    carol_id, carol = new_user(api, "carol")
+    hidden, hidden_token = make_team(api, "acme", "hidden")  # secret: the default
+    shown = api.post(
+        "/api/v2/organizations/acme/teams", doc("teams", name="shown", visibility="organization")
+    ).data["id"]
+    assert add_member(api, shown, "bob", "carol").status == 204
+    assert add_member(api, hidden, "carol").status == 204
+
+    def names(client: Api, query: str = "") -> list[str]:
+        reply = client.get(f"/api/v2/organizations/acme/teams{query}")
+        assert reply.status == 200, reply.json
+        assert reply.json["meta"]["pagination"]["total-count"] == len(reply.data)
+        return sorted(t["attributes"]["name"] for t in reply.data)
+
+    assert names(bob) == ["shown"]  # neither "hidden" nor the (secret) owners team
+    assert names(bob, "?filter[names]=hidden") == []
+    assert names(carol) == ["hidden", "shown"]
+    assert names(api) == ["hidden", "owners", "shown"]
+    assert_error(bob.get(f"/api/v2/teams/{hidden}"), 404)
+    assert carol.get(f"/api/v2/teams/{hidden}").status == 200
+    assert api.as_(hidden_token).get(f"/api/v2/teams/{hidden}").status == 200
+
+    # includes: carol's membership lists her teams, but not the secret one to bob
+    reply = bob.get(f"/api/v2/teams/{shown}?include=users,organization-memberships")
+    assert reply.status == 200
+    teams_of = {
+        m["relationships"]["user"]["data"]["id"]: {
+            t["id"] for t in m["relationships"]["teams"]["data"]
+        }
+        for m in reply.json["included"]
+        if m["type"] == "organization-memberships"
+    }
+    assert teams_of == {bob_id: {shown}, carol_id: {shown}}
+    listed = bob.get("/api/v2/organizations/acme/teams?include=organization-memberships")
+    assert hidden not in json.dumps(listed.json)
+    as_carol = carol.get(f"/api/v2/teams/{shown}?include=organization-memberships").json
+    assert hidden in json.dumps(as_carol["included"])
+    as_owner = api.get(f"/api/v2/teams/{shown}?include=organization-memberships").json
+    assert hidden in json.dumps(as_owner["included"])
+
+
 def test_owners_team_keeps_a_member(api: Api) -> None:
     make_org(api)
     owners = team_id_by_name(api, "acme", "owners")

@@ -162,6 +162,7 @@ def test_fresh_instance_reads_disabled_and_only_site_admins_see_scim(api: Api) -
             "paused": False,
             "site-admin-group-scim-id": None,
             "site-admin-group-display-name": None,
+            "link-existing-users": False,
         },
     }
     _, token = user_token(api, "someone")
@@ -477,15 +478,15 @@ def test_a_linked_team_follows_its_group(api: Api, idp: Scim) -> None:
         if t["attributes"]["name"] == "owners"
     )
     spare = make_team(api, org, "spare")[0]
-    assert link(api, team, group["id"]).status == 422  # already linked
+    assert link(api, team, group["id"]).status == 409  # already linked
     assert link(api, owners, group["id"]).status == 422
     assert link(api, spare, "this-scim-group-does-not-exist").status == 404
     assert link(api, "this-team-does-not-exist", group["id"]).status == 404
     assert link(api, spare, "").status == 422
-    assert pause(api, spare, True).status == 422  # not linked
+    assert pause(api, spare, True).status == 409  # not linked
     assert pause(api, team, None).status == 422
     assert pause(api, "this-team-does-not-exist", True).status == 404
-    assert api.delete(f"{ADMIN}/teams/{spare}/scim-group-mapping").status == 422
+    assert api.delete(f"{ADMIN}/teams/{spare}/scim-group-mapping").status == 409
 
     # unlinking keeps the members; the team no longer follows
     assert api.delete(f"{ADMIN}/teams/{team}/scim-group-mapping").status == 204
@@ -499,7 +500,7 @@ def test_a_linked_team_follows_its_group(api: Api, idp: Scim) -> None:
     assert scim_link(api, team)[0] is True
     assert idp.delete(f"/Groups/{group['id']}").status == 204
     assert scim_link(api, team) == (False, None, False)
-    assert api.delete(f"{ADMIN}/teams/{team}/scim-group-mapping").status == 422
+    assert api.delete(f"{ADMIN}/teams/{team}/scim-group-mapping").status == 409
     assert idp.get(f"/Users/{a['id']}").json["groups"] == []
 
 
@@ -622,7 +623,8 @@ def test_paused_or_disabled_refuses_provisioning_with_403_and_changes_nothing(
     names = [u["userName"] for u in idp.get("/Users").json["Resources"]]
     assert names == ["early@example.com"]
     assert api.delete(SETTINGS).status == 204
-    scim_error(idp.get("/Users"), 403)
+    scim_error(idp.get("/Users"), 401)  # disabling took the tokens
+    scim_error(Scim(api, new_token(api).data["attributes"]["token"]).get("/Users"), 403)
 
 
 def test_discovery_documents(idp: Scim) -> None:
@@ -771,11 +773,16 @@ def test_edge_values_are_answered_not_crashed_on(api: Api, idp: Scim) -> None:
 def test_site_admin_grants_follow_deactivation_and_group_deletion(api: Api, idp: Scim) -> None:
     from chalicelib.accounts.service import find_user_by_name
 
-    boss, old_hand = idp.user("boss@example.com"), idp.user("admin@localhost")
-    # "admin@localhost" links to the bootstrap admin (same username and email): already an
-    # admin before SCIM, so SCIM never takes the flag away from it
-    bootstrap = find_user_by_name("admin")
-    assert instance_id(old_hand) == bootstrap.id
+    # a user made by hand, linked (a site admin allowed it), then made a site admin by hand:
+    # SCIM never takes that flag away
+    old_id, _ = user_token(api, "oldhand")
+    assert api.patch(SETTINGS, body(**{"link-existing-users": True})).status == 200
+    boss, old_hand = idp.user("boss@example.com"), idp.user("oldhand@example.test")
+    assert instance_id(old_hand) == old_id
+    from chalicelib.accounts.service import set_site_admin
+
+    set_site_admin(old_id, True)
+    bootstrap = find_user_by_name("oldhand")
     admins = idp.group("admins", boss["id"], old_hand["id"])
     assert api.patch(SETTINGS, body(**{"site-admin-group-scim-id": admins["id"]})).status == 200
     ub = instance_id(boss)
@@ -793,3 +800,289 @@ def test_site_admin_grants_follow_deactivation_and_group_deletion(api: Api, idp:
     assert attributes["site-admin-group-scim-id"] is None
     idp.patch(f"/Users/{old_hand['id']}", {"op": "replace", "path": "active", "value": False})
     assert instance_user(bootstrap.id).is_site_admin  # never granted by SCIM
+
+
+# ----- no take-over of accounts SCIM did not provision; go-tfe v1.109.0's error texts -------
+# (admin_setting_scim_group_mapping_integration_test.go, admin_setting_scim_integration_test.go,
+# ported case by case)
+
+
+def _admin() -> Any:
+    from chalicelib.accounts.service import find_user_by_name
+
+    admin = find_user_by_name("admin")
+    assert admin is not None and admin.is_site_admin
+    return admin
+
+
+# ----- no take-over of existing accounts ---------------------------------------------------------
+
+
+def test_a_scim_token_cannot_lock_the_bootstrap_admin_out(api: Api, idp: Scim) -> None:
+    """The reported sequence: POST admin@localhost, PATCH its email, PATCH active false."""
+    admin = _admin()
+    email_before = admin.email
+    tokens_before = sorted(t.token_hash for t in tokens_of(admin.id))
+    assert tokens_before
+
+    created = idp.post("/Users", {"schemas": [USER], "userName": "admin@localhost"})
+    scim_id = created.json.get("id", "admin-was-not-provisioned")
+    idp.patch(
+        f"/Users/{scim_id}",
+        {"op": "replace", "path": "emails", "value": [{"value": "evil@example.com"}]},
+    )
+    idp.patch(f"/Users/{scim_id}", {"op": "replace", "path": "active", "value": False})
+
+    scim_error(created, 409, "uniqueness")
+    after = _admin()
+    assert after.email == email_before and after.is_site_admin
+    assert sorted(t.token_hash for t in tokens_of(admin.id)) == tokens_before
+    assert api.get("/api/v2/account/details").status == 200  # REGISTRY_ADMIN_TOKEN still works
+    assert idp.get("/Users").json["totalResults"] == 0
+    # nor in another case: ADMIN is admin's username (it made a user "ADMIN" before)
+    upper = idp.post("/Users", {"schemas": [USER], "userName": "ADMIN@LOCALHOST"})
+    scim_error(upper, 409, "uniqueness")
+
+
+def test_an_existing_user_is_linked_only_when_a_site_admin_allowed_it(api: Api, idp: Scim) -> None:
+    jane_id, jane_token = user_token(api, "jane")  # email jane@example.test, made by hand
+    payload = {"schemas": [USER], "userName": "jane@example.test"}
+    assert api.get(SETTINGS).data["attributes"]["link-existing-users"] is False
+
+    scim_error(idp.post("/Users", payload), 409, "uniqueness")  # off by default
+    assert idp.get("/Users").json["totalResults"] == 0
+    assert api.as_(jane_token).get("/api/v2/account/details").status == 200
+
+    reply = api.patch(SETTINGS, body(**{"link-existing-users": True}))
+    assert reply.status == 200 and reply.data["attributes"]["link-existing-users"] is True
+    assert api.patch(SETTINGS, body(**{"link-existing-users": "yes"})).status == 422
+    linked = idp.post("/Users", payload)
+    assert linked.status == 201, linked.json
+    assert instance_id(linked.json) == jane_id
+    # unrelated updates keep the setting
+    assert api.patch(SETTINGS, body(paused=False)).data["attributes"]["link-existing-users"]
+
+    # never a site admin SCIM did not make, even with linking allowed
+    for name in ("admin@localhost", "admin", "ADMIN@LOCALHOST"):
+        scim_error(idp.post("/Users", {"schemas": [USER], "userName": name}), 409, "uniqueness")
+    assert _admin().email == "admin@localhost"
+    assert api.get("/api/v2/account/details").status == 200
+
+
+def test_a_user_scim_made_is_linked_again_after_deprovisioning(api: Api, idp: Scim) -> None:
+    """Deprovisioned and provisioned again: the same instance user (its history), without
+    the admin setting, because SCIM made it."""
+    first = idp.user("sam@example.com")
+    user_id = instance_id(first)
+    assert idp.delete(f"/Users/{first['id']}").status == 204
+    again = idp.user("sam@example.com")
+    assert instance_id(again) == user_id
+
+
+# ----- go-tfe: TestAdminSCIMGroupMappings_Create / _Update / _Delete ---------------------------
+
+
+def go_tfe_error(reply: Reply) -> str:
+    """The error text go-tfe builds from a reply (``checkResponseCode``): 404 is always
+    ``resource not found``; otherwise ``title`` and ``detail`` joined by a blank line."""
+    if reply.status == 404:
+        return "resource not found"
+    assert reply.status >= 400, (reply.status, reply.body)
+    parts = []
+    for error in reply.json["errors"]:
+        detail = error.get("detail")
+        parts.append(f"{error['title']}\n\n{detail}" if detail else error["title"])
+    return "\n".join(parts)
+
+
+ALREADY_MAPPED = "conflict\n\nTeam is already linked to a SCIM group"
+OWNERS_TEAM = "unprocessable entity\n\nOwners team SCIM linking is not yet supported"
+SITE_ADMIN_GROUP = "unprocessable entity\n\nThe site admin group cannot be linked to a team"
+NOT_LINKED = "conflict\n\nTeam is not linked to a SCIM group"
+NOT_FOUND = "resource not found"
+
+
+def unlink(api: Api, team_id: str) -> Reply:
+    return api.delete(f"{ADMIN}/teams/{team_id}/scim-group-mapping")
+
+
+def _groups(idp: Scim) -> list[dict[str, Any]]:
+    return [idp.group("go-tfe-group-a"), idp.group("go-tfe-group-b")]
+
+
+def test_go_tfe_scim_group_mappings_create(api: Api, idp: Scim) -> None:
+    groups = _groups(idp)
+    org = make_org(api)
+    names = iter(f"t{i}" for i in range(20))
+
+    def team() -> str:
+        return make_team(api, org, next(names))[0]
+
+    for pick in (lambda i: groups[i], lambda _i: groups[0]):  # one-to-one, many-to-one
+        for i in range(2):
+            t = team()
+            assert link(api, t, pick(i)["id"]).status == 204
+            assert scim_link(api, t) == (True, pick(i)["displayName"], False)
+    relinked = team()  # re-link after delete on the same team
+    assert link(api, relinked, groups[0]["id"]).status == 204
+    assert unlink(api, relinked).status == 204
+    assert link(api, relinked, groups[1]["id"]).status == 204
+    assert scim_link(api, relinked)[:2] == (True, groups[1]["displayName"])
+
+    mapped = team()
+    assert link(api, mapped, groups[0]["id"]).status == 204
+    assert go_tfe_error(link(api, mapped, groups[1]["id"])) == ALREADY_MAPPED
+    assert go_tfe_error(link(api, mapped, groups[0]["id"])) == ALREADY_MAPPED  # same group twice
+    reply = link(api, mapped, groups[1]["id"])
+    assert reply.status == 409 and reply.error["status"] == "409"
+    assert go_tfe_error(link(api, team(), "this-scim-group-does-not-exist")) == NOT_FOUND
+    assert go_tfe_error(link(api, "this-team-does-not-exist", groups[0]["id"])) == NOT_FOUND
+    owners = next(
+        t["id"]
+        for t in api.get(f"/api/v2/organizations/{make_org(api, 'other-org')}/teams?q=owners").data
+        if t["attributes"]["name"] == "owners"
+    )
+    assert go_tfe_error(link(api, owners, groups[0]["id"])) == OWNERS_TEAM
+    plain, admins = team(), idp.group("go-tfe-site-admins")
+    assert api.patch(SETTINGS, body(**{"site-admin-group-scim-id": admins["id"]})).status == 200
+    assert go_tfe_error(link(api, plain, admins["id"])) == SITE_ADMIN_GROUP
+    assert api.patch(SETTINGS, body(**{"site-admin-group-scim-id": None})).status == 200
+    assert scim_link(api, plain) == (False, None, False)  # nothing changed by the refusals
+    assert scim_link(api, mapped) == (True, groups[0]["displayName"], False)
+
+
+def test_go_tfe_scim_group_mappings_update_and_delete(api: Api, idp: Scim) -> None:
+    group = _groups(idp)[0]
+    org = make_org(api)
+    names = iter(f"team-{i}" for i in range(20))
+
+    def linked() -> str:
+        t = make_team(api, org, next(names))[0]
+        assert link(api, t, group["id"]).status == 204
+        return t
+
+    t = linked()  # pause, pause again (idempotent), unpause, unpause again
+    for paused in (True, True, False, False):
+        assert pause(api, t, paused).status == 204
+        assert scim_link(api, t)[2] is paused
+    spare = make_team(api, org, next(names))[0]
+    assert go_tfe_error(pause(api, spare, True)) == NOT_LINKED
+    assert go_tfe_error(pause(api, "this-team-does-not-exist", True)) == NOT_FOUND
+    was_linked = linked()
+    assert unlink(api, was_linked).status == 204
+    assert go_tfe_error(pause(api, was_linked, True)) == NOT_LINKED
+
+    # delete: a linked team, a paused one; then the errors
+    for paused in (False, True):
+        t = linked()
+        if paused:
+            assert pause(api, t, True).status == 204
+        assert unlink(api, t).status == 204
+        assert scim_link(api, t) == (False, None, False)
+    assert go_tfe_error(unlink(api, spare)) == NOT_LINKED
+    assert go_tfe_error(unlink(api, "this-team-does-not-exist")) == NOT_FOUND
+
+
+# ----- go-tfe: TestAdminSettings_SCIM_Update ---------------------------------------------------
+
+
+def test_go_tfe_scim_settings_update_subtests_in_sequence(api: Api) -> None:
+    """Each subtest enables SCIM, creates a group named "foo" and disables SCIM when done
+    (``cleanupSCIMSettings``): disabling drops what SCIM held, so "foo" can be made again."""
+    enable_saml(api)
+
+    def provider() -> Scim:
+        assert api.patch(SETTINGS, body(enabled=True)).status == 200
+        token = new_token(api, description="scim integration test token")
+        assert token.status == 201
+        return Scim(api, token.data["attributes"]["token"])
+
+    def create_group(idp: Scim, name: str) -> str:
+        reply = idp.post("/Groups", {"schemas": [GROUP], "displayName": name})
+        assert reply.status == 201, reply.json
+        return reply.json["id"]
+
+    # "update site admin group scim id"
+    group_id = create_group(provider(), "foo")
+    reply = api.patch(SETTINGS, body(**{"site-admin-group-scim-id": group_id}))
+    assert reply.status == 200
+    assert api.get(SETTINGS).data["attributes"]["site-admin-group-display-name"] == "foo"
+    assert (
+        api.patch(SETTINGS, body(**{"site-admin-group-scim-id": "this-group-doesn't-exist"})).status
+        >= 400
+    )
+    assert api.delete(SETTINGS).status == 204
+
+    # "link and unlink site admin group"
+    idp = provider()
+    group_id = create_group(idp, "foo")
+    reply = api.patch(SETTINGS, body(**{"site-admin-group-scim-id": group_id}))
+    assert reply.status == 200 and reply.data["attributes"]["site-admin-group-scim-id"] == group_id
+    reply = api.patch(SETTINGS, body(paused=True))
+    assert reply.status == 200 and reply.data["attributes"]["site-admin-group-scim-id"] == group_id
+    reply = api.patch(SETTINGS, body(**{"site-admin-group-scim-id": None}))
+    assert reply.status == 200
+    assert not reply.data["attributes"]["site-admin-group-scim-id"]
+    assert not reply.data["attributes"]["site-admin-group-display-name"]
+    assert api.delete(SETTINGS).status == 204
+
+
+def test_disabling_scim_drops_its_tokens_groups_and_links_but_not_users(
+    api: Api, idp: Scim
+) -> None:
+    boss = idp.user("boss@example.com")
+    boss_id = instance_id(boss)
+    group = idp.group("admins", boss["id"])
+    team = make_team(api, make_org(api), "linked")[0]
+    other = idp.group("devs", boss["id"])
+    assert link(api, team, other["id"]).status == 204
+    assert api.patch(SETTINGS, body(**{"site-admin-group-scim-id": group["id"]})).status == 200
+    from tests.test_scim import instance_user, team_members
+
+    assert instance_user(boss_id).is_site_admin and team_members(api, team) == {boss_id}
+
+    assert api.delete(SETTINGS).status == 204
+    attributes = api.get(SETTINGS).data["attributes"]
+    assert attributes["site-admin-group-scim-id"] is None
+    assert api.get(f"{ADMIN}/scim-tokens").data == []
+    assert api.get(f"{ADMIN}/scim-groups").data == []
+    assert scim_link(api, team) == (False, None, False)
+    assert team_members(api, team) == {boss_id}  # the team keeps its members
+    assert not instance_user(boss_id).is_site_admin  # the flag SCIM gave goes with it
+    assert instance_user(boss_id).username  # the user itself stays
+
+
+def test_a_site_admin_linked_before_the_fix_is_left_alone(api: Api, idp: Scim) -> None:
+    """Data from before links were refused: a SCIM user linked to the bootstrap admin. SCIM
+    changes neither its email nor its tokens (deactivating, deleting)."""
+    from chalicelib.core.data.ids import now
+    from chalicelib.scim.store import ScimUserModel
+
+    admin = _admin()
+    tokens_before = sorted(t.token_hash for t in tokens_of(admin.id))
+    moment = now()
+    ScimUserModel(
+        "legacy-link",
+        user_name="admin@localhost",
+        user_name_lower="admin@localhost",
+        user_id=admin.id,
+        active=True,
+        attributes={},
+        created_at=moment,
+        updated_at=moment,
+    ).save()
+    assert (
+        idp.patch(
+            "/Users/legacy-link",
+            {"op": "replace", "path": "emails", "value": [{"value": "evil@example.com"}]},
+        ).status
+        == 200
+    )
+    assert (
+        idp.patch("/Users/legacy-link", {"op": "replace", "path": "active", "value": False}).status
+        == 200
+    )
+    assert idp.delete("/Users/legacy-link").status == 204
+    assert _admin().email == "admin@localhost"
+    assert sorted(t.token_hash for t in tokens_of(admin.id)) == tokens_before
+    assert api.get("/api/v2/account/details").status == 200

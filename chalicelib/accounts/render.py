@@ -120,12 +120,21 @@ def membership_id(organization: str, user_id: str) -> str:
 
 
 def render_organization_membership(
-    organization: str, user: UserModel, *, private: bool = True
+    organization: str,
+    user: UserModel,
+    *,
+    private: bool = True,
+    hidden_teams: frozenset[str] | set[str] = frozenset(),
 ) -> dict[str, Any]:
     """``user``'s membership in ``organization`` (always active: there are no invitations).
-    ``private`` shows the email address (to the organization's owners and the user)."""
+    ``private`` shows the email address (to the organization's owners and the user);
+    ``hidden_teams``: the secret teams the reader may not see, left out of ``teams``."""
     prefix = f"{organization}/"
-    team_ids = sorted(ref[len(prefix) :] for ref in user.team_refs or () if ref.startswith(prefix))
+    team_ids = sorted(
+        team_id
+        for ref in user.team_refs or ()
+        if ref.startswith(prefix) and (team_id := ref[len(prefix) :]) not in hidden_teams
+    )
     return resource(
         "organization-memberships",
         membership_id(organization, user.id),

@@ -155,11 +155,23 @@ def _team_includers(ctx: Ctx, rights: service.OrgAccess) -> dict[str, Includer]:
 
     def memberships(teams: Sequence[TeamModel]) -> list[dict[str, Any]]:
         organizations = {u: t.organization for t in teams for u in t.user_ids or ()}
+        found = members(teams)
+        hidden = (
+            {  # a member's secret teams the caller is not on stay out of its teams
+                org: service.hidden_teams(ctx.user, org, rights)
+                for org in {t.organization for t in teams}
+            }
+            if found
+            else {}
+        )
         return [
             render_organization_membership(
-                organizations[u.id], u, private=rights.is_owner or u.id == ctx.user.id
+                organizations[u.id],
+                u,
+                private=rights.is_owner or u.id == ctx.user.id,
+                hidden_teams=hidden[organizations[u.id]],
             )
-            for u in members(teams)
+            for u in found
         ]
 
     return {"users": users, "organization-memberships": memberships}

@@ -53,10 +53,19 @@ class OrgAccess:
 
 
 def get_user(user_id: str) -> UserModel:
+    if user_id.startswith(store.CLAIM_PREFIX):  # a username claim, not a user
+        raise NotFound(f"user {user_id} not found")
     try:
         return UserModel.get(user_id)
     except UserModel.DoesNotExist:
         raise NotFound(f"user {user_id} not found") from None
+
+
+def find_user(user_id: str) -> UserModel | None:
+    try:
+        return get_user(user_id)
+    except NotFound:
+        return None
 
 
 def is_site_admin(principal: Principal) -> bool:
@@ -185,20 +194,39 @@ def owned_organization(principal: Principal, name: str) -> OrganizationModel:
 # ----- users --------------------------------------------------------------------------------
 
 
-def create_user(username: str, email: str, *, site_admin: bool = False) -> UserModel:
+def create_user(
+    username: str, email: str, *, site_admin: bool = False, scim: bool = False
+) -> UserModel:
+    """A new user; usernames are unique whatever their case (``ADMIN`` is ``admin``'s).
+    ``scim``: provisioned by SCIM (which may link it again after deprovisioning)."""
     if not ORG_NAME.match(username):
         raise Unprocessable("username may contain letters, numbers, - and _", pointer="username")
-    if any(UserModel.by_username.query(username)):
-        raise Unprocessable(f"username {username!r} has already been taken")
+    taken = Unprocessable(f"username {username!r} has already been taken")
+    if find_user_by_name(username) is not None:
+        raise taken
     user = UserModel(
-        new_id("user"), username=username, email=email, is_site_admin=site_admin, created_at=now()
+        new_id("user"),
+        username=username,
+        email=email,
+        is_site_admin=site_admin,
+        scim_provisioned=scim or None,
+        created_at=now(),
     )
-    store.insert_user(user)
+    if not store.insert_user(user):
+        raise taken
     return user
 
 
 def find_user_by_name(username: str) -> UserModel | None:
-    return next(iter(UserModel.by_username.query(username)), None)
+    """The user of ``username`` in any case, as TFE resolves usernames: by its claim, else
+    (a user made before the claims, until the backfill) by the exact name."""
+    user_id = store.user_id_of_name(username) if username else None
+    if user_id is not None:
+        try:
+            return UserModel.get(user_id)
+        except UserModel.DoesNotExist:
+            return None
+    return next(iter(UserModel.by_username.query(username)), None) if username else None
 
 
 def bootstrap_admin(token: str | None, username: str = "admin") -> tuple[UserModel, str | None]:
@@ -367,8 +395,9 @@ def create_team(
 
 
 def list_teams(principal: Principal, org: str, names: list[str] | None) -> list[TeamModel]:
-    readable_organization(principal, org)
-    teams = list(TeamModel.by_organization.query(org))
+    """The organization's teams the caller may see (``sees_team``)."""
+    _, rights = readable_organization(principal, org)
+    teams = [t for t in TeamModel.by_organization.query(org) if sees_team(principal, t, rights)]
     if names:
         wanted = set(names)
         teams = [t for t in teams if t.name in wanted]
@@ -378,25 +407,60 @@ def list_teams(principal: Principal, org: str, names: list[str] | None) -> list[
 def page_teams(
     principal: Principal, org: str, names: list[str] | None, page: Page
 ) -> tuple[list[TeamModel], int]:
-    """One page of ``list_teams`` and how many match: an organization has few teams, so the
-    total is counted from the lean index (``TeamModel.listed``, keys only, about 60 bytes a
-    team: a bounded read) rather than kept, and only the page's teams are read, by id."""
-    readable_organization(principal, org)
+    """One page of the teams the caller may see and how many there are. Who sees every team
+    (``sees_all_teams``) pages on the lean index (``TeamModel.listed``, keys only, about 60
+    bytes a team: a bounded read, counted rather than kept: an organization has few teams),
+    reading only the page's teams by id. Anyone else reads the organization's teams (one
+    Query) to leave out the secret teams they are not on."""
+    _, rights = readable_organization(principal, org)
     wanted = set(names or ())
+    if not sees_all_teams(principal, rights):
+        teams = [
+            t
+            for t in TeamModel.by_organization.query(org)
+            if (not wanted or t.name in wanted) and sees_team(principal, t, rights)
+        ]
+        return teams[page.offset : page.offset + page.size], len(teams)
     source = lists.KeyedList(TeamModel, org, lean=TeamModel.listed)
     return lists.read_page(
         source, page, total=None, matches=lambda team: not wanted or team.name in wanted
     )
 
 
+def sees_all_teams(principal: Principal, rights: OrgAccess) -> bool:
+    """The organization's owners, site admins and its organization token see every team."""
+    return rights.is_owner or rights.site_admin or principal.kind == "organization"
+
+
+def sees_team(principal: Principal, team: TeamModel, rights: OrgAccess) -> bool:
+    """As in TFE: a ``secret`` team is visible only to its members (and its own token) and
+    to those who see every team; a ``organization`` team to every reader."""
+    if team.visibility != "secret" or sees_all_teams(principal, rights):
+        return True
+    if principal.kind == "team":
+        return principal.id == team.id
+    return principal.is_user and principal.id in (team.user_ids or ())
+
+
+def hidden_teams(principal: Principal, org: str, rights: OrgAccess) -> set[str]:
+    """The ids of ``org``'s teams the caller may not see (none for who sees them all)."""
+    if sees_all_teams(principal, rights):
+        return set()
+    return {
+        t.id for t in TeamModel.by_organization.query(org) if not sees_team(principal, t, rights)
+    }
+
+
 def readable_team(principal: Principal, team_id: str) -> tuple[TeamModel, OrgAccess]:
+    """The team and the caller's access; 404 when it cannot read the organization, or the
+    team is a secret one it is not on."""
     try:
         team = TeamModel.get(team_id)
     except TeamModel.DoesNotExist:
         raise NotFound(f"team {team_id} not found") from None
     rights = access(principal, team.organization)
     is_self = principal.kind == "team" and principal.id == team_id
-    if not (rights.can_read or is_self):
+    if not (is_self or (rights.can_read and sees_team(principal, team, rights))):
         raise NotFound(f"team {team_id} not found")
     return team, rights
 

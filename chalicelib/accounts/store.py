@@ -20,8 +20,9 @@ from pynamodb.attributes import (
     UnicodeSetAttribute,
     UTCDateTimeAttribute,
 )
-from pynamodb.exceptions import PutError, UpdateError
+from pynamodb.exceptions import PutError, TransactWriteError, UpdateError
 from pynamodb.indexes import AllProjection, GlobalSecondaryIndex, KeysOnlyProjection
+from pynamodb.transactions import TransactWrite
 
 from chalicelib.core.auth import TokenModel, TtlCache
 from chalicelib.core.data import db
@@ -76,6 +77,8 @@ class UserModel(db.Model):
     username = UnicodeAttribute()
     email = UnicodeAttribute()
     is_site_admin = BooleanAttribute(default=False)
+    # Set on the users SCIM provisioned (chalicelib.scim): only those may it link again.
+    scim_provisioned = BooleanAttribute(null=True)
     # "<organization>/<team id>" for every team the user belongs to.
     team_refs = UnicodeSetAttribute(default=set)
     created_at = UTCDateTimeAttribute()
@@ -96,6 +99,34 @@ class UserModel(db.Model):
         result = super().delete(*args, **kwargs)
         _users.forget(self.id)
         return result
+
+
+CLAIM_PREFIX = "username#"
+
+
+class UsernameClaimModel(db.Model):
+    """The claim of a username, case-insensitively: an item of the users table keyed
+    ``username#`` + the casefolded name, naming its user. Put in the transaction that puts the
+    user, so two usernames differing only in case cannot both exist (``ADMIN`` next to
+    ``admin``). It lives in the users table (every function that writes users may write it;
+    the ``by-username`` index skips it, having no ``username``); no user id has its prefix."""
+
+    Meta = db.table("users")
+
+    id = UnicodeAttribute(hash_key=True)
+    user_id = UnicodeAttribute()
+
+
+def claim_key(username: str) -> str:
+    return CLAIM_PREFIX + username.casefold()
+
+
+def user_id_of_name(username: str) -> str | None:
+    """The id of the user holding ``username`` in any case (None: nobody, or no claim yet)."""
+    try:
+        return UsernameClaimModel.get(claim_key(username), consistent_read=True).user_id
+    except UsernameClaimModel.DoesNotExist:
+        return None
 
 
 # user id -> UserModel | None, for the token cache's window (see ``cached_user``).
@@ -196,9 +227,44 @@ class TeamModel(db.Model):
 # ----- writes -------------------------------------------------------------------------------
 
 
-def insert_user(user: UserModel) -> None:
-    """Save a new user. Its id is freshly minted, so a taken id is an error, not an outcome."""
-    user.save(condition=UserModel.id.does_not_exist())
+def insert_user(user: UserModel) -> bool:
+    """Claim the username and put the new user, in one transaction; False when the username
+    is taken in any case. Its id is freshly minted, so a taken id is an error."""
+    claim = UsernameClaimModel(claim_key(user.username), user_id=user.id)
+    try:
+        with TransactWrite(connection=db.connection()) as tx:
+            tx.save(claim, condition=UsernameClaimModel.id.does_not_exist())
+            tx.save(user, condition=UserModel.id.does_not_exist())
+    except TransactWriteError as exc:  # sent as: put claim, put user
+        if db.cancellation_codes(exc)[:1] == [db.TRANSACTION_CONDITION_FAILED]:
+            return False
+        raise
+    return True
+
+
+def backfill_username_claims() -> dict[str, int]:
+    """Claim every existing user's username (users made before the claims were): idempotent.
+    Two users whose names differ only in case cannot both hold the claim: the second is
+    counted as ``conflicts`` (rename one by hand)."""
+    report = {"claimed": 0, "kept": 0, "conflicts": 0}
+    for user in UserModel.scan(filter_condition=UserModel.username.exists()):
+        holder = user_id_of_name(user.username)
+        if holder == user.id:
+            report["kept"] += 1
+            continue
+        if holder is not None:
+            report["conflicts"] += 1
+            continue
+        try:
+            UsernameClaimModel(claim_key(user.username), user_id=user.id).save(
+                condition=UsernameClaimModel.id.does_not_exist()
+            )
+            report["claimed"] += 1
+        except PutError as exc:
+            if not db.conditional_failure(exc):
+                raise
+            report["conflicts"] += 1
+    return report
 
 
 def insert_organization(org: OrganizationModel) -> bool:

@@ -70,7 +70,9 @@ def update_scim_settings(ctx: Ctx) -> Response:
     """Enable (SAML must be enabled), pause or resume SCIM, or link the site-admin group.
 
     ``site-admin-group-scim-id: null`` unlinks the group: the site admins SCIM made lose the
-    flag."""
+    flag. ``link-existing-users`` (ours, off by default) lets a new SCIM user be linked to an
+    existing user of the same username and email that SCIM did not make (never a site
+    admin)."""
     _admin(ctx)
     attributes = ctx.attributes()
     changes: dict[str, Any] = {}
@@ -78,6 +80,8 @@ def update_scim_settings(ctx: Ctx) -> Response:
         changes["enabled"] = attributes.enabled
     if attributes.paused is not None:
         changes["paused"] = attributes.paused
+    if attributes.link_existing_users is not None:
+        changes["link-existing-users"] = attributes.link_existing_users
     sent = _sent_attributes(ctx)
     if any(k in sent for k in ("site-admin-group-scim-id", "site_admin_group_scim_id")):
         changes["site-admin-group-scim-id"] = attributes.site_admin_group_scim_id

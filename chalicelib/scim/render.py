@@ -104,6 +104,7 @@ def settings_resource(item: ScimSettingsModel, group: ScimGroupModel | None) -> 
             "paused": bool(item.paused),
             "site-admin-group-scim-id": group.id if group else None,
             "site-admin-group-display-name": group.display_name if group else None,
+            "link-existing-users": bool(item.link_existing_users),
         },
     )
 

@@ -18,6 +18,7 @@ class ScimSettings(Attributes):
     enabled: bool | None = None
     paused: bool | None = None
     site_admin_group_scim_id: ScimId | None = None
+    link_existing_users: bool | None = None
 
 
 class ScimTokenCreate(Attributes):

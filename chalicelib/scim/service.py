@@ -28,7 +28,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from chalicelib.accounts import service as accounts
-from chalicelib.core.api.errors import NotFound, Unprocessable, attribute_pointer
+from chalicelib.core.api.errors import Conflict, NotFound, Unprocessable, attribute_pointer
 from chalicelib.core.auth import TokenModel, generate_token
 from chalicelib.core.data.ids import new_id, now
 from chalicelib.scim import protocol, store
@@ -120,6 +120,8 @@ def update_settings(changes: dict[str, Any]) -> ScimSettingsModel:
         item.site_admin_group_id = group_id
     if enabled is not None:
         item.enabled = enabled
+    if changes.get("link-existing-users") is not None:
+        item.link_existing_users = changes["link-existing-users"]
     if paused is not None:
         item.paused = paused
     if not item.enabled:
@@ -132,11 +134,24 @@ def update_settings(changes: dict[str, Any]) -> ScimSettingsModel:
 
 
 def disable() -> ScimSettingsModel:
-    """Turn provisioning off (idempotent). Users, groups, links and tokens stay, so enabling
-    again picks up where it was."""
+    """Turn provisioning off (idempotent). As TFE (pausing keeps SCIM's data, disabling does
+    not): SCIM tokens, groups (their teams are unlinked and keep their members, the
+    site-admin group is forgotten and the flags it gave are taken back) and SCIM users go;
+    the instance users stay, with their tokens."""
     item = store.load_settings()
-    item.enabled, item.paused = False, False
+    item.enabled, item.paused, item.site_admin_group_id = False, False, None
     store.save_versioned(item)
+    for user in store.all_users():
+        if user.granted_site_admin:
+            accounts.set_site_admin(user.user_id, False)
+        user.delete()
+    for group in store.all_groups():
+        for mapping in store.mappings_of_group(group.id):
+            mapping.delete()
+            accounts.set_team_scim_link(mapping.team_id, None)
+        group.delete()
+    for token in store.all_tokens():
+        token.delete()
     return item
 
 
@@ -276,17 +291,56 @@ def _username_base(user_name: str) -> str:
 
 
 def _instance_user(user_name: str, email: str) -> str:
-    """The instance user a new SCIM user provisions: an unlinked existing user with the same
-    username and email, else a new user under the first free ``base``, ``base-2`` ..."""
+    """The instance user a new SCIM user provisions: a new user under the first free
+    ``base``, ``base-2`` ... (any case: usernames are unique case-insensitively), or an
+    unlinked existing one that ``_may_link`` allows.
+
+    SCIM never takes over a user it did not provision unless a site admin allowed linking
+    (``link-existing-users``), and never a site admin: a ``userName`` whose username an
+    existing user holds otherwise is a 409 ``uniqueness`` that changes nothing."""
     base = _username_base(user_name)
+    link_allowed = bool(store.load_settings().link_existing_users)
     for n in range(1, 100):
         candidate = base if n == 1 else f"{base}-{n}"
         existing = accounts.find_user_by_name(candidate)
         if existing is None:
-            return accounts.create_user(candidate, email).id
-        if existing.email.lower() == email.lower() and not store.user_of_instance_user(existing.id):
+            try:
+                return accounts.create_user(candidate, email, scim=True).id
+            except Unprocessable:  # claimed meanwhile, in some case
+                continue
+        if store.user_of_instance_user(existing.id):
+            continue  # another SCIM user's: the next number
+        if _may_link(existing, email, link_allowed):
             return existing.id
+        if n == 1 and not existing.scim_provisioned:
+            raise ScimError(
+                409,
+                f"userName {user_name!r} is the username of an existing user that SCIM did not "
+                "provision",
+                "uniqueness",
+            )
     raise ScimError(409, f"no free username for {user_name!r}", "uniqueness")
+
+
+def _may_link(existing: Any, email: str, link_allowed: bool) -> bool:
+    """An unlinked existing user with the same email: one SCIM provisioned before
+    (deprovisioned, now back: it keeps its history), or, when a site admin allowed it, one
+    made another way. Never a site admin (SCIM holds no grant of an unlinked user's flag)."""
+    if existing.is_site_admin or existing.email.lower() != email.lower():
+        return False
+    return bool(existing.scim_provisioned) or link_allowed
+
+
+def _protected(user: ScimUserModel) -> bool:
+    """A site admin SCIM did not make (linked before links were refused): SCIM changes
+    neither its email nor its tokens."""
+    instance = accounts.find_user(user.user_id)
+    return bool(
+        instance
+        and instance.is_site_admin
+        and not user.granted_site_admin
+        and not instance.scim_provisioned
+    )
 
 
 def create_user(body: Any) -> ScimUserModel:
@@ -307,7 +361,7 @@ def create_user(body: Any) -> ScimUserModel:
         updated_at=moment,
     )
     user.save(condition=ScimUserModel.id.does_not_exist())
-    if not active:
+    if not active and not _protected(user):
         accounts.revoke_user_tokens(user.user_id)
     return user
 
@@ -334,9 +388,11 @@ def _write_user(
     ]
     user.update(actions=actions)
     email = _primary_email(user_name, attrs)
-    if email != email_before:  # the instance user's email follows the directory
+    changes_account = email != email_before or (was_active and not active)
+    protected = changes_account and _protected(user)
+    if email != email_before and not protected:  # the instance user's email follows
         accounts.set_user_email(user.user_id, email)
-    if was_active and not active:
+    if was_active and not active and not protected:
         accounts.revoke_user_tokens(user.user_id)
     if was_active != active:
         _sync_user_everywhere(user)
@@ -441,7 +497,8 @@ def delete_user(scim_id: str) -> None:
     """Deprovision: the user's API tokens are deleted, it leaves its groups (and so their
     linked teams) and any site-admin grant SCIM gave it; the instance user record stays."""
     user = get_user(scim_id)
-    accounts.revoke_user_tokens(user.user_id)
+    if not _protected(user):
+        accounts.revoke_user_tokens(user.user_id)
     groups = store.groups_by_ids(set(user.group_ids or ()))
     for group in groups:
         group.update(actions=[ScimGroupModel.member_ids.delete({user.id})])
@@ -752,6 +809,16 @@ def _mark_granted(user: ScimUserModel, flag: bool) -> None:
 
 # ----- team mappings ---------------------------------------------------------------------------
 
+# TFE's texts, which go-tfe's errors compare whole ("<title>\n\n<detail>").
+ALREADY_LINKED = "Team is already linked to a SCIM group"
+NOT_LINKED = "Team is not linked to a SCIM group"
+
+
+def _refused(detail: str) -> Unprocessable:
+    return Unprocessable(
+        detail, pointer=attribute_pointer("scim-group-id"), title="unprocessable entity"
+    )
+
 
 def _team(team_id: str):  # noqa: ANN202
     team = accounts.find_team(team_id) if store.MAX_KEY >= len(team_id) > 0 else None
@@ -763,15 +830,15 @@ def _team(team_id: str):  # noqa: ANN202
 def create_mapping(team_id: str, group_id: str) -> ScimMappingModel:
     team = _team(team_id)
     if team.is_owners:
-        raise _invalid("scim-group-id", "cannot be linked to an organization's owners team")
+        raise _refused("Owners team SCIM linking is not yet supported")
     group = store.get_group(group_id)
     if group is None:
         raise NotFound(f"SCIM group {group_id} not found")
     if store.load_settings().site_admin_group_id == group_id:
-        raise _invalid("scim-group-id", "is the site-admin group, which cannot be linked to a team")
+        raise _refused("The site admin group cannot be linked to a team")
     mapping = ScimMappingModel(team.id, group_id=group.id, paused=False, created_at=now())
     if not store.insert_mapping(mapping):
-        raise _invalid("scim-group-id", "cannot be linked: the team is already linked to a group")
+        raise Conflict(ALREADY_LINKED)
     accounts.set_team_scim_link(team.id, group.display_name)
     _sync_team(mapping, group)
     return mapping
@@ -781,7 +848,7 @@ def mapping_of(team_id: str) -> ScimMappingModel:
     _team(team_id)
     mapping = store.get_mapping(team_id)
     if mapping is None:
-        raise Unprocessable(f"team {team_id} is not linked to a SCIM group")
+        raise Conflict(NOT_LINKED)
     return mapping
 
 

@@ -62,6 +62,9 @@ class ScimSettingsModel(db.Model):
     enabled = BooleanAttribute(default=False)
     paused = BooleanAttribute(default=False)
     site_admin_group_id = UnicodeAttribute(null=True)
+    # Ours, not TFE's: may a new SCIM user be linked to an existing user SCIM did not make
+    # (same username and email)? Off unless a site admin turns it on; never a site admin.
+    link_existing_users = BooleanAttribute(null=True)
     version = VersionAttribute(null=True)
 
 
