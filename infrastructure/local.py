@@ -4,7 +4,10 @@ One process: an embedded moto server (S3, DynamoDB, SQS, KMS), the resources fro
 ``infrastructure.resources``, an SQS poller handing each S3 event to the same ingest handler
 the Lambda runs, and the API on Chalice's local server.
 
-Environment: PORT (API, default 8000), MOTO_PORT (default 5000), EDITION (self-hosted or
+Environment: HOST (the address both servers listen on and that upload and download links
+name, default 127.0.0.1; a LAN address lets a team try it from other machines; 0.0.0.0
+listens everywhere and names this machine's host name in links), PORT (API, default 8000),
+MOTO_PORT (default 5000), EDITION (self-hosted or
 hosted), REGISTRY_ADMIN_TOKEN (the initial site admin's token; one is minted and printed
 when unset), REGISTRY_DATA_DIR (where the state is kept across restarts, default ``.data/`` in
 the checkout; empty: in memory only), REGISTRY_SNAPSHOT_SECONDS (how often changes are saved,
@@ -18,6 +21,7 @@ is saved and restored by ``infrastructure.persistence``.
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import re
@@ -45,12 +49,43 @@ def data_dir() -> Path | None:
     return Path(raw).expanduser().resolve() if raw else None
 
 
-def _configure_environment(moto_port: int) -> None:
+def link_host(host: str) -> str:
+    """The name that links (presigned uploads and downloads, the printed URLs) carry: the
+    listening address, or this machine's host name when it listens on every address."""
+    if host in ("0.0.0.0", "::", ""):
+        return socket.gethostname()
+    return f"[{host}]" if ":" in host else host
+
+
+class PortInUse(Exception):
+    pass
+
+
+def check_free(host: str, ports: dict[str, int]) -> None:
+    """Refuse early, naming the variable, when a port is taken (instead of a traceback from
+    deep inside a server's constructor after half the stack started)."""
+    for variable, port in ports.items():
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        with socket.socket(family) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                probe.bind((host, port))
+            except OSError as exc:
+                if exc.errno != errno.EADDRINUSE:
+                    raise  # HOST is no address of this machine: the caller says so
+                raise PortInUse(
+                    f"{variable}={port} is not free on {host or '0.0.0.0'} ({exc.strerror}): "
+                    f"another program (or registry) uses it; choose another, e.g. "
+                    f"{variable}={port + 1} make run"
+                ) from None
+
+
+def _configure_environment(host: str, moto_port: int) -> None:
     # Before any chalicelib import: table and endpoint settings are read at import time.
     os.environ.setdefault("AWS_ACCESS_KEY_ID", "local")
     os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "local")
     os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
-    os.environ["AWS_ENDPOINT_URL"] = f"http://127.0.0.1:{moto_port}"
+    os.environ["AWS_ENDPOINT_URL"] = f"http://{link_host(host)}:{moto_port}"
     os.environ.pop("AWS_PROFILE", None)
 
 
@@ -112,7 +147,7 @@ class MotoServer:
     """moto's server application on werkzeug's threaded server, behind the signature check
     (and, when the state is kept, the persistence gate)."""
 
-    def __init__(self, port: int, wrap: Any) -> None:
+    def __init__(self, host: str, port: int, wrap: Any) -> None:
         from moto.moto_server.werkzeug_app import (
             DomainDispatcherApplication,
             MotoRequestHandler,
@@ -124,7 +159,7 @@ class MotoServer:
             request_queue_size = BACKLOG
 
         application = wrap(DomainDispatcherApplication(create_backend_app))
-        self.server = Server("127.0.0.1", port, application, handler=MotoRequestHandler)
+        self.server = Server(host, port, application, handler=MotoRequestHandler)
         self.thread = threading.Thread(
             target=self.server.serve_forever, name="moto-server", daemon=True
         )
@@ -336,9 +371,19 @@ def _request_handler() -> Any:
 
 
 def main() -> int:
-    port = int(os.environ.get("PORT", "8000"))
-    moto_port = int(os.environ.get("MOTO_PORT", "5000"))
-    _configure_environment(moto_port)
+    host = os.environ.get("HOST", "").strip() or "127.0.0.1"
+    try:
+        port = int(os.environ.get("PORT", "8000"))
+        moto_port = int(os.environ.get("MOTO_PORT", "5000"))
+        check_free(host, {"PORT": port, "MOTO_PORT": moto_port})
+    except (ValueError, PortInUse) as exc:
+        message = str(exc) if isinstance(exc, PortInUse) else f"PORT and MOTO_PORT: {exc}"
+        print(f"error: {message}", file=sys.stderr, flush=True)
+        return 1
+    except OSError as exc:  # HOST is not an address of this machine
+        print(f"error: HOST={host}: {exc.strerror}", file=sys.stderr, flush=True)
+        return 1
+    _configure_environment(host, moto_port)
     from chalicelib.core.observe import ReadableFormatter
 
     # The lines CloudWatch gets as JSON, readable: a request is `GET /path 200 12 ms 3 calls`.
@@ -379,7 +424,7 @@ def main() -> int:
             moto_app = gate
         return SigV4Check(moto_app, verifier)
 
-    moto = MotoServer(moto_port, wrap)
+    moto = MotoServer(host, moto_port, wrap)
     moto.start()
 
     from app import app
@@ -409,7 +454,7 @@ def main() -> int:
 
     config = Config.create(chalice_stage="dev", app_name=app.app_name)
     server = LocalDevServer(
-        app, config, "127.0.0.1", port, handler_cls=_request_handler(), server_cls=ApiServer
+        app, config, host, port, handler_cls=_request_handler(), server_cls=ApiServer
     )
 
     def stop(*_: Any) -> None:
@@ -417,8 +462,9 @@ def main() -> int:
 
     signal.signal(signal.SIGTERM, stop)
     settings = get_settings()
-    print(f"Registry ({settings.edition}) listening on http://127.0.0.1:{port}", flush=True)
-    print(f"  web UI: http://127.0.0.1:{port}/ (sign in with the token below)", flush=True)
+    url = f"http://{link_host(host)}:{port}"
+    print(f"Registry ({settings.edition}) listening on {url}", flush=True)
+    print(f"  web UI: {url}/ (sign in with the token below)", flush=True)
     print(
         f"  moto (S3, DynamoDB, SQS, KMS) on {os.environ['AWS_ENDPOINT_URL']}"
         " (SigV4-signed requests only)",

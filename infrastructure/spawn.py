@@ -20,9 +20,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def free_port() -> int:
+def free_port(host: str = "127.0.0.1") -> int:
     with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
+        sock.bind((host, 0))
         return sock.getsockname()[1]
 
 
@@ -45,9 +45,11 @@ class Spawned:
 
 
 def start(admin_token: str, **env: str) -> Spawned:
-    port, moto_port = free_port(), free_port()
+    host = env.get("HOST", "127.0.0.1")
+    port, moto_port = free_port(host), free_port(host)
     environment = {
         **{k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "REGISTRY_"))},
+        "HOST": host,
         "PORT": str(port),
         "MOTO_PORT": str(moto_port),
         "REGISTRY_ADMIN_TOKEN": admin_token,
@@ -75,8 +77,8 @@ def start(admin_token: str, **env: str) -> Spawned:
         lines.append(line)
         if line.strip() == "READY":
             spawned = Spawned(
-                f"http://127.0.0.1:{port}",
-                f"http://127.0.0.1:{moto_port}",
+                f"http://{host}:{port}",
+                f"http://{host}:{moto_port}",
                 process,
                 time.monotonic() - started,
                 "".join(lines),
