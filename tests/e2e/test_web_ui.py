@@ -266,6 +266,13 @@ def test_open_a_module_read_its_readme_and_tabs(page: Page, published: Stack):
     expect(readme.locator("table")).to_contain_text("IPv6")
     check_accessibility(page)
     page.screenshot(path=str(SCREENSHOTS / "module-page.png"), full_page=True)
+    # On a phone: the page fits its width (no sideways scrolling), and the README shows it.
+    desktop = page.viewport_size
+    page.set_viewport_size({"width": 390, "height": 844})
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    page.screenshot(path=str(SCREENSHOTS / "module-page-phone.png"), full_page=False)
+    assert desktop is not None
+    page.set_viewport_size(desktop)
 
     # Tabs by keyboard: arrow keys move between them.
     page.get_by_role("tab", name="Readme").focus()
