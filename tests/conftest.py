@@ -24,6 +24,9 @@ os.environ.update(
     # Tests send bursts with one token; the tests of rate limiting itself switch it on with
     # the `rate_limited` fixture (production defaults to on).
     REGISTRY_RATE_LIMITING="off",
+    # The `aws` fixture purges the queues after every test; moto would refuse a second purge
+    # of a queue within 60 seconds, as SQS does.
+    MOTO_SQS_ENFORCE_STRICT_QUEUE_PURGE_BEHAVIOUR="false",
 )
 for _name in ("AWS_ENDPOINT_URL", "AWS_PROFILE", "EDITION", "REGISTRY_PUBLIC_URL"):
     os.environ.pop(_name, None)
@@ -37,18 +40,115 @@ from chalicelib.core.settings import get_settings  # noqa: E402
 ADMIN_TOKEN = "admin-token-for-tests"
 
 
-@pytest.fixture
-def aws() -> Iterator[None]:
+def forget_cached_state() -> None:
+    """Forget what chalicelib's modules remember between requests (one Lambda instance's
+    warm state): verified tokens, cached users, the general settings, parsed metadata and the
+    settings themselves. Every test starts as a cold instance would; the one place to list a
+    new module-level cache."""
+    from chalicelib.accounts.store import _users
+    from chalicelib.admin.store import forget_cached_general
     from chalicelib.core.auth import verified
+    from chalicelib.web.pages import _metadata
 
-    verified.clear()  # tokens verified against an earlier test's tables
-    with mock_aws():
-        reset_clients()
-        from infrastructure.resources import provision
+    verified.clear()
+    _users.clear()
+    forget_cached_general()
+    _metadata.cache_clear()
+    get_settings.cache_clear()
 
-        provision()
-        yield
+
+@dataclass
+class Provisioned:
+    """moto's mock with every resource created once: the names to keep, and the key
+    attributes of each table (what a delete needs). The resources themselves are shared: a
+    test that reconfigures one (a queue's attributes, the bucket's notifications) puts it
+    back."""
+
+    mock: Any
+    table_keys: dict[str, list[str]]
+    buckets: set[str]
+    queues: set[str]
+
+    def empty(self) -> None:
+        """Every table item, bucket object and queued message gone; anything a test created
+        besides the provisioned resources deleted: the state right after ``provision()``."""
+        from chalicelib.core.aws import client
+
+        dynamodb, s3, sqs = client("dynamodb"), client("s3"), client("sqs")
+        for table in dynamodb.list_tables()["TableNames"]:
+            if table not in self.table_keys:
+                dynamodb.delete_table(TableName=table)
+                continue
+            keys = self.table_keys[table]
+            names = {f"#k{i}": key for i, key in enumerate(keys)}
+            for page in dynamodb.get_paginator("scan").paginate(
+                TableName=table,
+                ProjectionExpression=", ".join(names),
+                ExpressionAttributeNames=names,
+            ):
+                items = page["Items"]
+                for start in range(0, len(items), 25):  # BatchWriteItem's limit
+                    batch = [{"DeleteRequest": {"Key": i}} for i in items[start : start + 25]]
+                    dynamodb.batch_write_item(RequestItems={table: batch})
+        for bucket in [b["Name"] for b in s3.list_buckets()["Buckets"]]:
+            for upload in s3.list_multipart_uploads(Bucket=bucket).get("Uploads", []):
+                s3.abort_multipart_upload(
+                    Bucket=bucket, Key=upload["Key"], UploadId=upload["UploadId"]
+                )
+            for page in s3.get_paginator("list_object_versions").paginate(Bucket=bucket):
+                found = page.get("Versions", []) + page.get("DeleteMarkers", [])
+                if found:
+                    objects = [{"Key": o["Key"], "VersionId": o["VersionId"]} for o in found]
+                    s3.delete_objects(Bucket=bucket, Delete={"Objects": objects})
+            if bucket not in self.buckets:
+                s3.delete_bucket(Bucket=bucket)
+        for url in sqs.list_queues().get("QueueUrls", []):
+            if url in self.queues:
+                sqs.purge_queue(QueueUrl=url)
+            else:
+                sqs.delete_queue(QueueUrl=url)
+
+
+@pytest.fixture(scope="session")
+def aws_resources() -> Iterator[Provisioned]:
+    """Tables, bucket, queues and KMS key created once per session (creating the tables is
+    most of a test's setup); moto's mock is switched on only while a test uses ``aws``."""
+    from chalicelib.core.aws import client
+    from infrastructure.resources import provision
+
+    mock = mock_aws()
+    mock.start()
     reset_clients()
+    try:
+        provision()
+        dynamodb = client("dynamodb")
+        table_keys = {
+            table: [
+                key["AttributeName"]
+                for key in dynamodb.describe_table(TableName=table)["Table"]["KeySchema"]
+            ]
+            for table in dynamodb.list_tables()["TableNames"]
+        }
+        buckets = {b["Name"] for b in client("s3").list_buckets()["Buckets"]}
+        queues = set(client("sqs").list_queues().get("QueueUrls", []))
+    finally:
+        mock.stop(remove_data=False)
+    yield Provisioned(mock, table_keys, buckets, queues)
+    mock.reset()
+    reset_clients()
+
+
+@pytest.fixture
+def aws(aws_resources: Provisioned) -> Iterator[None]:
+    """moto's AWS with every resource provisioned and empty, and no cached state."""
+    forget_cached_state()
+    aws_resources.mock.start(reset=False)
+    try:
+        yield
+        aws_resources.empty()
+    finally:
+        aws_resources.mock.stop(remove_data=False)
+        forget_cached_state()
 
 
 @pytest.fixture

@@ -1,11 +1,13 @@
-"""End-to-end layer: the real local stack in a subprocess (moto server + poller + API)."""
+"""End-to-end layer: the real local stack in a subprocess (moto server + poller + API).
+
+The modules share one stack (``stack``, per session) and run in any order: each creates the
+organizations it uses under names of its own, and assumes nothing another module created."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -31,18 +33,6 @@ class Stack:
 
     def api(self, path: str) -> str:
         return f"{self.url}/api/v2{path}"
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Run the end-to-end modules in file order, as ``pytest tests`` does, whatever order a
-    command line names them in: they share one stack, and some reuse what an earlier module
-    created (test_terraform_cli accepts the "acme" organization test_registry_flow creates,
-    not the other way round)."""
-    here = Path(__file__).parent
-    slots = [i for i, item in enumerate(items) if Path(item.path).parent == here]
-    in_file_order = sorted((items[i] for i in slots), key=lambda item: Path(item.path).name)
-    for slot, item in zip(slots, in_file_order, strict=True):
-        items[slot] = item
 
 
 @pytest.fixture(scope="session")

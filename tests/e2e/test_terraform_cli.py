@@ -22,6 +22,7 @@ pytestmark = [
 ]
 
 HOST = "registry.test"  # never resolved: the CLI config's host block maps its services
+ORG = "tf-cli"  # this module's own: the e2e modules share one stack, in any order
 
 
 def module_source(version: str) -> bytes:
@@ -44,7 +45,7 @@ def write_cli_config(directory: Path, stack: Stack, token: str) -> Path:
 
 
 def terraform_get(
-    workdir: Path, cli_config: Path, constraint: str, source: str = f"{HOST}/acme/bucket/aws"
+    workdir: Path, cli_config: Path, constraint: str, source: str = f"{HOST}/{ORG}/bucket/aws"
 ) -> tuple[str, Path]:
     """Run ``terraform get`` for one module with ``constraint``: the installed version and
     the directory it was installed in."""
@@ -81,11 +82,12 @@ def installed_version(workdir: Path, cli_config: Path, constraint: str) -> str:
 
 def test_terraform_installs_the_right_versions(stack: Stack, tmp_path: Path):
     admin = stack.session()
-    assert admin.post(
-        stack.api("/organizations"), json=doc("organizations", name="acme", email="ops@acme.io")
-    ).status_code in (201, 422)
+    created = admin.post(
+        stack.api("/organizations"), json=doc("organizations", name=ORG, email=f"ops@{ORG}.io")
+    )
+    assert created.status_code == 201, created.text
     team = admin.post(
-        stack.api("/organizations/acme/teams"),
+        stack.api(f"/organizations/{ORG}/teams"),
         json=doc("teams", name="terraform-ci", **{"organization-access": {"manage-modules": True}}),
     )
     assert team.status_code == 201, team.text
@@ -94,14 +96,14 @@ def test_terraform_installs_the_right_versions(stack: Stack, tmp_path: Path):
     ci = stack.session(token)
     assert (
         ci.post(
-            stack.api("/organizations/acme/registry-modules"),
+            stack.api(f"/organizations/{ORG}/registry-modules"),
             json=doc("registry-modules", name="bucket", provider="aws"),
         ).status_code
         == 201
     )
     for version in ["1.0.0", "1.1.0", "2.0.0-rc.1"]:
         created = ci.post(
-            stack.api("/registry-modules/acme/bucket/aws/versions"),
+            stack.api(f"/registry-modules/{ORG}/bucket/aws/versions"),
             json=doc("registry-module-versions", version=version),
         )
         assert created.status_code == 201, created.text
@@ -113,7 +115,7 @@ def test_terraform_installs_the_right_versions(stack: Stack, tmp_path: Path):
         assert put.status_code == 200
 
     def statuses() -> list[str]:
-        reply = ci.get(stack.api("/organizations/acme/registry-modules/private/acme/bucket/aws"))
+        reply = ci.get(stack.api(f"/organizations/{ORG}/registry-modules/private/{ORG}/bucket/aws"))
         return [s["status"] for s in reply.json()["data"]["attributes"]["version-statuses"]]
 
     assert wait_for(statuses, lambda s: s == ["ok"] * 3) == ["ok"] * 3
@@ -124,7 +126,7 @@ def test_terraform_installs_the_right_versions(stack: Stack, tmp_path: Path):
     # A pre-release is only chosen when it is pinned exactly.
     assert installed_version(tmp_path / "pinned-rc", config, "2.0.0-rc.1") == "2.0.0-rc.1"
 
-    admin.delete(stack.api("/organizations/acme/registry-modules/private/acme/bucket/aws/1.1.0"))
+    admin.delete(stack.api(f"/organizations/{ORG}/registry-modules/private/{ORG}/bucket/aws/1.1.0"))
     assert installed_version(tmp_path / "after-delete", config, "~> 1.0") == "1.0.0"
 
     # Without credentials the registry answers 401 and terraform fails.

@@ -12,6 +12,15 @@ stand-in records the URL and returns at once (terraform waits for the launcher b
 reads the answer). Debian's headless Chromium (Playwright) then opens it, signs in to the UI
 with the admin's user token and clicks Approve; Chromium follows the redirect to terraform's
 loopback listener, which takes the code and exchanges it.
+
+terraform's listener may drop its answer to the browser: its handler hands the code over
+before writing the page, and the waiting goroutine then closes the server (``server.Close()``,
+which closes active connections too) and exchanges the code. On a loaded machine that close
+often wins while terraform still succeeds: Chromium gets an empty response
+(``net::ERR_EMPTY_RESPONSE``), tries again and finds the listener gone
+(``net::ERR_CONNECTION_REFUSED`` from ``wait_for_url``). So the test checks the request the
+browser sent to the listener (terraform's redirect URI, its state, a code), terraform's exit and
+saved token, and terraform's page whenever terraform did answer.
 """
 
 from __future__ import annotations
@@ -22,7 +31,7 @@ import shutil
 import subprocess
 import time
 from pathlib import Path
-from urllib.parse import urljoin
+from urllib.parse import parse_qs, urljoin, urlsplit
 
 import pytest
 import requests
@@ -37,9 +46,13 @@ pytestmark = [
 
 HOST = "registry.test"
 ORG = "tflogin"
+# Written then renamed: the test must never read a half-written (or still empty) file.
 LAUNCHER = """#!/bin/sh
-printf '%s' "$1" > "{target}"
+printf '%s' "$1" > "{target}.tmp" && mv "{target}.tmp" "{target}"
 """
+# How Chromium reports terraform's listener closing the connection without an answer.
+DROPPED = ("net::ERR_EMPTY_RESPONSE", "net::ERR_CONNECTION_CLOSED", "net::ERR_CONNECTION_RESET")
+TIMEOUT_MS = 60_000  # a loaded machine's stack, chromium and terraform
 
 
 def publish_module(stack: Stack) -> None:
@@ -100,9 +113,10 @@ def cli_config(directory: Path, stack: Stack) -> Path:
     return config
 
 
-def approve_in_chromium(url: str) -> str:
-    """Sign in to the UI with the admin's user token and approve; the text of the page
-    terraform's listener answers."""
+def approve_in_chromium(url: str) -> tuple[str, str | None]:
+    """Sign in to the UI with the admin's user token and approve: the URL the browser was
+    sent to on terraform's listener, and the text of the page the listener answered (None
+    when terraform closed the connection without answering, see the module's docstring)."""
     from playwright.sync_api import sync_playwright
 
     executable = shutil.which("chromium")
@@ -111,15 +125,21 @@ def approve_in_chromium(url: str) -> str:
         browser = playwright.chromium.launch(executable_path=executable, headless=True)
         try:
             page = browser.new_page()
+            page.set_default_timeout(TIMEOUT_MS)
             page.goto(url)
             assert "/app/sign-in" in page.url  # no session yet: the sign-in detour
             page.fill("#token", ADMIN_TOKEN)
             page.click("button[type=submit]")
             page.wait_for_url("**/app/oauth/authorize?**")
             assert "Authorize terraform login" in page.content()
-            page.click("button[value=approve]")
+            with page.expect_request(lambda r: r.url.startswith("http://localhost:")) as sent:
+                page.click("button[value=approve]")
+            callback = sent.value
+            if callback.response() is None:  # the request failed: terraform did not answer
+                assert callback.failure in DROPPED, callback.failure
+                return callback.url, None
             page.wait_for_url("http://localhost:*/login?**")
-            return page.inner_text("body")
+            return callback.url, page.inner_text("body")
         finally:
             browser.close()
 
@@ -171,8 +191,14 @@ def test_terraform_login_then_init_with_the_saved_token(stack: Stack, tmp_path: 
         assert url.startswith(f"{stack.url}/app/oauth/authorize?")
         assert "code_challenge_method=S256" in url and "redirect_uri=http%3A%2F%2Flocalhost" in url
 
-        answer = approve_in_chromium(url)
-        assert "returned an authentication code to Terraform" in answer
+        callback, answer = approve_in_chromium(url)
+        # The browser went to terraform's own redirect URI with a code and terraform's state.
+        asked = parse_qs(urlsplit(url).query)
+        assert callback.startswith(asked["redirect_uri"][0] + "?")
+        got = parse_qs(urlsplit(callback).query)
+        assert got["state"] == asked["state"] and len(got["code"]) == 1 and got["code"][0]
+        if answer is not None:
+            assert "returned an authentication code to Terraform" in answer
         assert login.wait(timeout=60) == 0, (tmp_path / "login.out").read_text()
     finally:
         if login.poll() is None:
