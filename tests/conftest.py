@@ -42,18 +42,20 @@ ADMIN_TOKEN = "admin-token-for-tests"
 
 def forget_cached_state() -> None:
     """Forget what chalicelib's modules remember between requests (one Lambda instance's
-    warm state): verified tokens, cached users, the general settings, parsed metadata and the
-    settings themselves. Every test starts as a cold instance would; the one place to list a
-    new module-level cache."""
+    warm state): verified tokens, cached users, the general settings, parsed metadata, the
+    web's CSRF signing key and the settings themselves. Every test starts as a cold instance
+    would; the one place to list a new module-level cache."""
     from chalicelib.accounts.store import _users
     from chalicelib.admin.store import forget_cached_general
     from chalicelib.core.auth import verified
     from chalicelib.web.pages import _metadata
+    from chalicelib.web.store import signing_key
 
     verified.clear()
     _users.clear()
     forget_cached_general()
     _metadata.cache_clear()
+    signing_key.cache_clear()  # the pre-sign-in CSRF key: its item goes with the tables
     get_settings.cache_clear()
 
 
@@ -72,7 +74,7 @@ class Provisioned:
     def empty(self) -> None:
         """Every table item, bucket object and queued message gone; anything a test created
         besides the provisioned resources deleted: the state right after ``provision()``."""
-        from chalicelib.core.aws import client
+        from chalicelib.core.data.aws import client
 
         dynamodb, s3, sqs = client("dynamodb"), client("s3"), client("sqs")
         for table in dynamodb.list_tables()["TableNames"]:
@@ -113,7 +115,7 @@ class Provisioned:
 def aws_resources() -> Iterator[Provisioned]:
     """Tables, bucket, queues and KMS key created once per session (creating the tables is
     most of a test's setup); moto's mock is switched on only while a test uses ``aws``."""
-    from chalicelib.core.aws import client
+    from chalicelib.core.data.aws import client
     from infrastructure.resources import provision
 
     mock = mock_aws()
