@@ -129,27 +129,6 @@ class Ctx(RequestContext):
         assert isinstance(declared, Relationships), f"the route declares body={declared!r}"
         return declared.parse(self.json())
 
-    @property
-    def query(self) -> dict[str, str]:
-        return dict(self.request.query_params or {})
-
-    @property
-    def base_url(self) -> str:
-        configured = get_settings().public_base_url
-        if configured:
-            return configured
-        headers = self.request.headers
-        proto = headers.get("x-forwarded-proto", "http")
-        host = headers.get("host", "localhost")
-        return f"{proto}://{host}"
-
-    def url(self, path: str) -> str:
-        return self.base_url + path
-
-    @property
-    def path(self) -> str:
-        return self.request.context.get("path") or self.request.path
-
     def page(self) -> Page:
         return Page.from_query(self.query)
 
