@@ -33,6 +33,8 @@ for _name in ("AWS_ENDPOINT_URL", "AWS_PROFILE", "EDITION", "REGISTRY_PUBLIC_URL
 
 import pytest  # noqa: E402
 from moto import mock_aws  # noqa: E402
+from moto.core import DEFAULT_ACCOUNT_ID  # noqa: E402
+from moto.dynamodb.models import dynamodb_backends  # noqa: E402
 
 from chalicelib.core.data.aws import reset_clients  # noqa: E402
 from chalicelib.core.settings import get_settings  # noqa: E402
@@ -61,13 +63,12 @@ def forget_cached_state() -> None:
 
 @dataclass
 class Provisioned:
-    """moto's mock with every resource created once: the names to keep, and the key
-    attributes of each table (what a delete needs). The resources themselves are shared: a
-    test that reconfigures one (a queue's attributes, the bucket's notifications) puts it
-    back."""
+    """moto's mock with every resource created once, and their names. The resources
+    themselves are shared: a test that reconfigures one (a queue's attributes, the bucket's
+    notifications) puts it back."""
 
     mock: Any
-    table_keys: dict[str, list[str]]
+    tables: set[str]
     buckets: set[str]
     queues: set[str]
 
@@ -78,20 +79,12 @@ class Provisioned:
 
         dynamodb, s3, sqs = client("dynamodb"), client("s3"), client("sqs")
         for table in dynamodb.list_tables()["TableNames"]:
-            if table not in self.table_keys:
+            if table not in self.tables:
                 dynamodb.delete_table(TableName=table)
-                continue
-            keys = self.table_keys[table]
-            names = {f"#k{i}": key for i, key in enumerate(keys)}
-            for page in dynamodb.get_paginator("scan").paginate(
-                TableName=table,
-                ProjectionExpression=", ".join(names),
-                ExpressionAttributeNames=names,
-            ):
-                items = page["Items"]
-                for start in range(0, len(items), 25):  # BatchWriteItem's limit
-                    batch = [{"DeleteRequest": {"Key": i}} for i in items[start : start + 25]]
-                    dynamodb.batch_write_item(RequestItems={table: batch})
+        # moto's own tables, emptied in place: a Scan and BatchWriteItem round trip per
+        # table cost most of this method (a moto upgrade that renames ``items`` fails loudly).
+        for table in dynamodb_backends[DEFAULT_ACCOUNT_ID][get_settings().region].tables.values():
+            table.items.clear()
         for bucket in [b["Name"] for b in s3.list_buckets()["Buckets"]]:
             for upload in s3.list_multipart_uploads(Bucket=bucket).get("Uploads", []):
                 s3.abort_multipart_upload(
@@ -123,19 +116,12 @@ def aws_resources() -> Iterator[Provisioned]:
     reset_clients()
     try:
         provision()
-        dynamodb = client("dynamodb")
-        table_keys = {
-            table: [
-                key["AttributeName"]
-                for key in dynamodb.describe_table(TableName=table)["Table"]["KeySchema"]
-            ]
-            for table in dynamodb.list_tables()["TableNames"]
-        }
+        tables = set(client("dynamodb").list_tables()["TableNames"])
         buckets = {b["Name"] for b in client("s3").list_buckets()["Buckets"]}
         queues = set(client("sqs").list_queues().get("QueueUrls", []))
     finally:
         mock.stop(remove_data=False)
-    yield Provisioned(mock, table_keys, buckets, queues)
+    yield Provisioned(mock, tables, buckets, queues)
     mock.reset()
     reset_clients()
 
