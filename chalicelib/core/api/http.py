@@ -25,8 +25,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from chalice import Blueprint, Chalice, Response
-from chalice.app import Request
+from chalice.app import Blueprint, Chalice, Request, Response
 
 if TYPE_CHECKING:
     from chalicelib.core.api.attributes import Attributes
@@ -163,7 +162,7 @@ class Ctx(RequestContext):
 
     def include_values(self) -> list[str]:
         """Every ``include`` query value as sent (the parameter may repeat)."""
-        params = self.request.query_params or {}
+        params: Mapping[str, str] = self.request.query_params or {}
         if "include" not in params:
             return []
         getlist = getattr(params, "getlist", None)
@@ -179,6 +178,8 @@ class Ctx(RequestContext):
 
 
 Handler = Callable[..., Response]
+# A route's handler, whose own signature the decorator keeps (``route`` returns it as is).
+HandlerT = TypeVar("HandlerT", bound=Handler)
 
 
 def _authenticate(request: Any) -> Principal:
@@ -206,7 +207,7 @@ def route(
     bearer: bool | None = None,
     summary: str | None = None,
     tag: str | None = None,
-) -> Callable[[Handler], Handler]:
+) -> Callable[[HandlerT], HandlerT]:
     """Register ``handler(ctx, **params)`` on ``bp`` at ``path`` for ``methods``.
 
     ``render_error`` shapes error bodies: JSON:API by default, the registry protocol's
@@ -229,9 +230,10 @@ def route(
     declared = tuple(includes)
     assert jsonapi or not declared, f"{path} is not a JSON:API route: it cannot serve includes"
 
-    def decorate(handler: Handler) -> Handler:
+    def decorate(handler: HandlerT) -> HandlerT:
         def view(**params: str) -> Response:
             request = bp.current_request
+            assert request is not None, "Chalice sets the request before it calls a view"
             try:
                 principal = None if public else _authenticate(request)
                 ctx = Ctx(request, principal, body=body)
