@@ -23,7 +23,7 @@ import logging
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from chalice.app import Blueprint, Chalice, Request, Response
 
@@ -106,6 +106,12 @@ class Ctx(RequestContext):
 
     def json(self) -> Any:
         return load_json(self.request.raw_body)
+
+    @overload
+    def attributes(self) -> Any: ...  # the model declared by path: its type is not known here
+
+    @overload
+    def attributes(self, model: type[A]) -> A: ...
 
     def attributes(self, model: type[A] | None = None) -> A:
         """``data.attributes`` of the request document, validated as the route's ``body=``
