@@ -33,7 +33,7 @@ MODULE = BASE + "/{namespace}/{name}/{provider}"
 # ----- the protocol's documents, for the OpenAPI document --------------------------------------
 
 STRING = {"type": "string"}
-MODULE_SUMMARY = {
+MODULE_SUMMARY: dict[str, Any] = {
     "type": "object",
     "required": ["id", "namespace", "name", "provider", "version"],
     "properties": {
