@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint format bench install clean package
+.PHONY: run test lint typecheck format bench install clean package
 
 $(STAMP): requirements.txt requirements-dev.txt
 	@echo "==> Setting up .venv (once, or after requirements*.txt change): about 2 minutes"
@@ -29,6 +29,10 @@ lint: $(STAMP)
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
 
+# mypy over chalicelib/ and infrastructure/ (strict on chalicelib/core), see pyproject.toml.
+typecheck: $(STAMP)
+	$(PY) -m mypy
+
 format: $(STAMP)
 	$(PY) -m ruff format .
 	$(PY) -m ruff check --fix .
@@ -41,8 +45,8 @@ browser:
 		if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
 		$$SUDO apt-get update && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y chromium; }
 
-# Lint, package (template + cfn-lint), then the suite, whose summary closes the output.
-test: lint browser
+# Lint, type-check, package (template + cfn-lint), then the suite, whose summary closes the output.
+test: lint typecheck browser
 	$(MAKE) package
 	$(PY) -m pytest
 
@@ -65,4 +69,4 @@ bench: $(STAMP)
 	$(PY) bench/run.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache out build
+	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache out build

@@ -106,7 +106,7 @@ def make_moto_dynamodb_atomic() -> None:
         with lock:
             return original(self)
 
-    DynamoHandler.call_action = call_action
+    DynamoHandler.call_action = call_action  # type: ignore[method-assign]  # serialised
 
 
 class Poller(threading.Thread):
@@ -262,6 +262,7 @@ def _request_handler() -> Any:
         # Reply segments go out at once: with Nagle's algorithm each response waited ~40 ms
         # for the client's delayed ACK.
         disable_nagle_algorithm = True
+        request_version: str  # BaseHTTPRequestHandler's (annotated: mypy loses it here)
         # A refusal left (part of) the body in the socket: the connection closes after it.
         body_left_unread = False
 

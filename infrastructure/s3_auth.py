@@ -280,6 +280,7 @@ class Verifier:
             raise Refused(
                 "AccessDenied",
                 "Request has expired",
+                403,
                 **{
                     "X-Amz-Expires": str(expires),
                     "Expires": (signed_at + timedelta(seconds=expires)).strftime(

@@ -80,6 +80,7 @@ def bytecode(source: bytes, name: str) -> tuple[str, bytes]:
             doraise=True,
             invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH,
         )
+        assert compiled is not None  # doraise: a failure raises
         cached = importlib.util.cache_from_source(name)
         return cached, Path(compiled).read_bytes()
 

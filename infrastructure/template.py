@@ -13,8 +13,9 @@ import functools
 import json
 import subprocess
 import sys
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from chalicelib import __version__
 from chalicelib.core.data import db
@@ -22,6 +23,9 @@ from chalicelib.core.settings import get_settings
 from chalicelib.modules.keys import UPLOAD_PREFIX
 from infrastructure import resources  # noqa: F401 - registers every model with db.MODELS
 from infrastructure.groups import EVENT_FUNCTIONS, INGEST, READ, ROUTE_GROUPS, Function
+
+if TYPE_CHECKING:
+    from pynamodb.models import Model
 
 TABLE_READ = [
     "dynamodb:GetItem",
@@ -123,14 +127,14 @@ def table_short_names() -> dict[str, type]:
     return {model.Meta.table_name[len(prefix) :]: model for model in db.MODELS}
 
 
-def _key_schema(keys: list[dict[str, str]]) -> list[dict[str, str]]:
+def _key_schema(keys: Iterable[Mapping[str, Any]]) -> list[dict[str, str]]:
     return sorted(
         ({"AttributeName": k["AttributeName"], "KeyType": k["KeyType"]} for k in keys),
         key=lambda k: k["KeyType"] != "HASH",
     )
 
 
-def table_resource(short: str, model: type) -> dict[str, Any]:
+def table_resource(short: str, model: type[Model]) -> dict[str, Any]:
     schema = model._get_schema()
     properties: dict[str, Any] = {
         "TableName": sub(f"${{AWS::StackName}}-{short}"),

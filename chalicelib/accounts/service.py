@@ -12,15 +12,18 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from chalicelib.accounts import store
 from chalicelib.accounts.store import DIRECTORY, OrganizationModel, TeamModel, UserModel
 from chalicelib.core.api.errors import Conflict, NotFound, Unprocessable
 from chalicelib.core.api.pagination import Page
-from chalicelib.core.auth import Principal, TokenModel, mint_token
+from chalicelib.core.auth import Principal, PrincipalKind, TokenModel, mint_token
 from chalicelib.core.data import db, lists
 from chalicelib.core.data.ids import new_id, now
+
+if TYPE_CHECKING:
+    from pynamodb.expressions.update import Action
 
 ORG_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]*$")
 EMAIL = re.compile(r"^[^@\s]+@[^@\s]+$")
@@ -480,7 +483,7 @@ def update_team(
     flags: dict[str, bool],
 ) -> TeamModel:
     team = owned_team(principal, team_id)
-    actions = []
+    actions: list[Action] = []
     if name is not None and name != team.name:
         if team.is_owners:
             raise Unprocessable(
@@ -561,7 +564,7 @@ def owned_tokens(kind: str, owner_id: str) -> Iterable[TokenModel]:
 
 def _rotate_single_token(
     holder: TeamModel | OrganizationModel,
-    kind: str,
+    kind: PrincipalKind,
     owner: str,
     organization: str,
     principal: Principal,
@@ -663,7 +666,7 @@ def create_additional_team_token(
 def list_organization_team_tokens(principal: Principal, org: str) -> list[TokenModel]:
     """Every team token of the organization (one Query per team)."""
     owned_organization(principal, org)
-    tokens = []
+    tokens: list[TokenModel] = []
     for team in TeamModel.by_organization.query(org):
         tokens += owned_tokens("team", team.id)
     return sorted(tokens, key=lambda t: t.created_at)

@@ -21,6 +21,7 @@ from pynamodb.attributes import (
     UTCDateTimeAttribute,
 )
 from pynamodb.exceptions import PutError, TransactWriteError, UpdateError
+from pynamodb.expressions.update import Action
 from pynamodb.indexes import AllProjection, GlobalSecondaryIndex, KeysOnlyProjection
 from pynamodb.transactions import TransactWrite
 
@@ -316,6 +317,7 @@ def remove_team_members(team: TeamModel, user_ids: list[str]) -> None:
 def set_scim_link(team_id: str, group_name: str | None, paused: bool) -> None:
     """Record (or, with no group, forget) the SCIM group a team follows; a team deleted
     meanwhile is left alone (never re-created as a stub)."""
+    actions: list[Action]
     if group_name is None:
         actions = [TeamModel.scim_group_name.remove(), TeamModel.scim_sync_paused.remove()]
     else:

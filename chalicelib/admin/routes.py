@@ -8,6 +8,7 @@ SMS settings are reachable under two type names.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from chalice import Blueprint, Response
@@ -25,7 +26,7 @@ from chalicelib.admin.render import (
     singleton,
 )
 from chalicelib.core.api.errors import NotFound, Unprocessable
-from chalicelib.core.api.http import Ctx, route
+from chalicelib.core.api.http import Ctx, HandlerT, route
 from chalicelib.core.api.jsonapi import no_content
 from chalicelib.core.api.openapi import Body, Reply
 from chalicelib.core.auth import authenticate
@@ -57,7 +58,7 @@ def _settings(model: str, type_: str) -> Body:
     return Body(SCHEMAS + model, type_, type_check="off", required=False)
 
 
-def admin_route(path: str, methods: tuple[str, ...], **kw: Any) -> Any:
+def admin_route(path: str, methods: tuple[str, ...], **kw: Any) -> Callable[[HandlerT], HandlerT]:
     """A route under /api/v2/admin: public to the wrapper, so the hosted edition can answer
     404 before looking at the token, but it takes a site admin's token (``_admin``)."""
     return route(bp, f"{ADMIN}/{path}", methods=methods, public=True, bearer=True, **kw)

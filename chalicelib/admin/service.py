@@ -243,7 +243,12 @@ def update_saml(changes: dict[str, Any]) -> store.SettingsModel:
     values.update(changes)
     current = values.get("idp-cert")
     new_idp_cert = sent_certificates.get("idp-cert")
-    if current and not _blank(new_idp_cert) and not _same_certificate(new_idp_cert, current):
+    if (
+        current
+        and new_idp_cert is not None
+        and not _blank(new_idp_cert)
+        and not _same_certificate(new_idp_cert, current)
+    ):
         values["old-idp-cert"] = current  # kept until revoke-old-certificate
     for name, value in sent_certificates.items():
         values[name] = None if _blank(value) else value

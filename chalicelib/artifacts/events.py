@@ -15,7 +15,7 @@ from typing import Any
 from urllib.parse import unquote_plus
 
 Record = dict[str, Any]
-UploadHandler = Callable[[Record], None]
+UploadHandler = Callable[[Record], object]  # what it returns (e.g. an outcome) is not used
 JobRunner = Callable[[dict[str, Any]], Any]
 
 

@@ -70,7 +70,8 @@ def parse(text: str) -> Version:
     pre = tuple(parts["pre"].split(".")) if parts["pre"] else ()
     if any(len(n) > MAX_NUMBER_DIGITS for n in numbers + [p for p in pre if p.isdigit()]):
         raise InvalidVersion(f"{text!r} has a number longer than {MAX_NUMBER_DIGITS} digits")
-    return Version(text, *(int(n) for n in numbers), pre, parts["build"] or "")
+    major, minor, patch = (int(n) for n in numbers)
+    return Version(text, major, minor, patch, pre, parts["build"] or "")
 
 
 def is_valid(text: str) -> bool:

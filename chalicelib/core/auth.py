@@ -33,7 +33,7 @@ PrincipalKind = Literal["user", "team", "organization"]
 _ALPHABET = string.ascii_letters + string.digits
 
 
-class TokenById(GlobalSecondaryIndex):
+class TokenById(GlobalSecondaryIndex["TokenModel"]):
     class Meta:
         index_name = "by-id"
         projection = AllProjection()
@@ -41,7 +41,7 @@ class TokenById(GlobalSecondaryIndex):
     id = UnicodeAttribute(hash_key=True)
 
 
-class TokenByOwner(GlobalSecondaryIndex):
+class TokenByOwner(GlobalSecondaryIndex["TokenModel"]):
     class Meta:
         index_name = "by-owner"
         projection = AllProjection()

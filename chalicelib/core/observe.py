@@ -231,8 +231,9 @@ class JsonFormatter(logging.Formatter):
             "timestamp": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created))
             + f".{int(record.msecs):03d}Z",
         }
-        if getattr(record, "request_id", None):
-            line["request_id"] = record.request_id
+        request_id = getattr(record, "request_id", None)
+        if request_id:
+            line["request_id"] = request_id
         line.update(getattr(record, "fields", None) or {})
         if record.exc_info:
             line["exception"] = scrub(self.formatException(record.exc_info))

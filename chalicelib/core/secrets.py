@@ -13,16 +13,19 @@ from __future__ import annotations
 
 import base64
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from chalicelib.core.data.aws import client
 from chalicelib.core.settings import get_settings
+
+if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 Sealed = dict[str, str]
 _VERSION = "kms-aes256gcm-1"
 
 
-def _aesgcm(key: bytes) -> Any:
+def _aesgcm(key: bytes) -> AESGCM:
     # cryptography (about 5 ms and 4.7 MB of the zip) loads with the first secret sealed or
     # opened: most requests of the functions that import this module handle none.
     from cryptography.hazmat.primitives.ciphers.aead import AESGCM
@@ -77,8 +80,9 @@ def ensure_key() -> str:
     for page in kms.get_paginator("list_aliases").paginate():
         for alias in page["Aliases"]:
             if alias["AliasName"] == name and alias.get("TargetKeyId"):
-                return alias["TargetKeyId"]
-    key_id = kms.create_key(
+                target: str = alias["TargetKeyId"]
+                return target
+    key_id: str = kms.create_key(
         Description="tfe-module-registry secrets (envelope encryption)",
         KeyUsage="ENCRYPT_DECRYPT",
         KeySpec="SYMMETRIC_DEFAULT",

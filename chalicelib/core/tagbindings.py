@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from pynamodb.attributes import ListAttribute, MapAttribute, UnicodeAttribute
 
@@ -45,15 +45,19 @@ class Binding(NamedTuple):
     value: str
 
 
-class TagBindingAttribute(MapAttribute):
+class TagBindingAttribute(MapAttribute[str, Any]):
     """One stored binding; ``id`` stays the same while its key is bound."""
 
     id = UnicodeAttribute()
     key = UnicodeAttribute()
     value = UnicodeAttribute(default="")
 
+    if TYPE_CHECKING:  # MapAttribute's own __init__ is unannotated
 
-def TagBindingsAttribute() -> ListAttribute:  # noqa: N802 - reads as an attribute class
+        def __init__(self, *, id: str, key: str, value: str) -> None: ...
+
+
+def TagBindingsAttribute() -> ListAttribute[TagBindingAttribute]:  # noqa: N802 - reads as an attribute class
     """The attribute a model declares: ``tag_bindings = TagBindingsAttribute()``."""
     return ListAttribute(of=TagBindingAttribute, default=list)
 

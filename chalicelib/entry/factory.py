@@ -22,7 +22,7 @@ class RegistryApp(Chalice):
 
     _requests = threading.local()
 
-    @property  # type: ignore[override]
+    @property
     def current_request(self) -> Any:
         return getattr(self._requests, "request", None)
 

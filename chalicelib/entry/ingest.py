@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import Any
+from typing import Any, TypedDict
 
 from chalice import Chalice
 
@@ -62,7 +62,15 @@ def handle_messages(event: Any) -> None:
         handle_body(message.body)
 
 
-QUEUE = {"queue": get_settings().ingest_queue, "batch_size": 1, "name": "ingest"}
+class Subscription(TypedDict):
+    """``on_sqs_message``'s arguments (``app.py`` subscribes the same handler)."""
+
+    queue: str
+    batch_size: int
+    name: str
+
+
+QUEUE: Subscription = {"queue": get_settings().ingest_queue, "batch_size": 1, "name": "ingest"}
 
 app = Chalice(app_name="registry-ingest")
 ingest = app.on_sqs_message(**QUEUE)(handle_messages)  # the Lambda handler

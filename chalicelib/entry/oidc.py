@@ -1,10 +1,18 @@
 """The scheduled OIDC key maintenance: 90-day rotation and 30-day trim when they are due."""
 
-from typing import Any
+from typing import Any, TypedDict
 
 from chalice import Chalice, Rate
 
-SCHEDULE = {"expression": Rate(1, unit=Rate.HOURS), "name": "oidc_key_maintenance"}
+
+class Schedule(TypedDict):
+    """``schedule``'s arguments (``app.py`` schedules the same handler)."""
+
+    expression: Rate
+    name: str
+
+
+SCHEDULE: Schedule = {"expression": Rate(1, unit=Rate.HOURS), "name": "oidc_key_maintenance"}
 
 
 def maintain_keys(event: Any) -> None:

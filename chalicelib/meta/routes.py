@@ -74,7 +74,7 @@ OBJECT = {"type": "object"}
     summary="Ping: the API's version (and rate limit) headers",
 )
 def ping(ctx: Ctx) -> Response:
-    return Response(body="", status_code=204, headers=api_headers())
+    return Response(body="", status_code=204, headers={**api_headers()})
 
 
 @route(

@@ -81,12 +81,13 @@ class RevocationStatus(StrEnum):
 
 def is_revoked(revocation: Mapping[str, Any] | None) -> bool:
     """A version whose ``revocation`` says ``Revoked`` (``Unrevoked`` is served again)."""
-    return bool(revocation) and revocation.get("status") == RevocationStatus.REVOKED
+    return revocation is not None and revocation.get("status") == RevocationStatus.REVOKED
 
 
 def is_deprecated(deprecation: Mapping[str, Any] | None) -> bool:
     return (
-        bool(deprecation) and deprecation.get("deprecated-status") == DeprecationStatus.DEPRECATED
+        deprecation is not None
+        and deprecation.get("deprecated-status") == DeprecationStatus.DEPRECATED
     )
 
 

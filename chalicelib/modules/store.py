@@ -25,6 +25,7 @@ from pynamodb.attributes import (
 )
 from pynamodb.exceptions import TransactWriteError, UpdateError
 from pynamodb.expressions.condition import size
+from pynamodb.expressions.update import Action
 from pynamodb.indexes import AllProjection, GlobalSecondaryIndex, KeysOnlyProjection
 from pynamodb.transactions import TransactWrite
 
@@ -128,7 +129,7 @@ class ModuleModel(db.Model):
     test_config = JSONAttribute(null=True)
     # version -> {"status": ..., "error": ...}; updated with per-key SET/REMOVE so concurrent
     # writers of different versions never overwrite each other.
-    version_statuses = MapAttribute(default=dict)
+    version_statuses: MapAttribute[str, Any] = MapAttribute(default=dict)
     # VCS-backed modules only: the repository settings (chalicelib.modules.publishing.service), the
     # webhook id in the webhook URL, its KMS-sealed secret, the webhook's registration at
     # the VCS host (status, the host's hook id, the URL registered) and the last tag sync's
@@ -287,10 +288,11 @@ def servable_versions(statuses: dict[str, dict[str, Any]]) -> list[semver.Versio
 def latest_of(versions: list[semver.Version]) -> semver.Version | None:
     """The highest release, else the highest pre-release (``versions`` newest first)."""
     releases = [v for v in versions if not v.is_prerelease]
-    return (releases or versions or [None])[0]
+    candidates = releases or versions
+    return candidates[0] if candidates else None
 
 
-def protocol_entry(module: ModuleModel) -> tuple[str, str | None] | None:
+def protocol_entry(module: ModuleModel) -> tuple[str | None, str | None] | None:
     """(latest version, its publication time) of the module's protocol list entry, None
     when the protocol does not list it (a curated public module: no version of its own)."""
     if module.registry_name == "public":
@@ -399,9 +401,9 @@ def backfill_lists() -> dict[str, int]:
         refresh_listing(organization, module_key(registry, namespace, name, provider))
         report["entries removed"] += 1
     kept: dict[str, dict[str, int]] = defaultdict(dict)
-    for item in lists.CountModel.scan():
-        if item.scope.startswith("registry-modules#"):
-            kept[item.scope][item.part] = int(item.count)
+    for kept_count in lists.CountModel.scan():
+        if kept_count.scope.startswith("registry-modules#"):
+            kept[kept_count.scope][kept_count.part] = int(kept_count.count)
     scopes = {count_scope(org): dict(parts) for org, parts in counted.items()}
     for scope in kept.keys() | scopes.keys():
         target = scopes.get(scope, {})
@@ -483,7 +485,7 @@ def record_version_status(
     for key in ("deprecation", "revocation"):
         if getattr(version, key, None):
             entry[key] = getattr(version, key)
-    actions = [
+    actions: list[Action] = [
         ModuleVersionModel.status.set(str(status)),
         ModuleVersionModel.updated_at.set(moment),
         ModuleVersionModel.error.set(error) if error else ModuleVersionModel.error.remove(),
@@ -491,7 +493,7 @@ def record_version_status(
     for name, value in (fields or {}).items():
         actions.append(getattr(ModuleVersionModel, name).set(value))
     module = ModuleModel(version.organization, version.module_key)
-    module_actions = [
+    module_actions: list[Action] = [
         ModuleModel.version_statuses[version.version].set(entry),
         ModuleModel.updated_at.set(moment),
     ]

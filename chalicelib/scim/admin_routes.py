@@ -6,13 +6,14 @@ looking at the token; otherwise a site admin's token is needed (others get 404).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from chalice import Blueprint, Response
 
 from chalicelib.accounts.service import is_site_admin
 from chalicelib.core.api.errors import NotFound
-from chalicelib.core.api.http import Ctx, route
+from chalicelib.core.api.http import Ctx, HandlerT, route
 from chalicelib.core.api.jsonapi import document, no_content
 from chalicelib.core.api.openapi import PAGE, Body, Param, Reply
 from chalicelib.core.auth import Principal, authenticate
@@ -34,7 +35,7 @@ def _admin(ctx: Ctx) -> Principal:
     return principal
 
 
-def admin_route(path: str, methods: tuple[str, ...], **kw: Any) -> Any:
+def admin_route(path: str, methods: tuple[str, ...], **kw: Any) -> Callable[[HandlerT], HandlerT]:
     return route(bp, f"{ADMIN}/{path}", methods=methods, public=True, bearer=True, **kw)
 
 

@@ -59,7 +59,7 @@ def scim_error_document(error: ApiError) -> dict[str, object]:
 
 
 def scim_error_response(error: ApiError) -> Response:
-    headers = {"Content-Type": SCIM_JSON, **error.headers}
+    headers: dict[str, str | list[str]] = {"Content-Type": SCIM_JSON, **error.headers}
     return Response(
         body=json.dumps(scim_error_document(error)), status_code=error.status, headers=headers
     )

@@ -176,7 +176,7 @@ class _Parser:
             self.depth += 1
             if self.depth > MAX_FILTER_DEPTH:
                 raise bad_request("the filter nests too deep", "invalidFilter")
-            inner = Not(self.factor())
+            inner: Filter = Not(self.factor())
             self.depth -= 1
             return inner
         kind, text = self.take()

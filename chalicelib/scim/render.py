@@ -19,7 +19,7 @@ SCIM_BASE = "/scim/v2"
 
 
 def scim_response(body: Any, status: int = 200, location: str | None = None) -> Response:
-    headers = {"Content-Type": SCIM_JSON}
+    headers: dict[str, str | list[str]] = {"Content-Type": SCIM_JSON}
     if location:
         headers["Location"] = location
     return Response(body=json.dumps(body), status_code=status, headers=headers)

@@ -8,11 +8,12 @@ hosted edition has no SCIM (404).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from chalice import Blueprint, Response
 
-from chalicelib.core.api.http import Ctx, route
+from chalicelib.core.api.http import Ctx, HandlerT, route
 from chalicelib.core.api.openapi import Param, Payload, Reply
 from chalicelib.core.settings import get_settings
 from chalicelib.scim import protocol, render, service
@@ -96,7 +97,7 @@ def _reply(status: int, schema: dict[str, Any] = OBJECT, description: str = "") 
 
 def scim_route(
     path: str, methods: tuple[str, ...], errors: dict[int, str] | None = None, **kw: Any
-) -> Any:
+) -> Callable[[HandlerT], HandlerT]:
     return route(
         bp,
         BASE + path,

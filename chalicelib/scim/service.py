@@ -25,7 +25,7 @@ import re
 import uuid
 from collections.abc import Callable
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from chalicelib.accounts import service as accounts
 from chalicelib.core.api.errors import Conflict, NotFound, Unprocessable, attribute_pointer
@@ -34,6 +34,9 @@ from chalicelib.core.data.ids import new_id, now
 from chalicelib.scim import protocol, store
 from chalicelib.scim.errors import ScimError, bad_request, not_found
 from chalicelib.scim.store import ScimGroupModel, ScimMappingModel, ScimSettingsModel, ScimUserModel
+
+if TYPE_CHECKING:
+    from pynamodb.expressions.update import Action
 
 TOKEN_MIN_DAYS = 29
 TOKEN_MAX_DAYS = 365
@@ -376,7 +379,7 @@ def _write_user(
     _check_attributes(attrs)
     was_active = user.active
     email_before = _primary_email(user.user_name, user.attributes or {})
-    actions = [
+    actions: list[Action] = [
         ScimUserModel.user_name.set(user_name),
         ScimUserModel.user_name_lower.set(user_name.lower()),
         ScimUserModel.active.set(active),
@@ -615,7 +618,7 @@ def _write_group(
     before = set(group.member_ids or ())
     added = _existing_users(members - before)
     removed = before - members
-    actions = [
+    actions: list[Action] = [
         ScimGroupModel.display_name.set(display),
         ScimGroupModel.display_name_lower.set(display.lower()),
         ScimGroupModel.updated_at.set(now()),
@@ -656,7 +659,8 @@ def _members_named(operations: list[protocol.Operation]) -> int:
 
 def patch_group(scim_id: str, body: Any) -> ScimGroupModel:
     group = get_group(scim_id)
-    display, external_id = group.display_name, group.external_id
+    display = group.display_name
+    external_id: str | None = group.external_id
     members = set(group.member_ids or ())
     operations = protocol.patch_operations(body)
     if (named := _members_named(operations)) > MAX_MEMBERS_PER_REQUEST:

@@ -194,17 +194,18 @@ def _fetch_commit(
 ) -> tuple[Any, Any]:
     """A MemoryRepo holding ``sha`` and ``depth - 1`` generations of history, and the commit.
     ``refs``: the remote's refs when the caller has just read them (saves a round trip)."""
-    from dulwich.objects import Commit, Tag
+    from dulwich.object_store import MemoryObjectStore
+    from dulwich.objects import Commit, ObjectID, Tag
     from dulwich.repo import MemoryRepo
 
     if not re.fullmatch(r"[0-9a-f]{40}|[0-9a-f]{64}", sha or ""):
         raise GitError(f"{sha!r} is not a full commit sha")
-    target = sha.encode("ascii")
+    target = ObjectID(sha.encode("ascii"))
     if refs is None:
         refs = _refs(repo_url, token, username)
     # Servers without allow-reachable-sha1-in-want accept only advertised objects: want the
     # tag (or branch) that points at the commit when there is one.
-    want = target
+    want: bytes = target
     for ref, value in refs.items():
         if ref.endswith(PEELED):
             if value == target:
@@ -215,6 +216,7 @@ def _fetch_commit(
 
     client, path = _client(repo_url, token, username)
     repo = MemoryRepo()
+    assert isinstance(repo.object_store, MemoryObjectStore)  # dulwich types the base class
     buffer = _CappedBuffer(max_pack_bytes, repo_url)
     try:
         client.fetch_pack(

@@ -79,6 +79,7 @@ def _consent(ctx: WebCtx, request: oauth.AuthorizationRequest) -> Response:
     # Chromium applies form-action to the redirect that follows the POST too: allow exactly
     # terraform's listener besides this origin.
     policy = response.headers["Content-Security-Policy"]
+    assert isinstance(policy, str)  # set once, by our own page response
     response.headers["Content-Security-Policy"] = policy.replace(
         "form-action 'self'", f"form-action 'self' {request.origin}"
     )

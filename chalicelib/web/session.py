@@ -101,7 +101,7 @@ def start(token: str) -> tuple[Principal, str]:
 
 def _session(request: Any) -> store.WebSessionModel | None:
     """The request's live session item (memoized on the request), or None."""
-    memo = getattr(request, "_web_session", False)
+    memo: Any = getattr(request, "_web_session", False)  # the item, None, or False: not yet
     if memo is not False:
         return memo
     secret = cookies(request).get(COOKIE_NAME)
@@ -115,7 +115,7 @@ def _session(request: Any) -> store.WebSessionModel | None:
 def signed_in(request: Any) -> Principal | None:
     """The principal of the browser's session; None when not signed in, the session expired
     or ended, or its token was revoked or expired."""
-    memo = getattr(request, "_web_principal", False)
+    memo: Any = getattr(request, "_web_principal", False)  # the principal, None, or False
     if memo is not False:
         return memo
     item = _session(request)

@@ -155,7 +155,7 @@ class WebCtx(RequestContext):
             return token
         token, new_nonce = session.pre_session_csrf(self.request)
         if new_nonce:
-            self.request._web_set_csrf = new_nonce
+            self.request._web_set_csrf = new_nonce  # type: ignore[attr-defined]  # read by render()
         return token
 
     def render(self, template: str, status: int = 200, **context: Any) -> Response:

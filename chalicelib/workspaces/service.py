@@ -157,7 +157,9 @@ def tag_entries(workspace: WorkspaceModel) -> list[tuple[str, str]]:
 
 def readable(principal: Principal, ref: WorkspaceRef) -> tuple[WorkspaceModel, accounts.OrgAccess]:
     if ref.organization:
-        rights = accounts.organization_access(principal, ref.organization)
+        rights: accounts.OrgAccess | None = accounts.organization_access(
+            principal, ref.organization
+        )
         workspace = find(ref)
     else:
         workspace = find(ref)
@@ -239,7 +241,7 @@ def list_workspaces(
         items = [w for w in items if of.get(w.id) == project_id]
     if tagged:
         of = projects_of(items)
-        inherited = projects.bindings_of(set(of.values()) - {None})
+        inherited = projects.bindings_of({p for p in of.values() if p is not None})
         items = [
             w
             for w in items

@@ -73,7 +73,7 @@ class WorkspaceModel(db.Model):
     trigger_prefixes = ListAttribute(of=UnicodeAttribute, default=list)
     trigger_patterns = ListAttribute(of=UnicodeAttribute, default=list)
     locked = BooleanAttribute(default=False)
-    tags = MapAttribute(default=dict)
+    tags: MapAttribute[str, Any] = MapAttribute(default=dict)
     project_id = UnicodeAttribute(null=True)
     tag_bindings = TagBindingsAttribute()
     # Set while the workspace is being deleted: no tag can be added from then on.

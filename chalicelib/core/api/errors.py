@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from chalice import Response
+from chalice.app import Response
 
 JSONAPI = "application/vnd.api+json"
 
@@ -106,7 +106,7 @@ def error_document(*errors: ApiError) -> dict[str, Any]:
 
 
 def error_response(error: ApiError) -> Response:
-    headers = {"Content-Type": JSONAPI, **error.headers}
+    headers: dict[str, str | list[str]] = {"Content-Type": JSONAPI, **error.headers}
     return Response(
         body=json.dumps(error_document(error)), status_code=error.status, headers=headers
     )
@@ -115,7 +115,7 @@ def error_response(error: ApiError) -> Response:
 def registry_error_response(error: ApiError) -> Response:
     """The registry protocol's error shape: ``{"errors": ["message"]}`` as plain JSON."""
     message = error.detail or error.title
-    headers = {"Content-Type": "application/json", **error.headers}
+    headers: dict[str, str | list[str]] = {"Content-Type": "application/json", **error.headers}
     return Response(
         body=json.dumps({"errors": [message]}), status_code=error.status, headers=headers
     )

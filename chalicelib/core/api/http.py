@@ -23,10 +23,9 @@ import logging
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
-from chalice import Blueprint, Chalice, Response
-from chalice.app import Request
+from chalice.app import Blueprint, Chalice, Request, Response
 
 if TYPE_CHECKING:
     from chalicelib.core.api.attributes import Attributes
@@ -108,6 +107,12 @@ class Ctx(RequestContext):
     def json(self) -> Any:
         return load_json(self.request.raw_body)
 
+    @overload
+    def attributes(self) -> Any: ...  # the model declared by path: its type is not known here
+
+    @overload
+    def attributes(self, model: type[A]) -> A: ...
+
     def attributes(self, model: type[A] | None = None) -> A:
         """``data.attributes`` of the request document, validated as the route's ``body=``
         declares (type check, optional body); ``model``, when given, must be the declared
@@ -142,7 +147,7 @@ class Ctx(RequestContext):
 
     def include_values(self) -> list[str]:
         """Every ``include`` query value as sent (the parameter may repeat)."""
-        params = self.request.query_params or {}
+        params: Mapping[str, str] = self.request.query_params or {}
         if "include" not in params:
             return []
         getlist = getattr(params, "getlist", None)
@@ -158,6 +163,8 @@ class Ctx(RequestContext):
 
 
 Handler = Callable[..., Response]
+# A route's handler, whose own signature the decorator keeps (``route`` returns it as is).
+HandlerT = TypeVar("HandlerT", bound=Handler)
 
 
 def _authenticate(request: Any) -> Principal:
@@ -185,7 +192,7 @@ def route(
     bearer: bool | None = None,
     summary: str | None = None,
     tag: str | None = None,
-) -> Callable[[Handler], Handler]:
+) -> Callable[[HandlerT], HandlerT]:
     """Register ``handler(ctx, **params)`` on ``bp`` at ``path`` for ``methods``.
 
     ``render_error`` shapes error bodies: JSON:API by default, the registry protocol's
@@ -208,9 +215,10 @@ def route(
     declared = tuple(includes)
     assert jsonapi or not declared, f"{path} is not a JSON:API route: it cannot serve includes"
 
-    def decorate(handler: Handler) -> Handler:
+    def decorate(handler: HandlerT) -> HandlerT:
         def view(**params: str) -> Response:
             request = bp.current_request
+            assert request is not None, "Chalice sets the request before it calls a view"
             try:
                 principal = None if public else _authenticate(request)
                 ctx = Ctx(request, principal, body=body)

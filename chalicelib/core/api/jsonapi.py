@@ -12,7 +12,7 @@ import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from chalice import Response
+from chalice.app import Response
 
 from chalicelib.core.api.errors import JSONAPI, BadRequest, Unprocessable
 from chalicelib.core.api.names import kebab

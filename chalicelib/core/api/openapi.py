@@ -61,7 +61,8 @@ class Body:
         if not isinstance(self.model, str):
             return self.model
         module, _, name = self.model.partition(":")
-        return getattr(importlib.import_module(module), name)
+        model: type[Attributes] = getattr(importlib.import_module(module), name)
+        return model
 
     def parse(self, body: Any) -> Attributes:
         checked = self.type_ if self.type_check != "off" else None

@@ -335,7 +335,9 @@ def _operation_id(spec: RouteSpec, taken: set[str]) -> str:
     return candidate
 
 
-def _attribute_schemas(specs: Iterable[RouteSpec]) -> tuple[dict[type[Attributes], Any], dict]:
+def _attribute_schemas(
+    specs: Iterable[RouteSpec],
+) -> tuple[dict[type[Attributes], Any], dict[str, Any]]:
     """Each body model's schema (a ``$ref``), and the component schemas they need."""
     from pydantic.json_schema import models_json_schema  # only when building the document
 
@@ -351,7 +353,7 @@ def _attribute_schemas(specs: Iterable[RouteSpec]) -> tuple[dict[type[Attributes
     return {model: refs[(model, "validation")] for model in models}, definitions.get("$defs", {})
 
 
-def build_document(app: Any, *, title: str, version: str, description: str = "") -> dict:
+def build_document(app: Any, *, title: str, version: str, description: str = "") -> dict[str, Any]:
     """The OpenAPI 3.1 document of every route of ``app`` (a Chalice app whose routes were
     all registered through ``route()``; a route that was not is an error)."""
     served = [

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from functools import cache
-from typing import Any
+from typing import Any, cast
 
 from pynamodb.connection import Connection
 from pynamodb.exceptions import TransactWriteError
-from pynamodb.models import Model
+from pynamodb.models import MetaProtocol
+from pynamodb.models import Model as Model  # re-exported: every model subclasses db.Model
 
 from chalicelib.core import observe
 from chalicelib.core.settings import get_settings
@@ -20,8 +21,9 @@ observe.count_dynamodb_calls()
 MODELS: list[type[Model]] = []
 
 
-def table(short_name: str) -> type:
-    """A PynamoDB ``Meta`` class for the table ``<prefix><short_name>``."""
+def table(short_name: str) -> MetaProtocol:
+    """A PynamoDB ``Meta`` class for the table ``<prefix><short_name>`` (a ``MetaProtocol``
+    once the model class is made: PynamoDB sets the settings it leaves out)."""
     settings = get_settings()
 
     class Meta:
@@ -30,7 +32,7 @@ def table(short_name: str) -> type:
         host = settings.aws_endpoint_url
         billing_mode = "PAY_PER_REQUEST"
 
-    return Meta
+    return cast("MetaProtocol", Meta)
 
 
 def register(model: type[Model]) -> type[Model]:

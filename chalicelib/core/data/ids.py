@@ -5,6 +5,7 @@ from __future__ import annotations
 import secrets
 import string
 from datetime import UTC, datetime
+from typing import overload
 
 _ALPHABET = string.ascii_letters + string.digits
 
@@ -16,6 +17,14 @@ def new_id(prefix: str) -> str:
 
 def now() -> datetime:
     return datetime.now(UTC)
+
+
+@overload
+def iso(moment: datetime) -> str: ...
+@overload
+def iso(moment: None) -> None: ...
+@overload
+def iso(moment: datetime | None) -> str | None: ...
 
 
 def iso(moment: datetime | None) -> str | None:

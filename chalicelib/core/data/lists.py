@@ -59,7 +59,7 @@ class CountModel(db.Model):
 
     scope = UnicodeAttribute(hash_key=True)
     part = UnicodeAttribute(range_key=True)
-    count = NumberAttribute(default=0)
+    count = NumberAttribute(default=0)  # type: ignore[assignment]  # hides Model.count(), unused
 
 
 ALL = "all"
@@ -89,7 +89,7 @@ class KeyedList:
 
     model: Any
     hash_value: str
-    lean: GlobalSecondaryIndex | None = None
+    lean: GlobalSecondaryIndex[Any] | None = None
     condition: Any = None
     forward: bool = True
 
@@ -152,6 +152,7 @@ class KeyedList:
 
 
 def _python_name(model: Any, attribute: Any) -> str:
+    name: str
     for name, candidate in model.get_attributes().items():
         if candidate is attribute:
             return name

@@ -34,7 +34,7 @@ import posixpath
 import tarfile
 import zlib
 from dataclasses import dataclass, field
-from typing import BinaryIO
+from typing import BinaryIO, Self
 
 __all__ = ["ArchiveContents", "ArchiveError", "StreamError", "read_archive"]
 
@@ -200,10 +200,13 @@ class _CheckedTarInfo(tarfile.TarInfo):
     """
 
     @classmethod
-    def fromtarfile(cls, tarfile_: tarfile.TarFile) -> tarfile.TarInfo:
+    def fromtarfile(cls, tarfile_: tarfile.TarFile) -> Self:
         try:
             return super().fromtarfile(tarfile_)
-        except (tarfile.InvalidHeaderError, tarfile.TruncatedHeaderError) as exc:
+        except (
+            tarfile.InvalidHeaderError,  # type: ignore[attr-defined]  # not in tarfile's stubs
+            tarfile.TruncatedHeaderError,  # type: ignore[attr-defined]
+        ) as exc:
             tarfile_._ingest_bad_header = str(exc)  # type: ignore[attr-defined]
             raise
 
@@ -291,7 +294,10 @@ def _read_archive(
     result = ArchiveContents()
     try:
         # Closed by the "with tar:" below; open() itself may raise before that.
-        tar = tarfile.open(fileobj=gunzip, mode="r|", tarinfo=_CheckedTarInfo)  # noqa: SIM115
+        # The stubs want a seekable file; stream mode ("r|") only ever reads.
+        tar = tarfile.open(  # type: ignore[call-overload]  # noqa: SIM115
+            fileobj=gunzip, mode="r|", tarinfo=_CheckedTarInfo
+        )
     except tarfile.ReadError as exc:
         if str(exc) == "empty file":
             raise ArchiveError("archive is empty (the gzip data contains no tar content)") from None

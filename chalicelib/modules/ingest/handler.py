@@ -67,7 +67,7 @@ _COUNTED = {"ok", "failed"}
 
 def _report(
     outcome: str,
-    upload: objects.UploadKey,
+    upload: keys.UploadKey,
     version: ModuleVersionModel | None,
     reason: str = "",
     unexpected: str = "",

@@ -485,8 +485,8 @@ def _bad_escape_in_source(src: bytes) -> tuple[int, str] | None:
         if token is None:
             return None
         pos = token.end()
-        text = token.group(0)
-        if text == b'"':
+        lexeme = token.group(0)
+        if lexeme == b'"':
             in_string = True
         elif token.group(1):  # a heredoc: skip to its closing line
             closing = re.compile(rb"^[ \t]*" + re.escape(token.group(1)) + rb"[ \t]*\r?$", re.M)
@@ -494,9 +494,9 @@ def _bad_escape_in_source(src: bytes) -> tuple[int, str] | None:
             if found is None:
                 return None
             pos = found.end()
-        elif depths and text == b"{":
+        elif depths and lexeme == b"{":
             depths[-1] += 1
-        elif depths and text == b"}":
+        elif depths and lexeme == b"}":
             depths[-1] -= 1
             if not depths[-1]:
                 depths.pop()

@@ -10,14 +10,14 @@ from __future__ import annotations
 import itertools
 import json
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 from urllib.parse import urlencode
 
 from chalice import Blueprint, Response
 
 from chalicelib.core.api.errors import NotFound, Unprocessable, registry_error_response
-from chalicelib.core.api.http import Ctx, route
+from chalicelib.core.api.http import Ctx, HandlerT, route
 from chalicelib.core.api.openapi import Param, Reply
 from chalicelib.core.api.pagination import int_param
 from chalicelib.core.settings import get_settings
@@ -33,7 +33,7 @@ MODULE = BASE + "/{namespace}/{name}/{provider}"
 # ----- the protocol's documents, for the OpenAPI document --------------------------------------
 
 STRING = {"type": "string"}
-MODULE_SUMMARY = {
+MODULE_SUMMARY: dict[str, Any] = {
     "type": "object",
     "required": ["id", "namespace", "name", "provider", "version"],
     "properties": {
@@ -109,7 +109,7 @@ NAMESPACE = Param("namespace", "only modules of this namespace (organization)")
 PUBLIC_ERRORS = {502: "the public registry could not be reached or failed"}
 
 
-def protocol_route(path: str, success: Reply, **kw: Any):
+def protocol_route(path: str, success: Reply, **kw: Any) -> Callable[[HandlerT], HandlerT]:
     return route(bp, path, render_error=registry_error_response, success=success, **kw)
 
 

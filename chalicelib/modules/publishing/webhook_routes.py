@@ -35,5 +35,6 @@ OUTCOME = {
 )
 def vcs_webhook(ctx: Ctx, webhook_id: str):
     body = ctx.request.raw_body or b""
+    assert isinstance(body, bytes)  # Chalice types raw_body str | bytes; it is always bytes
     status, outcome = hooks.receive_webhook(webhook_id, ctx.request.headers, body)
     return Response(outcome, status_code=status, headers={"Content-Type": "application/json"})
