@@ -398,3 +398,14 @@ def test_sharing_costs_one_read_and_only_for_outsiders(producer: Api):
             assert api.as_(token).get(path).status == 204
         counts[name] = counted.total_calls
     assert counts["consumer"] == counts["member"] + 1, counts
+
+
+def test_a_deleted_consumers_name_does_not_inherit_the_sharing(producer: Api):
+    api = producer
+    share(api, "beta", "gamma")
+    assert api.delete("/api/v2/organizations/beta").status == 204
+    consumers = api.get(f"{ORGS}/acme/relationships/module-consumers").data
+    assert [o["id"] for o in consumers] == ["gamma"]
+    make_org(api, "beta")  # someone takes the name again
+    _, newcomer = make_team(api, "beta", "readers")
+    assert not reads(api, newcomer)

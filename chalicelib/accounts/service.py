@@ -358,6 +358,7 @@ def delete_organization_records(name: str) -> None:
     store.delete_token(org.token_hash)
     for token in owned_tokens("organization", name):  # any the index still shows
         token.delete()
+    forget_module_consumer(name)
     org.delete()
 
 
@@ -832,6 +833,14 @@ def set_module_consumers(org: OrganizationModel, consumers: set[str]) -> None:
         else OrganizationModel.module_consumers.remove()
     )
     org.update(actions=[action], condition=OrganizationModel.name.exists())
+
+
+def forget_module_consumer(name: str) -> None:
+    """Take a deleted organization out of every producer's module consumers: sharing is by
+    name, and a new organization of that name must not inherit it."""
+    for org in all_organizations():
+        if name in (org.module_consumers or ()):
+            org.update(actions=[OrganizationModel.module_consumers.delete({name})])
 
 
 def member_organizations(principal: Principal) -> set[str]:
