@@ -6,9 +6,11 @@ per route group from ``chalicelib/entry`` (see infrastructure/).
 """
 
 from chalicelib.accounts.routes import bp as accounts_routes
+from chalicelib.admin.people_routes import bp as admin_people_routes
 from chalicelib.admin.routes import bp as admin_routes
 from chalicelib.entry import ingest, oidc
 from chalicelib.entry.factory import create_app
+from chalicelib.lifecycle.admin_routes import bp as admin_organization_lifecycle
 from chalicelib.lifecycle.organization_routes import bp as organization_lifecycle
 from chalicelib.lifecycle.workspace_routes import bp as workspace_lifecycle
 from chalicelib.meta.routes import bp as meta_routes
@@ -31,7 +33,8 @@ app = create_app(
     [meta_routes, accounts_routes, registry_routes, protocol_routes, workspace_routes, tag_routes]
     + [admin_routes, vcs_routes, publishing_routes, webhook_routes, project_routes]
     + [nocode_routes, web_routes, login_routes, scim_routes, scim_admin_routes]
-    + [organization_lifecycle, workspace_lifecycle],
+    + [organization_lifecycle, workspace_lifecycle]
+    + [admin_people_routes, admin_organization_lifecycle],
 )
 
 

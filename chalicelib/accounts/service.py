@@ -14,11 +14,14 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from pynamodb.exceptions import UpdateError
+from pynamodb.expressions.update import Action
+
 from chalicelib.accounts import store
 from chalicelib.accounts.store import DIRECTORY, OrganizationModel, TeamModel, UserModel
 from chalicelib.core.api.errors import Conflict, NotFound, Unprocessable
 from chalicelib.core.api.pagination import Page
-from chalicelib.core.auth import Principal, PrincipalKind, TokenModel, mint_token
+from chalicelib.core.auth import Principal, PrincipalKind, TokenModel, mint_token, verified
 from chalicelib.core.data import db, lists
 from chalicelib.core.data.ids import new_id, now
 
@@ -359,6 +362,7 @@ def delete_organization_records(name: str) -> None:
     store.delete_token(org.token_hash)
     for token in owned_tokens("organization", name):  # any the index still shows
         token.delete()
+    forget_module_consumer(name)
     org.delete()
 
 
@@ -637,9 +641,12 @@ def create_user_token(
     principal: Principal, user_id: str, description: str | None, expired_at: datetime | None
 ) -> tuple[TokenModel, str]:
     user = _own_user(principal, user_id)
-    return mint_token(
+    token, secret = mint_token(
         "user", user.id, description=description, created_by=principal.id, expired_at=expired_at
     )
+    if user.suspended:  # a site admin minting for a suspended user: refused until unsuspended
+        _mark_suspended(token, True)
+    return token, secret
 
 
 def list_user_tokens(principal: Principal, user_id: str) -> list[TokenModel]:
@@ -742,3 +749,120 @@ def set_team_members(team: TeamModel, user_ids: set[str]) -> None:
     current = set(team.user_ids or ())
     store.add_team_members(team, sorted(user_ids - current))
     store.remove_team_members(team, sorted(current - user_ids))
+
+
+# ----- site administration (chalicelib.admin drives these) -----------------------------------
+
+
+def all_users() -> list[UserModel]:
+    """Every user (a Scan: site administration only), by username."""
+    users = UserModel.scan(filter_condition=UserModel.username.exists())
+    return sorted(users, key=lambda user: user.username.casefold())
+
+
+def active_site_admin_ids() -> set[str]:
+    """The site admins who are not suspended: the site keeps at least one."""
+    condition = (UserModel.is_site_admin == True) & UserModel.username.exists()  # noqa: E712
+    return {user.id for user in UserModel.scan(filter_condition=condition) if not user.suspended}
+
+
+def _mark_suspended(token: TokenModel, flag: bool) -> None:
+    action = TokenModel.suspended.set(True) if flag else TokenModel.suspended.remove()
+    try:
+        token.update(actions=[action], condition=TokenModel.token_hash.exists())
+    except UpdateError as exc:  # deleted meanwhile: nothing to refuse
+        if not db.conditional_failure(exc):
+            raise
+    verified.forget(token.token_hash)
+
+
+def set_suspended(user_id: str, flag: bool) -> None:
+    """Suspend (or restore) an existing user: the flag goes on the user, then on each of its
+    tokens, which ``core.auth`` refuses while it is set (web sessions too: they hold a token).
+    This instance forgets the tokens at once; others within ``token_cache_ttl`` seconds."""
+    action = UserModel.suspended.set(True) if flag else UserModel.suspended.remove()
+    UserModel(user_id).update(actions=[action], condition=UserModel.id.exists())
+    for token in owned_tokens("user", user_id):
+        _mark_suspended(token, flag)
+
+
+def is_suspended(user_id: str) -> bool:
+    """Whether a user is suspended (a sign-in must not mint it a token: it would be refused)."""
+    user = find_user(user_id)
+    return bool(user and user.suspended)
+
+
+def delete_user(user: UserModel) -> None:
+    """Delete a user: its tokens, its team memberships, its username claim, then itself."""
+    for token in owned_tokens("user", user.id):
+        token.delete()
+    for ref in sorted(user.team_refs or ()):
+        team = find_team(ref.split("/", 1)[1])
+        if team is not None:
+            store.remove_team_members(team, [user.id])
+    if store.user_id_of_name(user.username) == user.id:
+        store.UsernameClaimModel(store.claim_key(user.username)).delete()
+    user.delete()
+
+
+def all_organizations() -> list[OrganizationModel]:
+    """Every organization, by name (one Query of the directory index)."""
+    return list(OrganizationModel.by_directory.query(DIRECTORY))
+
+
+def owners_of(org: str) -> list[UserModel]:
+    """The members of an organization's owners team."""
+    teams = [t for t in TeamModel.by_organization.query(org) if t.is_owners]
+    return team_members(teams)
+
+
+def set_organization_admin_values(
+    org: OrganizationModel, values: dict[str, Any], global_sharing: bool | None
+) -> None:
+    """The admin attributes of an organization (merged over what is stored)."""
+    actions: list[Action] = [OrganizationModel.updated_at.set(now())]
+    if values:
+        merged = {**(org.admin_values or {}), **values}
+        actions.append(OrganizationModel.admin_values.set(merged))
+    if global_sharing is not None:
+        actions.append(OrganizationModel.global_module_sharing.set(global_sharing))
+    org.update(actions=actions, condition=OrganizationModel.name.exists())
+
+
+def set_module_consumers(org: OrganizationModel, consumers: set[str]) -> None:
+    """Exactly ``consumers`` may read ``org``'s private modules (besides global sharing)."""
+    action = (
+        OrganizationModel.module_consumers.set(consumers)
+        if consumers
+        else OrganizationModel.module_consumers.remove()
+    )
+    org.update(actions=[action], condition=OrganizationModel.name.exists())
+
+
+def forget_module_consumer(name: str) -> None:
+    """Take a deleted organization out of every producer's module consumers: sharing is by
+    name, and a new organization of that name must not inherit it."""
+    for org in all_organizations():
+        if name in (org.module_consumers or ()):
+            org.update(actions=[OrganizationModel.module_consumers.delete({name})])
+
+
+def member_organizations(principal: Principal) -> set[str]:
+    """The organizations a caller belongs to, from what is already read: a team or
+    organization token's own, a user's teams (the cached user item)."""
+    if principal.kind in ("team", "organization"):
+        return {principal.organization} if principal.organization else set()
+    user = store.cached_user(principal.id)
+    return {ref.split("/", 1)[0] for ref in (user.team_refs or ())} if user else set()
+
+
+def shares_modules_with(principal: Principal, producer: str) -> bool:
+    """Whether ``producer`` shares its private modules with an organization of the caller
+    (module consumers, or global sharing): one GetItem of the producer."""
+    try:
+        org = OrganizationModel.get(producer)
+    except OrganizationModel.DoesNotExist:
+        return False
+    if org.global_module_sharing:
+        return bool(member_organizations(principal))
+    return bool(set(org.module_consumers or ()) & member_organizations(principal))

@@ -15,6 +15,7 @@ from typing import Any
 
 from pynamodb.attributes import (
     BooleanAttribute,
+    JSONAttribute,
     MapAttribute,
     UnicodeAttribute,
     UnicodeSetAttribute,
@@ -59,6 +60,13 @@ class OrganizationModel(db.Model):
     token_hash = UnicodeAttribute(null=True)
     created_at = UTCDateTimeAttribute()
     updated_at = UTCDateTimeAttribute()
+    # Module sharing (site admins set it, chalicelib.admin): the organizations that may read
+    # this one's private modules through the registry protocol, or every one of them.
+    module_consumers = UnicodeSetAttribute(null=True)
+    global_module_sharing = BooleanAttribute(null=True)
+    # The other attributes the admin API sets and shows (kebab names: access-beta-tools,
+    # is-disabled, the worker timeouts ...).
+    admin_values = JSONAttribute(null=True)
     by_directory = OrganizationDirectory()
 
 
@@ -80,6 +88,8 @@ class UserModel(db.Model):
     is_site_admin = BooleanAttribute(default=False)
     # Set on the users SCIM provisioned (chalicelib.scim): only those may it link again.
     scim_provisioned = BooleanAttribute(null=True)
+    # Set while a site admin suspends the user: its tokens carry the flag too (core.auth).
+    suspended = BooleanAttribute(null=True)
     # "<organization>/<team id>" for every team the user belongs to.
     team_refs = UnicodeSetAttribute(default=set)
     created_at = UTCDateTimeAttribute()

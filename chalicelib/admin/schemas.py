@@ -131,3 +131,16 @@ class DataRetentionPolicy(Attributes):
             ),
         ),
     ]
+
+
+class AdminOrganization(Attributes):
+    """What a site admin sets on an organization (go-tfe's AdminOrganizationUpdateOptions,
+    and the module sharing attribute of the self-hosted edition)."""
+
+    access_beta_tools: bool | None = None
+    is_disabled: bool | None = None
+    global_module_sharing: bool | None = None
+    terraform_build_worker_apply_timeout: Duration | None = None
+    terraform_build_worker_plan_timeout: Duration | None = None
+    terraform_worker_sudo_enabled: bool | None = None
+    workspace_limit: Annotated[int, Field(ge=0, le=1_000_000)] | None = None

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
-from pynamodb.attributes import UnicodeAttribute, UTCDateTimeAttribute
+from pynamodb.attributes import BooleanAttribute, UnicodeAttribute, UTCDateTimeAttribute
 from pynamodb.indexes import AllProjection, GlobalSecondaryIndex
 
 from chalicelib.core.api.errors import Unauthorized
@@ -65,6 +65,9 @@ class TokenModel(db.Model):
     created_by = UnicodeAttribute(null=True)
     created_at = UTCDateTimeAttribute()
     expired_at = UTCDateTimeAttribute(null=True)
+    # Set on every token of a suspended user (chalicelib.accounts.service.set_suspended):
+    # refused while set, so suspending costs no read on the hot path.
+    suspended = BooleanAttribute(null=True)
     by_id = TokenById()
     by_owner = TokenByOwner()
 
@@ -131,7 +134,7 @@ def _token_ttl() -> float:
     return get_settings().token_cache_ttl
 
 
-# token hash -> (Principal, expired_at): what authenticate read for it.
+# token hash -> (Principal, expired_at, suspended): what authenticate read for it.
 verified = TtlCache(_token_ttl)
 
 
@@ -184,7 +187,9 @@ def authenticate(header: str | None) -> Principal:
     found = _verified(hash_token(token))
     if found is None:
         raise Unauthorized("invalid or revoked token")
-    principal, expired_at = found
+    principal, expired_at, suspended = found
+    if suspended:
+        raise Unauthorized("the owner of this token is suspended")
     if _expired(expired_at):
         raise Unauthorized("token has expired")
     return principal
@@ -194,14 +199,15 @@ def principal_for_hash(token_hash: str) -> Principal | None:
     """What ``authenticate`` accepts, for a token known by its hash (a web UI session keeps
     only that): the principal, or None when the token is unknown, revoked or expired."""
     found = _verified(token_hash)
-    if found is None or _expired(found[1]):
+    if found is None or found[2] or _expired(found[1]):
         return None
     return found[0]
 
 
-def _verified(token_hash: str) -> tuple[Principal, datetime | None] | None:
-    """The principal of the token stored under ``token_hash`` and its expiry, kept per
-    instance for a few seconds (``verified``); None when there is no such token."""
+def _verified(token_hash: str) -> tuple[Principal, datetime | None, bool] | None:
+    """The principal of the token stored under ``token_hash``, its expiry and whether its
+    owner is suspended, kept per instance for a few seconds (``verified``); None when there
+    is no such token."""
     cached = verified.get(token_hash)
     if cached is None:
         try:
@@ -214,7 +220,7 @@ def _verified(token_hash: str) -> tuple[Principal, datetime | None] | None:
             token_id=item.id,
             organization=item.organization,
         )
-        cached = (principal, item.expired_at)
+        cached = (principal, item.expired_at, bool(item.suspended))
         verified.put(token_hash, cached)
     return cached
 

@@ -26,6 +26,7 @@ from chalicelib.accounts import service as accounts
 from chalicelib.artifacts import objects, semver
 from chalicelib.core.api.errors import BadGateway, NotFound
 from chalicelib.core.auth import Principal
+from chalicelib.core.data import db
 from chalicelib.core.settings import get_settings
 from chalicelib.modules import store
 from chalicelib.modules.ingest.limits import MetadataTooLarge, fit_metadata
@@ -79,6 +80,12 @@ def find_module(principal: Principal, namespace: str, name: str, provider: str) 
     readable, module = accounts.read_in_organization(
         principal, namespace, (ModuleModel, namespace, key)
     )
+    # An outsider may read it when the organization shares its modules (module consumers,
+    # global sharing): one more read, of the producer, only for callers from elsewhere.
+    if not readable and accounts.shares_modules_with(principal, namespace):
+        readable = True
+        if module is None:  # a team or organization token from elsewhere: not read yet
+            module = db.get_together((ModuleModel, namespace, key))[0]
     if not readable or module is None:
         raise NotFound(f"module {namespace}/{name}/{provider} not found")
     return published(module)

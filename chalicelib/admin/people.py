@@ -1,0 +1,176 @@
+"""Site administration of users and organizations (``/api/v2/admin/users``,
+``/api/v2/admin/organizations``), self-hosted edition only.
+
+Users: lists with search and filters, delete, suspend, unsuspend, grant and revoke the
+site-admin flag. The site keeps one active (not suspended) site admin at least: removing,
+demoting or suspending the last one is a 422 that changes nothing. Suspending flags the
+user and its tokens (``accounts.service.set_suspended``); ``core.auth`` refuses them.
+
+Organizations: lists, the admin attributes and module sharing (module consumers, global
+module sharing), which the registry protocol reads (``accounts.service.shares_modules_with``).
+Deleting one is the ordinary cascade (``chalicelib.lifecycle``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+from chalicelib.accounts import service as accounts
+from chalicelib.core.api.errors import NotFound, Unprocessable
+
+if TYPE_CHECKING:
+    from chalicelib.accounts.store import OrganizationModel, UserModel
+
+# The module consumers one request may set (each is read to check it exists).
+MAX_MODULE_CONSUMERS = 100
+# Attributes shown with their default until a site admin sets them.
+ORGANIZATION_DEFAULTS: dict[str, Any] = {
+    "access-beta-tools": False,
+    "is-disabled": False,
+    "terraform-build-worker-apply-timeout": "24h",
+    "terraform-build-worker-plan-timeout": "2h",
+    "terraform-worker-sudo-enabled": False,
+    "workspace-limit": None,
+}
+
+
+def _flag(query: dict[str, str], name: str) -> bool | None:
+    """``filter[...]`` as ``true``/``false`` (absent or empty: no filter), else a 422."""
+    raw = query.get(name)
+    if raw is None or raw == "":
+        return None
+    if raw.lower() in ("true", "false"):
+        return raw.lower() == "true"
+    raise Unprocessable(f"{name} must be true or false, not {raw!r}", parameter=name)
+
+
+# ----- users ------------------------------------------------------------------------------------
+
+
+def list_users(query: dict[str, str]) -> list[UserModel]:
+    """Every user matching ``q`` (a part of the username or email, any case),
+    ``filter[admin]`` and ``filter[suspended]``, by username."""
+    admin = _flag(query, "filter[admin]")
+    suspended = _flag(query, "filter[suspended]")
+    term = (query.get("q") or "").strip().casefold()
+    found = []
+    for user in accounts.all_users():
+        if term and term not in user.username.casefold() and term not in user.email.casefold():
+            continue
+        if admin is not None and bool(user.is_site_admin) != admin:
+            continue
+        if suspended is not None and bool(user.suspended) != suspended:
+            continue
+        found.append(user)
+    return found
+
+
+def organizations_of(user: UserModel) -> list[str]:
+    return sorted({ref.split("/", 1)[0] for ref in user.team_refs or ()})
+
+
+def _keep_an_admin(user: UserModel, what: str) -> None:
+    """422 when ``user`` is the last active site admin (the site would have none)."""
+    if user.is_site_admin and not user.suspended and accounts.active_site_admin_ids() <= {user.id}:
+        raise Unprocessable(f"the last site administrator cannot be {what}")
+
+
+def delete_user(user_id: str) -> None:
+    user = accounts.get_user(user_id)
+    _keep_an_admin(user, "deleted")
+    accounts.delete_user(user)
+
+
+def suspend(user_id: str) -> UserModel:
+    user = accounts.get_user(user_id)
+    _keep_an_admin(user, "suspended")
+    accounts.set_suspended(user.id, True)
+    return accounts.get_user(user.id)
+
+
+def unsuspend(user_id: str) -> UserModel:
+    user = accounts.get_user(user_id)
+    accounts.set_suspended(user.id, False)
+    return accounts.get_user(user.id)
+
+
+def grant_admin(user_id: str) -> UserModel:
+    user = accounts.get_user(user_id)
+    accounts.set_site_admin(user.id, True)
+    return accounts.get_user(user.id)
+
+
+def revoke_admin(user_id: str) -> UserModel:
+    user = accounts.get_user(user_id)
+    _keep_an_admin(user, "demoted")
+    accounts.set_site_admin(user.id, False)
+    return accounts.get_user(user.id)
+
+
+# ----- organizations ----------------------------------------------------------------------------
+
+
+def get_organization(name: str) -> OrganizationModel:
+    org = accounts.get_organization(name)
+    if org is None:
+        raise NotFound(f"organization {name!r} not found")
+    return org
+
+
+def organization_values(org: OrganizationModel) -> dict[str, Any]:
+    return {**ORGANIZATION_DEFAULTS, **(org.admin_values or {})}
+
+
+def list_organizations(query: dict[str, str]) -> list[OrganizationModel]:
+    """Every organization matching ``q`` (a part of its name or notification email) and
+    ``filter[module_producer]`` (whether it shares its modules with anyone)."""
+    producer = _flag(query, "filter[module_producer]")
+    term = (query.get("q") or "").strip().casefold()
+    found = []
+    for org in accounts.all_organizations():
+        if term and term not in org.name.casefold() and term not in org.email.casefold():
+            continue
+        if producer is not None and is_module_producer(org) != producer:
+            continue
+        found.append(org)
+    return found
+
+
+def is_module_producer(org: OrganizationModel) -> bool:
+    return bool(org.global_module_sharing or org.module_consumers)
+
+
+def update_organization(name: str, changes: dict[str, Any]) -> OrganizationModel:
+    """Store the attributes a request sets (kebab names, nulls dropped)."""
+    org = get_organization(name)
+    sharing = changes.pop("global-module-sharing", None)
+    accounts.set_organization_admin_values(org, changes, sharing)
+    return get_organization(name)
+
+
+def set_module_consumers(name: str, data: Iterable[dict[str, Any]]) -> OrganizationModel:
+    """Make exactly the organizations named in ``data`` the consumers of ``name``'s
+    modules; each must exist (422 naming the element, nothing changed)."""
+    org = get_organization(name)
+    consumers: set[str] = set()
+    for index, item in enumerate(data):
+        consumer = item.get("id")
+        if not isinstance(consumer, str) or not consumer:
+            raise Unprocessable("id must be an organization name", pointer=f"/data/{index}/id")
+        if consumer == name:
+            raise Unprocessable(
+                "an organization cannot consume its own modules", pointer=f"/data/{index}/id"
+            )
+        if consumer not in consumers and accounts.get_organization(consumer) is None:
+            raise Unprocessable(f"organization {consumer!r} not found", pointer=f"/data/{index}/id")
+        consumers.add(consumer)
+    accounts.set_module_consumers(org, consumers)
+    return get_organization(name)
+
+
+def module_consumers(name: str) -> list[OrganizationModel]:
+    """The organizations that consume ``name``'s modules (those still existing), by name."""
+    org = get_organization(name)
+    found = [accounts.get_organization(n) for n in sorted(org.module_consumers or ())]
+    return [o for o in found if o is not None]

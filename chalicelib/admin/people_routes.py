@@ -1,0 +1,251 @@
+"""HTTP routes of the site administration of users and organizations
+(``/api/v2/admin/users``, ``/api/v2/admin/organizations``): see ``chalicelib.admin.people``.
+
+As every admin route, they are public to the wrapper so that the hosted edition answers 404
+before looking at the token; otherwise the caller must be a site admin (else 404). They run
+in the accounts function, which writes users, tokens and organizations; deleting an
+organization is ``chalicelib.lifecycle.admin_routes`` (the cascade lives above this room).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from chalice import Blueprint, Response
+
+from chalicelib.admin import people
+from chalicelib.admin.service import ensure_site_admin
+from chalicelib.core.api.errors import NotFound
+from chalicelib.core.api.http import Ctx, route
+from chalicelib.core.api.jsonapi import document, no_content, resource
+from chalicelib.core.api.openapi import PAGE, Body, Param, Relationships
+from chalicelib.core.auth import authenticate
+from chalicelib.core.data.ids import iso
+from chalicelib.core.settings import get_settings
+
+if TYPE_CHECKING:
+    from chalicelib.accounts.store import OrganizationModel, UserModel
+
+bp = Blueprint(__name__)
+USERS = "/api/v2/admin/users"
+USER = USERS + "/{user_id}"
+ORGANIZATIONS = "/api/v2/admin/organizations"
+ORGANIZATION = ORGANIZATIONS + "/{organization_name}"
+CONSUMERS = ORGANIZATION + "/relationships/module-consumers"
+TAG = "admin"
+
+
+def admin(ctx: Ctx) -> None:
+    """404 on the hosted edition (before the token is read), else a site admin's token."""
+    if get_settings().hosted:
+        raise NotFound("not found")
+    ensure_site_admin(authenticate(ctx.request.headers.get("authorization")))
+
+
+def admin_route(path: str, methods: tuple[str, ...], **kw: Any) -> Any:
+    return route(bp, path, methods=methods, public=True, bearer=True, tag=TAG, **kw)
+
+
+# ----- rendering --------------------------------------------------------------------------------
+
+
+def _organization_ids(names: list[str]) -> dict[str, Any]:
+    return {"data": [{"type": "organizations", "id": name} for name in names]}
+
+
+def render_admin_user(user: UserModel) -> dict[str, Any]:
+    return resource(
+        "users",
+        user.id,
+        {
+            "username": user.username,
+            "email": user.email,
+            "avatar-url": "",
+            "is-admin": bool(user.is_site_admin),
+            "is-suspended": bool(user.suspended),
+            "is-service-account": False,
+            "two-factor": {"enabled": False, "verified": False},
+        },
+        relationships={"organizations": _organization_ids(people.organizations_of(user))},
+    )
+
+
+def render_admin_organization(
+    org: OrganizationModel, owners: list[UserModel] | None = None
+) -> dict[str, Any]:
+    values = people.organization_values(org)
+    relationships: dict[str, Any] = {
+        "module-consumers": _organization_ids(sorted(org.module_consumers or ()))
+    }
+    if owners is not None:
+        relationships["owners"] = {"data": [{"type": "users", "id": u.id} for u in owners]}
+    return resource(
+        "organizations",
+        org.name,
+        {
+            "name": org.name,
+            "external-id": org.external_id,
+            "notification-email": org.email,
+            "created-at": iso(org.created_at),
+            "sso-enabled": False,
+            "global-module-sharing": bool(org.global_module_sharing),
+            **values,
+        },
+        relationships=relationships,
+        links={"self": f"{ORGANIZATIONS}/{org.name}"},
+    )
+
+
+def _user_document(user: UserModel) -> Response:
+    return document(render_admin_user(user))
+
+
+# ----- users ------------------------------------------------------------------------------------
+
+USER_QUERY = (
+    *PAGE,
+    Param("q", "a part of the username or email address"),
+    Param("filter[admin]", "true: only site admins; false: only the others"),
+    Param("filter[suspended]", "true: only suspended users; false: only the others"),
+)
+
+
+def _organizations_of(users: Any) -> list[dict[str, Any]]:
+    names = sorted({name for user in users for name in people.organizations_of(user)})
+    found = [people.accounts.get_organization(name) for name in names]
+    return [render_admin_organization(org) for org in found if org is not None]
+
+
+@admin_route(USERS, ("GET",), includes=("organizations",), query=USER_QUERY)
+def list_admin_users(ctx: Ctx) -> Response:
+    """List every user of the site"""
+    admin(ctx)
+    page = ctx.paginate(people.list_users(ctx.query))
+    return document(
+        [render_admin_user(user) for user in page.items],
+        links=page.links,
+        meta=page.meta,
+        included=ctx.included(page.items, {"organizations": _organizations_of}),
+    )
+
+
+@admin_route(USER, ("DELETE",), errors={422: "the last site administrator cannot be deleted"})
+def delete_admin_user(ctx: Ctx, user_id: str) -> Response:
+    """Delete a user, its tokens and memberships"""
+    admin(ctx)
+    people.delete_user(user_id)
+    return no_content()
+
+
+def _action(name: str, act: Any, summary: str, errors: dict[int, str] | None = None) -> None:
+    def handler(ctx: Ctx, user_id: str) -> Response:
+        admin(ctx)
+        return _user_document(act(user_id))
+
+    handler.__name__ = f"{name}_admin_user"
+    admin_route(
+        f"{USER}/actions/{name}", ("POST",), success=200, summary=summary, errors=errors or {}
+    )(handler)
+
+
+LAST_ADMIN = {422: "the last site administrator cannot lose the role"}
+_action(
+    "suspend", people.suspend, "Suspend a user: its tokens and sessions stop working", LAST_ADMIN
+)
+_action("unsuspend", people.unsuspend, "Unsuspend a user: its tokens work again")
+_action("grant_admin", people.grant_admin, "Make a user a site administrator")
+_action("revoke_admin", people.revoke_admin, "Revoke a user's site administration", LAST_ADMIN)
+# No two-factor authentication exists here: the user, unchanged.
+_action(
+    "disable_two_factor", people.accounts.get_user, "Disable a user's two-factor authentication"
+)
+
+
+# ----- organizations ----------------------------------------------------------------------------
+
+ORGANIZATION_QUERY = (
+    *PAGE,
+    Param("q", "a part of the organization's name or notification email"),
+    Param("filter[module_producer]", "true: only organizations that share their modules"),
+)
+
+
+def _owners_of(orgs: Any) -> list[dict[str, Any]]:
+    users = {user.id: user for org in orgs for user in people.accounts.owners_of(org.name)}
+    return [render_admin_user(user) for user in users.values()]
+
+
+def _organization_document(ctx: Ctx, org: OrganizationModel) -> Response:
+    owners = people.accounts.owners_of(org.name) if ctx.include else None
+    included = ctx.included([org], {"owners": _owners_of})
+    return document(render_admin_organization(org, owners), included=included)
+
+
+@admin_route(ORGANIZATIONS, ("GET",), includes=("owners",), query=ORGANIZATION_QUERY)
+def list_admin_organizations(ctx: Ctx) -> Response:
+    """List every organization of the site"""
+    admin(ctx)
+    page = ctx.paginate(people.list_organizations(ctx.query))
+    wants_owners = ctx.include is not None
+    return document(
+        [
+            render_admin_organization(
+                org, people.accounts.owners_of(org.name) if wants_owners else None
+            )
+            for org in page.items
+        ],
+        links=page.links,
+        meta=page.meta,
+        included=ctx.included(page.items, {"owners": _owners_of}),
+    )
+
+
+@admin_route(ORGANIZATION, ("GET",), includes=("owners",))
+def show_admin_organization(ctx: Ctx, organization_name: str) -> Response:
+    """Show an organization with its admin attributes"""
+    admin(ctx)
+    return _organization_document(ctx, people.get_organization(organization_name))
+
+
+@admin_route(
+    ORGANIZATION,
+    ("PATCH",),
+    includes=("owners",),
+    body=Body(
+        "chalicelib.admin.schemas:AdminOrganization",
+        "organizations",
+        type_check="off",
+        required=False,
+    ),
+)
+def update_admin_organization(ctx: Ctx, organization_name: str) -> Response:
+    """Update an organization's admin attributes (module sharing among them)"""
+    admin(ctx)
+    from chalicelib.admin.schemas import changes
+
+    org = people.update_organization(organization_name, changes(ctx.attributes()))
+    return _organization_document(ctx, org)
+
+
+def _consumers_document(name: str) -> Response:
+    return document([render_admin_organization(org) for org in people.module_consumers(name)])
+
+
+@admin_route(CONSUMERS, ("GET",))
+def list_module_consumers(ctx: Ctx, organization_name: str) -> Response:
+    """The organizations that may read this one's private modules"""
+    admin(ctx)
+    return _consumers_document(organization_name)
+
+
+@admin_route(
+    CONSUMERS,
+    ("PATCH",),
+    body=Relationships("organizations", max_items=people.MAX_MODULE_CONSUMERS),
+    success=200,
+)
+def update_module_consumers(ctx: Ctx, organization_name: str) -> Response:
+    """Replace the organizations that may read this one's private modules"""
+    admin(ctx)
+    people.set_module_consumers(organization_name, ctx.relationships())
+    return _consumers_document(organization_name)

@@ -1,0 +1,27 @@
+"""``DELETE /api/v2/admin/organizations/:name``: a site admin deletes an organization with
+everything it holds, through the ordinary cascade (``lifecycle.organizations``). It lives
+here, above the rooms the cascade touches; the other admin organization routes are
+``chalicelib.admin.people_routes``."""
+
+from __future__ import annotations
+
+from chalice import Blueprint, Response
+
+from chalicelib.admin import people
+from chalicelib.admin.people_routes import ORGANIZATION, TAG, admin
+from chalicelib.core.api.http import Ctx, route
+from chalicelib.core.api.jsonapi import no_content
+from chalicelib.core.auth import authenticate
+from chalicelib.lifecycle import organizations as lifecycle
+
+bp = Blueprint(__name__)
+
+
+@route(bp, ORGANIZATION, methods=("DELETE",), public=True, bearer=True, tag=TAG)
+def delete_admin_organization(ctx: Ctx, organization_name: str) -> Response:
+    """Delete an organization and everything in it"""
+    admin(ctx)
+    people.get_organization(organization_name)  # 404 when missing
+    principal = authenticate(ctx.request.headers.get("authorization"))
+    lifecycle.delete_organization(principal, organization_name)
+    return no_content()

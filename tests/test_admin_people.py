@@ -1,0 +1,411 @@
+"""Site administration of users and organizations (/api/v2/admin/users and
+/api/v2/admin/organizations), and module sharing across organizations.
+
+Cases ported from go-tfe's admin_user_integration_test.go and
+admin_organization_integration_test.go where they apply here."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from chalicelib.accounts import service, store
+from chalicelib.core.auth import Principal, verified
+from tests.conftest import Api, doc, make_org, make_team
+from tests.test_protocol import V1, publish
+from tests.test_registry import create_module
+
+USERS = "/api/v2/admin/users"
+ORGS = "/api/v2/admin/organizations"
+
+
+def make_user(name: str, *, admin: bool = False) -> tuple[str, str]:
+    """A user and one of its tokens: (user id, token)."""
+    user = service.create_user(name, f"{name}@example.com", site_admin=admin)
+    _, token = service.create_user_token(Principal("user", user.id, None), user.id, None, None)
+    return user.id, token
+
+
+def admin_id() -> str:
+    user = service.find_user_by_name("admin")
+    assert user is not None
+    return user.id
+
+
+def cold() -> None:
+    """Another instance, or this one after the token cache's window."""
+    verified.clear()
+    store._users.clear()
+
+
+def user_snapshot() -> list[tuple[str, bool, bool]]:
+    return [(u.username, bool(u.is_site_admin), bool(u.suspended)) for u in service.all_users()]
+
+
+# ----- who may call --------------------------------------------------------------------------
+
+
+def every_route(user_id: str, org: str) -> list[tuple[str, str, Any]]:
+    consumers = {"data": [{"type": "organizations", "id": org}]}
+    return [
+        ("GET", USERS, None),
+        ("DELETE", f"{USERS}/{user_id}", None),
+        *(
+            ("POST", f"{USERS}/{user_id}/actions/{action}", None)
+            for action in (
+                "suspend",
+                "unsuspend",
+                "grant_admin",
+                "revoke_admin",
+                "disable_two_factor",
+            )
+        ),
+        ("GET", ORGS, None),
+        ("GET", f"{ORGS}/{org}", None),
+        ("PATCH", f"{ORGS}/{org}", doc("organizations", **{"is-disabled": True})),
+        ("DELETE", f"{ORGS}/{org}", None),
+        ("GET", f"{ORGS}/{org}/relationships/module-consumers", None),
+        ("PATCH", f"{ORGS}/{org}/relationships/module-consumers", consumers),
+    ]
+
+
+def test_only_site_admins_reach_the_admin_people_routes(api: Api):
+    make_org(api, "acme")
+    make_org(api, "beta")
+    user_id, user_token = make_user("someone")
+    _, team_token = make_team(api, "acme", "owners-like", manage_modules=True)
+    before = user_snapshot()
+    for caller in (user_token, team_token):
+        for method, path, body in every_route(user_id, "acme"):
+            reply = api.as_(caller).call(method, path, body)
+            assert reply.status == 404, (method, path, reply.json)
+    for method, path, body in every_route(user_id, "acme"):
+        assert api.as_(None).call(method, path, body).status == 401, (method, path)
+    assert user_snapshot() == before
+    assert api.get(f"{ORGS}/acme").data["attributes"]["is-disabled"] is False
+
+
+def test_the_hosted_edition_has_no_admin_people_routes(api: Api, hosted: None):
+    assert api.get(USERS).status == 404
+    assert api.get(ORGS).status == 404
+
+
+# ----- users ---------------------------------------------------------------------------------
+
+
+def test_list_users_searches_filters_includes_and_pages(api: Api):
+    make_org(api, "acme")
+    alice, _ = make_user("alice")
+    make_user("bob", admin=True)
+    make_user("carol")
+    team_id, _ = make_team(api, "acme", "devs")
+    api.post(
+        f"/api/v2/teams/{team_id}/relationships/users",
+        {"data": [{"type": "users", "id": "alice"}]},
+    )
+    names = [u["attributes"]["username"] for u in api.get(USERS).data]
+    assert names == ["admin", "alice", "bob", "carol"]
+    # q: a part of the username or the email, any case
+    assert [u["id"] for u in api.get(f"{USERS}?q=ALI").data] == [alice]
+    assert len(api.get(f"{USERS}?q=example.com").data) == 3
+    admins = api.get(f"{USERS}?filter%5Badmin%5D=true").data
+    assert sorted(u["attributes"]["username"] for u in admins) == ["admin", "bob"]
+    assert all(u["attributes"]["is-admin"] for u in admins)
+    others = api.get(f"{USERS}?filter%5Badmin%5D=false").data
+    assert sorted(u["attributes"]["username"] for u in others) == ["alice", "carol"]
+    assert api.get(f"{USERS}?filter%5Bsuspended%5D=true").data == []
+    # include=organizations
+    reply = api.get(f"{USERS}?q=alice&include=organizations")
+    (user,) = reply.data
+    assert user["relationships"]["organizations"]["data"] == [
+        {"type": "organizations", "id": "acme"}
+    ]
+    assert [i["id"] for i in reply.json["included"]] == ["acme"]
+    attributes = user["attributes"]
+    assert attributes["two-factor"] == {"enabled": False, "verified": False}
+    assert attributes["is-suspended"] is False and attributes["is-service-account"] is False
+    # pagination
+    page = api.get(f"{USERS}?page%5Bsize%5D=3&page%5Bnumber%5D=2")
+    assert [u["attributes"]["username"] for u in page.data] == ["carol"]
+    assert page.json["meta"]["pagination"]["total-count"] == 4
+
+
+def test_bad_filters_are_422_with_the_parameter(api: Api):
+    for name in ("filter%5Badmin%5D", "filter%5Bsuspended%5D"):
+        reply = api.get(f"{USERS}?{name}=maybe")
+        assert reply.status == 422, reply.json
+        assert reply.error["source"]["parameter"].startswith("filter[")
+    reply = api.get(f"{ORGS}?filter%5Bmodule_producer%5D=yes")
+    assert reply.status == 422
+    assert reply.error["source"]["parameter"] == "filter[module_producer]"
+
+
+def test_suspend_refuses_the_users_tokens_and_unsuspend_restores_them(api: Api):
+    make_org(api, "acme")
+    user_id, token = make_user("alice")
+    assert api.as_(token).get("/api/v2/account/details").status == 200
+    reply = api.post(f"{USERS}/{user_id}/actions/suspend")
+    assert reply.status == 200, reply.json
+    assert reply.data["attributes"]["is-suspended"] is True
+    # this instance forgot the token at once; another one after its cache window
+    assert api.as_(token).get("/api/v2/account/details").status == 401
+    cold()
+    refused = api.as_(token).get("/api/v2/account/details")
+    assert refused.status == 401
+    assert "suspended" in refused.error["detail"]
+    assert [u["id"] for u in api.get(f"{USERS}?filter%5Bsuspended%5D=true").data] == [user_id]
+    # a token a site admin mints for the suspended user is refused too
+    _, minted = service.create_user_token(Principal("user", admin_id(), None), user_id, None, None)
+    assert api.as_(minted).get("/api/v2/account/details").status == 401
+    reply = api.post(f"{USERS}/{user_id}/actions/unsuspend")
+    assert reply.status == 200 and reply.data["attributes"]["is-suspended"] is False
+    cold()
+    for secret in (token, minted):
+        assert api.as_(secret).get("/api/v2/account/details").status == 200
+
+
+def test_a_suspended_users_web_session_stops_at_once(api: Api):
+    from chalicelib.core.auth import hash_token, principal_for_hash
+
+    user_id, token = make_user("alice")
+    assert principal_for_hash(hash_token(token)) is not None
+    api.post(f"{USERS}/{user_id}/actions/suspend")
+    cold()
+    assert principal_for_hash(hash_token(token)) is None
+    api.post(f"{USERS}/{user_id}/actions/unsuspend")
+    assert principal_for_hash(hash_token(token)) is not None
+
+
+def test_grant_and_revoke_admin(api: Api):
+    user_id, token = make_user("alice")
+    assert api.as_(token).get(USERS).status == 404
+    reply = api.post(f"{USERS}/{user_id}/actions/grant_admin")
+    assert reply.status == 200 and reply.data["attributes"]["is-admin"] is True
+    cold()
+    assert api.as_(token).get(USERS).status == 200
+    reply = api.post(f"{USERS}/{user_id}/actions/revoke_admin")
+    assert reply.status == 200 and reply.data["attributes"]["is-admin"] is False
+    cold()
+    assert api.as_(token).get(USERS).status == 404
+
+
+def test_disable_two_factor_answers_the_user_unchanged(api: Api):
+    user_id, _ = make_user("alice")
+    reply = api.post(f"{USERS}/{user_id}/actions/disable_two_factor")
+    assert reply.status == 200
+    assert reply.data["id"] == user_id
+    assert reply.data["attributes"]["two-factor"] == {"enabled": False, "verified": False}
+
+
+def test_unknown_users_are_404(api: Api):
+    for action in ("suspend", "unsuspend", "grant_admin", "revoke_admin", "disable_two_factor"):
+        assert api.post(f"{USERS}/user-nobody/actions/{action}").status == 404
+    assert api.delete(f"{USERS}/user-nobody").status == 404
+    assert api.delete(f"{USERS}/username%23admin").status == 404  # a claim is no user
+
+
+def test_the_last_site_admin_cannot_be_removed_demoted_or_suspended(api: Api):
+    me = admin_id()
+    before = user_snapshot()
+    for method, path in (
+        ("DELETE", f"{USERS}/{me}"),
+        ("POST", f"{USERS}/{me}/actions/revoke_admin"),
+        ("POST", f"{USERS}/{me}/actions/suspend"),
+    ):
+        reply = api.call(method, path)
+        assert reply.status == 422, (path, reply.json)
+        assert "last site administrator" in reply.error["detail"]
+    assert user_snapshot() == before
+    assert api.get(USERS).status == 200  # still an admin, still in
+    # with a second active admin, the first may go
+    other, other_token = make_user("second", admin=True)
+    assert api.post(f"{USERS}/{me}/actions/suspend").status == 200
+    # the only active admin left is protected (a suspended one does not count)
+    assert api.as_(other_token).post(f"{USERS}/{other}/actions/revoke_admin").status == 422
+    assert api.as_(other_token).post(f"{USERS}/{me}/actions/unsuspend").status == 200
+
+
+def test_delete_user_removes_tokens_memberships_and_username(api: Api):
+    make_org(api, "acme")
+    user_id, token = make_user("alice")
+    team_id, _ = make_team(api, "acme", "devs")
+    api.post(
+        f"/api/v2/teams/{team_id}/relationships/users",
+        {"data": [{"type": "users", "id": "alice"}]},
+    )
+    assert api.delete(f"{USERS}/{user_id}").status == 204
+    cold()
+    assert api.as_(token).get("/api/v2/account/details").status == 401
+    assert user_id not in (service.find_team(team_id).user_ids or set())
+    assert service.find_user_by_name("alice") is None
+    service.create_user("alice", "new@example.com")  # the name is free again
+
+
+# ----- organizations -------------------------------------------------------------------------
+
+
+def test_list_show_update_and_filter_organizations(api: Api):
+    make_org(api, "acme")
+    make_org(api, "beta")
+    assert [o["id"] for o in api.get(ORGS).data] == ["acme", "beta"]
+    assert [o["id"] for o in api.get(f"{ORGS}?q=BET").data] == ["beta"]
+    page = api.get(f"{ORGS}?page%5Bsize%5D=1&page%5Bnumber%5D=2")
+    assert [o["id"] for o in page.data] == ["beta"]
+    shown = api.get(f"{ORGS}/acme?include=owners")
+    assert shown.status == 200
+    attributes = shown.data["attributes"]
+    assert attributes["notification-email"] == "o@x.io"
+    assert attributes["access-beta-tools"] is False and attributes["is-disabled"] is False
+    owners = shown.data["relationships"]["owners"]["data"]
+    assert [o["id"] for o in owners] == [admin_id()]
+    assert [i["id"] for i in shown.json["included"]] == [admin_id()]
+    changes = {
+        "access-beta-tools": True,
+        "is-disabled": True,
+        "terraform-build-worker-apply-timeout": "1h30m",
+        "terraform-build-worker-plan-timeout": "45m",
+    }
+    reply = api.patch(f"{ORGS}/acme", doc("organizations", **changes))
+    assert reply.status == 200, reply.json
+    for name, value in changes.items():
+        assert reply.data["attributes"][name] == value
+        assert api.get(f"{ORGS}/acme").data["attributes"][name] == value
+    assert api.get(f"{ORGS}?filter%5Bmodule_producer%5D=true").data == []
+    api.patch(f"{ORGS}/beta", doc("organizations", **{"global-module-sharing": True}))
+    producers = api.get(f"{ORGS}?filter%5Bmodule_producer%5D=true").data
+    assert [o["id"] for o in producers] == ["beta"]
+    assert producers[0]["attributes"]["global-module-sharing"] is True
+
+
+def test_bad_organization_updates_are_422_and_change_nothing(api: Api):
+    make_org(api, "acme")
+    make_org(api, "beta")
+    before = api.get(f"{ORGS}/acme").data
+    for attributes, pointer in (
+        ({"is-disabled": "sometimes"}, "/data/attributes/is-disabled"),
+        (
+            {"terraform-build-worker-apply-timeout": "soon", "is-disabled": True},
+            "/data/attributes/terraform-build-worker-apply-timeout",
+        ),
+    ):
+        reply = api.patch(f"{ORGS}/acme", doc("organizations", **attributes))
+        assert reply.status == 422, reply.json
+        assert reply.error["source"]["pointer"] == pointer
+    consumers = f"{ORGS}/acme/relationships/module-consumers"
+    for body, pointer in (
+        ({"data": [{"type": "organizations", "id": "nowhere"}]}, "/data/0/id"),
+        ({"data": [{"type": "organizations", "id": "acme"}]}, "/data/0/id"),
+        ({"data": [{"type": "teams", "id": "beta"}]}, "/data/0/type"),
+        ({"data": {"type": "organizations", "id": "beta"}}, "/data"),
+        ({"data": [{"type": "organizations", "id": "beta"}] * 101}, "/data"),
+    ):
+        reply = api.patch(consumers, body)
+        assert reply.status == 422, (body, reply.json)
+        assert reply.error["source"]["pointer"] == pointer
+    assert api.get(f"{ORGS}/acme").data == before
+    assert api.get(consumers).data == []
+    assert api.get(f"{ORGS}/nowhere").status == 404
+    assert api.patch(f"{ORGS}/nowhere", doc("organizations", **{"is-disabled": True})).status == 404
+
+
+def test_admin_delete_organization_runs_the_cascade(api: Api):
+    make_org(api, "acme")
+    _, team_token = make_team(api, "acme", "devs")
+    assert api.delete(f"{ORGS}/acme").status == 204
+    assert api.get(f"{ORGS}/acme").status == 404
+    assert api.get("/api/v2/organizations/acme").status == 404
+    cold()
+    assert api.as_(team_token).get("/api/v2/organizations/acme").status == 401
+    assert api.delete(f"{ORGS}/acme").status == 404
+
+
+# ----- module sharing ------------------------------------------------------------------------
+
+
+@pytest.fixture
+def producer(api: Api) -> Api:
+    """acme publishes vpc/aws 1.0.0; beta and gamma are other organizations."""
+    make_org(api, "acme")
+    create_module(api, "vpc", "aws")
+    publish(api, "1.0.0")
+    make_org(api, "beta")
+    make_org(api, "gamma")
+    return api
+
+
+def reads(api: Api, token: str) -> bool:
+    versions = api.as_(token).get(f"{V1}/acme/vpc/aws/versions").status
+    download = api.as_(token).get(f"{V1}/acme/vpc/aws/1.0.0/download").status
+    assert (versions == 200) == (download == 204), (versions, download)
+    return versions == 200
+
+
+def share(api: Api, *consumers: str) -> None:
+    body = {"data": [{"type": "organizations", "id": name} for name in consumers]}
+    reply = api.patch(f"{ORGS}/acme/relationships/module-consumers", body)
+    assert reply.status == 200, reply.json
+    assert [o["id"] for o in reply.data] == sorted(consumers)
+
+
+def test_module_consumers_read_the_producers_modules_only_while_shared(producer: Api):
+    api = producer
+    _, beta = make_team(api, "beta", "readers")
+    _, gamma = make_team(api, "gamma", "readers")
+    _, user_token = make_user("bea")
+    team_id = next(
+        t.id
+        for t in service.list_teams(Principal("user", admin_id(), None), "beta", None)
+        if t.name == "readers"
+    )
+    service.change_membership(Principal("user", admin_id(), None), team_id, ["bea"], add=True)
+    assert not reads(api, beta) and not reads(api, user_token)
+    share(api, "beta")
+    assert reads(api, beta) and reads(api, user_token)
+    assert not reads(api, gamma)
+    consumers = api.get(f"{ORGS}/acme/relationships/module-consumers").data
+    assert [o["id"] for o in consumers] == ["beta"]
+    share(api)
+    assert not reads(api, beta) and not reads(api, user_token)
+
+
+def test_global_module_sharing_serves_every_organization(producer: Api):
+    api = producer
+    _, gamma = make_team(api, "gamma", "readers")
+    _, loner = make_user("loner")  # belongs to no organization
+    reply = api.patch(f"{ORGS}/acme", doc("organizations", **{"global-module-sharing": True}))
+    assert reply.status == 200 and reply.data["attributes"]["global-module-sharing"] is True
+    assert reads(api, gamma)
+    assert not reads(api, loner)
+    api.patch(f"{ORGS}/acme", doc("organizations", **{"global-module-sharing": False}))
+    assert not reads(api, gamma)
+
+
+def test_sharing_costs_one_read_and_only_for_outsiders(producer: Api):
+    """A consumer's download reads the producer's sharing settings: one GetItem more than
+    a member's; a member's stays as test_protocol's hot path measures it."""
+    from bench.reads import counting_reads
+
+    api = producer
+    _, member = make_team(api, "acme", "readers")
+    _, consumer = make_team(api, "beta", "readers")
+    share(api, "beta")
+    path = f"{V1}/acme/vpc/aws/1.0.0/download"
+    counts = {}
+    for name, token in (("member", member), ("consumer", consumer)):
+        api.as_(token).get(path)  # warm
+        with counting_reads() as counted:
+            assert api.as_(token).get(path).status == 204
+        counts[name] = counted.total_calls
+    assert counts["consumer"] == counts["member"] + 1, counts
+
+
+def test_a_deleted_consumers_name_does_not_inherit_the_sharing(producer: Api):
+    api = producer
+    share(api, "beta", "gamma")
+    assert api.delete("/api/v2/organizations/beta").status == 204
+    consumers = api.get(f"{ORGS}/acme/relationships/module-consumers").data
+    assert [o["id"] for o in consumers] == ["gamma"]
+    make_org(api, "beta")  # someone takes the name again
+    _, newcomer = make_team(api, "beta", "readers")
+    assert not reads(api, newcomer)
