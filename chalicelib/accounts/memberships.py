@@ -22,7 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
 
-from chalicelib.accounts import service, store
+from chalicelib.accounts import passwords, service, store
 from chalicelib.accounts.render import membership_id
 from chalicelib.accounts.store import MembershipModel, TeamModel, UserModel
 from chalicelib.core.api.errors import NotFound, Unprocessable
@@ -332,13 +332,19 @@ def open_invitation(token: str) -> Invitation | None:
     return Invitation(item, service.find_user(item.user_id))
 
 
-def accept(invitation: Invitation, token: str, username: str | None) -> UserModel | None:
-    """Use the invitation once: create the new person's user (with ``username``), make them a
-    member and put them on the invited teams. None when the link was used meanwhile."""
+def accept(
+    invitation: Invitation, token: str, username: str = "", password: str = "", again: str = ""
+) -> UserModel | None:
+    """Use the invitation once: create the new person's user (``username`` and a checked
+    ``password``), make them a member and put them on the invited teams. None when the link
+    was used meanwhile; a bad username or password is a 422 that changes nothing."""
     item = invitation.item
     user = invitation.user
     if user is None:
-        user = service.create_user_with_id(item.user_id, username or "", item.email)
+        passwords.check(password, again)
+        user = service.create_user_with_id(
+            item.user_id, username, item.email, passwords.hash_password(password)
+        )
     if not store.use_invitation(item, token_hash(token)):
         return None
     store.add_member_ref(user.id, item.organization)

@@ -226,9 +226,15 @@ def create_user(
     return user
 
 
-def create_user_with_id(user_id: str, username: str, email: str) -> UserModel:
-    """The user an invitation reserved ``user_id`` for (see ``create_user``)."""
-    return create_user(username, email, user_id=user_id)
+def create_user_with_id(
+    user_id: str, username: str, email: str, password_hash: str | None = None
+) -> UserModel:
+    """The user an invitation reserved ``user_id`` for (see ``create_user``), with the
+    argon2id hash of their password."""
+    user = create_user(username, email, user_id=user_id)
+    if password_hash:
+        user.update(actions=[UserModel.password_hash.set(password_hash)])
+    return user
 
 
 def find_user_by_name(username: str) -> UserModel | None:

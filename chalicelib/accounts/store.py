@@ -82,6 +82,8 @@ class UserModel(db.Model):
     # "<organization>/<team id>" for every team the user belongs to.
     team_refs = UnicodeSetAttribute(default=set)
     created_at = UTCDateTimeAttribute()
+    # The argon2id hash of the user's password (accounts.passwords); None: no password.
+    password_hash = UnicodeAttribute(null=True)
     by_username = UserByName()
 
     # Every write forgets this instance's cached copy (``cached_user``) at once.
