@@ -5,6 +5,7 @@ and key-maintenance handlers of ``chalicelib/entry`` (registered here too, not c
 per route group from ``chalicelib/entry`` (see infrastructure/).
 """
 
+from chalicelib.accounts import memberships
 from chalicelib.accounts.routes import bp as accounts_routes
 from chalicelib.admin.people_routes import bp as admin_people_routes
 from chalicelib.admin.routes import bp as admin_routes
@@ -27,6 +28,9 @@ from chalicelib.vcs.routes import bp as vcs_routes
 from chalicelib.web.login import bp as login_routes
 from chalicelib.web.routes import bp as web_routes
 from chalicelib.workspaces.routes import bp as workspace_routes
+
+# Invitations go out through the site's SMTP settings (accounts may not import admin).
+memberships.use_mailer("chalicelib.admin.mail:send_invitation")
 
 app = create_app(
     "tfe-module-registry",

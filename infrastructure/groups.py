@@ -76,6 +76,8 @@ ROUTE_GROUPS: tuple[Function, ...] = (
             "users": WRITE,
             "teams": WRITE,
             "tokens": WRITE,
+            # Invitations and the memberships they became.
+            "organization-memberships": WRITE,
             **REGISTRY_TABLES,
             **NO_CODE_TABLES,
             **WORKSPACE_TABLES,
@@ -161,6 +163,11 @@ ROUTE_GROUPS: tuple[Function, ...] = (
             # terraform login: its authorization codes, and the user token it mints.
             "login-codes": WRITE,
             "tokens": WRITE,
+            # Accepting an invitation creates the user and puts them on its teams; password
+            # sign-in counts failures in the rate limiter's table.
+            "organization-memberships": WRITE,
+            "users": WRITE,
+            "teams": WRITE,
         },
         s3_actions=("s3:GetObject",),
     ),

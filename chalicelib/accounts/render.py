@@ -10,7 +10,13 @@ from __future__ import annotations
 import hashlib
 from typing import TYPE_CHECKING, Any
 
-from chalicelib.accounts.store import ACCESS_FLAGS, OrganizationModel, TeamModel, UserModel
+from chalicelib.accounts.store import (
+    ACCESS_FLAGS,
+    OrganizationModel,
+    TeamModel,
+    UserModel,
+    team_ids_of,
+)
 from chalicelib.core.api.jsonapi import resource, to_one
 from chalicelib.core.api.names import kebab
 from chalicelib.core.auth import Principal, TokenModel
@@ -126,25 +132,50 @@ def render_organization_membership(
     private: bool = True,
     hidden_teams: frozenset[str] | set[str] = frozenset(),
 ) -> dict[str, Any]:
-    """``user``'s membership in ``organization`` (always active: there are no invitations).
-    ``private`` shows the email address (to the organization's owners and the user);
-    ``hidden_teams``: the secret teams the reader may not see, left out of ``teams``."""
-    prefix = f"{organization}/"
-    team_ids = sorted(
-        team_id
-        for ref in user.team_refs or ()
-        if ref.startswith(prefix) and (team_id := ref[len(prefix) :]) not in hidden_teams
-    )
-    return resource(
-        "organization-memberships",
+    """``user``'s active membership in ``organization``. ``private`` shows the email address
+    (to the organization's owners and the user); ``hidden_teams``: the secret teams the
+    reader may not see, left out of ``teams``."""
+    return render_membership(
         membership_id(organization, user.id),
-        {"status": "active", "email": user.email if private else ""},
+        organization,
+        user.id,
+        user.email,
+        "active",
+        team_ids_of(user, organization),
+        private=private,
+        hidden_teams=hidden_teams,
+    )
+
+
+def render_membership(
+    id: str,
+    organization: str,
+    user_id: str,
+    email: str,
+    status: str,
+    team_ids: list[str],
+    *,
+    private: bool,
+    hidden_teams: frozenset[str] | set[str] = frozenset(),
+    invitation_url: str | None = None,
+) -> dict[str, Any]:
+    """A membership, active or ``invited``. ``invitation_url``: only in the answer to the
+    invitation, when no mail could carry it (``meta.invitation-url``)."""
+    document = resource(
+        "organization-memberships",
+        id,
+        {"status": status, "email": email if private else ""},
         relationships={
-            "user": to_one("users", user.id),
+            "user": to_one("users", user_id),
             "organization": to_one("organizations", organization),
-            "teams": {"data": [{"id": t, "type": "teams"} for t in team_ids]},
+            "teams": {
+                "data": [{"id": t, "type": "teams"} for t in team_ids if t not in hidden_teams]
+            },
         },
     )
+    if invitation_url is not None:
+        document["meta"] = {"invitation-url": invitation_url}
+    return document
 
 
 def render_user(user: UserModel, *, private: bool = True) -> dict[str, Any]:

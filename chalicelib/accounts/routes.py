@@ -11,9 +11,10 @@ from typing import TYPE_CHECKING, Any
 
 from chalice import Blueprint, Response
 
-from chalicelib.accounts import service
+from chalicelib.accounts import memberships, service
 from chalicelib.accounts.render import (
     render_entitlement_set,
+    render_membership,
     render_organization,
     render_organization_membership,
     render_service_account,
@@ -270,6 +271,187 @@ def add_team_members(ctx: Ctx, team_id: str) -> Response:
 @route(bp, TEAM_USERS, methods=("DELETE",), body=MEMBERS)
 def remove_team_members(ctx: Ctx, team_id: str) -> Response:
     service.change_membership(ctx.user, team_id, _usernames(ctx), add=False)
+    return no_content()
+
+
+# ----- organization memberships -------------------------------------------------------------
+
+ORGANIZATION_MEMBERSHIPS = ORGANIZATION + "/organization-memberships"
+MEMBERSHIPS = "/api/v2/organization-memberships"
+MEMBERSHIP = MEMBERSHIPS + "/{membership_id}"
+TEAM_MEMBERSHIPS = TEAM + "/relationships/organization-memberships"
+# go-tfe's OrgMembershipIncludeOpt.
+MEMBERSHIP_INCLUDES = ("user", "teams")
+MEMBERSHIP_BODY = Body(
+    "chalicelib.accounts.schemas:MembershipAttributes", "organization-memberships"
+)
+
+
+def _membership(
+    ctx: Ctx, m: memberships.Membership, rights: service.OrgAccess, link: str | None = None
+) -> dict[str, Any]:
+    return render_membership(
+        m.id,
+        m.organization,
+        m.user_id,
+        m.email,
+        m.status,
+        m.team_ids,
+        private=rights.manage_membership or m.user_id == ctx.user.id,
+        hidden_teams=service.hidden_teams(ctx.user, m.organization, rights)
+        if m.team_ids
+        else frozenset(),
+        invitation_url=link,
+    )
+
+
+def _membership_includers(ctx: Ctx) -> dict[str, Includer]:
+    """``user``: the members' users (an invited new person has none yet); ``teams``: the
+    teams of the memberships the caller may see."""
+
+    def users(found: Sequence[memberships.Membership]) -> list[dict[str, Any]]:
+        ids = sorted({m.user_id for m in found})
+        loaded = {u.id: u for u in UserModel.batch_get(ids)} if ids else {}
+        admin = bool(loaded) and service.is_site_admin(ctx.user)
+        return [render_user(u, private=admin or u.id == ctx.user.id) for u in loaded.values()]
+
+    def teams(found: Sequence[memberships.Membership]) -> list[dict[str, Any]]:
+        ids = sorted({t for m in found for t in m.team_ids})
+        rendered = []
+        for team in TeamModel.batch_get(ids) if ids else []:
+            rights = service.access(ctx.user, team.organization)
+            if service.sees_team(ctx.user, team, rights):
+                rendered.append(render_team(team, rights))
+        return rendered
+
+    return {"user": users, "teams": teams}
+
+
+def _filter_list(ctx: Ctx, name: str, allowed: tuple[str, ...] | None = None) -> list[str]:
+    raw = ctx.query.get(name) or ""
+    values = [v.strip() for v in raw.split(",") if v.strip()]
+    if len(values) > memberships.MAX_EMAILS:
+        raise Unprocessable(f"{name} takes at most {memberships.MAX_EMAILS} values", parameter=name)
+    for value in values:
+        if allowed is not None and value not in allowed:
+            raise Unprocessable(f"{name} must be one of {', '.join(allowed)}", parameter=name)
+        if allowed is None and not service.EMAIL.match(value):
+            raise Unprocessable(f"{value!r} is not an email address", parameter=name)
+    return values
+
+
+@route(
+    bp,
+    ORGANIZATION_MEMBERSHIPS,
+    methods=("GET",),
+    includes=MEMBERSHIP_INCLUDES,
+    query=(
+        *PAGE,
+        Param("q", "a part of the email or username (any case)"),
+        Param("filter[email]", "email addresses, comma-separated"),
+        Param("filter[status]", "invited or active"),
+    ),
+)
+def list_organization_memberships(ctx: Ctx, organization_name: str) -> Response:
+    emails = _filter_list(ctx, "filter[email]")
+    statuses = _filter_list(ctx, "filter[status]", memberships.STATUSES)
+    found, rights = memberships.list_memberships(
+        ctx.user, organization_name, (ctx.query.get("q") or "").strip(), emails, statuses
+    )
+    render = lambda m: _membership(ctx, m, rights)  # noqa: E731
+    return _page_of(ctx, found, render, _membership_includers(ctx))
+
+
+@route(
+    bp,
+    ORGANIZATION_MEMBERSHIPS,
+    methods=("POST",),
+    includes=MEMBERSHIP_INCLUDES,
+    body=MEMBERSHIP_BODY,
+)
+def invite_member(ctx: Ctx, organization_name: str) -> Response:
+    """Invite by email; the link goes by mail, or (no SMTP) in ``meta.invitation-url`` of
+    this answer only."""
+    attrs = ctx.attributes()
+    team_ids = _team_ids(ctx.json())
+    found, link = memberships.invite(
+        ctx.user, organization_name, attrs.email, team_ids, ctx.base_url
+    )
+    rights = service.access(ctx.user, organization_name)
+    included = ctx.included([found], _membership_includers(ctx))
+    return document(_membership(ctx, found, rights, link), 201, included=included)
+
+
+def _team_ids(body: Any) -> list[str]:
+    """The ids of ``data.relationships.teams.data`` (optional), each checked."""
+    pointer = "/data/relationships/teams/data"
+    data = body.get("data") if isinstance(body, dict) else None
+    relationships = data.get("relationships") if isinstance(data, dict) else None
+    if relationships is None:
+        return []
+    teams = relationships.get("teams") if isinstance(relationships, dict) else None
+    items = teams.get("data") if isinstance(teams, dict) else None
+    if not isinstance(items, list):
+        raise Unprocessable(
+            'teams must be {"data": [{"type": "teams", "id": ...}]}', pointer=pointer
+        )
+    if len(items) > memberships.MAX_TEAMS:
+        raise Unprocessable(f"at most {memberships.MAX_TEAMS} teams", pointer=pointer)
+    ids = []
+    for index, item in enumerate(items):
+        team_id = item.get("id") if isinstance(item, dict) else None
+        if not isinstance(team_id, str) or not team_id:
+            raise Unprocessable("id (the team's id) is required", pointer=f"{pointer}/{index}/id")
+        ids.append(team_id)
+    return ids
+
+
+@route(bp, MEMBERSHIPS, methods=("GET",), includes=MEMBERSHIP_INCLUDES, query=PAGE)
+def list_own_memberships(ctx: Ctx) -> Response:
+    found = memberships.own_memberships(ctx.user)
+    render = lambda m: _membership(ctx, m, service.access(ctx.user, m.organization))  # noqa: E731
+    return _page_of(ctx, found, render, _membership_includers(ctx))
+
+
+@route(bp, MEMBERSHIP, methods=("GET",), includes=MEMBERSHIP_INCLUDES)
+def show_membership(ctx: Ctx, membership_id: str) -> Response:
+    found, rights = memberships.find(ctx.user, membership_id)
+    included = ctx.included([found], _membership_includers(ctx))
+    return document(_membership(ctx, found, rights), included=included)
+
+
+@route(bp, MEMBERSHIP, methods=("DELETE",))
+def delete_membership(ctx: Ctx, membership_id: str) -> Response:
+    memberships.remove(ctx.user, membership_id)
+    return no_content()
+
+
+MEMBERSHIP_IDS = Relationships(
+    "organization-memberships",
+    max_items=service.MAX_MEMBERS_PER_REQUEST,
+    description="the members, by organization membership id",
+)
+
+
+def _membership_ids(ctx: Ctx) -> list[str]:
+    ids = []
+    for index, item in enumerate(ctx.relationships()):
+        value = item.get("id")
+        if not isinstance(value, str) or not value:
+            raise Unprocessable("id (the membership id) is required", pointer=f"/data/{index}/id")
+        ids.append(value)
+    return ids
+
+
+@route(bp, TEAM_MEMBERSHIPS, methods=("POST",), body=MEMBERSHIP_IDS, success=204)
+def add_team_memberships(ctx: Ctx, team_id: str) -> Response:
+    memberships.change_team_members(ctx.user, team_id, _membership_ids(ctx), add=True)
+    return no_content()
+
+
+@route(bp, TEAM_MEMBERSHIPS, methods=("DELETE",), body=MEMBERSHIP_IDS)
+def remove_team_memberships(ctx: Ctx, team_id: str) -> Response:
+    memberships.change_team_members(ctx.user, team_id, _membership_ids(ctx), add=False)
     return no_content()
 
 

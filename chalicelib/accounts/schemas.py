@@ -44,3 +44,7 @@ class TokenAttributes(Attributes):
     description: str | None = None
     # Strict mode would refuse ISO strings; timestamps arrive as text in JSON.
     expired_at: Annotated[AwareDatetime, Strict(False)] | None = None
+
+
+class MembershipAttributes(Attributes):
+    email: str | None = None

@@ -49,10 +49,12 @@ class OrgAccess:
     # ``read-projects``; the organization's token reads them.
     manage_projects: bool = False
     read_projects: bool = False
+    # Inviting and removing members (the owners, and teams with ``manage-membership``).
+    manage_membership: bool = False
 
     @classmethod
     def everything(cls, *, site_admin: bool = False) -> OrgAccess:
-        return cls(True, True, True, True, site_admin, True, True)
+        return cls(True, True, True, True, site_admin, True, True, True)
 
 
 # ----- principals ---------------------------------------------------------------------------
@@ -100,10 +102,10 @@ def access(principal: Principal, organization: str) -> OrgAccess:
         return OrgAccess()
     if user.is_site_admin:
         return OrgAccess.everything(site_admin=True)
-    prefix = f"{organization}/"
-    team_ids = [ref[len(prefix) :] for ref in user.team_refs or () if ref.startswith(prefix)]
-    if not team_ids:
-        return OrgAccess()
+    team_ids = store.team_ids_of(user, organization)
+    if not team_ids:  # a member through an invitation only reads
+        member = store.member_ref(organization) in (user.team_refs or ())
+        return OrgAccess(can_read=True) if member else OrgAccess()
     return _team_access(list(TeamModel.batch_get(team_ids)), organization)
 
 
@@ -120,6 +122,7 @@ def _team_access(teams: Iterable[TeamModel], organization: str) -> OrgAccess:
         manage_workspaces=manage_projects or any(t.access.manage_workspaces for t in teams),
         manage_projects=manage_projects,
         read_projects=manage_projects or any(t.access.read_projects for t in teams),
+        manage_membership=any(t.access.manage_membership for t in teams),
     )
 
 
@@ -201,17 +204,23 @@ def owned_organization(principal: Principal, name: str) -> OrganizationModel:
 
 
 def create_user(
-    username: str, email: str, *, site_admin: bool = False, scim: bool = False
+    username: str,
+    email: str,
+    *,
+    site_admin: bool = False,
+    scim: bool = False,
+    user_id: str | None = None,
 ) -> UserModel:
     """A new user; usernames are unique whatever their case (``ADMIN`` is ``admin``'s).
-    ``scim``: provisioned by SCIM (which may link it again after deprovisioning)."""
+    ``scim``: provisioned by SCIM (which may link it again after deprovisioning);
+    ``user_id``: the id an invitation reserved (else a new one)."""
     if not ORG_NAME.match(username):
         raise Unprocessable("username may contain letters, numbers, - and _", pointer="username")
     taken = Unprocessable(f"username {username!r} has already been taken")
     if find_user_by_name(username) is not None:
         raise taken
     user = UserModel(
-        new_id("user"),
+        user_id or new_id("user"),
         username=username,
         email=email,
         is_site_admin=site_admin,
@@ -220,6 +229,17 @@ def create_user(
     )
     if not store.insert_user(user):
         raise taken
+    return user
+
+
+def create_user_with_id(
+    user_id: str, username: str, email: str, password_hash: str | None = None
+) -> UserModel:
+    """The user an invitation reserved ``user_id`` for (see ``create_user``), with the
+    argon2id hash of their password."""
+    user = create_user(username, email, user_id=user_id)
+    if password_hash:
+        user.update(actions=[UserModel.password_hash.set(password_hash)])
     return user
 
 
@@ -539,15 +559,20 @@ def resolve_usernames(usernames: list[str]) -> list[UserModel]:
     return users
 
 
+def refuse_if_scim_linked(team: TeamModel) -> None:
+    """A team following a SCIM group changes its members only there (422)."""
+    if team.scim_group_name is not None and not team.scim_sync_paused:
+        raise Unprocessable(
+            f"team {team.id}'s members follow the SCIM group {team.scim_group_name!r}: change "
+            "them in the identity provider, or pause or remove the link first"
+        )
+
+
 def change_membership(
     principal: Principal, team_id: str, usernames: list[str], *, add: bool
 ) -> None:
     team = owned_team(principal, team_id)
-    if team.scim_group_name is not None and not team.scim_sync_paused:
-        raise Unprocessable(
-            f"team {team_id}'s members follow the SCIM group {team.scim_group_name!r}: change "
-            "them in the identity provider, or pause or remove the link first"
-        )
+    refuse_if_scim_linked(team)
     users = resolve_usernames(usernames)
     if add:
         store.add_team_members(team, [u.id for u in users])

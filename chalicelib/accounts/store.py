@@ -93,6 +93,8 @@ class UserModel(db.Model):
     # "<organization>/<team id>" for every team the user belongs to.
     team_refs = UnicodeSetAttribute(default=set)
     created_at = UTCDateTimeAttribute()
+    # The argon2id hash of the user's password (accounts.passwords); None: no password.
+    password_hash = UnicodeAttribute(null=True)
     by_username = UserByName()
 
     # Every write forgets this instance's cached copy (``cached_user``) at once.
@@ -377,3 +379,128 @@ def drop_held_token(holder: TeamModel | OrganizationModel, token: TokenModel) ->
     model = type(holder)
     holder.update(actions=[model.token_id.remove(), model.token_hash.remove()])
     token.delete()
+
+
+# ----- organization memberships and invitations ----------------------------------------------
+
+
+def member_ref(organization: str) -> str:
+    """The ``team_refs`` entry of a member who joined through an invitation: the
+    organization's prefix with no team id. Readers that ask "is this user in the
+    organization?" (a ref starting ``<organization>/``) count it as every team ref; readers
+    of team ids skip it (``team_ids_of``)."""
+    return f"{organization}/"
+
+
+def team_ids_of(user: UserModel, organization: str) -> list[str]:
+    """The ids of ``organization``'s teams the user is on (the membership ref left out)."""
+    prefix = member_ref(organization)
+    return sorted(
+        ref[len(prefix) :]
+        for ref in user.team_refs or ()
+        if ref.startswith(prefix) and ref != prefix
+    )
+
+
+class MembershipsByOrganization(GlobalSecondaryIndex):
+    class Meta:
+        index_name = "by-organization"
+        projection = AllProjection()
+
+    organization = UnicodeAttribute(hash_key=True)
+    email = UnicodeAttribute(range_key=True)
+
+
+class MembershipsByUser(GlobalSecondaryIndex):
+    class Meta:
+        index_name = "by-user"
+        projection = AllProjection()
+
+    user_id = UnicodeAttribute(hash_key=True)
+
+
+class MembershipsByToken(GlobalSecondaryIndex):
+    """Sparse: only invitations not yet accepted carry a ``token_hash``."""
+
+    class Meta:
+        index_name = "by-token"
+        projection = AllProjection()
+
+    token_hash = UnicodeAttribute(hash_key=True)
+
+
+@db.register
+class MembershipModel(db.Model):
+    """A membership that began as an invitation (members added straight to teams have no
+    item: their membership is their team refs). Its id is ``membership_id(organization,
+    user_id)`` (accounts.render): for a new email the user id is reserved at invitation and
+    the user created with it on acceptance, so the id never changes.
+
+    ``team_ids``: the teams the invitation puts the person on when accepted. Only the
+    SHA-256 of the invitation link's token is stored, until it is used."""
+
+    Meta = db.table("organization-memberships")
+
+    id = UnicodeAttribute(hash_key=True)
+    organization = UnicodeAttribute()
+    email = UnicodeAttribute()  # lower case
+    user_id = UnicodeAttribute()
+    status = UnicodeAttribute()  # "invited", then "active"
+    team_ids = UnicodeSetAttribute(default=set)
+    token_hash = UnicodeAttribute(null=True)
+    expires_at = UTCDateTimeAttribute(null=True)
+    invited_by = UnicodeAttribute(null=True)
+    created_at = UTCDateTimeAttribute()
+    by_organization = MembershipsByOrganization()
+    by_user = MembershipsByUser()
+    by_token = MembershipsByToken()
+
+
+def insert_membership(item: MembershipModel) -> bool:
+    """Save a new invitation; False when its id (the organization and user) is taken."""
+    try:
+        item.save(condition=MembershipModel.id.does_not_exist())
+    except PutError as exc:
+        if db.conditional_failure(exc):
+            return False
+        raise
+    return True
+
+
+def use_invitation(item: MembershipModel, token_hash: str) -> bool:
+    """Mark the invitation accepted and forget its token, once: False when another request
+    used it first (the condition is the token it was read with)."""
+    try:
+        item.update(
+            actions=[
+                MembershipModel.status.set("active"),
+                MembershipModel.token_hash.remove(),
+                MembershipModel.expires_at.remove(),
+            ],
+            condition=(MembershipModel.token_hash == token_hash)
+            & (MembershipModel.status == "invited"),
+        )
+    except UpdateError as exc:
+        if db.conditional_failure(exc):
+            return False
+        raise
+    return True
+
+
+def add_member_ref(user_id: str, organization: str) -> None:
+    """Make an existing user a member of ``organization`` without a team."""
+    UserModel(user_id).update(
+        actions=[UserModel.team_refs.add({member_ref(organization)})],
+        condition=UserModel.id.exists(),
+    )
+
+
+def remove_member_ref(user_id: str, organization: str) -> None:
+    try:
+        UserModel(user_id).update(
+            actions=[UserModel.team_refs.delete({member_ref(organization)})],
+            condition=UserModel.id.exists(),
+        )
+    except UpdateError as exc:
+        if not db.conditional_failure(exc):
+            raise

@@ -60,6 +60,58 @@ def _open(config: SmtpConfig, timeout: float) -> smtplib.SMTP:
 
 def send_test_message(config: SmtpConfig, recipient: str) -> None:
     """Deliver one test message or raise the ApiError that describes why not."""
+    _deliver(config, _message(config, recipient))
+
+
+def _invitation(config: SmtpConfig, recipient: str, organization: str, link: str) -> EmailMessage:
+    message = EmailMessage()
+    message["From"] = config.sender
+    message["To"] = recipient
+    message["Subject"] = f"You are invited to join {organization} on the Terraform module registry"
+    message.set_content(
+        f"You have been invited to join the organization {organization}.\n\n"
+        f"Accept the invitation here (the link works once, for 7 days):\n{link}\n\n"
+        "If you did not expect this, ignore this message.\n"
+    )
+    return message
+
+
+def configured() -> SmtpConfig | None:
+    """The site's SMTP settings when SMTP is enabled (the password unsealed), else None.
+    (Read from the store, as ``service.update_smtp`` saved them: the service imports this
+    module.)"""
+    from chalicelib.admin import store
+    from chalicelib.core import secrets
+
+    item = store.load("smtp")
+    values = item.values or {}
+    if not values.get("enabled") or not values.get("host"):
+        return None
+    auth = values.get("auth") or "none"
+    sealed = (item.secrets or {}).get("password")
+    password = secrets.unseal(sealed, purpose="smtp/password") if sealed else None
+    return SmtpConfig(
+        host=values["host"],
+        port=values["port"],
+        sender=values["sender"],
+        auth=auth,
+        username=values.get("username"),
+        password=password if auth != "none" else None,
+    )
+
+
+def send_invitation(recipient: str, organization: str, link: str) -> bool:
+    """Mail an invitation link through the site's SMTP settings: False when SMTP is not
+    configured (the caller then shows the link to the inviting owner). A delivery failure
+    is the ApiError ``send_test_message`` describes; the link is in no error or log."""
+    config = configured()
+    if config is None:
+        return False
+    _deliver(config, _invitation(config, recipient, organization, link))
+    return True
+
+
+def _deliver(config: SmtpConfig, message: EmailMessage) -> None:
     where = f"{config.host}:{config.port}"
     timeout = get_settings().smtp_timeout
     try:
@@ -71,7 +123,7 @@ def send_test_message(config: SmtpConfig, recipient: str) -> None:
                     server.auth("PLAIN", server.auth_plain)
                 else:
                     server.auth("LOGIN", server.auth_login, initial_response_ok=False)
-            server.send_message(_message(config, recipient))
+            server.send_message(message)
         finally:
             try:
                 server.quit()
@@ -100,6 +152,6 @@ def send_test_message(config: SmtpConfig, recipient: str) -> None:
             f"the SMTP server {where} does not support {config.auth} auth"
         ) from None
     except smtplib.SMTPRecipientsRefused:
-        raise SmtpServerError(f"the SMTP server {where} refused the test recipient") from None
+        raise SmtpServerError(f"the SMTP server {where} refused the recipient") from None
     except (smtplib.SMTPException, ssl.SSLError, OSError) as exc:
         raise SmtpServerError(f"could not deliver through {where}: {type(exc).__name__}") from None

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from chalice import Blueprint, Response
 
-from chalicelib.core.api.errors import NotFound, Unauthorized
+from chalicelib.accounts import memberships
+from chalicelib.core.api.errors import NotFound, Unauthorized, Unprocessable
 from chalicelib.core.api.openapi import Param, Reply
 from chalicelib.modules.service import ModuleRef
 from chalicelib.web import pages, session
@@ -127,6 +128,59 @@ def module_version(
     principal = ctx.principal_or_sign_in()
     ref = ModuleRef(organization, registry, namespace, name, provider)
     return ctx.render("module.html", view=pages.module_page(principal, ref, version, ctx.host))
+
+
+INVITATION = "/app/invitations/{token}"
+
+
+def _invitation_page(ctx: WebCtx, token: str, status: int = 200, **extra: object) -> Response:
+    found = memberships.open_invitation(token)
+    return ctx.render(
+        "invitation.html",
+        status if found else 410,
+        token=token if found else "",
+        organization=found.item.organization if found else None,
+        existing=found.user.username if found and found.user else None,
+        username=extra.get("username", ""),
+        error=extra.get("error"),
+    )
+
+
+@page(bp, INVITATION, success=(Reply(200), Reply(410)))
+def invitation(ctx: WebCtx, token: str) -> Response:
+    """An invitation link: the organization and a form (a username and password for a new
+    person, just "accept" for an existing user); a used or expired link says so."""
+    return _invitation_page(ctx, token)
+
+
+@page(bp, INVITATION, ("POST",), form=True, success=SEE_OTHER + (Reply(410), Reply(422)))
+def accept_invitation(ctx: WebCtx, token: str) -> Response:
+    """Accept: the new user is created (argon2id password hash), becomes a member, is
+    signed in and sent to the organization's modules. Nothing changes on a refused form."""
+    form = ctx.form()
+    if not session.check_csrf(ctx.request, form.get(session.CSRF_FIELD)):
+        return csrf_refused(ctx.request)
+    found = memberships.open_invitation(token)
+    if found is None:
+        return _invitation_page(ctx, token)
+    username = (form.get("username") or "").strip()
+    try:
+        user = memberships.accept(
+            found, token, username, form.get("password") or "", form.get("password_again") or ""
+        )
+    except Unprocessable as refused:
+        return _invitation_page(ctx, token, 422, username=username, error=refused.detail)
+    if user is None:
+        return _invitation_page(ctx, token)
+    _, secret = session.start_for_user(user.id)
+    session.end(ctx.request)
+    return redirect(
+        f"/app/{found.item.organization}/registry/modules",
+        cookies=[
+            session.set_cookie(session.COOKIE_NAME, secret, session.SESSION_SECONDS),
+            session.clear_cookie(session.CSRF_COOKIE),
+        ],
+    )
 
 
 @page(bp, "/app/static/{asset}", success=(Reply(200, schema={"type": "string"}),))

@@ -99,6 +99,20 @@ def start(token: str) -> tuple[Principal, str]:
     return principal, secret
 
 
+def start_for_user(user_id: str) -> tuple[Principal, str]:
+    """Open a session for a user who proved who they are another way (a password, an
+    invitation link): a user token of their own, expiring with the session, opens it."""
+    from chalicelib.core.auth import mint_token
+
+    _, token = mint_token(
+        "user",
+        user_id,
+        description="browser session",
+        expired_at=now() + timedelta(seconds=SESSION_SECONDS),
+    )
+    return start(token)
+
+
 def _session(request: Any) -> store.WebSessionModel | None:
     """The request's live session item (memoized on the request), or None."""
     memo: Any = getattr(request, "_web_session", False)  # the item, None, or False: not yet

@@ -1,11 +1,15 @@
 """Route group ``accounts``: organizations, users, teams and tokens, and their site
 administration (``/api/v2/admin/users``, ``/api/v2/admin/organizations``)."""
 
+from chalicelib.accounts import memberships
 from chalicelib.accounts.routes import bp
 from chalicelib.admin.people_routes import bp as admin_people
 from chalicelib.entry.factory import create_app
 from chalicelib.lifecycle.admin_routes import bp as admin_organization_lifecycle
 from chalicelib.lifecycle.organization_routes import bp as organization_lifecycle
+
+# Invitations go out through the site's SMTP settings (accounts may not import admin).
+memberships.use_mailer("chalicelib.admin.mail:send_invitation")
 
 app = create_app(
     "registry-accounts", [bp, organization_lifecycle, admin_people, admin_organization_lifecycle]

@@ -1,0 +1,354 @@
+"""Organization memberships and invitations, as TFE's ``organization-memberships``.
+
+A member is a user with a ref to one of the organization's teams, or (joined through an
+invitation) the organization's membership ref (``store.member_ref``). An invitation is a
+``MembershipModel`` item, ``invited`` until the link it mailed is followed, then ``active``.
+Who may invite and remove: the owners and teams with ``manage-membership`` (site admins
+too); anyone else gets 404. Readers of the organization may list and read memberships; an
+email address shows to those who manage membership and to the member.
+
+The invitation link carries a random token (``secrets.token_urlsafe(32)``); only its
+SHA-256 is stored, it works once and for ``INVITATION_DAYS``. Delivery is the site's SMTP
+(``chalicelib.admin.mail``, wired in by the entry modules through ``use_mailer``, since
+accounts may not import admin).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import secrets
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import timedelta
+
+from chalicelib.accounts import passwords, service, store
+from chalicelib.accounts.render import membership_id
+from chalicelib.accounts.store import MembershipModel, TeamModel, UserModel
+from chalicelib.core.api.errors import NotFound, Unprocessable
+from chalicelib.core.auth import Principal
+from chalicelib.core.data.ids import new_id, now
+
+INVITATION_DAYS = 7
+INVITATION_PATH = "/app/invitations/"
+# Memberships filtered by email in one request (``filter[email]``), and teams an invitation
+# names: a 422 naming the bound, before any read.
+MAX_EMAILS = 100
+MAX_TEAMS = 100
+STATUSES = ("invited", "active")
+
+# (recipient, organization, link) -> whether a message went out (False: no mail set up).
+Mailer = Callable[[str, str, str], bool]
+_mailer: list[str] = []
+
+
+def use_mailer(path: str) -> None:
+    """Deliver invitations with the function at ``path`` (``module:function``; the entry
+    modules name the SMTP one). Imported with the first invitation, so smtplib never loads
+    with a function's cold start."""
+    _mailer[:] = [path]
+
+
+def _send(email: str, organization: str, link: str) -> bool:
+    if not _mailer:
+        return False
+    module, _, name = _mailer[0].partition(":")
+    mailer: Mailer = getattr(importlib.import_module(module), name)
+    return mailer(email, organization, link)
+
+
+@dataclass
+class Membership:
+    id: str
+    organization: str
+    user_id: str
+    email: str
+    status: str
+    team_ids: list[str] = field(default_factory=list)
+    user: UserModel | None = None
+
+
+def token_hash(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def _of_user(organization: str, user: UserModel) -> Membership:
+    return Membership(
+        membership_id(organization, user.id),
+        organization,
+        user.id,
+        user.email,
+        "active",
+        store.team_ids_of(user, organization),
+        user,
+    )
+
+
+def _of_item(item: MembershipModel) -> Membership:
+    return Membership(
+        item.id,
+        item.organization,
+        item.user_id,
+        item.email,
+        item.status,
+        sorted(item.team_ids or ()),
+    )
+
+
+def _is_member(user: UserModel, organization: str) -> bool:
+    return any(ref.startswith(store.member_ref(organization)) for ref in user.team_refs or ())
+
+
+def organization_memberships(organization: str) -> list[Membership]:
+    """Every membership of the organization: its teams' members and its invitations (an
+    accepted invitation's member once), by email."""
+    user_ids: set[str] = set()
+    for team in TeamModel.by_organization.query(organization):
+        user_ids |= set(team.user_ids or ())
+    items = list(MembershipModel.by_organization.query(organization))
+    user_ids |= {i.user_id for i in items if i.status == "active"}
+    users = {u.id: u for u in UserModel.batch_get(sorted(user_ids))} if user_ids else {}
+    found = {u.id: _of_user(organization, u) for u in users.values() if _is_member(u, organization)}
+    for item in items:
+        if item.status == "invited":
+            found[item.user_id] = _of_item(item)
+    return sorted(found.values(), key=lambda m: (m.email.lower(), m.id))
+
+
+def readable(principal: Principal, organization: str) -> service.OrgAccess:
+    return service.organization_access(principal, organization)
+
+
+def managing(principal: Principal, organization: str) -> service.OrgAccess:
+    """The caller's rights when they may manage the organization's members, else 404."""
+    rights = service.access(principal, organization)
+    allowed = rights.can_read and rights.manage_membership and principal.is_user
+    if allowed and service.get_organization(organization) is not None:
+        return rights
+    raise NotFound(f"organization {organization!r} not found or you may not manage its members")
+
+
+def list_memberships(
+    principal: Principal,
+    organization: str,
+    query: str,
+    emails: list[str],
+    statuses: list[str],
+) -> tuple[list[Membership], service.OrgAccess]:
+    rights = readable(principal, organization)
+    found = organization_memberships(organization)
+    if query:
+        q = query.lower()
+        found = [
+            m
+            for m in found
+            if q in m.email.lower() or (m.user is not None and q in m.user.username.lower())
+        ]
+    if emails:
+        wanted = {e.lower() for e in emails}
+        found = [m for m in found if m.email.lower() in wanted]
+    if statuses:
+        found = [m for m in found if m.status in statuses]
+    return found, rights
+
+
+def own_memberships(principal: Principal) -> list[Membership]:
+    """The caller's memberships in every organization, invitations included."""
+    if not principal.is_user:
+        return []
+    user = service.get_user(principal.id)
+    organizations = sorted({ref.split("/", 1)[0] for ref in user.team_refs or ()})
+    found = {org: _of_user(org, user) for org in organizations}
+    for item in MembershipModel.by_user.query(user.id):
+        if item.status == "invited":
+            found.setdefault(item.organization, _of_item(item))
+    return [found[o] for o in sorted(found)]
+
+
+def find(principal: Principal, membership_id_: str) -> tuple[Membership, service.OrgAccess]:
+    """A membership the caller may read (its organization's readers, and the invited
+    person), or 404."""
+    missing = NotFound(f"organization membership {membership_id_} not found")
+    try:
+        item = MembershipModel.get(membership_id_)
+    except MembershipModel.DoesNotExist:
+        item = None
+    if item is not None:
+        rights = service.access(principal, item.organization)
+        if item.status == "invited":
+            if rights.can_read or principal.id == item.user_id:
+                return _of_item(item), rights
+            raise missing
+        user = service.find_user(item.user_id)
+        if rights.can_read and user is not None and _is_member(user, item.organization):
+            return _of_user(item.organization, user), rights
+        raise missing
+    # A member added straight to teams: the id is derived from the organization and user.
+    for org in service.readable_organization_names(principal):
+        for membership in organization_memberships(org):
+            if membership.id == membership_id_:
+                return membership, service.access(principal, org)
+    raise missing
+
+
+def invite(
+    principal: Principal, organization: str, email: str | None, team_ids: list[str], base_url: str
+) -> tuple[Membership, str | None]:
+    """Invite ``email`` (onto ``team_ids`` once accepted) and mail the link. Returns the
+    membership and the link when no mail carried it (for the inviting owner's answer only)."""
+    managing(principal, organization)
+    email = service.validate_email(email).lower()
+    teams = _teams_of(organization, team_ids, "/data/relationships/teams/data")
+    existing = _user_by_email(email)
+    if existing is not None and _is_member(existing, organization):
+        raise Unprocessable(
+            f"{email} is already a member of {organization}", pointer="/data/attributes/email"
+        )
+    if any(MembershipModel.by_organization.query(organization, MembershipModel.email == email)):
+        raise Unprocessable(
+            f"{email} has already been invited to {organization}",
+            pointer="/data/attributes/email",
+        )
+    user_id = existing.id if existing is not None else new_id("user")
+    token = secrets.token_urlsafe(32)
+    moment = now()
+    item = MembershipModel(
+        membership_id(organization, user_id),
+        organization=organization,
+        email=email,
+        user_id=user_id,
+        status="invited",
+        team_ids={t.id for t in teams} or None,
+        token_hash=token_hash(token),
+        expires_at=moment + timedelta(days=INVITATION_DAYS),
+        invited_by=principal.id,
+        created_at=moment,
+    )
+    if not store.insert_membership(item):
+        raise Unprocessable(
+            f"{email} has already been invited to {organization}",
+            pointer="/data/attributes/email",
+        )
+    link = base_url.rstrip("/") + INVITATION_PATH + token
+    try:
+        delivered = _send(email, organization, link)
+    except Exception:
+        item.delete()  # the mail did not go out: no invitation either
+        raise
+    return _of_item(item), None if delivered else link
+
+
+def _user_by_email(email: str) -> UserModel | None:
+    """The user of that email address (any case), if exactly one has it."""
+    found = [
+        u
+        for u in UserModel.scan(
+            filter_condition=UserModel.username.exists(),
+            attributes_to_get=["id", "email", "username", "team_refs"],
+        )
+        if (u.email or "").lower() == email
+    ]
+    return found[0] if len(found) == 1 else None
+
+
+def _teams_of(organization: str, team_ids: list[str], pointer: str) -> list[TeamModel]:
+    if len(team_ids) > MAX_TEAMS:
+        raise Unprocessable(f"at most {MAX_TEAMS} teams", pointer=pointer)
+    found = {t.id: t for t in TeamModel.batch_get(list(dict.fromkeys(team_ids)))}
+    for index, team_id in enumerate(team_ids):
+        team = found.get(team_id)
+        if team is None or team.organization != organization:
+            raise Unprocessable(
+                f"team {team_id} is not a team of {organization}", pointer=f"{pointer}/{index}/id"
+            )
+    return [found[t] for t in dict.fromkeys(team_ids)]
+
+
+def remove(principal: Principal, membership_id_: str) -> None:
+    """Remove a member from the organization (every team of it) or withdraw an invitation."""
+    membership, _ = find(principal, membership_id_)
+    org = membership.organization
+    try:
+        managing(principal, org)
+    except NotFound:
+        raise NotFound(f"organization membership {membership_id_} not found") from None
+    if membership.status == "active":
+        teams = list(TeamModel.batch_get(membership.team_ids)) if membership.team_ids else []
+        for team in teams:
+            if team.is_owners and set(team.user_ids or ()) <= {membership.user_id}:
+                raise Unprocessable("the owners team must keep at least one member")
+        for team in teams:
+            store.remove_team_members(team, [membership.user_id])
+        store.remove_member_ref(membership.user_id, org)
+    MembershipModel(membership.id).delete()
+
+
+def change_team_members(
+    principal: Principal, team_id: str, membership_ids: list[str], *, add: bool
+) -> None:
+    """Add or remove members of a team by their membership ids (TFE's
+    ``relationships/organization-memberships``); an invited person joins when accepting."""
+    team = service.owned_team(principal, team_id)
+    service.refuse_if_scim_linked(team)
+    known = {m.id: m for m in organization_memberships(team.organization)}
+    chosen = []
+    for index, mid in enumerate(membership_ids):
+        if mid not in known:
+            raise NotFound(f"organization membership {mid} not found", pointer=f"/data/{index}/id")
+        chosen.append(known[mid])
+    active = [m.user_id for m in chosen if m.status == "active"]
+    invited = [m for m in chosen if m.status == "invited"]
+    if not add and team.is_owners and set(team.user_ids or ()) <= set(active):
+        raise Unprocessable("the owners team must keep at least one member")
+    if add:
+        store.add_team_members(team, active)
+    else:
+        store.remove_team_members(team, active)
+    for m in invited:
+        action = MembershipModel.team_ids.add if add else MembershipModel.team_ids.delete
+        MembershipModel(m.id).update(
+            actions=[action({team.id})], condition=MembershipModel.id.exists()
+        )
+
+
+# ----- accepting ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Invitation:
+    item: MembershipModel
+    user: UserModel | None  # the existing user it invites, None for a new person
+
+
+def open_invitation(token: str) -> Invitation | None:
+    """The live invitation of a link's token (None: unknown, used, withdrawn or expired)."""
+    if not token or len(token) > 200:
+        return None
+    item = next(iter(MembershipModel.by_token.query(token_hash(token))), None)
+    if item is None or item.status != "invited" or item.expires_at is None:
+        return None
+    if item.expires_at <= now():
+        return None
+    return Invitation(item, service.find_user(item.user_id))
+
+
+def accept(
+    invitation: Invitation, token: str, username: str = "", password: str = "", again: str = ""
+) -> UserModel | None:
+    """Use the invitation once: create the new person's user (``username`` and a checked
+    ``password``), make them a member and put them on the invited teams. None when the link
+    was used meanwhile; a bad username or password is a 422 that changes nothing."""
+    item = invitation.item
+    user = invitation.user
+    if user is None:
+        passwords.check(password, again)
+        user = service.create_user_with_id(
+            item.user_id, username, item.email, passwords.hash_password(password)
+        )
+    if not store.use_invitation(item, token_hash(token)):
+        return None
+    store.add_member_ref(user.id, item.organization)
+    for team in TeamModel.batch_get(sorted(item.team_ids or ())):
+        if team.organization == item.organization:
+            store.add_team_members(team, [user.id])
+    return UserModel.get(user.id)
