@@ -199,7 +199,7 @@ def invite(
     managing(principal, organization)
     email = service.validate_email(email).lower()
     teams = _teams_of(organization, team_ids, "/data/relationships/teams/data")
-    existing = _user_by_email(email)
+    existing = service.find_user_by_email(email)
     if existing is not None and _is_member(existing, organization):
         raise Unprocessable(
             f"{email} is already a member of {organization}", pointer="/data/attributes/email"
@@ -236,19 +236,6 @@ def invite(
         item.delete()  # the mail did not go out: no invitation either
         raise
     return _of_item(item), None if delivered else link
-
-
-def _user_by_email(email: str) -> UserModel | None:
-    """The user of that email address (any case), if exactly one has it."""
-    found = [
-        u
-        for u in UserModel.scan(
-            filter_condition=UserModel.username.exists(),
-            attributes_to_get=["id", "email", "username", "team_refs"],
-        )
-        if (u.email or "").lower() == email
-    ]
-    return found[0] if len(found) == 1 else None
 
 
 def _teams_of(organization: str, team_ids: list[str], pointer: str) -> list[TeamModel]:

@@ -255,6 +255,21 @@ def find_user_by_name(username: str) -> UserModel | None:
     return next(iter(UserModel.by_username.query(username)), None) if username else None
 
 
+def find_user_by_email(email: str) -> UserModel | None:
+    """The user of that email address (any case), if exactly one has it. A Scan of the
+    users table (there is no email index): for inviting and signing in, not hot paths."""
+    email = email.lower()
+    found = [
+        u
+        for u in UserModel.scan(
+            filter_condition=UserModel.username.exists(),
+            attributes_to_get=["id", "email", "username", "team_refs"],
+        )
+        if (u.email or "").lower() == email
+    ]
+    return found[0] if len(found) == 1 else None
+
+
 def bootstrap_admin(token: str | None, username: str = "admin") -> tuple[UserModel, str | None]:
     """Make sure a site admin exists; with ``token``, that this exact token is theirs.
 

@@ -5,28 +5,27 @@ Settings: one item per area (``general``, ``smtp``, ``saml`` ...) in the ``setti
 core/secrets.py) and is never rendered. Writes are optimistic: a version attribute makes a
 concurrent update fail with 409 instead of silently losing one of the two.
 
-Rate limits: one item per client and one-second window in the ``rate-limits`` table, bumped
-by a single conditional UpdateItem and expired by DynamoDB's TTL.
+Rate limits: one item per client and one-second window in the ``rate-limits`` table
+(``core.data.counters``, shared with the password sign-in throttle).
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from datetime import UTC, datetime
 from typing import Any
 
 from pynamodb.attributes import (
     JSONAttribute,
-    NumberAttribute,
-    TTLAttribute,
     UnicodeAttribute,
     VersionAttribute,
 )
-from pynamodb.exceptions import PutError, UpdateError
+from pynamodb.exceptions import PutError
 
 from chalicelib.core.api.errors import Conflict
 from chalicelib.core.data import db
+from chalicelib.core.data.counters import RateLimitModel as RateLimitModel
+from chalicelib.core.data.counters import count_request as count_request
 from chalicelib.core.settings import get_settings
 
 GENERAL_DEFAULTS: dict[str, Any] = {
@@ -49,17 +48,6 @@ class SettingsModel(db.Model):
     values = JSONAttribute(default=dict)
     secrets = JSONAttribute(null=True)
     version = VersionAttribute(null=True)
-
-
-@db.register
-class RateLimitModel(db.Model):
-    """Requests seen from one client in one window: ``key`` = ``<client>#<window start>``."""
-
-    Meta = db.table("rate-limits")
-
-    key = UnicodeAttribute(hash_key=True)
-    hits = NumberAttribute(default=0)
-    expires = TTLAttribute(null=True)
 
 
 def load(area: str) -> SettingsModel:
@@ -131,27 +119,3 @@ def forget_cached_general() -> None:
     global _cached
     with _cache_lock:
         _cached = None
-
-
-# ----- rate-limit counters ---------------------------------------------------------------------
-
-
-def count_request(key: str, limit: int, expires_at: int) -> int | None:
-    """Count one request in the window ``key`` if fewer than ``limit`` were counted.
-
-    One conditional UpdateItem. Returns the new count, or ``None`` when the window is full.
-    """
-    item = RateLimitModel(key)
-    try:
-        item.update(
-            actions=[
-                RateLimitModel.hits.add(1),
-                RateLimitModel.expires.set(datetime.fromtimestamp(expires_at, tz=UTC)),
-            ],
-            condition=RateLimitModel.hits.does_not_exist() | (RateLimitModel.hits < limit),
-        )
-    except UpdateError as exc:
-        if db.conditional_failure(exc):
-            return None
-        raise
-    return int(item.hits)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from chalice import Blueprint, Response
 
-from chalicelib.accounts import memberships
+from chalicelib.accounts import memberships, signin
 from chalicelib.core.api.errors import NotFound, Unauthorized, Unprocessable
 from chalicelib.core.api.openapi import Param, Reply
 from chalicelib.modules.service import ModuleRef
@@ -38,11 +38,11 @@ def home(ctx: WebCtx) -> Response:
 
 @page(bp, "/app/sign-in", query=(Param("next", "the page to open after signing in"),))
 def sign_in_form(ctx: WebCtx) -> Response:
-    """The sign-in page: paste a user or team API token."""
+    """The sign-in page: a username (or email) and password, or a pasted API token."""
     target = safe_next(ctx.query.get("next"))
     if ctx.principal:
         return redirect(target)
-    return ctx.render("sign_in.html", next=target, error=None)
+    return ctx.render("sign_in.html", next=target)
 
 
 @page(bp, "/app/sign-in", ("POST",), form=True, success=SEE_OTHER + (Reply(401),))
@@ -60,6 +60,12 @@ def sign_in(ctx: WebCtx) -> Response:
         _, secret = session.start(form.get("token") or "")
     except Unauthorized as refused:
         return ctx.render("sign_in.html", 401, next=target, error=refused.detail)
+    return _signed_in(ctx, target, secret)
+
+
+def _signed_in(ctx: WebCtx, target: str, secret: str) -> Response:
+    """The answer that opens a new session: a session the browser had ends, its cookie is
+    replaced and the pre-sign-in CSRF cookie cleared."""
     session.end(ctx.request)
     return redirect(
         target,
@@ -68,6 +74,38 @@ def sign_in(ctx: WebCtx) -> Response:
             session.clear_cookie(session.CSRF_COOKIE),
         ],
     )
+
+
+WRONG_PASSWORD = "wrong username or password"
+THROTTLED = Reply(429, description="too many failed attempts; the password was not checked")
+
+
+@page(
+    bp, "/app/sign-in/password", ("POST",), form=True, success=SEE_OTHER + (Reply(401), THROTTLED)
+)
+def sign_in_with_password(ctx: WebCtx) -> Response:
+    """Sign in with a username (or email address) and password (``accounts.signin``: one
+    refusal for every reason, throttled per account and per source address)."""
+    form = ctx.form()
+    target = safe_next(form.get("next"))
+    if not session.check_csrf(ctx.request, form.get(session.CSRF_FIELD)):
+        return csrf_refused(ctx.request)
+    login = (form.get("login") or "").strip()
+    identity = (ctx.request.context or {}).get("identity") or {}
+    try:
+        user = signin.check(login, form.get("password") or "", str(identity.get("sourceIp")))
+    except signin.Throttled as throttled:
+        answer = ctx.render(
+            "sign_in.html", 429, next=target, login=login, password_error=str(throttled)
+        )
+        answer.headers["Retry-After"] = str(throttled.minutes * 60)
+        return answer
+    if user is None:
+        return ctx.render(
+            "sign_in.html", 401, next=target, login=login, password_error=WRONG_PASSWORD
+        )
+    _, secret = session.start_for_user(user.id)
+    return _signed_in(ctx, target, secret)
 
 
 @page(bp, "/app/sign-out", ("POST",), form=True, success=SEE_OTHER)
@@ -173,14 +211,7 @@ def accept_invitation(ctx: WebCtx, token: str) -> Response:
     if user is None:
         return _invitation_page(ctx, token)
     _, secret = session.start_for_user(user.id)
-    session.end(ctx.request)
-    return redirect(
-        f"/app/{found.item.organization}/registry/modules",
-        cookies=[
-            session.set_cookie(session.COOKIE_NAME, secret, session.SESSION_SECONDS),
-            session.clear_cookie(session.CSRF_COOKIE),
-        ],
-    )
+    return _signed_in(ctx, f"/app/{found.item.organization}/registry/modules", secret)
 
 
 @page(bp, "/app/static/{asset}", success=(Reply(200, schema={"type": "string"}),))

@@ -129,7 +129,7 @@ def approve_in_chromium(url: str) -> tuple[str, str | None]:
             page.goto(url)
             assert "/app/sign-in" in page.url  # no session yet: the sign-in detour
             page.fill("#token", ADMIN_TOKEN)
-            page.click("button[type=submit]")
+            page.click("#token-sign-in button[type=submit]")
             page.wait_for_url("**/app/oauth/authorize?**")
             assert "Authorize terraform login" in page.content()
             with page.expect_request(lambda r: r.url.startswith("http://localhost:")) as sent:

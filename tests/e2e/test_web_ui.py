@@ -201,7 +201,7 @@ def sign_in(page: Page, token: str = ADMIN_TOKEN) -> None:
     if "/app/sign-in" not in page.url:
         return
     page.get_by_label("API token").fill(token)
-    page.get_by_role("button", name="Sign in").click()
+    page.get_by_role("button", name="Sign in with the token").click()
     expect(page.get_by_role("heading", name="Organizations", level=1)).to_be_visible()
 
 
@@ -212,7 +212,7 @@ def test_sign_in_and_out(browser: Browser, published: Stack):
     assert "/app/sign-in" in page.url
     check_accessibility(page)
     page.get_by_label("API token").fill("wrong-token")
-    page.get_by_role("button", name="Sign in").click()
+    page.get_by_role("button", name="Sign in with the token").click()
     expect(page.get_by_role("alert")).to_contain_text("invalid or revoked token")
     check_accessibility(page)
     sign_in(page)

@@ -1,0 +1,92 @@
+"""Signing in with a username (or email address) and a password, throttled.
+
+``check(login, password, source)`` is the whole rule; the web room only renders the answer:
+
+* The user is found by username in any case (its claim, ``service.find_user_by_name``), else
+  by email address (``service.find_user_by_email``: one user exactly).
+* ``passwords.verify`` checks the password; without a user, or for a user without a password
+  (token-only, such as the bootstrap admin), it checks a dummy hash, so the time taken does
+  not tell which. A suspended user is refused even with the right password. Every refusal is
+  the same: the caller says "wrong username or password" and nothing else.
+* Throttle: at most ``ACCOUNT_LIMIT`` failed attempts per account and ``ADDRESS_LIMIT`` per
+  source address in a fixed ``WINDOW_SECONDS`` window, counted in the ``rate-limits`` table
+  (``core.data.counters``: one conditional UpdateItem each, expired by TTL). An attempt is
+  counted before the password is checked, so parallel guesses cannot overshoot the bound;
+  a successful one is taken back. Past the bound ``Throttled`` is raised without checking
+  the password (a right password is refused too until the window ends). An unknown login
+  is counted under a hash of its folded text: a password typed into the username field is
+  never stored.
+
+Nothing here logs the login text or the password.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import math
+import time
+
+from chalicelib.accounts import passwords, service
+from chalicelib.accounts.store import UserModel
+from chalicelib.core.data.counters import count_request, uncount
+
+log = logging.getLogger("registry.signin")
+
+ACCOUNT_LIMIT = 5
+ADDRESS_LIMIT = 20
+WINDOW_SECONDS = 15 * 60
+_TTL_GRACE_SECONDS = 60
+MAX_LOGIN_LENGTH = 256
+
+
+class Throttled(Exception):
+    """Too many failed attempts: try again in ``minutes``."""
+
+    def __init__(self, minutes: int) -> None:
+        super().__init__(f"too many attempts, try again in {minutes} minutes")
+        self.minutes = minutes
+
+
+def find_user(login: str) -> UserModel | None:
+    """The user whose username (any case) or email address is ``login``."""
+    login = login.strip()
+    if not login or len(login) > MAX_LOGIN_LENGTH:
+        return None
+    user = service.find_user_by_name(login) if "@" not in login else None
+    if user is None and "@" in login:
+        found = service.find_user_by_email(login)  # a partial item: read the whole user
+        user = service.find_user(found.id) if found is not None else None
+    return user
+
+
+def _account_key(login: str, user: UserModel | None) -> str:
+    if user is not None:
+        return "password:user:" + user.id
+    return "password:login:" + hashlib.sha256(login.strip().casefold().encode()).hexdigest()
+
+
+def check(login: str, password: str, source: str) -> UserModel | None:
+    """The user when ``password`` is theirs and they may sign in, else None (one answer for
+    every refusal). Raises ``Throttled`` past the bounds, before checking the password."""
+    moment = time.time()
+    window = int(moment // WINDOW_SECONDS) * WINDOW_SECONDS
+    expires = window + WINDOW_SECONDS + _TTL_GRACE_SECONDS
+    throttled = Throttled(max(1, math.ceil((window + WINDOW_SECONDS - moment) / 60)))
+    address_key = f"password:ip:{source}#{window}"
+    if count_request(address_key, ADDRESS_LIMIT, expires) is None:
+        log.warning("password sign-in throttled for a source address")
+        raise throttled
+    user = find_user(login)
+    account_key = f"{_account_key(login, user)}#{window}"
+    if count_request(account_key, ACCOUNT_LIMIT, expires) is None:
+        uncount(address_key)  # refused unchecked: not a failure of this address
+        log.warning("password sign-in throttled for %s", user.id if user else "an unknown login")
+        raise throttled
+    right = passwords.verify(user.password_hash if user else None, password)
+    if user is not None and right and not user.suspended:
+        uncount(address_key)
+        uncount(account_key)
+        return user
+    log.info("password sign-in refused for %s", user.id if user else "an unknown login")
+    return None

