@@ -244,17 +244,6 @@ def delete_team(ctx: Ctx, team_id: str) -> Response:
     return no_content()
 
 
-def _usernames(ctx: Ctx) -> list[str]:
-    """The usernames of a relationship body: ``{"data": [{"type": "users", "id": name}]}``."""
-    usernames = []
-    for index, item in enumerate(ctx.relationships()):
-        username = item.get("id")
-        if not isinstance(username, str) or not username:
-            raise Unprocessable("id (the username) is required", pointer=f"/data/{index}/id")
-        usernames.append(username)
-    return usernames
-
-
 MEMBERS = Relationships(
     "users",
     max_items=service.MAX_MEMBERS_PER_REQUEST,
@@ -264,13 +253,13 @@ MEMBERS = Relationships(
 
 @route(bp, TEAM_USERS, methods=("POST",), body=MEMBERS, success=204)
 def add_team_members(ctx: Ctx, team_id: str) -> Response:
-    service.change_membership(ctx.user, team_id, _usernames(ctx), add=True)
+    service.change_membership(ctx.user, team_id, ctx.relationship_ids("the username"), add=True)
     return no_content()
 
 
 @route(bp, TEAM_USERS, methods=("DELETE",), body=MEMBERS)
 def remove_team_members(ctx: Ctx, team_id: str) -> Response:
-    service.change_membership(ctx.user, team_id, _usernames(ctx), add=False)
+    service.change_membership(ctx.user, team_id, ctx.relationship_ids("the username"), add=False)
     return no_content()
 
 
@@ -433,25 +422,19 @@ MEMBERSHIP_IDS = Relationships(
 )
 
 
-def _membership_ids(ctx: Ctx) -> list[str]:
-    ids = []
-    for index, item in enumerate(ctx.relationships()):
-        value = item.get("id")
-        if not isinstance(value, str) or not value:
-            raise Unprocessable("id (the membership id) is required", pointer=f"/data/{index}/id")
-        ids.append(value)
-    return ids
-
-
 @route(bp, TEAM_MEMBERSHIPS, methods=("POST",), body=MEMBERSHIP_IDS, success=204)
 def add_team_memberships(ctx: Ctx, team_id: str) -> Response:
-    memberships.change_team_members(ctx.user, team_id, _membership_ids(ctx), add=True)
+    memberships.change_team_members(
+        ctx.user, team_id, ctx.relationship_ids("the membership id"), add=True
+    )
     return no_content()
 
 
 @route(bp, TEAM_MEMBERSHIPS, methods=("DELETE",), body=MEMBERSHIP_IDS)
 def remove_team_memberships(ctx: Ctx, team_id: str) -> Response:
-    memberships.change_team_members(ctx.user, team_id, _membership_ids(ctx), add=False)
+    memberships.change_team_members(
+        ctx.user, team_id, ctx.relationship_ids("the membership id"), add=False
+    )
     return no_content()
 
 

@@ -36,6 +36,7 @@ from chalicelib.core.api.errors import (
     ApiError,
     BadRequest,
     MethodNotAllowed,
+    Unprocessable,
     UnsupportedMediaType,
     error_response,
     registry_error_response,
@@ -133,6 +134,17 @@ class Ctx(RequestContext):
         declared = self.body
         assert isinstance(declared, Relationships), f"the route declares body={declared!r}"
         return declared.parse(self.json())
+
+    def relationship_ids(self, named: str) -> list[str]:
+        """The ``id`` of every element of the relationship document (``relationships()``),
+        each a non-empty string; ``named`` says what an id is, in the 422 for a missing one."""
+        ids = []
+        for index, item in enumerate(self.relationships()):
+            value = item.get("id")
+            if not isinstance(value, str) or not value:
+                raise Unprocessable(f"id ({named}) is required", pointer=f"/data/{index}/id")
+            ids.append(value)
+        return ids
 
     def page(self) -> Page:
         return Page.from_query(self.query)
