@@ -14,14 +14,12 @@ from typing import TYPE_CHECKING, Any
 from chalice import Blueprint, Response
 
 from chalicelib.admin import people
-from chalicelib.admin.service import ensure_site_admin
-from chalicelib.core.api.errors import NotFound
+from chalicelib.admin.service import require_site_admin
 from chalicelib.core.api.http import Ctx, route
 from chalicelib.core.api.jsonapi import document, no_content, resource
 from chalicelib.core.api.openapi import PAGE, Body, Param, Relationships
-from chalicelib.core.auth import authenticate
+from chalicelib.core.auth import Principal
 from chalicelib.core.data.ids import iso
-from chalicelib.core.settings import get_settings
 
 if TYPE_CHECKING:
     from chalicelib.accounts.store import OrganizationModel, UserModel
@@ -35,11 +33,9 @@ CONSUMERS = ORGANIZATION + "/relationships/module-consumers"
 TAG = "admin"
 
 
-def admin(ctx: Ctx) -> None:
-    """404 on the hosted edition (before the token is read), else a site admin's token."""
-    if get_settings().hosted:
-        raise NotFound("not found")
-    ensure_site_admin(authenticate(ctx.request.headers.get("authorization")))
+def admin(ctx: Ctx) -> Principal:
+    """404 on the hosted edition (before the token is read), else the site admin calling."""
+    return require_site_admin(ctx.request.headers.get("authorization"))
 
 
 def admin_route(path: str, methods: tuple[str, ...], **kw: Any) -> Any:

@@ -25,21 +25,17 @@ from chalicelib.admin.render import (
     retention_document,
     singleton,
 )
-from chalicelib.core.api.errors import NotFound, Unprocessable
+from chalicelib.core.api.errors import Unprocessable
 from chalicelib.core.api.http import Ctx, HandlerT, route
 from chalicelib.core.api.jsonapi import no_content
 from chalicelib.core.api.openapi import Body, Reply
-from chalicelib.core.auth import authenticate
-from chalicelib.core.settings import get_settings
 
 bp = Blueprint(__name__)
 ADMIN = "/api/v2/admin"
 
 
 def _admin(ctx: Ctx) -> None:
-    if get_settings().hosted:
-        raise NotFound("not found")
-    service.ensure_site_admin(authenticate(ctx.request.headers.get("authorization")))
+    service.require_site_admin(ctx.request.headers.get("authorization"))
 
 
 # Request bodies by path (chalicelib.admin.schemas): pydantic loads with the first one sent.

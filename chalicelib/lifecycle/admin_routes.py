@@ -11,7 +11,6 @@ from chalicelib.admin import people
 from chalicelib.admin.people_routes import ORGANIZATION, TAG, admin
 from chalicelib.core.api.http import Ctx, route
 from chalicelib.core.api.jsonapi import no_content
-from chalicelib.core.auth import authenticate
 from chalicelib.lifecycle import organizations as lifecycle
 
 bp = Blueprint(__name__)
@@ -20,8 +19,7 @@ bp = Blueprint(__name__)
 @route(bp, ORGANIZATION, methods=("DELETE",), public=True, bearer=True, tag=TAG)
 def delete_admin_organization(ctx: Ctx, organization_name: str) -> Response:
     """Delete an organization and everything in it"""
-    admin(ctx)
+    principal = admin(ctx)
     people.get_organization(organization_name)  # 404 when missing
-    principal = authenticate(ctx.request.headers.get("authorization"))
     lifecycle.delete_organization(principal, organization_name)
     return no_content()
