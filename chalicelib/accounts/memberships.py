@@ -15,7 +15,6 @@ accounts may not import admin).
 
 from __future__ import annotations
 
-import hashlib
 import importlib
 import secrets
 from collections.abc import Callable
@@ -26,7 +25,7 @@ from chalicelib.accounts import passwords, service, store
 from chalicelib.accounts.render import membership_id
 from chalicelib.accounts.store import MembershipModel, TeamModel, UserModel
 from chalicelib.core.api.errors import NotFound, Unprocessable
-from chalicelib.core.auth import Principal
+from chalicelib.core.auth import Principal, hash_token
 from chalicelib.core.data.ids import new_id, now
 
 INVITATION_DAYS = 7
@@ -66,10 +65,6 @@ class Membership:
     status: str
     team_ids: list[str] = field(default_factory=list)
     user: UserModel | None = None
-
-
-def token_hash(token: str) -> str:
-    return hashlib.sha256(token.encode()).hexdigest()
 
 
 def _of_user(organization: str, user: UserModel) -> Membership:
@@ -219,7 +214,7 @@ def invite(
         user_id=user_id,
         status="invited",
         team_ids={t.id for t in teams} or None,
-        token_hash=token_hash(token),
+        token_hash=hash_token(token),
         expires_at=moment + timedelta(days=INVITATION_DAYS),
         invited_by=principal.id,
         created_at=moment,
@@ -311,7 +306,7 @@ def open_invitation(token: str) -> Invitation | None:
     """The live invitation of a link's token (None: unknown, used, withdrawn or expired)."""
     if not token or len(token) > 200:
         return None
-    item = next(iter(MembershipModel.by_token.query(token_hash(token))), None)
+    item = next(iter(MembershipModel.by_token.query(hash_token(token))), None)
     if item is None or item.status != "invited" or item.expires_at is None:
         return None
     if item.expires_at <= now():
@@ -332,7 +327,7 @@ def accept(
         user = service.create_user_with_id(
             item.user_id, username, item.email, passwords.hash_password(password)
         )
-    if not store.use_invitation(item, token_hash(token)):
+    if not store.use_invitation(item, hash_token(token)):
         return None
     store.add_member_ref(user.id, item.organization)
     for team in TeamModel.batch_get(sorted(item.team_ids or ())):

@@ -44,7 +44,7 @@ from pynamodb.exceptions import PynamoDBException, UpdateError
 
 from chalicelib.accounts import service as accounts
 from chalicelib.core.api.errors import NotFound
-from chalicelib.core.auth import Principal
+from chalicelib.core.auth import Principal, hash_token
 from chalicelib.core.data import db
 from chalicelib.core.data.ids import now
 
@@ -188,10 +188,6 @@ def redirect_with(redirect_uri: str, **params: str) -> str:
 # ----- codes ------------------------------------------------------------------------------
 
 
-def _hash(code: str) -> str:
-    return hashlib.sha256(code.encode()).hexdigest()
-
-
 def pkce_challenge(verifier: str) -> str:
     """``BASE64URL(SHA256(verifier))`` without padding (RFC 7636 section 4.2, S256)."""
     digest = hashlib.sha256(verifier.encode("ascii")).digest()
@@ -208,7 +204,7 @@ def issue_code(request: AuthorizationRequest, principal: Principal) -> str:
     code = secrets.token_urlsafe(_CODE_BYTES)
     moment = now()
     LoginCodeModel(
-        _hash(code),
+        hash_token(code),
         client_id=request.client_id,
         redirect_uri=request.redirect_uri,
         code_challenge=request.code_challenge,
@@ -222,7 +218,7 @@ def issue_code(request: AuthorizationRequest, principal: Principal) -> str:
 
 def _consume(code: str) -> LoginCodeModel:
     """Mark the code used, atomically: exactly one caller ever gets it."""
-    item = LoginCodeModel(_hash(code))
+    item = LoginCodeModel(hash_token(code))
     try:
         item.update(
             actions=[LoginCodeModel.used_at.set(now())],
@@ -239,7 +235,7 @@ def _consume(code: str) -> LoginCodeModel:
 def _replayed(code: str) -> None:
     """A used code presented again: revoke the token its first use got (RFC 6749 4.1.2)."""
     try:
-        item = LoginCodeModel.get(_hash(code))
+        item = LoginCodeModel.get(hash_token(code))
     except LoginCodeModel.DoesNotExist:
         return
     if item.token_id:

@@ -56,10 +56,6 @@ _NONCE = re.compile(r"[A-Za-z0-9_-]{43}")  # token_urlsafe(32)
 _ISSUED = re.compile(r"[0-9]{1,12}")
 
 
-def _hash(secret: str) -> str:
-    return hashlib.sha256(secret.encode()).hexdigest()
-
-
 def cookies(request: Any) -> dict[str, str]:
     """The request's cookies (a malformed header counts as none)."""
     header = (request.headers or {}).get("cookie") or ""
@@ -90,7 +86,7 @@ def start(token: str) -> tuple[Principal, str]:
     secret = secrets.token_urlsafe(_SECRET_BYTES)
     moment = now()
     store.WebSessionModel(
-        _hash(secret),
+        hash_token(secret),
         token_hash=hash_token(token),
         csrf=secrets.token_urlsafe(_SECRET_BYTES),
         created_at=moment,
@@ -119,7 +115,7 @@ def _session(request: Any) -> store.WebSessionModel | None:
     if memo is not False:
         return memo
     secret = cookies(request).get(COOKIE_NAME)
-    item = store.get(_hash(secret)) if secret else None
+    item = store.get(hash_token(secret)) if secret else None
     if item is not None and item.expires <= now():
         item = None
     request._web_session = item
