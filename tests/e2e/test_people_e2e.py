@@ -23,6 +23,7 @@ from infrastructure import spawn
 from tests.admin_servers import SMTP_PASSWORD, SMTP_USER, Mailbox, smtp_server
 from tests.conftest import doc, tar_gz
 from tests.e2e.conftest import Stack, wait_for
+from tests.e2e.test_web_ui import check_accessibility
 
 pytestmark = pytest.mark.e2e
 
@@ -128,6 +129,17 @@ def sign_in_with_password(page: Page, login: str, password: str) -> None:
     form.get_by_role("button", name="Sign in").click()
 
 
+def check_page(page: Page) -> None:
+    """axe-core finds nothing serious, and the page fits a 390 px phone (no sideways
+    scrolling)."""
+    check_accessibility(page)
+    desktop = page.viewport_size
+    page.set_viewport_size({"width": 390, "height": 844})
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390, page.url
+    assert desktop is not None
+    page.set_viewport_size(desktop)
+
+
 def test_an_invited_colleague_joins_by_mail_and_signs_in_with_a_password(
     site: tuple[Stack, Mailbox], browser: Browser, tmp_path: Path
 ) -> None:
@@ -149,6 +161,7 @@ def test_an_invited_colleague_joins_by_mail_and_signs_in_with_a_password(
     page.set_default_timeout(TIMEOUT_MS)
     page.goto(links[0])
     expect(page.get_by_role("heading", level=1)).to_contain_text(ORG)
+    check_page(page)
     page.get_by_label("Username").fill("jane")
     page.get_by_label("Password", exact=True).fill(PASSWORD)
     page.get_by_label("Password again").fill(PASSWORD)
@@ -162,6 +175,7 @@ def test_an_invited_colleague_joins_by_mail_and_signs_in_with_a_password(
     assert "/app/sign-in" in page.url
     sign_in_with_password(page, "jane", "not-her-password-1")
     expect(page.locator("#password-sign-in-error")).to_contain_text("wrong username or password")
+    check_page(page)
     sign_in_with_password(page, EMAIL, PASSWORD)
     page.wait_for_url(f"**/app/{ORG}/registry/modules")
     expect(page.get_by_role("link", name="network", exact=False).first).to_be_visible()
