@@ -3,7 +3,7 @@ through the admin API, delivered to a real aiosmtpd server), the colleague follo
 link in headless Chromium, chooses a password, lands signed in on the organization's modules
 and sees its module; signs out, signs in again with the password; a wrong password is
 refused with the generic message; then ``terraform login`` (approved in Chromium after a
-password sign-in) and ``terraform get`` of the module with the token it saved.
+password sign-in) and ``terraform get`` of the module with her own token it saved.
 
 The stack is this module's own: the SMTP settings it saves must not reach other modules."""
 
@@ -23,6 +23,7 @@ from infrastructure import spawn
 from tests.admin_servers import SMTP_PASSWORD, SMTP_USER, Mailbox, smtp_server
 from tests.conftest import doc, tar_gz
 from tests.e2e.conftest import Stack, wait_for
+from tests.e2e.test_terraform_login import approve_on, terraform_get, terraform_login
 from tests.e2e.test_web_ui import check_accessibility
 
 pytestmark = pytest.mark.e2e
@@ -180,3 +181,30 @@ def test_an_invited_colleague_joins_by_mail_and_signs_in_with_a_password(
     page.wait_for_url(f"**/app/{ORG}/registry/modules")
     expect(page.get_by_role("link", name="network", exact=False).first).to_be_visible()
     context.close()
+
+
+@pytest.mark.skipif(shutil.which("terraform") is None, reason="terraform is not on PATH")
+def test_the_colleague_runs_terraform_login_and_installs_the_module(
+    site: tuple[Stack, Mailbox], browser: Browser, tmp_path: Path
+) -> None:
+    """Jane (who joined in the test above) runs ``terraform login``: the page terraform
+    opens sends her to sign in, she signs in with her password, comes back to the
+    authorization page and approves; terraform then installs the organization's module with
+    her own token."""
+    stack, _ = site
+    context = browser.new_context(base_url=stack.url)
+    page = context.new_page()
+    page.set_default_timeout(TIMEOUT_MS)
+
+    def approve(url: str) -> tuple[str, str | None]:
+        page.goto(url)
+        assert "/app/sign-in" in page.url  # no session in this browser yet
+        sign_in_with_password(page, "jane", PASSWORD)
+        page.wait_for_url("**/app/oauth/authorize?**")
+        return approve_on(page)
+
+    logged_in = terraform_login(stack, tmp_path, approve)
+    context.close()
+    me = stack.session(logged_in.token).get(stack.api("/account/details"))
+    assert me.status_code == 200 and me.json()["data"]["attributes"]["username"] == "jane"
+    assert terraform_get(logged_in, ORG) == "1.0.0"

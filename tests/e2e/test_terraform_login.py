@@ -30,7 +30,10 @@ import os
 import shutil
 import subprocess
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import parse_qs, urljoin, urlsplit
 
 import pytest
@@ -38,6 +41,9 @@ import requests
 
 from tests.conftest import doc, tar_gz
 from tests.e2e.conftest import ADMIN_TOKEN, Stack, wait_for
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Page
 
 pytestmark = [
     pytest.mark.e2e,
@@ -114,9 +120,7 @@ def cli_config(directory: Path, stack: Stack) -> Path:
 
 
 def approve_in_chromium(url: str) -> tuple[str, str | None]:
-    """Sign in to the UI with the admin's user token and approve: the URL the browser was
-    sent to on terraform's listener, and the text of the page the listener answered (None
-    when terraform closed the connection without answering, see the module's docstring)."""
+    """Sign in to the UI with the admin's user token and approve (see ``approve_on``)."""
     from playwright.sync_api import sync_playwright
 
     executable = shutil.which("chromium")
@@ -131,21 +135,42 @@ def approve_in_chromium(url: str) -> tuple[str, str | None]:
             page.fill("#token", ADMIN_TOKEN)
             page.click("#token-sign-in button[type=submit]")
             page.wait_for_url("**/app/oauth/authorize?**")
-            assert "Authorize terraform login" in page.content()
-            with page.expect_request(lambda r: r.url.startswith("http://localhost:")) as sent:
-                page.click("button[value=approve]")
-            callback = sent.value
-            if callback.response() is None:  # the request failed: terraform did not answer
-                assert callback.failure in DROPPED, callback.failure
-                return callback.url, None
-            page.wait_for_url("http://localhost:*/login?**")
-            return callback.url, page.inner_text("body")
+            return approve_on(page)
         finally:
             browser.close()
 
 
-def test_terraform_login_then_init_with_the_saved_token(stack: Stack, tmp_path: Path):
-    publish_module(stack)
+def approve_on(page: Page) -> tuple[str, str | None]:
+    """Click Approve on the authorization page ``page`` shows: the URL the browser was
+    sent to on terraform's listener, and the text of the page the listener answered (None
+    when terraform closed the connection without answering, see the module's docstring)."""
+    assert "Authorize terraform login" in page.content()
+    with page.expect_request(lambda r: r.url.startswith("http://localhost:")) as sent:
+        page.click("button[value=approve]")
+    callback = sent.value
+    if callback.response() is None:  # the request failed: terraform did not answer
+        assert callback.failure in DROPPED, callback.failure
+        return callback.url, None
+    page.wait_for_url("http://localhost:*/login?**")
+    return callback.url, page.inner_text("body")
+
+
+@dataclass
+class LoggedIn:
+    """What ``terraform login`` left: the environment (isolated home with the CLI config),
+    a working directory, the token it saved and what it printed."""
+
+    env: dict[str, str]
+    work: Path
+    token: str
+    output: str
+
+
+def terraform_login(
+    stack: Stack, tmp_path: Path, approve: Callable[[str], tuple[str, str | None]]
+) -> LoggedIn:
+    """Run the real ``terraform login`` against the stack; ``approve`` takes the
+    authorization URL terraform opened and approves it in a browser."""
     home, bin_dir, work = tmp_path / "home", tmp_path / "bin", tmp_path / "work"
     for directory in (home, bin_dir, work):
         directory.mkdir()
@@ -191,7 +216,7 @@ def test_terraform_login_then_init_with_the_saved_token(stack: Stack, tmp_path: 
         assert url.startswith(f"{stack.url}/app/oauth/authorize?")
         assert "code_challenge_method=S256" in url and "redirect_uri=http%3A%2F%2Flocalhost" in url
 
-        callback, answer = approve_in_chromium(url)
+        callback, answer = approve(url)
         # The browser went to terraform's own redirect URI with a code and terraform's state.
         asked = parse_qs(urlsplit(url).query)
         assert callback.startswith(asked["redirect_uri"][0] + "?")
@@ -206,22 +231,24 @@ def test_terraform_login_then_init_with_the_saved_token(stack: Stack, tmp_path: 
         log.close()
     output = (tmp_path / "login.out").read_text()
     assert "Success!" in output and "Terraform has obtained and saved an API token" in output
-
     # The token is in the CLI config directory's credentials file, and nowhere in the output.
     credentials = json.loads((home / ".terraform.d" / "credentials.tfrc.json").read_text())
     token = credentials["credentials"][HOST]["token"]
-    assert token not in output and token != ADMIN_TOKEN
-    me = stack.session(token).get(stack.api("/account/details"))
-    assert me.status_code == 200 and me.json()["data"]["attributes"]["username"] == "admin"
+    assert token not in output
+    return LoggedIn(env, work, token, output)
 
-    # terraform get with that token alone (the CLI config has no credentials block).
+
+def terraform_get(logged_in: LoggedIn, org: str) -> str:
+    """``terraform get`` of ``org``'s network/aws module with the saved token alone (the CLI
+    config has no credentials block): the version installed."""
+    work = logged_in.work
     (work / "main.tf").write_text(
-        f'module "network" {{\n  source  = "{HOST}/{ORG}/network/aws"\n  version = "~> 1.0"\n}}\n'
+        f'module "network" {{\n  source  = "{HOST}/{org}/network/aws"\n  version = "~> 1.0"\n}}\n'
     )
     get = subprocess.run(
         ["terraform", "get", "-no-color"],
         cwd=work,
-        env=env,
+        env=logged_in.env,
         capture_output=True,
         text=True,
         timeout=120,
@@ -229,7 +256,17 @@ def test_terraform_login_then_init_with_the_saved_token(stack: Stack, tmp_path: 
     assert get.returncode == 0, get.stdout + get.stderr
     manifest = json.loads((work / ".terraform/modules/modules.json").read_text())
     (entry,) = [m for m in manifest["Modules"] if m["Key"] == "network"]
-    assert entry["Version"] == "1.0.0"
+    return str(entry["Version"])
+
+
+def test_terraform_login_then_init_with_the_saved_token(stack: Stack, tmp_path: Path):
+    publish_module(stack)
+    logged_in = terraform_login(stack, tmp_path, approve_in_chromium)
+    token = logged_in.token
+    assert token != ADMIN_TOKEN
+    me = stack.session(token).get(stack.api("/account/details"))
+    assert me.status_code == 200 and me.json()["data"]["attributes"]["username"] == "admin"
+    assert terraform_get(logged_in, ORG) == "1.0.0"
 
     # Revoking it (as the README says) ends it.
     user_id = me.json()["data"]["id"]
