@@ -67,6 +67,7 @@ def every_route(user_id: str, org: str) -> list[tuple[str, str, Any]]:
         ("DELETE", f"{ORGS}/{org}", None),
         ("GET", f"{ORGS}/{org}/relationships/module-consumers", None),
         ("PATCH", f"{ORGS}/{org}/relationships/module-consumers", consumers),
+        ("PUT", f"{ORGS}/{org}/module-consumers", partnerships([])),
     ]
 
 
@@ -367,6 +368,47 @@ def test_module_consumers_read_the_producers_modules_only_while_shared(producer:
     assert [o["id"] for o in consumers] == ["beta"]
     share(api)
     assert not reads(api, beta) and not reads(api, user_token)
+
+
+def partnerships(external_ids: list[str]) -> dict[str, Any]:
+    attributes = {"module-consuming-organization-ids": external_ids}
+    return {"data": {"type": "module-partnerships", "attributes": attributes}}
+
+
+def test_the_deprecated_module_sharing_api_names_consumers_by_external_id(producer: Api):
+    """TFE's Admin Module Sharing API, as terrasnek's ``admin_module_sharing`` calls it
+    (PATCH; TFE documents PUT): the consumers by ``external-id``, answered as
+    ``module-partnerships``; an unknown id or too many is a 422 that changes nothing."""
+    api = producer
+    _, beta = make_team(api, "beta", "readers")
+    ids = {name: api.get(f"{ORGS}/{name}").data["attributes"]["external-id"] for name in ORGS_}
+    reply = api.patch(f"{ORGS}/acme/module-consumers", partnerships([ids["beta"]]))
+    assert reply.status == 200, reply.json
+    (partnership,) = reply.data
+    assert partnership["type"] == "module-partnerships"
+    assert partnership["attributes"] == {
+        "consuming-organization-id": ids["beta"],
+        "consuming-organization-name": "beta",
+        "producing-organization-id": ids["acme"],
+        "producing-organization-name": "acme",
+    }
+    assert reads(api, beta)
+    unknown = api.call(
+        "PUT", f"{ORGS}/acme/module-consumers", partnerships([ids["gamma"], "org-nope"])
+    )
+    assert unknown.status == 422, unknown.json
+    pointer = unknown.json["errors"][0]["source"]["pointer"]
+    assert pointer == "/data/attributes/module-consuming-organization-ids/1"
+    too_many = api.call("PUT", f"{ORGS}/acme/module-consumers", partnerships([ids["gamma"]] * 101))
+    assert too_many.status == 422, too_many.json
+    consumers = api.get(f"{ORGS}/acme/relationships/module-consumers").data
+    assert [o["id"] for o in consumers] == ["beta"]  # both refusals changed nothing
+    emptied = api.call("PUT", f"{ORGS}/acme/module-consumers", partnerships([]))
+    assert emptied.status == 200 and emptied.data == []
+    assert not reads(api, beta)
+
+
+ORGS_ = ("acme", "beta", "gamma")
 
 
 def test_global_module_sharing_serves_every_organization(producer: Api):

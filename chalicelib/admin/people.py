@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 
 # The module consumers one request may set (each is read to check it exists).
 MAX_MODULE_CONSUMERS = 100
+
 # Attributes shown with their default until a site admin sets them.
 ORGANIZATION_DEFAULTS: dict[str, Any] = {
     "access-beta-tools": False,
@@ -167,6 +168,21 @@ def set_module_consumers(name: str, data: Iterable[dict[str, Any]]) -> Organizat
         consumers.add(consumer)
     accounts.set_module_consumers(org, consumers)
     return get_organization(name)
+
+
+def set_module_consumers_by_external_id(name: str, external_ids: list[str]) -> OrganizationModel:
+    """``set_module_consumers`` for consumers named by ``external-id`` (the deprecated
+    Admin Module Sharing API): each must exist (422 naming the element, nothing changed)."""
+    found = accounts.organizations_by_external_id(set(external_ids))
+    named = []
+    for index, external_id in enumerate(external_ids):
+        if external_id not in found:
+            raise Unprocessable(
+                f"organization {external_id!r} not found",
+                pointer=f"/data/attributes/module-consuming-organization-ids/{index}",
+            )
+        named.append({"id": found[external_id].name})
+    return set_module_consumers(name, named)
 
 
 def module_consumers(name: str) -> list[OrganizationModel]:

@@ -30,6 +30,7 @@ USER = USERS + "/{user_id}"
 ORGANIZATIONS = "/api/v2/admin/organizations"
 ORGANIZATION = ORGANIZATIONS + "/{organization_name}"
 CONSUMERS = ORGANIZATION + "/relationships/module-consumers"
+PARTNERSHIPS = ORGANIZATION + "/module-consumers"
 TAG = "admin"
 
 
@@ -245,3 +246,34 @@ def update_module_consumers(ctx: Ctx, organization_name: str) -> Response:
     admin(ctx)
     people.set_module_consumers(organization_name, ctx.relationships())
     return _consumers_document(organization_name)
+
+
+def render_module_partnership(producer: OrganizationModel, consumer: OrganizationModel) -> dict:
+    return resource(
+        "module-partnerships",
+        f"mp-{producer.external_id}-{consumer.external_id}",
+        {
+            "consuming-organization-id": consumer.external_id,
+            "consuming-organization-name": consumer.name,
+            "producing-organization-id": producer.external_id,
+            "producing-organization-name": producer.name,
+        },
+    )
+
+
+@admin_route(
+    PARTNERSHIPS,
+    ("PUT", "PATCH"),
+    body=Body("chalicelib.admin.schemas:ModulePartnerships", "module-partnerships"),
+    success=200,
+    errors={422: "an unknown organization id (the pointer names it)"},
+)
+def update_module_partnerships(ctx: Ctx, organization_name: str) -> Response:
+    """Replace the consumers by their external ids (TFE's deprecated Admin Module Sharing API)"""
+    admin(ctx)
+    from chalicelib.admin.schemas import ModulePartnerships
+
+    wanted = ctx.attributes(ModulePartnerships).module_consuming_organization_ids
+    producer = people.set_module_consumers_by_external_id(organization_name, wanted)
+    consumers = people.module_consumers(organization_name)
+    return document([render_module_partnership(producer, c) for c in consumers])

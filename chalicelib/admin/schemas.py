@@ -12,6 +12,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, AliasChoices, Field
 
+from chalicelib.admin.people import MAX_MODULE_CONSUMERS
 from chalicelib.core.api.attributes import Attributes
 from chalicelib.core.api.names import kebab
 
@@ -144,3 +145,13 @@ class AdminOrganization(Attributes):
     terraform_build_worker_plan_timeout: Duration | None = None
     terraform_worker_sudo_enabled: bool | None = None
     workspace_limit: Annotated[int, Field(ge=0, le=1_000_000)] | None = None
+
+
+class ModulePartnerships(Attributes):
+    """TFE's deprecated Admin Module Sharing API (terrasnek's ``admin_module_sharing``): the
+    consumers named by their ``external-id``."""
+
+    module_consuming_organization_ids: Annotated[
+        list[Annotated[str, Field(min_length=1, max_length=100)]],
+        Field(max_length=MAX_MODULE_CONSUMERS),
+    ]
