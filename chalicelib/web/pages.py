@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from chalicelib.accounts import service as accounts
 from chalicelib.artifacts import objects, semver
 from chalicelib.core.api.errors import BadRequest, NotFound
+from chalicelib.core.api.http import host_of
 from chalicelib.core.api.pagination import Page
 from chalicelib.core.auth import Principal
 from chalicelib.modules import service as registry
@@ -244,6 +245,8 @@ class ModulePage:
     source: str
     constraint: str
     snippet: str
+    # The CLI configuration terraform needs to reach a plain-HTTP registry; None over HTTPS.
+    cli_config: str | None
     vcs: dict[str, Any] | None
     submodules: list[dict[str, Any]]
     examples: list[dict[str, Any]]
@@ -307,8 +310,34 @@ def sorted_inputs(inputs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return sorted(inputs, key=lambda i: (not i.get("required"), i.get("name") or ""))
 
 
+def cli_configuration(base_url: str) -> str | None:
+    """What terraform needs to reach this registry when it is served over plain HTTP:
+    terraform discovers a host's services over HTTPS only, so a ``host`` block of the CLI
+    configuration names them (``modules.v1``, and ``login.v1`` for ``terraform login``).
+    None over HTTPS, where the discovery document does it."""
+    if not base_url.startswith("http://"):
+        return None
+    from chalicelib.web.oauth import AUTHZ_PATH, CLIENT_ID, PORTS, TOKEN_PATH
+
+    ports = ", ".join(str(port) for port in PORTS)
+    return (
+        f'host "{host_of(base_url)}" {{\n'
+        "  services = {\n"
+        f'    "modules.v1" = "{base_url}/api/registry/v1/modules/"\n'
+        '    "login.v1" = {\n'
+        f'      client      = "{CLIENT_ID}"\n'
+        '      grant_types = ["authz_code"]\n'
+        f'      authz       = "{base_url}{AUTHZ_PATH}"\n'
+        f'      token       = "{base_url}{TOKEN_PATH}"\n'
+        f"      ports       = [{ports}]\n"
+        "    }\n"
+        "  }\n"
+        "}\n"
+    )
+
+
 def module_page(
-    principal: Principal, ref: registry.ModuleRef, version: str | None, host: str
+    principal: Principal, ref: registry.ModuleRef, version: str | None, base_url: str
 ) -> ModulePage:
     module, _ = registry.get_module(principal, ref)
     stored = registry.list_versions(module)
@@ -323,7 +352,7 @@ def module_page(
     root = meta.get("root") or {}
     if root:
         root = {**root, "inputs": sorted_inputs(root.get("inputs") or [])}
-    source = source_address(module, host)
+    source = source_address(module, host_of(base_url))
     constraint = constraint_for(chosen.version) if chosen else ""
     snippet = f'module "{module.name.replace("-", "_")}" {{\n  source  = "{source}"\n'
     snippet += f'  version = "{constraint}"\n}}\n' if constraint else "}\n"
@@ -345,6 +374,7 @@ def module_page(
         source=source,
         constraint=constraint,
         snippet=snippet,
+        cli_config=cli_configuration(base_url) if module.registry_name == "private" else None,
         vcs=vcs,
         submodules=[_directory(d) for d in meta.get("submodules") or []],
         examples=[_directory(d) for d in meta.get("examples") or []],

@@ -147,9 +147,9 @@ def module(
     principal = ctx.principal_or_sign_in()
     ref = ModuleRef(organization, registry, namespace, name, provider)
     if ctx.query.get("version"):
-        found = pages.module_page(principal, ref, ctx.query["version"], ctx.host)
+        found = pages.module_page(principal, ref, ctx.query["version"], ctx.base_url)
         return redirect(found.selected.url if found.selected else found.url, 303)
-    return ctx.render("module.html", view=pages.module_page(principal, ref, None, ctx.host))
+    return ctx.render("module.html", view=pages.module_page(principal, ref, None, ctx.base_url))
 
 
 @page(bp, MODULE + "/{version}")
@@ -165,7 +165,7 @@ def module_version(
     """A module's page at one version."""
     principal = ctx.principal_or_sign_in()
     ref = ModuleRef(organization, registry, namespace, name, provider)
-    return ctx.render("module.html", view=pages.module_page(principal, ref, version, ctx.host))
+    return ctx.render("module.html", view=pages.module_page(principal, ref, version, ctx.base_url))
 
 
 INVITATION = "/app/invitations/{token}"

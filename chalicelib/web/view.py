@@ -142,11 +142,6 @@ class WebCtx(RequestContext):
         text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else str(raw)
         return {k: v[0] for k, v in parse_qs(text, keep_blank_values=True).items()}
 
-    @property
-    def host(self) -> str:
-        """This instance's host name (and port), as a module source address starts."""
-        return self.base_url.split("://", 1)[-1].split("/", 1)[0]
-
     def csrf(self) -> str:
         """The CSRF token to put in this page's forms (the session's, or a signed pre-sign-in
         token; a new nonce's cookie is set by ``render``)."""

@@ -11,8 +11,10 @@ from __future__ import annotations
 import hashlib
 import http.client
 import io
+import os
 import re
 import shutil
+import subprocess
 import tarfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -307,6 +309,36 @@ def test_switch_versions_and_copy_the_snippet(page: Page, published: Stack):
     expect(snippet).to_contain_text('version = "~> 1.0"')
     expect(page.get_by_role("tabpanel")).to_contain_text("The first cut.")
     check_accessibility(page)
+
+
+@pytest.mark.skipif(shutil.which("terraform") is None, reason="terraform is not on PATH")
+def test_the_pages_cli_configuration_lets_terraform_install_the_snippet(
+    page: Page, published: Stack, tmp_path: Path
+):
+    """The stack speaks plain HTTP: the module page shows the CLI configuration that makes
+    terraform reach it. That configuration (plus a credentials block for the token) and the
+    usage snippet, as the page shows them, are all terraform needs to install the module."""
+    sign_in(page)
+    page.goto(f"/app/{ORG}/registry/modules/private/{ORG}/network/aws")
+    config = page.locator("#cli-config").inner_text()
+    snippet = page.locator("#usage-snippet").inner_text()
+    host = published.url.split("://", 1)[1]
+    assert f'host "{host}"' in config and f'source  = "{host}/{ORG}/network/aws"' in snippet
+    expect(page.get_by_role("button", name="Copy CLI configuration")).to_be_visible()
+    rc = tmp_path / "terraformrc"
+    rc.write_text(config + f'credentials "{host}" {{\n  token = "{ADMIN_TOKEN}"\n}}\n')
+    (tmp_path / "main.tf").write_text(snippet)
+    env = {**os.environ, "TF_CLI_CONFIG_FILE": str(rc), "CHECKPOINT_DISABLE": "1"}
+    got = subprocess.run(
+        ["terraform", "get", "-no-color"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert got.returncode == 0, got.stdout + got.stderr
+    assert "1.1.0" in got.stdout
 
 
 def test_a_failed_ingest_shows_its_reason(page: Page):

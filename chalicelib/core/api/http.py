@@ -56,6 +56,12 @@ JSONAPI_PREFIX = "/api/v2/"
 REGISTRY_PROTOCOL_PREFIX = "/api/registry/"
 
 
+def host_of(base_url: str) -> str:
+    """The host name (and port) of a base URL: ``https://r.example.com:8443/x`` gives
+    ``r.example.com:8443``."""
+    return base_url.split("://", 1)[-1].split("/", 1)[0]
+
+
 @dataclass
 class RequestContext:
     """What any handler needs of the request, API or page: the query, the path and
@@ -82,6 +88,11 @@ class RequestContext:
 
     def url(self, path: str) -> str:
         return self.base_url + path
+
+    @property
+    def host(self) -> str:
+        """This instance's host name (and port), as a module source address starts."""
+        return host_of(self.base_url)
 
     @property
     def path(self) -> str:
