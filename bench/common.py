@@ -44,7 +44,7 @@ def counting_dynamodb():
 def allow_bursts() -> None:
     """Keep the rate limiter on (its UpdateItem is part of every request's cost) with a limit
     the benchmark's bursts from one token never reach."""
-    from chalicelib.admin.store import forget_cached_general, write_settings
+    from chalicelib.admin.store import forget_cached_settings, write_settings
 
     write_settings("general", {"api-rate-limiting-enabled": True, "api-rate-limit": 1_000_000})
-    forget_cached_general()
+    forget_cached_settings()

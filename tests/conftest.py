@@ -48,14 +48,14 @@ def forget_cached_state() -> None:
     web's CSRF signing key and the settings themselves. Every test starts as a cold instance
     would; the one place to list a new module-level cache."""
     from chalicelib.accounts.store import _users
-    from chalicelib.admin.store import forget_cached_general
+    from chalicelib.admin.store import forget_cached_settings
     from chalicelib.core.auth import verified
     from chalicelib.web.pages import _metadata
     from chalicelib.web.store import signing_key
 
     verified.clear()
     _users.clear()
-    forget_cached_general()
+    forget_cached_settings()
     _metadata.cache_clear()
     signing_key.cache_clear()  # the pre-sign-in CSRF key: its item goes with the tables
     get_settings.cache_clear()
@@ -151,15 +151,15 @@ def hosted(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 @pytest.fixture
 def rate_limited(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """API rate limiting on by default, as in production."""
-    from chalicelib.admin.store import forget_cached_general
+    from chalicelib.admin.store import forget_cached_settings
 
     monkeypatch.setenv("REGISTRY_RATE_LIMITING", "on")
     get_settings.cache_clear()
-    forget_cached_general()
+    forget_cached_settings()
     yield
     monkeypatch.setenv("REGISTRY_RATE_LIMITING", "off")
     get_settings.cache_clear()
-    forget_cached_general()
+    forget_cached_settings()
 
 
 @dataclass

@@ -59,9 +59,9 @@ def fresh_settings_cache() -> Iterator[None]:
     """Each test has fresh tables: the per-instance settings cache must not outlive them."""
     from chalicelib.admin import store
 
-    store.forget_cached_general()
+    store.forget_cached_settings()
     yield
-    store.forget_cached_general()
+    store.forget_cached_settings()
 
 
 class Recorder(Api):
@@ -1006,7 +1006,7 @@ def test_rate_limit_follows_the_setting_and_can_be_switched_off(
     assert {r.status for r in replies} == {204}
     assert "X-RateLimit-Limit" not in replies[0].headers
     # another instance learns of the change within the cache time
-    store.forget_cached_general()
+    store.forget_cached_settings()
     assert "X-RateLimit-Limit" not in api.get("/api/v2/ping").headers
 
 

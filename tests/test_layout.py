@@ -45,8 +45,9 @@ LAYERS: dict[str, set[str]] = {
     # SCIM provisioning drives users, teams and the site-admin flag through accounts, and
     # reads the SAML settings (SCIM needs SAML) through admin.
     "scim": {"core", "accounts", "admin"},
-    # The browser UI reads through the domains' services, as the API does.
-    "web": {"core", "artifacts", "accounts", "vcs", "modules"},
+    # The browser UI reads through the domains' services, as the API does (and the site's
+    # customization texts through admin).
+    "web": {"core", "artifacts", "accounts", "admin", "vcs", "modules"},
     "lifecycle": {
         "core",
         "artifacts",

@@ -615,3 +615,37 @@ def test_the_pager_window():
     assert page_window(10, 20) == [1, None, 8, 9, 10, 11, 12, None, 20]
     assert page_window(4, 20) == [1, 2, 3, 4, 5, 6, None, 20]
     assert page_window(20, 20) == [1, None, 18, 19, 20]
+
+
+# ----- the site's customization texts ----------------------------------------------------------
+
+
+def test_the_customization_texts_show_where_people_look_and_run_nothing(
+    api: Api, browser: Browser
+) -> None:
+    """login-help on the sign-in page, footer and support address on every page, error on
+    error pages, new-user for someone in no organization: Markdown, sanitized like READMEs;
+    TFE's default support address is not shown."""
+    assert "mailto:" not in browser.get("/app/sign-in").text  # the default address is not ours
+    texts = {
+        "login-help": "Ask **#platform** for an invitation.",
+        "footer": "Run by the platform team <script>window.pwned = 1</script>",
+        "error": "Still stuck? See [the runbook](https://wiki.example.test/registry).",
+        "new-user": "Welcome! Ask your team lead to invite you.",
+        "support-email-address": "platform@example.test",
+    }
+    attributes = {"data": {"type": "customization-settings", "attributes": texts}}
+    assert api.patch("/api/v2/admin/customization-settings", attributes).status == 200
+
+    sign_in_page = browser.get("/app/sign-in").text
+    assert "Ask <strong>#platform</strong> for an invitation." in sign_in_page
+    assert "Run by the platform team" in sign_in_page and "pwned" not in sign_in_page
+    assert 'href="mailto:platform@example.test"' in sign_in_page
+    browser.sign_in(ADMIN_TOKEN)
+    error_page = browser.get("/app/nowhere/registry/modules/private/nowhere/x/aws")
+    assert error_page.status_code == 404
+    assert '<a href="https://wiki.example.test/registry"' in error_page.text
+    organizations = browser.get("/app/organizations").text
+    assert "Ask your team lead to invite you." in organizations  # the admin has none yet
+    make_org(api)
+    assert "Ask your team lead" not in browser.get("/app/organizations").text

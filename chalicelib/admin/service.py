@@ -408,6 +408,14 @@ def customization() -> store.SettingsModel:
     return store.load(CUSTOMIZATION)
 
 
+def cached_customization() -> dict[str, Any]:
+    """The customization settings as the UI shows them on every page: read at most every
+    REGISTRY_SETTINGS_CACHE_SECONDS per instance."""
+    return store.cached_settings(
+        CUSTOMIZATION, lambda: store.read_settings(CUSTOMIZATION, CUSTOMIZATION_DEFAULTS)
+    )
+
+
 def update_customization(changes: dict[str, Any]) -> store.SettingsModel:
     _check_email("support-email-address", changes.get("support-email-address"))
     item = store.load(CUSTOMIZATION)

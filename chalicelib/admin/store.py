@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 from pynamodb.attributes import (
@@ -66,8 +67,7 @@ def save(item: SettingsModel) -> None:
         if db.conditional_failure(exc):
             raise Conflict("the settings were changed concurrently; retry the request") from None
         raise
-    if item.id == "general":
-        forget_cached_general()
+    forget_cached_settings(item.id)
 
 
 def delete(area: str) -> None:
@@ -95,27 +95,36 @@ def general_settings() -> dict[str, Any]:
     return read_settings("general", general_defaults())
 
 
-# ----- per-instance cache of the general settings (the rate limiter's view) -------------------
+# ----- per-instance cache of settings areas (the rate limiter's and the UI's view) ------------
 
 _cache_lock = threading.Lock()
-_cached: tuple[float, dict[str, Any]] | None = None
+_cached: dict[str, tuple[float, dict[str, Any]]] = {}
+
+
+def cached_settings(area: str, read: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    """``read()``'s answer for a settings area, re-read at most every
+    REGISTRY_SETTINGS_CACHE_SECONDS per instance (a save on this instance forgets it)."""
+    ttl = get_settings().admin_settings_cache_ttl
+    moment = time.monotonic()
+    with _cache_lock:
+        held = _cached.get(area)
+        if held is not None and moment - held[0] < ttl:
+            return held[1]
+    values = read()
+    with _cache_lock:
+        _cached[area] = (moment, values)
+    return values
 
 
 def cached_general_settings() -> dict[str, Any]:
     """General settings, re-read at most every REGISTRY_SETTINGS_CACHE_SECONDS per instance."""
-    global _cached
-    ttl = get_settings().admin_settings_cache_ttl
-    moment = time.monotonic()
-    with _cache_lock:
-        if _cached is not None and moment - _cached[0] < ttl:
-            return _cached[1]
-    values = general_settings()
-    with _cache_lock:
-        _cached = (moment, values)
-    return values
+    return cached_settings("general", general_settings)
 
 
-def forget_cached_general() -> None:
-    global _cached
+def forget_cached_settings(area: str | None = None) -> None:
+    """Forget one area's cached copy, or every area's."""
     with _cache_lock:
-        _cached = None
+        if area is None:
+            _cached.clear()
+        else:
+            _cached.pop(area, None)

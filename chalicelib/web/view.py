@@ -24,7 +24,7 @@ import mimetypes
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, quote, unquote
@@ -54,6 +54,8 @@ SECURITY_HEADERS = {
     "Referrer-Policy": "same-origin",
     "X-Frame-Options": "DENY",
 }
+# The support address TFE ships as the default: shown only once a site admin sets another.
+DEFAULT_SUPPORT_EMAIL = "support@hashicorp.com"
 # Where signing in leads when the client named no (acceptable) page.
 DEFAULT_PAGE = "/app/organizations"
 MAX_NEXT_LENGTH = 4096  # terraform login's longest valid request is about 2.2 KB
@@ -121,6 +123,46 @@ def templates() -> Environment:
 # ----- the request context ----------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class SiteText:
+    """The customization settings a site admin sets (``/api/v2/admin/customization-settings``)
+    as the pages show them: Markdown rendered and sanitized as READMEs are."""
+
+    login_help_html: str
+    footer_html: str
+    error_html: str
+    new_user_html: str
+    support_email: str | None
+
+
+@lru_cache(maxsize=8)
+def _site_text(values: tuple[tuple[str, str], ...]) -> SiteText:
+    from chalicelib.web import markdown
+
+    found = dict(values)
+    support = found.get("support-email-address") or None
+    return SiteText(
+        login_help_html=markdown.render(found.get("login-help")),
+        footer_html=markdown.render(found.get("footer")),
+        error_html=markdown.render(found.get("error")),
+        new_user_html=markdown.render(found.get("new-user")),
+        support_email=None if support == DEFAULT_SUPPORT_EMAIL else support,
+    )
+
+
+def site_text() -> SiteText | None:
+    """This site's texts (cached per instance with the settings); None when the settings
+    cannot be read: a page never fails for want of its footer."""
+    try:
+        from chalicelib.admin.service import cached_customization
+
+        values = cached_customization()
+    except Exception:  # noqa: BLE001 - logged; the page goes on without the texts
+        log.exception("customization settings unreadable")
+        return None
+    return _site_text(tuple(sorted((k, str(v or "")) for k, v in values.items())))
+
+
 @dataclass
 class WebCtx(RequestContext):
     """What a page handler needs of the request: the API's request context, with the
@@ -159,7 +201,13 @@ class WebCtx(RequestContext):
         body = (
             templates()
             .get_template(template)
-            .render(principal=principal, csrf_token=self.csrf(), current_path=self.path, **context)
+            .render(
+                principal=principal,
+                csrf_token=self.csrf(),
+                current_path=self.path,
+                site=site_text(),
+                **context,
+            )
         )
         return html_response(body, status, self.request)
 
