@@ -5,7 +5,7 @@ and key-maintenance handlers of ``chalicelib/entry`` (registered here too, not c
 per route group from ``chalicelib/entry`` (see infrastructure/).
 """
 
-from chalicelib.accounts import memberships
+from chalicelib.accounts import account, memberships, render
 from chalicelib.accounts.routes import bp as accounts_routes
 from chalicelib.admin.people_routes import bp as admin_people_routes
 from chalicelib.admin.routes import bp as admin_routes
@@ -31,6 +31,9 @@ from chalicelib.workspaces.routes import bp as workspace_routes
 
 # Invitations go out through the site's SMTP settings (accounts may not import admin).
 memberships.use_mailer("chalicelib.admin.mail:send_invitation")
+account.use_mailer("chalicelib.admin.mail:send_email_confirmation")
+# Users show ``is-scim-managed`` while SCIM is on (accounts may not import scim).
+render.use_scim_probe("chalicelib.scim.store:load_settings")
 
 app = create_app(
     "tfe-module-registry",

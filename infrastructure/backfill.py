@@ -43,6 +43,8 @@ def backfill_all() -> dict[str, dict[str, int]]:
         "workspaces": workspaces.backfill_counts(),
         # Usernames are unique in any case: claim the names of users made before the claims.
         "usernames": accounts.backfill_username_claims(),
+        # Users are found by email through the by-email index: key the users made before it.
+        "user emails": accounts.backfill_email_keys(),
     }
 
 

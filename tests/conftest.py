@@ -47,6 +47,7 @@ def forget_cached_state() -> None:
     warm state): verified tokens, cached users, the general settings, parsed metadata, the
     web's CSRF signing key and the settings themselves. Every test starts as a cold instance
     would; the one place to list a new module-level cache."""
+    from chalicelib.accounts.render import _scim_enabled
     from chalicelib.accounts.store import _users
     from chalicelib.admin.store import forget_cached_settings
     from chalicelib.core.auth import verified
@@ -55,6 +56,7 @@ def forget_cached_state() -> None:
 
     verified.clear()
     _users.clear()
+    _scim_enabled.clear()
     forget_cached_settings()
     _metadata.cache_clear()
     signing_key.cache_clear()  # the pre-sign-in CSRF key: its item goes with the tables

@@ -319,15 +319,25 @@ def accept(
 ) -> UserModel | None:
     """Use the invitation once: create the new person's user (``username`` and a checked
     ``password``), make them a member and put them on the invited teams. None when the link
-    was used meanwhile; a bad username or password is a 422 that changes nothing."""
+    was used (or withdrawn) meanwhile; a bad username or password is a 422 that changes
+    nothing.
+
+    The single use comes first: for an existing user the invitation is marked used before
+    anything is added; a new person's user is created in the same transaction that marks it
+    (``store.accept_invitation_as_new_user``), so a second accept of the same link, however
+    close, creates nothing."""
     item = invitation.item
     user = invitation.user
     if user is None:
         passwords.check(password, again)
-        user = service.create_user_with_id(
-            item.user_id, username, item.email, passwords.hash_password(password)
-        )
-    if not store.use_invitation(item, hash_token(token)):
+        user = service.new_user(username, item.email, user_id=item.user_id)
+        user.password_hash = passwords.hash_password(password)
+        outcome = store.accept_invitation_as_new_user(item, hash_token(token), user)
+        if outcome == "taken":
+            raise service.taken_username(username)
+        if outcome == "used":
+            return None
+    elif not store.use_invitation(item, hash_token(token)):
         return None
     store.add_member_ref(user.id, item.organization)
     for team in TeamModel.batch_get(sorted(item.team_ids or ())):

@@ -8,7 +8,10 @@ blocks (what the caller may do), never decides what is shown.
 from __future__ import annotations
 
 import hashlib
+import importlib
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
 
 from chalicelib.accounts.store import (
     ACCESS_FLAGS,
@@ -19,8 +22,9 @@ from chalicelib.accounts.store import (
 )
 from chalicelib.core.api.jsonapi import resource, to_one
 from chalicelib.core.api.names import kebab
-from chalicelib.core.auth import Principal, TokenModel
+from chalicelib.core.auth import Principal, TokenModel, TtlCache
 from chalicelib.core.data.ids import iso
+from chalicelib.core.settings import get_settings
 
 if TYPE_CHECKING:
     from chalicelib.accounts.service import OrgAccess
@@ -178,18 +182,66 @@ def render_membership(
     return document
 
 
+# Whether SCIM provisioning is on: the ``module:function`` the entry modules name (SCIM's
+# settings sit above accounts), remembered for the token cache's window.
+_scim_probe: list[str] = []
+_scim_enabled = TtlCache(lambda: get_settings().token_cache_ttl)
+
+
+def use_scim_probe(path: str) -> None:
+    """``path`` (``module:function``) returns SCIM's settings (``.enabled``); imported when
+    a SCIM-provisioned user is first rendered."""
+    _scim_probe[:] = [path]
+
+
+def scim_enabled() -> bool:
+    found = _scim_enabled.get("enabled")
+    if found is None:
+        found = False
+        if _scim_probe:
+            module, _, name = _scim_probe[0].partition(":")
+            probe: Callable[[], Any] = getattr(importlib.import_module(module), name)
+            found = bool(getattr(probe(), "enabled", False))
+        _scim_enabled.put("enabled", found)
+    return found
+
+
+def is_scim_managed(user: UserModel) -> bool:
+    """A user SCIM provisioned, while SCIM is enabled (SCIM's settings read only for them)."""
+    return bool(user.scim_provisioned) and scim_enabled()
+
+
+def avatar_url(name: str, key: str) -> str:
+    """A placeholder avatar drawn here, as a ``data:`` URL: the name's first letter on a
+    colour from ``key`` (an id). No request leaves for a third party and nothing is derived
+    from the email address (a gravatar hash of it would give the address away)."""
+    first = name[:1].upper()
+    letter = first if first.isascii() and first.isalnum() else "?"
+    hue = int(hashlib.sha256(key.encode()).hexdigest()[:4], 16) % 360
+    svg = (
+        "<svg xmlns='http://www.w3.org/2000/svg' width='64' height='64' viewBox='0 0 64 64'>"
+        f"<rect width='64' height='64' fill='hsl({hue},40%,42%)'/>"
+        "<text x='32' y='42' font-family='sans-serif' font-size='30' fill='white' "
+        f"text-anchor='middle'>{letter}</text></svg>"
+    )
+    return "data:image/svg+xml," + quote(svg, safe="")
+
+
 def render_user(user: UserModel, *, private: bool = True) -> dict[str, Any]:
-    """``private`` adds what only the user and site admins may see (the email address)."""
+    """``private`` adds what only the user and site admins may see (the email address and
+    one waiting for its confirmation)."""
     return resource(
         "users",
         user.id,
         {
             "username": user.username,
             "email": user.email if private else "",
+            "unconfirmed-email": user.unconfirmed_email if private else None,
             "is-service-account": False,
             "is-site-admin": user.is_site_admin,
             "is-admin": user.is_site_admin,
-            "avatar-url": "",
+            "is-scim-managed": is_scim_managed(user),
+            "avatar-url": avatar_url(user.username, user.id),
             "two-factor": {"enabled": False, "verified": False},
             "v2-only": False,
             "permissions": {
@@ -215,7 +267,8 @@ def render_service_account(principal: Principal) -> dict[str, Any]:
             "is-service-account": True,
             "is-site-admin": False,
             "is-admin": False,
-            "avatar-url": "",
+            "is-scim-managed": False,
+            "avatar-url": avatar_url(username, principal.id),
             "two-factor": {"enabled": False, "verified": False},
             "v2-only": True,
             "permissions": {},

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from chalice import Blueprint, Response
 
-from chalicelib.accounts import memberships, service
+from chalicelib.accounts import account, memberships, service
 from chalicelib.accounts.render import (
     render_entitlement_set,
     render_membership,
@@ -23,7 +23,7 @@ from chalicelib.accounts.render import (
     render_user,
 )
 from chalicelib.accounts.store import TeamModel, UserModel
-from chalicelib.core.api.errors import Unprocessable
+from chalicelib.core.api.errors import NotFound, Unprocessable
 from chalicelib.core.api.http import Ctx, route
 from chalicelib.core.api.jsonapi import Includer, document, no_content
 from chalicelib.core.api.openapi import PAGE, Body, Param, Relationships
@@ -55,6 +55,39 @@ def account_details(ctx: Ctx) -> Response:
     if ctx.user.is_user:
         return document(render_user(service.get_user(ctx.user.id)))
     return document(render_service_account(ctx.user))
+
+
+ACCOUNT_BODY = Body("chalicelib.accounts.schemas:AccountAttributes", "users", type_check="lenient")
+PASSWORD_BODY = Body(
+    "chalicelib.accounts.schemas:PasswordAttributes", "users", type_check="lenient"
+)
+
+
+@route(bp, "/api/v2/account/update", methods=("PATCH",), body=ACCOUNT_BODY)
+def update_account(ctx: Ctx) -> Response:
+    """Change your username or email address (a new address is confirmed by a mailed link:
+    until then it shows as ``unconfirmed-email``)."""
+    attrs = ctx.attributes()
+    user = account.update(ctx.user, attrs.username, attrs.email, ctx.base_url)
+    return document(render_user(user))
+
+
+@route(bp, "/api/v2/account/password", methods=("PATCH",), body=PASSWORD_BODY)
+def change_password(ctx: Ctx) -> Response:
+    """Change your password (``current-password``, ``password``, ``password-confirmation``)."""
+    attrs = ctx.attributes()
+    user = account.change_password(
+        ctx.user, attrs.current_password, attrs.password, attrs.password_confirmation
+    )
+    return document(render_user(user))
+
+
+@route(bp, "/api/v2/account/confirm-email/{user_id}/{secret}", public=True)
+def confirm_email(ctx: Ctx, user_id: str, secret: str) -> Response:
+    """Follow the link mailed to a new email address: it becomes the account's email."""
+    if account.confirm_email(user_id, secret) is None:
+        raise NotFound("this link is unknown, used, replaced or expired")
+    return document(None, meta={"email-confirmed": True})
 
 
 @route(bp, "/api/v2/users/{user_id}")

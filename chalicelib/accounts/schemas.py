@@ -48,3 +48,18 @@ class TokenAttributes(Attributes):
 
 class MembershipAttributes(Attributes):
     email: str | None = None
+
+
+class AccountAttributes(Attributes):
+    """``PATCH /account/update``: the caller's new username and email address."""
+
+    username: str | None = None
+    email: str | None = None
+
+
+class PasswordAttributes(Attributes):
+    """``PATCH /account/password`` (kebab names, or TFE's documented snake ones)."""
+
+    current_password: str | None = None
+    password: str | None = None
+    password_confirmation: str | None = None

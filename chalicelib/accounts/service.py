@@ -203,6 +203,52 @@ def owned_organization(principal: Principal, name: str) -> OrganizationModel:
 # ----- users --------------------------------------------------------------------------------
 
 
+MAX_USERNAME = 64
+MAX_EMAIL = 254
+
+
+def validate_username(username: str | None, pointer: str = "/data/attributes/username") -> str:
+    """422 naming ``pointer`` unless ``username`` is 1 to ``MAX_USERNAME`` letters, numbers,
+    - and _ (starting with a letter or number)."""
+    if not username or len(username) > MAX_USERNAME or not ORG_NAME.match(username):
+        raise Unprocessable(
+            f"username may contain letters, numbers, - and _ (at most {MAX_USERNAME})",
+            pointer=pointer,
+        )
+    return username
+
+
+def new_user(
+    username: str,
+    email: str,
+    *,
+    site_admin: bool = False,
+    scim: bool = False,
+    user_id: str | None = None,
+    password_hash: str | None = None,
+) -> UserModel:
+    """A new user's item, its username checked and free (any case), not yet written: the
+    caller writes it with its username claim (``store.insert_user``, or an invitation's
+    transaction)."""
+    validate_username(username, pointer="username")
+    if find_user_by_name(username) is not None:
+        raise taken_username(username)
+    return UserModel(
+        user_id or new_id("user"),
+        username=username,
+        email=email,
+        email_key=store.email_key(email),
+        is_site_admin=site_admin,
+        scim_provisioned=scim or None,
+        created_at=now(),
+        password_hash=password_hash,
+    )
+
+
+def taken_username(username: str, pointer: str | None = None) -> Unprocessable:
+    return Unprocessable(f"username {username!r} has already been taken", pointer=pointer)
+
+
 def create_user(
     username: str,
     email: str,
@@ -214,32 +260,9 @@ def create_user(
     """A new user; usernames are unique whatever their case (``ADMIN`` is ``admin``'s).
     ``scim``: provisioned by SCIM (which may link it again after deprovisioning);
     ``user_id``: the id an invitation reserved (else a new one)."""
-    if not ORG_NAME.match(username):
-        raise Unprocessable("username may contain letters, numbers, - and _", pointer="username")
-    taken = Unprocessable(f"username {username!r} has already been taken")
-    if find_user_by_name(username) is not None:
-        raise taken
-    user = UserModel(
-        user_id or new_id("user"),
-        username=username,
-        email=email,
-        is_site_admin=site_admin,
-        scim_provisioned=scim or None,
-        created_at=now(),
-    )
+    user = new_user(username, email, site_admin=site_admin, scim=scim, user_id=user_id)
     if not store.insert_user(user):
-        raise taken
-    return user
-
-
-def create_user_with_id(
-    user_id: str, username: str, email: str, password_hash: str | None = None
-) -> UserModel:
-    """The user an invitation reserved ``user_id`` for (see ``create_user``), with the
-    argon2id hash of their password."""
-    user = create_user(username, email, user_id=user_id)
-    if password_hash:
-        user.update(actions=[UserModel.password_hash.set(password_hash)])
+        raise taken_username(username)
     return user
 
 
@@ -256,18 +279,12 @@ def find_user_by_name(username: str) -> UserModel | None:
 
 
 def find_user_by_email(email: str) -> UserModel | None:
-    """The user of that email address (any case), if exactly one has it. A Scan of the
-    users table (there is no email index): for inviting and signing in, not hot paths."""
-    email = email.lower()
-    found = [
-        u
-        for u in UserModel.scan(
-            filter_condition=UserModel.username.exists(),
-            attributes_to_get=["id", "email", "username", "team_refs"],
-        )
-        if (u.email or "").lower() == email
-    ]
-    return found[0] if len(found) == 1 else None
+    """The user of that email address (any case), if exactly one has it (SCIM may give two
+    users one address): a Query of the ``by-email`` index, then the user."""
+    if not email or len(email) > MAX_EMAIL:
+        return None
+    found = store.user_ids_with_email(email)
+    return find_user(found[0]) if len(found) == 1 else None
 
 
 def bootstrap_admin(token: str | None, username: str = "admin") -> tuple[UserModel, str | None]:
@@ -313,7 +330,7 @@ def validate_org_name(name: str | None) -> str:
 
 
 def validate_email(email: str | None) -> str:
-    if not email or not EMAIL.match(email):
+    if not email or len(email) > MAX_EMAIL or not EMAIL.match(email):
         raise Unprocessable("email must be a valid email address", pointer="/data/attributes/email")
     return email
 
@@ -779,7 +796,10 @@ def set_site_admin(user_id: str, flag: bool) -> None:
 
 def set_user_email(user_id: str, email: str) -> None:
     """The email of an existing user, as its identity provider now says."""
-    UserModel(user_id).update(actions=[UserModel.email.set(email)], condition=UserModel.id.exists())
+    UserModel(user_id).update(
+        actions=[UserModel.email.set(email), UserModel.email_key.set(store.email_key(email))],
+        condition=UserModel.id.exists(),
+    )
 
 
 def revoke_user_tokens(user_id: str) -> int:

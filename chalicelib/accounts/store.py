@@ -78,6 +78,23 @@ class UserByName(GlobalSecondaryIndex):
     username = UnicodeAttribute(hash_key=True)
 
 
+class UserByEmail(GlobalSecondaryIndex):
+    """Users by their email address in lower case (``email_key``): finding a user by email
+    is a Query, not a Scan. Keys only (about 80 bytes a user); the caller reads the user.
+    Sparse: username claims carry no ``email_key``."""
+
+    class Meta:
+        index_name = "by-email"
+        projection = KeysOnlyProjection()
+
+    email_key = UnicodeAttribute(hash_key=True)
+
+
+def email_key(email: str) -> str:
+    """How an email address is looked up: in lower case, as invitations store it."""
+    return email.strip().lower()
+
+
 @db.register
 class UserModel(db.Model):
     Meta = db.table("users")
@@ -96,6 +113,16 @@ class UserModel(db.Model):
     # The argon2id hash of the user's password (accounts.passwords); None: no password.
     password_hash = UnicodeAttribute(null=True)
     by_username = UserByName()
+    # ``email`` in lower case, the key of the ``by-email`` index (``email_key``); kept with
+    # every write of ``email`` (``backfill_email_keys`` for users made before it).
+    email_key = UnicodeAttribute(null=True)
+    by_email = UserByEmail()
+    # A changed email address waiting for its confirmation (``PATCH /account/update``): the
+    # address, the SHA-256 of the mailed link's secret (``core.auth.hash_token``) and when
+    # the link stops working. The user keeps ``email`` until the link is followed.
+    unconfirmed_email = UnicodeAttribute(null=True)
+    email_link_hash = UnicodeAttribute(null=True)
+    email_link_expires_at = UTCDateTimeAttribute(null=True)
 
     # Every write forgets this instance's cached copy (``cached_user``) at once.
     def save(self, *args: Any, **kwargs: Any) -> Any:
@@ -253,6 +280,107 @@ def insert_user(user: UserModel) -> bool:
             return False
         raise
     return True
+
+
+def user_ids_with_email(email: str, limit: int = 2) -> list[str]:
+    """The ids of (at most ``limit``) users with this email address in any case: one Query
+    of the ``by-email`` index."""
+    return [u.id for u in UserModel.by_email.query(email_key(email), limit=limit)]
+
+
+def rename_user(user: UserModel, username: str) -> bool:
+    """Give ``user`` a new username, in one transaction with the claims: claim the new name,
+    release the old one, and change the user only if its name is still the one read. False
+    when the name is taken (in any case) or the user changed meanwhile. A change of case
+    only keeps the claim it has."""
+    old_key, new_key = claim_key(user.username), claim_key(username)
+    condition = UserModel.username == user.username
+    try:
+        with TransactWrite(connection=db.connection()) as tx:
+            if new_key != old_key:
+                tx.save(
+                    UsernameClaimModel(new_key, user_id=user.id),
+                    condition=UsernameClaimModel.id.does_not_exist(),
+                )
+                tx.delete(  # a user made before the claims may hold none
+                    UsernameClaimModel(old_key),
+                    condition=UsernameClaimModel.id.does_not_exist()
+                    | (UsernameClaimModel.user_id == user.id),
+                )
+            tx.update(user, actions=[UserModel.username.set(username)], condition=condition)
+    except TransactWriteError as exc:
+        if db.TRANSACTION_CONDITION_FAILED in db.cancellation_codes(exc):
+            return False
+        raise
+    user.username = username
+    _users.forget(user.id)
+    return True
+
+
+def start_email_change(user: UserModel, email: str, link_hash: str, expires_at: Any) -> None:
+    """Record a changed email address waiting for its link (a new change replaces an older
+    one: only the last link works)."""
+    user.update(
+        actions=[
+            UserModel.unconfirmed_email.set(email),
+            UserModel.email_link_hash.set(link_hash),
+            UserModel.email_link_expires_at.set(expires_at),
+        ],
+        condition=UserModel.id.exists(),
+    )
+
+
+def _forget_email_change() -> list[Action]:
+    return [
+        UserModel.unconfirmed_email.remove(),
+        UserModel.email_link_hash.remove(),
+        UserModel.email_link_expires_at.remove(),
+    ]
+
+
+def cancel_email_change(user: UserModel) -> None:
+    user.update(actions=_forget_email_change(), condition=UserModel.id.exists())
+
+
+def confirm_email_change(user: UserModel, link_hash: str) -> bool:
+    """Make the waiting address the user's email, once: False when the link was used or
+    replaced meanwhile (the condition is the link it was read with)."""
+    email = user.unconfirmed_email or ""
+    try:
+        user.update(
+            actions=[
+                UserModel.email.set(email),
+                UserModel.email_key.set(email_key(email)),
+                *_forget_email_change(),
+            ],
+            condition=(UserModel.email_link_hash == link_hash)
+            & (UserModel.unconfirmed_email == email),
+        )
+    except UpdateError as exc:
+        if db.conditional_failure(exc):
+            return False
+        raise
+    return True
+
+
+def backfill_email_keys() -> dict[str, int]:
+    """Give every user made before the ``by-email`` index its ``email_key``: idempotent."""
+    report = {"keyed": 0, "kept": 0}
+    for user in UserModel.scan(filter_condition=UserModel.username.exists()):
+        wanted = email_key(user.email or "")
+        if user.email_key == wanted:
+            report["kept"] += 1
+            continue
+        try:
+            user.update(
+                actions=[UserModel.email_key.set(wanted)],
+                condition=UserModel.email == user.email,
+            )
+            report["keyed"] += 1
+        except UpdateError as exc:  # changed meanwhile: that write set the key
+            if not db.conditional_failure(exc):
+                raise
+    return report
 
 
 def backfill_username_claims() -> dict[str, int]:
@@ -485,6 +613,40 @@ def use_invitation(item: MembershipModel, token_hash: str) -> bool:
             return False
         raise
     return True
+
+
+def accept_invitation_as_new_user(item: MembershipModel, token_hash: str, user: UserModel) -> str:
+    """Use the invitation and create the person it invited, in one transaction: mark it
+    accepted (on the token it was read with, as ``use_invitation``), claim the username and
+    put the user (its id the one the invitation reserved). ``"ok"``; ``"used"`` when another
+    request used (or an owner withdrew) the invitation first: nothing is written;
+    ``"taken"`` when the username is taken in any case."""
+    claim = UsernameClaimModel(claim_key(user.username), user_id=user.id)
+    try:
+        with TransactWrite(connection=db.connection()) as tx:
+            tx.update(
+                item,
+                actions=[
+                    MembershipModel.status.set("active"),
+                    MembershipModel.token_hash.remove(),
+                    MembershipModel.expires_at.remove(),
+                ],
+                condition=(MembershipModel.token_hash == token_hash)
+                & (MembershipModel.status == "invited"),
+            )
+            tx.save(claim, condition=UsernameClaimModel.id.does_not_exist())
+            tx.save(user, condition=UserModel.id.does_not_exist())
+    except TransactWriteError as exc:
+        # PynamoDB sends puts before updates: the claim, the user, then the invitation.
+        claimed, put, used = (db.cancellation_codes(exc) + [None] * 3)[:3]
+        if used == db.TRANSACTION_CONDITION_FAILED:
+            return "used"
+        if claimed == db.TRANSACTION_CONDITION_FAILED:
+            return "taken"
+        if put == db.TRANSACTION_CONDITION_FAILED:
+            return "used"  # the reserved user exists: the invitation was used
+        raise
+    return "ok"
 
 
 def add_member_ref(user_id: str, organization: str) -> None:

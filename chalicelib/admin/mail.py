@@ -111,6 +111,27 @@ def send_invitation(recipient: str, organization: str, link: str) -> bool:
     return True
 
 
+def send_email_confirmation(recipient: str, link: str) -> bool:
+    """Mail the link that confirms a changed email address (``accounts.account``) through
+    the site's SMTP settings: False when SMTP is not configured. As ``send_invitation``, the
+    link is in no error or log."""
+    config = configured()
+    if config is None:
+        return False
+    message = EmailMessage()
+    message["From"] = config.sender
+    message["To"] = recipient
+    message["Subject"] = "Confirm your new email address for the Terraform module registry"
+    message.set_content(
+        "Someone asked to make this the email address of their account on the Terraform "
+        "module registry.\n\n"
+        f"Confirm it here (the link works once, for 24 hours):\n{link}\n\n"
+        "If it was not you, ignore this message: the account keeps its address.\n"
+    )
+    _deliver(config, message)
+    return True
+
+
 def _deliver(config: SmtpConfig, message: EmailMessage) -> None:
     where = f"{config.host}:{config.port}"
     timeout = get_settings().smtp_timeout

@@ -1,0 +1,165 @@
+"""The caller's own account (TFE's Account API): ``PATCH /account/update`` and
+``PATCH /account/password``, and the link that confirms a changed email address.
+
+* A username changes through its claim (``store.rename_user``): never two users of one
+  name in any case.
+* A changed email address waits as ``unconfirmed_email``: the user keeps their email until
+  they follow the one-time link mailed to the new address (a random secret, of which only
+  the SHA-256 (``core.auth.hash_token``) is stored; it works once, for ``EMAIL_LINK_HOURS``).
+  Mail goes through the site's SMTP settings (``chalicelib.admin.mail``, wired in by the
+  entry modules through ``use_mailer``, since accounts may not import admin). Without SMTP
+  the change waits and no link exists anywhere; asking again once SMTP is set up sends one.
+  Sending the current address again drops a waiting change.
+* A password change needs the current password (a user without one, such as the token-only
+  bootstrap admin, sends none) and passes the invitations' policy (``passwords.check``).
+
+Everything is checked before anything is written: a bad request is a 422 naming the field
+that changes nothing. Only user tokens have an account here (404 for team and organization
+tokens). Neither a password nor a link is logged or returned.
+"""
+
+from __future__ import annotations
+
+import hmac
+import importlib
+import secrets
+from collections.abc import Callable
+from datetime import timedelta
+
+from pynamodb.exceptions import UpdateError
+
+from chalicelib.accounts import passwords, service, store
+from chalicelib.accounts.store import UserModel
+from chalicelib.core.api.errors import NotFound, Unprocessable
+from chalicelib.core.auth import Principal, hash_token
+from chalicelib.core.data import db
+from chalicelib.core.data.ids import now
+
+EMAIL_LINK_HOURS = 24
+CONFIRM_PATH = "/api/v2/account/confirm-email/"
+USERNAME = "/data/attributes/username"
+EMAIL = "/data/attributes/email"
+CURRENT_PASSWORD = "/data/attributes/current-password"
+PASSWORD = "/data/attributes/password"
+
+# (recipient, link) -> whether a message went out (False: no mail set up).
+Mailer = Callable[[str, str], bool]
+_mailer: list[str] = []
+
+
+def use_mailer(path: str) -> None:
+    """Deliver confirmation links with the function at ``path`` (``module:function``);
+    imported with the first one, so smtplib never loads with a function's cold start."""
+    _mailer[:] = [path]
+
+
+def _send(email: str, link: str) -> bool:
+    if not _mailer:
+        return False
+    module, _, name = _mailer[0].partition(":")
+    mailer: Mailer = getattr(importlib.import_module(module), name)
+    return mailer(email, link)
+
+
+def own_user(principal: Principal) -> UserModel:
+    if not principal.is_user:
+        raise NotFound("only a user token has an account")
+    return service.get_user(principal.id)
+
+
+def update(
+    principal: Principal, username: str | None, email: str | None, base_url: str
+) -> UserModel:
+    """Change the caller's username and/or email address (see the module's docstring)."""
+    user = own_user(principal)
+    renamed = username is not None and username != user.username
+    if renamed:
+        service.validate_username(username, USERNAME)
+        holder = service.find_user_by_name(username)
+        if holder is not None and holder.id != user.id:
+            raise service.taken_username(username, USERNAME)
+    if email is not None:
+        email = service.validate_email(email.strip()).strip()
+        others = [i for i in store.user_ids_with_email(email) if i != user.id]
+        if others:
+            raise Unprocessable("email has already been taken", pointer=EMAIL)
+    before = (user.unconfirmed_email, user.email_link_hash, user.email_link_expires_at)
+    if email is not None:
+        _change_email(user, email, base_url)
+    if renamed and not store.rename_user(user, username):
+        _restore_email_change(user, before)
+        raise service.taken_username(username, USERNAME)
+    return UserModel.get(user.id, consistent_read=True)
+
+
+def _change_email(user: UserModel, email: str, base_url: str) -> None:
+    if store.email_key(email) == store.email_key(user.email or ""):
+        if user.unconfirmed_email or email != user.email:  # back to the current address
+            user.update(actions=[UserModel.email.set(email)], condition=UserModel.id.exists())
+            store.cancel_email_change(user)
+        return
+    secret = secrets.token_urlsafe(32)
+    before = (user.unconfirmed_email, user.email_link_hash, user.email_link_expires_at)
+    expires = now() + timedelta(hours=EMAIL_LINK_HOURS)
+    store.start_email_change(user, email, hash_token(secret), expires)
+    link = base_url.rstrip("/") + CONFIRM_PATH + f"{user.id}/{secret}"
+    try:
+        _send(email, link)
+    except Exception:
+        _restore_email_change(user, before)  # the mail did not go out: no change either
+        raise
+
+
+def _restore_email_change(user: UserModel, before: tuple) -> None:
+    email, link_hash, expires = before
+    if email and link_hash and expires:
+        store.start_email_change(user, email, link_hash, expires)
+    else:
+        store.cancel_email_change(user)
+
+
+def confirm_email(user_id: str, secret: str) -> UserModel | None:
+    """Follow a confirmation link: the waiting address becomes the user's email, once.
+    None when the link is unknown, used, replaced, expired, or its address was taken by
+    another user meanwhile."""
+    if not secret or len(secret) > 200 or len(user_id) > 100:
+        return None
+    user = service.find_user(user_id)
+    if user is None or not user.email_link_hash or not user.unconfirmed_email:
+        return None
+    link_hash = hash_token(secret)
+    if not hmac.compare_digest(link_hash, user.email_link_hash):
+        return None
+    if user.email_link_expires_at is None or user.email_link_expires_at <= now():
+        return None
+    if any(i != user.id for i in store.user_ids_with_email(user.unconfirmed_email)):
+        return None
+    if not store.confirm_email_change(user, link_hash):
+        return None
+    return UserModel.get(user.id, consistent_read=True)
+
+
+def change_password(
+    principal: Principal, current: str | None, password: str | None, again: str | None
+) -> UserModel:
+    """Set the caller's password: ``current`` must be their password (none when they have
+    none), ``password`` pass the policy and equal ``again``."""
+    user = own_user(principal)
+    has_one = user.password_hash is not None or bool(current)
+    if has_one and not passwords.verify(user.password_hash, current or ""):
+        raise Unprocessable("current password is not correct", pointer=CURRENT_PASSWORD)
+    passwords.check(password or "", again or "", PASSWORD)
+    old = user.password_hash
+    expected = UserModel.password_hash == old if old else UserModel.password_hash.does_not_exist()
+    try:
+        user.update(
+            actions=[UserModel.password_hash.set(passwords.hash_password(password or ""))],
+            condition=expected & UserModel.id.exists(),
+        )
+    except UpdateError as exc:
+        if db.conditional_failure(exc):
+            raise Unprocessable(
+                "the password was changed meanwhile; try again", pointer=CURRENT_PASSWORD
+            ) from None
+        raise
+    return user
