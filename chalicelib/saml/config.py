@@ -9,8 +9,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from chalicelib.admin import service as admin
-
 METADATA_PATH = "/users/saml/metadata"
 ACS_PATH = "/users/saml/auth"
 CLOCK_SKEW_SECONDS = 120
@@ -41,16 +39,26 @@ class SamlConfig:
         return int(self.values.get("sso-api-token-session-timeout") or 1209600)
 
 
+def _values() -> dict[str, Any]:
+    """The stored settings over their defaults. ``admin.service`` is imported here, not at
+    the top: the web function's cold start (every page) need not load it."""
+    from chalicelib.admin import service as admin
+
+    return admin.with_defaults(admin.saml(), admin.SAML_DEFAULTS)
+
+
 def load(base_url: str) -> SamlConfig:
-    values = admin.with_defaults(admin.saml(), admin.SAML_DEFAULTS)
+    values = _values()
     return SamlConfig(values, base_url + METADATA_PATH, base_url + ACS_PATH)
 
 
 def enabled() -> bool:
     """Whether SAML sign-in is on (the sign-in page offers it)."""
-    return bool(admin.with_defaults(admin.saml(), admin.SAML_DEFAULTS).get("enabled"))
+    return bool(_values().get("enabled"))
 
 
 def private_key() -> str | None:
     """The SP's private key (unsealed: one KMS Decrypt), for signing AuthnRequests."""
+    from chalicelib.admin import service as admin
+
     return admin.saml_private_key()

@@ -8,7 +8,8 @@
   POST without the UI's CSRF token: the signed Response is the proof. A Response checked in
   every way opens a session of ``sso-api-token-session-timeout`` seconds; any refusal is a
   4xx page saying what went wrong and what to tell the administrator, logged (never the
-  Response itself). lxml and signxml are imported only here, when a Response arrives.
+  Response itself). The saml room's modules are imported by the handlers that use them
+(lxml and signxml only when a Response arrives): the function's other pages skip them.
 """
 
 from __future__ import annotations
@@ -18,7 +19,6 @@ import logging
 from chalice import Blueprint, Response
 
 from chalicelib.core.api.openapi import Param, Reply
-from chalicelib.saml import authn, metadata
 from chalicelib.saml import config as saml_config
 from chalicelib.saml.errors import SamlRefused
 from chalicelib.web import session
@@ -40,6 +40,8 @@ TO_IDP = Reply(303, description="to the identity provider's single sign-on URL")
 )
 def saml_metadata(ctx: WebCtx) -> Response:
     """The SP metadata an identity provider imports."""
+    from chalicelib.saml import metadata
+
     body = metadata.sp_metadata(saml_config.load(ctx.base_url))
     return Response(
         body=body,
@@ -67,6 +69,8 @@ def refused(ctx: WebCtx, refusal: SamlRefused) -> Response:
 )
 def start_sso(ctx: WebCtx) -> Response:
     """Sign in with SSO: an AuthnRequest by HTTP-Redirect to ``sso-endpoint-url``."""
+    from chalicelib.saml import authn
+
     target = safe_next(ctx.query.get("next"))
     secret = session.cookies(ctx.request).get(authn.BROWSER_COOKIE)
     if authn.browser_hash(secret) is None:
@@ -87,7 +91,7 @@ def start_sso(ctx: WebCtx) -> Response:
 )
 def assertion_consumer(ctx: WebCtx) -> Response:
     """The ACS: a SAML Response from the identity provider signs the person in."""
-    from chalicelib.saml import service  # the Response checks: lxml, signxml
+    from chalicelib.saml import authn, service  # service: the Response checks (lxml, signxml)
 
     form = ctx.form()
     browser = session.cookies(ctx.request).get(authn.BROWSER_COOKIE)
