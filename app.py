@@ -27,6 +27,7 @@ from chalicelib.tags.routes import bp as tag_routes
 from chalicelib.vcs.routes import bp as vcs_routes
 from chalicelib.web.login import bp as login_routes
 from chalicelib.web.routes import bp as web_routes
+from chalicelib.web.sso import bp as sso_routes
 from chalicelib.workspaces.routes import bp as workspace_routes
 
 # Invitations go out through the site's SMTP settings (accounts may not import admin).
@@ -41,7 +42,7 @@ app = create_app(
     + [admin_routes, vcs_routes, publishing_routes, webhook_routes, project_routes]
     + [nocode_routes, web_routes, login_routes, scim_routes, scim_admin_routes]
     + [organization_lifecycle, workspace_lifecycle]
-    + [admin_people_routes, admin_organization_lifecycle],
+    + [admin_people_routes, admin_organization_lifecycle, sso_routes],
 )
 
 

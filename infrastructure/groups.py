@@ -168,6 +168,8 @@ ROUTE_GROUPS: tuple[Function, ...] = (
             "organization-memberships": WRITE,
             "users": WRITE,
             "teams": WRITE,
+            # SAML sign-in: outstanding requests, used assertions, what SAML granted.
+            "saml-state": WRITE,
         },
         s3_actions=("s3:GetObject",),
     ),

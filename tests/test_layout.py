@@ -45,9 +45,12 @@ LAYERS: dict[str, set[str]] = {
     # SCIM provisioning drives users, teams and the site-admin flag through accounts, and
     # reads the SAML settings (SCIM needs SAML) through admin.
     "scim": {"core", "accounts", "admin"},
-    # The browser UI reads through the domains' services, as the API does (and the site's
-    # customization texts through admin).
-    "web": {"core", "artifacts", "accounts", "admin", "vcs", "modules"},
+    # SAML single sign-on: the settings through admin, users and teams through accounts.
+    "saml": {"core", "accounts", "admin"},
+    # The browser UI reads through the domains' services, as the API does (the site's
+    # customization texts through admin), and serves the SAML endpoints, opening the
+    # session SAML signs into.
+    "web": {"core", "artifacts", "accounts", "admin", "vcs", "modules", "saml"},
     "lifecycle": {
         "core",
         "artifacts",
@@ -73,10 +76,11 @@ LAYERS: dict[str, set[str]] = {
         "meta",
         "web",
         "scim",
+        "saml",
     },
 }
 DOMAINS = {"accounts", "admin", "projects", "workspaces", "vcs", "tags", "modules", "meta", "web"}
-DOMAINS |= {"scim"}
+DOMAINS |= {"scim", "saml"}
 MODULE_SUB_ROOMS = ("chalicelib.modules.protocol", "chalicelib.modules.ingest")
 MODULE_SUB_ROOMS += ("chalicelib.modules.publishing", "chalicelib.modules.nocode")
 # The request bodies of the registry routes nest publishing's vcs-repo body, as the routes do.

@@ -284,6 +284,11 @@ def update_saml(changes: dict[str, Any]) -> store.SettingsModel:
     return item
 
 
+def saml_private_key() -> str | None:
+    """The SP private key (unsealed), for signing AuthnRequests; None when not set."""
+    return _secret(store.load(SAML), SAML, SAML_KEY)
+
+
 def revoke_old_idp_certificate() -> store.SettingsModel:
     item = store.load(SAML)
     item.values = {**(item.values or {}), "old-idp-cert": None}

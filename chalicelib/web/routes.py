@@ -15,6 +15,7 @@ from chalicelib.accounts import memberships, signin
 from chalicelib.core.api.errors import NotFound, Unauthorized, Unprocessable
 from chalicelib.core.api.openapi import Param, Reply
 from chalicelib.modules.service import ModuleRef
+from chalicelib.saml import config as saml_config
 from chalicelib.web import pages, session
 from chalicelib.web.view import WebCtx, assets, csrf_refused, page, redirect, safe_next
 
@@ -42,7 +43,7 @@ def sign_in_form(ctx: WebCtx) -> Response:
     target = safe_next(ctx.query.get("next"))
     if ctx.principal:
         return redirect(target)
-    return ctx.render("sign_in.html", next=target)
+    return ctx.render("sign_in.html", next=target, sso=saml_config.enabled())
 
 
 @page(bp, "/app/sign-in", ("POST",), form=True, success=SEE_OTHER + (Reply(401),))

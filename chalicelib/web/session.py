@@ -76,7 +76,7 @@ def clear_cookie(name: str) -> str:
     return set_cookie(name, "", 0)
 
 
-def start(token: str) -> tuple[Principal, str]:
+def start(token: str, seconds: int = SESSION_SECONDS) -> tuple[Principal, str]:
     """Open a session for a pasted token: (its principal, the cookie value). A token the API
     would refuse raises ``Unauthorized``; organization tokens cannot sign in (as in TFE)."""
     token = token.strip()
@@ -90,23 +90,24 @@ def start(token: str) -> tuple[Principal, str]:
         token_hash=hash_token(token),
         csrf=secrets.token_urlsafe(_SECRET_BYTES),
         created_at=moment,
-        expires=moment + timedelta(seconds=SESSION_SECONDS),
+        expires=moment + timedelta(seconds=seconds),
     ).save(condition=store.WebSessionModel.session_hash.does_not_exist())
     return principal, secret
 
 
-def start_for_user(user_id: str) -> tuple[Principal, str]:
+def start_for_user(user_id: str, seconds: int = SESSION_SECONDS) -> tuple[Principal, str]:
     """Open a session for a user who proved who they are another way (a password, an
-    invitation link): a user token of their own, expiring with the session, opens it."""
+    invitation link, SAML: which sets its own ``seconds``): a user token of their own,
+    expiring with the session, opens it."""
     from chalicelib.core.auth import mint_token
 
     _, token = mint_token(
         "user",
         user_id,
         description="browser session",
-        expired_at=now() + timedelta(seconds=SESSION_SECONDS),
+        expired_at=now() + timedelta(seconds=seconds),
     )
-    return start(token)
+    return start(token, seconds)
 
 
 def _session(request: Any) -> store.WebSessionModel | None:

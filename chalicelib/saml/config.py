@@ -1,0 +1,64 @@
+"""The SAML settings as the sign-in needs them, and this site's SP URLs.
+
+The entity id (the AuthnRequest's Issuer, the Audience accepted) is the metadata URL and the
+ACS the Destination/Recipient accepted, both built from the request's base URL exactly as
+``admin.render.render_saml`` reports them (or ``REGISTRY_PUBLIC_URL``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+METADATA_PATH = "/users/saml/metadata"
+ACS_PATH = "/users/saml/auth"
+CLOCK_SKEW_SECONDS = 120
+
+
+@dataclass(frozen=True)
+class SamlConfig:
+    values: dict[str, Any]
+    entity_id: str
+    acs_url: str
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.values.get("enabled"))
+
+    def text(self, name: str) -> str:
+        value = self.values.get(name)
+        return value.strip() if isinstance(value, str) else ""
+
+    @property
+    def idp_certificates(self) -> list[str]:
+        """The certificates a Response may be signed by: ``idp-cert``, and ``old-idp-cert``
+        while it is set (rotation)."""
+        return [c for c in (self.text("idp-cert"), self.text("old-idp-cert")) if c]
+
+    @property
+    def session_seconds(self) -> int:
+        return int(self.values.get("sso-api-token-session-timeout") or 1209600)
+
+
+def _values() -> dict[str, Any]:
+    """The stored settings over their defaults. ``admin.service`` is imported here, not at
+    the top: the web function's cold start (every page) need not load it."""
+    from chalicelib.admin import service as admin
+
+    return admin.with_defaults(admin.saml(), admin.SAML_DEFAULTS)
+
+
+def load(base_url: str) -> SamlConfig:
+    values = _values()
+    return SamlConfig(values, base_url + METADATA_PATH, base_url + ACS_PATH)
+
+
+def enabled() -> bool:
+    """Whether SAML sign-in is on (the sign-in page offers it)."""
+    return bool(_values().get("enabled"))
+
+
+def private_key() -> str | None:
+    """The SP's private key (unsealed: one KMS Decrypt), for signing AuthnRequests."""
+    from chalicelib.admin import service as admin
+
+    return admin.saml_private_key()

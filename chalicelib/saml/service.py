@@ -1,0 +1,213 @@
+"""Who a checked assertion signs in: the user, their teams and their site-admin flag.
+
+``sign_in(config, posted, browser_secret)`` runs the whole ACS rule after ``response.check``:
+
+* InResponseTo, when the Response has one, must name an outstanding request of this browser
+  (``store.take_request``: once only); without one the sign-in is IdP-initiated (accepted,
+  as TFE does). Each assertion is accepted once (``store.first_use``, kept until it expires).
+* The username is the ``attr-username`` attribute; the email the NameID when it is an email
+  address, else an ``email``/``mail`` attribute. An existing user of that username (any
+  case: a SCIM-provisioned or invited one) is the same person; else the user is created.
+  Everything goes through ``accounts.service``. A suspended user is refused.
+* Site admin: the ``attr-site-admin`` attribute when the assertion has it (true/false),
+  else whether ``site-admin-role`` is among the groups. A flag SAML gave is taken back when
+  a later assertion no longer grants it (never the site's last active admin); a flag given
+  another way is left alone.
+* Teams, with ``team-management-enabled``: the person joins every team whose ``sso-team-id``
+  (else its name) is among the ``attr-groups`` values, in every organization, and leaves the
+  teams SAML put them on that the groups no longer name. Memberships made another way, and
+  teams that follow a SCIM group, are left alone.
+
+The ``grant#<user>`` item of ``store`` remembers what SAML gave.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import TYPE_CHECKING
+
+from chalicelib.accounts import service as accounts
+from chalicelib.core.api.errors import ApiError
+from chalicelib.core.auth import Principal
+from chalicelib.core.data.ids import now
+from chalicelib.saml import authn, store
+from chalicelib.saml.config import CLOCK_SKEW_SECONDS, SamlConfig
+from chalicelib.saml.errors import SamlRefused
+
+if TYPE_CHECKING:
+    from chalicelib.accounts.store import TeamModel, UserModel
+
+log = logging.getLogger("registry.saml")
+
+_EMAIL = re.compile(r"^[^@\s<>]+@[^@\s<>]+\.[^@\s<>]+$")
+EMAIL_ATTRIBUTES = ("email", "Email", "mail", "emailAddress")
+_TRUE = {"true", "1", "yes"}
+_REPLAY_FALLBACK_SECONDS = 10 * 60  # an assertion without NotOnOrAfter is still refused a while
+
+
+@dataclass(frozen=True)
+class SignedIn:
+    user_id: str
+    session_seconds: int
+    return_to: str | None  # the outstanding request's page, else the IdP's RelayState
+
+
+def sign_in(config: SamlConfig, posted: str, browser_secret: str | None, relay: str) -> SignedIn:
+    from chalicelib.saml import response  # lxml + signxml: only signing in pays for them
+
+    if not config.enabled:
+        raise SamlRefused(
+            "Single sign-on is not enabled on this registry.",
+            "Ask your administrator to enable SAML single sign-on, or sign in another way.",
+            status=404,
+        )
+    moment = now()
+    assertion = response.check(config, posted, moment)
+    return_to: str | None = relay or None
+    if assertion.in_response_to:
+        hashed = authn.browser_hash(browser_secret)
+        request = store.take_request(assertion.in_response_to, hashed) if hashed else None
+        if request is None:
+            raise SamlRefused(
+                "This sign-in answers a request this browser did not make, or one already "
+                "answered or expired.",
+                "Start again from this registry's sign-in page. If it keeps happening, tell "
+                "your administrator (the browser may be blocking this site's cookies).",
+                log_detail="unknown InResponseTo",
+            )
+        return_to = request.return_to
+    until = assertion.valid_until or moment + timedelta(seconds=_REPLAY_FALLBACK_SECONDS)
+    if not store.first_use(assertion.assertion_id, until + timedelta(seconds=CLOCK_SKEW_SECONDS)):
+        raise SamlRefused(
+            "This sign-in response was used already.",
+            "Sign in again from this registry's sign-in page.",
+            log_detail="replayed assertion",
+        )
+    user_id = _person(config, assertion.name_id, assertion.attributes)
+    log.info("saml sign-in of %s", user_id)
+    return SignedIn(user_id, config.session_seconds, return_to)
+
+
+def _first(attributes: dict[str, list[str]], name: str) -> str:
+    return next((v for v in attributes.get(name, ()) if v), "")
+
+
+def _email(name_id: str, attributes: dict[str, list[str]]) -> str:
+    if _EMAIL.match(name_id):
+        return name_id
+    for name in EMAIL_ATTRIBUTES:
+        value = _first(attributes, name)
+        if _EMAIL.match(value):
+            return value
+    raise SamlRefused(
+        "The identity provider sent no email address for you.",
+        "Ask your administrator to send the email address as the NameID (format "
+        "emailAddress) or as an 'email' attribute.",
+        log_detail="no email address in the assertion",
+    )
+
+
+def _person(config: SamlConfig, name_id: str, attributes: dict[str, list[str]]) -> str:
+    attr_username = config.text("attr-username") or "Username"
+    username = _first(attributes, attr_username)
+    if not username:
+        raise SamlRefused(
+            "The identity provider sent no username for you.",
+            f"Ask your administrator to send the username as the attribute {attr_username!r} "
+            "(the attr-username setting).",
+            log_detail="no username attribute",
+        )
+    user = accounts.find_user_by_name(username)
+    if user is None:
+        try:
+            user = accounts.create_user(username, _email(name_id, attributes))
+        except ApiError as refused:
+            raise SamlRefused(
+                f"Your username cannot be used here: {refused.detail}",
+                "Ask your administrator to send a username of letters, numbers, - and _.",
+                status=422,
+                log_detail="username refused",
+            ) from None
+    if user.suspended:
+        raise SamlRefused(
+            "Your account on this registry is suspended.",
+            "Ask a site administrator to restore it.",
+            log_detail=f"suspended user {user.id}",
+        )
+    groups = [g for g in attributes.get(config.text("attr-groups") or "MemberOf", []) if g]
+    granted = store.grant(user.id)
+    admin = _site_admin(config, user, attributes, groups, bool(granted.site_admin))
+    team_ids = set(granted.team_ids or ())
+    if config.values.get("team-management-enabled"):
+        team_ids = _follow_groups(user.id, groups, team_ids)
+    if admin != bool(granted.site_admin) or team_ids != set(granted.team_ids or ()):
+        store.save_grant(granted, team_ids, admin)
+    return user.id
+
+
+def _site_admin(
+    config: SamlConfig,
+    user: UserModel,
+    attributes: dict[str, list[str]],
+    groups: list[str],
+    had: bool,
+) -> bool:
+    """Whether SAML holds the site-admin flag of ``user`` after this sign-in."""
+    attr = config.text("attr-site-admin")
+    if attr and attr in attributes:
+        wanted = _first(attributes, attr).lower() in _TRUE
+    else:
+        wanted = bool(config.text("site-admin-role")) and config.text("site-admin-role") in groups
+    user_id, is_admin = user.id, bool(user.is_site_admin)
+    if wanted and not is_admin:
+        accounts.set_site_admin(user_id, True)
+        return True
+    if not wanted and is_admin and had:
+        if accounts.active_site_admin_ids() - {user_id}:
+            accounts.set_site_admin(user_id, False)
+            return False
+        log.warning("saml would take the site-admin flag of the last site admin: kept")
+        return True
+    return had and is_admin
+
+
+def _teams_named(groups: list[str]) -> list[TeamModel]:
+    """Every team, in every organization, whose sso-team-id (else name) is a group. Each
+    organization's teams are read as the organization sees them (all of them)."""
+    wanted = set(groups)
+    found = []
+    for organization in accounts.all_organizations():
+        viewer = Principal("organization", organization.name, "saml", organization.name)
+        for team in accounts.list_teams(viewer, organization.name, None):
+            if (team.sso_team_id or team.name) in wanted:
+                found.append(team)
+    return found
+
+
+def _follow_groups(user_id: str, groups: list[str], granted: set[str]) -> set[str]:
+    """Join the teams the groups name; leave the ones SAML gave that they no longer name.
+    Returns the teams SAML now holds the membership of."""
+    matched = {team.id: team for team in (_teams_named(groups) if groups else [])}
+    holds = set()
+    for team_id, team in matched.items():
+        members = set(team.user_ids or ())
+        if team.scim_group_name and not team.scim_sync_paused:
+            continue  # its members follow SCIM
+        if user_id not in members:
+            accounts.set_team_members(team, members | {user_id})
+            holds.add(team_id)
+        elif team_id in granted:
+            holds.add(team_id)
+    for team_id in granted - set(matched):
+        team = accounts.find_team(team_id)
+        if team is None or user_id not in (team.user_ids or ()):
+            continue
+        members = set(team.user_ids or ())
+        if team.is_owners and members == {user_id}:
+            holds.add(team_id)  # the owners team keeps a member
+            continue
+        accounts.set_team_members(team, members - {user_id})
+    return holds

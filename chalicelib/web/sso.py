@@ -1,0 +1,115 @@
+"""SAML single sign-on in the UI (``chalicelib.saml`` has the rules; this is the HTTP side).
+
+* ``GET /users/saml/metadata``: the SP metadata (its URL is the SP entity id).
+* ``GET /app/sign-in/sso?next=``: SP-initiated sign-in: records an AuthnRequest for this
+  browser (cookie ``tfe_registry_saml``, ``SameSite=None; Secure``, path ``/users/saml``:
+  it must come back with the IdP's cross-site POST) and sends the browser to the IdP.
+* ``POST /users/saml/auth``: the ACS (HTTP-POST binding). It takes the IdP's cross-site form
+  POST without the UI's CSRF token: the signed Response is the proof. A Response checked in
+  every way opens a session of ``sso-api-token-session-timeout`` seconds; any refusal is a
+  4xx page saying what went wrong and what to tell the administrator, logged (never the
+  Response itself). The saml room's modules are imported by the handlers that use them
+(lxml and signxml only when a Response arrives): the function's other pages skip them.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from chalice import Blueprint, Response
+
+from chalicelib.core.api.openapi import Param, Reply
+from chalicelib.saml import config as saml_config
+from chalicelib.saml.errors import SamlRefused
+from chalicelib.web import session
+from chalicelib.web.view import WebCtx, page, redirect, safe_next
+
+log = logging.getLogger("registry.web.sso")
+
+bp = Blueprint(__name__)
+
+METADATA_XML = "application/samlmetadata+xml"
+REFUSED = (Reply(400), Reply(403), Reply(404), Reply(422))
+TO_IDP = Reply(303, description="to the identity provider's single sign-on URL")
+
+
+@page(
+    bp,
+    saml_config.METADATA_PATH,
+    success=(Reply(200, schema={"type": "string"}, media_type=METADATA_XML),),
+)
+def saml_metadata(ctx: WebCtx) -> Response:
+    """The SP metadata an identity provider imports."""
+    from chalicelib.saml import metadata
+
+    body = metadata.sp_metadata(saml_config.load(ctx.base_url))
+    return Response(
+        body=body,
+        status_code=200,
+        headers={"Content-Type": METADATA_XML + "; charset=utf-8", "Cache-Control": "no-store"},
+    )
+
+
+def refused(ctx: WebCtx, refusal: SamlRefused) -> Response:
+    log.warning("saml sign-in refused: %s", refusal.log_detail)
+    return ctx.render(
+        "sso_error.html",
+        refusal.status,
+        code=refusal.status,
+        message=refusal.message,
+        advice=refusal.advice,
+    )
+
+
+@page(
+    bp,
+    "/app/sign-in/sso",
+    query=(Param("next", "the page to open after signing in"),),
+    success=(TO_IDP, *REFUSED),
+)
+def start_sso(ctx: WebCtx) -> Response:
+    """Sign in with SSO: an AuthnRequest by HTTP-Redirect to ``sso-endpoint-url``."""
+    from chalicelib.saml import authn
+
+    target = safe_next(ctx.query.get("next"))
+    secret = session.cookies(ctx.request).get(authn.BROWSER_COOKIE)
+    if authn.browser_hash(secret) is None:
+        secret = authn.new_browser_secret()
+    try:
+        location = authn.start(saml_config.load(ctx.base_url), secret, target)
+    except SamlRefused as refusal:
+        return refused(ctx, refusal)
+    return redirect(location, 303, cookies=[authn.browser_cookie(secret)])
+
+
+@page(
+    bp,
+    saml_config.ACS_PATH,
+    ("POST",),
+    form=True,
+    success=(Reply(303, description="signed in: to the page asked for"), *REFUSED),
+)
+def assertion_consumer(ctx: WebCtx) -> Response:
+    """The ACS: a SAML Response from the identity provider signs the person in."""
+    from chalicelib.saml import authn, service  # service: the Response checks (lxml, signxml)
+
+    form = ctx.form()
+    browser = session.cookies(ctx.request).get(authn.BROWSER_COOKIE)
+    try:
+        signed = service.sign_in(
+            saml_config.load(ctx.base_url),
+            form.get("SAMLResponse") or "",
+            browser,
+            form.get("RelayState") or "",
+        )
+    except SamlRefused as refusal:
+        return refused(ctx, refusal)
+    _, secret = session.start_for_user(signed.user_id, signed.session_seconds)
+    session.end(ctx.request)
+    return redirect(
+        safe_next(signed.return_to),
+        cookies=[
+            session.set_cookie(session.COOKIE_NAME, secret, signed.session_seconds),
+            session.clear_cookie(session.CSRF_COOKIE),
+        ],
+    )
