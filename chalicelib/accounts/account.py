@@ -72,12 +72,12 @@ def update(
 ) -> UserModel:
     """Change the caller's username and/or email address (see the module's docstring)."""
     user = own_user(principal)
-    renamed = username is not None and username != user.username
-    if renamed:
-        service.validate_username(username, USERNAME)
-        holder = service.find_user_by_name(username)
+    renamed = username if username is not None and username != user.username else None
+    if renamed is not None:
+        service.validate_username(renamed, USERNAME)
+        holder = service.find_user_by_name(renamed)
         if holder is not None and holder.id != user.id:
-            raise service.taken_username(username, USERNAME)
+            raise service.taken_username(renamed, USERNAME)
     if email is not None:
         email = service.validate_email(email.strip()).strip()
         others = [i for i in store.user_ids_with_email(email) if i != user.id]
@@ -86,9 +86,9 @@ def update(
     before = (user.unconfirmed_email, user.email_link_hash, user.email_link_expires_at)
     if email is not None:
         _change_email(user, email, base_url)
-    if renamed and not store.rename_user(user, username):
+    if renamed is not None and not store.rename_user(user, renamed):
         _restore_email_change(user, before)
-        raise service.taken_username(username, USERNAME)
+        raise service.taken_username(renamed, USERNAME)
     return UserModel.get(user.id, consistent_read=True)
 
 

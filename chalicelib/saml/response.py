@@ -178,6 +178,8 @@ def _verified(config: SamlConfig, xml: bytes, location: str, signed_tag: str) ->
                     detail=f"signature check failed: {detail}",
                 ) from None
             continue
+        if isinstance(result, list):  # one reference is expected: never a list
+            continue
         signed = result.signed_xml
         if signed is not None and signed.tag == signed_tag:
             return signed

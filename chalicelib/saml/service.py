@@ -202,12 +202,12 @@ def _follow_groups(user_id: str, groups: list[str], granted: set[str]) -> set[st
         elif team_id in granted:
             holds.add(team_id)
     for team_id in granted - set(matched):
-        team = accounts.find_team(team_id)
-        if team is None or user_id not in (team.user_ids or ()):
+        held = accounts.find_team(team_id)
+        if held is None or user_id not in (held.user_ids or ()):
             continue
-        members = set(team.user_ids or ())
-        if team.is_owners and members == {user_id}:
+        members = set(held.user_ids or ())
+        if held.is_owners and members == {user_id}:
             holds.add(team_id)  # the owners team keeps a member
             continue
-        accounts.set_team_members(team, members - {user_id})
+        accounts.set_team_members(held, members - {user_id})
     return holds

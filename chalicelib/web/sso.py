@@ -73,7 +73,7 @@ def start_sso(ctx: WebCtx) -> Response:
 
     target = safe_next(ctx.query.get("next"))
     secret = session.cookies(ctx.request).get(authn.BROWSER_COOKIE)
-    if authn.browser_hash(secret) is None:
+    if secret is None or authn.browser_hash(secret) is None:
         secret = authn.new_browser_secret()
     try:
         location = authn.start(saml_config.load(ctx.base_url), secret, target)
