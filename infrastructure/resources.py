@@ -25,6 +25,7 @@ from chalicelib.modules.keys import UPLOAD_PREFIX
 from chalicelib.modules.nocode import store as _nocode_store  # noqa: F401
 from chalicelib.modules.protocol import public as _public_cache  # noqa: F401
 from chalicelib.projects import store as _projects_store  # noqa: F401
+from chalicelib.providers import store as _providers_store  # noqa: F401
 from chalicelib.scim import store as _scim_store  # noqa: F401
 from chalicelib.tags import store as _tags_store  # noqa: F401
 from chalicelib.vcs import store as _vcs_store  # noqa: F401
