@@ -191,7 +191,8 @@ ROUTE_GROUPS: tuple[Function, ...] = (
 INGEST = Function(
     "Ingest",
     "chalicelib.entry.ingest.ingest",
-    {**REGISTRY_TABLES, **VCS_READ},
+    # Provider uploads mark their version or platform (chalicelib.providers.uploads).
+    {**REGISTRY_TABLES, **VCS_READ, **PROVIDER_TABLES},
     s3_actions=("s3:GetObject", "s3:PutObject", "s3:DeleteObject"),
     memory=1024,
     timeout=120,

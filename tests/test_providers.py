@@ -512,3 +512,66 @@ def _key_of(url: str) -> str:
     path = unquote(urlsplit(url).path).lstrip("/")
     bucket = get_settings().bucket
     return path[len(bucket) + 1 :] if path.startswith(bucket + "/") else path
+
+
+# ----- uploads: the S3 events turn the flags true -------------------------------------------
+
+
+def _arrive(key: str) -> None:
+    """The object arrives and its S3 event goes through the ingest function's dispatch."""
+    import json
+
+    from chalicelib.entry.ingest import handle_body
+
+    client("s3").put_object(Bucket=get_settings().bucket, Key=key, Body=b"content")
+    record = {
+        "eventSource": "aws:s3",
+        "eventName": "ObjectCreated:Put",
+        "s3": {"object": {"key": key}},
+    }
+    handle_body(json.dumps({"Records": [record]}))
+
+
+def test_uploads_turn_the_flags_true_and_give_download_links(
+    acme: Api, provider: dict[str, Any]
+) -> None:
+    links = create_version(acme).data["links"]
+    platform = acme.post(f"{VERSIONS}/1.0.0/platforms", platform_body()).data
+    _, reader_token = make_team(acme, "acme", "readers")
+
+    _arrive(_key_of(links["shasums-upload"]))
+    version = acme.get(f"{VERSIONS}/1.0.0").data
+    assert version["attributes"]["shasums-uploaded"] is True
+    assert version["attributes"]["shasums-sig-uploaded"] is False
+    assert set(version["links"]) == {"shasums-download", "shasums-sig-upload"}
+
+    _arrive(_key_of(links["shasums-sig-upload"]))
+    _arrive(_key_of(platform["links"]["provider-binary-upload"]))
+    version = acme.as_(reader_token).get(f"{VERSIONS}/1.0.0").data
+    assert version["attributes"]["shasums-sig-uploaded"] is True
+    assert set(version["links"]) == {"shasums-download", "shasums-sig-download"}
+    read = acme.get(f"{VERSIONS}/1.0.0/platforms/linux/amd64").data
+    assert read["attributes"]["provider-binary-uploaded"] is True
+    assert set(read["links"]) == {"provider-binary-download"}
+
+
+def test_upload_events_of_unknown_keys_change_nothing(acme: Api, provider: dict[str, Any]) -> None:
+    from chalicelib.providers.store import ProviderVersionModel
+
+    links = create_version(acme).data["links"]
+    shasums = _key_of(links["shasums-upload"])
+    prefix = shasums.rsplit("/", 2)[0]
+    for key in (
+        f"{prefix}/9.9.9/SHA256SUMS",  # no such version
+        f"{prefix}/1.0.0/other-file",
+        f"{prefix}/1.0.0/linux_amd64/not-the-filename.zip",
+        "providers/prov-unknown/1.0.0/SHA256SUMS",
+    ):
+        _arrive(key)
+    attrs = acme.get(f"{VERSIONS}/1.0.0").data["attributes"]
+    assert attrs["shasums-uploaded"] is False and attrs["shasums-sig-uploaded"] is False
+
+    # A version deleted before its event is handled is not brought back by it.
+    assert acme.delete(f"{VERSIONS}/1.0.0").status == 204
+    _arrive(shasums)
+    assert list(ProviderVersionModel.scan()) == []
