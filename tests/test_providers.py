@@ -575,3 +575,23 @@ def test_upload_events_of_unknown_keys_change_nothing(acme: Api, provider: dict[
     assert acme.delete(f"{VERSIONS}/1.0.0").status == 204
     _arrive(shasums)
     assert list(ProviderVersionModel.scan()) == []
+
+
+def test_a_user_publishes_through_a_manage_providers_team(
+    acme: Api, provider: dict[str, Any]
+) -> None:
+    """The user path of the permission: on a team with manage-providers a user publishes;
+    on a team with only manage-modules the same user reads."""
+    from tests.test_accounts import add_member, new_user
+
+    publishers, _ = make_team(acme, "acme", "publishers", manage_providers=True)
+    modules, _ = make_team(acme, "acme", "module-people", manage_modules=True)
+    _, ann = new_user(acme, "ann")
+    _, bob = new_user(acme, "bob")
+    assert add_member(acme, publishers, "ann").status == 204
+    assert add_member(acme, modules, "bob").status == 204
+
+    assert create_version(bob).status == 404
+    assert bob.get(PROVIDER).data["attributes"]["permissions"]["can-delete"] is False
+    assert create_version(ann).status == 201
+    assert ann.get(PROVIDER).data["attributes"]["permissions"]["can-delete"] is True
