@@ -41,6 +41,12 @@ WORKSPACE_TABLES = {
     # Creating and deleting tags keeps their organization's count (chalicelib.core.data.lists).
     "list-counts": WRITE,
 }
+PROVIDER_TABLES = {
+    "gpg-keys": WRITE,
+    "registry-providers": WRITE,
+    "registry-provider-versions": WRITE,
+    "registry-provider-platforms": WRITE,
+}
 VCS_TABLES = {"oauth-clients": WRITE, "oauth-tokens": WRITE}
 # Publishing from VCS reads a connection (and checks its organization still exists).
 VCS_READ = {"oauth-clients": READ, "oauth-tokens": READ, "organizations": READ}
@@ -129,6 +135,14 @@ ROUTE_GROUPS: tuple[Function, ...] = (
         "chalicelib.entry.api.workspaces.app",
         {**AUTH_TABLES, **WORKSPACE_TABLES},
     ),
+    # The private provider registry: GPG keys, providers, versions, platforms; presigned
+    # uploads of their files (PutObject signs them), deletes remove the files.
+    Function(
+        "ProvidersFunction",
+        "chalicelib.entry.api.providers.app",
+        {**AUTH_TABLES, **PROVIDER_TABLES},
+        s3_actions=("s3:GetObject", "s3:PutObject", "s3:DeleteObject"),
+    ),
     # VCS connections; their secrets are sealed with KMS (see chalicelib/core/secrets.py).
     Function("VcsFunction", "chalicelib.entry.api.vcs.app", {**AUTH_TABLES, **VCS_TABLES}),
     Function("AdminFunction", "chalicelib.entry.api.admin.app", {**AUTH_TABLES, "settings": WRITE}),
@@ -179,7 +193,8 @@ ROUTE_GROUPS: tuple[Function, ...] = (
 INGEST = Function(
     "Ingest",
     "chalicelib.entry.ingest.ingest",
-    {**REGISTRY_TABLES, **VCS_READ},
+    # Provider uploads mark their version or platform (chalicelib.providers.uploads).
+    {**REGISTRY_TABLES, **VCS_READ, **PROVIDER_TABLES},
     s3_actions=("s3:GetObject", "s3:PutObject", "s3:DeleteObject"),
     memory=1024,
     timeout=120,

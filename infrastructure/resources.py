@@ -25,6 +25,8 @@ from chalicelib.modules.keys import UPLOAD_PREFIX
 from chalicelib.modules.nocode import store as _nocode_store  # noqa: F401
 from chalicelib.modules.protocol import public as _public_cache  # noqa: F401
 from chalicelib.projects import store as _projects_store  # noqa: F401
+from chalicelib.providers import store as _providers_store  # noqa: F401
+from chalicelib.providers.keys import UPLOAD_PREFIX as PROVIDERS
 from chalicelib.saml import store as _saml_store  # noqa: F401
 from chalicelib.scim import store as _scim_store  # noqa: F401
 from chalicelib.tags import store as _tags_store  # noqa: F401
@@ -66,7 +68,13 @@ def notification_configuration(queue_arn: str) -> dict[str, Any]:
                         ]
                     }
                 },
-            }
+            },
+            {
+                # A provider version's SHA256SUMS and signature, a platform's archive.
+                "QueueArn": queue_arn,
+                "Events": ["s3:ObjectCreated:*"],
+                "Filter": {"Key": {"FilterRules": [{"Name": "prefix", "Value": PROVIDERS}]}},
+            },
         ]
     }
 

@@ -21,6 +21,7 @@ from chalicelib import __version__
 from chalicelib.core.data import db
 from chalicelib.core.settings import get_settings
 from chalicelib.modules.keys import UPLOAD_PREFIX
+from chalicelib.providers.keys import UPLOAD_PREFIX as PROVIDERS
 from infrastructure import resources  # noqa: F401 - registers every model with db.MODELS
 from infrastructure.groups import EVENT_FUNCTIONS, INGEST, READ, ROUTE_GROUPS, Function
 
@@ -493,7 +494,14 @@ def storage_resources() -> dict[str, Any]:
                                     ]
                                 }
                             },
-                        }
+                        },
+                        {
+                            "Event": "s3:ObjectCreated:*",
+                            "Queue": {"Fn::GetAtt": ["IngestQueue", "Arn"]},
+                            "Filter": {
+                                "S3Key": {"Rules": [{"Name": "prefix", "Value": PROVIDERS}]}
+                            },
+                        },
                     ]
                 },
             },

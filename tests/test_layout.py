@@ -41,6 +41,8 @@ LAYERS: dict[str, set[str]] = {
     "tags": {"core", "accounts", "workspaces"},
     "artifacts": {"core"},
     "modules": {"core", "artifacts", "accounts", "vcs"},
+    # The private provider registry: beside modules, on the same artifacts plumbing.
+    "providers": {"core", "artifacts", "accounts"},
     "meta": {"core"},
     # SCIM provisioning drives users, teams and the site-admin flag through accounts, and
     # reads the SAML settings (SCIM needs SAML) through admin.
@@ -73,6 +75,7 @@ LAYERS: dict[str, set[str]] = {
         "tags",
         "artifacts",
         "modules",
+        "providers",
         "meta",
         "web",
         "scim",
@@ -80,7 +83,7 @@ LAYERS: dict[str, set[str]] = {
     },
 }
 DOMAINS = {"accounts", "admin", "projects", "workspaces", "vcs", "tags", "modules", "meta", "web"}
-DOMAINS |= {"scim", "saml"}
+DOMAINS |= {"scim", "saml", "providers"}
 MODULE_SUB_ROOMS = ("chalicelib.modules.protocol", "chalicelib.modules.ingest")
 MODULE_SUB_ROOMS += ("chalicelib.modules.publishing", "chalicelib.modules.nocode")
 # The request bodies of the registry routes nest publishing's vcs-repo body, as the routes do.

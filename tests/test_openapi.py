@@ -58,6 +58,7 @@ def test_every_route_served_is_one_operation():
         "meta",
         "projects",
         "modules",
+        "providers",
         "modules.nocode",
         "modules.protocol",
         "modules.publishing",

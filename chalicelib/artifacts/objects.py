@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gzip
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from chalicelib.core.data.aws import client
@@ -44,7 +45,7 @@ def exists(key: str) -> bool:
     return True
 
 
-def delete_objects(keys: list[str | None]) -> None:
+def delete_objects(keys: Sequence[str | None]) -> None:
     wanted = [{"Key": k} for k in keys if k]
     for start in range(0, len(wanted), 1000):
         client("s3").delete_objects(

@@ -16,6 +16,7 @@ from chalicelib.artifacts import events
 from chalicelib.core import observe
 from chalicelib.core.settings import get_settings
 from chalicelib.modules.keys import UPLOAD_PREFIX
+from chalicelib.providers.keys import UPLOAD_PREFIX as PROVIDER_UPLOAD_PREFIX
 
 log = logging.getLogger("registry.consumer")
 
@@ -26,13 +27,19 @@ def _module_uploads() -> events.UploadHandler:
     return handle_s3_record
 
 
+def _provider_uploads() -> events.UploadHandler:
+    from chalicelib.providers.uploads import handle_s3_record
+
+    return handle_s3_record
+
+
 def _jobs() -> events.JobRunner:
     from chalicelib.modules.publishing import worker
 
     return worker.run  # logs its outcome
 
 
-UPLOADS = {UPLOAD_PREFIX: _module_uploads}
+UPLOADS = {UPLOAD_PREFIX: _module_uploads, PROVIDER_UPLOAD_PREFIX: _provider_uploads}
 
 
 def handle_body(body: str) -> None:

@@ -1,0 +1,79 @@
+"""GPG keys of the private registry at ``/api/registry/private/v2/gpg-keys``: under
+``/api/registry/`` but JSON:API, as TFE serves them (go-tfe's ``gpg_key.go``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from chalice import Blueprint
+
+from chalicelib.core.api.http import Ctx, route
+from chalicelib.core.api.jsonapi import document, no_content
+from chalicelib.core.api.openapi import PAGE, Body, Param
+from chalicelib.providers import gpgkeys, render
+
+bp = Blueprint(__name__)
+
+KEYS = "/api/registry/private/v2/gpg-keys"
+KEY = KEYS + "/{namespace}/{key_id}"
+
+
+def _namespaces(ctx: Ctx) -> list[str]:
+    """``filter[namespace]``: repeated (go-tfe) or comma-separated, empty names dropped."""
+    params: Any = ctx.request.query_params or {}
+    getlist = getattr(params, "getlist", None)
+    if "filter[namespace]" not in params:
+        return []
+    values = getlist("filter[namespace]") if getlist else [params["filter[namespace]"]]
+    return [name.strip() for value in values for name in value.split(",") if name.strip()]
+
+
+@route(
+    bp,
+    KEYS,
+    query=(*PAGE, Param("filter[namespace]", "organization names (required)", required=True)),
+    tag="providers",
+)
+def list_gpg_keys(ctx: Ctx):
+    page = ctx.paginate(gpgkeys.list_keys(ctx.user, _namespaces(ctx)))
+    data = [render.render_gpg_key(k) for k in page.items]
+    return document(data, links=page.links, meta=page.meta)
+
+
+@route(
+    bp,
+    KEYS,
+    methods=("POST",),
+    body=Body("chalicelib.providers.schemas:CreateGpgKey", render.GPG_KEYS, type_check="lenient"),
+    tag="providers",
+)
+def create_gpg_key(ctx: Ctx):
+    """Add a public key (RSA or DSA) to a namespace, to sign its providers' versions."""
+    attrs = ctx.attributes()
+    key = gpgkeys.create_key(ctx.user, attrs.namespace, attrs.ascii_armor)
+    return document(render.render_gpg_key(key), status=201)
+
+
+@route(bp, KEY, tag="providers")
+def show_gpg_key(ctx: Ctx, namespace: str, key_id: str):
+    return document(render.render_gpg_key(gpgkeys.get_key(ctx.user, namespace, key_id)))
+
+
+@route(
+    bp,
+    KEY,
+    methods=("PATCH",),
+    body=Body("chalicelib.providers.schemas:UpdateGpgKey", render.GPG_KEYS, type_check="lenient"),
+    tag="providers",
+)
+def update_gpg_key(ctx: Ctx, namespace: str, key_id: str):
+    """Move a key to another namespace the caller publishes in."""
+    attrs = ctx.attributes()
+    key = gpgkeys.update_key(ctx.user, namespace, key_id, attrs.namespace)
+    return document(render.render_gpg_key(key))
+
+
+@route(bp, KEY, methods=("DELETE",), tag="providers")
+def delete_gpg_key(ctx: Ctx, namespace: str, key_id: str):
+    gpgkeys.delete_key(ctx.user, namespace, key_id)
+    return no_content()

@@ -1,0 +1,421 @@
+"""Private providers, their versions and platforms: validation, permissions, cascades.
+
+Permissions as TFE has them: the owners and teams with ``manage-providers`` publish
+(create, delete, upload); every member of the organization reads; anyone else gets a 404,
+as if the organization did not exist.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from chalicelib.accounts import service as accounts
+from chalicelib.artifacts import objects, semver
+from chalicelib.core.api.errors import Forbidden, NotFound, Unprocessable
+from chalicelib.core.auth import Principal
+from chalicelib.core.data.ids import new_id, now
+from chalicelib.core.settings import get_settings
+from chalicelib.providers import keys, store
+from chalicelib.providers.store import (
+    ProviderModel,
+    ProviderPlatformModel,
+    ProviderVersionModel,
+    Taken,
+)
+
+# Terraform's provider type names: lowercase letters, digits and dashes (it lowercases
+# what it reads, so an upper-case name could never be installed).
+NAME = re.compile(r"^[0-9a-z](?:[0-9a-z-]{0,62}[0-9a-z])?$")
+# Platforms: go-tfe's tests send random UUIDs; no underscore, which separates the two in
+# the binary's object key.
+PLATFORM_PART = re.compile(r"^[0-9A-Za-z-]{1,64}$")
+FILENAME = re.compile(r"^[0-9A-Za-z+-][0-9A-Za-z._+-]{0,254}$")
+SHASUM = re.compile(r"^[0-9A-Za-z]{1,128}$")
+KEY_ID = re.compile(r"^[0-9A-Za-z]{1,64}$")
+PROTOCOL = re.compile(r"^[0-9]{1,3}\.[0-9]{1,3}$")
+MAX_PROTOCOLS = 10
+REGISTRIES = ("private", "public")
+
+
+@dataclass(frozen=True)
+class ProviderRef:
+    organization: str
+    registry: str
+    namespace: str
+    name: str
+
+    @property
+    def key(self) -> str:
+        return store.provider_key(self.registry, self.namespace, self.name)
+
+
+@dataclass(frozen=True)
+class Rights:
+    """What the caller may do with an organization's providers."""
+
+    read: bool
+    publish: bool
+
+
+# ----- permissions --------------------------------------------------------------------------
+
+
+def _publishes(principal: Principal, organization: str, access: accounts.OrgAccess) -> bool:
+    """Owners (and site admins), or a team with ``manage-providers``.
+
+    ``OrgAccess`` has no ``manage_providers`` flag yet (chalicelib/accounts is another
+    helper's): until it has, the caller's teams are read here through accounts' service."""
+    if access.is_owner:
+        return True
+    if principal.kind == "team":
+        team = accounts.find_team(principal.id)
+        return bool(team and team.organization == organization and team.access.manage_providers)
+    if principal.kind != "user":
+        return False
+    user = accounts.find_user(principal.id)
+    prefix = f"{organization}/"
+    team_ids = (
+        [r[len(prefix) :] for r in (user.team_refs or ()) if r.startswith(prefix)] if user else []
+    )
+    teams = [accounts.find_team(team_id) for team_id in team_ids if team_id]
+    return any(t and t.organization == organization and t.access.manage_providers for t in teams)
+
+
+def rights(principal: Principal, organization: str) -> Rights:
+    """The caller's rights, or a 404 when the organization is missing or not theirs."""
+    access = accounts.organization_access(principal, organization)
+    return Rights(read=True, publish=_publishes(principal, organization, access))
+
+
+def require_publish(rights_: Rights, what: str) -> None:
+    if not rights_.publish:
+        raise NotFound(
+            f"not found: {what} needs a user or team token of the owners team or a team "
+            "with the manage-providers permission"
+        )
+
+
+# ----- validation ---------------------------------------------------------------------------
+
+
+def _required(value: str | None, field: str) -> str:
+    if not value:
+        raise Unprocessable(f"{field} is required", pointer=f"/data/attributes/{field}")
+    return value
+
+
+def _matching(value: str | None, field: str, pattern: re.Pattern[str], rule: str) -> str:
+    value = _required(value, field)
+    if not pattern.match(value):
+        raise Unprocessable(f"{field} {rule}", pointer=f"/data/attributes/{field}")
+    return value
+
+
+def check_registry(registry: str) -> str:
+    if registry not in REGISTRIES:
+        raise NotFound(f"registry {registry!r} not found: use 'private' or 'public'")
+    if registry == "public" and not get_settings().hosted:
+        raise Forbidden("public provider curation is disabled on this instance")
+    return registry
+
+
+# What a publisher's create answers with (the create checked the right).
+PUBLISHER = Rights(read=True, publish=True)
+
+
+def require_private(ref: ProviderRef) -> None:
+    if ref.registry != "private":
+        raise Unprocessable("only private providers have versions and platforms here")
+
+
+# ----- providers ----------------------------------------------------------------------------
+
+
+def create_provider(
+    principal: Principal,
+    organization: str,
+    registry: str | None,
+    namespace: str | None,
+    name: str | None,
+) -> tuple[ProviderModel, Rights]:
+    rights_ = rights(principal, organization)
+    require_publish(rights_, "creating a provider")
+    registry = check_registry(_required(registry, "registry-name"))
+    name = _matching(
+        name, "name", NAME, "may contain lowercase letters, digits and dashes (at most 64)"
+    )
+    namespace = _required(namespace, "namespace")
+    if registry == "private" and namespace != organization:
+        raise Unprocessable(
+            f"namespace of a private provider must be the organization ({organization!r})",
+            pointer="/data/attributes/namespace",
+        )
+    if registry == "public" and not NAME.match(namespace):
+        raise Unprocessable("namespace is not a valid name", pointer="/data/attributes/namespace")
+    moment = now()
+    provider = ProviderModel(
+        organization,
+        store.provider_key(registry, namespace, name),
+        id=new_id("prov"),
+        registry_name=registry,
+        namespace=namespace,
+        name=name,
+        created_at=moment,
+        updated_at=moment,
+    )
+    try:
+        store.insert(provider)
+    except Taken:
+        raise Unprocessable(
+            f"provider {namespace}/{name} has already been taken in the {registry} registry",
+            pointer="/data/attributes/name",
+        ) from None
+    return provider, rights_
+
+
+def list_providers(
+    principal: Principal, organization: str, registry: str | None, q: str | None
+) -> tuple[list[ProviderModel], Rights]:
+    rights_ = rights(principal, organization)
+    condition = ProviderModel.key.startswith(f"{registry}#") if registry else None
+    found = list(ProviderModel.query(organization, range_key_condition=condition))
+    if q:
+        needle = q.lower()
+        found = [p for p in found if needle in p.name or needle in p.namespace.lower()]
+    return found, rights_
+
+
+def get_provider(principal: Principal, ref: ProviderRef) -> tuple[ProviderModel, Rights]:
+    rights_ = rights(principal, ref.organization)
+    try:
+        return ProviderModel.get(ref.organization, ref.key), rights_
+    except ProviderModel.DoesNotExist:
+        raise NotFound(f"provider {ref.namespace}/{ref.name} not found") from None
+
+
+def get_provider_by_id(principal: Principal, provider_id: str) -> tuple[ProviderModel, Rights]:
+    found = next(iter(ProviderModel.by_id.query(provider_id, limit=1)), None)
+    if found is None or not accounts.can_read_organization(principal, found.organization):
+        raise NotFound(f"registry provider {provider_id!r} not found")
+    return found, rights(principal, found.organization)
+
+
+def delete_provider(principal: Principal, ref: ProviderRef) -> None:
+    provider, rights_ = get_provider(principal, ref)
+    require_publish(rights_, "deleting a provider")
+    for version in store.versions_of(provider.id):
+        _delete_version(provider, version)
+    provider.delete()
+
+
+# ----- versions -----------------------------------------------------------------------------
+
+
+def _publishable(principal: Principal, ref: ProviderRef, what: str) -> ProviderModel:
+    require_private(ref)
+    provider, rights_ = get_provider(principal, ref)
+    require_publish(rights_, what)
+    return provider
+
+
+def create_version(
+    principal: Principal,
+    ref: ProviderRef,
+    version: str | None,
+    key_id: str | None,
+    protocols: list[str] | None,
+) -> tuple[ProviderModel, ProviderVersionModel]:
+    provider = _publishable(principal, ref, "creating a provider version")
+    version = _required(version, "version")
+    try:
+        parsed = semver.parse(version)
+    except semver.InvalidVersion as exc:
+        raise Unprocessable(str(exc), pointer="/data/attributes/version") from None
+    key_id = _matching(key_id, "key-id", KEY_ID, "must be a GPG key id (letters and digits)")
+    protocols = list(protocols or [])
+    if len(protocols) > MAX_PROTOCOLS:
+        raise Unprocessable(
+            f"protocols: at most {MAX_PROTOCOLS} items", pointer="/data/attributes/protocols"
+        )
+    for index, protocol in enumerate(protocols):
+        if not PROTOCOL.match(protocol):
+            raise Unprocessable(
+                f"protocols: {protocol!r} is not a protocol version such as '5.0' or '6.0'",
+                pointer=f"/data/attributes/protocols/{index}",
+            )
+    moment = now()
+    item = ProviderVersionModel(
+        provider.id,
+        parsed.order_key,
+        id=new_id("provver"),
+        version=version,
+        key_id=key_id,
+        protocols=protocols,
+        created_at=moment,
+        updated_at=moment,
+    )
+    try:
+        store.insert(item)
+    except Taken:
+        raise Unprocessable(
+            f"version {version} has already been taken", pointer="/data/attributes/version"
+        ) from None
+    return provider, item
+
+
+def list_versions(
+    principal: Principal, ref: ProviderRef
+) -> tuple[ProviderModel, list[ProviderVersionModel], Rights]:
+    provider, rights_ = get_provider(principal, ref)
+    return provider, store.versions_of(provider.id), rights_
+
+
+def _version_of(provider: ProviderModel, version: str) -> ProviderVersionModel:
+    try:
+        order_key = semver.parse(version).order_key
+        return ProviderVersionModel.get(provider.id, order_key)
+    except (semver.InvalidVersion, ProviderVersionModel.DoesNotExist):
+        raise NotFound(
+            f"version {version} of {provider.namespace}/{provider.name} not found"
+        ) from None
+
+
+def get_version(
+    principal: Principal, ref: ProviderRef, version: str
+) -> tuple[ProviderModel, ProviderVersionModel, Rights]:
+    require_private(ref)
+    provider, rights_ = get_provider(principal, ref)
+    return provider, _version_of(provider, version), rights_
+
+
+def delete_version(principal: Principal, ref: ProviderRef, version: str) -> None:
+    provider = _publishable(principal, ref, "deleting a provider version")
+    _delete_version(provider, _version_of(provider, version))
+
+
+def _delete_version(provider: ProviderModel, version: ProviderVersionModel) -> None:
+    platforms = store.platforms_of(version.id)
+    objects.delete_objects(
+        [keys.shasums_key(provider.id, version.version)]
+        + [keys.shasums_sig_key(provider.id, version.version)]
+        + [_binary_key(provider, version, p) for p in platforms]
+    )
+    store.delete_all(platforms)
+    version.delete()
+
+
+# ----- platforms ----------------------------------------------------------------------------
+
+
+def _binary_key(
+    provider: ProviderModel, version: ProviderVersionModel, platform: ProviderPlatformModel
+) -> str:
+    return keys.binary_key(
+        provider.id, version.version, platform.os, platform.arch, platform.filename
+    )
+
+
+def create_platform(
+    principal: Principal,
+    ref: ProviderRef,
+    version: str,
+    os_: str | None,
+    arch: str | None,
+    shasum: str | None,
+    filename: str | None,
+) -> tuple[ProviderModel, ProviderVersionModel, ProviderPlatformModel]:
+    provider = _publishable(principal, ref, "creating a provider platform")
+    found = _version_of(provider, version)
+    rule = "may contain letters, digits and dashes (at most 64)"
+    os_ = _matching(os_, "os", PLATFORM_PART, rule)
+    arch = _matching(arch, "arch", PLATFORM_PART, rule)
+    shasum = _matching(shasum, "shasum", SHASUM, "must be the archive's SHA-256 in hex")
+    filename = _matching(
+        filename, "filename", FILENAME, "must be a file name (letters, digits, '.', '_', '-', '+')"
+    )
+    moment = now()
+    platform = ProviderPlatformModel(
+        found.id,
+        store.platform_key(os_, arch),
+        id=new_id("provpltfrm"),
+        os=os_,
+        arch=arch,
+        shasum=shasum.lower(),
+        filename=filename,
+        created_at=moment,
+        updated_at=moment,
+    )
+    try:
+        store.insert(platform)
+    except Taken:
+        raise Unprocessable(
+            f"platform {os_}/{arch} has already been taken for version {found.version}",
+            pointer="/data/attributes/os",
+        ) from None
+    return provider, found, platform
+
+
+def list_platforms(
+    principal: Principal, ref: ProviderRef, version: str
+) -> tuple[ProviderModel, ProviderVersionModel, list[ProviderPlatformModel], Rights]:
+    provider, found, rights_ = get_version(principal, ref, version)
+    return provider, found, store.platforms_of(found.id), rights_
+
+
+def get_platform(
+    principal: Principal, ref: ProviderRef, version: str, os_: str, arch: str
+) -> tuple[ProviderModel, ProviderVersionModel, ProviderPlatformModel, Rights]:
+    provider, found, rights_ = get_version(principal, ref, version)
+    try:
+        platform = ProviderPlatformModel.get(found.id, store.platform_key(os_, arch))
+    except ProviderPlatformModel.DoesNotExist:
+        raise NotFound(f"platform {os_}/{arch} of version {version} not found") from None
+    return provider, found, platform, rights_
+
+
+def delete_platform(
+    principal: Principal, ref: ProviderRef, version: str, os_: str, arch: str
+) -> None:
+    provider, found, platform, rights_ = get_platform(principal, ref, version, os_, arch)
+    require_publish(rights_, "deleting a provider platform")
+    objects.delete_objects([_binary_key(provider, found, platform)])
+    platform.delete()
+
+
+# ----- links --------------------------------------------------------------------------------
+
+
+def version_links(
+    provider: ProviderModel, version: ProviderVersionModel, rights_: Rights
+) -> dict[str, str]:
+    """Upload links for a publisher until the file has arrived; download links after."""
+    out: dict[str, str] = {}
+    files = (
+        ("shasums", version.shasums_uploaded, keys.shasums_key(provider.id, version.version)),
+        (
+            "shasums-sig",
+            version.shasums_sig_uploaded,
+            keys.shasums_sig_key(provider.id, version.version),
+        ),
+    )
+    for name, uploaded, key in files:
+        if uploaded:
+            out[f"{name}-download"] = objects.presigned_download_url(key)
+        elif rights_.publish:
+            out[f"{name}-upload"] = objects.presigned_upload_url(key)
+    return out
+
+
+def platform_links(
+    provider: ProviderModel,
+    version: ProviderVersionModel,
+    platform: ProviderPlatformModel,
+    rights_: Rights,
+) -> dict[str, str]:
+    key = _binary_key(provider, version, platform)
+    if platform.provider_binary_uploaded:
+        return {"provider-binary-download": objects.presigned_download_url(key)}
+    if rights_.publish:
+        return {"provider-binary-upload": objects.presigned_upload_url(key)}
+    return {}

@@ -1,0 +1,75 @@
+"""S3 upload events of provider files: a version's SHA256SUMS and signature, a platform's
+binary archive. Each turns its ``*-uploaded`` flag true (the signature and the archive are
+checked by a later step: issue #27's verification).
+
+An event for a key no item names any more (the version or platform was deleted, or the
+key is not one this registry hands out) is ignored: the message is done.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from pynamodb.exceptions import UpdateError
+
+from chalicelib.artifacts import events, semver
+from chalicelib.core.data import db
+from chalicelib.core.data.ids import now
+from chalicelib.providers import keys, store
+from chalicelib.providers.store import ProviderModel, ProviderPlatformModel, ProviderVersionModel
+
+log = logging.getLogger("registry.providers")
+
+
+def handle_s3_record(record: events.Record) -> str:
+    """Mark the uploaded file's item; returns what happened (for logs and tests)."""
+    key = record["s3"]["object"]["key"]
+    uploaded = keys.UploadedKey.parse(key)
+    if uploaded is None:
+        return "ignored"
+    version = _version(uploaded)
+    if version is None:
+        return "ignored"
+    if uploaded.platform is None:
+        flag = (
+            ProviderVersionModel.shasums_uploaded
+            if uploaded.file == keys.SHASUMS
+            else ProviderVersionModel.shasums_sig_uploaded
+        )
+        return _mark(version, flag)
+    os_, _, arch = uploaded.platform.partition("_")
+    try:
+        platform = ProviderPlatformModel.get(version.id, store.platform_key(os_, arch))
+    except ProviderPlatformModel.DoesNotExist:
+        return "ignored"
+    if platform.filename != uploaded.file:
+        return "ignored"  # a key the registry did not hand out
+    return _mark(platform, ProviderPlatformModel.provider_binary_uploaded)
+
+
+def _version(uploaded: keys.UploadedKey) -> ProviderVersionModel | None:
+    provider = next(iter(ProviderModel.by_id.query(uploaded.provider_id, limit=1)), None)
+    if provider is None:
+        return None
+    try:
+        order_key = semver.parse(uploaded.version).order_key
+        return ProviderVersionModel.get(provider.id, order_key)
+    except (semver.InvalidVersion, ProviderVersionModel.DoesNotExist):
+        return None
+
+
+def _mark(item: Any, flag: Any) -> str:
+    """Set ``flag`` on ``item`` unless it was deleted meanwhile (an update would recreate it)."""
+    model = type(item)
+    try:
+        item.update(
+            actions=[flag.set(True), model.updated_at.set(now())],
+            condition=model._hash_key_attribute().exists(),
+        )
+    except UpdateError as exc:
+        if db.conditional_failure(exc):
+            return "ignored"
+        raise
+    log.info("provider upload arrived", extra={"item": item.id, "flag": flag.attr_name})
+    return "uploaded"

@@ -1,0 +1,597 @@
+"""The private provider registry through HTTP (Chalice test client + moto): GPG keys,
+providers, versions and platforms, ported from go-tfe v1.109.0's
+``gpg_key_integration_test.go`` and ``registry_provider*_integration_test.go``, plus who may
+do what and the refusals that change nothing."""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import pytest
+
+from chalicelib.core.data.aws import client
+from chalicelib.core.settings import get_settings
+from tests.conftest import Api, doc, make_org, make_team
+
+ORG = "/api/v2/organizations/acme/registry-providers"
+PROVIDER = f"{ORG}/private/acme/mycloud"
+VERSIONS = f"{PROVIDER}/versions"
+KEYS = "/api/registry/private/v2/gpg-keys"
+
+
+def _new_key(algorithm: str) -> tuple[str, str]:
+    """(armored public key, its 16-hex key id) of a fresh key."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from pgpy import PGPUID, PGPKey
+        from pgpy.constants import EllipticCurveOID, HashAlgorithm, KeyFlags, PubKeyAlgorithm
+
+        if algorithm == "rsa":
+            key = PGPKey.new(PubKeyAlgorithm.RSAEncryptOrSign, 2048)
+        elif algorithm == "dsa":
+            key = PGPKey.new(PubKeyAlgorithm.DSA, 2048)
+        else:
+            key = PGPKey.new(PubKeyAlgorithm.EdDSA, EllipticCurveOID.Ed25519)
+        key.add_uid(
+            PGPUID.new("Provider Signer", email="sign@acme.test"),
+            usage={KeyFlags.Sign},
+            hashes=[HashAlgorithm.SHA256],
+        )
+        return str(key.pubkey), str(key.fingerprint.keyid)
+
+
+@pytest.fixture(scope="module")
+def rsa_key() -> tuple[str, str]:
+    return _new_key("rsa")
+
+
+@pytest.fixture
+def acme(api: Api) -> Api:
+    make_org(api, "acme")
+    return api
+
+
+@pytest.fixture
+def provider(acme: Api) -> dict[str, Any]:
+    reply = acme.post(
+        ORG,
+        doc("registry-providers", name="mycloud", namespace="acme", **{"registry-name": "private"}),
+    )
+    assert reply.status == 201, reply.json
+    return reply.data
+
+
+def create_version(api: Api, version: str = "1.0.0", key_id: str = "abcdefg") -> Any:
+    body = {
+        "data": {
+            "type": "registry-provider-versions",
+            "attributes": {"version": version, "key-id": key_id, "protocols": ["5.0"]},
+        }
+    }
+    return api.post(VERSIONS, body)
+
+
+def platform_body(os_: str = "linux", arch: str = "amd64", **extra: Any) -> dict[str, Any]:
+    attributes = {
+        "os": os_,
+        "arch": arch,
+        "shasum": "ab" * 32,
+        "filename": f"terraform-provider-mycloud_1.0.0_{os_}_{arch}.zip",
+        **extra,
+    }
+    return {"data": {"type": "registry-provider-version-platforms", "attributes": attributes}}
+
+
+def everything(api: Api) -> dict[str, Any]:
+    """What a reader sees of the organization's providers: a refusal must leave it as is."""
+    return {
+        "providers": api.get(ORG).json,
+        "keys": api.get(f"{KEYS}?filter[namespace]=acme").json,
+    }
+
+
+# ----- GPG keys (TestGPGKeyCreate, Read, Update, Delete) ------------------------------------
+
+
+def test_gpg_key_create_read_list_delete(acme: Api, rsa_key: tuple[str, str]) -> None:
+    armor, key_id = rsa_key
+    reply = acme.post(KEYS, doc("gpg-keys", namespace="acme", **{"ascii-armor": armor}))
+    assert reply.status == 201, reply.json
+    key = reply.data
+    assert key["type"] == "gpg-keys" and key["id"]
+    attrs = key["attributes"]
+    assert attrs["ascii-armor"] == armor and attrs["namespace"] == "acme"
+    assert attrs["key-id"] == key_id.upper() and len(attrs["key-id"]) == 16
+    assert attrs["created-at"] and attrs["updated-at"]
+    assert attrs["source"] == "" and attrs["trust-signature"] == ""
+
+    # Read by namespace and key id, in either case.
+    assert acme.get(f"{KEYS}/acme/{key_id.lower()}").data == key
+    assert acme.get(f"{KEYS}/acme/foobar").status == 404
+    listed = acme.get(f"{KEYS}?filter[namespace]=acme")
+    assert listed.status == 200 and [k["id"] for k in listed.data] == [key["id"]]
+    assert listed.json["meta"]["pagination"]["total-count"] == 1
+
+    # The same key twice in one namespace: a 422, nothing added.
+    again = acme.post(KEYS, doc("gpg-keys", namespace="acme", **{"ascii-armor": armor}))
+    assert again.status == 422 and "already" in again.error["detail"]
+
+    assert acme.delete(f"{KEYS}/acme/{key_id}").status == 204
+    assert acme.get(f"{KEYS}/acme/{key_id}").status == 404
+    assert acme.get(f"{KEYS}?filter[namespace]=acme").data == []
+
+
+def test_gpg_key_list_needs_a_namespace(acme: Api) -> None:
+    reply = acme.get(KEYS)
+    assert reply.status == 422 and reply.error["source"]["parameter"] == "filter[namespace]"
+    many = ",".join(f"org{i}" for i in range(21))
+    assert acme.get(f"{KEYS}?filter[namespace]={many}").status == 422
+
+
+def test_dsa_keys_are_accepted(acme: Api) -> None:
+    armor, key_id = _new_key("dsa")
+    reply = acme.post(KEYS, doc("gpg-keys", namespace="acme", **{"ascii-armor": armor}))
+    assert reply.status == 201, reply.json
+    assert reply.data["attributes"]["key-id"] == key_id.upper()
+
+
+@pytest.mark.parametrize(
+    ("armor", "words"),
+    [
+        ("", "ascii-armor is required"),
+        ("not a key at all", "ASCII-armored public key"),
+        (
+            "-----BEGIN PGP PUBLIC KEY BLOCK-----\n\nbm90IGEga2V5\n"
+            "-----END PGP PUBLIC KEY BLOCK-----\n",
+            "not a readable OpenPGP key",
+        ),
+        (None, "EdDSA keys are not accepted"),
+    ],
+)
+def test_bad_keys_are_a_422_with_a_pointer(acme: Api, armor: str | None, words: str) -> None:
+    if armor is None:
+        armor = _new_key("eddsa")[0]
+    before = everything(acme)
+    reply = acme.post(KEYS, doc("gpg-keys", namespace="acme", **{"ascii-armor": armor}))
+    assert reply.status == 422, reply.json
+    assert words in reply.error["detail"]
+    assert reply.error["source"]["pointer"] == "/data/attributes/ascii-armor"
+    assert everything(acme) == before
+
+
+def test_gpg_key_moves_only_to_a_namespace_the_caller_manages(
+    acme: Api, rsa_key: tuple[str, str]
+) -> None:
+    armor, key_id = rsa_key
+    assert (
+        acme.post(KEYS, doc("gpg-keys", namespace="acme", **{"ascii-armor": armor})).status == 201
+    )
+    _, acme_publisher = make_team(acme, "acme", "publishers", manage_providers=True)
+    make_org(acme, "other")
+    publisher = acme.as_(acme_publisher)
+
+    # go-tfe's "when using an invalid namespace": the words it looks for.
+    for target in ("invalid_namespace_org", "other"):
+        reply = publisher.patch(f"{KEYS}/acme/{key_id}", doc("gpg-keys", namespace=target))
+        assert reply.status == 422, reply.json
+        assert "namespace not authorized" in reply.error["detail"]
+    assert acme.get(f"{KEYS}/acme/{key_id}").status == 200
+
+    # "when updating to a valid namespace": the site admin manages both.
+    moved = acme.patch(f"{KEYS}/acme/{key_id}", doc("gpg-keys", namespace="other"))
+    assert moved.status == 200, moved.json
+    assert moved.data["attributes"]["namespace"] == "other"
+    assert moved.data["attributes"]["key-id"] == key_id.upper()
+    assert acme.get(f"{KEYS}/acme/{key_id}").status == 404
+    assert acme.delete(f"{KEYS}/other/{key_id}").status == 204
+
+
+def test_gpg_keys_permissions(acme: Api, rsa_key: tuple[str, str]) -> None:
+    armor, key_id = rsa_key
+    _, reader_token = make_team(acme, "acme", "readers")
+    _, publisher_token = make_team(acme, "acme", "publishers", manage_providers=True)
+    make_org(acme, "outside")
+    _, outsider_token = make_team(acme, "outside", "owners-of-nothing", manage_providers=True)
+    body = doc("gpg-keys", namespace="acme", **{"ascii-armor": armor})
+
+    assert acme.as_(reader_token).post(KEYS, body).status == 404
+    assert acme.as_(outsider_token).post(KEYS, body).status == 404
+    assert acme.get(f"{KEYS}?filter[namespace]=acme").data == []
+    assert acme.as_(publisher_token).post(KEYS, body).status == 201
+
+    reader = acme.as_(reader_token)
+    assert reader.get(f"{KEYS}/acme/{key_id}").status == 200
+    assert reader.get(f"{KEYS}?filter[namespace]=acme").status == 200
+    assert reader.delete(f"{KEYS}/acme/{key_id}").status == 404
+    outsider = acme.as_(outsider_token)
+    assert outsider.get(f"{KEYS}/acme/{key_id}").status == 404
+    assert outsider.get(f"{KEYS}?filter[namespace]=acme").status == 404
+    assert acme.get(f"{KEYS}/acme/{key_id}").status == 200
+
+
+# ----- providers (TestRegistryProviders*) ---------------------------------------------------
+
+
+def test_provider_create_read_list_delete(acme: Api, provider: dict[str, Any]) -> None:
+    assert provider["type"] == "registry-providers" and provider["id"].startswith("prov-")
+    attrs = provider["attributes"]
+    assert attrs["name"] == "mycloud" and attrs["namespace"] == "acme"
+    assert attrs["registry-name"] == "private"
+    assert attrs["permissions"] == {"can-delete": True}
+    assert attrs["created-at"] and attrs["updated-at"]
+    assert provider["relationships"]["organization"]["data"] == {
+        "id": "acme",
+        "type": "organizations",
+    }
+
+    assert acme.get(PROVIDER).data == provider
+    assert acme.get(f"/api/v2/registry-providers/{provider['id']}").data == provider
+    listed = acme.get(ORG)
+    assert [p["id"] for p in listed.data] == [provider["id"]]
+    assert acme.get(f"{ORG}?filter[registry_name]=public").data == []
+    assert acme.get(f"{ORG}?q=cloud").status == 200 and len(acme.get(f"{ORG}?q=cloud").data) == 1
+    assert acme.get(f"{ORG}?q=nothing").data == []
+
+    with_versions = acme.get(f"{PROVIDER}?include=registry-provider-versions")
+    assert with_versions.status == 200 and with_versions.json["included"] == []
+
+    assert acme.delete(PROVIDER).status == 204
+    assert acme.get(PROVIDER).status == 404
+    assert acme.get(f"/api/v2/registry-providers/{provider['id']}").status == 404
+
+
+@pytest.mark.parametrize(
+    ("attributes", "pointer"),
+    [
+        ({"namespace": "acme", "registry-name": "private"}, "/data/attributes/name"),
+        (
+            {"name": "Bad_Name", "namespace": "acme", "registry-name": "private"},
+            "/data/attributes/name",
+        ),
+        (
+            {"name": "x" * 65, "namespace": "acme", "registry-name": "private"},
+            "/data/attributes/name",
+        ),
+        (
+            {"name": "ok", "namespace": "someone-else", "registry-name": "private"},
+            "/data/attributes/namespace",
+        ),
+        ({"name": "ok", "registry-name": "private"}, "/data/attributes/namespace"),
+        ({"name": "ok", "namespace": "acme"}, "/data/attributes/registry-name"),
+        ({"name": 5, "namespace": "acme", "registry-name": "private"}, "/data/attributes/name"),
+    ],
+)
+def test_bad_provider_bodies_are_422s(acme: Api, attributes: dict[str, Any], pointer: str) -> None:
+    before = everything(acme)
+    reply = acme.post(ORG, {"data": {"type": "registry-providers", "attributes": attributes}})
+    assert reply.status == 422, reply.json
+    assert reply.error["source"]["pointer"] == pointer
+    assert everything(acme) == before
+
+
+def test_a_provider_twice_is_a_422(acme: Api, provider: dict[str, Any]) -> None:
+    again = acme.post(
+        ORG,
+        doc("registry-providers", name="mycloud", namespace="acme", **{"registry-name": "private"}),
+    )
+    assert again.status == 422 and "already been taken" in again.error["detail"]
+    assert len(acme.get(ORG).data) == 1
+
+
+def test_public_providers_need_the_hosted_edition(acme: Api) -> None:
+    body = doc(
+        "registry-providers", name="aws", namespace="hashicorp", **{"registry-name": "public"}
+    )
+    assert acme.post(ORG, body).status == 403
+    assert acme.get(ORG).data == []
+
+
+def test_public_providers_on_the_hosted_edition(acme: Api, hosted: None) -> None:
+    body = doc(
+        "registry-providers", name="aws", namespace="hashicorp", **{"registry-name": "public"}
+    )
+    reply = acme.post(ORG, body)
+    assert reply.status == 201, reply.json
+    assert acme.get(f"{ORG}/public/hashicorp/aws").status == 200
+    # go-tfe "with a public provider": versions are for private providers only.
+    version = acme.post(
+        f"{ORG}/public/hashicorp/aws/versions",
+        doc("registry-provider-versions", version="1.0.0", **{"key-id": "ab"}),
+    )
+    assert version.status == 422
+
+
+def test_provider_permissions(acme: Api, provider: dict[str, Any]) -> None:
+    _, reader_token = make_team(acme, "acme", "readers", manage_modules=True)
+    _, publisher_token = make_team(acme, "acme", "publishers", manage_providers=True)
+    make_org(acme, "outside")
+    _, outsider_token = make_team(acme, "outside", "publishers", manage_providers=True)
+    reader, publisher, outsider = (
+        acme.as_(t) for t in (reader_token, publisher_token, outsider_token)
+    )
+
+    seen = reader.get(PROVIDER)
+    assert seen.status == 200 and seen.data["attributes"]["permissions"]["can-delete"] is False
+    assert (
+        reader.post(
+            ORG,
+            doc("registry-providers", name="two", namespace="acme", **{"registry-name": "private"}),
+        ).status
+        == 404
+    )
+    assert reader.delete(PROVIDER).status == 404
+    assert create_version(reader).status == 404
+    for path in (ORG, PROVIDER, f"/api/v2/registry-providers/{provider['id']}", VERSIONS):
+        assert outsider.get(path).status == 404, path
+    assert outsider.delete(PROVIDER).status == 404
+    assert acme.get(PROVIDER).status == 200
+
+    created = create_version(publisher)
+    assert created.status == 201, created.json
+    assert "shasums-upload" in created.data["links"]
+    # A reader sees the version without any upload link.
+    read = reader.get(f"{VERSIONS}/1.0.0")
+    assert read.status == 200 and read.data["links"] == {}
+    assert read.data["attributes"]["permissions"] == {
+        "can-delete": False,
+        "can-upload-asset": False,
+    }
+    assert publisher.delete(PROVIDER).status == 204
+
+
+# ----- versions (TestRegistryProviderVersions*) ---------------------------------------------
+
+
+def test_version_create_read_list_delete(acme: Api, provider: dict[str, Any]) -> None:
+    reply = create_version(acme)
+    assert reply.status == 201, reply.json
+    version = reply.data
+    assert version["type"] == "registry-provider-versions" and version["id"].startswith("provver-")
+    attrs = version["attributes"]
+    assert attrs["version"] == "1.0.0" and attrs["key-id"] == "abcdefg"
+    assert attrs["protocols"] == ["5.0"]
+    assert attrs["shasums-uploaded"] is False and attrs["shasums-sig-uploaded"] is False
+    assert attrs["created-at"] and attrs["updated-at"]
+    assert version["relationships"]["registry-provider"]["data"]["id"] == provider["id"]
+    links = version["links"]
+    assert set(links) == {"shasums-upload", "shasums-sig-upload"}
+    assert "shasums-download" not in links  # "doesn't include download links"
+
+    read = acme.get(f"{VERSIONS}/1.0.0")
+    assert read.status == 200 and read.data["id"] == version["id"]
+    assert set(read.data["links"]) == {"shasums-upload", "shasums-sig-upload"}
+    assert read.data["relationships"]["platforms"]["data"] == []
+
+    for number in ("1.1.0", "2.0.0-beta.1", "0.9.0"):
+        assert create_version(acme, number).status == 201
+    listed = acme.get(f"{VERSIONS}?page[size]=2")
+    assert listed.json["meta"]["pagination"]["total-count"] == 4
+    assert listed.json["meta"]["pagination"]["total-pages"] == 2
+    assert [v["attributes"]["version"] for v in listed.data] == ["2.0.0-beta.1", "1.1.0"]
+
+    assert acme.delete(f"{VERSIONS}/1.0.0").status == 204
+    assert acme.get(f"{VERSIONS}/1.0.0").status == 404
+    assert acme.delete(f"{VERSIONS}/1.0.0").status == 404  # "with non existing version"
+
+
+@pytest.mark.parametrize(
+    ("attributes", "pointer"),
+    [
+        ({"key-id": "abcdefg"}, "/data/attributes/version"),
+        ({"version": "1.0.0"}, "/data/attributes/key-id"),
+        ({"version": "v1.0.0", "key-id": "abcdefg"}, "/data/attributes/version"),
+        ({"version": "1.0.0", "key-id": "ab cd"}, "/data/attributes/key-id"),
+        (
+            {"version": "1.0.0", "key-id": "ab", "protocols": ["five"]},
+            "/data/attributes/protocols/0",
+        ),
+        (
+            {"version": "1.0.0", "key-id": "ab", "protocols": ["5.0"] * 11},
+            "/data/attributes/protocols",
+        ),
+    ],
+)
+def test_bad_version_bodies_are_422s(
+    acme: Api, provider: dict[str, Any], attributes: dict[str, Any], pointer: str
+) -> None:
+    reply = acme.post(
+        VERSIONS, {"data": {"type": "registry-provider-versions", "attributes": attributes}}
+    )
+    assert reply.status == 422, reply.json
+    assert reply.error["source"]["pointer"] == pointer
+    assert acme.get(VERSIONS).data == []
+
+
+def test_a_version_twice_is_a_422(acme: Api, provider: dict[str, Any]) -> None:
+    assert create_version(acme).status == 201
+    again = create_version(acme)
+    assert again.status == 422 and "already been taken" in again.error["detail"]
+
+
+# ----- platforms (TestRegistryProviderPlatforms*) -------------------------------------------
+
+
+def test_platform_create_read_list_delete(acme: Api, provider: dict[str, Any]) -> None:
+    version = create_version(acme).data
+    reply = acme.post(f"{VERSIONS}/1.0.0/platforms", platform_body())
+    assert reply.status == 201, reply.json
+    platform = reply.data
+    assert platform["type"] == "registry-provider-platforms"
+    assert platform["id"].startswith("provpltfrm-")
+    attrs = platform["attributes"]
+    assert (attrs["os"], attrs["arch"], attrs["shasum"]) == ("linux", "amd64", "ab" * 32)
+    assert attrs["filename"] == "terraform-provider-mycloud_1.0.0_linux_amd64.zip"
+    assert attrs["provider-binary-uploaded"] is False
+    assert platform["relationships"]["registry-provider-version"]["data"]["id"] == version["id"]
+    assert set(platform["links"]) == {"provider-binary-upload"}
+
+    # go-tfe's own values: any os and arch, a shasum and filename without a shape.
+    odd = platform_body("foo", "scrimbles", shasum="shasum", filename="filename")
+    assert acme.post(f"{VERSIONS}/1.0.0/platforms", odd).status == 201
+
+    read = acme.get(f"{VERSIONS}/1.0.0/platforms/linux/amd64")
+    assert read.status == 200 and read.data["id"] == platform["id"]
+    assert acme.get(f"{VERSIONS}/1.0.0/platforms/DoesNotExist/amd64").status == 404
+    assert acme.get(f"{VERSIONS}/1.0.0/platforms/linux/DoesNotExist").status == 404
+    listed = acme.get(f"{VERSIONS}/1.0.0/platforms?page[size]=1")
+    assert listed.json["meta"]["pagination"]["total-count"] == 2 and len(listed.data) == 1
+    shown = acme.get(f"{VERSIONS}/1.0.0").data["relationships"]["platforms"]["data"]
+    assert len(shown) == 2
+
+    assert acme.delete(f"{VERSIONS}/1.0.0/platforms/linux/amd64").status == 204
+    assert acme.delete(f"{VERSIONS}/1.0.0/platforms/nope/no").status == 404
+    assert acme.get(f"{VERSIONS}/1.0.0/platforms").json["meta"]["pagination"]["total-count"] == 1
+
+
+@pytest.mark.parametrize(
+    ("attributes", "pointer"),
+    [
+        ({"os": ""}, "/data/attributes/os"),
+        ({"arch": ""}, "/data/attributes/arch"),
+        ({"shasum": ""}, "/data/attributes/shasum"),
+        ({"filename": ""}, "/data/attributes/filename"),
+        ({"os": "linux_x"}, "/data/attributes/os"),
+        ({"filename": "../evil.zip"}, "/data/attributes/filename"),
+        ({"filename": "a/b.zip"}, "/data/attributes/filename"),
+    ],
+)
+def test_bad_platform_bodies_are_422s(
+    acme: Api, provider: dict[str, Any], attributes: dict[str, Any], pointer: str
+) -> None:
+    assert create_version(acme).status == 201
+    body = platform_body()
+    body["data"]["attributes"].update(attributes)
+    reply = acme.post(f"{VERSIONS}/1.0.0/platforms", body)
+    assert reply.status == 422, reply.json
+    assert reply.error["source"]["pointer"] == pointer
+    assert acme.get(f"{VERSIONS}/1.0.0/platforms").data == []
+
+
+def test_platform_type_and_duplicates(acme: Api, provider: dict[str, Any]) -> None:
+    assert create_version(acme).status == 201
+    wrong = platform_body()
+    wrong["data"]["type"] = "registry-providers"
+    assert acme.post(f"{VERSIONS}/1.0.0/platforms", wrong).status == 422
+    untyped = platform_body()
+    del untyped["data"]["type"]  # go-tfe sends none
+    assert acme.post(f"{VERSIONS}/1.0.0/platforms", untyped).status == 201
+    again = acme.post(f"{VERSIONS}/1.0.0/platforms", platform_body())
+    assert again.status == 422 and "already been taken" in again.error["detail"]
+    assert acme.post(f"{VERSIONS}/9.9.9/platforms", platform_body()).status == 404
+
+
+def test_deleting_a_provider_removes_versions_platforms_and_files(
+    acme: Api, provider: dict[str, Any]
+) -> None:
+    links = create_version(acme).data["links"]
+    platform = acme.post(f"{VERSIONS}/1.0.0/platforms", platform_body()).data
+    s3, bucket = client("s3"), get_settings().bucket
+    uploads = [
+        links["shasums-upload"],
+        links["shasums-sig-upload"],
+        platform["links"]["provider-binary-upload"],
+    ]
+    keys = [_key_of(url) for url in uploads]
+    for key in keys:
+        s3.put_object(Bucket=bucket, Key=key, Body=b"x")
+    assert acme.delete(PROVIDER).status == 204
+    left = s3.list_objects_v2(Bucket=bucket, Prefix="providers/").get("Contents", [])
+    assert left == []
+    # A provider of the same name starts empty.
+    acme.post(
+        ORG,
+        doc("registry-providers", name="mycloud", namespace="acme", **{"registry-name": "private"}),
+    )
+    assert acme.get(VERSIONS).data == []
+
+
+def _key_of(url: str) -> str:
+    from urllib.parse import unquote, urlsplit
+
+    path = unquote(urlsplit(url).path).lstrip("/")
+    bucket = get_settings().bucket
+    return path[len(bucket) + 1 :] if path.startswith(bucket + "/") else path
+
+
+# ----- uploads: the S3 events turn the flags true -------------------------------------------
+
+
+def _arrive(key: str) -> None:
+    """The object arrives and its S3 event goes through the ingest function's dispatch."""
+    import json
+
+    from chalicelib.entry.ingest import handle_body
+
+    client("s3").put_object(Bucket=get_settings().bucket, Key=key, Body=b"content")
+    record = {
+        "eventSource": "aws:s3",
+        "eventName": "ObjectCreated:Put",
+        "s3": {"object": {"key": key}},
+    }
+    handle_body(json.dumps({"Records": [record]}))
+
+
+def test_uploads_turn_the_flags_true_and_give_download_links(
+    acme: Api, provider: dict[str, Any]
+) -> None:
+    links = create_version(acme).data["links"]
+    platform = acme.post(f"{VERSIONS}/1.0.0/platforms", platform_body()).data
+    _, reader_token = make_team(acme, "acme", "readers")
+
+    _arrive(_key_of(links["shasums-upload"]))
+    version = acme.get(f"{VERSIONS}/1.0.0").data
+    assert version["attributes"]["shasums-uploaded"] is True
+    assert version["attributes"]["shasums-sig-uploaded"] is False
+    assert set(version["links"]) == {"shasums-download", "shasums-sig-upload"}
+
+    _arrive(_key_of(links["shasums-sig-upload"]))
+    _arrive(_key_of(platform["links"]["provider-binary-upload"]))
+    version = acme.as_(reader_token).get(f"{VERSIONS}/1.0.0").data
+    assert version["attributes"]["shasums-sig-uploaded"] is True
+    assert set(version["links"]) == {"shasums-download", "shasums-sig-download"}
+    read = acme.get(f"{VERSIONS}/1.0.0/platforms/linux/amd64").data
+    assert read["attributes"]["provider-binary-uploaded"] is True
+    assert set(read["links"]) == {"provider-binary-download"}
+
+
+def test_upload_events_of_unknown_keys_change_nothing(acme: Api, provider: dict[str, Any]) -> None:
+    from chalicelib.providers.store import ProviderVersionModel
+
+    links = create_version(acme).data["links"]
+    shasums = _key_of(links["shasums-upload"])
+    prefix = shasums.rsplit("/", 2)[0]
+    for key in (
+        f"{prefix}/9.9.9/SHA256SUMS",  # no such version
+        f"{prefix}/1.0.0/other-file",
+        f"{prefix}/1.0.0/linux_amd64/not-the-filename.zip",
+        "providers/prov-unknown/1.0.0/SHA256SUMS",
+    ):
+        _arrive(key)
+    attrs = acme.get(f"{VERSIONS}/1.0.0").data["attributes"]
+    assert attrs["shasums-uploaded"] is False and attrs["shasums-sig-uploaded"] is False
+
+    # A version deleted before its event is handled is not brought back by it.
+    assert acme.delete(f"{VERSIONS}/1.0.0").status == 204
+    _arrive(shasums)
+    assert list(ProviderVersionModel.scan()) == []
+
+
+def test_a_user_publishes_through_a_manage_providers_team(
+    acme: Api, provider: dict[str, Any]
+) -> None:
+    """The user path of the permission: on a team with manage-providers a user publishes;
+    on a team with only manage-modules the same user reads."""
+    from tests.test_accounts import add_member, new_user
+
+    publishers, _ = make_team(acme, "acme", "publishers", manage_providers=True)
+    modules, _ = make_team(acme, "acme", "module-people", manage_modules=True)
+    _, ann = new_user(acme, "ann")
+    _, bob = new_user(acme, "bob")
+    assert add_member(acme, publishers, "ann").status == 204
+    assert add_member(acme, modules, "bob").status == 204
+
+    assert create_version(bob).status == 404
+    assert bob.get(PROVIDER).data["attributes"]["permissions"]["can-delete"] is False
+    assert create_version(ann).status == 201
+    assert ann.get(PROVIDER).data["attributes"]["permissions"]["can-delete"] is True
