@@ -25,18 +25,20 @@ from chalicelib.scim.admin_routes import bp as scim_admin_routes
 from chalicelib.scim.routes import bp as scim_routes
 from chalicelib.tags.routes import bp as tag_routes
 from chalicelib.vcs.routes import bp as vcs_routes
+from chalicelib.web.account_routes import bp as account_routes
 from chalicelib.web.login import bp as login_routes
 from chalicelib.web.routes import bp as web_routes
 from chalicelib.workspaces.routes import bp as workspace_routes
 
-# Invitations go out through the site's SMTP settings (accounts may not import admin).
-memberships.use_mailer("chalicelib.admin.mail:send_invitation")
+# Invitations and password resets go out through the site's SMTP settings (accounts may
+# not import admin).
+memberships.use_mail("chalicelib.admin.mail")
 
 app = create_app(
     "tfe-module-registry",
     [meta_routes, accounts_routes, registry_routes, protocol_routes, workspace_routes, tag_routes]
     + [admin_routes, vcs_routes, publishing_routes, webhook_routes, project_routes]
-    + [nocode_routes, web_routes, login_routes, scim_routes, scim_admin_routes]
+    + [nocode_routes, web_routes, account_routes, login_routes, scim_routes, scim_admin_routes]
     + [organization_lifecycle, workspace_lifecycle]
     + [admin_people_routes, admin_organization_lifecycle],
 )

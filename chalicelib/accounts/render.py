@@ -190,7 +190,7 @@ def render_user(user: UserModel, *, private: bool = True) -> dict[str, Any]:
             "is-site-admin": user.is_site_admin,
             "is-admin": user.is_site_admin,
             "avatar-url": "",
-            "two-factor": {"enabled": False, "verified": False},
+            "two-factor": user.two_factor(),
             "v2-only": False,
             "permissions": {
                 "can-create-organizations": True,

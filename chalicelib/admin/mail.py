@@ -111,6 +111,25 @@ def send_invitation(recipient: str, organization: str, link: str) -> bool:
     return True
 
 
+def send_password_reset(recipient: str, link: str) -> bool:
+    """Mail a password reset link through the site's SMTP settings: False when SMTP is not
+    configured. As ``send_invitation``, the link is in no error or log."""
+    config = configured()
+    if config is None:
+        return False
+    message = EmailMessage()
+    message["From"] = config.sender
+    message["To"] = recipient
+    message["Subject"] = "Reset your password on the Terraform module registry"
+    message.set_content(
+        "Someone (we hope you) asked to reset the password of your account.\n\n"
+        f"Choose a new password here (the link works once, for one hour):\n{link}\n\n"
+        "If you did not ask for this, ignore this message: your password stays as it is.\n"
+    )
+    _deliver(config, message)
+    return True
+
+
 def _deliver(config: SmtpConfig, message: EmailMessage) -> None:
     where = f"{config.host}:{config.port}"
     timeout = get_settings().smtp_timeout

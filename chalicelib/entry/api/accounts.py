@@ -8,8 +8,9 @@ from chalicelib.entry.factory import create_app
 from chalicelib.lifecycle.admin_routes import bp as admin_organization_lifecycle
 from chalicelib.lifecycle.organization_routes import bp as organization_lifecycle
 
-# Invitations go out through the site's SMTP settings (accounts may not import admin).
-memberships.use_mailer("chalicelib.admin.mail:send_invitation")
+# Invitations and password resets go out through the site's SMTP settings (accounts may
+# not import admin).
+memberships.use_mail("chalicelib.admin.mail")
 
 app = create_app(
     "registry-accounts", [bp, organization_lifecycle, admin_people, admin_organization_lifecycle]
