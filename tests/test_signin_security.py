@@ -395,3 +395,48 @@ def test_a_site_admin_disables_two_factor(api: Api, clock: SimpleNamespace) -> N
     stored = user(user_id)
     assert stored.totp_secret is None and stored.recovery_hashes is None
     assert attempt(Browser(api.client), "jane", PASSWORD).status_code == 303
+
+
+def test_an_invitation_link_is_no_second_factor(api: Api, clock: SimpleNamespace) -> None:
+    from tests.conftest import make_org
+    from tests.test_memberships import MEMBERSHIPS, invite_body
+
+    user_id, _, _ = enable_two_factor(api, clock)
+    make_org(api)
+    reply = api.post(MEMBERSHIPS, invite_body("jane@example.com"))
+    assert reply.status == 201, reply.json
+    path = "/app/invitations/" + reply.json["data"]["meta"]["invitation-url"].rsplit("/", 1)[1]
+    browser = Browser(api.client)
+    tokens = len(session_tokens(user_id))  # the session that enabled two-factor
+    assert "as <strong>Jane</strong>" in browser.get(path).text
+    accepted = browser.post(path, {"csrf_token": browser.csrf(path)})
+    assert accepted.status_code == 303
+    assert accepted.headers["Location"].startswith("/app/sign-in?next=")
+    assert not signed_in(browser) and len(session_tokens(user_id)) == tokens
+
+
+def test_a_reset_mail_that_cannot_go_out_gets_the_same_answer(
+    api: Api, clock: SimpleNamespace, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    make_user()
+    with smtp_server() as (port, _):
+        settings = {
+            "data": {
+                "type": "smtp-settings",
+                "attributes": {
+                    "enabled": True,
+                    "host": "127.0.0.1",
+                    "port": port,
+                    "sender": "registry@example.com",
+                    "auth": "none",
+                    "test-email-address": "ops@example.com",
+                },
+            }
+        }
+        assert api.patch("/api/v2/admin/smtp-settings", settings).status == 200
+    browser = Browser(api.client)  # the SMTP server is gone now
+    unknown = ask_reset(browser, "nobody")
+    known = ask_reset(browser, "jane")
+    assert known.status_code == unknown.status_code == 200 and known.text == unknown.text
+    assert "not delivered" in caplog.text and RESET + "/" not in caplog.text

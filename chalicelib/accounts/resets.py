@@ -25,6 +25,7 @@ from pynamodb.exceptions import UpdateError
 
 from chalicelib.accounts import memberships, passwords, service, signin
 from chalicelib.accounts.store import UserModel
+from chalicelib.core.api.errors import ApiError
 from chalicelib.core.auth import hash_token
 from chalicelib.core.data import db
 from chalicelib.core.data.ids import now
@@ -59,7 +60,11 @@ def request(login: str, source: str, base_url: str) -> None:
         ]
     )
     link = f"{base_url.rstrip('/')}{RESET_PATH}{user.id}.{secret}"
-    sender.send_password_reset(user.email, link)
+    try:
+        sender.send_password_reset(user.email, link)
+    except ApiError as failed:  # the same answer still: a failure would tell the account exists
+        log.warning("password reset mail for %s not delivered: %s", user.id, failed.detail)
+        return
     log.info("password reset link mailed for %s", user.id)
 
 

@@ -9,6 +9,8 @@ and ``…/<version>``. Assets: ``/app/static/<name>.<content hash>.<ext>``.
 
 from __future__ import annotations
 
+from urllib.parse import quote
+
 from chalice import Blueprint, Response
 
 from chalicelib.accounts import memberships, signin, twofactor
@@ -198,7 +200,8 @@ def invitation(ctx: WebCtx, token: str) -> Response:
 @page(bp, INVITATION, ("POST",), form=True, success=SEE_OTHER + (Reply(410), Reply(422)))
 def accept_invitation(ctx: WebCtx, token: str) -> Response:
     """Accept: the new user is created (argon2id password hash), becomes a member, is
-    signed in and sent to the organization's modules. Nothing changes on a refused form."""
+    signed in and sent to the organization's modules (an existing user with two-factor on
+    signs in with a code first). Nothing changes on a refused form."""
     form = ctx.form()
     if not session.check_csrf(ctx.request, form.get(session.CSRF_FIELD)):
         return csrf_refused(ctx.request)
@@ -214,8 +217,11 @@ def accept_invitation(ctx: WebCtx, token: str) -> Response:
         return _invitation_page(ctx, token, 422, username=username, error=refused.detail)
     if user is None:
         return _invitation_page(ctx, token)
+    target = f"/app/{found.item.organization}/registry/modules"
+    if twofactor.enabled(user):  # the link is no second factor: sign in with a code
+        return redirect("/app/sign-in?next=" + quote(target, safe=""))
     _, secret = session.start_for_user(user.id)
-    return open_session(ctx, f"/app/{found.item.organization}/registry/modules", secret)
+    return open_session(ctx, target, secret)
 
 
 @page(bp, "/app/static/{asset}", success=(Reply(200, schema={"type": "string"}),))
