@@ -5,7 +5,7 @@ and key-maintenance handlers of ``chalicelib/entry`` (registered here too, not c
 per route group from ``chalicelib/entry`` (see infrastructure/).
 """
 
-from chalicelib.accounts import account, memberships, render
+from chalicelib.accounts import memberships, render
 from chalicelib.accounts.routes import bp as accounts_routes
 from chalicelib.admin.people_routes import bp as admin_people_routes
 from chalicelib.admin.routes import bp as admin_routes
@@ -27,14 +27,15 @@ from chalicelib.scim.admin_routes import bp as scim_admin_routes
 from chalicelib.scim.routes import bp as scim_routes
 from chalicelib.tags.routes import bp as tag_routes
 from chalicelib.vcs.routes import bp as vcs_routes
+from chalicelib.web.account_routes import bp as account_routes
 from chalicelib.web.login import bp as login_routes
 from chalicelib.web.routes import bp as web_routes
 from chalicelib.web.sso import bp as sso_routes
 from chalicelib.workspaces.routes import bp as workspace_routes
 
-# Invitations go out through the site's SMTP settings (accounts may not import admin).
-memberships.use_mailer("chalicelib.admin.mail:send_invitation")
-account.use_mailer("chalicelib.admin.mail:send_email_confirmation")
+# Invitations, password resets and email confirmations go out through the site's SMTP
+# settings (accounts may not import admin).
+memberships.use_mail("chalicelib.admin.mail")
 # Users show ``is-scim-managed`` while SCIM is on (accounts may not import scim).
 render.use_scim_probe("chalicelib.scim.store:load_settings")
 
@@ -42,7 +43,7 @@ app = create_app(
     "tfe-module-registry",
     [meta_routes, accounts_routes, registry_routes, protocol_routes, workspace_routes, tag_routes]
     + [admin_routes, vcs_routes, publishing_routes, webhook_routes, project_routes]
-    + [nocode_routes, web_routes, login_routes, scim_routes, scim_admin_routes]
+    + [nocode_routes, web_routes, account_routes, login_routes, scim_routes, scim_admin_routes]
     + [organization_lifecycle, workspace_lifecycle]
     + [admin_people_routes, admin_organization_lifecycle, sso_routes]
     + [provider_routes, gpg_key_routes],

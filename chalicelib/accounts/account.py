@@ -7,7 +7,7 @@
   they follow the one-time link mailed to the new address (a random secret, of which only
   the SHA-256 (``core.auth.hash_token``) is stored; it works once, for ``EMAIL_LINK_HOURS``).
   Mail goes through the site's SMTP settings (``chalicelib.admin.mail``, wired in by the
-  entry modules through ``use_mailer``, since accounts may not import admin). Without SMTP
+  entry modules through ``memberships.use_mail``, since accounts may not import admin). Without SMTP
   the change waits and no link exists anywhere; asking again once SMTP is set up sends one.
   Sending the current address again drops a waiting change.
 * A password change needs the current password (a user without one, such as the token-only
@@ -21,14 +21,12 @@ tokens). Neither a password nor a link is logged or returned.
 from __future__ import annotations
 
 import hmac
-import importlib
 import secrets
-from collections.abc import Callable
 from datetime import timedelta
 
 from pynamodb.exceptions import UpdateError
 
-from chalicelib.accounts import passwords, service, store
+from chalicelib.accounts import memberships, passwords, service, store
 from chalicelib.accounts.store import UserModel
 from chalicelib.core.api.errors import NotFound, Unprocessable
 from chalicelib.core.auth import Principal, hash_token
@@ -42,23 +40,11 @@ EMAIL = "/data/attributes/email"
 CURRENT_PASSWORD = "/data/attributes/current-password"
 PASSWORD = "/data/attributes/password"
 
-# (recipient, link) -> whether a message went out (False: no mail set up).
-Mailer = Callable[[str, str], bool]
-_mailer: list[str] = []
-
-
-def use_mailer(path: str) -> None:
-    """Deliver confirmation links with the function at ``path`` (``module:function``);
-    imported with the first one, so smtplib never loads with a function's cold start."""
-    _mailer[:] = [path]
-
 
 def _send(email: str, link: str) -> bool:
-    if not _mailer:
-        return False
-    module, _, name = _mailer[0].partition(":")
-    mailer: Mailer = getattr(importlib.import_module(module), name)
-    return mailer(email, link)
+    """Whether a message went out (False: no mail set up)."""
+    mail = memberships.mail()
+    return bool(mail and mail.send_email_confirmation(email, link))
 
 
 def own_user(principal: Principal) -> UserModel:

@@ -9,7 +9,7 @@ email address shows to those who manage membership and to the member.
 
 The invitation link carries a random token (``secrets.token_urlsafe(32)``); only its
 SHA-256 is stored, it works once and for ``INVITATION_DAYS``. Delivery is the site's SMTP
-(``chalicelib.admin.mail``, wired in by the entry modules through ``use_mailer``, since
+(``chalicelib.admin.mail``, wired in by the entry modules through ``use_mail``, since
 accounts may not import admin).
 """
 
@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import importlib
 import secrets
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
+from typing import Any
 
 from chalicelib.accounts import passwords, service, store
 from chalicelib.accounts.render import membership_id
@@ -36,24 +36,26 @@ MAX_EMAILS = 100
 MAX_TEAMS = 100
 STATUSES = ("invited", "active")
 
-# (recipient, organization, link) -> whether a message went out (False: no mail set up).
-Mailer = Callable[[str, str, str], bool]
-_mailer: list[str] = []
+_mail: list[str] = []
 
 
-def use_mailer(path: str) -> None:
-    """Deliver invitations with the function at ``path`` (``module:function``; the entry
-    modules name the SMTP one). Imported with the first invitation, so smtplib never loads
-    with a function's cold start."""
-    _mailer[:] = [path]
+def use_mail(module: str) -> None:
+    """Send mail (invitations, password resets) with the module at ``module`` (the entry
+    modules name ``chalicelib.admin.mail``: ``configured()``, ``send_invitation(recipient,
+    organization, link)``, ``send_password_reset(recipient, link)``). Imported with the
+    first mail, so smtplib never loads with a function's cold start."""
+    _mail[:] = [module]
+
+
+def mail() -> Any | None:
+    """The mail module ``use_mail`` named (None: none, as in some tests)."""
+    return importlib.import_module(_mail[0]) if _mail else None
 
 
 def _send(email: str, organization: str, link: str) -> bool:
-    if not _mailer:
-        return False
-    module, _, name = _mailer[0].partition(":")
-    mailer: Mailer = getattr(importlib.import_module(module), name)
-    return mailer(email, organization, link)
+    """Whether a message went out (False: no mail set up)."""
+    sender = mail()
+    return bool(sender and sender.send_invitation(email, organization, link))
 
 
 @dataclass

@@ -242,7 +242,7 @@ def render_user(user: UserModel, *, private: bool = True) -> dict[str, Any]:
             "is-admin": user.is_site_admin,
             "is-scim-managed": is_scim_managed(user),
             "avatar-url": avatar_url(user.username, user.id),
-            "two-factor": {"enabled": False, "verified": False},
+            "two-factor": user.two_factor(),
             "v2-only": False,
             "permissions": {
                 "can-create-organizations": True,

@@ -16,6 +16,9 @@
   the password (a right password is refused too until the window ends). An unknown login
   is counted under a hash of its folded text: a password typed into the username field is
   never stored.
+* The same counters, under their own keys, bound the second step's codes (``check_code``:
+  per user and address, a recovery code included) and password reset requests
+  (``count_reset_request``: every request counts, each may send a mail).
 
 Nothing here logs the login text or the password.
 """
@@ -27,7 +30,7 @@ import logging
 import math
 import time
 
-from chalicelib.accounts import passwords, service
+from chalicelib.accounts import passwords, service, twofactor
 from chalicelib.accounts.store import UserModel
 from chalicelib.core.data.counters import count_request, uncount
 
@@ -60,33 +63,77 @@ def find_user(login: str) -> UserModel | None:
     return user
 
 
+def _folded(login: str) -> str:
+    return hashlib.sha256(login.strip().casefold().encode()).hexdigest()
+
+
 def _account_key(login: str, user: UserModel | None) -> str:
     if user is not None:
-        return "password:user:" + user.id
-    return "password:login:" + hashlib.sha256(login.strip().casefold().encode()).hexdigest()
+        return "user:" + user.id
+    return "login:" + _folded(login)
+
+
+def _window() -> tuple[int, int, Throttled]:
+    """The current window's start, when its counters expire, and the refusal past them."""
+    moment = time.time()
+    window = int(moment // WINDOW_SECONDS) * WINDOW_SECONDS
+    expires = window + WINDOW_SECONDS + _TTL_GRACE_SECONDS
+    return window, expires, Throttled(max(1, math.ceil((window + WINDOW_SECONDS - moment) / 60)))
+
+
+def _count_address(kind: str, source: str) -> str:
+    """Count one attempt of ``kind`` from the source address (the key, to take back on
+    success); ``Throttled`` past the bound."""
+    window, expires, throttled = _window()
+    address_key = f"{kind}:ip:{source}#{window}"
+    if count_request(address_key, ADDRESS_LIMIT, expires) is None:
+        log.warning("%s throttled for a source address", kind)
+        raise throttled
+    return address_key
+
+
+def _count_account(kind: str, account: str, address_key: str) -> str:
+    """Count one attempt of ``kind`` for the account; past the bound the address's hit is
+    taken back (refused unchecked: not a failure of this address) and ``Throttled`` raised."""
+    window, expires, throttled = _window()
+    account_key = f"{kind}:{account}#{window}"
+    if count_request(account_key, ACCOUNT_LIMIT, expires) is None:
+        uncount(address_key)
+        log.warning("%s throttled for an account", kind)
+        raise throttled
+    return account_key
 
 
 def check(login: str, password: str, source: str) -> UserModel | None:
     """The user when ``password`` is theirs and they may sign in, else None (one answer for
     every refusal). Raises ``Throttled`` past the bounds, before checking the password."""
-    moment = time.time()
-    window = int(moment // WINDOW_SECONDS) * WINDOW_SECONDS
-    expires = window + WINDOW_SECONDS + _TTL_GRACE_SECONDS
-    throttled = Throttled(max(1, math.ceil((window + WINDOW_SECONDS - moment) / 60)))
-    address_key = f"password:ip:{source}#{window}"
-    if count_request(address_key, ADDRESS_LIMIT, expires) is None:
-        log.warning("password sign-in throttled for a source address")
-        raise throttled
+    address_key = _count_address("password", source)
     user = find_user(login)
-    account_key = f"{_account_key(login, user)}#{window}"
-    if count_request(account_key, ACCOUNT_LIMIT, expires) is None:
-        uncount(address_key)  # refused unchecked: not a failure of this address
-        log.warning("password sign-in throttled for %s", user.id if user else "an unknown login")
-        raise throttled
+    keys = address_key, _count_account("password", _account_key(login, user), address_key)
     right = passwords.verify(user.password_hash if user else None, password)
     if user is not None and right and not user.suspended:
-        uncount(address_key)
-        uncount(account_key)
+        for key in keys:
+            uncount(key)
         return user
     log.info("password sign-in refused for %s", user.id if user else "an unknown login")
     return None
+
+
+def check_code(user_id: str, code: str, source: str) -> UserModel | None:
+    """The second step: the user when ``code`` is a two-factor code (or recovery code) of
+    theirs not used before, else None. Throttled as passwords are, per user and address."""
+    address_key = _count_address("code", source)
+    keys = address_key, _count_account("code", "user:" + user_id, address_key)
+    user = service.find_user(user_id)
+    if user is not None and not user.suspended and twofactor.verify(user, code):
+        for key in keys:
+            uncount(key)
+        return user
+    log.info("two-factor code refused for %s", user_id)
+    return None
+
+
+def count_reset_request(login: str, source: str) -> None:
+    """A password reset asked for ``login``: counted per address and per login (every
+    request, not only failures: each sends a mail); ``Throttled`` past either bound."""
+    _count_account("reset", "login:" + _folded(login), _count_address("reset", source))

@@ -17,6 +17,7 @@ from pynamodb.attributes import (
     BooleanAttribute,
     JSONAttribute,
     MapAttribute,
+    NumberAttribute,
     UnicodeAttribute,
     UnicodeSetAttribute,
     UTCDateTimeAttribute,
@@ -139,6 +140,22 @@ class UserModel(db.Model):
         result = super().delete(*args, **kwargs)
         _users.forget(self.id)
         return result
+
+    # Two-factor sign-in (``accounts.twofactor``): the TOTP secret sealed with KMS (pending
+    # until confirmed with a code), the time step of the last code accepted (a code works
+    # once), the SHA-256 of each unused recovery code. A password reset link
+    # (``accounts.resets``): the SHA-256 of its secret and when it expires.
+    totp_secret = JSONAttribute(null=True)
+    totp_pending = JSONAttribute(null=True)
+    totp_last_step = NumberAttribute(null=True)
+    recovery_hashes = UnicodeSetAttribute(null=True)
+    reset_hash = UnicodeAttribute(null=True)
+    reset_expires_at = UTCDateTimeAttribute(null=True)
+
+    def two_factor(self) -> dict[str, bool]:
+        """The ``two-factor`` attribute of a rendered user (TFE's shape)."""
+        on = self.totp_secret is not None
+        return {"enabled": on, "verified": on}
 
 
 CLAIM_PREFIX = "username#"

@@ -115,19 +115,37 @@ def send_email_confirmation(recipient: str, link: str) -> bool:
     """Mail the link that confirms a changed email address (``accounts.account``) through
     the site's SMTP settings: False when SMTP is not configured. As ``send_invitation``, the
     link is in no error or log."""
+    return _send_link(
+        recipient,
+        "Confirm your new email address for the Terraform module registry",
+        "Someone asked to make this the email address of their account on the Terraform "
+        "module registry.\n\n"
+        f"Confirm it here (the link works once, for 24 hours):\n{link}\n\n"
+        "If it was not you, ignore this message: the account keeps its address.\n",
+    )
+
+
+def send_password_reset(recipient: str, link: str) -> bool:
+    """Mail a password reset link through the site's SMTP settings: False when SMTP is not
+    configured. As ``send_invitation``, the link is in no error or log."""
+    return _send_link(
+        recipient,
+        "Reset your password on the Terraform module registry",
+        "Someone (we hope you) asked to reset the password of your account.\n\n"
+        f"Choose a new password here (the link works once, for one hour):\n{link}\n\n"
+        "If you did not ask for this, ignore this message: your password stays as it is.\n",
+    )
+
+
+def _send_link(recipient: str, subject: str, text: str) -> bool:
     config = configured()
     if config is None:
         return False
     message = EmailMessage()
     message["From"] = config.sender
     message["To"] = recipient
-    message["Subject"] = "Confirm your new email address for the Terraform module registry"
-    message.set_content(
-        "Someone asked to make this the email address of their account on the Terraform "
-        "module registry.\n\n"
-        f"Confirm it here (the link works once, for 24 hours):\n{link}\n\n"
-        "If it was not you, ignore this message: the account keeps its address.\n"
-    )
+    message["Subject"] = subject
+    message.set_content(text)
     _deliver(config, message)
     return True
 

@@ -2,8 +2,9 @@
 ``/api/v2/admin/organizations``), self-hosted edition only.
 
 Users: lists with search and filters, delete, suspend, unsuspend, grant and revoke the
-site-admin flag. The site keeps one active (not suspended) site admin at least: removing,
-demoting or suspending the last one is a 422 that changes nothing. Suspending flags the
+site-admin flag, disable two-factor sign-in. The site keeps one active (not suspended)
+site admin at least: removing, demoting or suspending the last one is a 422 that changes
+nothing. Suspending flags the
 user and its tokens (``accounts.service.set_suspended``); ``core.auth`` refuses them.
 
 Organizations: lists, the admin attributes and module sharing (module consumers, global
@@ -17,6 +18,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from chalicelib.accounts import service as accounts
+from chalicelib.accounts import twofactor
 from chalicelib.core.api.errors import NotFound, Unprocessable
 
 if TYPE_CHECKING:
@@ -106,6 +108,13 @@ def revoke_admin(user_id: str) -> UserModel:
     user = accounts.get_user(user_id)
     _keep_an_admin(user, "demoted")
     accounts.set_site_admin(user.id, False)
+    return accounts.get_user(user.id)
+
+
+def disable_two_factor(user_id: str) -> UserModel:
+    """Turn a user's two-factor sign-in off (they lost their device and recovery codes)."""
+    user = accounts.get_user(user_id)
+    twofactor.disable(user.id)
     return accounts.get_user(user.id)
 
 

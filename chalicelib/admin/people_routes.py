@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from chalice import Blueprint, Response
 
+from chalicelib.accounts.render import avatar_url
 from chalicelib.admin import people
 from chalicelib.admin.service import require_site_admin
 from chalicelib.core.api.http import Ctx, route
@@ -57,11 +58,11 @@ def render_admin_user(user: UserModel) -> dict[str, Any]:
         {
             "username": user.username,
             "email": user.email,
-            "avatar-url": "",
+            "avatar-url": avatar_url(user.username, user.id),
             "is-admin": bool(user.is_site_admin),
             "is-suspended": bool(user.suspended),
             "is-service-account": False,
-            "two-factor": {"enabled": False, "verified": False},
+            "two-factor": user.two_factor(),
         },
         relationships={"organizations": _organization_ids(people.organizations_of(user))},
     )
@@ -152,9 +153,10 @@ _action(
 _action("unsuspend", people.unsuspend, "Unsuspend a user: its tokens work again")
 _action("grant_admin", people.grant_admin, "Make a user a site administrator")
 _action("revoke_admin", people.revoke_admin, "Revoke a user's site administration", LAST_ADMIN)
-# No two-factor authentication exists here: the user, unchanged.
 _action(
-    "disable_two_factor", people.accounts.get_user, "Disable a user's two-factor authentication"
+    "disable_two_factor",
+    people.disable_two_factor,
+    "Disable a user's two-factor sign-in (its secret and recovery codes are removed)",
 )
 
 

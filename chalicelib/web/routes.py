@@ -9,9 +9,11 @@ and ``…/<version>``. Assets: ``/app/static/<name>.<content hash>.<ext>``.
 
 from __future__ import annotations
 
+from urllib.parse import quote
+
 from chalice import Blueprint, Response
 
-from chalicelib.accounts import memberships, signin
+from chalicelib.accounts import memberships, signin, twofactor
 from chalicelib.core.api.errors import NotFound, Unauthorized, Unprocessable
 from chalicelib.core.api.openapi import Param, Reply
 from chalicelib.modules.service import ModuleRef
@@ -61,10 +63,10 @@ def sign_in(ctx: WebCtx) -> Response:
         _, secret = session.start(form.get("token") or "")
     except Unauthorized as refused:
         return ctx.render("sign_in.html", 401, next=target, error=refused.detail)
-    return _signed_in(ctx, target, secret)
+    return open_session(ctx, target, secret)
 
 
-def _signed_in(ctx: WebCtx, target: str, secret: str) -> Response:
+def open_session(ctx: WebCtx, target: str, secret: str) -> Response:
     """The answer that opens a new session: a session the browser had ends, its cookie is
     replaced and the pre-sign-in CSRF cookie cleared."""
     session.end(ctx.request)
@@ -86,15 +88,15 @@ THROTTLED = Reply(429, description="too many failed attempts; the password was n
 )
 def sign_in_with_password(ctx: WebCtx) -> Response:
     """Sign in with a username (or email address) and password (``accounts.signin``: one
-    refusal for every reason, throttled per account and per source address)."""
+    refusal for every reason, throttled per account and per source address); a user with
+    two-factor on goes on to the code (``account_routes.second_step``)."""
     form = ctx.form()
     target = safe_next(form.get("next"))
     if not session.check_csrf(ctx.request, form.get(session.CSRF_FIELD)):
         return csrf_refused(ctx.request)
     login = (form.get("login") or "").strip()
-    identity = (ctx.request.context or {}).get("identity") or {}
     try:
-        user = signin.check(login, form.get("password") or "", str(identity.get("sourceIp")))
+        user = signin.check(login, form.get("password") or "", ctx.source_ip)
     except signin.Throttled as throttled:
         answer = ctx.render(
             "sign_in.html", 429, next=target, login=login, password_error=str(throttled)
@@ -105,8 +107,12 @@ def sign_in_with_password(ctx: WebCtx) -> Response:
         return ctx.render(
             "sign_in.html", 401, next=target, login=login, password_error=WRONG_PASSWORD
         )
+    if twofactor.enabled(user):  # the second step: a code, at /app/sign-in/two-factor
+        step = session.start_second_step(user.id, target)
+        cookie = session.set_cookie(session.STEP_COOKIE, step, session.STEP_SECONDS)
+        return redirect("/app/sign-in/two-factor", cookies=[cookie])
     _, secret = session.start_for_user(user.id)
-    return _signed_in(ctx, target, secret)
+    return open_session(ctx, target, secret)
 
 
 @page(bp, "/app/sign-out", ("POST",), form=True, success=SEE_OTHER)
@@ -195,7 +201,8 @@ def invitation(ctx: WebCtx, token: str) -> Response:
 @page(bp, INVITATION, ("POST",), form=True, success=SEE_OTHER + (Reply(410), Reply(422)))
 def accept_invitation(ctx: WebCtx, token: str) -> Response:
     """Accept: the new user is created (argon2id password hash), becomes a member, is
-    signed in and sent to the organization's modules. Nothing changes on a refused form."""
+    signed in and sent to the organization's modules (an existing user with two-factor on
+    signs in with a code first). Nothing changes on a refused form."""
     form = ctx.form()
     if not session.check_csrf(ctx.request, form.get(session.CSRF_FIELD)):
         return csrf_refused(ctx.request)
@@ -211,8 +218,11 @@ def accept_invitation(ctx: WebCtx, token: str) -> Response:
         return _invitation_page(ctx, token, 422, username=username, error=refused.detail)
     if user is None:
         return _invitation_page(ctx, token)
+    target = f"/app/{found.item.organization}/registry/modules"
+    if twofactor.enabled(user):  # the link is no second factor: sign in with a code
+        return redirect("/app/sign-in?next=" + quote(target, safe=""))
     _, secret = session.start_for_user(user.id)
-    return _signed_in(ctx, f"/app/{found.item.organization}/registry/modules", secret)
+    return open_session(ctx, target, secret)
 
 
 @page(bp, "/app/static/{asset}", success=(Reply(200, schema={"type": "string"}),))

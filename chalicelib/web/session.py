@@ -13,7 +13,12 @@ How it works (for other pages of the UI, e.g. ``terraform login``'s authorize pa
   ``Principal`` the API builds for the same token, so the services' permission checks (and
   the 404 rule) apply unchanged. The token is checked again on every request (through the
   API's per-instance cache of verified tokens): a revoked or expired token ends the session.
-* Signing out (``end(request)``) deletes the session server-side; the cookie is cleared too.
+* Signing out (``end(request)``) deletes the session server-side, and the token minted for
+  it when it opened with a password or an invitation (``start_for_user``); the cookie is
+  cleared too.
+* Two-factor sign-in: after the password, ``start_second_step`` stores a short-lived item
+  (``store.SecondStepModel``) bound to a random secret in the cookie ``STEP_COOKIE``;
+  ``take_second_step`` deletes it (once: a conditional delete) when the code is right.
 * Every state-changing form is a POST carrying a CSRF token: ``csrf_token(request)`` gives
   the one to put in a hidden ``csrf_token`` field, ``check_csrf(request, submitted)`` checks
   it. With a session it is the session's token (random, stored server-side in the session
@@ -40,8 +45,18 @@ from datetime import timedelta
 from http.cookies import CookieError, SimpleCookie
 from typing import Any
 
+from pynamodb.exceptions import DeleteError
+
 from chalicelib.core.api.errors import Unauthorized
-from chalicelib.core.auth import Principal, authenticate, hash_token, principal_for_hash
+from chalicelib.core.auth import (
+    Principal,
+    TokenModel,
+    authenticate,
+    hash_token,
+    mint_token,
+    principal_for_hash,
+)
+from chalicelib.core.data import db
 from chalicelib.core.data.ids import now
 from chalicelib.web import store
 
@@ -49,6 +64,7 @@ COOKIE_NAME = "tfe_registry_session"
 CSRF_COOKIE = "tfe_registry_csrf"
 CSRF_FIELD = "csrf_token"
 SESSION_SECONDS = 12 * 60 * 60
+SESSION_TOKEN = "browser session"  # the description of the tokens sessions are opened with
 PRE_SESSION_CSRF_SECONDS = 2 * 60 * 60  # how long the sign-in page may stay open
 _CLOCK_SKEW_SECONDS = 60  # instances' clocks may differ a little
 _SECRET_BYTES = 32
@@ -76,9 +92,12 @@ def clear_cookie(name: str) -> str:
     return set_cookie(name, "", 0)
 
 
-def start(token: str, seconds: int = SESSION_SECONDS) -> tuple[Principal, str]:
+def start(
+    token: str, seconds: int = SESSION_SECONDS, *, minted: bool = False
+) -> tuple[Principal, str]:
     """Open a session for a pasted token: (its principal, the cookie value). A token the API
-    would refuse raises ``Unauthorized``; organization tokens cannot sign in (as in TFE)."""
+    would refuse raises ``Unauthorized``; organization tokens cannot sign in (as in TFE).
+    ``minted``: the token was made for this session, and ends with it."""
     token = token.strip()
     principal = authenticate(f"Bearer {token}")
     if principal.kind == "organization":
@@ -91,6 +110,7 @@ def start(token: str, seconds: int = SESSION_SECONDS) -> tuple[Principal, str]:
         csrf=secrets.token_urlsafe(_SECRET_BYTES),
         created_at=moment,
         expires=moment + timedelta(seconds=seconds),
+        minted=minted or None,
     ).save(condition=store.WebSessionModel.session_hash.does_not_exist())
     return principal, secret
 
@@ -99,15 +119,28 @@ def start_for_user(user_id: str, seconds: int = SESSION_SECONDS) -> tuple[Princi
     """Open a session for a user who proved who they are another way (a password, an
     invitation link, SAML: which sets its own ``seconds``): a user token of their own,
     expiring with the session, opens it."""
-    from chalicelib.core.auth import mint_token
-
     _, token = mint_token(
         "user",
         user_id,
-        description="browser session",
+        description=SESSION_TOKEN,
         expired_at=now() + timedelta(seconds=seconds),
     )
-    return start(token, seconds)
+    return start(token, seconds, minted=True)
+
+
+def end_sessions_of(user_id: str) -> int:
+    """End every session a user opened with a password, an invitation or SAML (their
+    password was reset): the tokens minted for them are deleted, so the sessions are refused
+    at once on this instance and within the token cache's seconds on the others. How many
+    ended."""
+    ended = 0
+    for token in TokenModel.by_owner.query(
+        user_id, filter_condition=TokenModel.description == SESSION_TOKEN
+    ):
+        if token.kind == "user":
+            token.delete()
+            ended += 1
+    return ended
 
 
 def _session(request: Any) -> store.WebSessionModel | None:
@@ -136,10 +169,13 @@ def signed_in(request: Any) -> Principal | None:
 
 
 def end(request: Any) -> None:
-    """Sign out: delete the session server-side (a no-op without one)."""
+    """Sign out: delete the session server-side (a no-op without one), and the token minted
+    for it (a pasted token is the caller's own and stays)."""
     item = _session(request)
     if item is not None:
         item.delete()
+        if item.minted:
+            TokenModel(item.token_hash).delete()
     request._web_session = None
     request._web_principal = None
 
@@ -199,3 +235,45 @@ def check_csrf(request: Any, submitted: str | None) -> bool:
     if expected:
         return hmac.compare_digest(expected.encode(), submitted.encode())
     return _pre_session_ok(request, submitted)
+
+
+# ----- the second step of a two-factor sign-in ------------------------------------------------
+
+STEP_COOKIE = "tfe_registry_2fa"
+STEP_SECONDS = 5 * 60
+
+
+def start_second_step(user_id: str, target: str) -> str:
+    """A password was right for a user with two-factor on: the value of ``STEP_COOKIE``
+    that lets this browser, and only for ``STEP_SECONDS``, finish with a code."""
+    secret = secrets.token_urlsafe(_SECRET_BYTES)
+    store.SecondStepModel(
+        "step:" + hash_token(secret),
+        user_id=user_id,
+        next=target,
+        expires=now() + timedelta(seconds=STEP_SECONDS),
+    ).save()
+    return secret
+
+
+def second_step(request: Any) -> store.SecondStepModel | None:
+    """The browser's live second step (None: none, or expired)."""
+    secret = cookies(request).get(STEP_COOKIE)
+    if not secret or len(secret) > 100:
+        return None
+    try:
+        item = store.SecondStepModel.get("step:" + hash_token(secret))
+    except store.SecondStepModel.DoesNotExist:
+        return None
+    return item if item.expires > now() else None
+
+
+def take_second_step(item: store.SecondStepModel) -> bool:
+    """Use the second step once (False: another request used it first)."""
+    try:
+        item.delete(condition=store.SecondStepModel.session_hash.exists())
+    except DeleteError as exc:
+        if db.conditional_failure(exc):
+            return False
+        raise
+    return True

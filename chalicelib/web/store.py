@@ -4,7 +4,8 @@ The cookie's value (a random secret) is never stored, only its hash; the session
 hash of the API token it was opened with (never the token), a CSRF token, and when it ends.
 DynamoDB's TTL deletes expired items eventually; ``session.py`` refuses them at once.
 
-The same table keeps one more item: the key that signs the sign-in form's CSRF tokens
+It keeps the second steps of two-factor sign-ins (``SecondStepModel``) too, and one more
+item: the key that signs the sign-in form's CSRF tokens
 (``signing_key``), sealed with KMS like every secret at rest (``chalicelib.core.secrets``),
 under a key no session can have (a session's is 64 hex digits).
 """
@@ -16,7 +17,12 @@ import json
 import secrets as random
 from functools import cache
 
-from pynamodb.attributes import TTLAttribute, UnicodeAttribute, UTCDateTimeAttribute
+from pynamodb.attributes import (
+    BooleanAttribute,
+    TTLAttribute,
+    UnicodeAttribute,
+    UTCDateTimeAttribute,
+)
 from pynamodb.exceptions import PutError
 
 from chalicelib.core import secrets
@@ -37,6 +43,22 @@ class WebSessionModel(db.Model):
     token_hash = UnicodeAttribute()
     csrf = UnicodeAttribute()
     created_at = UTCDateTimeAttribute()
+    expires = TTLAttribute()
+    # Set when the session opened with a token minted for it (a password, an invitation):
+    # signing out deletes that token too. A pasted token outlives its session.
+    minted = BooleanAttribute(null=True)
+
+
+class SecondStepModel(db.Model):
+    """A password accepted, waiting for the two-factor code (not registered: the table is
+    the one above): keyed ``step:`` + the SHA-256 of the secret in the browser's
+    ``tfe_registry_2fa`` cookie, short-lived, deleted when used."""
+
+    Meta = db.table("web-sessions")
+
+    session_hash = UnicodeAttribute(hash_key=True)
+    user_id = UnicodeAttribute()
+    next = UnicodeAttribute()
     expires = TTLAttribute()
 
 
@@ -60,7 +82,7 @@ def get(session_hash: str) -> WebSessionModel | None:
 
 def sessions() -> list[WebSessionModel]:
     """Every stored session (the signing key left out)."""
-    return list(WebSessionModel.scan(WebSessionModel.session_hash != SIGNING_KEY_ID))
+    return list(WebSessionModel.scan(WebSessionModel.token_hash.exists()))
 
 
 @cache

@@ -184,6 +184,12 @@ class WebCtx(RequestContext):
         text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else str(raw)
         return {k: v[0] for k, v in parse_qs(text, keep_blank_values=True).items()}
 
+    @property
+    def source_ip(self) -> str:
+        """The caller's address as API Gateway saw it (what the sign-in throttles count)."""
+        identity = (self.request.context or {}).get("identity") or {}
+        return str(identity.get("sourceIp"))
+
     def csrf(self) -> str:
         """The CSRF token to put in this page's forms (the session's, or a signed pre-sign-in
         token; a new nonce's cookie is set by ``render``)."""
@@ -229,6 +235,15 @@ def redirect(location: str, status: int = 303, cookies: list[str] | None = None)
         # Chalice sends a list value as repeated headers (multiValueHeaders on API Gateway).
         headers["Set-Cookie"] = cookies if len(cookies) > 1 else cookies[0]
     return Response(body="", status_code=status, headers=headers)
+
+
+def add_cookie(response: Response, cookie: str) -> Response:
+    """``response`` with one more ``Set-Cookie`` (sent as repeated headers)."""
+    had = response.headers.get("Set-Cookie")
+    response.headers["Set-Cookie"] = [*([had] if isinstance(had, str) else had or []), cookie]
+    if len(response.headers["Set-Cookie"]) == 1:
+        response.headers["Set-Cookie"] = cookie
+    return response
 
 
 def safe_next(target: str | None, default: str = DEFAULT_PAGE) -> str:

@@ -208,3 +208,79 @@ def test_the_colleague_runs_terraform_login_and_installs_the_module(
     me = stack.session(logged_in.token).get(stack.api("/account/details"))
     assert me.status_code == 200 and me.json()["data"]["attributes"]["username"] == "jane"
     assert terraform_get(logged_in, ORG) == "1.0.0"
+
+
+def test_two_factor_and_password_reset_in_the_browser(
+    site: tuple[Stack, Mailbox], browser: Browser
+) -> None:
+    """Kim joins, turns two-factor on (the secret's code from pyotp), signs in again with a
+    recovery code, forgets the password and resets it by mail; every new page passes axe-core
+    and fits a phone."""
+    import pyotp
+
+    stack, mailbox = site
+    email, password, new_password = "kim@example.com", PASSWORD + "-kim", PASSWORD + "-new"
+    invited = stack.session(TOKEN).post(
+        stack.api(f"/organizations/{ORG}/organization-memberships"),
+        json={"data": {"type": "organization-memberships", "attributes": {"email": email}}},
+    )
+    assert invited.status_code == 201, invited.text
+    mail = wait_for(lambda: [m for m in mailbox.messages if m["To"] == email], bool)[0]
+    (link,) = re.findall(r"http\S+/app/invitations/\S+", text_of(mail))
+    context = browser.new_context(base_url=stack.url)
+    page = context.new_page()
+    page.set_default_timeout(TIMEOUT_MS)
+    page.goto(link)
+    page.get_by_label("Username").fill("kim")
+    page.get_by_label("Password", exact=True).fill(password)
+    page.get_by_label("Password again").fill(password)
+    page.get_by_role("button", name="Accept the invitation").click()
+    page.wait_for_url(f"**/app/{ORG}/registry/modules")
+
+    page.get_by_role("link", name="Two-factor sign-in").click()
+    check_page(page)
+    page.get_by_role("button", name="Set up two-factor sign-in").click()
+    expect(page.locator(".qr svg")).to_be_visible()
+    check_page(page)
+    secret = page.locator("#totp-secret").inner_text()
+    page.get_by_label("The code your app shows now").fill(pyotp.TOTP(secret).now())
+    page.get_by_role("button", name="Turn two-factor sign-in on").click()
+    codes = page.locator("#recovery-codes code").all_inner_texts()
+    assert len(codes) == 10
+    check_page(page)
+
+    page.get_by_role("button", name="Sign out").click()
+    sign_in_with_password(page, "kim", password)
+    page.wait_for_url("**/app/sign-in/two-factor")
+    check_page(page)
+    page.get_by_label("Code from your authenticator app, or a recovery code").fill(codes[0])
+    page.get_by_role("button", name="Sign in").click()
+    page.wait_for_url("**/app/organizations")
+    page.get_by_role("button", name="Sign out").click()
+
+    page.get_by_role("link", name="Forgot your password?").click()
+    check_page(page)
+    page.get_by_label("Username or email").fill(email)
+    page.get_by_role("button", name="Mail me a link").click()
+    expect(page.locator("#reset-sent")).to_contain_text("If an account exists")
+    resets = wait_for(
+        lambda: [m for m in mailbox.messages if m["To"] == email and "Reset" in m["Subject"]],
+        bool,
+    )
+    (reset,) = re.findall(r"http\S+/app/password-reset/\S+", text_of(resets[0]))
+    page.goto(reset)
+    check_page(page)
+    page.get_by_label("New password", exact=True).fill(new_password)
+    page.get_by_label("New password again").fill(new_password)
+    page.get_by_role("button", name="Set the password").click()
+    expect(page.locator("#reset-done")).to_be_visible()
+    check_page(page)
+    page.goto(reset)  # used
+    expect(page.locator("#reset-link-error")).to_contain_text("already been used")
+    page.goto("/app/sign-in")
+    sign_in_with_password(page, "kim", new_password)
+    page.wait_for_url("**/app/sign-in/two-factor")
+    page.get_by_label("Code from your authenticator app, or a recovery code").fill(codes[1])
+    page.get_by_role("button", name="Sign in").click()
+    page.wait_for_url("**/app/organizations")
+    context.close()

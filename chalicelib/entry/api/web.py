@@ -1,8 +1,14 @@
 """Route group ``web``: the browser UI (HTML pages, sign-in sessions, static assets)."""
 
+from chalicelib.accounts import memberships
 from chalicelib.entry.factory import create_app
+from chalicelib.web.account_routes import bp as account_bp
 from chalicelib.web.login import bp as login_bp
 from chalicelib.web.routes import bp
 from chalicelib.web.sso import bp as sso_bp
 
-app = create_app("registry-web", [bp, login_bp, sso_bp])
+# Password reset links go out through the site's SMTP settings (accounts may not import
+# admin).
+memberships.use_mail("chalicelib.admin.mail")
+
+app = create_app("registry-web", [bp, account_bp, login_bp, sso_bp])

@@ -1,0 +1,107 @@
+"""Password reset by mail: a one-time link, valid ``RESET_SECONDS``.
+
+* ``request(login, source, base_url)`` answers nothing, whether or not an account matches
+  (no account enumeration); it is throttled per address and per login text
+  (``signin.count_reset_request``). For a user found by username or email address
+  (``signin.find_user``) and not suspended, a random secret is made and only its SHA-256
+  kept on the user, with its expiry, replacing any earlier link (which is thereby
+  withdrawn); the link, ``/app/password-reset/<user id>.<secret>``, goes out through the
+  site's SMTP settings (``memberships.mail()``), never into a log or an answer.
+* ``open_link(token)`` is the user of a live link, else None (forged, used, withdrawn,
+  expired). ``use(token, password, again)`` checks the password policy
+  (``passwords.check``: a 422 that changes nothing), then sets the new hash and removes the
+  link in one conditional update requiring the link to be still the stored one: it works once.
+"""
+
+from __future__ import annotations
+
+import hmac
+import logging
+import re
+import secrets
+from datetime import timedelta
+
+from pynamodb.exceptions import UpdateError
+
+from chalicelib.accounts import memberships, passwords, service, signin
+from chalicelib.accounts.store import UserModel
+from chalicelib.core.api.errors import ApiError
+from chalicelib.core.auth import hash_token
+from chalicelib.core.data import db
+from chalicelib.core.data.ids import now
+
+log = logging.getLogger("registry.resets")
+
+RESET_SECONDS = 60 * 60
+RESET_PATH = "/app/password-reset/"
+_TOKEN = re.compile(r"(user-[A-Za-z0-9]{1,64})\.([A-Za-z0-9_-]{43})")
+
+
+def available() -> bool:
+    """Whether the site can send mail (else the form says to ask an administrator)."""
+    sender = memberships.mail()
+    return bool(sender and sender.configured())
+
+
+def request(login: str, source: str, base_url: str) -> None:
+    """Mail a reset link to the account ``login`` names, if there is one (see the module's
+    docstring). Raises ``signin.Throttled`` past the bounds."""
+    signin.count_reset_request(login, source)
+    user = signin.find_user(login)
+    sender = memberships.mail()
+    if user is None or user.suspended or not user.email or sender is None:
+        log.info("password reset asked for no account that may have one")
+        return
+    secret = secrets.token_urlsafe(32)
+    user.update(
+        actions=[
+            UserModel.reset_hash.set(hash_token(secret)),
+            UserModel.reset_expires_at.set(now() + timedelta(seconds=RESET_SECONDS)),
+        ]
+    )
+    link = f"{base_url.rstrip('/')}{RESET_PATH}{user.id}.{secret}"
+    try:
+        sender.send_password_reset(user.email, link)
+    except ApiError as failed:  # the same answer still: a failure would tell the account exists
+        log.warning("password reset mail for %s not delivered: %s", user.id, failed.detail)
+        return
+    log.info("password reset link mailed for %s", user.id)
+
+
+def open_link(token: str) -> UserModel | None:
+    """The user whose live reset link ``token`` is (None: forged, used, withdrawn, expired)."""
+    match = _TOKEN.fullmatch(token or "")
+    if match is None:
+        return None
+    user = service.find_user(match.group(1))
+    if user is None or user.reset_hash is None or user.reset_expires_at is None:
+        return None
+    if user.suspended or user.reset_expires_at <= now():
+        return None
+    if not hmac.compare_digest(user.reset_hash.encode(), hash_token(match.group(2)).encode()):
+        return None
+    return user
+
+
+def use(token: str, password: str, again: str) -> UserModel | None:
+    """Set the new password through a live link, once: the user, or None when the link is
+    not (or no longer) live. A password the policy refuses is a 422 that changes nothing."""
+    user = open_link(token)
+    if user is None:
+        return None
+    passwords.check(password, again)
+    try:
+        user.update(
+            actions=[
+                UserModel.password_hash.set(passwords.hash_password(password)),
+                UserModel.reset_hash.remove(),
+                UserModel.reset_expires_at.remove(),
+            ],
+            condition=UserModel.reset_hash == user.reset_hash,
+        )
+    except UpdateError as exc:
+        if db.conditional_failure(exc):
+            return None  # used (or replaced) meanwhile
+        raise
+    log.info("password reset for %s", user.id)
+    return user

@@ -1,0 +1,181 @@
+"""Two-factor sign-in: TOTP codes (RFC 6238, through pyotp) and single-use recovery codes.
+
+* Enrolling: ``begin(user)`` makes a random base32 secret, keeps it sealed with KMS
+  (``core.secrets``) as the user's pending secret and returns it with its ``otpauth://``
+  URI; ``confirm(user, code)`` checks a current code against the pending secret, makes it
+  the live one and stores the SHA-256 of ``RECOVERY_CODES`` new recovery codes, which it
+  returns (shown once, never stored in clear).
+* Checking (``verify(user, code)``): a six-digit code of the current 30-second step, or of
+  the step before or after (clock drift), works once: the step of the last code accepted is
+  kept on the user and a conditional update refuses a step at or before it, so a code seen
+  over a shoulder, or sent twice in parallel, is refused. A recovery code is taken out of the
+  user's set by a conditional update that requires it to be there: it works once.
+* ``disable(user_id)`` removes all of it (the user, a site admin's action).
+
+Nothing here logs a code, a secret or a recovery code.
+"""
+
+from __future__ import annotations
+
+import hmac
+import re
+import secrets as random
+import time
+from typing import TYPE_CHECKING
+
+from pynamodb.exceptions import UpdateError
+
+from chalicelib.accounts.store import UserModel
+from chalicelib.core import secrets
+from chalicelib.core.auth import hash_token
+from chalicelib.core.data import db
+
+if TYPE_CHECKING:
+    import pyotp
+
+ISSUER = "Terraform module registry"
+PURPOSE = "accounts/totp-secret"
+RECOVERY_CODES = 10
+STEP_SECONDS = 30
+DRIFT_STEPS = 1
+_CODE = re.compile(r"[0-9]{6}")
+_RECOVERY = re.compile(r"[0-9a-f]{16}")
+
+
+def _totp(secret: str) -> pyotp.TOTP:
+    import pyotp  # loads with the first code checked, not with the function
+
+    return pyotp.TOTP(secret, interval=STEP_SECONDS)
+
+
+def enabled(user: UserModel) -> bool:
+    return user.totp_secret is not None
+
+
+def begin(user: UserModel) -> tuple[str, str]:
+    """A new pending secret for ``user`` (replacing any earlier pending one): the secret and
+    its ``otpauth://`` URI. The live secret, if any, is untouched until ``confirm``."""
+    import pyotp
+
+    secret = pyotp.random_base32()
+    user.update(actions=[UserModel.totp_pending.set(secrets.seal(secret, purpose=PURPOSE))])
+    return secret, uri(user, secret)
+
+
+def uri(user: UserModel, secret: str) -> str:
+    return _totp(secret).provisioning_uri(name=user.username, issuer_name=ISSUER)
+
+
+def pending_secret(user: UserModel) -> str | None:
+    """The secret ``begin`` made, while it waits to be confirmed."""
+    if user.totp_pending is None:
+        return None
+    return secrets.unseal(user.totp_pending, purpose=PURPOSE)
+
+
+def _step_of(secret: str, code: str) -> int | None:
+    """The time step whose code ``code`` is (now, or one step either side), else None."""
+    code = re.sub(r"\s", "", code)
+    if not _CODE.fullmatch(code):
+        return None
+    totp = _totp(secret)
+    current = int(time.time() // STEP_SECONDS)
+    for step in range(current - DRIFT_STEPS, current + DRIFT_STEPS + 1):
+        if hmac.compare_digest(totp.generate_otp(step).encode(), code.encode()):
+            return step
+    return None
+
+
+def _new_recovery_codes() -> list[str]:
+    codes = [random.token_hex(8) for _ in range(RECOVERY_CODES)]
+    return [f"{c[:4]}-{c[4:8]}-{c[8:12]}-{c[12:]}" for c in codes]
+
+
+def _recovery_hashes(codes: list[str]) -> set[str]:
+    """What is stored of freshly made recovery codes (each is well-formed)."""
+    hashes = {_recovery_hash(code) for code in codes}
+    return {h for h in hashes if h is not None}
+
+
+def _recovery_hash(code: str) -> str | None:
+    plain = re.sub(r"[\s-]", "", code).lower()
+    return hash_token("recovery:" + plain) if _RECOVERY.fullmatch(plain) else None
+
+
+def confirm(user: UserModel, code: str) -> list[str] | None:
+    """Turn two-factor on when ``code`` is a current code of the pending secret: the new
+    recovery codes (to show once), else None (nothing changed)."""
+    secret = pending_secret(user)
+    step = _step_of(secret, code) if secret else None
+    if step is None:
+        return None
+    codes = _new_recovery_codes()
+    try:
+        user.update(
+            actions=[
+                UserModel.totp_secret.set(user.totp_pending),
+                UserModel.totp_pending.remove(),
+                UserModel.totp_last_step.set(step),
+                UserModel.recovery_hashes.set(_recovery_hashes(codes)),
+            ],
+            condition=UserModel.totp_pending == user.totp_pending,
+        )
+    except UpdateError as exc:
+        if db.conditional_failure(exc):
+            return None  # confirmed (or begun again) meanwhile
+        raise
+    return codes
+
+
+def verify(user: UserModel, code: str) -> bool:
+    """Whether ``code`` is a TOTP code or a recovery code of ``user`` not used before; using
+    it is recorded in the same conditional update that accepts it."""
+    if user.totp_secret is None:
+        return False
+    recovery = _recovery_hash(code)
+    if recovery is not None:
+        return _use_recovery_code(user, recovery)
+    step = _step_of(secrets.unseal(user.totp_secret, purpose=PURPOSE), code)
+    if step is None:
+        return False
+    last = UserModel.totp_last_step
+    return _conditional(
+        user,
+        [last.set(step)],
+        (UserModel.totp_secret == user.totp_secret) & (last.does_not_exist() | (last < step)),
+    )
+
+
+def _use_recovery_code(user: UserModel, recovery: str) -> bool:
+    return _conditional(
+        user,
+        [UserModel.recovery_hashes.delete({recovery})],
+        UserModel.recovery_hashes.contains(recovery),
+    )
+
+
+def _conditional(user: UserModel, actions: list, condition: object) -> bool:
+    try:
+        user.update(actions=actions, condition=condition)
+    except UpdateError as exc:
+        if db.conditional_failure(exc):
+            return False
+        raise
+    return True
+
+
+def recovery_codes_left(user: UserModel) -> int:
+    return len(user.recovery_hashes or ())
+
+
+def disable(user_id: str) -> None:
+    """Two-factor off for the user (a no-op when it was off)."""
+    UserModel(user_id).update(
+        actions=[
+            UserModel.totp_secret.remove(),
+            UserModel.totp_pending.remove(),
+            UserModel.totp_last_step.remove(),
+            UserModel.recovery_hashes.remove(),
+        ],
+        condition=UserModel.id.exists(),
+    )
