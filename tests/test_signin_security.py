@@ -440,3 +440,32 @@ def test_a_reset_mail_that_cannot_go_out_gets_the_same_answer(
     known = ask_reset(browser, "jane")
     assert known.status_code == unknown.status_code == 200 and known.text == unknown.text
     assert "not delivered" in caplog.text and RESET + "/" not in caplog.text
+
+
+def test_a_password_changed_through_the_api_withdraws_a_waiting_reset_link(
+    api: Api, clock: SimpleNamespace, smtp: Any
+) -> None:
+    """Someone who asked for a reset link, then changed the password with the Account API
+    (the current one at hand), leaves no live link behind that could undo the change."""
+    from chalicelib.accounts import service
+    from chalicelib.core.auth import Principal
+
+    user_id = make_user()
+    browser = Browser(api.client)
+    ask_reset(browser, "jane")
+    path = mailed_path(smtp)
+    assert browser.get(path).status_code == 200
+    _, token = service.create_user_token(Principal("user", user_id, None), user_id, None, None)
+    change = {
+        "data": {
+            "type": "users",
+            "attributes": {
+                "current_password": PASSWORD,
+                "password": NEW_PASSWORD,
+                "password_confirmation": NEW_PASSWORD,
+            },
+        }
+    }
+    assert api.as_(token).patch("/api/v2/account/password", change).status == 200
+    assert browser.get(path).status_code == 410
+    assert attempt(Browser(api.client), "jane", NEW_PASSWORD).status_code == 303

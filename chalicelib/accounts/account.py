@@ -139,7 +139,12 @@ def change_password(
     expected = UserModel.password_hash == old if old else UserModel.password_hash.does_not_exist()
     try:
         user.update(
-            actions=[UserModel.password_hash.set(passwords.hash_password(password or ""))],
+            actions=[
+                UserModel.password_hash.set(passwords.hash_password(password or "")),
+                # A reset link asked for earlier must not undo the change.
+                UserModel.reset_hash.remove(),
+                UserModel.reset_expires_at.remove(),
+            ],
             condition=expected & UserModel.id.exists(),
         )
     except UpdateError as exc:

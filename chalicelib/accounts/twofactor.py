@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import hmac
 import re
-import secrets as random
+import secrets as stdlib_secrets
 import time
 from typing import TYPE_CHECKING
 
@@ -87,7 +87,7 @@ def _step_of(secret: str, code: str) -> int | None:
 
 
 def _new_recovery_codes() -> list[str]:
-    codes = [random.token_hex(8) for _ in range(RECOVERY_CODES)]
+    codes = [stdlib_secrets.token_hex(8) for _ in range(RECOVERY_CODES)]
     return [f"{c[:4]}-{c[4:8]}-{c[8:12]}-{c[12:]}" for c in codes]
 
 
