@@ -154,6 +154,10 @@ HEAVY = {
     "chalicelib.modules.ingest.hcl": "the HCL parser (ingest only)",
     "chalicelib.modules.ingest.archive": "reading module archives (ingest only)",
 }
+# pyOpenSSL is a test-only package here (pysaml2's, the tests' SAML identity provider): the
+# Lambda package has none, and botocore loads it (with cryptography) whenever it can. Hidden
+# as it is in Lambda.
+HIDE_TEST_ONLY = "sys.modules['OpenSSL'] = None"
 # A function allowed one of them anyway (logical id -> modules), with the reason in a comment;
 # none is. An exemption no longer needed fails the test too, so that this list only shrinks.
 STILL_LOADS: dict[str, set[str]] = {}
@@ -164,7 +168,7 @@ def test_entry_modules_leave_heavy_modules_to_first_use(function):
     """A regression here costs every cold start of the function: import the module where it
     is first used (with a comment saying why), or see STILL_LOADS."""
     code = (
-        f"import sys, json; import {function.entry_module}; "
+        f"import sys, json; {HIDE_TEST_ONLY}; import {function.entry_module}; "
         f"print(json.dumps([m for m in {sorted(HEAVY)!r} if m in sys.modules]))"
     )
     result = subprocess.run(
