@@ -54,6 +54,15 @@ CONTENT_TYPES = ["application/vnd.api+json", "application/json"]
 JSONAPI_PREFIX = "/api/v2/"
 # The registry protocol's routes: not JSON:API, errors are ``{"errors": ["..."]}``.
 REGISTRY_PROTOCOL_PREFIX = "/api/registry/"
+# ... except TFE's GPG keys API, which lives under /api/registry/ but speaks JSON:API.
+REGISTRY_JSONAPI_PREFIX = "/api/registry/private/v2/"
+
+
+def speaks_registry_protocol(path: str) -> bool:
+    """Whether errors on ``path`` take the registry protocol's shape, not JSON:API's."""
+    return path.startswith(REGISTRY_PROTOCOL_PREFIX) and not path.startswith(
+        REGISTRY_JSONAPI_PREFIX
+    )
 
 
 def host_of(base_url: str) -> str:
@@ -305,7 +314,7 @@ def rewrite_chalice_errors(event: Any, get_response: Callable[[Any], Response]) 
     error_class = _CHALICE_ERRORS.get(response.status_code, ApiError)
     error = error_class(str(body["Message"]))
     error.status = response.status_code
-    protocol = (getattr(event, "path", "") or "").startswith(REGISTRY_PROTOCOL_PREFIX)
+    protocol = speaks_registry_protocol(getattr(event, "path", "") or "")
     rewritten = (registry_error_response if protocol else error_response)(error)
     content_type = rewritten.headers["Content-Type"]
     for name, value in response.headers.items():
