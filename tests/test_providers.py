@@ -595,3 +595,48 @@ def test_a_user_publishes_through_a_manage_providers_team(
     assert bob.get(PROVIDER).data["attributes"]["permissions"]["can-delete"] is False
     assert create_version(ann).status == 201
     assert ann.get(PROVIDER).data["attributes"]["permissions"]["can-delete"] is True
+
+
+def test_manage_providers_round_trips_through_the_team_api_and_decides(
+    acme: Api, provider: dict[str, Any], rsa_key: tuple[str, str]
+) -> None:
+    """``organization-access.manage-providers`` as go-tfe's OrganizationAccess sends it: set
+    on create, rendered on show, cleared on update; the team's token publishes exactly while
+    it is set. An organization token reads but never publishes (as for modules)."""
+    created = acme.post(
+        "/api/v2/organizations/acme/teams",
+        doc("teams", name="ci", **{"organization-access": {"manage-providers": True}}),
+    )
+    assert created.status == 201, created.json
+    team_id = created.data["id"]
+    assert created.data["attributes"]["organization-access"]["manage-providers"] is True
+    shown = acme.get(f"/api/v2/teams/{team_id}").data["attributes"]["organization-access"]
+    assert shown["manage-providers"] is True and shown["manage-modules"] is False
+    token = acme.post(f"/api/v2/teams/{team_id}/authentication-token").data["attributes"]["token"]
+    team = acme.as_(token)
+    assert team.get(PROVIDER).data["attributes"]["permissions"]["can-delete"] is True
+    assert create_version(team, "1.0.0").status == 201
+
+    patched = acme.patch(
+        f"/api/v2/teams/{team_id}",
+        doc("teams", **{"organization-access": {"manage-providers": False}}),
+    )
+    assert patched.status == 200, patched.json
+    assert patched.data["attributes"]["organization-access"]["manage-providers"] is False
+    shown = acme.get(f"/api/v2/teams/{team_id}").data["attributes"]["organization-access"]
+    assert shown["manage-providers"] is False
+    assert team.get(PROVIDER).data["attributes"]["permissions"]["can-delete"] is False
+    assert create_version(team, "2.0.0").status == 404
+    assert team.delete(PROVIDER).status == 404
+
+    org_token = acme.post("/api/v2/organizations/acme/authentication-token")
+    assert org_token.status == 201, org_token.json
+    organization = acme.as_(org_token.data["attributes"]["token"])
+    assert organization.get(PROVIDER).status == 200
+    assert organization.get(f"{VERSIONS}/1.0.0").data["links"] == {}
+    assert create_version(organization, "3.0.0").status == 404
+    armor, _ = rsa_key
+    body = doc("gpg-keys", namespace="acme", **{"ascii-armor": armor})
+    assert organization.post(KEYS, body).status == 404
+    assert organization.delete(PROVIDER).status == 404
+    assert [v["attributes"]["version"] for v in acme.get(VERSIONS).data] == ["1.0.0"]

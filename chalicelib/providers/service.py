@@ -61,31 +61,12 @@ class Rights:
 # ----- permissions --------------------------------------------------------------------------
 
 
-def _publishes(principal: Principal, organization: str, access: accounts.OrgAccess) -> bool:
-    """Owners (and site admins), or a team with ``manage-providers``.
-
-    ``OrgAccess`` has no ``manage_providers`` flag yet (chalicelib/accounts is another
-    helper's): until it has, the caller's teams are read here through accounts' service."""
-    if access.is_owner:
-        return True
-    if principal.kind == "team":
-        team = accounts.find_team(principal.id)
-        return bool(team and team.organization == organization and team.access.manage_providers)
-    if principal.kind != "user":
-        return False
-    user = accounts.find_user(principal.id)
-    prefix = f"{organization}/"
-    team_ids = (
-        [r[len(prefix) :] for r in (user.team_refs or ()) if r.startswith(prefix)] if user else []
-    )
-    teams = [accounts.find_team(team_id) for team_id in team_ids if team_id]
-    return any(t and t.organization == organization and t.access.manage_providers for t in teams)
-
-
 def rights(principal: Principal, organization: str) -> Rights:
-    """The caller's rights, or a 404 when the organization is missing or not theirs."""
+    """The caller's rights, or a 404 when the organization is missing or not theirs: the
+    owners, site admins and teams with ``manage-providers`` publish (``OrgAccess``), as
+    ``manage-modules`` decides for modules."""
     access = accounts.organization_access(principal, organization)
-    return Rights(read=True, publish=_publishes(principal, organization, access))
+    return Rights(read=True, publish=access.manage_providers)
 
 
 def require_publish(rights_: Rights, what: str) -> None:
