@@ -640,3 +640,83 @@ def test_manage_providers_round_trips_through_the_team_api_and_decides(
     assert organization.post(KEYS, body).status == 404
     assert organization.delete(PROVIDER).status == 404
     assert [v["attributes"]["version"] for v in acme.get(VERSIONS).data] == ["1.0.0"]
+
+
+# ----- the organization's delete cascades ---------------------------------------------------
+
+
+def test_deleting_the_organization_deletes_its_providers_keys_and_files(
+    acme: Api, provider: dict[str, Any], rsa_key: tuple[str, str]
+) -> None:
+    """Providers, versions, platforms, GPG keys and every uploaded file go with their
+    organization; another organization's stay; a new organization of the same name sees
+    nothing of the old one's."""
+    from chalicelib.providers.store import (
+        GpgKeyModel,
+        ProviderModel,
+        ProviderPlatformModel,
+        ProviderVersionModel,
+    )
+
+    armor, _ = rsa_key
+    key_body = doc("gpg-keys", namespace="acme", **{"ascii-armor": armor})
+    assert acme.post(KEYS, key_body).status == 201
+    uploaded: list[str] = []
+    for version in ("1.0.0", "1.1.0"):
+        links = create_version(acme, version).data["links"]
+        uploaded += [_key_of(links["shasums-upload"]), _key_of(links["shasums-sig-upload"])]
+        for os_ in ("linux", "darwin"):
+            created = acme.post(f"{VERSIONS}/{version}/platforms", platform_body(os_))
+            assert created.status == 201, created.json
+            uploaded.append(_key_of(created.data["links"]["provider-binary-upload"]))
+    for key in uploaded:
+        _arrive(key)
+    # Another organization's provider and key, which must stay.
+    make_org(acme, "other")
+    other = acme.post(
+        "/api/v2/organizations/other/registry-providers",
+        doc(
+            "registry-providers", name="mycloud", namespace="other", **{"registry-name": "private"}
+        ),
+    )
+    assert other.status == 201
+    assert (
+        acme.post(KEYS, doc("gpg-keys", namespace="other", **{"ascii-armor": armor})).status == 201
+    )
+    other_file = _key_of(
+        acme.post(
+            "/api/v2/organizations/other/registry-providers/private/other/mycloud/versions",
+            doc("registry-provider-versions", version="1.0.0", **{"key-id": "ab"}),
+        ).data["links"]["shasums-upload"]
+    )
+    _arrive(other_file)
+
+    assert acme.delete("/api/v2/organizations/acme").status == 204
+
+    s3 = client("s3")
+    bucket = get_settings().bucket
+    left = [o["Key"] for o in s3.list_objects_v2(Bucket=bucket).get("Contents", [])]
+    assert not set(uploaded) & set(left) and other_file in left
+    assert [p.organization for p in ProviderModel.scan()] == ["other"]
+    assert [k.namespace for k in GpgKeyModel.scan()] == ["other"]
+    assert [v.provider_id for v in ProviderVersionModel.scan()] == [other.data["id"]]
+    assert list(ProviderPlatformModel.scan()) == []
+    assert acme.get(f"/api/v2/registry-providers/{provider['id']}").status == 404
+
+    make_org(acme, "acme")
+    assert acme.get(ORG).data == []
+    assert acme.get(PROVIDER).status == 404
+    assert acme.get(f"{KEYS}?filter[namespace]=acme").data == []
+    assert (
+        acme.post(
+            ORG,
+            doc(
+                "registry-providers",
+                name="mycloud",
+                namespace="acme",
+                **{"registry-name": "private"},
+            ),
+        ).status
+        == 201
+    )
+    assert acme.get(VERSIONS).data == []

@@ -18,6 +18,7 @@ from chalicelib.core.data.ids import new_id, now
 from chalicelib.core.settings import get_settings
 from chalicelib.providers import keys, store
 from chalicelib.providers.store import (
+    GpgKeyModel,
     ProviderModel,
     ProviderPlatformModel,
     ProviderVersionModel,
@@ -185,9 +186,23 @@ def get_provider_by_id(principal: Principal, provider_id: str) -> tuple[Provider
 def delete_provider(principal: Principal, ref: ProviderRef) -> None:
     provider, rights_ = get_provider(principal, ref)
     require_publish(rights_, "deleting a provider")
+    _delete_provider_record(provider)
+
+
+def _delete_provider_record(provider: ProviderModel) -> None:
+    """The provider with its versions, platforms and their files (the provider last, so an
+    interrupted delete can be repeated)."""
     for version in store.versions_of(provider.id):
         _delete_version(provider, version)
     provider.delete()
+
+
+def delete_all_for_organization(organization: str) -> None:
+    """Every provider (public entries too) and GPG key of an organization being deleted
+    (``lifecycle.delete_organization``): a new organization of that name starts empty."""
+    for provider in ProviderModel.query(organization):
+        _delete_provider_record(provider)
+    store.delete_all(GpgKeyModel.query(organization))
 
 
 # ----- versions -----------------------------------------------------------------------------
