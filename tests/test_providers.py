@@ -720,3 +720,95 @@ def test_deleting_the_organization_deletes_its_providers_keys_and_files(
         == 201
     )
     assert acme.get(VERSIONS).data == []
+
+
+# ----- tag bindings (go-tfe's RegistryProviders.Update / ListTagBindings, beta) -------------
+
+
+def provider_bindings_doc(bindings: Any) -> dict[str, Any]:
+    """go-tfe's ``RegistryProviderUpdateOptions``: no primary type, the bindings a
+    relationship (``None``: the relationship left out)."""
+    data: dict[str, Any] = {"type": ""}
+    if bindings is not None:
+        items = [{"type": "tag-bindings", "attributes": b} for b in bindings]
+        data["relationships"] = {"tag-bindings": {"data": items}}
+    return {"data": data}
+
+
+def provider_bindings(api: Api, provider_id: str) -> list[tuple[str, str]]:
+    reply = api.get(f"/api/v2/registry-providers/{provider_id}/tag-bindings")
+    assert reply.status == 200, reply.json
+    assert all(b["type"] == "tag-bindings" and b["id"].startswith("tb-") for b in reply.data)
+    return [(b["attributes"]["key"], b["attributes"]["value"]) for b in reply.data]
+
+
+def test_provider_tag_bindings_are_replaced_by_the_patch_and_listed(
+    acme: Api, provider: dict[str, Any]
+) -> None:
+    link = f"/api/v2/registry-providers/{provider['id']}/tag-bindings"
+    assert provider["relationships"]["tag-bindings"] == {"links": {"related": link}}
+    assert provider_bindings(acme, provider["id"]) == []
+
+    updated = acme.patch(
+        PROVIDER, provider_bindings_doc([{"key": "team", "value": "net"}, {"key": "tier"}])
+    )
+    assert updated.status == 200, updated.json
+    assert updated.data["id"] == provider["id"]
+    assert updated.data["relationships"]["tag-bindings"] == {"links": {"related": link}}
+    assert provider_bindings(acme, provider["id"]) == [("team", "net"), ("tier", "")]
+    team_id = acme.get(link).data[0]["id"]
+    # Read by id (go-tfe's RegistryProviderID{ID}) shows the same relationship.
+    by_id = acme.get(f"/api/v2/registry-providers/{provider['id']}").data
+    assert by_id["relationships"]["tag-bindings"] == {"links": {"related": link}}
+
+    # Left out: unchanged. Replaced: a kept key keeps its id.
+    assert acme.patch(PROVIDER, provider_bindings_doc(None)).status == 200
+    assert provider_bindings(acme, provider["id"]) == [("team", "net"), ("tier", "")]
+    acme.patch(PROVIDER, provider_bindings_doc([{"key": "team", "value": "platform"}]))
+    assert provider_bindings(acme, provider["id"]) == [("team", "platform")]
+    assert acme.get(link).data[0]["id"] == team_id
+
+    # The bounds modules have: a 422 with a pointer, nothing changed.
+    pointer = "/data/relationships/tag-bindings/data"
+    too_many = [{"key": f"k{i}"} for i in range(51)]
+    for bad, where in (
+        ([{"key": ""}], f"{pointer}/0/attributes/key"),
+        ([{"key": "a"}, {"key": "a"}], f"{pointer}/1/attributes/key"),
+        ([{"key": "hc:x"}], f"{pointer}/0/attributes/key"),
+        ([{"key": "k" * 129}], f"{pointer}/0/attributes/key"),
+        ([{"key": "k", "value": "v" * 257}], f"{pointer}/0/attributes/value"),
+        (too_many, pointer),
+    ):
+        reply = acme.patch(PROVIDER, provider_bindings_doc(bad))
+        assert reply.status == 422 and reply.error["source"]["pointer"] == where, reply.json
+    malformed = {"data": {"type": "", "relationships": {"tag-bindings": {"data": 5}}}}
+    assert acme.patch(PROVIDER, malformed).status == 422
+    wrong_type = {"data": {"type": "workspaces", "relationships": {"tag-bindings": {"data": []}}}}
+    assert acme.patch(PROVIDER, wrong_type).status == 422
+    assert provider_bindings(acme, provider["id"]) == [("team", "platform")]
+
+    # [] clears; 50 fit.
+    assert acme.patch(PROVIDER, provider_bindings_doc([])).status == 200
+    assert provider_bindings(acme, provider["id"]) == []
+    assert acme.patch(PROVIDER, provider_bindings_doc(too_many[:50])).status == 200
+    assert len(provider_bindings(acme, provider["id"])) == 50
+
+
+def test_provider_tag_bindings_permissions(acme: Api, provider: dict[str, Any]) -> None:
+    _, publisher = make_team(acme, "acme", "publishers", manage_providers=True)
+    _, reader = make_team(acme, "acme", "readers", manage_modules=True)
+    make_org(acme, "other")
+    _, outsider = make_team(acme, "other", "owners-of-other", manage_providers=True)
+    acme.patch(PROVIDER, provider_bindings_doc([{"key": "team", "value": "net"}]))
+    link = f"/api/v2/registry-providers/{provider['id']}/tag-bindings"
+
+    assert provider_bindings(acme.as_(reader), provider["id"]) == [("team", "net")]
+    for token in (reader, outsider):
+        assert acme.as_(token).patch(PROVIDER, provider_bindings_doc([])).status == 404
+    assert acme.as_(outsider).get(link).status == 404
+    assert acme.get("/api/v2/registry-providers/prov-unknown/tag-bindings").status == 404
+    assert acme.patch(f"{ORG}/private/acme/nothing", provider_bindings_doc([])).status == 404
+    assert provider_bindings(acme, provider["id"]) == [("team", "net")]
+    updated = acme.as_(publisher).patch(PROVIDER, provider_bindings_doc([{"key": "x"}]))
+    assert updated.status == 200, updated.json
+    assert provider_bindings(acme, provider["id"]) == [("x", "")]

@@ -8,14 +8,17 @@ as if the organization did not exist.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from chalicelib.accounts import service as accounts
 from chalicelib.artifacts import objects, semver
+from chalicelib.core import tagbindings
 from chalicelib.core.api.errors import Forbidden, NotFound, Unprocessable
 from chalicelib.core.auth import Principal
 from chalicelib.core.data.ids import new_id, now
 from chalicelib.core.settings import get_settings
+from chalicelib.core.tagbindings import Binding
 from chalicelib.providers import keys, store
 from chalicelib.providers.store import (
     GpgKeyModel,
@@ -181,6 +184,25 @@ def get_provider_by_id(principal: Principal, provider_id: str) -> tuple[Provider
     if found is None or not accounts.can_read_organization(principal, found.organization):
         raise NotFound(f"registry provider {provider_id!r} not found")
     return found, rights(principal, found.organization)
+
+
+def update_provider(
+    principal: Principal, ref: ProviderRef, tag_bindings: Sequence[Binding] | None
+) -> tuple[ProviderModel, Rights]:
+    """Tag bindings are all a provider's PATCH changes (as go-tfe's ``Update`` says):
+    ``tag_bindings`` (already validated, bounded as modules' are) replaces the set, kept keys
+    keeping their ids; None leaves it. Publishers only, like every other change."""
+    provider, rights_ = get_provider(principal, ref)
+    require_publish(rights_, "updating a provider")
+    actions = [ProviderModel.updated_at.set(now())]
+    if tag_bindings is not None:
+        replaced = tagbindings.replace(provider.tag_bindings or [], tag_bindings)
+        actions.append(ProviderModel.tag_bindings.set(replaced))
+    try:
+        store.update_provider(provider, actions)
+    except store.Gone:
+        raise NotFound("the provider was deleted while it was being updated") from None
+    return provider, rights_
 
 
 def delete_provider(principal: Principal, ref: ProviderRef) -> None:
