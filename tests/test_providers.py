@@ -812,3 +812,34 @@ def test_provider_tag_bindings_permissions(acme: Api, provider: dict[str, Any]) 
     updated = acme.as_(publisher).patch(PROVIDER, provider_bindings_doc([{"key": "x"}]))
     assert updated.status == 200, updated.json
     assert provider_bindings(acme, provider["id"]) == [("x", "")]
+
+
+# ----- empty lists (go-tfe's "without providers", "without versions", "without platforms") --
+
+
+def test_empty_lists_have_no_pages(acme: Api, provider: dict[str, Any]) -> None:
+    """TFE answers ``total-pages: 0`` for an empty list (go-tfe asserts it on the provider,
+    version and platform lists), on every list the shared pagination serves; a list with
+    items keeps at least one page."""
+    make_org(acme, "empty")
+    assert create_version(acme, "1.0.0").status == 201
+    empty_provider = acme.post(
+        "/api/v2/organizations/empty/registry-providers",
+        doc("registry-providers", name="bare", namespace="empty", **{"registry-name": "private"}),
+    )
+    assert empty_provider.status == 201
+    for path in (
+        "/api/v2/organizations/empty/registry-providers?filter[registry_name]=public",
+        "/api/v2/organizations/empty/registry-providers/private/empty/bare/versions",
+        f"{VERSIONS}/1.0.0/platforms",
+        f"{KEYS}?filter[namespace]=empty",
+        "/api/v2/organizations/empty/registry-modules",
+    ):
+        reply = acme.get(path)
+        assert reply.status == 200 and reply.data == [], (path, reply.json)
+        pagination = reply.json["meta"]["pagination"]
+        assert pagination["total-count"] == 0 and pagination["total-pages"] == 0, path
+        assert pagination["current-page"] == 1 and pagination["next-page"] is None, path
+        assert pagination["prev-page"] is None, path
+    one = acme.get(ORG).json["meta"]["pagination"]
+    assert one["total-count"] == 1 and one["total-pages"] == 1 and one["next-page"] is None
