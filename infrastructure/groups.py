@@ -72,7 +72,8 @@ class Function:
 
 ROUTE_GROUPS: tuple[Function, ...] = (
     # APIHandler is the function Chalice generates; it serves the accounts group. Deleting an
-    # organization cascades into its modules, VCS connections, workspaces and tags.
+    # organization cascades into its modules, providers (and their files: DeleteObject) and
+    # GPG keys, VCS connections, workspaces and tags.
     Function(
         "APIHandler",
         "chalicelib.entry.api.accounts.app",
@@ -86,6 +87,7 @@ ROUTE_GROUPS: tuple[Function, ...] = (
             "organization-memberships": WRITE,
             **REGISTRY_TABLES,
             **NO_CODE_TABLES,
+            **PROVIDER_TABLES,
             **WORKSPACE_TABLES,
             **VCS_TABLES,
         },

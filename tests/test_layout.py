@@ -63,6 +63,8 @@ LAYERS: dict[str, set[str]] = {
         "vcs",
         "tags",
         "modules",
+        # Deleting an organization deletes its providers and GPG keys.
+        "providers",
     },
     "entry": {
         "core",

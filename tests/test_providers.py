@@ -595,3 +595,251 @@ def test_a_user_publishes_through_a_manage_providers_team(
     assert bob.get(PROVIDER).data["attributes"]["permissions"]["can-delete"] is False
     assert create_version(ann).status == 201
     assert ann.get(PROVIDER).data["attributes"]["permissions"]["can-delete"] is True
+
+
+def test_manage_providers_round_trips_through_the_team_api_and_decides(
+    acme: Api, provider: dict[str, Any], rsa_key: tuple[str, str]
+) -> None:
+    """``organization-access.manage-providers`` as go-tfe's OrganizationAccess sends it: set
+    on create, rendered on show, cleared on update; the team's token publishes exactly while
+    it is set. An organization token reads but never publishes (as for modules)."""
+    created = acme.post(
+        "/api/v2/organizations/acme/teams",
+        doc("teams", name="ci", **{"organization-access": {"manage-providers": True}}),
+    )
+    assert created.status == 201, created.json
+    team_id = created.data["id"]
+    assert created.data["attributes"]["organization-access"]["manage-providers"] is True
+    shown = acme.get(f"/api/v2/teams/{team_id}").data["attributes"]["organization-access"]
+    assert shown["manage-providers"] is True and shown["manage-modules"] is False
+    token = acme.post(f"/api/v2/teams/{team_id}/authentication-token").data["attributes"]["token"]
+    team = acme.as_(token)
+    assert team.get(PROVIDER).data["attributes"]["permissions"]["can-delete"] is True
+    assert create_version(team, "1.0.0").status == 201
+
+    patched = acme.patch(
+        f"/api/v2/teams/{team_id}",
+        doc("teams", **{"organization-access": {"manage-providers": False}}),
+    )
+    assert patched.status == 200, patched.json
+    assert patched.data["attributes"]["organization-access"]["manage-providers"] is False
+    shown = acme.get(f"/api/v2/teams/{team_id}").data["attributes"]["organization-access"]
+    assert shown["manage-providers"] is False
+    assert team.get(PROVIDER).data["attributes"]["permissions"]["can-delete"] is False
+    assert create_version(team, "2.0.0").status == 404
+    assert team.delete(PROVIDER).status == 404
+
+    org_token = acme.post("/api/v2/organizations/acme/authentication-token")
+    assert org_token.status == 201, org_token.json
+    organization = acme.as_(org_token.data["attributes"]["token"])
+    assert organization.get(PROVIDER).status == 200
+    assert organization.get(f"{VERSIONS}/1.0.0").data["links"] == {}
+    assert create_version(organization, "3.0.0").status == 404
+    armor, _ = rsa_key
+    body = doc("gpg-keys", namespace="acme", **{"ascii-armor": armor})
+    assert organization.post(KEYS, body).status == 404
+    assert organization.delete(PROVIDER).status == 404
+    assert [v["attributes"]["version"] for v in acme.get(VERSIONS).data] == ["1.0.0"]
+
+
+# ----- the organization's delete cascades ---------------------------------------------------
+
+
+def test_deleting_the_organization_deletes_its_providers_keys_and_files(
+    acme: Api, provider: dict[str, Any], rsa_key: tuple[str, str]
+) -> None:
+    """Providers, versions, platforms, GPG keys and every uploaded file go with their
+    organization; another organization's stay; a new organization of the same name sees
+    nothing of the old one's."""
+    from chalicelib.providers.store import (
+        GpgKeyModel,
+        ProviderModel,
+        ProviderPlatformModel,
+        ProviderVersionModel,
+    )
+
+    armor, _ = rsa_key
+    key_body = doc("gpg-keys", namespace="acme", **{"ascii-armor": armor})
+    assert acme.post(KEYS, key_body).status == 201
+    uploaded: list[str] = []
+    for version in ("1.0.0", "1.1.0"):
+        links = create_version(acme, version).data["links"]
+        uploaded += [_key_of(links["shasums-upload"]), _key_of(links["shasums-sig-upload"])]
+        for os_ in ("linux", "darwin"):
+            created = acme.post(f"{VERSIONS}/{version}/platforms", platform_body(os_))
+            assert created.status == 201, created.json
+            uploaded.append(_key_of(created.data["links"]["provider-binary-upload"]))
+    for key in uploaded:
+        _arrive(key)
+    # Another organization's provider and key, which must stay.
+    make_org(acme, "other")
+    other = acme.post(
+        "/api/v2/organizations/other/registry-providers",
+        doc(
+            "registry-providers", name="mycloud", namespace="other", **{"registry-name": "private"}
+        ),
+    )
+    assert other.status == 201
+    assert (
+        acme.post(KEYS, doc("gpg-keys", namespace="other", **{"ascii-armor": armor})).status == 201
+    )
+    other_file = _key_of(
+        acme.post(
+            "/api/v2/organizations/other/registry-providers/private/other/mycloud/versions",
+            doc("registry-provider-versions", version="1.0.0", **{"key-id": "ab"}),
+        ).data["links"]["shasums-upload"]
+    )
+    _arrive(other_file)
+
+    assert acme.delete("/api/v2/organizations/acme").status == 204
+
+    s3 = client("s3")
+    bucket = get_settings().bucket
+    left = [o["Key"] for o in s3.list_objects_v2(Bucket=bucket).get("Contents", [])]
+    assert not set(uploaded) & set(left) and other_file in left
+    assert [p.organization for p in ProviderModel.scan()] == ["other"]
+    assert [k.namespace for k in GpgKeyModel.scan()] == ["other"]
+    assert [v.provider_id for v in ProviderVersionModel.scan()] == [other.data["id"]]
+    assert list(ProviderPlatformModel.scan()) == []
+    assert acme.get(f"/api/v2/registry-providers/{provider['id']}").status == 404
+
+    make_org(acme, "acme")
+    assert acme.get(ORG).data == []
+    assert acme.get(PROVIDER).status == 404
+    assert acme.get(f"{KEYS}?filter[namespace]=acme").data == []
+    assert (
+        acme.post(
+            ORG,
+            doc(
+                "registry-providers",
+                name="mycloud",
+                namespace="acme",
+                **{"registry-name": "private"},
+            ),
+        ).status
+        == 201
+    )
+    assert acme.get(VERSIONS).data == []
+
+
+# ----- tag bindings (go-tfe's RegistryProviders.Update / ListTagBindings, beta) -------------
+
+
+def provider_bindings_doc(bindings: Any) -> dict[str, Any]:
+    """go-tfe's ``RegistryProviderUpdateOptions``: no primary type, the bindings a
+    relationship (``None``: the relationship left out)."""
+    data: dict[str, Any] = {"type": ""}
+    if bindings is not None:
+        items = [{"type": "tag-bindings", "attributes": b} for b in bindings]
+        data["relationships"] = {"tag-bindings": {"data": items}}
+    return {"data": data}
+
+
+def provider_bindings(api: Api, provider_id: str) -> list[tuple[str, str]]:
+    reply = api.get(f"/api/v2/registry-providers/{provider_id}/tag-bindings")
+    assert reply.status == 200, reply.json
+    assert all(b["type"] == "tag-bindings" and b["id"].startswith("tb-") for b in reply.data)
+    return [(b["attributes"]["key"], b["attributes"]["value"]) for b in reply.data]
+
+
+def test_provider_tag_bindings_are_replaced_by_the_patch_and_listed(
+    acme: Api, provider: dict[str, Any]
+) -> None:
+    link = f"/api/v2/registry-providers/{provider['id']}/tag-bindings"
+    assert provider["relationships"]["tag-bindings"] == {"links": {"related": link}}
+    assert provider_bindings(acme, provider["id"]) == []
+
+    updated = acme.patch(
+        PROVIDER, provider_bindings_doc([{"key": "team", "value": "net"}, {"key": "tier"}])
+    )
+    assert updated.status == 200, updated.json
+    assert updated.data["id"] == provider["id"]
+    assert updated.data["relationships"]["tag-bindings"] == {"links": {"related": link}}
+    assert provider_bindings(acme, provider["id"]) == [("team", "net"), ("tier", "")]
+    team_id = acme.get(link).data[0]["id"]
+    # Read by id (go-tfe's RegistryProviderID{ID}) shows the same relationship.
+    by_id = acme.get(f"/api/v2/registry-providers/{provider['id']}").data
+    assert by_id["relationships"]["tag-bindings"] == {"links": {"related": link}}
+
+    # Left out: unchanged. Replaced: a kept key keeps its id.
+    assert acme.patch(PROVIDER, provider_bindings_doc(None)).status == 200
+    assert provider_bindings(acme, provider["id"]) == [("team", "net"), ("tier", "")]
+    acme.patch(PROVIDER, provider_bindings_doc([{"key": "team", "value": "platform"}]))
+    assert provider_bindings(acme, provider["id"]) == [("team", "platform")]
+    assert acme.get(link).data[0]["id"] == team_id
+
+    # The bounds modules have: a 422 with a pointer, nothing changed.
+    pointer = "/data/relationships/tag-bindings/data"
+    too_many = [{"key": f"k{i}"} for i in range(51)]
+    for bad, where in (
+        ([{"key": ""}], f"{pointer}/0/attributes/key"),
+        ([{"key": "a"}, {"key": "a"}], f"{pointer}/1/attributes/key"),
+        ([{"key": "hc:x"}], f"{pointer}/0/attributes/key"),
+        ([{"key": "k" * 129}], f"{pointer}/0/attributes/key"),
+        ([{"key": "k", "value": "v" * 257}], f"{pointer}/0/attributes/value"),
+        (too_many, pointer),
+    ):
+        reply = acme.patch(PROVIDER, provider_bindings_doc(bad))
+        assert reply.status == 422 and reply.error["source"]["pointer"] == where, reply.json
+    malformed = {"data": {"type": "", "relationships": {"tag-bindings": {"data": 5}}}}
+    assert acme.patch(PROVIDER, malformed).status == 422
+    wrong_type = {"data": {"type": "workspaces", "relationships": {"tag-bindings": {"data": []}}}}
+    assert acme.patch(PROVIDER, wrong_type).status == 422
+    assert provider_bindings(acme, provider["id"]) == [("team", "platform")]
+
+    # [] clears; 50 fit.
+    assert acme.patch(PROVIDER, provider_bindings_doc([])).status == 200
+    assert provider_bindings(acme, provider["id"]) == []
+    assert acme.patch(PROVIDER, provider_bindings_doc(too_many[:50])).status == 200
+    assert len(provider_bindings(acme, provider["id"])) == 50
+
+
+def test_provider_tag_bindings_permissions(acme: Api, provider: dict[str, Any]) -> None:
+    _, publisher = make_team(acme, "acme", "publishers", manage_providers=True)
+    _, reader = make_team(acme, "acme", "readers", manage_modules=True)
+    make_org(acme, "other")
+    _, outsider = make_team(acme, "other", "owners-of-other", manage_providers=True)
+    acme.patch(PROVIDER, provider_bindings_doc([{"key": "team", "value": "net"}]))
+    link = f"/api/v2/registry-providers/{provider['id']}/tag-bindings"
+
+    assert provider_bindings(acme.as_(reader), provider["id"]) == [("team", "net")]
+    for token in (reader, outsider):
+        assert acme.as_(token).patch(PROVIDER, provider_bindings_doc([])).status == 404
+    assert acme.as_(outsider).get(link).status == 404
+    assert acme.get("/api/v2/registry-providers/prov-unknown/tag-bindings").status == 404
+    assert acme.patch(f"{ORG}/private/acme/nothing", provider_bindings_doc([])).status == 404
+    assert provider_bindings(acme, provider["id"]) == [("team", "net")]
+    updated = acme.as_(publisher).patch(PROVIDER, provider_bindings_doc([{"key": "x"}]))
+    assert updated.status == 200, updated.json
+    assert provider_bindings(acme, provider["id"]) == [("x", "")]
+
+
+# ----- empty lists (go-tfe's "without providers", "without versions", "without platforms") --
+
+
+def test_empty_lists_have_no_pages(acme: Api, provider: dict[str, Any]) -> None:
+    """TFE answers ``total-pages: 0`` for an empty list (go-tfe asserts it on the provider,
+    version and platform lists), on every list the shared pagination serves; a list with
+    items keeps at least one page."""
+    make_org(acme, "empty")
+    assert create_version(acme, "1.0.0").status == 201
+    empty_provider = acme.post(
+        "/api/v2/organizations/empty/registry-providers",
+        doc("registry-providers", name="bare", namespace="empty", **{"registry-name": "private"}),
+    )
+    assert empty_provider.status == 201
+    for path in (
+        "/api/v2/organizations/empty/registry-providers?filter[registry_name]=public",
+        "/api/v2/organizations/empty/registry-providers/private/empty/bare/versions",
+        f"{VERSIONS}/1.0.0/platforms",
+        f"{KEYS}?filter[namespace]=empty",
+        "/api/v2/organizations/empty/registry-modules",
+    ):
+        reply = acme.get(path)
+        assert reply.status == 200 and reply.data == [], (path, reply.json)
+        pagination = reply.json["meta"]["pagination"]
+        assert pagination["total-count"] == 0 and pagination["total-pages"] == 0, path
+        assert pagination["current-page"] == 1 and pagination["next-page"] is None, path
+        assert pagination["prev-page"] is None, path
+    one = acme.get(ORG).json["meta"]["pagination"]
+    assert one["total-count"] == 1 and one["total-pages"] == 1 and one["next-page"] is None

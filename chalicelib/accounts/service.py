@@ -2,7 +2,8 @@
 
 Permissions follow SPEC.md's Authentication section: site admins may do everything;
 members of an organization's teams may read it; ``manage-modules`` (or the owners team)
-allows publishing; updating and deleting modules, and managing teams and tokens, needs the
+allows publishing modules, ``manage-providers`` (or the owners team) publishing providers
+and their GPG keys; updating and deleting modules, and managing teams and tokens, needs the
 owners team. A caller without a permission gets 404, as if the thing did not exist.
 """
 
@@ -51,10 +52,24 @@ class OrgAccess:
     read_projects: bool = False
     # Inviting and removing members (the owners, and teams with ``manage-membership``).
     manage_membership: bool = False
+    # The private provider registry: providers, their versions and platforms, GPG keys (the
+    # owners, and teams with ``manage-providers``). As for modules, an organization token
+    # only reads: TFE refuses registry writes to organization tokens.
+    manage_providers: bool = False
 
     @classmethod
     def everything(cls, *, site_admin: bool = False) -> OrgAccess:
-        return cls(True, True, True, True, site_admin, True, True, True)
+        return cls(
+            can_read=True,
+            manage_modules=True,
+            manage_workspaces=True,
+            is_owner=True,
+            site_admin=site_admin,
+            manage_projects=True,
+            read_projects=True,
+            manage_membership=True,
+            manage_providers=True,
+        )
 
 
 # ----- principals ---------------------------------------------------------------------------
@@ -123,6 +138,7 @@ def _team_access(teams: Iterable[TeamModel], organization: str) -> OrgAccess:
         manage_projects=manage_projects,
         read_projects=manage_projects or any(t.access.read_projects for t in teams),
         manage_membership=any(t.access.manage_membership for t in teams),
+        manage_providers=any(t.access.manage_providers for t in teams),
     )
 
 

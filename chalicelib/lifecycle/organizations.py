@@ -3,9 +3,10 @@
 * An organization is created under the site's policy (``limit-user-organization-creation``),
   with its default project.
 * Deleting one queues the removal of its modules' webhooks at the VCS hosts while its VCS
-  connections still exist (each job carries the host and the sealed token it needs), then
-  deletes the connections, the workspaces (a tag goes with its last workspace), leftover
-  tags, the projects, and last the organization's own teams, tokens and record.
+  connections still exist (each job carries the host and the sealed token it needs), deletes
+  its providers (versions, platforms, their files in S3) and GPG keys, then the connections,
+  the workspaces (a tag goes with its last workspace), leftover tags, the projects, and last
+  the organization's own teams, tokens and record.
 
 Every step is idempotent, so a delete interrupted half-way can be repeated.
 """
@@ -35,6 +36,7 @@ def delete_organization(principal: Principal, name: str) -> None:
     from chalicelib.lifecycle.workspaces import destroy_workspace
     from chalicelib.modules import service as registry
     from chalicelib.modules.nocode import service as nocode
+    from chalicelib.providers import service as providers
     from chalicelib.tags import service as tags
     from chalicelib.vcs import service as vcs
     from chalicelib.workspaces import service as workspaces
@@ -42,6 +44,7 @@ def delete_organization(principal: Principal, name: str) -> None:
     accounts.owned_organization(principal, name)
     modules = registry.delete_all_for_organization(name)
     nocode.delete_all_for_organization(name)
+    providers.delete_all_for_organization(name)  # versions, platforms, files, GPG keys
     if any(module.webhook_registration for module in modules):
         from chalicelib.modules.publishing import hooks  # loads the VCS clients: only if needed
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from chalicelib.core import tagbindings
 from chalicelib.core.api.jsonapi import resource, to_one
 from chalicelib.core.data.ids import iso
 from chalicelib.providers import service
@@ -51,11 +52,19 @@ def provider_path(provider: ProviderModel) -> str:
     )
 
 
+def tag_bindings_path(provider_id: str) -> str:
+    """Where a provider's tag bindings are listed (its ``tag-bindings`` relationship)."""
+    return f"/api/v2/registry-providers/{provider_id}/tag-bindings"
+
+
 def render_provider(
     provider: ProviderModel, rights: Rights, versions: list[ProviderVersionModel] | None = None
 ) -> dict[str, Any]:
     """``versions``: the provider's, when the caller asked to include them."""
-    relationships: dict[str, Any] = {"organization": to_one("organizations", provider.organization)}
+    relationships: dict[str, Any] = {
+        "organization": to_one("organizations", provider.organization),
+        "tag-bindings": tagbindings.relationship(tag_bindings_path(provider.id)),
+    }
     if versions is not None:
         relationships[VERSIONS] = {"data": [{"id": v.id, "type": VERSIONS} for v in versions]}
     return resource(

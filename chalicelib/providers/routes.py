@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from chalice import Blueprint
 
+from chalicelib.core import tagbindings
 from chalicelib.core.api.errors import Unprocessable
 from chalicelib.core.api.http import Ctx, route
 from chalicelib.core.api.jsonapi import document, no_content
@@ -101,6 +102,26 @@ def show_provider(ctx: Ctx, organization_name: str, registry_name: str, namespac
     return _show(ctx, provider, rights)
 
 
+@route(
+    bp,
+    PROVIDER,
+    methods=("PATCH",),
+    body=Body(
+        "chalicelib.providers.schemas:UpdateProvider", render.PROVIDERS, type_check="lenient"
+    ),
+)
+def update_provider(
+    ctx: Ctx, organization_name: str, registry_name: str, namespace: str, name: str
+):
+    """Update a provider: ``relationships.tag-bindings`` replaces its tag bindings (``[]``
+    clears them, leaving it out keeps them)."""
+    ctx.attributes()  # the document's shape and type
+    bindings = tagbindings.from_relationship(ctx.json())
+    ref = _ref(organization_name, registry_name, namespace, name)
+    provider, rights = service.update_provider(ctx.user, ref, bindings)
+    return document(render.render_provider(provider, rights))
+
+
 @route(bp, PROVIDER, methods=("DELETE",))
 def delete_provider(
     ctx: Ctx, organization_name: str, registry_name: str, namespace: str, name: str
@@ -114,6 +135,13 @@ def delete_provider(
 def provider_by_id(ctx: Ctx, provider_id: str):
     provider, rights = service.get_provider_by_id(ctx.user, provider_id)
     return _show(ctx, provider, rights)
+
+
+@route(bp, "/api/v2/registry-providers/{provider_id}/tag-bindings")
+def provider_tag_bindings(ctx: Ctx, provider_id: str):
+    """List the tag bindings of a registry provider (by its id)."""
+    provider, _ = service.get_provider_by_id(ctx.user, provider_id)
+    return document(tagbindings.render(provider.tag_bindings or []))
 
 
 # ----- versions -----------------------------------------------------------------------------

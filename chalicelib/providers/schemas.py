@@ -24,6 +24,11 @@ class CreateProvider(Attributes):
     registry_name: str | None = None
 
 
+class UpdateProvider(Attributes):
+    """A provider's PATCH has no attributes of its own: its tag bindings are a
+    relationship (``core.tagbindings.from_relationship``)."""
+
+
 class CreateVersion(Attributes):
     version: str | None = None
     key_id: str | None = None

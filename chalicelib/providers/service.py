@@ -8,16 +8,20 @@ as if the organization did not exist.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from chalicelib.accounts import service as accounts
 from chalicelib.artifacts import objects, semver
+from chalicelib.core import tagbindings
 from chalicelib.core.api.errors import Forbidden, NotFound, Unprocessable
 from chalicelib.core.auth import Principal
 from chalicelib.core.data.ids import new_id, now
 from chalicelib.core.settings import get_settings
+from chalicelib.core.tagbindings import Binding
 from chalicelib.providers import keys, store
 from chalicelib.providers.store import (
+    GpgKeyModel,
     ProviderModel,
     ProviderPlatformModel,
     ProviderVersionModel,
@@ -61,31 +65,12 @@ class Rights:
 # ----- permissions --------------------------------------------------------------------------
 
 
-def _publishes(principal: Principal, organization: str, access: accounts.OrgAccess) -> bool:
-    """Owners (and site admins), or a team with ``manage-providers``.
-
-    ``OrgAccess`` has no ``manage_providers`` flag yet (chalicelib/accounts is another
-    helper's): until it has, the caller's teams are read here through accounts' service."""
-    if access.is_owner:
-        return True
-    if principal.kind == "team":
-        team = accounts.find_team(principal.id)
-        return bool(team and team.organization == organization and team.access.manage_providers)
-    if principal.kind != "user":
-        return False
-    user = accounts.find_user(principal.id)
-    prefix = f"{organization}/"
-    team_ids = (
-        [r[len(prefix) :] for r in (user.team_refs or ()) if r.startswith(prefix)] if user else []
-    )
-    teams = [accounts.find_team(team_id) for team_id in team_ids if team_id]
-    return any(t and t.organization == organization and t.access.manage_providers for t in teams)
-
-
 def rights(principal: Principal, organization: str) -> Rights:
-    """The caller's rights, or a 404 when the organization is missing or not theirs."""
+    """The caller's rights, or a 404 when the organization is missing or not theirs: the
+    owners, site admins and teams with ``manage-providers`` publish (``OrgAccess``), as
+    ``manage-modules`` decides for modules."""
     access = accounts.organization_access(principal, organization)
-    return Rights(read=True, publish=_publishes(principal, organization, access))
+    return Rights(read=True, publish=access.manage_providers)
 
 
 def require_publish(rights_: Rights, what: str) -> None:
@@ -201,12 +186,45 @@ def get_provider_by_id(principal: Principal, provider_id: str) -> tuple[Provider
     return found, rights(principal, found.organization)
 
 
+def update_provider(
+    principal: Principal, ref: ProviderRef, tag_bindings: Sequence[Binding] | None
+) -> tuple[ProviderModel, Rights]:
+    """Tag bindings are all a provider's PATCH changes (as go-tfe's ``Update`` says):
+    ``tag_bindings`` (already validated, bounded as modules' are) replaces the set, kept keys
+    keeping their ids; None leaves it. Publishers only, like every other change."""
+    provider, rights_ = get_provider(principal, ref)
+    require_publish(rights_, "updating a provider")
+    actions = [ProviderModel.updated_at.set(now())]
+    if tag_bindings is not None:
+        replaced = tagbindings.replace(provider.tag_bindings or [], tag_bindings)
+        actions.append(ProviderModel.tag_bindings.set(replaced))
+    try:
+        store.update_provider(provider, actions)
+    except store.Gone:
+        raise NotFound("the provider was deleted while it was being updated") from None
+    return provider, rights_
+
+
 def delete_provider(principal: Principal, ref: ProviderRef) -> None:
     provider, rights_ = get_provider(principal, ref)
     require_publish(rights_, "deleting a provider")
+    _delete_provider_record(provider)
+
+
+def _delete_provider_record(provider: ProviderModel) -> None:
+    """The provider with its versions, platforms and their files (the provider last, so an
+    interrupted delete can be repeated)."""
     for version in store.versions_of(provider.id):
         _delete_version(provider, version)
     provider.delete()
+
+
+def delete_all_for_organization(organization: str) -> None:
+    """Every provider (public entries too) and GPG key of an organization being deleted
+    (``lifecycle.delete_organization``): a new organization of that name starts empty."""
+    for provider in ProviderModel.query(organization):
+        _delete_provider_record(provider)
+    store.delete_all(GpgKeyModel.query(organization))
 
 
 # ----- versions -----------------------------------------------------------------------------

@@ -14,6 +14,7 @@ condition, never by a read before it.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 from pynamodb.attributes import (
     BooleanAttribute,
@@ -21,15 +22,20 @@ from pynamodb.attributes import (
     UnicodeAttribute,
     UTCDateTimeAttribute,
 )
-from pynamodb.exceptions import PutError, TransactWriteError
+from pynamodb.exceptions import PutError, TransactWriteError, UpdateError
 from pynamodb.indexes import AllProjection, GlobalSecondaryIndex
 from pynamodb.transactions import TransactWrite
 
 from chalicelib.core.data import db
+from chalicelib.core.tagbindings import TagBindingsAttribute
 
 
 class Taken(Exception):
     """The item's key is already used."""
+
+
+class Gone(Exception):
+    """The item was deleted meanwhile."""
 
 
 def provider_key(registry: str, namespace: str, name: str) -> str:
@@ -72,6 +78,8 @@ class ProviderModel(db.Model):
     name = UnicodeAttribute()
     created_at = UTCDateTimeAttribute()
     updated_at = UTCDateTimeAttribute()
+    # Key/value tag bindings (chalicelib.core.tagbindings), replaced by the provider's PATCH.
+    tag_bindings = TagBindingsAttribute()
 
     by_id = ProviderById()
 
@@ -116,6 +124,16 @@ def insert(item: db.Model) -> None:
     except PutError as exc:
         if db.conditional_failure(exc):
             raise Taken from None
+        raise
+
+
+def update_provider(provider: ProviderModel, actions: list[Any]) -> None:
+    """Apply ``actions`` to a provider that still exists (the same one: same id)."""
+    try:
+        provider.update(actions=actions, condition=ProviderModel.id == provider.id)
+    except UpdateError as exc:
+        if db.conditional_failure(exc):
+            raise Gone from None
         raise
 
 

@@ -57,8 +57,12 @@ def paginate(items: Sequence[T], page: Page, url: str, query: dict[str, str]) ->
 
 
 def paged(items: Sequence[T], total: int, page: Page, url: str, query: dict[str, str]) -> Paged[T]:
-    """``items``, the page already read (``chalicelib.core.data.lists``), of a list of ``total``."""
-    total_pages = max(1, math.ceil(total / page.size))
+    """``items``, the page already read (``chalicelib.core.data.lists``), of a list of ``total``.
+
+    An empty list has no pages: ``total-pages`` is 0, as TFE answers for every list (go-tfe
+    asserts it on the registry provider, version and platform lists); its ``last`` link
+    still names page 1, the page that exists to be asked for."""
+    total_pages = math.ceil(total / page.size)
     prev_page = page.number - 1 if page.number > 1 else None
     next_page = page.number + 1 if page.number < total_pages else None
     others = {k: v for k, v in query.items() if not k.startswith("page[")}
@@ -76,7 +80,7 @@ def paged(items: Sequence[T], total: int, page: Page, url: str, query: dict[str,
             "first": link(1),
             "prev": link(prev_page),
             "next": link(next_page),
-            "last": link(total_pages),
+            "last": link(max(1, total_pages)),
         },
         meta={
             "pagination": {
