@@ -1,0 +1,195 @@
+"""SAML single sign-on end to end: the real local stack, an independent IdP (pysaml2 with
+Debian's ``xmlsec1``, ``tests/saml_idp.py``) on another site (``localhost`` against the
+registry's ``127.0.0.1``), and headless Chromium.
+
+SAML is configured through the admin API with the IdP's certificate and SSO URL. Then:
+SP-initiated sign-in from "Sign in with SSO" lands signed in on the page asked for (the
+request's ``SameSite=None`` cookie survived the real cross-site form POST: without it the
+Response would name a request this browser never made) and in the team its groups name;
+IdP-initiated sign-in works; a Response from another IdP key is the error page and creates
+nobody; ``terraform login``'s authorization page sends a session-less person through SSO and
+``terraform get`` installs a module with the token it saved; the bootstrap admin's token
+still works with SAML on (break-glass).
+
+The stack is this module's own (its SAML settings must not reach other modules); the
+bootstrap token is the shared ``ADMIN_TOKEN`` so ``test_terraform_login``'s helpers serve.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import requests
+from playwright.sync_api import Browser, BrowserContext, Page, expect, sync_playwright
+
+from infrastructure import spawn
+from tests.conftest import doc
+from tests.e2e.conftest import ADMIN_TOKEN, Stack
+from tests.e2e.test_terraform_login import (
+    ORG,
+    approve_on,
+    publish_module,
+    terraform_get,
+    terraform_login,
+)
+from tests.saml_idp import Idp, IdpUser, saml_idp
+
+pytestmark = pytest.mark.e2e
+
+TIMEOUT_MS = 60_000
+TEAM = "platform"
+
+
+@dataclass
+class Site:
+    stack: Stack
+    idp: Idp
+    team_id: str
+
+
+def configure_saml(stack: Stack, **extra: object) -> None:
+    reply = stack.session().patch(
+        stack.api("/admin/saml-settings"),
+        json={"data": {"type": "saml-settings", "attributes": extra}},
+    )
+    assert reply.status_code == 200, reply.text
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
+    """Its own stack, an organization with a published module and a team, and the IdP."""
+    if shutil.which("xmlsec1") is None:
+        pytest.fail("Debian's xmlsec1 is missing: `make browser` installs it")
+    running = spawn.start(ADMIN_TOKEN, REGISTRY_RATE_LIMITING="off")
+    stack = Stack(running.url, running.moto_url, running.startup_seconds)
+    try:
+        publish_module(stack)
+        team = stack.session().post(
+            stack.api(f"/organizations/{ORG}/teams"), json=doc("teams", name=TEAM)
+        )
+        assert team.status_code == 201, team.text
+        metadata = requests.get(f"{stack.url}/users/saml/metadata", timeout=10)
+        assert metadata.status_code == 200
+        with saml_idp(tmp_path_factory.mktemp("idp"), metadata.text) as idp:
+            configure_saml(
+                stack,
+                **{
+                    "enabled": True,
+                    "idp-cert": idp.cert,
+                    "sso-endpoint-url": f"{idp.base}/sso",
+                    "slo-endpoint-url": f"{idp.base}/slo",
+                    "team-management-enabled": True,
+                },
+            )
+            yield Site(stack, idp, team.json()["data"]["id"])
+    finally:
+        output = spawn.stop(running)
+    assert "stopped" in output
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    executable = shutil.which("chromium")
+    if executable is None:
+        pytest.fail("Debian's chromium is missing: `make browser` installs it")
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=executable, headless=True)
+        yield launched
+        launched.close()
+
+
+@pytest.fixture
+def context(site: Site, browser: Browser) -> Iterator[BrowserContext]:
+    """A fresh browser (no cookies) for one scenario."""
+    opened = browser.new_context(base_url=site.stack.url, ignore_https_errors=True)
+    opened.set_default_timeout(TIMEOUT_MS)
+    yield opened
+    opened.close()
+
+
+def users_named(stack: Stack, username: str) -> list[str]:
+    reply = stack.session().get(stack.api("/admin/users"), params={"q": username})
+    assert reply.status_code == 200, reply.text
+    return [u["attributes"]["username"] for u in reply.json()["data"]]
+
+
+def team_members(stack: Stack, team_id: str) -> set[str]:
+    reply = stack.session().get(stack.api(f"/teams/{team_id}"), params={"include": "users"})
+    assert reply.status_code == 200, reply.text
+    return {u["attributes"]["username"] for u in reply.json().get("included", [])}
+
+
+def sign_in_with_sso(page: Page) -> None:
+    assert "/app/sign-in" in page.url, page.url
+    page.get_by_role("link", name="Sign in with SSO").click()
+
+
+def test_sp_initiated_sign_in_lands_on_the_page_asked_for_in_the_groups_teams(
+    site: Site, context: BrowserContext
+) -> None:
+    site.idp.user = IdpUser("ana@example.com", "ana", [TEAM, "no-such-team"])
+    page = context.new_page()
+    page.goto(f"/app/{ORG}/registry/modules")
+    sign_in_with_sso(page)
+    page.wait_for_url(f"**/app/{ORG}/registry/modules")
+    expect(page.get_by_role("link", name="network", exact=False).first).to_be_visible()
+    expect(page.get_by_role("button", name="Sign out")).to_be_visible()
+    assert len(site.idp.requests) >= 1  # it went through the IdP's SSO endpoint
+    assert users_named(site.stack, "ana") == ["ana"]
+    assert "ana" in team_members(site.stack, site.team_id)
+
+
+def test_idp_initiated_sign_in(site: Site, context: BrowserContext) -> None:
+    site.idp.user = IdpUser("ben@example.com", "ben", [TEAM])
+    page = context.new_page()
+    page.goto(f"{site.idp.base}/unsolicited?relay=/app/{ORG}/registry/modules")
+    page.wait_for_url(f"{site.stack.url}/app/{ORG}/registry/modules")
+    expect(page.get_by_role("link", name="network", exact=False).first).to_be_visible()
+    assert "ben" in team_members(site.stack, site.team_id)
+
+
+def test_a_response_signed_by_another_key_signs_nobody_in(
+    site: Site, context: BrowserContext
+) -> None:
+    site.idp.user = IdpUser("mallory@example.com", "mallory", [TEAM])
+    page = context.new_page()
+    reply = None
+    with page.expect_response(lambda r: r.url.endswith("/users/saml/auth")) as answered:
+        page.goto(f"{site.idp.base}/other/unsolicited?relay=/app/organizations")
+    reply = answered.value
+    assert reply.status == 403
+    expect(page.get_by_role("heading", level=1)).to_be_visible()
+    assert "does not match the identity provider" in page.content()
+    assert users_named(site.stack, "mallory") == []
+    page.goto("/app/organizations")
+    assert "/app/sign-in" in page.url  # no session either
+
+
+def test_the_bootstrap_admin_token_still_works_with_saml_enabled(site: Site) -> None:
+    settings = site.stack.session().get(site.stack.api("/admin/saml-settings"))
+    assert settings.status_code == 200 and settings.json()["data"]["attributes"]["enabled"]
+    me = site.stack.session().get(site.stack.api("/account/details"))
+    assert me.status_code == 200 and me.json()["data"]["attributes"]["is-site-admin"]
+
+
+@pytest.mark.skipif(shutil.which("terraform") is None, reason="terraform is not on PATH")
+def test_terraform_login_through_sso_then_get(
+    site: Site, context: BrowserContext, tmp_path: Path
+) -> None:
+    site.idp.user = IdpUser("cleo@example.com", "cleo", [TEAM])
+    page = context.new_page()
+
+    def approve(url: str) -> tuple[str, str | None]:
+        page.goto(url)
+        sign_in_with_sso(page)  # no session in this browser: the IdP signs her in
+        page.wait_for_url("**/app/oauth/authorize?**")
+        return approve_on(page)
+
+    logged_in = terraform_login(site.stack, tmp_path, approve)
+    me = site.stack.session(logged_in.token).get(site.stack.api("/account/details"))
+    assert me.status_code == 200 and me.json()["data"]["attributes"]["username"] == "cleo"
+    assert terraform_get(logged_in, ORG) == "1.0.0"
