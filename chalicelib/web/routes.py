@@ -16,7 +16,7 @@ from chalicelib.core.api.errors import NotFound, Unauthorized, Unprocessable
 from chalicelib.core.api.openapi import Param, Reply
 from chalicelib.modules.service import ModuleRef
 from chalicelib.saml import config as saml_config
-from chalicelib.web import pages, session
+from chalicelib.web import pages, session, sso
 from chalicelib.web.view import WebCtx, assets, csrf_refused, page, redirect, safe_next
 
 bp = Blueprint(__name__)
@@ -111,11 +111,13 @@ def sign_in_with_password(ctx: WebCtx) -> Response:
 
 @page(bp, "/app/sign-out", ("POST",), form=True, success=SEE_OTHER)
 def sign_out(ctx: WebCtx) -> Response:
-    """Sign out: the session ends server-side and its cookie is cleared."""
+    """Sign out: the session ends server-side and its cookie is cleared; a session SAML
+    opened goes on to the IdP's single logout (``sso.single_logout``)."""
     if ctx.principal and not session.check_csrf(ctx.request, ctx.form().get(session.CSRF_FIELD)):
         return csrf_refused(ctx.request)
+    location = sso.single_logout(ctx) if ctx.principal else None
     session.end(ctx.request)
-    return redirect("/app/sign-in", cookies=[session.clear_cookie(session.COOKIE_NAME)])
+    return redirect(location or "/app/sign-in", cookies=[session.clear_cookie(session.COOKIE_NAME)])
 
 
 @page(bp, "/app/organizations")
