@@ -139,6 +139,16 @@ def single_logout(ctx: WebCtx) -> str | None:
     return service.single_logout(saml_config.load(ctx.base_url), session_hash)
 
 
+def signed_out(ctx: WebCtx, location: str, cleared_cookie: str) -> Response:
+    """The sign-out answer for a session SAML opened: a page that goes on to the IdP's
+    single logout ``location`` (a redirect would be blocked by the sign-out form's
+    ``form-action 'self'``)."""
+    response = ctx.render("sso_signed_out.html", location=location)
+    response.headers["Set-Cookie"] = cleared_cookie
+    response.headers["Cache-Control"] = "no-store"
+    return response
+
+
 @page(
     bp,
     DEBUG_PATH,

@@ -169,6 +169,43 @@ def test_a_response_signed_by_another_key_signs_nobody_in(
     assert "/app/sign-in" in page.url  # no session either
 
 
+def test_debug_then_sign_out_through_the_idps_single_logout(
+    site: Site, context: BrowserContext
+) -> None:
+    """A site admin (the ``site-admins`` group) with ``debug`` on sees the Response pysaml2
+    sent and the values taken, continues, then signs out: the session ends here and the
+    IdP receives a LogoutRequest it accepts, naming her."""
+    configure_saml(site.stack, debug=True)
+    try:
+        site.idp.user = IdpUser("dora@example.com", "dora", ["site-admins", "ghosts"])
+        page = context.new_page()
+        page.goto(f"/app/{ORG}/registry/modules")
+        sign_in_with_sso(page)
+        page.wait_for_url("**/app/sign-in/sso/debug")
+        values = page.locator("#saml-debug-values")
+        for shown in ("dora", "dora@example.com", "site-admins", "ghosts", "yes"):
+            expect(values).to_contain_text(shown)
+        response = page.locator("#saml-debug-response").inner_text()
+        assert "<ns1:Assertion" in response and "(left out)" in response
+        assert "BEGIN" not in response and "PRIVATE" not in response
+        page.get_by_role("link", name="Continue").click()
+        page.wait_for_url(f"**/app/{ORG}/registry/modules")
+    finally:
+        configure_saml(site.stack, debug=False)
+
+    with page.expect_response(lambda r: r.url.endswith("/app/sign-out")) as signed_out:
+        page.get_by_role("button", name="Sign out").click()
+    assert signed_out.value.status == 200  # a page going on to the IdP (see sso.signed_out)
+    page.wait_for_url(f"{site.idp.base}/slo?**")
+    expect(page.get_by_role("heading", level=1)).to_have_text("Signed out at the IdP")
+    logout = site.idp.logouts[-1]
+    assert logout.name_id == "dora@example.com"
+    assert logout.issuer == f"{site.stack.url}/users/saml/metadata"
+    assert logout.session_indexes and all(logout.session_indexes)
+    page.goto(f"{site.stack.url}/app/organizations")
+    assert "/app/sign-in" in page.url  # the registry's session ended too
+
+
 def test_the_bootstrap_admin_token_still_works_with_saml_enabled(site: Site) -> None:
     settings = site.stack.session().get(site.stack.api("/admin/saml-settings"))
     assert settings.status_code == 200 and settings.json()["data"]["attributes"]["enabled"]
