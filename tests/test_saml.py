@@ -619,3 +619,21 @@ def test_the_bootstrap_admin_token_still_works_with_saml_enabled(saml: Api) -> N
     assert saml.get(ADMIN).data["attributes"]["enabled"] is True
     me = saml.get("/api/v2/account/details")
     assert me.status == 200 and me.data["attributes"]["is-site-admin"] is True
+
+
+def test_the_owners_team_follows_groups_only_by_its_sso_team_id(saml: Api) -> None:
+    """As TFE: a group named ``owners`` does not make anyone an owner; an owners team whose
+    sso-team-id is set follows that group."""
+    from chalicelib.accounts import service
+    from chalicelib.accounts.store import TeamModel
+
+    configure(saml, **{"team-management-enabled": True})
+    make_org(saml, "acme")
+    (owners,) = [t for t in TeamModel.scan() if t.name == "owners" and t.organization == "acme"]
+    assert post(Browser(saml.client), Claims(groups=["owners"]).posted()).status_code == 303
+    jane = service.find_user_by_name("jane")
+    assert jane.id not in (service.find_team(owners.id).user_ids or set())
+
+    TeamModel(owners.id).update(actions=[TeamModel.sso_team_id.set("grp-owners")])
+    assert post(Browser(saml.client), Claims(groups=["grp-owners"]).posted()).status_code == 303
+    assert jane.id in (service.find_team(owners.id).user_ids or set())

@@ -14,7 +14,8 @@
   a later assertion no longer grants it (never the site's last active admin); a flag given
   another way is left alone.
 * Teams, with ``team-management-enabled``: the person joins every team whose ``sso-team-id``
-  (else its name) is among the ``attr-groups`` values, in every organization, and leaves the
+  (else its name; the owners team only by an ``sso-team-id``, as TFE) is among the
+  ``attr-groups`` values, in every organization, and leaves the
   teams SAML put them on that the groups no longer name. Memberships made another way, and
   teams that follow a SCIM group, are left alone.
 
@@ -203,15 +204,23 @@ def _site_admin(
     return had and is_admin
 
 
+def _sso_name(team: TeamModel) -> str | None:
+    """The group name that puts people on ``team``: its sso-team-id, else its name; the
+    owners team only by an sso-team-id (as TFE: SAML leaves owners alone unless told)."""
+    if team.sso_team_id:
+        return str(team.sso_team_id)
+    return None if team.is_owners else str(team.name)
+
+
 def _teams_named(groups: list[str]) -> list[TeamModel]:
-    """Every team, in every organization, whose sso-team-id (else name) is a group. Each
+    """Every team, in every organization, whose ``_sso_name`` is a group. Each
     organization's teams are read as the organization sees them (all of them)."""
     wanted = set(groups)
     found = []
     for organization in accounts.all_organizations():
         viewer = Principal("organization", organization.name, "saml", organization.name)
         for team in accounts.list_teams(viewer, organization.name, None):
-            if (team.sso_team_id or team.name) in wanted:
+            if _sso_name(team) in wanted:
                 found.append(team)
     return found
 
@@ -225,7 +234,7 @@ def _follow_groups(
     sees a misspelt group or team."""
     named = _teams_named(groups) if groups else []
     matched = {team.id: team for team in named}
-    unknown = sorted(set(groups) - {team.sso_team_id or team.name for team in named})
+    unknown = sorted(set(groups) - {_sso_name(team) for team in named})
     if unknown:
         log.info(
             "saml groups of %s naming no team (ignored): %s", user_id, ", ".join(unknown)[:500]
