@@ -22,6 +22,7 @@ import shutil
 import ssl
 import threading
 import urllib.parse
+import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -34,14 +35,17 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from cryptography.x509.oid import NameOID
-from saml2 import BINDING_HTTP_POST, BINDING_HTTP_REDIRECT
-from saml2.authn_context import PASSWORD
-from saml2.config import IdPConfig
-from saml2.saml import NAME_FORMAT_BASIC, NAMEID_FORMAT_EMAILADDRESS, NameID
-from saml2.server import Server
-from saml2.xmldsig import DIGEST_SHA256, SIG_RSA_SHA256
 
 from tests.admin_servers import free_port
+
+with warnings.catch_warnings():  # pysaml2 names a cipher mode cryptography deprecates
+    warnings.simplefilter("ignore")
+    from saml2 import BINDING_HTTP_POST, BINDING_HTTP_REDIRECT
+    from saml2.authn_context import PASSWORD
+    from saml2.config import IdPConfig
+    from saml2.saml import NAME_FORMAT_BASIC, NAMEID_FORMAT_EMAILADDRESS, NameID
+    from saml2.server import Server
+    from saml2.xmldsig import DIGEST_SHA256, SIG_RSA_SHA256
 
 
 @dataclass
@@ -98,6 +102,8 @@ class Idp:
         self.server = self._server(directory, "idp", sp_metadata)
         self.other = self._server(directory, "other-idp", sp_metadata)
         self.cert = (directory / "idp.crt").read_text()
+        self.other_cert = (directory / "other-idp.crt").read_text()
+        self.tls_cert = str(directory / "idp.crt")  # also its HTTPS certificate
 
     def _server(self, directory: Path, name: str, sp_metadata: str) -> Server:
         key_file, cert_file = _key_pair(directory, name)

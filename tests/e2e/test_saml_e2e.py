@@ -8,8 +8,12 @@ request's ``SameSite=None`` cookie survived the real cross-site form POST: witho
 Response would name a request this browser never made) and in the team its groups name;
 IdP-initiated sign-in works; a Response from another IdP key is the error page and creates
 nobody; ``terraform login``'s authorization page sends a session-less person through SSO and
-``terraform get`` installs a module with the token it saved; the bootstrap admin's token
-still works with SAML on (break-glass).
+``terraform get`` installs a module with the token it saved; with ``debug`` a site admin
+sees the Response first, and signing out sends a LogoutRequest the IdP accepts; a replayed
+Response is refused; certificate rotation (``old-idp-cert`` until revoked) with the IdP's
+two keys; the bootstrap admin's token still works with SAML on (break-glass). The hostile
+Responses pysaml2 will not make (unsigned, wrapped, a comment in the NameID, ...) are in
+``tests/test_saml.py``, where the test is the IdP.
 
 The stack is this module's own (its SAML settings must not reach other modules); the
 bootstrap token is the shared ``ADMIN_TOKEN`` so ``test_terraform_login``'s helpers serve.
@@ -17,6 +21,8 @@ bootstrap token is the shared ``ADMIN_TOKEN`` so ``test_terraform_login``'s help
 
 from __future__ import annotations
 
+import html
+import re
 import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -206,6 +212,52 @@ def test_debug_then_sign_out_through_the_idps_single_logout(
     assert logout.session_indexes and all(logout.session_indexes)
     page.goto(f"{site.stack.url}/app/organizations")
     assert "/app/sign-in" in page.url  # the registry's session ended too
+
+
+def idp_form(site: Site, url: str) -> dict[str, str]:
+    """The form fields of the IdP's auto-submitting page at ``url`` (read without a browser)."""
+    page = requests.get(url, verify=site.idp.tls_cert, timeout=30).text
+    fields = dict(re.findall(r'name="(SAMLResponse|RelayState)" value="([^"]*)"', page))
+    assert "SAMLResponse" in fields, page
+    return {name: html.unescape(value) for name, value in fields.items()}
+
+
+def acs_post(site: Site, form: dict[str, str]) -> requests.Response:
+    return requests.post(
+        f"{site.stack.url}/users/saml/auth", data=form, allow_redirects=False, timeout=30
+    )
+
+
+def test_a_replayed_response_is_refused(site: Site) -> None:
+    site.idp.user = IdpUser("eve@example.com", "eve", [])
+    form = idp_form(site, f"{site.idp.base}/unsolicited?relay=/app/organizations")
+    assert acs_post(site, form).status_code == 303
+    again = acs_post(site, form)
+    assert again.status_code == 403 and "used already" in again.text
+
+
+def test_certificate_rotation_with_old_idp_cert_until_revoked(site: Site) -> None:
+    """The IdP moves to a new key: PATCHing its certificate keeps the current one as
+    ``old-idp-cert``, both sign in until it is revoked, then only the new one does."""
+    site.idp.user = IdpUser("finn@example.com", "finn", [])
+    old = f"{site.idp.base}/unsolicited?relay=/app/organizations"
+    new = f"{site.idp.base}/other/unsolicited?relay=/app/organizations"
+    configure_saml(site.stack, **{"idp-cert": site.idp.other_cert})
+    try:
+        assert acs_post(site, idp_form(site, old)).status_code == 303
+        assert acs_post(site, idp_form(site, new)).status_code == 303
+        revoke = site.stack.session().post(
+            site.stack.api("/admin/saml-settings/actions/revoke-old-certificate")
+        )
+        assert revoke.status_code == 200, revoke.text
+        refused = acs_post(site, idp_form(site, old))
+        assert refused.status_code == 403 and "does not match" in refused.text
+        assert acs_post(site, idp_form(site, new)).status_code == 303
+    finally:  # back to the first key, for the other scenarios
+        configure_saml(site.stack, **{"idp-cert": site.idp.cert})
+        site.stack.session().post(
+            site.stack.api("/admin/saml-settings/actions/revoke-old-certificate")
+        )
 
 
 def test_the_bootstrap_admin_token_still_works_with_saml_enabled(site: Site) -> None:
