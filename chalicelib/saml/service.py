@@ -48,6 +48,7 @@ _EMAIL = re.compile(r"^[^@\s<>]+@[^@\s<>]+\.[^@\s<>]+$")
 EMAIL_ATTRIBUTES = ("email", "Email", "mail", "emailAddress")
 _TRUE = {"true", "1", "yes"}
 _REPLAY_FALLBACK_SECONDS = 10 * 60  # an assertion without NotOnOrAfter is still refused a while
+_DEBUG_XML_CHARS = 100_000
 
 
 @dataclass(frozen=True)
@@ -279,8 +280,11 @@ def session_opened(
         return False
     from chalicelib.saml import response
 
+    xml = response.readable(posted)
+    if len(xml) > _DEBUG_XML_CHARS:  # a DynamoDB item holds 400 KB
+        xml = xml[:_DEBUG_XML_CHARS] + "\n(cut: the Response is longer)"
     body = {
-        "xml": response.readable(posted),
+        "xml": xml,
         "next": return_to,
         **asdict(signed.taken),
     }

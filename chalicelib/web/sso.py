@@ -8,7 +8,12 @@
   POST without the UI's CSRF token: the signed Response is the proof. A Response checked in
   every way opens a session of ``sso-api-token-session-timeout`` seconds; any refusal is a
   4xx page saying what went wrong and what to tell the administrator, logged (never the
-  Response itself). The saml room's modules are imported by the handlers that use them
+  Response itself). With ``debug`` and a site admin signing in, the browser goes first to
+  ``GET /app/sign-in/sso/debug``: what the sign-in received (``saml.service.session_opened``).
+* Sign-out (``routes.sign_out``) of a session SAML opened: ``single_logout`` gives the IdP's
+  single logout URL with a LogoutRequest, ``signed_out`` the page going on to it.
+
+The saml room's modules are imported by the handlers that use them
 (lxml and signxml only when a Response arrives): the function's other pages skip them.
 """
 
@@ -152,7 +157,7 @@ def signed_out(ctx: WebCtx, location: str, cleared_cookie: str) -> Response:
 @page(
     bp,
     DEBUG_PATH,
-    success=(Reply(200, description="what the sign-in received"), Reply(303), Reply(404)),
+    success=(Reply(200, description="what the sign-in received"), Reply(404)),
 )
 def sso_debug(ctx: WebCtx) -> Response:
     """With the ``debug`` setting: after a site admin signs in through SAML, the Response
