@@ -38,12 +38,13 @@ format: $(STAMP)
 	$(PY) -m ruff check --fix .
 
 # The web UI's browser tests drive Debian's chromium (never a browser build downloaded by
-# `playwright install`): installed here when missing (CI runs as root; sudo otherwise).
+# `playwright install`), and the SAML e2e's IdP (pysaml2) signs with Debian's xmlsec1: both
+# installed here when missing (CI runs as root; sudo otherwise).
 .PHONY: browser
 browser:
-	@command -v chromium >/dev/null || { \
+	@command -v chromium >/dev/null && command -v xmlsec1 >/dev/null || { \
 		if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
-		$$SUDO apt-get update && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y chromium; }
+		$$SUDO apt-get update && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y chromium xmlsec1; }
 
 # Lint, type-check, package (template + cfn-lint), then the suite, whose summary closes the output.
 test: lint typecheck browser

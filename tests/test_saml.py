@@ -10,6 +10,8 @@ nobody in and creates no user."""
 from __future__ import annotations
 
 import base64
+import html
+import re
 import zlib
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -494,3 +496,144 @@ def test_a_signed_authn_request_verifies_with_the_sp_certificate(saml: Api) -> N
         padding.PKCS1v15(),
         hashes.SHA256(),
     )
+
+
+# ----- sign-out with single logout, debug, unknown groups, break-glass -------------------------
+
+
+def single_logout_link(reply: Any) -> str:
+    """The IdP single logout URL the sign-out page goes on to (a refresh and a link)."""
+    assert reply.status_code == 200, reply.text
+    links = re.findall(r'id="single-logout" href="([^"]+)"', reply.text)
+    refresh = re.findall(r'http-equiv="refresh" content="0; url=([^"]+)"', reply.text)
+    assert len(links) == 1 and refresh == links
+    return html.unescape(links[0])
+
+
+def logout_request(location: str) -> Any:
+    assert location.startswith("https://idp.example.com/slo?"), location
+    query = parse_qs(urlsplit(location).query)
+    return etree.fromstring(zlib.decompress(base64.b64decode(query["SAMLRequest"][0]), -15))
+
+
+def test_signing_out_of_a_saml_session_sends_a_logout_request_to_the_idp(saml: Api) -> None:
+    browser = Browser(saml.client)
+    assert post(browser, Claims().posted(), relay="/app/organizations").status_code == 303
+    csrf = browser.csrf("/app/organizations")
+    reply = browser.post("/app/sign-out", {"csrf_token": csrf})
+    request = logout_request(single_logout_link(reply))
+    assert "tfe_registry_session=;" in reply.headers["Set-Cookie"]
+    assert request.tag == f"{{{P}}}LogoutRequest"
+    assert request.get("Destination") == "https://idp.example.com/slo"
+    assert request.findtext(f"{{{A}}}Issuer") == ENTITY_ID
+    name_id = request.find(f"{{{A}}}NameID")
+    assert name_id.text == "jane@example.com"
+    assert name_id.get("Format") == "urn:oasis:names:tc:SAML:1.1:nameid-format:emailAddress"
+    # The session ended here first, and its SAML record went with it.
+    assert browser.get("/app/organizations").status_code == 303
+    from chalicelib.saml.store import SamlStateModel
+    from chalicelib.web import store
+
+    assert store.sessions() == []
+    assert not [i for i in SamlStateModel.scan() if i.key.startswith("session#")]
+
+
+def test_a_session_saml_did_not_open_signs_out_locally(saml: Api) -> None:
+    browser = Browser(saml.client)
+    assert browser.sign_in(saml.token).status_code == 303
+    reply = browser.post("/app/sign-out", {"csrf_token": browser.csrf("/app/organizations")})
+    assert reply.status_code == 303 and reply.headers["Location"] == "/app/sign-in"
+
+
+def test_a_signed_logout_request_verifies_with_the_sp_certificate(saml: Api) -> None:
+    sp = key_pair("registry.example.com")
+    configure(
+        saml,
+        **{
+            "authn-requests-signed": True,
+            "certificate": sp.cert,
+            "private-key": sp.key.decode(),
+        },
+    )
+    browser = Browser(saml.client)
+    assert post(browser, Claims().posted()).status_code == 303
+    reply = browser.post("/app/sign-out", {"csrf_token": browser.csrf("/app/organizations")})
+    location = single_logout_link(reply)
+    logout_request(location)
+    raw = urlsplit(location).query
+    signed_part, _, signature = raw.rpartition("&Signature=")
+    public_key = x509.load_pem_x509_certificate(sp.cert.encode()).public_key()
+    assert isinstance(public_key, rsa.RSAPublicKey)
+    public_key.verify(
+        base64.b64decode(unquote(signature)),
+        signed_part.encode(),
+        padding.PKCS1v15(),
+        hashes.SHA256(),
+    )
+
+
+def test_debug_shows_a_site_admin_the_response_and_the_values_taken(saml: Api) -> None:
+    configure(saml, debug=True)
+    admin = Browser(saml.client)
+    reply = post(admin, Claims(groups=["site-admins", "no-such-team"]).posted(), relay="/app/x")
+    assert reply.status_code == 303
+    assert reply.headers["Location"] == "/app/sign-in/sso/debug"
+    assert not any("debug" in c or "<" in c for c in admin.last_set_cookies)  # kept server-side
+    page = admin.get("/app/sign-in/sso/debug")
+    assert page.status_code == 200, page.text
+    text = page.text
+    assert "jane@example.com" in text and "site-admins" in text and "no-such-team" in text
+    assert "&lt;saml:Assertion" in text and "<saml:Assertion" not in text  # escaped
+    assert 'href="/app/x"' in text  # on to the page asked for
+    assert "(left out)" in text
+    from chalicelib.saml.metadata import certificate_body
+
+    assert certificate_body(IDP.cert)[:40] not in text  # no certificate, no signature value
+    # Anybody else (another browser, signed in or not) sees nothing.
+    assert Browser(saml.client).get("/app/sign-in/sso/debug").status_code == 404
+    other = Browser(saml.client)
+    assert other.sign_in(saml.token).status_code == 303
+    assert other.get("/app/sign-in/sso/debug").status_code == 404
+    # Someone who is not a site admin goes straight on; so does everyone without debug.
+    plain = post(Browser(saml.client), Claims(username="bo", name_id="bo@x.io").posted(), "/app/y")
+    assert plain.headers["Location"] == "/app/y"
+    configure(saml, debug=False)
+    again = post(Browser(saml.client), Claims(groups=["site-admins"]).posted(), relay="/app/z")
+    assert again.headers["Location"] == "/app/z"
+
+
+def test_groups_naming_no_team_are_ignored_and_logged(
+    saml: Api, caplog: pytest.LogCaptureFixture
+) -> None:
+    configure(saml, **{"team-management-enabled": True})
+    make_org(saml, "acme")
+    make_team(saml, "acme", "developers")
+    with caplog.at_level("INFO", logger="registry.saml"):
+        reply = post(Browser(saml.client), Claims(groups=["developers", "ghosts"]).posted())
+    assert reply.status_code == 303  # signed in all the same
+    logged = [r.getMessage() for r in caplog.records if "naming no team" in r.getMessage()]
+    assert len(logged) == 1 and "ghosts" in logged[0] and "developers" not in logged[0]
+
+
+def test_the_bootstrap_admin_token_still_works_with_saml_enabled(saml: Api) -> None:
+    assert saml.get(ADMIN).data["attributes"]["enabled"] is True
+    me = saml.get("/api/v2/account/details")
+    assert me.status == 200 and me.data["attributes"]["is-site-admin"] is True
+
+
+def test_the_owners_team_follows_groups_only_by_its_sso_team_id(saml: Api) -> None:
+    """As TFE: a group named ``owners`` does not make anyone an owner; an owners team whose
+    sso-team-id is set follows that group."""
+    from chalicelib.accounts import service
+    from chalicelib.accounts.store import TeamModel
+
+    configure(saml, **{"team-management-enabled": True})
+    make_org(saml, "acme")
+    (owners,) = [t for t in TeamModel.scan() if t.name == "owners" and t.organization == "acme"]
+    assert post(Browser(saml.client), Claims(groups=["owners"]).posted()).status_code == 303
+    jane = service.find_user_by_name("jane")
+    assert jane.id not in (service.find_team(owners.id).user_ids or set())
+
+    TeamModel(owners.id).update(actions=[TeamModel.sso_team_id.set("grp-owners")])
+    assert post(Browser(saml.client), Claims(groups=["grp-owners"]).posted()).status_code == 303
+    assert jane.id in (service.find_team(owners.id).user_ids or set())

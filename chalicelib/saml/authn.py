@@ -129,13 +129,67 @@ def start(config: SamlConfig, secret: str, return_to: str) -> str:
     store.remember_request(
         request_id, hashed, return_to, moment + timedelta(seconds=REQUEST_SECONDS)
     )
-    query = "SAMLRequest=" + quote(_deflated(authn_request(config, request_id, issued)), safe="")
-    query += "&RelayState=" + quote(return_to, safe="")
+    return _redirect(config, endpoint, authn_request(config, request_id, issued), return_to)
+
+
+def _redirect(config: SamlConfig, endpoint: str, xml: str, relay: str | None) -> str:
+    """``endpoint`` carrying the request ``xml`` by the HTTP-Redirect binding (signed when
+    ``authn-requests-signed``)."""
+    query = "SAMLRequest=" + quote(_deflated(xml), safe="")
+    if relay is not None:
+        query += "&RelayState=" + quote(relay, safe="")
     if config.values.get("authn-requests-signed"):
         method = str(config.values.get("signature-signing-method") or "SHA256")
         alg, signature = _sign(query, method)
         query += "&SigAlg=" + quote(alg, safe="") + "&Signature=" + quote(signature, safe="")
     return endpoint + ("&" if "?" in endpoint else "?") + query
+
+
+def _escaped(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def logout_request(
+    config: SamlConfig,
+    request_id: str,
+    issued: str,
+    name_id: str,
+    name_id_format: str | None,
+    session_index: str | None,
+) -> str:
+    """The LogoutRequest (SAML core §3.7.1) naming the person the IdP signed in."""
+    destination = config.text("slo-endpoint-url")
+    fmt = f" Format={quoteattr(name_id_format)}" if name_id_format else ""
+    index = (
+        f"<samlp:SessionIndex>{_escaped(session_index)}</samlp:SessionIndex>"
+        if session_index
+        else ""
+    )
+    return (
+        '<samlp:LogoutRequest xmlns:samlp="urn:oasis:names:tc:SAML:2.0:protocol" '
+        'xmlns:saml="urn:oasis:names:tc:SAML:2.0:assertion" '
+        f'ID="{request_id}" Version="2.0" IssueInstant="{issued}" '
+        f"Destination={quoteattr(destination)}>"
+        f"<saml:Issuer>{_escaped(config.entity_id)}</saml:Issuer>"
+        f"<saml:NameID{fmt}>{_escaped(name_id)}</saml:NameID>{index}"
+        "</samlp:LogoutRequest>"
+    )
+
+
+def single_logout(
+    config: SamlConfig, name_id: str, name_id_format: str | None, session_index: str | None
+) -> str | None:
+    """The IdP's single logout URL carrying a LogoutRequest for the person (None when SAML
+    is off or ``slo-endpoint-url`` is not an http(s) URL). The IdP ends its own session
+    there; its LogoutResponse is not awaited (this registry has already ended its own)."""
+    endpoint = config.text("slo-endpoint-url")
+    if not config.enabled or urlsplit(endpoint).scheme not in ("https", "http"):
+        return None
+    issued = now().strftime("%Y-%m-%dT%H:%M:%SZ")
+    xml = logout_request(
+        config, "_" + secrets.token_hex(20), issued, name_id, name_id_format, session_index
+    )
+    return _redirect(config, endpoint, xml, None)
 
 
 def new_browser_secret() -> str:

@@ -61,6 +61,8 @@ class Assertion:
     attributes: dict[str, list[str]] = field(default_factory=dict)
     in_response_to: str | None = None
     valid_until: datetime | None = None
+    name_id_format: str | None = None  # the NameID's Format, echoed in a LogoutRequest
+    session_index: str | None = None  # the AuthnStatement's, echoed in a LogoutRequest
 
 
 def _refused(message: str, advice: str | None = None, detail: str = "") -> SamlRefused:
@@ -325,7 +327,9 @@ def check(config: SamlConfig, posted: str, moment: datetime) -> Assertion:
     outer_reply = outer.get("InResponseTo")
     if outer_reply and in_response_to and outer_reply != in_response_to:
         raise _refused("The sign-in response answers two requests.", detail="InResponseTo differ")
-    name_id = _text(assertion.find(f"{A}Subject/{A}NameID"))
+    name_id_element = assertion.find(f"{A}Subject/{A}NameID")
+    name_id = _text(name_id_element)
+    statement = assertion.find(f"{A}AuthnStatement")
     assertion_id = assertion.get("ID") or ""
     if not assertion_id:
         raise _refused("The sign-in response's assertion has no ID.", detail="no ID")
@@ -336,4 +340,17 @@ def check(config: SamlConfig, posted: str, moment: datetime) -> Assertion:
         attributes=_attributes(assertion),
         in_response_to=in_response_to or outer_reply or None,
         valid_until=min(ends) if ends else None,
+        name_id_format=name_id_element.get("Format") if name_id_element is not None else None,
+        session_index=statement.get("SessionIndex") if statement is not None else None,
     )
+
+
+def readable(posted: str) -> str:
+    """The posted Response (already accepted by ``check``) pretty-printed for the ``debug``
+    page, each signature's value and certificate left out (no key material is shown)."""
+    root = parse(decode(posted))
+    for name in (DS + "SignatureValue", DS + "X509Certificate"):
+        for element in root.iter(name):
+            element.text = "(left out)"
+    etree.indent(root, space="  ")
+    return str(etree.tostring(root, encoding="unicode"))

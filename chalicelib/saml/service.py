@@ -14,7 +14,8 @@
   a later assertion no longer grants it (never the site's last active admin); a flag given
   another way is left alone.
 * Teams, with ``team-management-enabled``: the person joins every team whose ``sso-team-id``
-  (else its name) is among the ``attr-groups`` values, in every organization, and leaves the
+  (else its name; the owners team only by an ``sso-team-id``, as TFE) is among the
+  ``attr-groups`` values, in every organization, and leaves the
   teams SAML put them on that the groups no longer name. Memberships made another way, and
   teams that follow a SCIM group, are left alone.
 
@@ -23,11 +24,12 @@ The ``grant#<user>`` item of ``store`` remembers what SAML gave.
 
 from __future__ import annotations
 
+import json
 import logging
 import re
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import timedelta
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from chalicelib.accounts import service as accounts
 from chalicelib.core.api.errors import ApiError
@@ -46,6 +48,18 @@ _EMAIL = re.compile(r"^[^@\s<>]+@[^@\s<>]+\.[^@\s<>]+$")
 EMAIL_ATTRIBUTES = ("email", "Email", "mail", "emailAddress")
 _TRUE = {"true", "1", "yes"}
 _REPLAY_FALLBACK_SECONDS = 10 * 60  # an assertion without NotOnOrAfter is still refused a while
+_DEBUG_XML_CHARS = 100_000
+
+
+@dataclass(frozen=True)
+class Taken:
+    """What a sign-in took from the assertion (the ``debug`` page shows it)."""
+
+    username: str
+    email: str
+    groups: list[str]
+    site_admin: bool
+    unknown_groups: list[str]  # groups naming no team (ignored, as TFE does)
 
 
 @dataclass(frozen=True)
@@ -53,6 +67,10 @@ class SignedIn:
     user_id: str
     session_seconds: int
     return_to: str | None  # the outstanding request's page, else the IdP's RelayState
+    name_id: str
+    name_id_format: str | None
+    session_index: str | None
+    taken: Taken
 
 
 def sign_in(config: SamlConfig, posted: str, browser_secret: str | None, relay: str) -> SignedIn:
@@ -86,9 +104,17 @@ def sign_in(config: SamlConfig, posted: str, browser_secret: str | None, relay: 
             "Sign in again from this registry's sign-in page.",
             log_detail="replayed assertion",
         )
-    user_id = _person(config, assertion.name_id, assertion.attributes)
+    user_id, taken = _person(config, assertion.name_id, assertion.attributes)
     log.info("saml sign-in of %s", user_id)
-    return SignedIn(user_id, config.session_seconds, return_to)
+    return SignedIn(
+        user_id,
+        config.session_seconds,
+        return_to,
+        assertion.name_id,
+        assertion.name_id_format,
+        assertion.session_index,
+        taken,
+    )
 
 
 def _first(attributes: dict[str, list[str]], name: str) -> str:
@@ -110,7 +136,9 @@ def _email(name_id: str, attributes: dict[str, list[str]]) -> str:
     )
 
 
-def _person(config: SamlConfig, name_id: str, attributes: dict[str, list[str]]) -> str:
+def _person(
+    config: SamlConfig, name_id: str, attributes: dict[str, list[str]]
+) -> tuple[str, Taken]:
     attr_username = config.text("attr-username") or "Username"
     username = _first(attributes, attr_username)
     if not username:
@@ -139,13 +167,16 @@ def _person(config: SamlConfig, name_id: str, attributes: dict[str, list[str]]) 
         )
     groups = [g for g in attributes.get(config.text("attr-groups") or "MemberOf", []) if g]
     granted = store.grant(user.id)
-    admin = _site_admin(config, user, attributes, groups, bool(granted.site_admin))
+    had = bool(granted.site_admin)
+    admin = _site_admin(config, user, attributes, groups, had)
     team_ids = set(granted.team_ids or ())
+    unknown: list[str] = []
     if config.values.get("team-management-enabled"):
-        team_ids = _follow_groups(user.id, groups, team_ids)
+        team_ids, unknown = _follow_groups(user.id, groups, team_ids)
     if admin != bool(granted.site_admin) or team_ids != set(granted.team_ids or ()):
         store.save_grant(granted, team_ids, admin)
-    return user.id
+    is_admin = admin or (not had and bool(user.is_site_admin))  # else SAML took it back
+    return user.id, Taken(user.username, user.email, groups, is_admin, unknown)
 
 
 def _site_admin(
@@ -174,23 +205,41 @@ def _site_admin(
     return had and is_admin
 
 
+def _sso_name(team: TeamModel) -> str | None:
+    """The group name that puts people on ``team``: its sso-team-id, else its name; the
+    owners team only by an sso-team-id (as TFE: SAML leaves owners alone unless told)."""
+    if team.sso_team_id:
+        return str(team.sso_team_id)
+    return None if team.is_owners else str(team.name)
+
+
 def _teams_named(groups: list[str]) -> list[TeamModel]:
-    """Every team, in every organization, whose sso-team-id (else name) is a group. Each
+    """Every team, in every organization, whose ``_sso_name`` is a group. Each
     organization's teams are read as the organization sees them (all of them)."""
     wanted = set(groups)
     found = []
     for organization in accounts.all_organizations():
         viewer = Principal("organization", organization.name, "saml", organization.name)
         for team in accounts.list_teams(viewer, organization.name, None):
-            if (team.sso_team_id or team.name) in wanted:
+            if _sso_name(team) in wanted:
                 found.append(team)
     return found
 
 
-def _follow_groups(user_id: str, groups: list[str], granted: set[str]) -> set[str]:
+def _follow_groups(
+    user_id: str, groups: list[str], granted: set[str]
+) -> tuple[set[str], list[str]]:
     """Join the teams the groups name; leave the ones SAML gave that they no longer name.
-    Returns the teams SAML now holds the membership of."""
-    matched = {team.id: team for team in (_teams_named(groups) if groups else [])}
+    Returns the teams SAML now holds the membership of, and the groups that name no team:
+    ignored, as TFE ignores them (no team is created), and logged so an administrator
+    sees a misspelt group or team."""
+    named = _teams_named(groups) if groups else []
+    matched = {team.id: team for team in named}
+    unknown = sorted(set(groups) - {_sso_name(team) for team in named})
+    if unknown:
+        log.info(
+            "saml groups of %s naming no team (ignored): %s", user_id, ", ".join(unknown)[:500]
+        )
     holds = set()
     for team_id, team in matched.items():
         members = set(team.user_ids or ())
@@ -210,4 +259,59 @@ def _follow_groups(user_id: str, groups: list[str], granted: set[str]) -> set[st
             holds.add(team_id)  # the owners team keeps a member
             continue
         accounts.set_team_members(held, members - {user_id})
-    return holds
+    return holds, unknown
+
+
+def session_opened(
+    config: SamlConfig, session_hash: str, signed: SignedIn, posted: str, return_to: str
+) -> bool:
+    """Remember the UI session SAML opened (for single logout) and, with ``debug`` on and a
+    site admin signed in, what the sign-in received (for ``debug_record``). True when the
+    debug page is to be shown first."""
+    moment = now()
+    store.remember_session(
+        session_hash,
+        signed.name_id,
+        signed.name_id_format,
+        signed.session_index,
+        moment + timedelta(seconds=signed.session_seconds),
+    )
+    if not (config.values.get("debug") and signed.taken.site_admin):
+        return False
+    from chalicelib.saml import response
+
+    xml = response.readable(posted)
+    if len(xml) > _DEBUG_XML_CHARS:  # a DynamoDB item holds 400 KB
+        xml = xml[:_DEBUG_XML_CHARS] + "\n(cut: the Response is longer)"
+    body = {
+        "xml": xml,
+        "next": return_to,
+        **asdict(signed.taken),
+    }
+    until = moment + timedelta(seconds=min(store.DEBUG_SECONDS, signed.session_seconds))
+    store.remember_debug(session_hash, signed.user_id, json.dumps(body), until)
+    log.info("saml debug: the sign-in of %s kept for its debug page", signed.user_id)
+    return True
+
+
+def debug_record(session_hash: str, user_id: str) -> dict[str, Any] | None:
+    """What the sign-in of this session received, for its own user only (see
+    ``session_opened``); None for anyone else or once expired."""
+    body = store.debug_of(session_hash, user_id)
+    return json.loads(body) if body else None
+
+
+def single_logout(config: SamlConfig, session_hash: str) -> str | None:
+    """Where signing out of the UI session ``session_hash`` sends the browser: the IdP's
+    single logout with a LogoutRequest for the person, when SAML opened the session and
+    ``slo-endpoint-url`` is set; else None. The record is taken either way."""
+    opened = store.take_session(session_hash)
+    if opened is None or not opened.name_id:
+        return None
+    try:
+        return authn.single_logout(
+            config, opened.name_id, opened.name_id_format, opened.session_index
+        )
+    except SamlRefused as refusal:  # e.g. signing on but no private key: sign out locally
+        log.warning("saml single logout skipped: %s", refusal.log_detail)
+        return None

@@ -10,6 +10,12 @@ Keys (one item each):
   ``NotOnOrAfter`` (plus the clock skew) so a replay is refused while it could still pass.
 * ``grant#<user id>``: what SAML gave a user (the teams it put them on, whether it made them
   a site admin), so a later sign-in takes back only what SAML gave. No ``expires``.
+* ``session#<web session hash>``: a UI session SAML opened, with the assertion's NameID
+  (and its Format and the IdP's SessionIndex) for the LogoutRequest of single logout;
+  taken when the session is signed out, expires with the session.
+* ``debug#<web session hash>``: with the ``debug`` setting, what a site admin's sign-in
+  received (the Response XML and the values taken from it, as JSON in ``body``), shown to
+  that session's user once they are signed in; expires after ``DEBUG_SECONDS``.
 """
 
 from __future__ import annotations
@@ -38,6 +44,14 @@ class SamlStateModel(db.Model):
     team_ids = UnicodeSetAttribute(default=set)
     site_admin = BooleanAttribute(null=True)
     expires = TTLAttribute(null=True)
+    name_id = UnicodeAttribute(null=True)
+    name_id_format = UnicodeAttribute(null=True)
+    session_index = UnicodeAttribute(null=True)
+    user_id = UnicodeAttribute(null=True)
+    body = UnicodeAttribute(null=True)
+
+
+DEBUG_SECONDS = 10 * 60
 
 
 def remember_request(request_id: str, browser_hash: str, return_to: str, expires: datetime) -> None:
@@ -89,3 +103,46 @@ def save_grant(item: SamlStateModel, team_ids: set[str], site_admin: bool) -> No
     item.team_ids = team_ids or set()
     item.site_admin = site_admin or None
     item.save()
+
+
+def _live(key: str) -> SamlStateModel | None:
+    try:
+        item = SamlStateModel.get(key)
+    except SamlStateModel.DoesNotExist:
+        return None
+    return item if item.expires is not None and item.expires > now() else None
+
+
+def remember_session(
+    session_hash: str,
+    name_id: str,
+    name_id_format: str | None,
+    session_index: str | None,
+    expires: datetime,
+) -> None:
+    SamlStateModel(
+        f"session#{session_hash}",
+        name_id=name_id,
+        name_id_format=name_id_format,
+        session_index=session_index,
+        expires=expires,
+    ).save()
+
+
+def take_session(session_hash: str) -> SamlStateModel | None:
+    """The SAML record of the UI session ``session_hash`` (deleted), or None when SAML did
+    not open it or it has expired."""
+    item = _live(f"session#{session_hash}")
+    if item is not None:
+        item.delete()
+    return item
+
+
+def remember_debug(session_hash: str, user_id: str, body: str, expires: datetime) -> None:
+    SamlStateModel(f"debug#{session_hash}", user_id=user_id, body=body, expires=expires).save()
+
+
+def debug_of(session_hash: str, user_id: str) -> str | None:
+    """The debug record of the session ``session_hash`` when it is ``user_id``'s and live."""
+    item = _live(f"debug#{session_hash}")
+    return item.body if item is not None and item.user_id == user_id else None

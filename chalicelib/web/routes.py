@@ -18,7 +18,7 @@ from chalicelib.core.api.errors import NotFound, Unauthorized, Unprocessable
 from chalicelib.core.api.openapi import Param, Reply
 from chalicelib.modules.service import ModuleRef
 from chalicelib.saml import config as saml_config
-from chalicelib.web import pages, session
+from chalicelib.web import pages, session, sso
 from chalicelib.web.view import WebCtx, assets, csrf_refused, page, redirect, safe_next
 
 bp = Blueprint(__name__)
@@ -115,13 +115,24 @@ def sign_in_with_password(ctx: WebCtx) -> Response:
     return open_session(ctx, target, secret)
 
 
-@page(bp, "/app/sign-out", ("POST",), form=True, success=SEE_OTHER)
+@page(
+    bp,
+    "/app/sign-out",
+    ("POST",),
+    form=True,
+    success=SEE_OTHER + (Reply(200, description="signed out: on to the IdP's single logout"),),
+)
 def sign_out(ctx: WebCtx) -> Response:
-    """Sign out: the session ends server-side and its cookie is cleared."""
+    """Sign out: the session ends server-side and its cookie is cleared; a session SAML
+    opened goes on to the IdP's single logout (``sso.single_logout``, ``sso.signed_out``)."""
     if ctx.principal and not session.check_csrf(ctx.request, ctx.form().get(session.CSRF_FIELD)):
         return csrf_refused(ctx.request)
+    single_logout = sso.single_logout(ctx) if ctx.principal else None
     session.end(ctx.request)
-    return redirect("/app/sign-in", cookies=[session.clear_cookie(session.COOKIE_NAME)])
+    cleared = session.clear_cookie(session.COOKIE_NAME)
+    if single_logout is not None:
+        return sso.signed_out(ctx, single_logout, cleared)
+    return redirect("/app/sign-in", cookies=[cleared])
 
 
 @page(bp, "/app/organizations")

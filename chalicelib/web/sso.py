@@ -8,7 +8,12 @@
   POST without the UI's CSRF token: the signed Response is the proof. A Response checked in
   every way opens a session of ``sso-api-token-session-timeout`` seconds; any refusal is a
   4xx page saying what went wrong and what to tell the administrator, logged (never the
-  Response itself). The saml room's modules are imported by the handlers that use them
+  Response itself). With ``debug`` and a site admin signing in, the browser goes first to
+  ``GET /app/sign-in/sso/debug``: what the sign-in received (``saml.service.session_opened``).
+* Sign-out (``routes.sign_out``) of a session SAML opened: ``single_logout`` gives the IdP's
+  single logout URL with a LogoutRequest, ``signed_out`` the page going on to it.
+
+The saml room's modules are imported by the handlers that use them
 (lxml and signxml only when a Response arrives): the function's other pages skip them.
 """
 
@@ -19,10 +24,11 @@ import logging
 from chalice import Blueprint, Response
 
 from chalicelib.core.api.openapi import Param, Reply
+from chalicelib.core.auth import hash_token
 from chalicelib.saml import config as saml_config
 from chalicelib.saml.errors import SamlRefused
 from chalicelib.web import session
-from chalicelib.web.view import WebCtx, page, redirect, safe_next
+from chalicelib.web.view import WebCtx, error_page, page, redirect, safe_next
 
 log = logging.getLogger("registry.web.sso")
 
@@ -31,6 +37,7 @@ bp = Blueprint(__name__)
 METADATA_XML = "application/samlmetadata+xml"
 REFUSED = (Reply(400), Reply(403), Reply(404), Reply(422))
 TO_IDP = Reply(303, description="to the identity provider's single sign-on URL")
+DEBUG_PATH = "/app/sign-in/sso/debug"
 
 
 @page(
@@ -95,9 +102,10 @@ def assertion_consumer(ctx: WebCtx) -> Response:
 
     form = ctx.form()
     browser = session.cookies(ctx.request).get(authn.BROWSER_COOKIE)
+    config = saml_config.load(ctx.base_url)
     try:
         signed = service.sign_in(
-            saml_config.load(ctx.base_url),
+            config,
             form.get("SAMLResponse") or "",
             browser,
             form.get("RelayState") or "",
@@ -106,10 +114,62 @@ def assertion_consumer(ctx: WebCtx) -> Response:
         return refused(ctx, refusal)
     _, secret = session.start_for_user(signed.user_id, signed.session_seconds)
     session.end(ctx.request)
+    target = safe_next(signed.return_to)
+    posted = form.get("SAMLResponse") or ""
+    if service.session_opened(config, hash_token(secret), signed, posted, target):
+        target = DEBUG_PATH
     return redirect(
-        safe_next(signed.return_to),
+        target,
         cookies=[
             session.set_cookie(session.COOKIE_NAME, secret, signed.session_seconds),
             session.clear_cookie(session.CSRF_COOKIE),
         ],
     )
+
+
+def _session_hash(ctx: WebCtx) -> str | None:
+    secret = session.cookies(ctx.request).get(session.COOKIE_NAME)
+    return hash_token(secret) if secret else None
+
+
+def single_logout(ctx: WebCtx) -> str | None:
+    """For the sign-out page, before it ends the session: the IdP's single logout URL (with
+    a LogoutRequest) when SAML opened this session, else None. Costs nothing while SAML is
+    off."""
+    session_hash = _session_hash(ctx)
+    if session_hash is None or not saml_config.enabled():
+        return None
+    from chalicelib.saml import service
+
+    return service.single_logout(saml_config.load(ctx.base_url), session_hash)
+
+
+def signed_out(ctx: WebCtx, location: str, cleared_cookie: str) -> Response:
+    """The sign-out answer for a session SAML opened: a page that goes on to the IdP's
+    single logout ``location`` (a redirect would be blocked by the sign-out form's
+    ``form-action 'self'``)."""
+    response = ctx.render("sso_signed_out.html", location=location)
+    response.headers["Set-Cookie"] = cleared_cookie
+    response.headers["Cache-Control"] = "no-store"
+    return response
+
+
+@page(
+    bp,
+    DEBUG_PATH,
+    success=(Reply(200, description="what the sign-in received"), Reply(404)),
+)
+def sso_debug(ctx: WebCtx) -> Response:
+    """With the ``debug`` setting: after a site admin signs in through SAML, the Response
+    received and the values taken from it (kept server-side for a few minutes, for that
+    session's user only: a 404 page for anyone else)."""
+    from chalicelib.saml import service
+
+    session_hash = _session_hash(ctx)
+    principal = ctx.principal
+    record = None
+    if session_hash and principal is not None and principal.is_user:
+        record = service.debug_record(session_hash, principal.id)
+    if record is None:
+        return error_page(ctx.request, 404)
+    return ctx.render("sso_debug.html", record=record, next=safe_next(record.get("next")))
