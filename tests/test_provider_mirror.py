@@ -329,3 +329,20 @@ def test_seeding_is_for_site_admins_and_refuses_what_does_not_match(api: Api) ->
     assert status == 422 and "matches none of the hashes" in refused["errors"][0]
     assert seed(api, b"not a tarball")[0] == 422
     assert mirror_objects() == []
+
+
+def test_a_private_archive_gone_from_the_bucket_is_left_out(acme: Api) -> None:
+    _publish(acme, "1.0.0", {"linux_amd64": provider_zip("1.0.0", "linux", "amd64")})
+    found = client("s3").list_objects_v2(Bucket=get_settings().bucket, Prefix="providers/")
+    for item in found["Contents"]:
+        client("s3").delete_object(Bucket=get_settings().bucket, Key=item["Key"])
+    reply = acme.get(f"{MIRROR}/registry.example.com/acme/mycloud/1.0.0.json")
+    assert reply.status == 200 and reply.json == {"archives": {}}
+
+
+def test_a_platform_the_upstream_lists_but_cannot_download_is_a_502(
+    api: Api, upstream: Upstream
+) -> None:
+    del upstream.zips[("1.1.0", "linux_amd64")]
+    reply = api.get(f"{PUBLIC}/1.1.0.json")
+    assert reply.status == 502 and "has no download" in reply.json["errors"][0]

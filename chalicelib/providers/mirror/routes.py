@@ -19,7 +19,7 @@ from chalicelib.artifacts import objects
 from chalicelib.core.api.errors import NotFound, registry_error_response
 from chalicelib.core.api.http import Ctx, route
 from chalicelib.core.api.openapi import Payload, Reply
-from chalicelib.providers.mirror import seed, service
+from chalicelib.providers.mirror import service
 
 bp = Blueprint(__name__)
 
@@ -109,5 +109,8 @@ def seed_mirror(ctx: Ctx):
     """Seed the cache with ``terraform providers mirror``'s output (site admins only)."""
     if not accounts.is_site_admin(ctx.user):
         raise NotFound("not found: seeding the mirror is for site admins")
+    # tarfile loads with the first seed, not with every cold start of the function.
+    from chalicelib.providers.mirror import seed
+
     body = ctx.request.raw_body or b""
     return reply(seed.seed(body.encode() if isinstance(body, str) else body))

@@ -23,6 +23,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import IO, Any
 
+from botocore.exceptions import ClientError
+
 from chalicelib.artifacts import semver
 from chalicelib.core.api.errors import ApiError, BadGateway, NotFound
 from chalicelib.core.auth import Principal
@@ -148,7 +150,12 @@ def _private_check(platform: Any, key: str) -> dict[str, str] | None:
     if kept is not None and kept.stamp == stamp:
         return dict(kept.body) if kept.body else None
     found: dict[str, str] = {}
-    body = client("s3").get_object(Bucket=get_settings().bucket, Key=key)
+    try:
+        body = client("s3").get_object(Bucket=get_settings().bucket, Key=key)
+    except ClientError as exc:
+        if exc.response["Error"]["Code"] in ("404", "NoSuchKey", "NotFound"):
+            return None  # deleted meanwhile: nothing to serve, nothing to keep
+        raise
     if body["ContentLength"] <= get_settings().mirror_max_archive_bytes:
         with tempfile.TemporaryFile() as spool:
             sha256 = _copy(body["Body"], spool)
@@ -238,7 +245,12 @@ def _fetch(where: Address, version: str, platform: str) -> dict[str, Any]:
     """One platform's archive from the upstream into the cache, checked against the
     upstream's ``shasum``."""
     os_, arch = platform.split("_", 1)
-    found = upstream.download(where.hostname, where.namespace, where.type, version, os_, arch)
+    try:
+        found = upstream.download(where.hostname, where.namespace, where.type, version, os_, arch)
+    except NotFound:
+        raise BadGateway(
+            f"the upstream lists {platform} of {version} but has no download"
+        ) from None
     with tempfile.TemporaryFile() as spool:
         try:
             sha256, size = upstream.fetch_archive(found.url, spool)
