@@ -346,3 +346,40 @@ def test_a_platform_the_upstream_lists_but_cannot_download_is_a_502(
     del upstream.zips[("1.1.0", "linux_amd64")]
     reply = api.get(f"{PUBLIC}/1.1.0.json")
     assert reply.status == 502 and "has no download" in reply.json["errors"][0]
+
+
+@pytest.mark.parametrize(
+    ("link", "name", "words"),
+    [
+        # The archive would be the local file: refused before it is opened.
+        ("file:///etc/hostname", None, "not http(s)"),
+        ("ftp://127.0.0.1/x.zip", None, "not http(s)"),
+        (None, "../escape.zip", "named the archive"),
+        (None, "spaced name.zip", "named the archive"),
+        (None, "x" * 300 + ".zip", "named the archive"),
+    ],
+)
+def test_upstream_links_and_names_outside_the_rules_are_a_502_that_keeps_nothing(
+    api: Api,
+    upstream: Upstream,
+    monkeypatch: pytest.MonkeyPatch,
+    link: str | None,
+    name: str | None,
+    words: str,
+) -> None:
+    answer = upstream.answer
+
+    def lying(path: str) -> tuple[int, bytes]:
+        status, body = answer(path)
+        if "/download/" in path:
+            found = json.loads(body)
+            found["download_url"] = link or found["download_url"]
+            found["filename"] = name or found["filename"]
+            body = json.dumps(found).encode()
+        return status, body
+
+    monkeypatch.setattr(upstream, "answer", lying)
+    reply = api.get(f"{PUBLIC}/1.1.0.json")
+    assert reply.status == 502, reply.json
+    assert words in reply.json["errors"][0]
+    assert mirror_objects() == []

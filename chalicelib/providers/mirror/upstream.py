@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import re
 import socket
 import urllib.error
 import urllib.request
@@ -26,6 +27,7 @@ log = logging.getLogger("registry.mirror")
 PROVIDERS_PATH = "/v1/providers/"
 MAX_JSON_BYTES = 4 * 1024 * 1024
 CHUNK = 1 << 20
+FILENAME = re.compile(r"^[0-9A-Za-z+-][0-9A-Za-z._+-]{0,254}$")
 
 
 @dataclass(frozen=True)
@@ -45,12 +47,28 @@ def _url(hostname: str, *parts: str) -> str:
     return base_url(hostname) + PROVIDERS_PATH + "/".join(quote(p, safe="") for p in parts)
 
 
+# http and https only, redirects included: urllib's default opener would also read file://
+# and ftp:// URLs, which an upstream's download_url must not make us open.
+_OPENER = urllib.request.OpenerDirector()
+for _handler in (
+    urllib.request.HTTPHandler,
+    urllib.request.HTTPSHandler,
+    urllib.request.HTTPRedirectHandler,
+    urllib.request.HTTPDefaultErrorHandler,
+    urllib.request.HTTPErrorProcessor,
+    urllib.request.UnknownHandler,
+):
+    _OPENER.add_handler(_handler())
+
+
 def _open(url: str, accept: str) -> Any:
+    if not url.lower().startswith(("http://", "https://")):
+        raise BadGateway("the upstream registry gave a link that is not http(s)")
     request = urllib.request.Request(
         url, headers={"Accept": accept, "User-Agent": "terraform-registry-mirror"}
     )
     try:
-        return urllib.request.urlopen(request, timeout=get_settings().mirror_timeout)  # noqa: S310
+        return _OPENER.open(request, timeout=get_settings().mirror_timeout)
     except urllib.error.HTTPError as exc:
         exc.close()
         if exc.code == 404:
@@ -127,7 +145,7 @@ def download(
     filename, link, shasum = (found.get(k) for k in ("filename", "download_url", "shasum"))
     if not (isinstance(filename, str) and isinstance(link, str) and isinstance(shasum, str)):
         raise BadGateway("the upstream's download answer lacks filename, download_url or shasum")
-    if "/" in filename or filename.startswith("."):
+    if not FILENAME.match(filename):
         raise BadGateway(f"the upstream named the archive {filename!r}")
     return Download(filename, urljoin(url, link), shasum.lower())
 
