@@ -383,3 +383,25 @@ def test_upstream_links_and_names_outside_the_rules_are_a_502_that_keeps_nothing
     assert reply.status == 502, reply.json
     assert words in reply.json["errors"][0]
     assert mirror_objects() == []
+
+
+def test_a_failing_upstream_leaves_what_the_cache_holds_served(
+    api: Api, upstream: Upstream, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    configure(monkeypatch, REGISTRY_MIRROR_CACHE_TTL="0")
+    assert api.get(f"{PUBLIC}/1.1.0.json").status == 200
+    upstream.mode = "error"
+    # The list is stale (TTL 0) and the upstream fails: the stale list is served, and the
+    # archive the cache holds.
+    assert api.get(f"{PUBLIC}/index.json").json == {"versions": {"1.1.0": {}, "1.0.0": {}}}
+    assert set(api.get(f"{PUBLIC}/1.1.0.json").json["archives"]) == {"linux_amd64"}
+    # A version the cache holds nothing of needs the upstream.
+    assert api.get(f"{PUBLIC}/1.0.0.json").status == 502
+
+
+def test_with_the_upstream_off_only_seeded_archives_are_served(
+    api: Api, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    configure(monkeypatch, REGISTRY_MIRROR_UPSTREAM_URL="off")
+    assert api.get(f"{PUBLIC}/index.json").status == 404
+    assert api.get(f"{PUBLIC}/1.0.0.json").status == 404
