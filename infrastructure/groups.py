@@ -138,12 +138,16 @@ ROUTE_GROUPS: tuple[Function, ...] = (
         {**AUTH_TABLES, **WORKSPACE_TABLES},
     ),
     # The private provider registry: GPG keys, providers, versions, platforms; presigned
-    # uploads of their files (PutObject signs them), deletes remove the files.
+    # uploads of their files (PutObject signs them), deletes remove the files. And the
+    # provider network mirror (chalicelib.providers.mirror): it reads the same providers
+    # and archives, and its pull-through cache keeps public providers' archives in S3 and
+    # their lists in its own table.
     Function(
         "ProvidersFunction",
         "chalicelib.entry.api.providers.app",
-        {**AUTH_TABLES, **PROVIDER_TABLES},
+        {**AUTH_TABLES, **PROVIDER_TABLES, "provider-mirror": WRITE},
         s3_actions=("s3:GetObject", "s3:PutObject", "s3:DeleteObject"),
+        memory=1024,  # hashing archives of the cache (h1: reads every file of a zip)
     ),
     # VCS connections; their secrets are sealed with KMS (see chalicelib/core/secrets.py).
     Function("VcsFunction", "chalicelib.entry.api.vcs.app", {**AUTH_TABLES, **VCS_TABLES}),

@@ -27,6 +27,7 @@ from chalicelib.modules.protocol import public as _public_cache  # noqa: F401
 from chalicelib.projects import store as _projects_store  # noqa: F401
 from chalicelib.providers import store as _providers_store  # noqa: F401
 from chalicelib.providers.keys import UPLOAD_PREFIX as PROVIDERS
+from chalicelib.providers.mirror import store as _mirror_store  # noqa: F401
 from chalicelib.saml import store as _saml_store  # noqa: F401
 from chalicelib.scim import store as _scim_store  # noqa: F401
 from chalicelib.tags import store as _tags_store  # noqa: F401

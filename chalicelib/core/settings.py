@@ -52,6 +52,13 @@ class Settings:
     max_text_bytes: int
     max_name_bytes: int
     max_metadata_bytes: int
+    # The provider network mirror's pull-through cache (chalicelib.providers.mirror).
+    mirror_upstream_url: str | None = None
+    mirror_cache_ttl: int = 3600
+    mirror_max_archive_bytes: int = 512 * 1024 * 1024
+    mirror_timeout: float = 10.0
+    mirror_platforms: tuple[str, ...] = ()
+    mirror_max_seed_bytes: int = 5 * 1024 * 1024
 
     @property
     def hosted(self) -> bool:
@@ -111,4 +118,18 @@ def get_settings() -> Settings:
         max_text_bytes=_int("REGISTRY_MAX_TEXT_BYTES", DEFAULT_MAX_TEXT_BYTES),
         max_name_bytes=_int("REGISTRY_MAX_NAME_BYTES", DEFAULT_MAX_NAME_BYTES),
         max_metadata_bytes=_int("REGISTRY_MAX_METADATA_BYTES", DEFAULT_MAX_METADATA_BYTES),
+        # The public registries' base URL for the mirror's pull-through cache: unset, each
+        # public host name is its own upstream (https://registry.terraform.io).
+        mirror_upstream_url=(os.environ.get("REGISTRY_MIRROR_UPSTREAM_URL") or "").rstrip("/")
+        or None,
+        mirror_cache_ttl=_int("REGISTRY_MIRROR_CACHE_TTL", 3600),
+        mirror_max_archive_bytes=_int("REGISTRY_MIRROR_MAX_ARCHIVE_BYTES", 512 * 1024 * 1024),
+        mirror_timeout=_float("REGISTRY_MIRROR_TIMEOUT", 10.0),
+        # os_arch pairs the cache fetches (e.g. linux_amd64,darwin_arm64); empty: every one.
+        mirror_platforms=tuple(
+            p.strip()
+            for p in os.environ.get("REGISTRY_MIRROR_PLATFORMS", "").split(",")
+            if p.strip()
+        ),
+        mirror_max_seed_bytes=_int("REGISTRY_MIRROR_MAX_SEED_BYTES", 5 * 1024 * 1024),
     )

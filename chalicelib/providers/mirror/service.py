@@ -1,0 +1,292 @@
+"""The provider network mirror's rules: which providers a host name in the path means,
+who may read them, and the pull-through cache of public providers.
+
+* Under a public registry's host name (``PUBLIC_HOSTS``) the mirror serves the public
+  provider from its cache, filling it from the upstream registry on first use: the version
+  list for ``REGISTRY_MIRROR_CACHE_TTL`` seconds, archives for good (checked against the
+  upstream's ``shasum``, kept in S3 with their ``zh:`` and ``h1:`` hashes). Any
+  authenticated caller of the registry may use it. Archives seeded from an upload of
+  ``terraform providers mirror`` are served the same way; with
+  ``REGISTRY_MIRROR_UPSTREAM_URL=off`` the cache serves only those (air-gapped).
+* Under any other host name (a registry is reached under several names) it serves the
+  registry's own private providers of the organization ``:namespace``: the platforms whose
+  archive arrived and matches its declared SHA-256. Members read; anyone else gets a 404.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import IO, Any
+
+from botocore.exceptions import ClientError
+
+from chalicelib.artifacts import semver
+from chalicelib.core.api.errors import ApiError, BadGateway, NotFound
+from chalicelib.core.auth import Principal
+from chalicelib.core.data.aws import client
+from chalicelib.core.settings import get_settings
+from chalicelib.providers import keys, service
+from chalicelib.providers import store as providers_store
+from chalicelib.providers.mirror import hashes, store, upstream
+from chalicelib.providers.service import ProviderRef
+
+log = logging.getLogger("registry.mirror")
+
+PUBLIC_HOSTS = ("registry.terraform.io", "registry.opentofu.org")
+HOSTNAME = re.compile(r"^[0-9a-z](?:[0-9a-z.-]{0,251}[0-9a-z])?(?::[0-9]{1,5})?$")
+NAME = re.compile(r"^[0-9a-z](?:[0-9a-z_-]{0,62}[0-9a-z])?$")
+PLATFORM = re.compile(r"^[0-9a-z]{1,32}_[0-9a-z]{1,32}$")
+OFF = "off"
+FETCH_THREADS = 4
+
+
+@dataclass(frozen=True)
+class Address:
+    hostname: str
+    namespace: str
+    type: str
+
+    @property
+    def public(self) -> bool:
+        return self.hostname in PUBLIC_HOSTS
+
+    @property
+    def key(self) -> str:
+        return store.address(self.hostname, self.namespace, self.type)
+
+
+@dataclass(frozen=True)
+class Archive:
+    """One platform's archive: the S3 key it is served from and its hashes."""
+
+    key: str
+    hashes: tuple[str, ...]
+
+
+def address(hostname: str, namespace: str, type_: str) -> Address:
+    """The provider address of a mirror path, lower case as terraform normalizes it; a
+    404 for anything that cannot be one."""
+    found = Address(hostname.lower(), namespace.lower(), type_.lower())
+    if not (
+        HOSTNAME.match(found.hostname) and NAME.match(found.namespace) and NAME.match(found.type)
+    ):
+        raise NotFound(f"provider {hostname}/{namespace}/{type_} not found")
+    return found
+
+
+def checked_version(version: str) -> str:
+    try:
+        semver.parse(version)
+    except semver.InvalidVersion:
+        raise NotFound(f"version {version!r} not found") from None
+    return version
+
+
+def _upstream_on() -> bool:
+    return get_settings().mirror_upstream_url != OFF
+
+
+# ----- index.json and :version.json -----------------------------------------------------------
+
+
+def versions(principal: Principal, where: Address) -> list[str]:
+    """The versions the mirror can serve, newest first."""
+    found = _public_versions(where) if where.public else _private_versions(principal, where)
+    return sorted(found, key=lambda v: semver.parse(v).order_key, reverse=True)
+
+
+def archives(principal: Principal, where: Address, version: str) -> dict[str, Archive]:
+    """``{os_arch: Archive}`` of one version."""
+    checked_version(version)
+    if where.public:
+        return _public_archives(where, version)
+    return _private_archives(principal, where, version)
+
+
+# ----- private providers (read through providers.service) -------------------------------------
+
+
+def _ref(where: Address) -> ProviderRef:
+    return ProviderRef(where.namespace, "private", where.namespace, where.type)
+
+
+def _private_versions(principal: Principal, where: Address) -> list[str]:
+    _, found, _ = service.list_versions(principal, _ref(where))
+    return [
+        v.version
+        for v in found
+        if any(p.provider_binary_uploaded for p in providers_store.platforms_of(v.id))
+    ]
+
+
+def _private_archives(principal: Principal, where: Address, version: str) -> dict[str, Archive]:
+    provider, found, platforms, _ = service.list_platforms(principal, _ref(where), version)
+    out: dict[str, Archive] = {}
+    for platform in platforms:
+        if not platform.provider_binary_uploaded:
+            continue
+        key = keys.binary_key(
+            provider.id, found.version, platform.os, platform.arch, platform.filename
+        )
+        checked = _private_check(platform, key)
+        if checked is None or checked["sha256"] != platform.shasum.lower():
+            continue  # not (yet) the archive its publisher declared
+        out[f"{platform.os}_{platform.arch}"] = Archive(
+            key, (checked["h1"], hashes.zh(checked["sha256"]))
+        )
+    return out
+
+
+def _private_check(platform: Any, key: str) -> dict[str, str] | None:
+    """The uploaded archive's SHA-256 and ``h1:``, read once per upload (the upload event
+    stamps ``updated_at``); None when it is no zip or too large to read."""
+    stamp = f"{platform.updated_at.isoformat()}#{platform.shasum}"
+    kept = store.private_check(platform.id)
+    if kept is not None and kept.stamp == stamp:
+        return dict(kept.body) if kept.body else None
+    found: dict[str, str] = {}
+    try:
+        body = client("s3").get_object(Bucket=get_settings().bucket, Key=key)
+    except ClientError as exc:
+        if exc.response["Error"]["Code"] in ("404", "NoSuchKey", "NotFound"):
+            return None  # deleted meanwhile: nothing to serve, nothing to keep
+        raise
+    if body["ContentLength"] <= get_settings().mirror_max_archive_bytes:
+        with tempfile.TemporaryFile() as spool:
+            sha256 = _copy(body["Body"], spool)
+            try:
+                found = {"sha256": sha256, "h1": hashes.h1(spool)}
+            except hashes.NotAZip as exc:
+                log.warning("private provider archive %s is no zip: %s", platform.id, exc)
+    store.keep_private_check(platform.id, stamp, found)
+    return found or None
+
+
+def _copy(stream: Any, sink: IO[bytes]) -> str:
+    import hashlib
+
+    digest = hashlib.sha256()
+    while chunk := stream.read(upstream.CHUNK):
+        digest.update(chunk)
+        sink.write(chunk)
+    sink.seek(0)
+    return digest.hexdigest()
+
+
+# ----- public providers: the pull-through cache -----------------------------------------------
+
+
+def _upstream_versions(where: Address) -> dict[str, list[str]]:
+    """The upstream's version list, cached for the TTL. When the upstream fails, a stale
+    list (or none, when the cache holds seeded archives) is kept for another TTL so an
+    air-gapped site does not wait on the upstream at every request; else the error."""
+    now = time.time()
+    cached = store.cached_versions(where.key)
+    if cached is not None and cached.fresh_until > now:
+        return dict(cached.body)
+    if not _upstream_on():
+        return {}
+    ttl = get_settings().mirror_cache_ttl
+    try:
+        found = upstream.versions(where.hostname, where.namespace, where.type)
+    except NotFound:
+        found = {}
+    except ApiError as exc:
+        held = dict(cached.body) if cached is not None else {}
+        if not held and not store.known_versions(where.key):
+            raise
+        log.warning("upstream failed for %s (%s): serving the cache", where.key, exc)
+        store.keep_versions(where.key, held, int(now + ttl))
+        return held
+    store.keep_versions(where.key, found, int(now + ttl))
+    return found
+
+
+def _public_versions(where: Address) -> list[str]:
+    found = set(_upstream_versions(where)) | set(store.known_versions(where.key))
+    valid = []
+    for version in found:
+        try:
+            semver.parse(version)
+        except semver.InvalidVersion:
+            continue
+        valid.append(version)
+    if not valid:
+        raise NotFound(f"provider {where.key} not found")
+    return valid
+
+
+def _public_archives(where: Address, version: str) -> dict[str, Archive]:
+    held = store.archives(where.key, version)
+    wanted = set(_upstream_versions(where).get(version, ()))
+    only = get_settings().mirror_platforms
+    if only:
+        wanted &= set(only)
+    missing = sorted(p for p in wanted - set(held) if PLATFORM.match(p))
+    if missing:
+        with ThreadPoolExecutor(max_workers=min(FETCH_THREADS, len(missing))) as pool:
+            fetched = list(pool.map(lambda p: _fetch(where, version, p), missing))
+        held.update(zip(missing, fetched, strict=True))
+    if not held:
+        raise NotFound(f"version {version} of {where.key} not found")
+    return {platform: _archive(entry) for platform, entry in sorted(held.items())}
+
+
+def _archive(entry: dict[str, Any]) -> Archive:
+    return Archive(entry["key"], (entry["h1"], hashes.zh(entry["zh"])))
+
+
+def _fetch(where: Address, version: str, platform: str) -> dict[str, Any]:
+    """One platform's archive from the upstream into the cache, checked against the
+    upstream's ``shasum``."""
+    os_, arch = platform.split("_", 1)
+    try:
+        found = upstream.download(where.hostname, where.namespace, where.type, version, os_, arch)
+    except NotFound:
+        raise BadGateway(
+            f"the upstream lists {platform} of {version} but has no download"
+        ) from None
+    with tempfile.TemporaryFile() as spool:
+        try:
+            sha256, size = upstream.fetch_archive(found.url, spool)
+        except NotFound:
+            raise BadGateway(f"the upstream's archive of {platform} is missing") from None
+        if sha256 != found.shasum:
+            raise BadGateway(
+                f"the upstream's archive of {where.key} {version} {platform} does not match "
+                "its shasum"
+            )
+        spool.seek(0)
+        entry = keep_archive(where, version, platform, found.filename, spool, sha256, size)
+    log.info("mirror cached %s %s %s (%d bytes)", where.key, version, platform, size)
+    return entry
+
+
+def keep_archive(
+    where: Address,
+    version: str,
+    platform: str,
+    filename: str,
+    archive: IO[bytes],
+    sha256: str,
+    size: int,
+) -> dict[str, Any]:
+    """An archive in hand (seekable, at its start) into the cache: its ``h1:`` computed, the
+    object put in S3, its item written last (so an item always names a stored object)."""
+    try:
+        h1 = hashes.h1(archive)
+    except hashes.NotAZip as exc:
+        raise BadGateway(f"the archive of {where.key} {version} {platform}: {exc}") from None
+    archive.seek(0)
+    key = store.archive_key(where.hostname, where.namespace, where.type, version, filename)
+    client("s3").upload_fileobj(
+        archive, get_settings().bucket, key, ExtraArgs={"ContentType": "application/zip"}
+    )
+    entry = {"key": key, "filename": filename, "zh": sha256, "h1": h1, "size": size}
+    store.add_archive(where.key, version, platform, entry)
+    return entry

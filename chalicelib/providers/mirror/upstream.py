@@ -1,0 +1,164 @@
+"""The public registries' ``providers.v1`` protocol, as the pull-through cache reads it.
+
+Bounded: every call has ``REGISTRY_MIRROR_TIMEOUT`` seconds per network operation, JSON
+answers at most ``MAX_JSON_BYTES``, archives at most ``REGISTRY_MIRROR_MAX_ARCHIVE_BYTES``.
+An upstream that cannot be reached or answers nonsense is a 502 (a timeout a 504), never a
+500; an upstream 404 is ours. Neither the caller's token nor any other credential is sent.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import re
+import socket
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from typing import IO, Any
+from urllib.parse import quote, urljoin
+
+from chalicelib.core.api.errors import BadGateway, GatewayTimeout, NotFound
+from chalicelib.core.settings import get_settings
+
+log = logging.getLogger("registry.mirror")
+
+PROVIDERS_PATH = "/v1/providers/"
+MAX_JSON_BYTES = 4 * 1024 * 1024
+CHUNK = 1 << 20
+FILENAME = re.compile(r"^[0-9A-Za-z+-][0-9A-Za-z._+-]{0,254}$")
+
+
+@dataclass(frozen=True)
+class Download:
+    """What ``download/:os/:arch`` says of one platform's archive."""
+
+    filename: str
+    url: str
+    shasum: str
+
+
+def base_url(hostname: str) -> str:
+    return get_settings().mirror_upstream_url or f"https://{hostname}"
+
+
+def _url(hostname: str, *parts: str) -> str:
+    return base_url(hostname) + PROVIDERS_PATH + "/".join(quote(p, safe="") for p in parts)
+
+
+# http and https only, redirects included: urllib's default opener would also read file://
+# and ftp:// URLs, which an upstream's download_url must not make us open.
+_OPENER = urllib.request.OpenerDirector()
+for _handler in (
+    urllib.request.HTTPHandler,
+    urllib.request.HTTPSHandler,
+    urllib.request.HTTPRedirectHandler,
+    urllib.request.HTTPDefaultErrorHandler,
+    urllib.request.HTTPErrorProcessor,
+    urllib.request.UnknownHandler,
+):
+    _OPENER.add_handler(_handler())
+
+
+def _open(url: str, accept: str) -> Any:
+    if not url.lower().startswith(("http://", "https://")):
+        raise BadGateway("the upstream registry gave a link that is not http(s)")
+    request = urllib.request.Request(
+        url, headers={"Accept": accept, "User-Agent": "terraform-registry-mirror"}
+    )
+    try:
+        return _OPENER.open(request, timeout=get_settings().mirror_timeout)
+    except urllib.error.HTTPError as exc:
+        exc.close()
+        if exc.code == 404:
+            raise NotFound("not found at the upstream registry") from None
+        raise BadGateway(f"the upstream registry answered {exc.code}") from None
+    except TimeoutError:
+        raise GatewayTimeout("the upstream registry did not answer in time") from None
+    except urllib.error.URLError as exc:
+        if isinstance(exc.reason, TimeoutError | socket.timeout):
+            raise GatewayTimeout("the upstream registry did not answer in time") from None
+        raise BadGateway(f"the upstream registry could not be reached: {exc.reason}") from None
+    except (OSError, ValueError) as exc:
+        raise BadGateway(f"the upstream registry could not be reached: {exc}") from None
+
+
+def _read(response: Any, limit: int, sink: IO[bytes] | None = None) -> tuple[bytes, int]:
+    """The body (or its size, written to ``sink``), refused past ``limit`` bytes."""
+    declared = response.headers.get("Content-Length")
+    if declared and declared.isdigit() and int(declared) > limit:
+        raise BadGateway(f"the upstream's answer is larger than {limit} bytes")
+    parts: list[bytes] = []
+    size = 0
+    try:
+        while chunk := response.read(CHUNK):
+            size += len(chunk)
+            if size > limit:
+                raise BadGateway(f"the upstream's answer is larger than {limit} bytes")
+            if sink is not None:
+                sink.write(chunk)
+            else:
+                parts.append(chunk)
+    except TimeoutError:
+        raise GatewayTimeout("the upstream registry did not answer in time") from None
+    except OSError as exc:
+        raise BadGateway(f"the upstream registry's answer broke off: {exc}") from None
+    return b"".join(parts), size
+
+
+def _json(url: str) -> dict[str, Any]:
+    with _open(url, "application/json") as response:
+        body, _ = _read(response, MAX_JSON_BYTES)
+    try:
+        found = json.loads(body)
+    except ValueError:
+        raise BadGateway("the upstream registry answered with invalid JSON") from None
+    if not isinstance(found, dict):
+        raise BadGateway("the upstream registry answered with something else than an object")
+    return found
+
+
+def versions(hostname: str, namespace: str, type_: str) -> dict[str, list[str]]:
+    """``{version: ["os_arch", ...]}`` of the upstream's ``versions`` document."""
+    found = _json(_url(hostname, namespace, type_, "versions"))
+    out: dict[str, list[str]] = {}
+    for entry in found.get("versions") or []:
+        if not isinstance(entry, dict) or not isinstance(entry.get("version"), str):
+            continue
+        platforms = [
+            f"{p['os']}_{p['arch']}"
+            for p in entry.get("platforms") or []
+            if isinstance(p, dict)
+            and isinstance(p.get("os"), str)
+            and isinstance(p.get("arch"), str)
+        ]
+        out[entry["version"]] = platforms
+    return out
+
+
+def download(
+    hostname: str, namespace: str, type_: str, version: str, os_: str, arch: str
+) -> Download:
+    url = _url(hostname, namespace, type_, version, "download", os_, arch)
+    found = _json(url)
+    filename, link, shasum = (found.get(k) for k in ("filename", "download_url", "shasum"))
+    if not (isinstance(filename, str) and isinstance(link, str) and isinstance(shasum, str)):
+        raise BadGateway("the upstream's download answer lacks filename, download_url or shasum")
+    if not FILENAME.match(filename):
+        raise BadGateway(f"the upstream named the archive {filename!r}")
+    return Download(filename, urljoin(url, link), shasum.lower())
+
+
+def fetch_archive(url: str, sink: IO[bytes]) -> tuple[str, int]:
+    """The archive at ``url`` written to ``sink``: (its SHA-256 in hex, its size)."""
+    digest = hashlib.sha256()
+
+    class Hashing:
+        def write(self, chunk: bytes) -> None:
+            digest.update(chunk)
+            sink.write(chunk)
+
+    with _open(url, "application/zip, application/octet-stream") as response:
+        _, size = _read(response, get_settings().mirror_max_archive_bytes, Hashing())  # type: ignore[arg-type]
+    return digest.hexdigest(), size
