@@ -19,12 +19,18 @@ UploadHandler = Callable[[Record], object]  # what it returns (e.g. an outcome) 
 JobRunner = Callable[[dict[str, Any]], Any]
 
 
+def record_key(record: Record) -> str:
+    """The object key an S3 event record names, decoded: S3 sends it URL-encoded (``+`` for
+    a space, ``%2F`` for a ``/`` where the client encoded one)."""
+    return unquote_plus(record["s3"]["object"]["key"])
+
+
 def uploaded_keys(event: dict[str, Any]) -> list[tuple[str, Record]]:
     """The object keys an S3 notification reports as created, decoded (S3 sends them
     URL-encoded, ``+`` for a space); S3's one-off test event and other event names report
     none."""
     return [
-        (unquote_plus(record["s3"]["object"]["key"]), record)
+        (record_key(record), record)
         for record in event.get("Records", [])
         if record.get("eventSource") == "aws:s3"
         and str(record.get("eventName", "")).startswith("ObjectCreated")

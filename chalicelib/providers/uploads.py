@@ -14,6 +14,7 @@ from typing import Any
 from pynamodb.exceptions import UpdateError
 
 from chalicelib.artifacts import events, semver
+from chalicelib.artifacts.events import record_key
 from chalicelib.core.data import db
 from chalicelib.core.data.ids import now
 from chalicelib.providers import keys, store
@@ -24,7 +25,7 @@ log = logging.getLogger("registry.providers")
 
 def handle_s3_record(record: events.Record) -> str:
     """Mark the uploaded file's item; returns what happened (for logs and tests)."""
-    key = record["s3"]["object"]["key"]
+    key = record_key(record)
     uploaded = keys.UploadedKey.parse(key)
     if uploaded is None:
         return "ignored"

@@ -229,12 +229,6 @@ def test_terraform_init_installs_a_public_provider_through_the_mirror(
     assert len(upstream.requests) == asked
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="providers.uploads reads the S3 event's key without unquote_plus (S3 and moto "
-    "URL-encode it: 'providers%2F...'), so on the local stack an uploaded archive never turns "
-    "provider-binary-uploaded true; passes with that one-line fix: then remove this marker",
-)
 def test_terraform_init_installs_a_private_provider_through_the_mirror(
     tmp_path: Path, mirror_stack: spawn.Spawned, tls: tuple[Path, TlsProxy]
 ) -> None:

@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import logging
 from typing import Any
-from urllib.parse import unquote_plus
 
 from botocore.exceptions import ClientError
 
 from chalicelib.artifacts import objects, semver
+from chalicelib.artifacts.events import record_key
 from chalicelib.core import observe
 from chalicelib.core.data.aws import client
 from chalicelib.core.settings import get_settings
@@ -34,7 +34,7 @@ log = logging.getLogger("registry.ingest")
 
 def handle_s3_record(record: dict[str, Any]) -> str:
     """Ingest the uploaded archive named by ``record``; returns what happened (for logs)."""
-    key = unquote_plus(record["s3"]["object"]["key"])
+    key = record_key(record)
     upload = keys.UploadKey.parse(key)
     if upload is None:
         log.info("ignoring object %s: not an upload key", key)
