@@ -98,6 +98,7 @@ def test_the_account_creates_a_token_shown_once_and_never_logged(
     page = browser.get("/app/account")
     assert page.status_code == 200 and 'value="jane"' in page.text
     assert 'href="/app/account/two-factor"' in page.text
+    assert "you signed in with it" in page.text  # revoking that one ends this session
     form = {
         "description": "CI pipeline",
         "expires_on": "2999-01-31",
@@ -531,3 +532,56 @@ def test_an_expired_token_is_marked(org: Api) -> None:
     mint_token("user", user_id, description="old one", expired_at=now() - timedelta(days=1))
     page = signed_in(org, token).get("/app/account")
     assert re.search(r"old one <span class=\"badge bad\">expired</span>", page.text)
+
+
+def test_every_people_form_without_its_csrf_token_is_403_and_changes_nothing(
+    org: Api, olivia: Browser
+) -> None:
+    """Walks the route table: every POST of the people pages, as an owner who could make it."""
+    from app import app
+
+    readers = team_named(org, "readers")
+    olivia_user = service.find_user_by_name("olivia")
+    assert olivia_user is not None
+    user_id = olivia_user.id
+    (token,) = [t for t in service.owned_tokens("user", user_id) if t.description == "setup"]
+    membership = org.get(f"/api/v2/organizations/{ORG}/organization-memberships").data[0]["id"]
+    values = {
+        "organization": ORG,
+        "team_id": readers,
+        "token_id": token.id,
+        "membership_id": membership,
+    }
+    state = (
+        org.get(f"/api/v2/organizations/{ORG}/organization-memberships").body,
+        org.get(f"/api/v2/organizations/{ORG}/teams").body,
+        sorted(t.id for t in service.owned_tokens("user", user_id)),
+    )
+    posts = [p for p, methods in app.routes.items() if "POST" in methods and is_people(p)]
+    assert len(posts) >= 12, posts
+    form = {
+        "username": "olivia2",
+        "email": "x@example.com",
+        "description": "x",
+        "name": "x",
+        "visibility": "organization",
+        "password": PASSWORD + "x",
+        "password_again": PASSWORD + "x",
+        "current_password": PASSWORD,
+    }
+    for template in posts:
+        path = re.sub(r"\{(\w+)\}", lambda m: values[m.group(1)], template)
+        assert olivia.post(path, form).status_code == 403, path
+    assert state == (
+        org.get(f"/api/v2/organizations/{ORG}/organization-memberships").body,
+        org.get(f"/api/v2/organizations/{ORG}/teams").body,
+        sorted(t.id for t in service.owned_tokens("user", user_id)),
+    )
+    assert signin.check("olivia", PASSWORD, "198.51.100.1") is not None
+
+
+def is_people(path: str) -> bool:
+    """A path of the people pages (``chalicelib/web/people``)."""
+    if path.startswith("/app/account"):
+        return "two-factor" not in path
+    return path.startswith("/app/{organization}/") and "/registry/" not in path

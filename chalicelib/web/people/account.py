@@ -59,6 +59,7 @@ def _tokens(principal: Principal) -> tuple[list[dict[str, Any]], int]:
                 "expired_at": token.expired_at,
                 "expired": token.expired_at is not None and token.expired_at <= now(),
                 "terraform_login": (token.description or "").startswith(TERRAFORM_LOGIN),
+                "this_session": token.id == principal.token_id,
             }
         )
     return listed, sessions

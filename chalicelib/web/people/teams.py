@@ -128,9 +128,8 @@ def _owned(ctx: WebCtx, organization: str, team_id: str) -> tuple[Form, Principa
     if isinstance(form, Response):
         return form
     principal = ctx.principal_or_sign_in()
-    team_, is_owner = _team(principal, organization, team_id)
-    if not is_owner:
-        service.owned_team(principal, team_.id)  # raises the API's 404
+    if not _team(principal, organization, team_id)[1]:
+        raise NotFound(f"team {team_id} not found or you are not an owner of its organization")
     return form, principal
 
 
@@ -171,8 +170,9 @@ def change_access(ctx: WebCtx, organization: str, team_id: str) -> Response:
 def confirm_delete(ctx: WebCtx, organization: str, team_id: str) -> Response:
     """Delete this team? (owners; a page of its own)"""
     principal = ctx.principal_or_sign_in()
-    team_, _ = _team(principal, organization, team_id)
-    service.owned_team(principal, team_.id)
+    team_, is_owner = _team(principal, organization, team_id)
+    if not is_owner:
+        raise NotFound(f"team {team_id} not found or you are not an owner of its organization")
     return ctx.render(
         "people/confirm.html",
         title="Delete this team?",
