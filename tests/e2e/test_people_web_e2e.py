@@ -124,6 +124,17 @@ def test_an_owner_invites_and_teams_up_a_colleague_who_manages_her_tokens(
     expect(owner.locator("#team-members")).to_contain_text("sam")
     expect(owner.get_by_label("Manage modules")).to_be_checked()
     check_page(owner)
+    owner.get_by_role("link", name="Settings").click()
+    owner.get_by_role("button", name="Create an organization token").click()
+    org_token = owner.locator("#token-secret").inner_text()
+    check_page(owner)
+    teams = stack.session(org_token).get(stack.api(f"/organizations/{ORG}/teams"))
+    assert teams.status_code == 200, teams.text
+    owner.get_by_role("link", name="Back").click()
+    owner.get_by_role("button", name="Revoke the organization token").click()
+    expect(owner.locator("#token-state")).to_contain_text("has no token")
+    check_page(owner)
+    assert stack.session(org_token).get(stack.api(f"/organizations/{ORG}")).status_code == 401
 
     colleague.get_by_role("link", name="Account").click()
     expect(colleague.get_by_role("heading", name="Your account", level=1)).to_be_visible()
