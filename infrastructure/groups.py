@@ -188,6 +188,8 @@ ROUTE_GROUPS: tuple[Function, ...] = (
             "organization-memberships": WRITE,
             "users": WRITE,
             "teams": WRITE,
+            # The people pages rotate and revoke the organization's token (kept on its item).
+            "organizations": WRITE,
             # SAML sign-in: outstanding requests, used assertions, what SAML granted.
             "saml-state": WRITE,
         },

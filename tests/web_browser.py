@@ -23,7 +23,7 @@ class Browser:
         self,
         method: str,
         path: str,
-        form: dict[str, str] | None = None,
+        form: dict[str, str | list[str]] | None = None,
         headers: dict[str, str] | None = None,
     ) -> Any:
         headers = {"Host": HOST, **(headers or {})}
@@ -32,7 +32,7 @@ class Browser:
         body = None
         if form is not None:
             headers["Content-Type"] = "application/x-www-form-urlencoded"
-            body = urlencode(form)
+            body = urlencode(form, doseq=True)  # a list: repeated fields (checkboxes)
         response = getattr(self.client.http, method.lower())(path, headers=headers, body=body)
         raw = response.headers.get("set-cookie") or response.headers.get("Set-Cookie")
         self.last_set_cookies = []
@@ -53,7 +53,9 @@ class Browser:
     def get(self, path: str) -> Any:
         return self.request("GET", path)
 
-    def post(self, path: str, form: dict[str, str], headers: dict[str, str] | None = None) -> Any:
+    def post(
+        self, path: str, form: dict[str, str | list[str]], headers: dict[str, str] | None = None
+    ) -> Any:
         return self.request("POST", path, form, headers)
 
     def csrf(self, path: str = "/app/sign-in") -> str:

@@ -237,7 +237,8 @@ def test_two_factor_and_password_reset_in_the_browser(
     page.get_by_role("button", name="Accept the invitation").click()
     page.wait_for_url(f"**/app/{ORG}/registry/modules")
 
-    page.get_by_role("link", name="Two-factor sign-in").click()
+    page.get_by_role("link", name="Account").click()
+    page.get_by_role("link", name="Two-factor sign-in settings").click()
     check_page(page)
     page.get_by_role("button", name="Set up two-factor sign-in").click()
     expect(page.locator(".qr svg")).to_be_visible()

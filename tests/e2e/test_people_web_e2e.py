@@ -1,0 +1,164 @@
+"""The people pages in headless Chromium, on the real local stack (this module's own: no
+SMTP, so the Members page shows the invitation link to the owner, as the API's answer does).
+
+An owner invites a colleague from the Members page; the colleague accepts the link and
+chooses a password; the owner creates a team on the Teams page and adds the colleague by
+username; the colleague creates a token on the Account page (the secret shown once, working
+against the API), then revokes it after the confirmation page. Every page passes axe-core
+and fits a 390 px phone; desktop and phone screenshots of the account's tokens and the
+members page go to docs/screenshots/ for the README.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+from collections.abc import Iterator
+
+import pytest
+from playwright.sync_api import Browser, Page, expect, sync_playwright
+
+from infrastructure import spawn
+from tests.conftest import doc
+from tests.e2e.conftest import Stack
+from tests.e2e.test_people_e2e import check_page
+from tests.e2e.test_web_ui import SCREENSHOTS
+
+pytestmark = pytest.mark.e2e
+
+TOKEN = "e2e-people-web-admin-token"
+ORG = "crew"
+EMAIL = "sam@example.com"
+PASSWORD = "a-long-enough-secret-42"
+TIMEOUT_MS = 60_000
+PHONE = {"width": 390, "height": 844}
+
+
+@pytest.fixture(scope="module")
+def stack() -> Iterator[Stack]:
+    running = spawn.start(TOKEN, REGISTRY_RATE_LIMITING="off")
+    stack = Stack(running.url, running.moto_url, running.startup_seconds)
+    try:
+        made = stack.session(TOKEN).post(
+            stack.api("/organizations"), json=doc("organizations", name=ORG, email="o@x.io")
+        )
+        assert made.status_code == 201, made.text
+        yield stack
+    finally:
+        output = spawn.stop(running)
+    assert "stopped" in output and PASSWORD not in output
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    executable = shutil.which("chromium")
+    if executable is None:
+        pytest.fail("Debian's chromium is missing: `make browser` installs it")
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=executable, headless=True)
+        yield launched
+        launched.close()
+
+
+def new_page(browser: Browser, stack: Stack) -> Page:
+    context = browser.new_context(
+        base_url=stack.url,
+        viewport={"width": 1280, "height": 900},
+        permissions=["clipboard-read", "clipboard-write"],
+    )
+    page = context.new_page()
+    page.set_default_timeout(TIMEOUT_MS)
+    return page
+
+
+def screenshots(page: Page, name: str, anchor: str | None = None) -> None:
+    """The page at desktop width (whole) and on a phone (one screen, from ``anchor``)."""
+    page.screenshot(path=str(SCREENSHOTS / f"{name}.png"), full_page=True)
+    desktop = page.viewport_size
+    assert desktop is not None
+    page.set_viewport_size(PHONE)
+    if anchor:
+        page.evaluate(f"document.querySelector({anchor!r}).scrollIntoView()")
+    page.screenshot(path=str(SCREENSHOTS / f"{name}-phone.png"), full_page=False)
+    page.set_viewport_size(desktop)
+
+
+def test_an_owner_invites_and_teams_up_a_colleague_who_manages_her_tokens(
+    stack: Stack, browser: Browser
+) -> None:
+    owner = new_page(browser, stack)
+    owner.goto("/app/sign-in")
+    owner.get_by_label("API token").fill(TOKEN)
+    owner.get_by_role("button", name="Sign in with the token").click()
+    expect(owner.get_by_role("heading", name="Organizations", level=1)).to_be_visible()
+    owner.get_by_role("link", name=f"Members of {ORG}").click()
+    expect(owner.get_by_role("heading", name=f"Members of {ORG}", level=1)).to_be_visible()
+    check_page(owner)
+    owner.get_by_label("Email address").fill(EMAIL)
+    owner.get_by_role("button", name="Send the invitation").click()
+    expect(owner.locator("#invited")).to_contain_text(f"{EMAIL} is invited")
+    link = owner.locator("#invitation-link").inner_text()
+    assert re.fullmatch(r"http\S+/app/invitations/\S+", link), link
+    check_page(owner)
+
+    colleague = new_page(browser, stack)
+    colleague.goto(link)
+    colleague.get_by_label("Username").fill("sam")
+    colleague.get_by_label("Password", exact=True).fill(PASSWORD)
+    colleague.get_by_label("Password again").fill(PASSWORD)
+    colleague.get_by_role("button", name="Accept the invitation").click()
+    colleague.wait_for_url(f"**/app/{ORG}/registry/modules")
+
+    owner.goto(f"/app/{ORG}/members")
+    expect(owner.locator("#members-table")).to_contain_text("sam")
+    expect(owner.locator("#members-table")).to_contain_text("active")
+    screenshots(owner, "members")
+    owner.get_by_role("navigation", name="Organization").get_by_role("link", name="Teams").click()
+    check_page(owner)
+    owner.get_by_label("Name").fill("platform")
+    owner.get_by_label("Manage modules").check()
+    owner.get_by_role("button", name="Create the team").click()
+    expect(owner.get_by_role("heading", name="Team platform", level=1)).to_be_visible()
+    owner.get_by_label("Add a member by username").fill("sam")
+    owner.get_by_role("button", name="Add to the team").click()
+    expect(owner.locator("#team-members")).to_contain_text("sam")
+    expect(owner.get_by_label("Manage modules")).to_be_checked()
+    check_page(owner)
+    owner.get_by_role("link", name="Settings").click()
+    owner.get_by_role("button", name="Create an organization token").click()
+    org_token = owner.locator("#token-secret").inner_text()
+    check_page(owner)
+    teams = stack.session(org_token).get(stack.api(f"/organizations/{ORG}/teams"))
+    assert teams.status_code == 200, teams.text
+    owner.get_by_role("link", name="Back").click()
+    owner.get_by_role("button", name="Revoke the organization token").click()
+    expect(owner.locator("#token-state")).to_contain_text("has no token")
+    check_page(owner)
+    assert stack.session(org_token).get(stack.api(f"/organizations/{ORG}")).status_code == 401
+
+    colleague.get_by_role("link", name="Account").click()
+    expect(colleague.get_by_role("heading", name="Your account", level=1)).to_be_visible()
+    check_page(colleague)
+    colleague.get_by_label("Description").fill("CI pipeline")
+    colleague.get_by_role("button", name="Create the token").click()
+    secret = colleague.locator("#token-secret").inner_text()
+    assert len(secret) > 20
+    colleague.get_by_role("button", name="Copy the token").click()
+    expect(colleague.locator(".copy-status")).to_contain_text("Copied")
+    assert colleague.evaluate("navigator.clipboard.readText()") == secret
+    check_page(colleague)
+    me = stack.session(secret).get(stack.api("/account/details"))
+    assert me.status_code == 200 and me.json()["data"]["attributes"]["username"] == "sam"
+    colleague.get_by_role("link", name="Back to your account").click()
+    expect(colleague.locator("#tokens-table")).to_contain_text("CI pipeline")
+    assert secret not in colleague.content()
+    screenshots(colleague, "account-tokens", "#tokens")
+    colleague.get_by_role("link", name="Revoke CI pipeline").click()
+    check_page(colleague)
+    colleague.get_by_role("button", name="Revoke the token").click()
+    expect(colleague.locator("#token-revoked")).to_contain_text("revoked")
+    assert stack.session(secret).get(stack.api("/account/details")).status_code == 401
+    colleague.goto(f"/app/{ORG}/teams")
+    expect(colleague.locator("#teams-table")).to_contain_text("platform")
+    assert colleague.locator("#team-form").count() == 0  # not an owner: no form
+    check_page(colleague)
