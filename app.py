@@ -30,6 +30,9 @@ from chalicelib.vcs.routes import bp as vcs_routes
 from chalicelib.web.account_routes import bp as account_routes
 from chalicelib.web.login import bp as login_routes
 from chalicelib.web.routes import bp as web_routes
+from chalicelib.web.siteadmin.keys_routes import bp as siteadmin_keys_routes
+from chalicelib.web.siteadmin.people_routes import bp as siteadmin_people_routes
+from chalicelib.web.siteadmin.settings_routes import bp as siteadmin_settings_routes
 from chalicelib.web.sso import bp as sso_routes
 from chalicelib.workspaces.routes import bp as workspace_routes
 
@@ -46,7 +49,8 @@ app = create_app(
     + [nocode_routes, web_routes, account_routes, login_routes, scim_routes, scim_admin_routes]
     + [organization_lifecycle, workspace_lifecycle]
     + [admin_people_routes, admin_organization_lifecycle, sso_routes]
-    + [provider_routes, gpg_key_routes],
+    + [provider_routes, gpg_key_routes]
+    + [siteadmin_people_routes, siteadmin_settings_routes, siteadmin_keys_routes],
 )
 
 

@@ -184,6 +184,14 @@ ROUTE_GROUPS: tuple[Function, ...] = (
             "teams": WRITE,
             # SAML sign-in: outstanding requests, used assertions, what SAML granted.
             "saml-state": WRITE,
+            # Site administration: the settings areas, organizations' module sharing, SCIM
+            # settings and tokens (disabling SCIM deletes its users, groups and links).
+            "settings": WRITE,
+            "organizations": WRITE,
+            "scim-settings": WRITE,
+            "scim-users": WRITE,
+            "scim-groups": WRITE,
+            "scim-mappings": WRITE,
         },
         s3_actions=("s3:GetObject",),
     ),
