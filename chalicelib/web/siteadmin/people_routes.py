@@ -180,7 +180,8 @@ def user_action(
         about["do"](user.id)
     except Unprocessable as refused:
         return _confirm(ctx, user, action, 422, refused.detail)
-    return redirect(f"{USERS}?done={action}&who={quote(user.username)}")
+    name = quote(user.username)
+    return redirect(f"{USERS}?q={name}&done={action}&who={name}")  # back to that user's row
 
 
 # ----- organizations ----------------------------------------------------------------------------
