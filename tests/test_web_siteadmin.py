@@ -17,7 +17,7 @@ import pytest
 
 from chalicelib.accounts import service as accounts
 from chalicelib.admin import store
-from tests.admin_servers import SMTP_PASSWORD, SMTP_USER, smtp_server
+from tests.admin_servers import SMTP_PASSWORD, SMTP_USER, sms_provider, smtp_server
 from tests.conftest import ADMIN_TOKEN, Api, doc, make_org
 from tests.test_admin_people import admin_id, make_user
 from tests.web_browser import Browser
@@ -249,10 +249,9 @@ def test_a_form_without_its_csrf_token_is_refused_and_changes_nothing(
         reply = admin.post(path, form)
         assert reply.status_code == 403, reply.text
     assert (settings_items(), [(u.username, u.suspended) for u in accounts.all_users()]) == before
-    assert (
-        shown(api, "organizations/acme" if False else "organizations/acme")["global-module-sharing"]
-        is False
-    )
+    sharing = api.get(f"{ADMIN_API}/organizations/acme").data
+    assert sharing["attributes"]["global-module-sharing"] is False
+    assert sharing["relationships"]["module-consumers"]["data"] == []
 
 
 def test_secrets_are_write_only_on_every_page(api: Api, admin: Browser):
@@ -345,6 +344,31 @@ def test_the_test_mail_needs_smtp_enabled(admin: Browser):
     path = "/app/admin/settings/smtp"
     reply = admin.post(path + "/test-mail", form_of(admin, path, recipient="a@example.test"))
     assert reply.status_code == 422 and "SMTP is not enabled" in reply.text
+
+
+def test_the_test_sms_goes_through_the_saved_settings(
+    admin: Browser, monkeypatch: pytest.MonkeyPatch
+):
+    from chalicelib.core.settings import get_settings
+
+    path = "/app/admin/settings/sms"
+    refused = admin.post(path + "/test-message", form_of(admin, path, **{"test-number": "+1555"}))
+    assert refused.status_code == 422
+    assert "invalid verification settings: SMS is disabled" in text(refused)
+    with sms_provider("AC123", "sms-token-Yu12") as provider:
+        monkeypatch.setenv("REGISTRY_SMS_API_URL", provider.url)
+        get_settings.cache_clear()
+        fields = {"enabled": "on", "account-sid": "AC123", "from-number": "+15550199"}
+        saved = admin.post(path, form_of(admin, path, **fields, **{"auth-token": "sms-token-Yu12"}))
+        assert saved.status_code == 303
+        sent = admin.post(
+            path + "/test-message", form_of(admin, path, **{"test-number": "+15550100"})
+        )
+        assert sent.status_code == 200 and "Sent to +15550100." in sent.text
+        assert [m["To"] for m in provider.sent] == ["+15550100"]
+        assert "sms-token-Yu12" not in sent.text
+    monkeypatch.undo()
+    get_settings.cache_clear()
 
 
 def test_saml_page_shows_the_sp_urls_the_api_shows(api: Api, admin: Browser):
