@@ -13,7 +13,6 @@ from typing import Any
 from chalice import Blueprint, Response
 
 from chalicelib.admin.service import ensure_site_admin
-from chalicelib.core.api.attributes import Attributes
 from chalicelib.core.api.jsonapi import validate
 from chalicelib.core.api.openapi import Reply
 from chalicelib.core.auth import Principal
@@ -22,6 +21,9 @@ from chalicelib.web.view import WebCtx, csrf_refused, page
 
 ADMIN = "/app/admin"
 _INTEGER = re.compile(r"^-?[0-9]{1,12}$")
+# The API's request models, by name (pydantic loads with the first form posted).
+ADMIN_SCHEMAS = "chalicelib.admin.schemas:"
+SCIM_SCHEMAS = "chalicelib.scim.schemas:"
 SAVED = (
     Reply(303, description="done: back to the page, which says so"),
     Reply(422, description="refused: the form again, with the reason"),
@@ -99,12 +101,18 @@ def form_attributes(fields: tuple[Field, ...], form: dict[str, str]) -> dict[str
     return out
 
 
-def validated(model: type[Attributes], attributes: dict[str, Any]) -> dict[str, Any]:
-    """``attributes`` checked by the API's request model (its 422 and message as the API
-    gives them), as the changes the service takes: kebab names, nulls dropped."""
+def validated(model: str, attributes: dict[str, Any]) -> dict[str, Any]:
+    """``attributes`` checked by the API's request model (``model``: ``module:Class``, as
+    the API's routes name it), with its 422 and message as the API gives them; returned as
+    the changes the service takes: kebab names, nulls dropped."""
+    # pydantic loads with the first form posted, not with the function (as for the API).
+    from importlib import import_module
+
     from chalicelib.admin.schemas import changes
 
-    return changes(validate(model, attributes, pointer_prefix="/data/attributes"))
+    module, _, name = model.partition(":")
+    found = getattr(import_module(module), name)
+    return changes(validate(found, attributes, pointer_prefix="/data/attributes"))
 
 
 Poster = Callable[..., Response]

@@ -18,9 +18,8 @@ from chalicelib.core.api.errors import Unprocessable
 from chalicelib.core.api.openapi import Reply
 from chalicelib.core.auth import Principal
 from chalicelib.core.data.ids import iso, now
-from chalicelib.scim import schemas
 from chalicelib.scim import service as scim
-from chalicelib.web.siteadmin.common import ADMIN, admin_post, site_admin, validated
+from chalicelib.web.siteadmin.common import ADMIN, SCIM_SCHEMAS, admin_post, site_admin, validated
 from chalicelib.web.view import WebCtx, page, redirect
 
 bp = Blueprint(__name__)
@@ -59,7 +58,7 @@ def scim_save(ctx: WebCtx, _admin: Any, form: dict[str, str]) -> Response:
     """Enable, pause, or let SCIM link existing users (the SCIM service's rules)."""
     sent = {name: form.get(name) == "on" for name in ("enabled", "paused", "link-existing-users")}
     try:
-        scim.update_settings(validated(schemas.ScimSettings, sent))
+        scim.update_settings(validated(SCIM_SCHEMAS + "ScimSettings", sent))
     except Unprocessable as refused:
         return _scim_page(ctx, 422, error=refused.detail)
     return redirect(SCIM + "?saved=settings")
@@ -75,7 +74,7 @@ def scim_token_create(ctx: WebCtx, admin: Principal, form: dict[str, str]) -> Re
             if not days.isdigit() or len(days) > 4:
                 raise Unprocessable("expired-at: the expiry must be a whole number of days")
             attributes["expired-at"] = iso(now() + timedelta(days=int(days)))
-        given = validated(schemas.ScimTokenCreate, attributes)
+        given = validated(SCIM_SCHEMAS + "ScimTokenCreate", attributes)
         token, secret = scim.create_token(
             given.get("description"), given.get("expired-at"), admin.id
         )

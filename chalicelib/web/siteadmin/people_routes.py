@@ -19,12 +19,18 @@ from urllib.parse import quote
 
 from chalice import Blueprint, Response
 
-from chalicelib.admin import people, schemas
+from chalicelib.admin import people
 from chalicelib.core.api.errors import NotFound, Unprocessable
 from chalicelib.core.api.jsonapi import relationship_list
 from chalicelib.core.api.openapi import Param
 from chalicelib.web.pages import page_number
-from chalicelib.web.siteadmin.common import ADMIN, admin_post, site_admin, validated
+from chalicelib.web.siteadmin.common import (
+    ADMIN,
+    ADMIN_SCHEMAS,
+    admin_post,
+    site_admin,
+    validated,
+)
 from chalicelib.web.view import WebCtx, page, redirect
 
 if TYPE_CHECKING:
@@ -236,7 +242,8 @@ def module_sharing(ctx: WebCtx, _admin: Any, form: dict[str, str], name: str) ->
     unique = list(dict.fromkeys(names))
     try:
         sharing = validated(
-            schemas.AdminOrganization, {"global-module-sharing": form.get("global") == "on"}
+            ADMIN_SCHEMAS + "AdminOrganization",
+            {"global-module-sharing": form.get("global") == "on"},
         )
         data = relationship_list(
             {"data": [{"type": "organizations", "id": n} for n in unique]},

@@ -18,12 +18,12 @@ from typing import Any
 
 from chalice import Blueprint, Response
 
-from chalicelib.admin import render, schemas, service
-from chalicelib.core.api.attributes import Attributes
+from chalicelib.admin import render, service
 from chalicelib.core.api.errors import ApiError, NotFound, Unprocessable
 from chalicelib.core.api.openapi import Reply
 from chalicelib.web.siteadmin.common import (
     ADMIN,
+    ADMIN_SCHEMAS,
     Field,
     admin_post,
     form_attributes,
@@ -44,7 +44,7 @@ class Area:
     slug: str
     title: str
     intro: str
-    model: type[Attributes]
+    model: str  # the API's request model (chalicelib.admin.schemas)
     fields: tuple[Field, ...]
     shown: Callable[[WebCtx], dict[str, Any]]  # what the API shows
     sealed: Callable[[], set[str]]  # the secret fields that hold a value
@@ -67,7 +67,7 @@ AREAS: dict[str, Area] = {
             "general",
             "General settings",
             "Who may create organizations, API rate limiting and the worker timeouts.",
-            schemas.GeneralSettings,
+            ADMIN_SCHEMAS + "GeneralSettings",
             (
                 Field(
                     "limit-user-organization-creation",
@@ -111,7 +111,7 @@ AREAS: dict[str, Area] = {
             "SAML single sign-on",
             "The identity provider this site trusts. Give the identity provider the ACS URL "
             "and the metadata URL below.",
-            schemas.SamlSettings,
+            ADMIN_SCHEMAS + "SamlSettings",
             (
                 Field("enabled", "SAML single sign-on enabled", _BOOL),
                 Field("sso-endpoint-url", "IdP single sign-on URL", help="https:// only."),
@@ -153,7 +153,7 @@ AREAS: dict[str, Area] = {
             "Invitations and password reset links go out through this server. Saving with "
             "SMTP enabled first sends a test mail to the address you give; nothing is stored "
             "unless it is delivered.",
-            schemas.SmtpSettings,
+            ADMIN_SCHEMAS + "SmtpSettings",
             (
                 Field("enabled", "SMTP enabled", _BOOL),
                 Field("host", "Host"),
@@ -177,7 +177,7 @@ AREAS: dict[str, Area] = {
             "sms",
             "SMS (Twilio)",
             "The SMS provider's account.",
-            schemas.SmsSettings,
+            ADMIN_SCHEMAS + "SmsSettings",
             (
                 Field("enabled", "SMS enabled", _BOOL),
                 Field("account-sid", "Account SID"),
@@ -192,7 +192,7 @@ AREAS: dict[str, Area] = {
             "cost-estimation",
             "Cost estimation",
             "Cloud credentials for cost estimation: enabling needs at least one complete set.",
-            schemas.CostEstimationSettings,
+            ADMIN_SCHEMAS + "CostEstimationSettings",
             (
                 Field("enabled", "Cost estimation enabled", _BOOL),
                 Field("cloud-a-access-key-id", "AWS access key id"),
@@ -218,7 +218,7 @@ AREAS: dict[str, Area] = {
             "Texts shown to everyone (Markdown, sanitized as READMEs are): the sign-in help, "
             "the footer of every page, the error pages' text and the text for a signed-in "
             "person who belongs to no organization.",
-            schemas.CustomizationSettings,
+            ADMIN_SCHEMAS + "CustomizationSettings",
             (
                 Field("support-email-address", "Support email address"),
                 Field("login-help", "Sign-in help", "textarea"),
@@ -314,7 +314,7 @@ def smtp_test_mail(ctx: WebCtx, _admin: Any, form: dict[str, str]) -> Response:
     if config is None:
         return _form(ctx, area, 422, test_error="SMTP is not enabled: save it enabled first.")
     try:
-        validated(schemas.SmtpSettings, {"test-email-address": recipient})
+        validated(ADMIN_SCHEMAS + "SmtpSettings", {"test-email-address": recipient})
         if not recipient:
             raise Unprocessable("test-email-address is required")
         service.check_email("test-email-address", recipient)
@@ -330,7 +330,7 @@ def sms_test_message(ctx: WebCtx, _admin: Any, form: dict[str, str]) -> Response
     area = AREAS["sms"]
     number = (form.get("test-number") or "").strip()
     try:
-        validated(schemas.SmsVerify, {"test-number": number})
+        validated(ADMIN_SCHEMAS + "SmsVerify", {"test-number": number})
         service.verify_sms(number)
     except ApiError as failed:
         return _form(ctx, area, _status(failed), test_error=failed.detail, recipient=number)
