@@ -278,6 +278,12 @@ def test_secrets_are_write_only_on_every_page(api: Api, admin: Browser):
     admin.post(path, form_of(admin, path, **{"auth-token-remove": "on"}))
     assert "auth-token" not in (store.load("sms").secrets or {})
     assert "not set" in admin.get(path).text
+    # A refused form shows what was sent again, but never a secret typed into it.
+    path = "/app/admin/settings/smtp"
+    fields = {"sender": "not-an-address", "password": "typed-secret-Gg31", "host": "mail.test"}
+    refused = admin.post(path, form_of(admin, path, **fields))
+    assert refused.status_code == 422 and 'value="mail.test"' in refused.text
+    assert "typed-secret-Gg31" not in refused.text
 
 
 # ----- SMTP and its test mail -------------------------------------------------------------------

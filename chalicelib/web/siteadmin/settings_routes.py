@@ -251,9 +251,9 @@ def _form(
     """The area's form: what the API shows, or what was sent (secrets never)."""
     values = area.shown(ctx)
     if sent:
-        values.update({k: v for k, v in sent.items() if not k.startswith("private")})
+        values.update(sent)
     for field in area.fields:
-        if field.secret:
+        if field.secret:  # never filled in, whatever was sent or stored
             values[field.name] = None
     return ctx.render(
         "siteadmin/settings.html",
@@ -269,7 +269,7 @@ def _form(
 
 @page(bp, SETTINGS)
 def settings_index(ctx: WebCtx) -> Response:
-    """The settings areas (the overview lists them): to the first."""
+    """The settings areas are listed on the overview: to it."""
     site_admin(ctx)
     return redirect(ADMIN)
 
@@ -294,13 +294,8 @@ def settings_save(ctx: WebCtx, _admin: Any, form: dict[str, str], area: str) -> 
     try:
         found.save(validated(found.model, dict(sent)))
     except ApiError as refused:
-        shown = {k: v for k, v in sent.items() if k not in _secret_names(found)}
-        return _form(ctx, found, _status(refused), shown, error=refused.detail)
+        return _form(ctx, found, _status(refused), sent, error=refused.detail)
     return redirect(f"{SETTINGS}/{found.slug}?saved=1")
-
-
-def _secret_names(area: Area) -> set[str]:
-    return {field.name for field in area.fields if field.secret}
 
 
 @admin_post(bp, SETTINGS + "/smtp/test-mail", success=SENT)
