@@ -32,6 +32,9 @@ from chalicelib.web.account_routes import bp as account_routes
 from chalicelib.web.login import bp as login_routes
 from chalicelib.web.people import bp as people_routes
 from chalicelib.web.routes import bp as web_routes
+from chalicelib.web.siteadmin.keys_routes import bp as siteadmin_keys_routes
+from chalicelib.web.siteadmin.people_routes import bp as siteadmin_people_routes
+from chalicelib.web.siteadmin.settings_routes import bp as siteadmin_settings_routes
 from chalicelib.web.sso import bp as sso_routes
 from chalicelib.workspaces.routes import bp as workspace_routes
 
@@ -49,7 +52,8 @@ app = create_app(
     + [people_routes]
     + [organization_lifecycle, workspace_lifecycle]
     + [admin_people_routes, admin_organization_lifecycle, sso_routes]
-    + [provider_routes, gpg_key_routes, mirror_routes],
+    + [provider_routes, gpg_key_routes, mirror_routes]
+    + [siteadmin_people_routes, siteadmin_settings_routes, siteadmin_keys_routes],
 )
 
 

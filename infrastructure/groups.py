@@ -188,10 +188,18 @@ ROUTE_GROUPS: tuple[Function, ...] = (
             "organization-memberships": WRITE,
             "users": WRITE,
             "teams": WRITE,
-            # The people pages rotate and revoke the organization's token (kept on its item).
+            # The people pages rotate and revoke the organization's token (kept on its item);
+            # site administration edits organizations' module sharing.
             "organizations": WRITE,
             # SAML sign-in: outstanding requests, used assertions, what SAML granted.
             "saml-state": WRITE,
+            # Site administration: the settings areas, SCIM settings and tokens (disabling
+            # SCIM deletes its users, groups and links).
+            "settings": WRITE,
+            "scim-settings": WRITE,
+            "scim-users": WRITE,
+            "scim-groups": WRITE,
+            "scim-mappings": WRITE,
         },
         s3_actions=("s3:GetObject",),
     ),

@@ -51,8 +51,9 @@ LAYERS: dict[str, set[str]] = {
     "saml": {"core", "accounts", "admin"},
     # The browser UI reads through the domains' services, as the API does (the site's
     # customization texts through admin), and serves the SAML endpoints, opening the
-    # session SAML signs into.
-    "web": {"core", "artifacts", "accounts", "admin", "vcs", "modules", "saml"},
+    # session SAML signs into. Site administration's SCIM page goes through scim's service
+    # (settings and tokens), as scim's admin API does.
+    "web": {"core", "artifacts", "accounts", "admin", "vcs", "modules", "saml", "scim"},
     "lifecycle": {
         "core",
         "artifacts",

@@ -53,7 +53,7 @@ def _require(values: dict[str, Any], names: tuple[str, ...], why: str) -> None:
             raise _invalid(name, f"is required {why}")
 
 
-def _check_email(name: str, value: str | None) -> None:
+def check_email(name: str, value: str | None) -> None:
     if value and not _EMAIL.match(value):
         raise _invalid(name, "must be an email address")
 
@@ -321,8 +321,8 @@ def update_smtp(changes: dict[str, Any]) -> store.SettingsModel:
     recipient = changes.pop("test-email-address", None)
     password = changes.pop("password", None)
     values.update(changes)
-    _check_email("sender", values.get("sender"))
-    _check_email("test-email-address", recipient)
+    check_email("sender", values.get("sender"))
+    check_email("test-email-address", recipient)
     if values["enabled"]:
         _require(values, ("host", "port", "sender"), "when SMTP is enabled")
         if not recipient:
@@ -422,7 +422,7 @@ def cached_customization() -> dict[str, Any]:
 
 
 def update_customization(changes: dict[str, Any]) -> store.SettingsModel:
-    _check_email("support-email-address", changes.get("support-email-address"))
+    check_email("support-email-address", changes.get("support-email-address"))
     item = store.load(CUSTOMIZATION)
     item.values = {**with_defaults(item, CUSTOMIZATION_DEFAULTS), **changes}
     store.save(item)

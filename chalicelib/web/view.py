@@ -117,7 +117,18 @@ def templates() -> Environment:
     )
     env.globals["static_url"] = static_url
     env.globals["edition"] = get_settings().edition
+    env.globals["shows_site_admin"] = shows_site_admin
     return env
+
+
+def shows_site_admin(principal: Principal | None) -> bool:
+    """Whether the header links to site administration: a site admin of the self-hosted
+    edition (one read of the user, only for a user's session)."""
+    if principal is None or not principal.is_user or get_settings().hosted:
+        return False
+    from chalicelib.accounts.service import is_site_admin
+
+    return is_site_admin(principal)
 
 
 # ----- the request context ----------------------------------------------------------------
