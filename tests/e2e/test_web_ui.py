@@ -388,6 +388,50 @@ def test_not_found_and_error_pages(page: Page):
     check_accessibility(page)
 
 
+# Pages a crawl must not follow: they act (sign-out is a form, but links that change things
+# would be a bug of their own), or repeat a page already seen with other data.
+CRAWL_SKIP = ("/app/sign-out", "/app/oauth/", "/users/saml/", "/app/sign-in/sso")
+CRAWL_LIMIT = 60
+
+
+def _page_kind(path: str) -> str:
+    """One crawl per kind of page: module versions and teams differ only by their data."""
+    path = path.split("?", 1)[0].split("#", 1)[0]
+    path = re.sub(r"/\d+\.\d+\.\d+[^/]*$", "/:version", path)
+    return re.sub(r"/team-[A-Za-z0-9]+", "/team-:id", path)
+
+
+def test_every_page_a_site_admin_can_reach_fits_a_phone_and_passes_axe(page: Page):
+    """Crawl the UI from the organizations page, as the site admin, following every same-site
+    link (one page of each kind): each fits a 390 px phone without sideways scrolling (wide
+    tables and READMEs scroll in their own box) and axe-core finds nothing serious. New pages
+    are covered as soon as a link reaches them."""
+    sign_in(page)
+    page.set_viewport_size({"width": 390, "height": 844})
+    queue, seen, checked = ["/app/organizations"], set(), []
+    while queue and len(checked) < CRAWL_LIMIT:
+        path = queue.pop(0)
+        kind = _page_kind(path)
+        if kind in seen or any(path.startswith(skip) for skip in CRAWL_SKIP):
+            continue
+        seen.add(kind)
+        response = page.goto(path)
+        assert response is not None and response.status < 500, path
+        if "/app/sign-in" in page.url:
+            continue  # a page for another kind of caller
+        width = page.evaluate("document.documentElement.scrollWidth")
+        assert width <= 390, f"{path} is {width} px wide on a 390 px phone"
+        check_accessibility(page)
+        checked.append(path)
+        links = page.eval_on_selector_all(
+            "a[href^='/app/']", "links => links.map(a => a.getAttribute('href'))"
+        )
+        queue.extend(link for link in links if _page_kind(link) not in seen)
+    print(f"crawled {len(checked)} pages: {checked}")  # noqa: T201
+    assert len(checked) >= 10, checked  # the crawl reached the module, people and admin pages
+    assert any("/registry/modules/private/" in p for p in checked), checked
+
+
 # ----- over the wire, without a browser: what the real HTTP server answers ----------------
 
 
