@@ -11,7 +11,7 @@ from typing import Any
 
 from chalicelib.core.api.jsonapi import resource, to_one
 from chalicelib.core.data.ids import iso
-from chalicelib.providers import service
+from chalicelib.providers import service, store
 from chalicelib.providers.service import Rights
 from chalicelib.providers.store import (
     GpgKeyModel,
@@ -95,6 +95,10 @@ def render_version(
             "permissions": {"can-delete": rights.publish, "can-upload-asset": rights.publish},
             "shasums-uploaded": version.shasums_uploaded,
             "shasums-sig-uploaded": version.shasums_sig_uploaded,
+            # Not TFE's: the checks after upload (providers.ingest), as module versions
+            # show theirs. pending, verified or failed (with the reason in error).
+            "status": version.status or store.PENDING,
+            "error": version.error,
         },
         relationships=relationships,
         links=service.version_links(provider, version, rights),
@@ -117,6 +121,8 @@ def render_platform(
             "shasum": platform.shasum,
             "permissions": {"can-delete": rights.publish, "can-upload-asset": rights.publish},
             "provider-binary-uploaded": platform.provider_binary_uploaded,
+            "status": platform.status or store.PENDING,
+            "error": platform.error,
         },
         relationships={"registry-provider-version": to_one(VERSIONS, version.id)},
         links=service.platform_links(provider, version, platform, rights),

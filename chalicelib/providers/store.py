@@ -6,6 +6,15 @@
   lists an organization's providers); ``by-id`` finds it from its id.
 * A version lives in its provider's partition, ordered by a SemVer sort key; a platform in
   its version's partition, keyed ``<os>#<arch>`` (one per pair, as TFE has it).
+* Verification (``providers.ingest``) leaves ``status`` (``pending``, ``verified``,
+  ``failed``) and ``error`` on a version and a platform, and what the protocol serves on the
+  provider item (``served``: version -> ``{id, key-id, protocols, sums}``;
+  ``served_platforms``: ``<version id>/<os>_<arch>`` -> the sha256 of the SHA256SUMS the
+  platform was checked against), so ``versions`` is one read and ``download`` two. A
+  platform is served only while its entry names the SHA256SUMS its version was verified with:
+  a re-uploaded SHA256SUMS hides every platform until each is checked again. Each entry is
+  written alone (one path of the map), so concurrent checks never overwrite each other.
+  About 60 bytes per served platform: 400 KB (an item's limit) holds several thousand.
 
 Every conditional write is here: a second create of the same address is refused by the
 condition, never by a read before it.
@@ -14,18 +23,21 @@ condition, never by a read before it.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 from pynamodb.attributes import (
     BooleanAttribute,
     ListAttribute,
+    MapAttribute,
     UnicodeAttribute,
     UTCDateTimeAttribute,
 )
-from pynamodb.exceptions import PutError, TransactWriteError
+from pynamodb.exceptions import PutError, TransactWriteError, UpdateError
 from pynamodb.indexes import AllProjection, GlobalSecondaryIndex
 from pynamodb.transactions import TransactWrite
 
 from chalicelib.core.data import db
+from chalicelib.core.data.ids import now
 
 
 class Taken(Exception):
@@ -72,8 +84,16 @@ class ProviderModel(db.Model):
     name = UnicodeAttribute()
     created_at = UTCDateTimeAttribute()
     updated_at = UTCDateTimeAttribute()
+    served: MapAttribute[str, Any] = MapAttribute(default=dict)
+    served_platforms: MapAttribute[str, Any] = MapAttribute(default=dict)
 
     by_id = ProviderById()
+
+    def served_versions(self) -> dict[str, dict[str, Any]]:
+        return self.served.as_dict() if self.served else {}
+
+    def served_platform_sums(self) -> dict[str, str]:
+        return self.served_platforms.as_dict() if self.served_platforms else {}
 
 
 @db.register
@@ -88,6 +108,9 @@ class ProviderVersionModel(db.Model):
     protocols = ListAttribute(of=UnicodeAttribute, default=list)
     shasums_uploaded = BooleanAttribute(default=False)
     shasums_sig_uploaded = BooleanAttribute(default=False)
+    status = UnicodeAttribute(null=True)  # None: pending
+    error = UnicodeAttribute(null=True)
+    sums_sha256 = UnicodeAttribute(null=True)  # of the SHA256SUMS whose signature verified
     created_at = UTCDateTimeAttribute()
     updated_at = UTCDateTimeAttribute()
 
@@ -104,6 +127,8 @@ class ProviderPlatformModel(db.Model):
     shasum = UnicodeAttribute()
     filename = UnicodeAttribute()
     provider_binary_uploaded = BooleanAttribute(default=False)
+    status = UnicodeAttribute(null=True)  # None: pending
+    error = UnicodeAttribute(null=True)
     created_at = UTCDateTimeAttribute()
     updated_at = UTCDateTimeAttribute()
 
@@ -144,3 +169,81 @@ def platforms_of(version_id: str) -> list[ProviderPlatformModel]:
 def delete_all(items: Iterable[db.Model]) -> None:
     for item in items:
         item.delete()
+
+
+# ----- verification (providers.ingest) and what the protocol serves -------------------------
+
+PENDING = "pending"
+VERIFIED = "verified"
+FAILED = "failed"
+
+
+def served_platform_key(version_id: str, os_: str, arch: str) -> str:
+    return f"{version_id}/{os_}_{arch}"
+
+
+def _update_existing(item: db.Model, actions: list[Any]) -> bool:
+    """Update ``item`` unless it was deleted meanwhile (an update would recreate it);
+    False when it was."""
+    model = type(item)
+    try:
+        item.update(actions=actions, condition=model._hash_key_attribute().exists())
+    except UpdateError as exc:
+        if db.conditional_failure(exc):
+            return False
+        raise
+    return True
+
+
+def set_status(
+    item: ProviderVersionModel | ProviderPlatformModel,
+    status: str,
+    error: str | None = None,
+    sums_sha256: str | None = None,
+) -> bool:
+    """A version's or platform's verification outcome (``error`` only when failed)."""
+    model = type(item)
+    actions: list[Any] = [model.status.set(status), model.updated_at.set(now())]
+    actions.append(model.error.set(error) if error else model.error.remove())
+    if isinstance(item, ProviderVersionModel):
+        sums = ProviderVersionModel.sums_sha256
+        actions.append(sums.set(sums_sha256) if sums_sha256 else sums.remove())
+    return _update_existing(item, actions)
+
+
+def _update_provider(provider: ProviderModel, action: Any) -> bool:
+    """One path of ``served`` or ``served_platforms``; a provider item written before they
+    existed gets the empty maps first (DynamoDB sets no path below a missing map)."""
+    try:
+        return _update_existing(provider, [action])
+    except UpdateError as exc:
+        if "document path" not in str(exc.cause if exc.cause else exc):
+            raise
+    maps = [ProviderModel.served, ProviderModel.served_platforms]
+    if not _update_existing(provider, [m.set(m | {}) for m in maps]):
+        return False
+    return _update_existing(provider, [action])
+
+
+def serve_version(provider: ProviderModel, version: ProviderVersionModel, sums: str) -> bool:
+    entry = {
+        "id": version.id,
+        "key-id": version.key_id,
+        "protocols": list(version.protocols or []),
+        "sums": sums,
+    }
+    return _update_provider(provider, ProviderModel.served[version.version].set(entry))
+
+
+def unserve_version(provider: ProviderModel, version: str) -> bool:
+    return _update_provider(provider, ProviderModel.served[version].remove())
+
+
+def serve_platform(
+    provider: ProviderModel, platform: ProviderPlatformModel, sums: str | None
+) -> bool:
+    """Serve the platform as checked against the SHA256SUMS of hash ``sums``; None: not."""
+    path = ProviderModel.served_platforms[
+        served_platform_key(platform.version_id, platform.os, platform.arch)
+    ]
+    return _update_provider(provider, path.set(sums) if sums else path.remove())
