@@ -22,6 +22,7 @@ from chalicelib.modules.publishing.webhook_routes import bp as webhook_routes
 from chalicelib.modules.routes import bp as registry_routes
 from chalicelib.projects.routes import bp as project_routes
 from chalicelib.providers.gpg_routes import bp as gpg_key_routes
+from chalicelib.providers.protocol.routes import bp as provider_protocol_routes
 from chalicelib.providers.routes import bp as provider_routes
 from chalicelib.scim.admin_routes import bp as scim_admin_routes
 from chalicelib.scim.routes import bp as scim_routes
@@ -45,7 +46,7 @@ app = create_app(
     + [nocode_routes, web_routes, login_routes, scim_routes, scim_admin_routes]
     + [organization_lifecycle, workspace_lifecycle]
     + [admin_people_routes, admin_organization_lifecycle, sso_routes]
-    + [provider_routes, gpg_key_routes],
+    + [provider_routes, gpg_key_routes, provider_protocol_routes],
 )
 
 

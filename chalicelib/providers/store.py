@@ -8,13 +8,15 @@
   its version's partition, keyed ``<os>#<arch>`` (one per pair, as TFE has it).
 * Verification (``providers.ingest``) leaves ``status`` (``pending``, ``verified``,
   ``failed``) and ``error`` on a version and a platform, and what the protocol serves on the
-  provider item (``served``: version -> ``{id, key-id, protocols, sums}``;
-  ``served_platforms``: ``<version id>/<os>_<arch>`` -> the sha256 of the SHA256SUMS the
-  platform was checked against), so ``versions`` is one read and ``download`` two. A
-  platform is served only while its entry names the SHA256SUMS its version was verified with:
-  a re-uploaded SHA256SUMS hides every platform until each is checked again. Each entry is
-  written alone (one path of the map), so concurrent checks never overwrite each other.
-  About 60 bytes per served platform: 400 KB (an item's limit) holds several thousand.
+  provider item, so ``versions`` and ``download`` each read that one item: ``served``
+  (version -> ``{id, key-id, protocols, sums}``), ``served_platforms`` (``<version
+  id>/<os>_<arch>`` -> ``{sums, filename, shasum}``) and ``served_keys`` (key id -> the
+  armored key that verified a served version). ``sums`` names the SHA256SUMS (``sums_tag``):
+  a platform is served only while its entry names the one its version verified with, so a
+  re-uploaded SHA256SUMS hides every platform until each is checked again. Each entry is
+  written alone (one path of a map), so concurrent checks never overwrite each other. About
+  150 bytes per served platform and 100 per version: DynamoDB's 400 KB item limit holds
+  some 2,000 platforms (200 versions of 10 platforms) besides a few keys.
 
 Every conditional write is here: a second create of the same address is refused by the
 condition, never by a read before it.
@@ -86,14 +88,20 @@ class ProviderModel(db.Model):
     updated_at = UTCDateTimeAttribute()
     served: MapAttribute[str, Any] = MapAttribute(default=dict)
     served_platforms: MapAttribute[str, Any] = MapAttribute(default=dict)
+    served_keys: MapAttribute[str, Any] = MapAttribute(default=dict)
 
     by_id = ProviderById()
 
     def served_versions(self) -> dict[str, dict[str, Any]]:
         return self.served.as_dict() if self.served else {}
 
-    def served_platform_sums(self) -> dict[str, str]:
+    def served_platform_entries(self) -> dict[str, dict[str, str]]:
         return self.served_platforms.as_dict() if self.served_platforms else {}
+
+    def served_key(self, key_id: str) -> str | None:
+        keys = self.served_keys.as_dict() if self.served_keys else {}
+        armor = keys.get(key_id.upper())
+        return str(armor) if armor else None
 
 
 @db.register
@@ -211,39 +219,58 @@ def set_status(
     return _update_existing(item, actions)
 
 
-def _update_provider(provider: ProviderModel, action: Any) -> bool:
-    """One path of ``served`` or ``served_platforms``; a provider item written before they
-    existed gets the empty maps first (DynamoDB sets no path below a missing map)."""
+MAPS = ("served", "served_platforms", "served_keys")
+
+
+def sums_tag(sha256: str) -> str:
+    """Which SHA256SUMS a served entry was checked against: 64 bits of its sha256 name it
+    among a version's uploads (it is an identity, not a check; terraform checks the bytes)."""
+    return sha256[:16]
+
+
+def _update_provider(provider: ProviderModel, actions: list[Any]) -> bool:
+    """Paths of the served maps; a provider item written before they existed gets the empty
+    maps first (DynamoDB sets no path below a missing map)."""
     try:
-        return _update_existing(provider, [action])
+        return _update_existing(provider, actions)
     except UpdateError as exc:
         if "document path" not in str(exc.cause if exc.cause else exc):
             raise
-    maps = [ProviderModel.served, ProviderModel.served_platforms]
+    maps = [getattr(ProviderModel, name) for name in MAPS]
     if not _update_existing(provider, [m.set(m | {}) for m in maps]):
         return False
-    return _update_existing(provider, [action])
+    return _update_existing(provider, actions)
 
 
-def serve_version(provider: ProviderModel, version: ProviderVersionModel, sums: str) -> bool:
+def serve_version(
+    provider: ProviderModel, version: ProviderVersionModel, sums: str, armor: str
+) -> bool:
+    """Serve the version as verified with the SHA256SUMS of sha256 ``sums`` and the key
+    ``armor`` (kept as it was when it verified the signature)."""
+    key_id = version.key_id.upper()
     entry = {
         "id": version.id,
-        "key-id": version.key_id,
+        "key-id": key_id,
         "protocols": list(version.protocols or []),
-        "sums": sums,
+        "sums": sums_tag(sums),
     }
-    return _update_provider(provider, ProviderModel.served[version.version].set(entry))
+    actions = [ProviderModel.served[version.version].set(entry)]
+    actions.append(ProviderModel.served_keys[key_id].set(armor))
+    return _update_provider(provider, actions)
 
 
 def unserve_version(provider: ProviderModel, version: str) -> bool:
-    return _update_provider(provider, ProviderModel.served[version].remove())
+    return _update_provider(provider, [ProviderModel.served[version].remove()])
 
 
 def serve_platform(
     provider: ProviderModel, platform: ProviderPlatformModel, sums: str | None
 ) -> bool:
-    """Serve the platform as checked against the SHA256SUMS of hash ``sums``; None: not."""
+    """Serve the platform as checked against the SHA256SUMS of sha256 ``sums``; None: not."""
     path = ProviderModel.served_platforms[
         served_platform_key(platform.version_id, platform.os, platform.arch)
     ]
-    return _update_provider(provider, path.set(sums) if sums else path.remove())
+    if sums is None:
+        return _update_provider(provider, [path.remove()])
+    entry = {"sums": sums_tag(sums), "filename": platform.filename, "shasum": platform.shasum}
+    return _update_provider(provider, [path.set(entry)])

@@ -122,7 +122,7 @@ def check_version(provider: ProviderModel, version: ProviderVersionModel) -> str
     if not (version.shasums_uploaded and version.shasums_sig_uploaded):
         return "waiting"
     try:
-        shasums = _verified_shasums(provider, version)
+        shasums, armor = _verified_shasums(provider, version)
     except _Gone:
         return "gone"
     except Refused as refused:
@@ -133,7 +133,7 @@ def check_version(provider: ProviderModel, version: ProviderVersionModel) -> str
     sums = hashlib.sha256(shasums).hexdigest()
     if not store.set_status(version, store.VERIFIED, sums_sha256=sums):
         return "gone"
-    store.serve_version(provider, version, sums)
+    store.serve_version(provider, version, sums, armor)
     _report("verified", version)
     for platform in ProviderPlatformModel.query(version.id, consistent_read=True):
         if platform.provider_binary_uploaded:
@@ -141,7 +141,8 @@ def check_version(provider: ProviderModel, version: ProviderVersionModel) -> str
     return "verified"
 
 
-def _verified_shasums(provider: ProviderModel, version: ProviderVersionModel) -> bytes:
+def _verified_shasums(provider: ProviderModel, version: ProviderVersionModel) -> tuple[bytes, str]:
+    """SHA256SUMS and the armored key its signature verified with."""
     shasums = _read_small(
         keys.shasums_key(provider.id, version.version), checks.MAX_SHASUMS_BYTES, "SHA256SUMS"
     )
@@ -164,7 +165,7 @@ def _verified_shasums(provider: ProviderModel, version: ProviderVersionModel) ->
         raise
     except Exception as exc:  # hostile bytes hit something PGPy did not foresee
         raise _unexpected(exc, "SHA256SUMS.sig") from None
-    return shasums
+    return shasums, key.ascii_armor
 
 
 # ----- a platform: its archive --------------------------------------------------------------
