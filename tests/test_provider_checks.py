@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from typing import Any
+from urllib.parse import quote_plus
 
 import pytest
 
@@ -53,7 +54,8 @@ def arrive(url: str, body: bytes) -> None:
     record = {
         "eventSource": "aws:s3",
         "eventName": "ObjectCreated:Put",
-        "s3": {"object": {"key": key}},
+        # URL-encoded, as S3 writes the key in its event ("providers%2F...").
+        "s3": {"object": {"key": quote_plus(key)}},
     }
     handle_body(json.dumps({"Records": [record]}))
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 from typing import Any
+from urllib.parse import unquote_plus
 
 from pynamodb.exceptions import UpdateError
 
@@ -26,7 +27,7 @@ log = logging.getLogger("registry.providers")
 
 def handle_s3_record(record: events.Record) -> str:
     """Mark the uploaded file's item; returns what happened (for logs and tests)."""
-    key = record["s3"]["object"]["key"]
+    key = unquote_plus(record["s3"]["object"]["key"])  # S3 sends keys URL-encoded
     uploaded = keys.UploadedKey.parse(key)
     if uploaded is None:
         return "ignored"
