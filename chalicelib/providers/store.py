@@ -9,14 +9,15 @@
 * Verification (``providers.ingest``) leaves ``status`` (``pending``, ``verified``,
   ``failed``) and ``error`` on a version and a platform, and what the protocol serves on the
   provider item, so ``versions`` and ``download`` each read that one item: ``served``
-  (version -> ``{id, key-id, protocols, sums}``), ``served_platforms`` (``<version
-  id>/<os>_<arch>`` -> ``{sums, filename, shasum}``) and ``served_keys`` (key id -> the
-  armored key that verified a served version). ``sums`` names the SHA256SUMS (``sums_tag``):
-  a platform is served only while its entry names the one its version verified with, so a
-  re-uploaded SHA256SUMS hides every platform until each is checked again. Each entry is
-  written alone (one path of a map), so concurrent checks never overwrite each other. About
-  150 bytes per served platform and 100 per version: DynamoDB's 400 KB item limit holds
-  some 2,000 platforms (200 versions of 10 platforms) besides a few keys.
+  (version -> ``{key-id, protocols, sums}``), ``served_platforms``
+  (``<version>/<os>_<arch>`` -> ``<sums>:<shasum>[:<filename>]``, the filename only when it
+  is not the conventional one) and ``served_keys`` (key id -> the armored key that verified
+  a served version). ``sums`` names the SHA256SUMS (``sums_tag``): a platform is served only
+  while its entry names the one its version verified with, so a re-uploaded SHA256SUMS hides
+  every platform until each is checked again. Each entry is written alone (one path of a
+  map), so concurrent checks never overwrite each other. About 110 bytes per served platform
+  and 60 per version: DynamoDB's 400 KB item limit holds some 3,000 platforms (300 versions
+  of 10 platforms) besides a few keys; past it a platform's check fails with that reason.
 
 Every conditional write is here: a second create of the same address is refused by the
 condition, never by a read before it.
@@ -95,7 +96,7 @@ class ProviderModel(db.Model):
     def served_versions(self) -> dict[str, dict[str, Any]]:
         return self.served.as_dict() if self.served else {}
 
-    def served_platform_entries(self) -> dict[str, dict[str, str]]:
+    def served_platform_entries(self) -> dict[str, str]:
         return self.served_platforms.as_dict() if self.served_platforms else {}
 
     def served_key(self, key_id: str) -> str | None:
@@ -186,8 +187,17 @@ VERIFIED = "verified"
 FAILED = "failed"
 
 
-def served_platform_key(version_id: str, os_: str, arch: str) -> str:
-    return f"{version_id}/{os_}_{arch}"
+def served_platform_key(version: str, os_: str, arch: str) -> str:
+    return f"{version}/{os_}_{arch}"
+
+
+def conventional_filename(name: str, version: str, os_: str, arch: str) -> str:
+    """The archive's name as terraform's release tooling writes it (not kept when used)."""
+    return f"terraform-provider-{name}_{version}_{os_}_{arch}.zip"
+
+
+class TooLarge(Exception):
+    """The provider item would exceed DynamoDB's item limit."""
 
 
 def _update_existing(item: db.Model, actions: list[Any]) -> bool:
@@ -230,11 +240,15 @@ def sums_tag(sha256: str) -> str:
 
 def _update_provider(provider: ProviderModel, actions: list[Any]) -> bool:
     """Paths of the served maps; a provider item written before they existed gets the empty
-    maps first (DynamoDB sets no path below a missing map)."""
+    maps first (DynamoDB sets no path below a missing map). ``TooLarge`` past DynamoDB's
+    item limit."""
     try:
         return _update_existing(provider, actions)
     except UpdateError as exc:
-        if "document path" not in str(exc.cause if exc.cause else exc):
+        message = str(exc.cause if exc.cause else exc)
+        if "Item size" in message:
+            raise TooLarge from None
+        if "document path" not in message:
             raise
     maps = [getattr(ProviderModel, name) for name in MAPS]
     if not _update_existing(provider, [m.set(m | {}) for m in maps]):
@@ -248,29 +262,34 @@ def serve_version(
     """Serve the version as verified with the SHA256SUMS of sha256 ``sums`` and the key
     ``armor`` (kept as it was when it verified the signature)."""
     key_id = version.key_id.upper()
-    entry = {
-        "id": version.id,
-        "key-id": key_id,
-        "protocols": list(version.protocols or []),
-        "sums": sums_tag(sums),
-    }
+    entry = {"key-id": key_id, "protocols": list(version.protocols or []), "sums": sums_tag(sums)}
     actions = [ProviderModel.served[version.version].set(entry)]
     actions.append(ProviderModel.served_keys[key_id].set(armor))
     return _update_provider(provider, actions)
 
 
-def unserve_version(provider: ProviderModel, version: str) -> bool:
-    return _update_provider(provider, [ProviderModel.served[version].remove()])
+def unserve_version(
+    provider: ProviderModel, version: str, platforms: Iterable[ProviderPlatformModel] = ()
+) -> bool:
+    """The version no longer served, with its platforms' entries when given."""
+    actions = [ProviderModel.served[version].remove()]
+    for platform in platforms:
+        key = served_platform_key(version, platform.os, platform.arch)
+        actions.append(ProviderModel.served_platforms[key].remove())
+    return _update_provider(provider, actions)
 
 
 def serve_platform(
-    provider: ProviderModel, platform: ProviderPlatformModel, sums: str | None
+    provider: ProviderModel, version: str, platform: ProviderPlatformModel, sums: str | None
 ) -> bool:
-    """Serve the platform as checked against the SHA256SUMS of sha256 ``sums``; None: not."""
-    path = ProviderModel.served_platforms[
-        served_platform_key(platform.version_id, platform.os, platform.arch)
-    ]
+    """Serve the platform as checked against the SHA256SUMS of sha256 ``sums``; None: not.
+    Its entry is ``<sums tag>:<shasum>``, then ``:<filename>`` unless the conventional one."""
+    path = ProviderModel.served_platforms[served_platform_key(version, platform.os, platform.arch)]
     if sums is None:
         return _update_provider(provider, [path.remove()])
-    entry = {"sums": sums_tag(sums), "filename": platform.filename, "shasum": platform.shasum}
+    entry = f"{sums_tag(sums)}:{platform.shasum}"
+    if platform.filename != conventional_filename(
+        provider.name, version, platform.os, platform.arch
+    ):
+        entry += f":{platform.filename}"
     return _update_provider(provider, [path.set(entry)])

@@ -211,10 +211,20 @@ def _check_platform(
     except Refused as refused:
         reason = _reason(refused.reason)
         store.set_status(platform, store.FAILED, error=reason)
-        store.serve_platform(provider, platform, None)
+        store.serve_platform(provider, version.version, platform, None)
         return _report("failed", platform, reason)
-    if store.set_status(platform, store.VERIFIED):
-        store.serve_platform(provider, platform, hashlib.sha256(shasums).hexdigest())
+    if not store.set_status(platform, store.VERIFIED):
+        return "gone"
+    sums = hashlib.sha256(shasums).hexdigest()
+    try:
+        store.serve_platform(provider, version.version, platform, sums)
+    except store.TooLarge:
+        reason = (
+            "the provider serves too many platforms to list them all (DynamoDB's 400 KB "
+            "item limit): delete old versions, then upload this archive again"
+        )
+        store.set_status(platform, store.FAILED, error=reason)
+        return _report("failed", platform, reason)
     return _report("verified", platform)
 
 

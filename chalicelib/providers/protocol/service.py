@@ -50,16 +50,20 @@ def _served(
 ) -> dict[str, tuple[dict[str, Any], dict[Platform, dict[str, Any]]]]:
     platforms: dict[str, dict[Platform, dict[str, Any]]] = {}
     for path, entry in provider.served_platform_entries().items():
-        version_id, _, pair = path.partition("/")
+        version, _, pair = path.rpartition("/")
         os_, _, arch = pair.partition("_")
-        platforms.setdefault(version_id, {})[(os_, arch)] = entry
+        sums, _, rest = entry.partition(":")
+        shasum, _, filename = rest.partition(":")
+        filename = filename or store.conventional_filename(provider.name, version, os_, arch)
+        found = {"sums": sums, "shasum": shasum, "filename": filename}
+        platforms.setdefault(version, {})[(os_, arch)] = found
     out = {}
     for text, entry in provider.served_versions().items():
         # Only platforms checked against the SHA256SUMS the version verified with.
         current = {
             pair: platform
-            for pair, platform in platforms.get(entry["id"], {}).items()
-            if platform.get("sums") == entry["sums"]
+            for pair, platform in platforms.get(text, {}).items()
+            if platform["sums"] == entry["sums"]
         }
         if current:
             out[text] = (entry, current)
