@@ -49,10 +49,10 @@ def _served(
     provider: ProviderModel,
 ) -> dict[str, tuple[dict[str, Any], dict[Platform, dict[str, Any]]]]:
     platforms: dict[str, dict[Platform, dict[str, Any]]] = {}
-    for path, entry in provider.served_platform_entries().items():
+    for path, value in provider.served_platform_entries().items():
         version, _, pair = path.rpartition("/")
         os_, _, arch = pair.partition("_")
-        sums, _, rest = entry.partition(":")
+        sums, _, rest = value.partition(":")
         shasum, _, filename = rest.partition(":")
         filename = filename or store.conventional_filename(provider.name, version, os_, arch)
         found = {"sums": sums, "shasum": shasum, "filename": filename}
