@@ -23,6 +23,7 @@ from chalicelib.modules.routes import bp as registry_routes
 from chalicelib.projects.routes import bp as project_routes
 from chalicelib.providers.gpg_routes import bp as gpg_key_routes
 from chalicelib.providers.mirror.routes import bp as mirror_routes
+from chalicelib.providers.protocol.routes import bp as provider_protocol_routes
 from chalicelib.providers.routes import bp as provider_routes
 from chalicelib.scim.admin_routes import bp as scim_admin_routes
 from chalicelib.scim.routes import bp as scim_routes
@@ -52,7 +53,7 @@ app = create_app(
     + [people_routes]
     + [organization_lifecycle, workspace_lifecycle]
     + [admin_people_routes, admin_organization_lifecycle, sso_routes]
-    + [provider_routes, gpg_key_routes, mirror_routes]
+    + [provider_routes, gpg_key_routes, provider_protocol_routes, mirror_routes]
     + [siteadmin_people_routes, siteadmin_settings_routes, siteadmin_keys_routes],
 )
 

@@ -1,4 +1,5 @@
-"""Registry protocol hot path: DynamoDB calls and latency of ``versions`` and ``download``.
+"""Registry protocol hot path: DynamoDB calls and latency of ``versions`` and ``download``,
+for modules (``modules.v1``) and providers (``providers.v1``).
 
 A module with 200 versions in an organization of 1,000 modules, against a module with one
 version in an organization of one module: the counts must not grow with either. Runs the real
@@ -80,6 +81,38 @@ def seed(organization: str, modules: int, versions: int) -> str:
     return token
 
 
+def seed_provider(organization: str, versions: int, platforms: int) -> None:
+    """A private provider ``big`` in ``organization`` serving ``versions`` verified versions
+    of ``platforms`` platforms each (the provider item as verification leaves it), signed by
+    one key of an RSA-4096 key's armored size."""
+    from chalicelib.core.data.ids import new_id, now
+    from chalicelib.providers import store
+    from chalicelib.providers.store import ProviderModel
+
+    moment = now()
+    provider = ProviderModel(
+        organization,
+        store.provider_key("private", organization, "big"),
+        id=new_id("prov"),
+        registry_name="private",
+        namespace=organization,
+        name="big",
+        created_at=moment,
+        updated_at=moment,
+    )
+    key_id = "0123456789ABCDEF"
+    provider.served_keys[key_id] = "-----BEGIN PGP PUBLIC KEY BLOCK-----\n" + "A" * 3100
+    systems = ("linux", "darwin", "windows", "freebsd", "openbsd")
+    pairs = [(os_, arch) for os_ in systems for arch in ("amd64", "arm64")][:platforms]
+    for v in range(versions):
+        version, sums = f"1.{v}.0", f"{v:016x}"
+        provider.served[version] = {"key-id": key_id, "protocols": ["5.0"], "sums": sums}
+        for os_, arch in pairs:
+            entry = f"{sums}:{'ab' * 32}"  # the conventional filename: not kept
+            provider.served_platforms[store.served_platform_key(version, os_, arch)] = entry
+    provider.save()
+
+
 def _member_token(organization: str) -> str:
     """A user token of a member of ``organization``'s ci team (what ``terraform login`` gives)."""
     from chalicelib.accounts import service
@@ -156,6 +189,28 @@ def main() -> None:
                 for op, path in (
                     ("versions", f"{base}/versions"),
                     ("download", f"{base}/1.0.0/download"),
+                ):
+                    calls, detail, latency, _ = measure(client, token, path, cold=cold)
+                    state = "cold" if cold else "warm"
+                    print(
+                        f"  {op:<9} {state} {label:<42} {calls} DynamoDB calls ({detail}), "
+                        f"{latency:.1f} ms"
+                    )
+        seed_provider("small-org", versions=1, platforms=1)
+        seed_provider("big-org", versions=200, platforms=10)
+        print("Provider registry protocol (providers.v1), the same way:")
+        with Client(app, project_dir=tempfile.mkdtemp()) as client, counting_dynamodb():
+            for label, org, token, cold in (
+                ("1 version of 1 platform, team token", "small-org", small_token, False),
+                ("200 versions x 10 platforms, team token", "big-org", big_token, False),
+                ("200 versions x 10 platforms, team token", "big-org", big_token, True),
+                ("200 versions x 10 platforms, user token", "big-org", user_token, False),
+                ("200 versions x 10 platforms, user token", "big-org", user_token, True),
+            ):
+                base = f"/api/registry/v1/providers/{org}/big"
+                for op, path in (
+                    ("versions", f"{base}/versions"),
+                    ("download", f"{base}/1.0.0/download/linux/amd64"),
                 ):
                     calls, detail, latency, _ = measure(client, token, path, cold=cold)
                     state = "cold" if cold else "warm"

@@ -129,6 +129,10 @@ ROUTE_GROUPS: tuple[Function, ...] = (
             "registry-module-versions": READ,
             "registry-protocol-list": READ,
             "public-registry-cache": WRITE,
+            # providers.v1: the provider item, then a platform and its signing key.
+            "registry-providers": READ,
+            "registry-provider-platforms": READ,
+            "gpg-keys": READ,
         },
         s3_actions=("s3:GetObject",),
     ),

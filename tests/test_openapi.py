@@ -59,6 +59,7 @@ def test_every_route_served_is_one_operation():
         "projects",
         "modules",
         "providers",
+        "providers.protocol",
         "modules.nocode",
         "modules.protocol",
         "modules.publishing",

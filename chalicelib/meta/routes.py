@@ -27,6 +27,7 @@ bp = Blueprint(__name__)
 
 DISCOVERY = {
     "modules.v1": "/api/registry/v1/modules/",
+    "providers.v1": "/api/registry/v1/providers/",
     "tfe.v2": "/api/v2/",
     "tfe.v2.1": "/api/v2/",
     "tfe.v2.2": "/api/v2/",

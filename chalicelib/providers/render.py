@@ -12,7 +12,7 @@ from typing import Any
 from chalicelib.core import tagbindings
 from chalicelib.core.api.jsonapi import resource, to_one
 from chalicelib.core.data.ids import iso
-from chalicelib.providers import service
+from chalicelib.providers import service, store
 from chalicelib.providers.service import Rights
 from chalicelib.providers.store import (
     GpgKeyModel,
@@ -104,6 +104,10 @@ def render_version(
             "permissions": {"can-delete": rights.publish, "can-upload-asset": rights.publish},
             "shasums-uploaded": version.shasums_uploaded,
             "shasums-sig-uploaded": version.shasums_sig_uploaded,
+            # Not TFE's: the checks after upload (providers.ingest), as module versions
+            # show theirs. pending, verified or failed (with the reason in error).
+            "status": version.status or store.PENDING,
+            "error": version.error,
         },
         relationships=relationships,
         links=service.version_links(provider, version, rights),
@@ -126,6 +130,8 @@ def render_platform(
             "shasum": platform.shasum,
             "permissions": {"can-delete": rights.publish, "can-upload-asset": rights.publish},
             "provider-binary-uploaded": platform.provider_binary_uploaded,
+            "status": platform.status or store.PENDING,
+            "error": platform.error,
         },
         relationships={"registry-provider-version": to_one(VERSIONS, version.id)},
         links=service.platform_links(provider, version, platform, rights),

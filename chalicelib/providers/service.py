@@ -314,6 +314,7 @@ def delete_version(principal: Principal, ref: ProviderRef, version: str) -> None
 
 def _delete_version(provider: ProviderModel, version: ProviderVersionModel) -> None:
     platforms = store.platforms_of(version.id)
+    store.unserve_version(provider, version.version, platforms)  # the protocol stops first
     objects.delete_objects(
         [keys.shasums_key(provider.id, version.version)]
         + [keys.shasums_sig_key(provider.id, version.version)]
@@ -397,6 +398,7 @@ def delete_platform(
 ) -> None:
     provider, found, platform, rights_ = get_platform(principal, ref, version, os_, arch)
     require_publish(rights_, "deleting a provider platform")
+    store.serve_platform(provider, found.version, platform, None)  # the protocol stops first
     objects.delete_objects([_binary_key(provider, found, platform)])
     platform.delete()
 

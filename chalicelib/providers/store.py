@@ -6,6 +6,18 @@
   lists an organization's providers); ``by-id`` finds it from its id.
 * A version lives in its provider's partition, ordered by a SemVer sort key; a platform in
   its version's partition, keyed ``<os>#<arch>`` (one per pair, as TFE has it).
+* Verification (``providers.ingest``) leaves ``status`` (``pending``, ``verified``,
+  ``failed``) and ``error`` on a version and a platform, and what the protocol serves on the
+  provider item, so ``versions`` and ``download`` each read that one item: ``served``
+  (version -> ``{key-id, protocols, sums}``), ``served_platforms``
+  (``<version>/<os>_<arch>`` -> ``<sums>:<shasum>[:<filename>]``, the filename only when it
+  is not the conventional one) and ``served_keys`` (key id -> the armored key that verified
+  a served version). ``sums`` names the SHA256SUMS (``sums_tag``): a platform is served only
+  while its entry names the one its version verified with, so a re-uploaded SHA256SUMS hides
+  every platform until each is checked again. Each entry is written alone (one path of a
+  map), so concurrent checks never overwrite each other. About 110 bytes per served platform
+  and 60 per version: DynamoDB's 400 KB item limit holds some 3,000 platforms (300 versions
+  of 10 platforms) besides a few keys; past it a platform's check fails with that reason.
 
 Every conditional write is here: a second create of the same address is refused by the
 condition, never by a read before it.
@@ -19,6 +31,7 @@ from typing import Any
 from pynamodb.attributes import (
     BooleanAttribute,
     ListAttribute,
+    MapAttribute,
     UnicodeAttribute,
     UTCDateTimeAttribute,
 )
@@ -27,6 +40,7 @@ from pynamodb.indexes import AllProjection, GlobalSecondaryIndex
 from pynamodb.transactions import TransactWrite
 
 from chalicelib.core.data import db
+from chalicelib.core.data.ids import now
 from chalicelib.core.tagbindings import TagBindingsAttribute
 
 
@@ -80,8 +94,22 @@ class ProviderModel(db.Model):
     updated_at = UTCDateTimeAttribute()
     # Key/value tag bindings (chalicelib.core.tagbindings), replaced by the provider's PATCH.
     tag_bindings = TagBindingsAttribute()
+    served: MapAttribute[str, Any] = MapAttribute(default=dict)
+    served_platforms: MapAttribute[str, Any] = MapAttribute(default=dict)
+    served_keys: MapAttribute[str, Any] = MapAttribute(default=dict)
 
     by_id = ProviderById()
+
+    def served_versions(self) -> dict[str, dict[str, Any]]:
+        return self.served.as_dict() if self.served else {}
+
+    def served_platform_entries(self) -> dict[str, str]:
+        return self.served_platforms.as_dict() if self.served_platforms else {}
+
+    def served_key(self, key_id: str) -> str | None:
+        keys = self.served_keys.as_dict() if self.served_keys else {}
+        armor = keys.get(key_id.upper())
+        return str(armor) if armor else None
 
 
 @db.register
@@ -96,6 +124,9 @@ class ProviderVersionModel(db.Model):
     protocols = ListAttribute(of=UnicodeAttribute, default=list)
     shasums_uploaded = BooleanAttribute(default=False)
     shasums_sig_uploaded = BooleanAttribute(default=False)
+    status = UnicodeAttribute(null=True)  # None: pending
+    error = UnicodeAttribute(null=True)
+    sums_sha256 = UnicodeAttribute(null=True)  # of the SHA256SUMS whose signature verified
     created_at = UTCDateTimeAttribute()
     updated_at = UTCDateTimeAttribute()
 
@@ -112,6 +143,8 @@ class ProviderPlatformModel(db.Model):
     shasum = UnicodeAttribute()
     filename = UnicodeAttribute()
     provider_binary_uploaded = BooleanAttribute(default=False)
+    status = UnicodeAttribute(null=True)  # None: pending
+    error = UnicodeAttribute(null=True)
     created_at = UTCDateTimeAttribute()
     updated_at = UTCDateTimeAttribute()
 
@@ -162,3 +195,118 @@ def platforms_of(version_id: str) -> list[ProviderPlatformModel]:
 def delete_all(items: Iterable[db.Model]) -> None:
     for item in items:
         item.delete()
+
+
+# ----- verification (providers.ingest) and what the protocol serves -------------------------
+
+PENDING = "pending"
+VERIFIED = "verified"
+FAILED = "failed"
+
+
+def served_platform_key(version: str, os_: str, arch: str) -> str:
+    return f"{version}/{os_}_{arch}"
+
+
+def conventional_filename(name: str, version: str, os_: str, arch: str) -> str:
+    """The archive's name as terraform's release tooling writes it (not kept when used)."""
+    return f"terraform-provider-{name}_{version}_{os_}_{arch}.zip"
+
+
+class TooLarge(Exception):
+    """The provider item would exceed DynamoDB's item limit."""
+
+
+def _update_existing(item: db.Model, actions: list[Any]) -> bool:
+    """Update ``item`` unless it was deleted meanwhile (an update would recreate it);
+    False when it was."""
+    model = type(item)
+    try:
+        item.update(actions=actions, condition=model._hash_key_attribute().exists())
+    except UpdateError as exc:
+        if db.conditional_failure(exc):
+            return False
+        raise
+    return True
+
+
+def set_status(
+    item: ProviderVersionModel | ProviderPlatformModel,
+    status: str,
+    error: str | None = None,
+    sums_sha256: str | None = None,
+) -> bool:
+    """A version's or platform's verification outcome (``error`` only when failed)."""
+    model = type(item)
+    actions: list[Any] = [model.status.set(status), model.updated_at.set(now())]
+    actions.append(model.error.set(error) if error else model.error.remove())
+    if isinstance(item, ProviderVersionModel):
+        sums = ProviderVersionModel.sums_sha256
+        actions.append(sums.set(sums_sha256) if sums_sha256 else sums.remove())
+    return _update_existing(item, actions)
+
+
+MAPS = ("served", "served_platforms", "served_keys")
+
+
+def sums_tag(sha256: str) -> str:
+    """Which SHA256SUMS a served entry was checked against: 64 bits of its sha256 name it
+    among a version's uploads (it is an identity, not a check; terraform checks the bytes)."""
+    return sha256[:16]
+
+
+def _update_provider(provider: ProviderModel, actions: list[Any]) -> bool:
+    """Paths of the served maps; a provider item written before they existed gets the empty
+    maps first (DynamoDB sets no path below a missing map). ``TooLarge`` past DynamoDB's
+    item limit."""
+    try:
+        return _update_existing(provider, actions)
+    except UpdateError as exc:
+        message = str(exc.cause if exc.cause else exc)
+        if "Item size" in message:
+            raise TooLarge from None
+        if "document path" not in message:
+            raise
+    maps = [getattr(ProviderModel, name) for name in MAPS]
+    if not _update_existing(provider, [m.set(m | {}) for m in maps]):
+        return False
+    return _update_existing(provider, actions)
+
+
+def serve_version(
+    provider: ProviderModel, version: ProviderVersionModel, sums: str, armor: str
+) -> bool:
+    """Serve the version as verified with the SHA256SUMS of sha256 ``sums`` and the key
+    ``armor`` (kept as it was when it verified the signature)."""
+    key_id = version.key_id.upper()
+    entry = {"key-id": key_id, "protocols": list(version.protocols or []), "sums": sums_tag(sums)}
+    actions = [ProviderModel.served[version.version].set(entry)]
+    actions.append(ProviderModel.served_keys[key_id].set(armor))
+    return _update_provider(provider, actions)
+
+
+def unserve_version(
+    provider: ProviderModel, version: str, platforms: Iterable[ProviderPlatformModel] = ()
+) -> bool:
+    """The version no longer served, with its platforms' entries when given."""
+    actions = [ProviderModel.served[version].remove()]
+    for platform in platforms:
+        key = served_platform_key(version, platform.os, platform.arch)
+        actions.append(ProviderModel.served_platforms[key].remove())
+    return _update_provider(provider, actions)
+
+
+def serve_platform(
+    provider: ProviderModel, version: str, platform: ProviderPlatformModel, sums: str | None
+) -> bool:
+    """Serve the platform as checked against the SHA256SUMS of sha256 ``sums``; None: not.
+    Its entry is ``<sums tag>:<shasum>``, then ``:<filename>`` unless the conventional one."""
+    path = ProviderModel.served_platforms[served_platform_key(version, platform.os, platform.arch)]
+    if sums is None:
+        return _update_provider(provider, [path.remove()])
+    entry = f"{sums_tag(sums)}:{platform.shasum}"
+    if platform.filename != conventional_filename(
+        provider.name, version, platform.os, platform.arch
+    ):
+        entry += f":{platform.filename}"
+    return _update_provider(provider, [path.set(entry)])

@@ -1,6 +1,7 @@
 """S3 upload events of provider files: a version's SHA256SUMS and signature, a platform's
-binary archive. Each turns its ``*-uploaded`` flag true (the signature and the archive are
-checked by a later step: issue #27's verification).
+binary archive. Each turns its ``*-uploaded`` flag true, then the files are checked
+(``providers.ingest.verify``: the signature once both version files are there, an archive
+once its version verified).
 
 An event for a key no item names any more (the version or platform was deleted, or the
 key is not one this registry hands out) is ignored: the message is done.
@@ -18,6 +19,7 @@ from chalicelib.artifacts.events import record_key
 from chalicelib.core.data import db
 from chalicelib.core.data.ids import now
 from chalicelib.providers import keys, store
+from chalicelib.providers.ingest import verify
 from chalicelib.providers.store import ProviderModel, ProviderPlatformModel, ProviderVersionModel
 
 log = logging.getLogger("registry.providers")
@@ -29,16 +31,20 @@ def handle_s3_record(record: events.Record) -> str:
     uploaded = keys.UploadedKey.parse(key)
     if uploaded is None:
         return "ignored"
-    version = _version(uploaded)
-    if version is None:
+    found = _version(uploaded)
+    if found is None:
         return "ignored"
+    provider, version = found
     if uploaded.platform is None:
         flag = (
             ProviderVersionModel.shasums_uploaded
             if uploaded.file == keys.SHASUMS
             else ProviderVersionModel.shasums_sig_uploaded
         )
-        return _mark(version, flag)
+        if _mark(version, flag) != "uploaded":
+            return "ignored"
+        # The update returned the item as written: the second of the two files sees both.
+        return verify.check_version(provider, version)
     os_, _, arch = uploaded.platform.partition("_")
     try:
         platform = ProviderPlatformModel.get(version.id, store.platform_key(os_, arch))
@@ -46,16 +52,20 @@ def handle_s3_record(record: events.Record) -> str:
         return "ignored"
     if platform.filename != uploaded.file:
         return "ignored"  # a key the registry did not hand out
-    return _mark(platform, ProviderPlatformModel.provider_binary_uploaded)
+    if _mark(platform, ProviderPlatformModel.provider_binary_uploaded) != "uploaded":
+        return "ignored"
+    return verify.check_uploaded_platform(provider, version, platform)
 
 
-def _version(uploaded: keys.UploadedKey) -> ProviderVersionModel | None:
+def _version(
+    uploaded: keys.UploadedKey,
+) -> tuple[ProviderModel, ProviderVersionModel] | None:
     provider = next(iter(ProviderModel.by_id.query(uploaded.provider_id, limit=1)), None)
     if provider is None:
         return None
     try:
         order_key = semver.parse(uploaded.version).order_key
-        return ProviderVersionModel.get(provider.id, order_key)
+        return provider, ProviderVersionModel.get(provider.id, order_key)
     except (semver.InvalidVersion, ProviderVersionModel.DoesNotExist):
         return None
 

@@ -1,6 +1,8 @@
-"""Route group ``protocol``: the module registry protocol and the public proxy (hot path)."""
+"""Route group ``protocol``: the module registry protocol and the public proxy, and the
+provider registry protocol (what ``terraform init`` asks: the hot path)."""
 
 from chalicelib.entry.factory import create_app
 from chalicelib.modules.protocol.routes import bp
+from chalicelib.providers.protocol.routes import bp as provider_protocol
 
-app = create_app("registry-protocol", [bp])
+app = create_app("registry-protocol", [bp, provider_protocol])
