@@ -20,6 +20,9 @@ from chalicelib.core.data.aws import client
 from chalicelib.core.settings import get_settings
 from tests.conftest import Api, doc, make_org, make_team, tar_gz
 from tests.mirror_upstream import Upstream, filename, provider_zip
+from tests.provider_files import new_signing_key, shasums
+from tests.provider_files import provider_zip as mycloud_zip
+from tests.test_provider_checks import arrive, provider_org
 
 MIRROR = "/api/registry/mirror/v1"
 PUBLIC = f"{MIRROR}/registry.terraform.io/hashicorp/fake"
@@ -191,45 +194,52 @@ PROVIDER = f"{ORG}/private/acme/mycloud"
 
 
 def _publish(api: Api, version: str, platforms: dict[str, bytes], declared: bytes | None = None):
-    """A private provider version with each platform's archive uploaded (its S3 event
-    handled), as the providers API and its upload flow make it."""
-    from chalicelib.entry.ingest import handle_body
-
-    body = doc("registry-provider-versions", version=version, **{"key-id": "ABCDEF0123456789"})
+    """A private provider version signed by the module's key, its SHA256SUMS naming each
+    platform's declared archive (``declared``, else the archive itself), and each archive
+    uploaded: what the providers API and its checks make of it (``providers.ingest``)."""
+    body = doc("registry-provider-versions", version=version, **{"key-id": SIGNER.key_id})
     body["data"]["attributes"]["protocols"] = ["5.0"]
-    assert api.post(f"{PROVIDER}/versions", body).status == 201
+    created = api.post(f"{PROVIDER}/versions", body)
+    assert created.status == 201, created.json
+    links = created.data["links"]
+    names = {p: f"terraform-provider-mycloud_{version}_{p}.zip" for p in platforms}
+    sums = shasums({names[p]: declared or archive for p, archive in platforms.items()})
+    uploads = {}
     for platform, archive in platforms.items():
         os_, arch = platform.split("_")
         attributes = {
             "os": os_,
             "arch": arch,
             "shasum": hashlib.sha256(declared or archive).hexdigest(),
-            "filename": f"terraform-provider-mycloud_{version}_{platform}.zip",
+            "filename": names[platform],
         }
-        created = api.post(
+        reply = api.post(
             f"{PROVIDER}/versions/{version}/platforms",
             {"data": {"type": "registry-provider-version-platforms", "attributes": attributes}},
         )
-        assert created.status == 201, created.json
-        key = key_of(created.data["links"]["provider-binary-upload"])
-        client("s3").put_object(Bucket=get_settings().bucket, Key=key, Body=archive)
-        record = {"eventSource": "aws:s3", "eventName": "ObjectCreated:Put"}
-        handle_body(json.dumps({"Records": [{**record, "s3": {"object": {"key": key}}}]}))
+        assert reply.status == 201, reply.json
+        uploads[platform] = reply.data["links"]["provider-binary-upload"]
+    arrive(links["shasums-upload"], sums)
+    arrive(links["shasums-sig-upload"], SIGNER.sign(sums))
+    for platform, archive in platforms.items():
+        arrive(uploads[platform], archive)
+
+
+SIGNER = new_signing_key("Mirror Test Signer")
+
+
+def private_zip(version: str) -> bytes:
+    """A package of the private provider mycloud (its executable named for it)."""
+    return mycloud_zip("mycloud", version)
 
 
 @pytest.fixture
 def acme(api: Api) -> Api:
-    make_org(api, "acme")
-    created = api.post(
-        ORG,
-        doc("registry-providers", name="mycloud", namespace="acme", **{"registry-name": "private"}),
-    )
-    assert created.status == 201
-    return api
+    return provider_org(api, SIGNER)
 
 
 def test_private_providers_under_any_host_name(acme: Api) -> None:
-    good = provider_zip("1.0.0", "linux", "amd64")
+    good = private_zip("1.0.0")
     _publish(
         acme,
         "1.0.0",
@@ -253,7 +263,7 @@ def test_private_providers_under_any_host_name(acme: Api) -> None:
 
 
 def test_a_private_archive_that_is_not_the_declared_one_is_not_served(acme: Api) -> None:
-    archive = provider_zip("1.0.0", "linux", "amd64")
+    archive = private_zip("1.0.0")
     _publish(acme, "1.0.0", {"linux_amd64": archive}, declared=b"something else")
     base = f"{MIRROR}/registry.example.com/acme/mycloud"
     assert acme.get(f"{base}/1.0.0.json").json == {"archives": {}}
@@ -261,7 +271,7 @@ def test_a_private_archive_that_is_not_the_declared_one_is_not_served(acme: Api)
 
 
 def test_private_providers_are_404_to_non_members(acme: Api) -> None:
-    _publish(acme, "1.0.0", {"linux_amd64": provider_zip("1.0.0", "linux", "amd64")})
+    _publish(acme, "1.0.0", {"linux_amd64": private_zip("1.0.0")})
     make_org(acme, "other")
     _, outsider = make_team(acme, "other", "readers")
     base = f"{MIRROR}/registry.example.com/acme/mycloud"
@@ -332,7 +342,7 @@ def test_seeding_is_for_site_admins_and_refuses_what_does_not_match(api: Api) ->
 
 
 def test_a_private_archive_gone_from_the_bucket_is_left_out(acme: Api) -> None:
-    _publish(acme, "1.0.0", {"linux_amd64": provider_zip("1.0.0", "linux", "amd64")})
+    _publish(acme, "1.0.0", {"linux_amd64": private_zip("1.0.0")})
     found = client("s3").list_objects_v2(Bucket=get_settings().bucket, Prefix="providers/")
     for item in found["Contents"]:
         client("s3").delete_object(Bucket=get_settings().bucket, Key=item["Key"])

@@ -239,6 +239,7 @@ def test_terraform_init_installs_a_private_provider_through_the_mirror(
     from tests.conftest import doc
     from tests.e2e.conftest import wait_for
     from tests.mirror_upstream import provider_zip
+    from tests.provider_files import new_signing_key, shasums
 
     api = f"{mirror_stack.url}/api/v2"
     admin = requests.Session()
@@ -252,31 +253,43 @@ def test_terraform_init_installs_a_private_provider_through_the_mirror(
     providers = f"{api}/organizations/{org}/registry-providers"
     body = doc("registry-providers", name="fake", namespace=org, **{"registry-name": "private"})
     assert admin.post(providers, json=body).status_code == 201
+    signer = new_signing_key("Mirror E2E Signer")
+    key = {"namespace": org, "ascii-armor": signer.armor}
+    keys_url = f"{mirror_stack.url}/api/registry/private/v2/gpg-keys"
+    assert admin.post(keys_url, json=doc("gpg-keys", **key)).status_code == 201
     versions = f"{providers}/private/{org}/fake/versions"
-    body = doc("registry-provider-versions", version="2.0.0", **{"key-id": "ABCDEF0123456789"})
+    body = doc("registry-provider-versions", version="2.0.0", **{"key-id": signer.key_id})
     body["data"]["attributes"]["protocols"] = ["5.0"]
-    assert admin.post(versions, json=body).status_code == 201
+    created = admin.post(versions, json=body)
+    assert created.status_code == 201, created.text
+    links = created.json()["data"]["links"]
     archive = provider_zip("2.0.0", "linux", "amd64", binary=BINARY)
+    name = "terraform-provider-fake_2.0.0_linux_amd64.zip"
     attributes = {
         "os": "linux",
         "arch": "amd64",
         "shasum": hashlib.sha256(archive).hexdigest(),
-        "filename": "terraform-provider-fake_2.0.0_linux_amd64.zip",
+        "filename": name,
     }
     platform = admin.post(
         f"{versions}/2.0.0/platforms",
         json={"data": {"type": "registry-provider-version-platforms", "attributes": attributes}},
     )
     assert platform.status_code == 201, platform.text
-    upload = platform.json()["data"]["links"]["provider-binary-upload"]
-    put = requests.put(upload, data=archive, headers={"Content-Type": "application/octet-stream"})
-    assert put.status_code == 200
+    sums = shasums({name: archive})
+    octets = {"Content-Type": "application/octet-stream"}
+    for link, data in (
+        (links["shasums-upload"], sums),
+        (links["shasums-sig-upload"], signer.sign(sums)),
+        (platform.json()["data"]["links"]["provider-binary-upload"], archive),
+    ):
+        assert requests.put(link, data=data, headers=octets, timeout=30).status_code == 200
 
-    def uploaded() -> bool:
+    def verified() -> bool:
         read = admin.get(f"{versions}/2.0.0/platforms/linux/amd64").json()
-        return bool(read["data"]["attributes"]["provider-binary-uploaded"])
+        return read["data"]["attributes"]["status"] == "verified"
 
-    assert wait_for(uploaded, bool)
+    assert wait_for(verified, bool), admin.get(f"{versions}/2.0.0").text
 
     # Any host name but a public registry's means this registry's own providers.
     workdir = tmp_path / "private"

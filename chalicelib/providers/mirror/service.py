@@ -9,8 +9,9 @@ who may read them, and the pull-through cache of public providers.
   ``terraform providers mirror`` are served the same way; with
   ``REGISTRY_MIRROR_UPSTREAM_URL=off`` the cache serves only those (air-gapped).
 * Under any other host name (a registry is reached under several names) it serves the
-  registry's own private providers of the organization ``:namespace``: the platforms whose
-  archive arrived and matches its declared SHA-256. Members read; anyone else gets a 404.
+  registry's own private providers of the organization ``:namespace``: exactly what
+  ``providers.v1`` serves (``providers.protocol``: the versions whose SHA256SUMS signature
+  verified, the platforms checked against it). Members read; anyone else gets a 404.
 """
 
 from __future__ import annotations
@@ -30,10 +31,9 @@ from chalicelib.core.api.errors import ApiError, BadGateway, NotFound
 from chalicelib.core.auth import Principal
 from chalicelib.core.data.aws import client
 from chalicelib.core.settings import get_settings
-from chalicelib.providers import keys, service
-from chalicelib.providers import store as providers_store
+from chalicelib.providers import keys
 from chalicelib.providers.mirror import hashes, store, upstream
-from chalicelib.providers.service import ProviderRef
+from chalicelib.providers.protocol import service as protocol
 
 log = logging.getLogger("registry.mirror")
 
@@ -111,44 +111,35 @@ def archives(principal: Principal, where: Address, version: str) -> dict[str, Ar
 # ----- private providers (read through providers.service) -------------------------------------
 
 
-def _ref(where: Address) -> ProviderRef:
-    return ProviderRef(where.namespace, "private", where.namespace, where.type)
+def _served(principal: Principal, where: Address) -> protocol.Served:
+    """What ``providers.v1`` serves of the provider (one rule: only what verified), or 404."""
+    return protocol.find_provider(principal, where.namespace, where.type)
 
 
 def _private_versions(principal: Principal, where: Address) -> list[str]:
-    _, found, _ = service.list_versions(principal, _ref(where))
-    return [
-        v.version
-        for v in found
-        if any(p.provider_binary_uploaded for p in providers_store.platforms_of(v.id))
-    ]
+    return list(_served(principal, where).versions)
 
 
 def _private_archives(principal: Principal, where: Address, version: str) -> dict[str, Archive]:
-    provider, found, platforms, _ = service.list_platforms(principal, _ref(where), version)
+    found = _served(principal, where)
+    served = found.versions.get(version)
     out: dict[str, Archive] = {}
-    for platform in platforms:
-        if not platform.provider_binary_uploaded:
-            continue
-        key = keys.binary_key(
-            provider.id, found.version, platform.os, platform.arch, platform.filename
-        )
-        checked = _private_check(platform, key)
-        if checked is None or checked["sha256"] != platform.shasum.lower():
-            continue  # not (yet) the archive its publisher declared
-        out[f"{platform.os}_{platform.arch}"] = Archive(
-            key, (checked["h1"], hashes.zh(checked["sha256"]))
-        )
+    for (os_, arch), platform in (served[1] if served else {}).items():
+        key = keys.binary_key(found.provider.id, version, os_, arch, platform["filename"])
+        # Verification checked the archive against SHA256SUMS: its sha256 is the zh: hash.
+        cache = f"{found.provider.id}/{version}/{os_}_{arch}"
+        h1 = _private_h1(cache, f"{platform['sums']}#{platform['shasum']}", key)
+        if h1 is not None:
+            out[f"{os_}_{arch}"] = Archive(key, (h1, hashes.zh(platform["shasum"])))
     return out
 
 
-def _private_check(platform: Any, key: str) -> dict[str, str] | None:
-    """The uploaded archive's SHA-256 and ``h1:``, read once per upload (the upload event
-    stamps ``updated_at``); None when it is no zip or too large to read."""
-    stamp = f"{platform.updated_at.isoformat()}#{platform.shasum}"
-    kept = store.private_check(platform.id)
+def _private_h1(cache: str, stamp: str, key: str) -> str | None:
+    """The verified archive's ``h1:``, read once per verified upload (``stamp`` names it);
+    None when it is gone or too large to read."""
+    kept = store.private_check(cache)
     if kept is not None and kept.stamp == stamp:
-        return dict(kept.body) if kept.body else None
+        return str(kept.body["h1"]) if kept.body else None
     found: dict[str, str] = {}
     try:
         body = client("s3").get_object(Bucket=get_settings().bucket, Key=key)
@@ -158,13 +149,13 @@ def _private_check(platform: Any, key: str) -> dict[str, str] | None:
         raise
     if body["ContentLength"] <= get_settings().mirror_max_archive_bytes:
         with tempfile.TemporaryFile() as spool:
-            sha256 = _copy(body["Body"], spool)
+            _copy(body["Body"], spool)
             try:
-                found = {"sha256": sha256, "h1": hashes.h1(spool)}
+                found = {"h1": hashes.h1(spool)}
             except hashes.NotAZip as exc:
-                log.warning("private provider archive %s is no zip: %s", platform.id, exc)
-    store.keep_private_check(platform.id, stamp, found)
-    return found or None
+                log.warning("private provider archive %s is no zip: %s", cache, exc)
+    store.keep_private_check(cache, stamp, found)
+    return found.get("h1")
 
 
 def _copy(stream: Any, sink: IO[bytes]) -> str:

@@ -74,12 +74,13 @@ def add_archive(address_: str, version: str, platform: str, archive: dict[str, A
     MirrorModel(address_, _archive_item(version, platform), body=archive).save()
 
 
-def private_check(platform_id: str) -> MirrorModel | None:
-    return read(f"private/{platform_id}", "check")
+def private_check(platform: str) -> MirrorModel | None:
+    """What the mirror computed of a private platform's archive (``provider/version/os_arch``)."""
+    return read(f"private/{platform}", "check")
 
 
-def keep_private_check(platform_id: str, stamp: str, found: dict[str, Any]) -> None:
-    MirrorModel(f"private/{platform_id}", "check", body=found, stamp=stamp).save()
+def keep_private_check(platform: str, stamp: str, found: dict[str, Any]) -> None:
+    MirrorModel(f"private/{platform}", "check", body=found, stamp=stamp).save()
 
 
 def known_versions(address_: str) -> list[str]:
