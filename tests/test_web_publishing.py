@@ -303,3 +303,59 @@ def test_the_module_page_links_publishers_to_the_publishing_page(
     published_version(publisher)
     page = publisher.get(f"/app/{ORG}/registry/modules/private/{ORG}/vpc/aws")
     assert f'href="{MODULE}"' in page.text
+
+
+def _evaluate(node: object, address: str) -> object:
+    """The few intrinsic functions the bucket's CORS rule uses, as CloudFormation applies them."""
+    if isinstance(node, dict) and len(node) == 1:
+        (name, value), *_ = node.items()
+        if name == "Ref":
+            assert value == "InstanceAddress"
+            return address
+        if name == "Fn::Split":
+            return str(_evaluate(value[1], address)).split(value[0])
+        if name == "Fn::Select":
+            return _evaluate(value[1], address)[value[0]]  # type: ignore[index]
+        if name == "Fn::Join":
+            return value[0].join(str(_evaluate(part, address)) for part in value[1])
+    if isinstance(node, list):
+        return [_evaluate(item, address) for item in node]
+    return node
+
+
+@pytest.mark.parametrize(
+    ("address", "origin"),
+    [
+        ("https://registry.example.com", "https://registry.example.com"),
+        ("https://registry.example.com/", "https://registry.example.com"),
+        ("https://registry.example.com:8443/tfe", "https://registry.example.com:8443"),
+    ],
+)
+def test_the_template_lets_the_archive_bucket_take_puts_from_the_ui_origin_only(
+    address: str, origin: str
+) -> None:
+    from infrastructure import template
+
+    merged = template.merge_template()
+    bucket = merged["Resources"]["ArchiveBucket"]["Properties"]
+    condition, rule, otherwise = bucket["CorsConfiguration"]["Fn::If"]
+    assert otherwise == {"Ref": "AWS::NoValue"}  # no InstanceAddress: no CORS at all
+    assert merged["Conditions"][condition] == {
+        "Fn::Not": [{"Fn::Equals": [{"Ref": "InstanceAddress"}, ""]}]
+    }
+    (only,) = rule["CorsRules"]
+    assert only["AllowedMethods"] == ["PUT"] and only["AllowedHeaders"] == ["Content-Type"]
+    assert _evaluate(only["AllowedOrigins"], address) == [origin]
+
+
+def test_the_local_stack_lets_the_bucket_take_puts_from_its_ui_origins(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from infrastructure.local import ui_origins
+
+    monkeypatch.setenv("REGISTRY_PUBLIC_URL", "https://tfe.example.com/")
+    assert ui_origins("127.0.0.1", 8000) == [
+        "http://127.0.0.1:8000",
+        "http://localhost:8000",
+        "https://tfe.example.com",
+    ]
