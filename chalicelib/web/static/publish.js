@@ -20,6 +20,12 @@
     function show(state) {
       label.textContent = state.label;
       detail.textContent = state.error || (state.settled ? "" : "Being ingested.");
+      if (state.status === "ok") {
+        // Published: the link takes nothing more, so the upload is put away.
+        var section = document.getElementById("upload-section");
+        if (section) section.hidden = true;
+        detail.textContent = "Published: terraform can install it now.";
+      }
       box.setAttribute("data-status", state.status);
       box.classList.remove("ok", "bad", "warn");
       box.classList.add(state.status === "ok" ? "ok" : state.status.indexOf("failed") !== -1 ? "bad" : "warn");
