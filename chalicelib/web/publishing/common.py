@@ -76,7 +76,7 @@ def allow_connect(response: Response, origin: str | None) -> Response:
     """This response's CSP with ``connect-src`` allowing ``origin`` too (the upload page's
     script PUTs the archive there); every other directive stays as ``view`` sets it."""
     if origin:
-        policy = response.headers["Content-Security-Policy"]
+        policy = str(response.headers["Content-Security-Policy"])
         response.headers["Content-Security-Policy"] = policy.replace(
             "connect-src 'self'", f"connect-src 'self' {origin}"
         )
