@@ -15,6 +15,7 @@ from __future__ import annotations
 import html
 import json
 import re
+from collections.abc import Iterator
 from urllib.parse import unquote, urlparse
 
 import pytest
@@ -22,7 +23,9 @@ import pytest
 from chalicelib.core.data.aws import client
 from chalicelib.core.settings import get_settings
 from tests.conftest import ADMIN_TOKEN, Api, make_org, make_team, tar_gz
+from tests.test_publishing import connect, drain
 from tests.test_registry import MAIN_TF
+from tests.vcs_git_server import GitServer, serve
 from tests.web_browser import Browser
 
 ORG = "acme"
@@ -359,3 +362,43 @@ def test_the_local_stack_lets_the_bucket_take_puts_from_its_ui_origins(
         "http://localhost:8000",
         "https://tfe.example.com",
     ]
+
+
+# ----- from a connected repository -------------------------------------------------------
+
+
+@pytest.fixture
+def repositories() -> Iterator[tuple[GitServer, dict[str, str]]]:
+    """The loopback git server of tests/test_publishing.py (acme/terraform-aws-net, tagged)."""
+    yield from serve()
+
+
+def test_a_publisher_publishes_from_a_connected_repository(
+    org: Api, publisher: Browser, reader: Browser, repositories: tuple[GitServer, dict[str, str]]
+) -> None:
+    server, _ = repositories
+    token_id = connect(org, server, org=ORG)
+    form = publisher.get(PUBLISH)
+    assert f'<option value="{token_id}"' in form.text and 'id="vcs-form"' in form.text
+    action = PUBLISH + "/vcs"
+    wrong = submit(publisher, PUBLISH, action, oauth_token_id=token_id, identifier="acme/nope")
+    assert wrong.status_code == 422 and 'id="vcs-error"' in wrong.text
+    assert 'value="acme/nope"' in wrong.text
+    token = reader.csrf(f"/app/{ORG}/registry/modules")
+    fields = {"oauth_token_id": token_id, "identifier": "acme/terraform-aws-net"}
+    assert reader.post(action, {**fields, "csrf_token": token}).status_code == 404
+    assert publisher.post(action, fields).status_code == 403
+    assert org.get(f"/api/v2/organizations/{ORG}/registry-modules").data == []
+
+    made = submit(publisher, PUBLISH, action, **fields)
+    net = f"{PUBLISH}/private/{ORG}/net/aws"
+    assert made.status_code == 303 and made.headers["Location"] == net + "?connected=1"
+    drain()
+    module = org.get(f"/api/v2/organizations/{ORG}/registry-modules/private/{ORG}/net/aws")
+    attrs = module.data["attributes"]
+    assert attrs["publishing-mechanism"] == "git_tag"
+    assert attrs["vcs-repo"]["identifier"] == "acme/terraform-aws-net"
+    ok = {s["version"] for s in attrs["version-statuses"] if s["status"] == "ok"}
+    assert "1.0.0" in ok
+    page = publisher.get(net)
+    assert "version for every version tag" in page.text and 'id="version-form"' not in page.text

@@ -28,6 +28,7 @@ from chalicelib.web.publishing.common import (
     MODULE,
     PUBLISH,
     bp,
+    connections,
     module_url,
     publishable,
     publisher,
@@ -58,15 +59,23 @@ def version_actions(version: Any, is_owner: bool) -> list[str]:
 # ----- a new module -----------------------------------------------------------------------
 
 
-def _new_module_page(ctx: WebCtx, organization: str, status: int = 200, **extra: Any) -> Response:
-    publisher(ctx, organization)
-    return ctx.render("publishing/new_module.html", status, organization=organization, **extra)
+def new_module_page(ctx: WebCtx, organization: str, status: int = 200, **extra: Any) -> Response:
+    """The new-module page: the upload form, and the VCS form when the organization has a
+    connection (``vcs.new_module_from_vcs`` takes it)."""
+    principal, _ = publisher(ctx, organization)
+    return ctx.render(
+        "publishing/new_module.html",
+        status,
+        organization=organization,
+        connections=connections(principal, organization),
+        **extra,
+    )
 
 
 @page(bp, PUBLISH)
 def new_module(ctx: WebCtx, organization: str) -> Response:
     """The form that creates a module (owners and manage-modules teams; 404 for others)."""
-    return _new_module_page(ctx, organization)
+    return new_module_page(ctx, organization)
 
 
 @page(bp, PUBLISH, ("POST",), form=True, success=REFUSED)
@@ -91,7 +100,7 @@ def create_module(ctx: WebCtx, organization: str) -> Response:
         )
     except Unprocessable as refused:
         wanted = {"name": name, "provider": provider, "no_code": no_code}
-        return _new_module_page(ctx, organization, 422, module_error=refused.detail, wanted=wanted)
+        return new_module_page(ctx, organization, 422, module_error=refused.detail, wanted=wanted)
     ref = ModuleRef(organization, "private", module.namespace, module.name, module.provider)
     return redirect(module_url(ref) + "?created=1")
 
@@ -138,6 +147,8 @@ def _module_page(ctx: WebCtx, ref: ModuleRef, status: int = 200, **extra: Any) -
 
 NOTICES = {
     "created": "The module is created: now create its first version.",
+    "connected": "The module is created from its repository: its webhook is being registered "
+    "at the VCS host and its versions are being fetched.",
     "retried": "The versions that are not ok are being ingested (or fetched) again.",
     "deleted": "The version is deleted.",
 }
