@@ -11,7 +11,7 @@ module's version comes from its repository, as the API's), ``publishing.retry`` 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from chalice import Response
 
@@ -21,7 +21,7 @@ from chalicelib.modules import service
 from chalicelib.modules.composed import forget_deleted, version_from_vcs
 from chalicelib.modules.nocode import service as nocode
 from chalicelib.modules.service import ModuleRef
-from chalicelib.modules.statuses import VersionStatus
+from chalicelib.modules.statuses import VersionStatus, is_deprecated, is_revoked
 from chalicelib.web.pages import status_label
 from chalicelib.web.people.common import posted
 from chalicelib.web.publishing.common import (
@@ -35,19 +35,22 @@ from chalicelib.web.publishing.common import (
 )
 from chalicelib.web.view import WebCtx, page, redirect
 
+if TYPE_CHECKING:  # the registry's records, read only through its service
+    from chalicelib.modules.store import ModuleVersionModel
+
 REFUSED = (Reply(303), Reply(422))
 
 
-def version_actions(version: Any, is_owner: bool) -> list[str]:
+def version_actions(version: ModuleVersionModel, is_owner: bool) -> list[str]:
     """What may be done to a version now, in the order the page offers it (the service
     decides again when the form is sent)."""
     actions = []
     if version.status != VersionStatus.OK:
         if version.source == "tfe-api":
             actions.append("upload")
-    elif version.revocation and version.revocation.get("status") == "Revoked":
+    elif is_revoked(version.revocation):
         actions.append("unrevoke")
-    elif version.deprecation:
+    elif is_deprecated(version.deprecation):
         actions += ["undeprecate", "revoke"]
     else:
         actions.append("deprecate")
@@ -121,8 +124,8 @@ def _module_page(ctx: WebCtx, ref: ModuleRef, status: int = 200, **extra: Any) -
             "status": v.status,
             "label": status_label(v.status),
             "error": v.error,
-            "deprecated": bool(v.deprecation),
-            "revoked": bool(v.revocation and v.revocation.get("status") == "Revoked"),
+            "deprecated": is_deprecated(v.deprecation),
+            "revoked": is_revoked(v.revocation),
             "actions": version_actions(v, rights.is_owner),
             "url": module_url(ref, v.version),
         }
