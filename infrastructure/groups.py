@@ -174,15 +174,17 @@ ROUTE_GROUPS: tuple[Function, ...] = (
         },
     ),
     # The browser UI: reads modules and versions (and each version's parsed metadata in S3),
-    # keeps its sign-in sessions.
+    # keeps its sign-in sessions. Its publishing pages write modules and versions as the
+    # registry function does: presigned uploads (PutObject signs them), deletes remove the
+    # archives, retry queues ingests and fetches; a VCS branch version reads its connection.
     Function(
         "WebFunction",
         "chalicelib.entry.api.web.app",
         {
             **AUTH_TABLES,
-            "registry-modules": READ,
-            "registry-module-versions": READ,
-            "list-counts": READ,
+            **REGISTRY_TABLES,
+            **NO_CODE_TABLES,
+            **VCS_READ,
             "web-sessions": WRITE,
             # terraform login: its authorization codes, and the user token it mints.
             "login-codes": WRITE,
@@ -205,7 +207,8 @@ ROUTE_GROUPS: tuple[Function, ...] = (
             "scim-groups": WRITE,
             "scim-mappings": WRITE,
         },
-        s3_actions=("s3:GetObject",),
+        s3_actions=("s3:GetObject", "s3:PutObject", "s3:DeleteObject"),
+        sends_jobs=True,
     ),
 )
 

@@ -32,6 +32,7 @@ import threading
 import time
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_DATA_DIR = ROOT / ".data"
@@ -55,6 +56,19 @@ def link_host(host: str) -> str:
     if host in ("0.0.0.0", "::", ""):
         return socket.gethostname()
     return f"[{host}]" if ":" in host else host
+
+
+def ui_origins(host: str, port: int) -> list[str]:
+    """The origins a browser opens the local UI at: the printed URL's (``localhost`` too
+    for the loopback address) and REGISTRY_PUBLIC_URL's, when set."""
+    origins = [f"http://{link_host(host)}:{port}"]
+    if host == "127.0.0.1":
+        origins.append(f"http://localhost:{port}")
+    public = os.environ.get("REGISTRY_PUBLIC_URL", "").strip()
+    if public:
+        parts = urlsplit(public)
+        origins.append(f"{parts.scheme}://{parts.netloc}")
+    return origins
 
 
 class PortInUse(Exception):
@@ -87,6 +101,9 @@ def _configure_environment(host: str, moto_port: int) -> None:
     os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
     os.environ["AWS_ENDPOINT_URL"] = f"http://{link_host(host)}:{moto_port}"
     os.environ.pop("AWS_PROFILE", None)
+    # moto answers every origin's CORS preflight unless told not to; then the bucket's own
+    # CORS rules decide, as on S3 (``resources.allow_browser_uploads``).
+    os.environ["MOTO_DISABLE_GLOBAL_CORS"] = "true"
 
 
 def make_moto_dynamodb_atomic() -> None:
@@ -431,9 +448,10 @@ def main() -> int:
     from app import app
     from chalicelib.accounts.service import bootstrap_admin
     from chalicelib.core.settings import get_settings
-    from infrastructure.resources import provision
+    from infrastructure.resources import allow_browser_uploads, provision
 
     queue_url = provision()  # idempotent: a restored state already has it all
+    allow_browser_uploads(ui_origins(host, port))  # the web UI's upload page, as on AWS
     if restored is not None:
         # State saved before the lists kept counts and entries gets them (idempotent).
         from infrastructure.backfill import backfill_all

@@ -113,6 +113,31 @@ def provision() -> str:
     return queue_url
 
 
+def upload_cors(origins: list[str]) -> dict[str, Any]:
+    """The archive bucket's CORS rule: the web UI's upload page PUTs archives straight to
+    their presigned links, from the UI's own origins only (the template's rule for AWS is
+    ``template.UPLOAD_CORS``)."""
+    return {
+        "CORSRules": [
+            {
+                "ID": "web-ui-uploads",
+                "AllowedMethods": ["PUT"],
+                "AllowedOrigins": origins,
+                "AllowedHeaders": ["Content-Type"],
+                "MaxAgeSeconds": 3600,
+            }
+        ]
+    }
+
+
+def allow_browser_uploads(origins: list[str]) -> None:
+    """Set the bucket's CORS rule (idempotent: the local stack sets it at every start, as
+    its port may change)."""
+    client("s3").put_bucket_cors(
+        Bucket=get_settings().bucket, CORSConfiguration=upload_cors(origins)
+    )
+
+
 def _queue_arn(url: str) -> str:
     attributes = client("sqs").get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])
     return attributes["Attributes"]["QueueArn"]

@@ -54,6 +54,31 @@ SECRETS_KEY_ARN = {
         {"Ref": "ExistingSecretsKeyArn"},
     ]
 }
+# The bucket's CORS rule for the web UI's upload page (chalicelib/web/publishing): PUT from
+# the UI's origin only, which is InstanceAddress without any path or trailing slash
+# (scheme "//" host). No InstanceAddress, no rule: uploads go by curl, as without JavaScript.
+HAS_INSTANCE_ADDRESS = "HasInstanceAddress"
+_ADDRESS_PARTS = {"Fn::Split": ["//", {"Ref": "InstanceAddress"}]}
+UI_ORIGIN = {
+    "Fn::Join": [
+        "//",
+        [
+            {"Fn::Select": [0, _ADDRESS_PARTS]},
+            {"Fn::Select": [0, {"Fn::Split": ["/", {"Fn::Select": [1, _ADDRESS_PARTS]}]}]},
+        ],
+    ]
+}
+UPLOAD_CORS = {
+    "CorsRules": [
+        {
+            "Id": "web-ui-uploads",
+            "AllowedMethods": ["PUT"],
+            "AllowedOrigins": [UI_ORIGIN],
+            "AllowedHeaders": ["Content-Type"],
+            "MaxAge": 3600,
+        }
+    ]
+}
 
 
 def sub(text: str) -> dict[str, str]:
@@ -462,6 +487,11 @@ def storage_resources() -> dict[str, Any]:
                     "RestrictPublicBuckets": True,
                 },
                 "OwnershipControls": {"Rules": [{"ObjectOwnership": "BucketOwnerEnforced"}]},
+                # The web UI's upload page PUTs archives straight to their presigned links: from
+                # the UI's own origin only (InstanceAddress); without it, curl (no CORS).
+                "CorsConfiguration": {
+                    "Fn::If": [HAS_INSTANCE_ADDRESS, UPLOAD_CORS, {"Ref": "AWS::NoValue"}]
+                },
                 "LifecycleConfiguration": {
                     "Rules": [
                         {
@@ -674,7 +704,10 @@ PARAMETERS = {
     },
 }
 
-CONDITIONS = {CREATE_SECRETS_KEY: {"Fn::Equals": [{"Ref": "ExistingSecretsKeyArn"}, ""]}}
+CONDITIONS = {
+    CREATE_SECRETS_KEY: {"Fn::Equals": [{"Ref": "ExistingSecretsKeyArn"}, ""]},
+    HAS_INSTANCE_ADDRESS: {"Fn::Not": [{"Fn::Equals": [{"Ref": "InstanceAddress"}, ""]}]},
+}
 OUTPUTS = {
     "SecretsKeyArn": {
         "Description": "The key that seals stored secrets: keep it, a restore needs it",

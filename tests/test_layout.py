@@ -92,6 +92,9 @@ MODULE_SUB_ROOMS += ("chalicelib.modules.publishing", "chalicelib.modules.nocode
 # The request bodies of the registry routes nest publishing's vcs-repo body, as the routes do.
 MODULE_COMPOSERS = {
     "chalicelib.modules.routes",
+    # The core's actions with their sub-rooms' parts (deletes' cascade, VCS branch versions),
+    # shared by the API routes and the web UI.
+    "chalicelib.modules.composed",
     "chalicelib.modules.schemas",
 }
 

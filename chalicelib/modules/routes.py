@@ -19,6 +19,7 @@ from chalicelib.core.api.http import Ctx, route
 from chalicelib.core.api.jsonapi import document, no_content
 from chalicelib.core.api.openapi import PAGE, Body, Param
 from chalicelib.modules import service
+from chalicelib.modules.composed import forget_deleted, version_from_vcs
 from chalicelib.modules.nocode import service as nocode
 from chalicelib.modules.nocode.render import render_no_code_module
 from chalicelib.modules.paths import MODULE, ORG_MODULES
@@ -30,7 +31,7 @@ from chalicelib.modules.render import (
     render_version,
 )
 from chalicelib.modules.service import ModuleRef
-from chalicelib.modules.store import ModuleModel, ModuleVersionModel
+from chalicelib.modules.store import ModuleModel
 
 bp = Blueprint(__name__)
 
@@ -178,22 +179,13 @@ def module_tag_bindings(ctx: Ctx, module_ref: str):
 # ----- versions -----------------------------------------------------------------------------
 
 
-def _version_from_vcs(
-    module: ModuleModel, version: str, commit_sha: str | None
-) -> ModuleVersionModel:
-    """Publishing is imported here, so only versions of VCS modules load it."""
-    from chalicelib.modules.publishing import service as publishing
-
-    return publishing.create_branch_version(module, version, commit_sha)
-
-
 VERSION_BODY = Body("chalicelib.modules.schemas:CreateVersion", "registry-module-versions")
 
 
 def _create_version(ctx: Ctx, ref: ModuleRef):
     attrs = ctx.attributes()
     version, upload = service.create_version(
-        ctx.user, ref, attrs.version, attrs.commit_sha, from_vcs=_version_from_vcs
+        ctx.user, ref, attrs.version, attrs.commit_sha, from_vcs=version_from_vcs
     )
     return document(render_version(version, upload), status=201)
 
@@ -312,18 +304,8 @@ def _delete(ctx: Ctx, organization: str, segments: list[str]):
     segments = [segment for segment in segments if segment]
     if len(segments) < 3:
         raise NotFound("module not found: the path needs registry, namespace and name")
-    _forget(service.delete(ctx.user, organization, segments))
+    forget_deleted(service.delete(ctx.user, organization, segments))
     return no_content()
-
-
-def _forget(deleted: list[ModuleModel]) -> None:
-    """What goes with deleted module records: their no-code modules, and their webhooks at
-    the VCS hosts."""
-    nocode.delete_for_modules(deleted)
-    if any(module.webhook_registration for module in deleted):
-        from chalicelib.modules.publishing import hooks
-
-        hooks.queue_removals(deleted)
 
 
 @route(bp, ORG_MODULES + "/{registry_name}/{namespace}/{name}", methods=("DELETE",))
@@ -375,7 +357,7 @@ DEPRECATED_DELETE = "/api/v2/registry-modules/actions/delete/{organization_name}
 def delete_name_deprecated(ctx: Ctx, organization_name: str, name: str):
     """Every module of that name in the organization: the private one and, on the hosted
     edition, curated public ones (go-tfe cleans public modules up this way)."""
-    _forget(service.delete_name_deprecated(ctx.user, organization_name, name))
+    forget_deleted(service.delete_name_deprecated(ctx.user, organization_name, name))
     return no_content()
 
 

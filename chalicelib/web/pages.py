@@ -119,6 +119,7 @@ class ModuleList:
     pages: int
     page_links: list[int | None] = field(default_factory=list)
     filters: dict[str, str] = field(default_factory=dict)
+    may_publish: bool = False  # owners and manage-modules teams: a link to publish a module
 
 
 def page_number(raw: str | None) -> int:
@@ -173,7 +174,7 @@ def module_list(
     filters = {"provider": provider} if provider else {}
     # Read once for the total and the provider menu (shown only if the page may be read).
     counts = registry.module_counts(organization)
-    shown, total, _ = registry.page_modules(
+    shown, total, rights = registry.page_modules(
         principal, organization, q or None, filters, Page(page, PAGE_SIZE), counts
     )
     pages = max(1, math.ceil(total / PAGE_SIZE))
@@ -190,6 +191,7 @@ def module_list(
         pages=pages,
         page_links=page_window(page, pages),
         filters={k: v for k, v in (("q", q), ("provider", provider)) if v},
+        may_publish=rights.manage_modules,
     )
 
 
@@ -251,6 +253,7 @@ class ModulePage:
     submodules: list[dict[str, Any]]
     examples: list[dict[str, Any]]
     url: str
+    may_publish: bool = False  # owners and manage-modules teams: a link to its publishing page
 
 
 def _entry(module: ModuleModel, version: ModuleVersionModel) -> VersionEntry:
@@ -339,7 +342,7 @@ def cli_configuration(base_url: str) -> str | None:
 def module_page(
     principal: Principal, ref: registry.ModuleRef, version: str | None, base_url: str
 ) -> ModulePage:
-    module, _ = registry.get_module(principal, ref)
+    module, rights = registry.get_module(principal, ref)
     stored = registry.list_versions(module)
     stored.sort(key=lambda v: v.order_key, reverse=True)
     if version is None:
@@ -379,4 +382,5 @@ def module_page(
         submodules=[_directory(d) for d in meta.get("submodules") or []],
         examples=[_directory(d) for d in meta.get("examples") or []],
         url=module_path(module),
+        may_publish=rights.manage_modules and module.registry_name == "private",
     )

@@ -1,0 +1,269 @@
+"""A version's publishing pages: ``…/publish/<registry>/<namespace>/<name>/<provider>/<version>``
+(its status, and while it is not ok the upload of its archive), ``…/<version>/status`` (the
+status as JSON, which the upload page's script polls) and ``…/<version>/<action>``: a page
+that asks first, then the form's POST does it.
+
+The upload goes from the browser straight to the version's presigned S3 link
+(``service.upload_url``: only for who may publish, only until the version is ok), by
+``static/publish.js`` with a progress bar; that page's CSP lets it connect to the link's
+origin and nothing else more. Without JavaScript the page gives the curl command instead.
+
+Actions go through the API's services: ``change_version_lifecycle`` (deprecate with a
+reason and link, undeprecate, revoke with a message and link, un-revoke: ``PATCH
+…/registry-modules/…/:version``) and ``service.delete`` (``DELETE …/:version``, owners).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from chalice import Response
+
+from chalicelib.core.api.errors import NotFound, Unprocessable
+from chalicelib.core.api.openapi import Reply
+from chalicelib.modules import service
+from chalicelib.modules.composed import forget_deleted
+from chalicelib.modules.service import LifecycleChange, ModuleRef
+from chalicelib.modules.statuses import VersionStatus
+from chalicelib.web.pages import FAILED, status_label
+from chalicelib.web.people.common import Form, posted
+from chalicelib.web.publishing.common import (
+    VERSION,
+    allow_connect,
+    bp,
+    connect_origin,
+    module_url,
+    publishable,
+)
+from chalicelib.web.publishing.modules import version_actions
+from chalicelib.web.view import WebCtx, page, redirect
+
+# Statuses after which nothing changes until someone acts (a new upload, a retry).
+SETTLED = {VersionStatus.OK, *FAILED}
+
+
+@dataclass(frozen=True)
+class Field:
+    name: str
+    label: str
+    help: str
+    textarea: bool = False
+
+
+@dataclass(frozen=True)
+class Action:
+    title: str
+    question: str
+    button: str
+    fields: tuple[Field, ...] = ()
+    owner: bool = False
+    danger: bool = False
+
+
+LINK_HELP = "Optional: an http:// or https:// page that says more."
+ACTIONS = {
+    "deprecate": Action(
+        "Deprecate version {version}?",
+        "terraform keeps installing it, and warns whoever uses it with your reason.",
+        "Deprecate the version",
+        (
+            Field("reason", "Reason", "Optional: why, and what to use instead.", textarea=True),
+            Field("link", "Link", LINK_HELP),
+        ),
+    ),
+    "undeprecate": Action(
+        "Undeprecate version {version}?",
+        "It is no longer marked deprecated; its reason and link are forgotten.",
+        "Undeprecate the version",
+    ),
+    "revoke": Action(
+        "Revoke version {version}?",
+        "terraform refuses to install it from now on (configurations that pinned it fail "
+        "with your message); un-revoking it later leaves it deprecated.",
+        "Revoke the version",
+        (
+            Field("message", "Message", "Optional: what terraform shows.", textarea=True),
+            Field("link", "Link", LINK_HELP),
+        ),
+        danger=True,
+    ),
+    "unrevoke": Action(
+        "Un-revoke version {version}?",
+        "terraform may install it again; it stays deprecated until you undeprecate it.",
+        "Un-revoke the version",
+    ),
+    "delete": Action(
+        "Delete version {version}?",
+        "Its archive is deleted and configurations that use it can no longer download it. "
+        "Deleting the last version deletes the module. This cannot be undone.",
+        "Delete the version",
+        owner=True,
+        danger=True,
+    ),
+}
+
+
+def _ref(organization: str, registry: str, namespace: str, name: str, provider: str) -> ModuleRef:
+    return ModuleRef(organization, registry, namespace, name, provider)
+
+
+def _status(item: Any) -> dict[str, Any]:
+    return {
+        "version": item.version,
+        "status": item.status,
+        "label": status_label(item.status),
+        "error": item.error,
+        "settled": item.status in SETTLED,
+    }
+
+
+@page(bp, VERSION)
+def version_page(
+    ctx: WebCtx,
+    organization: str,
+    registry: str,
+    namespace: str,
+    name: str,
+    provider: str,
+    version: str,
+) -> Response:
+    """A version: its status, the upload of its archive while it is not ok, its actions."""
+    ref = _ref(organization, registry, namespace, name, provider)
+    module, rights = publishable(ctx, ref)
+    item = service.version_of(module, version)
+    upload = service.upload_url(item, rights)
+    url = module_url(ref, item.version)
+    response = ctx.render(
+        "publishing/version.html",
+        module=module,
+        module_url=module_url(ref),
+        url=url,
+        state=_status(item),
+        upload=upload,
+        actions=[a for a in version_actions(item, rights.is_owner) if a != "upload"],
+        labels={key: action.button for key, action in ACTIONS.items()},
+    )
+    return allow_connect(response, connect_origin(upload)) if upload else response
+
+
+JSON_STATUS = Reply(
+    200,
+    schema={"type": "object"},
+    media_type="application/json",
+    description="the version's status, label, refusal reason and whether it settled",
+)
+
+
+@page(bp, VERSION + "/status", success=(JSON_STATUS,))
+def version_status(
+    ctx: WebCtx,
+    organization: str,
+    registry: str,
+    namespace: str,
+    name: str,
+    provider: str,
+    version: str,
+) -> Response:
+    """The version's ingest status as JSON (the upload page polls it)."""
+    module, _ = publishable(ctx, _ref(organization, registry, namespace, name, provider))
+    return Response(
+        body=json.dumps(_status(service.version_of(module, version))),
+        status_code=200,
+        headers={
+            "Content-Type": "application/json",
+            "Cache-Control": "no-store",
+            "X-Content-Type-Options": "nosniff",
+        },
+    )
+
+
+def _action(name: str) -> Action:
+    found = ACTIONS.get(name)
+    if found is None:
+        raise NotFound(f"no version action {name[:64]!r}")
+    return found
+
+
+def _confirm_page(
+    ctx: WebCtx, ref: ModuleRef, version: str, name: str, status: int = 200, **extra: Any
+) -> Response:
+    action = _action(name)
+    module, _ = publishable(ctx, ref, owner=action.owner)
+    item = service.version_of(module, version)
+    return ctx.render(
+        "publishing/confirm.html",
+        status,
+        title=action.title.format(version=item.version),
+        question=f"{module.name}/{module.provider} {item.version}: {action.question}",
+        action=module_url(ref, item.version) + "/" + name,
+        button=action.button,
+        danger=action.danger,
+        cancel=module_url(ref, item.version),
+        fields=action.fields,
+        **extra,
+    )
+
+
+@page(bp, VERSION + "/{action}")
+def confirm_action(
+    ctx: WebCtx,
+    organization: str,
+    registry: str,
+    namespace: str,
+    name: str,
+    provider: str,
+    version: str,
+    action: str,
+) -> Response:
+    """Deprecate, undeprecate, revoke, un-revoke or delete this version? (a page of its own:
+    without JavaScript there is no dialog)"""
+    ref = _ref(organization, registry, namespace, name, provider)
+    return _confirm_page(ctx, ref, version, action)
+
+
+def _change(action: str, form: Form) -> dict[str, LifecycleChange | None]:
+    """The lifecycle change an action asks of ``change_version_lifecycle``."""
+    link = form.get("link")
+    changes = {
+        "deprecate": {"deprecation": LifecycleChange("Deprecated", form.get("reason"), link)},
+        "undeprecate": {"deprecation": LifecycleChange("Undeprecated", None, None)},
+        "revoke": {"revocation": LifecycleChange("Revoked", form.get("message"), link)},
+        "unrevoke": {"revocation": LifecycleChange("Unrevoked", None, None)},
+    }[action]
+    return {"deprecation": None, "revocation": None, **changes}
+
+
+@page(bp, VERSION + "/{action}", ("POST",), form=True, success=(Reply(303), Reply(422)))
+def do_action(
+    ctx: WebCtx,
+    organization: str,
+    registry: str,
+    namespace: str,
+    name: str,
+    provider: str,
+    version: str,
+    action: str,
+) -> Response:
+    """Do it, through the API's service; a refusal shows the form again with its reason."""
+    ref = _ref(organization, registry, namespace, name, provider)
+    wanted = _action(action)
+    form = posted(ctx)
+    if isinstance(form, Response):
+        return form
+    publishable(ctx, ref, owner=wanted.owner)
+    principal = ctx.principal_or_sign_in()
+    if action == "delete":
+        parts = [ref.registry, ref.namespace, ref.name, ref.provider, version]
+        gone = service.delete(principal, organization, parts)  # the module, with its last one
+        forget_deleted(gone)
+        if gone:
+            return redirect(f"/app/{organization}/registry/modules")
+        return redirect(module_url(ref) + "?deleted=1")
+    try:
+        service.change_version_lifecycle(principal, ref, version, **_change(action, form))
+    except Unprocessable as refused:
+        values = {f.name: form.get(f.name) for f in wanted.fields}
+        return _confirm_page(ctx, ref, version, action, 422, error=refused.detail, values=values)
+    return redirect(module_url(ref, version))
