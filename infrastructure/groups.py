@@ -206,6 +206,11 @@ ROUTE_GROUPS: tuple[Function, ...] = (
             "scim-users": WRITE,
             "scim-groups": WRITE,
             "scim-mappings": WRITE,
+            # The provider pages: providers, their versions, platforms and signing keys.
+            "registry-providers": READ,
+            "registry-provider-versions": READ,
+            "registry-provider-platforms": READ,
+            "gpg-keys": READ,
         },
         s3_actions=("s3:GetObject", "s3:PutObject", "s3:DeleteObject"),
         sends_jobs=True,

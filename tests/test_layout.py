@@ -52,8 +52,19 @@ LAYERS: dict[str, set[str]] = {
     # The browser UI reads through the domains' services, as the API does (the site's
     # customization texts through admin), and serves the SAML endpoints, opening the
     # session SAML signs into. Site administration's SCIM page goes through scim's service
-    # (settings and tokens), as scim's admin API does.
-    "web": {"core", "artifacts", "accounts", "admin", "vcs", "modules", "saml", "scim"},
+    # (settings and tokens), as scim's admin API does. The provider pages read through
+    # providers' service.
+    "web": {
+        "core",
+        "artifacts",
+        "accounts",
+        "admin",
+        "vcs",
+        "modules",
+        "providers",
+        "saml",
+        "scim",
+    },
     "lifecycle": {
         "core",
         "artifacts",

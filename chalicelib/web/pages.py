@@ -316,7 +316,8 @@ def sorted_inputs(inputs: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def cli_configuration(base_url: str) -> str | None:
     """What terraform needs to reach this registry when it is served over plain HTTP:
     terraform discovers a host's services over HTTPS only, so a ``host`` block of the CLI
-    configuration names them (``modules.v1``, and ``login.v1`` for ``terraform login``).
+    configuration names them (``modules.v1``, ``providers.v1`` for private providers, and
+    ``login.v1`` for ``terraform login``).
     None over HTTPS, where the discovery document does it."""
     if not base_url.startswith("http://"):
         return None
@@ -327,6 +328,7 @@ def cli_configuration(base_url: str) -> str | None:
         f'host "{host_of(base_url)}" {{\n'
         "  services = {\n"
         f'    "modules.v1" = "{base_url}/api/registry/v1/modules/"\n'
+        f'    "providers.v1" = "{base_url}/api/registry/v1/providers/"\n'
         '    "login.v1" = {\n'
         f'      client      = "{CLIENT_ID}"\n'
         '      grant_types = ["authz_code"]\n'

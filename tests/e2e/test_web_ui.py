@@ -3,7 +3,8 @@ real local stack (``stack``), with axe-core checking every page.
 
 Chromium is Debian's package (``make test`` installs it when missing); Playwright's own
 browser downloads are never used. A missing browser fails these tests, it never skips them.
-The module list and a module page are saved to docs/screenshots/ for the README.
+The module list, a module page and a provider page are saved to docs/screenshots/ for the
+README.
 """
 
 from __future__ import annotations
@@ -27,7 +28,10 @@ import requests
 from axe_playwright_python.sync_playwright import Axe
 from playwright.sync_api import Browser, BrowserContext, Page, expect, sync_playwright
 
+from tests.conftest import doc
 from tests.e2e.conftest import ADMIN_TOKEN, Stack, wait_for
+from tests.e2e.test_terraform_providers import machine, put
+from tests.provider_files import SigningKey, new_signing_key, provider_zip, sha256, shasums
 
 ORG = "webui"
 SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
@@ -125,9 +129,79 @@ def _publish(stack: Stack, name: str, provider: str, versions: dict[str, bytes])
     assert settled(wait_for(lambda: http.get(url).json(), settled)), f"{name} was not ingested"
 
 
+PROVIDER = "cloudkit"  # webui's private provider
+
+
+def _publish_provider(stack: Stack, signer: SigningKey) -> None:
+    """webui/cloudkit: 1.0.0 signed by ``signer`` for this machine's platform (terraform can
+    install it), and 1.1.0 whose signature is not one (refused with its reason)."""
+    http = stack.session()
+    key = http.post(
+        f"{stack.url}/api/registry/private/v2/gpg-keys",
+        json=doc("gpg-keys", namespace=ORG, **{"ascii-armor": signer.armor}),
+    )
+    assert key.status_code == 201, key.text
+    providers = stack.api(f"/organizations/{ORG}/registry-providers")
+    created = http.post(
+        providers,
+        json=doc(
+            "registry-providers", name=PROVIDER, namespace=ORG, **{"registry-name": "private"}
+        ),
+    )
+    assert created.status_code == 201, created.text
+    base = f"{providers}/private/{ORG}/{PROVIDER}/versions"
+    os_, arch = machine()
+    for version, good in (("1.0.0", True), ("1.1.0", False)):
+        reply = http.post(
+            base,
+            json=doc(
+                "registry-provider-versions",
+                version=version,
+                **{"key-id": signer.key_id, "protocols": ["5.0"]},
+            ),
+        )
+        assert reply.status_code == 201, reply.text
+        links = reply.json()["data"]["links"]
+        archive = provider_zip(PROVIDER, version)
+        filename = f"terraform-provider-{PROVIDER}_{version}_{os_}_{arch}.zip"
+        sums = shasums({filename: archive})
+        platform = http.post(
+            f"{base}/{version}/platforms",
+            json=doc(
+                "registry-provider-version-platforms",
+                os=os_,
+                arch=arch,
+                shasum=sha256(archive),
+                filename=filename,
+            ),
+        )
+        assert platform.status_code == 201, platform.text
+        put(links["shasums-upload"], sums)
+        put(links["shasums-sig-upload"], signer.sign(sums) if good else b"not a signature")
+        if good:
+            put(platform.json()["data"]["links"]["provider-binary-upload"], archive)
+    platform_url = f"{base}/1.0.0/platforms/{os_}/{arch}"
+    checked = wait_for(
+        lambda: http.get(platform_url).json()["data"]["attributes"],
+        lambda a: a["status"] != "pending",
+    )
+    assert checked["status"] == "verified", checked
+    refused = wait_for(
+        lambda: http.get(f"{base}/1.1.0").json()["data"]["attributes"],
+        lambda a: a["status"] != "pending",
+    )
+    assert refused["status"] == "failed", refused
+
+
 @pytest.fixture(scope="module")
-def published(stack: Stack) -> Stack:
-    """webui/network/aws 1.0.0, 1.1.0 and a refused 1.2.0; webui/dns/google; webui/hostile/aws."""
+def signer() -> SigningKey:
+    return new_signing_key()
+
+
+@pytest.fixture(scope="module")
+def published(stack: Stack, signer: SigningKey) -> Stack:
+    """webui/network/aws 1.0.0, 1.1.0 and a refused 1.2.0; webui/dns/google; webui/hostile/aws;
+    the private provider webui/cloudkit (``_publish_provider``)."""
     http = stack.session()
     reply = http.post(
         stack.api("/organizations"),
@@ -149,6 +223,7 @@ def published(stack: Stack) -> Stack:
     _publish(
         stack, "hostile", "aws", {"1.0.0": _archive({"main.tf": MAIN_TF, "README.md": HOSTILE})}
     )
+    _publish_provider(stack, signer)
     return stack
 
 
@@ -355,6 +430,79 @@ def test_a_failed_ingest_shows_its_reason(page: Page):
     check_accessibility(page)
 
 
+def test_a_provider_page_passes_axe_and_fits_a_phone(page: Page, signer: SigningKey):
+    """From the organization's nav to the provider list and the provider's page: the
+    verified version's platform, the refused version's reason, the signing key (folded)."""
+    sign_in(page)
+    page.goto(f"/app/{ORG}/registry/modules")
+    page.get_by_role("navigation", name="Organization").get_by_role(
+        "link", name="Providers"
+    ).click()
+    expect(page.get_by_role("heading", name=f"Providers in {ORG}", level=1)).to_be_visible()
+    row = page.locator("table.providers tbody tr").filter(has_text=PROVIDER)
+    expect(row).to_contain_text("1.0.0")
+    expect(row).to_contain_text("Failed: 1.1.0: SHA256SUMS.sig is not")
+    check_accessibility(page)
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SCREENSHOTS / "provider-list.png"), full_page=True)
+
+    row.get_by_role("link", name=PROVIDER).click()
+    expect(page.get_by_role("heading", name=PROVIDER, level=1)).to_be_visible()
+    os_, arch = machine()
+    platforms = page.locator("table.platforms")
+    expect(platforms).to_contain_text(f"{os_}/{arch}")
+    expect(platforms).to_contain_text("Verified")
+    expect(page.locator("table.versions")).to_contain_text("SHA256SUMS.sig is not")
+    expect(page.locator("#usage-snippet")).to_contain_text('version = "~> 1.0"')
+    armor = page.get_by_label(f"Public key {signer.key_id}")
+    expect(armor).to_be_hidden()
+    page.get_by_text("Public key (ASCII armor)").click()
+    expect(armor).to_contain_text("BEGIN PGP PUBLIC KEY BLOCK")
+    check_accessibility(page)
+    page.screenshot(path=str(SCREENSHOTS / "provider-page.png"), full_page=True)
+    desktop = page.viewport_size
+    page.set_viewport_size({"width": 390, "height": 844})
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    check_accessibility(page)
+    page.screenshot(path=str(SCREENSHOTS / "provider-page-phone.png"), full_page=False)
+    assert desktop is not None
+    page.set_viewport_size(desktop)
+
+    page.get_by_role("link", name="1.1.0").click()
+    page.wait_for_url(f"**/{PROVIDER}/1.1.0")
+    expect(page.locator("#version-status")).to_contain_text("Version 1.1.0: Failed.")
+    check_accessibility(page)
+
+
+@pytest.mark.skipif(shutil.which("terraform") is None, reason="terraform is not on PATH")
+def test_the_provider_pages_snippet_and_cli_configuration_let_terraform_install_it(
+    page: Page, published: Stack, tmp_path: Path, signer: SigningKey
+):
+    """What the provider page shows (the CLI configuration naming providers.v1, the
+    required_providers snippet) and a credentials block are all terraform init needs."""
+    sign_in(page)
+    page.goto(f"/app/{ORG}/registry/providers/private/{ORG}/{PROVIDER}")
+    config = page.locator("#cli-config").inner_text()
+    snippet = page.locator("#usage-snippet").inner_text()
+    host = published.url.split("://", 1)[1]
+    rc = tmp_path / "terraformrc"
+    rc.write_text(config + f'credentials "{host}" {{\n  token = "{ADMIN_TOKEN}"\n}}\n')
+    (tmp_path / "main.tf").write_text(snippet)
+    env = {**os.environ, "TF_CLI_CONFIG_FILE": str(rc), "CHECKPOINT_DISABLE": "1"}
+    env.pop("TF_PLUGIN_CACHE_DIR", None)
+    got = subprocess.run(
+        ["terraform", "init", "-no-color", "-input=false"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert got.returncode == 0, got.stdout + got.stderr
+    installed = f"Installed {host}/{ORG}/{PROVIDER} v1.0.0 (self-signed, key ID {signer.key_id})"
+    assert installed in got.stdout, got.stdout
+
+
 def test_a_hostile_readme_runs_nothing(page: Page):
     messages: list[str] = []
     page.on("console", lambda message: messages.append(message.text))
@@ -430,6 +578,7 @@ def test_every_page_a_site_admin_can_reach_fits_a_phone_and_passes_axe(page: Pag
     print(f"crawled {len(checked)} pages: {checked}")  # noqa: T201
     assert len(checked) >= 10, checked  # the crawl reached the module, people and admin pages
     assert any("/registry/modules/private/" in p for p in checked), checked
+    assert any("/registry/providers/private/" in p for p in checked), checked
 
 
 # ----- over the wire, without a browser: what the real HTTP server answers ----------------
