@@ -12,9 +12,10 @@ import pytest
 from chalicelib.accounts import service as accounts
 from chalicelib.core.auth import Principal
 from chalicelib.modules.downloads import counter, store
-from tests.conftest import Api, make_org, make_team
+from tests.conftest import ADMIN_TOKEN, Api, make_org, make_team
 from tests.test_protocol import V1, publish
 from tests.test_registry import create_module
+from tests.web_browser import Browser
 
 REPORT = "/api/v2/organizations/acme/registry-modules/private/acme/vpc/aws/downloads"
 DAY_ONE = datetime(2026, 11, 23, 9, 30, tzinfo=UTC)
@@ -231,3 +232,21 @@ def test_deleting_a_module_deletes_its_download_items(module: Api):
 def _module_id(api: Api) -> str:
     return api.get("/api/v2/organizations/acme/registry-modules/private/acme/vpc/aws").data["id"]
 
+
+def test_the_module_page_shows_downloads_to_owners_only(module: Api):
+    _, team_token = make_team(module, "acme", "ci")
+    download(module, team_token)
+    download(module, team_token, "1.1.0")
+    page = "/app/acme/registry/modules/private/acme/vpc/aws"
+    owner = Browser(module.client)
+    owner.sign_in(ADMIN_TOKEN)
+    text = owner.get(page).text
+    assert 'id="downloads"' in text and "Downloads (2)" in text
+    assert "<svg" in text and "<rect" in text and "<script" not in text.split('id="downloads"')[1]
+    assert "acme/ci" in text and "1.0.0: 1 download" in text
+    reader = Browser(module.client)
+    _, reader_token = make_team(module, "acme", "readers")
+    reader.sign_in(reader_token)
+    other = reader.get(page)
+    assert other.status_code == 200 and 'id="downloads"' not in other.text
+    assert "acme/ci" not in other.text
