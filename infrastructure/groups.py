@@ -18,12 +18,14 @@ EVERY_REQUEST = {"rate-limits": WRITE, "settings": READ}
 # What authenticating a request reads (tokens -> users/teams -> organizations).
 AUTH_TABLES = {**EVERY_REQUEST, "tokens": READ, "users": READ, "teams": READ, "organizations": READ}
 # Creating and deleting modules keeps their organization's count (chalicelib.core.data.lists);
-# every change of a module's versions keeps its entry in the registry protocol's list.
+# every change of a module's versions keeps its entry in the registry protocol's list;
+# deleting a version or a module deletes its download counts.
 REGISTRY_TABLES = {
     "registry-modules": WRITE,
     "registry-module-versions": WRITE,
     "list-counts": WRITE,
     "registry-protocol-list": WRITE,
+    "module-downloads": WRITE,
 }
 # No-code modules: the registry function serves them (and deletes them with their modules);
 # deleting an organization deletes its no-code modules too.
@@ -129,6 +131,8 @@ ROUTE_GROUPS: tuple[Function, ...] = (
             "registry-module-versions": READ,
             "registry-protocol-list": READ,
             "public-registry-cache": WRITE,
+            # A download counts itself (one UpdateItem); a module's detail reads the counts.
+            "module-downloads": WRITE,
         },
         s3_actions=("s3:GetObject",),
     ),
@@ -179,6 +183,8 @@ ROUTE_GROUPS: tuple[Function, ...] = (
             "registry-modules": READ,
             "registry-module-versions": READ,
             "list-counts": READ,
+            # The module page's Downloads tab (owners and manage-modules teams).
+            "module-downloads": READ,
             "web-sessions": WRITE,
             # terraform login: its authorization codes, and the user token it mints.
             "login-codes": WRITE,

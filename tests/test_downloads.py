@@ -4,6 +4,7 @@ to the module's owners and manage-modules teams in the API and on the module pag
 
 from __future__ import annotations
 
+import json
 import logging
 from datetime import UTC, datetime, timedelta
 
@@ -250,3 +251,25 @@ def test_the_module_page_shows_downloads_to_owners_only(module: Api):
     other = reader.get(page)
     assert other.status_code == 200 and 'id="downloads"' not in other.text
     assert "acme/ci" not in other.text
+
+
+def test_the_functions_that_count_report_and_delete_may_use_the_table():
+    """The deployed roles: the protocol function writes the counts (UpdateItem) and reads
+    them (Query), the registry API reads and deletes them, the web UI reads them."""
+    from infrastructure import template
+    from infrastructure.groups import ROUTE_GROUPS
+
+    def allowed(logical_id: str) -> set[str]:
+        function = next(f for f in ROUTE_GROUPS if f.logical_id == logical_id)
+        actions = set()
+        for statement in template.role(function)["Properties"]["Policies"][0]["PolicyDocument"][
+            "Statement"
+        ]:
+            if "module-downloads" in json.dumps(statement.get("Resource")):
+                actions |= set(statement["Action"])
+        return actions
+
+    assert {"dynamodb:UpdateItem", "dynamodb:Query"} <= allowed("ProtocolFunction")
+    assert {"dynamodb:Query", "dynamodb:BatchWriteItem"} <= allowed("RegistryFunction")
+    assert {"dynamodb:BatchWriteItem"} <= allowed("APIHandler")  # organization deletes
+    assert "dynamodb:Query" in allowed("WebFunction")
