@@ -273,3 +273,23 @@ def test_the_functions_that_count_report_and_delete_may_use_the_table():
     assert {"dynamodb:Query", "dynamodb:BatchWriteItem"} <= allowed("RegistryFunction")
     assert {"dynamodb:BatchWriteItem"} <= allowed("APIHandler")  # organization deletes
     assert "dynamodb:Query" in allowed("WebFunction")
+
+
+def test_a_large_backlog_is_removed_over_several_updates(aws: None):
+    """An item with more stale attributes than one expression may name (a version silent for
+    400 days that had many consumers) loses them MAX_REMOVED at a time; no update fails."""
+    moment = DAY_ONE
+    old = moment - timedelta(days=store.DAYS_KEPT + 5)
+    count = store.MAX_REMOVED + 7
+    for index in range(count):
+        store.record("mod-x", "1.0.0", "user", f"user-{index:04d}", old)
+    rounds = 0
+    while True:
+        store.record("mod-x", "1.0.0", "team", "team-now", moment)
+        rounds += 1
+        (item,) = store.module_downloads("mod-x")
+        if len(item.consumers) == 1:
+            break
+        assert rounds < 10
+    assert rounds == 1 + 2  # the look, then 50 and 8 (the old day too) removed
+    assert item.total == count + rounds and set(item.days) == {"2026-11-23"}

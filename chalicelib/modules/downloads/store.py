@@ -35,6 +35,9 @@ DAYS_KEPT = 400
 MAX_CONSUMERS = 1_000
 DAY_PREFIX = "d"
 CONSUMER_PREFIX = "c#"
+# Attributes one update removes at most (``REMOVE #r0, ... #r49``: far below the 4 KB
+# DynamoDB allows an expression).
+MAX_REMOVED = 50
 # Items whose pruning an instance remembers at most (it starts again empty past that).
 MAX_PENDING = 10_000
 
@@ -83,6 +86,9 @@ def record(module_id: str, version: str, kind: str, principal_id: str, moment: d
     day, consumer = day_name(moment), consumer_name(kind, principal_id)
     with pruning.lock:
         stale = [n for n in pruning.remove.pop(key, ()) if n not in (day, consumer)]
+        if len(stale) > MAX_REMOVED:  # the rest on the next updates: expressions are <= 4 KB
+            pruning.remove[key] = stale[MAX_REMOVED:]
+            stale = stale[:MAX_REMOVED]
         look = pruning.seen.get(key) != day
     names = {"#t": "total", "#d": day, "#c": consumer}
     expression = "ADD #t :one, #d :one SET #c = :now"
