@@ -1,4 +1,5 @@
-"""Registry protocol hot path: DynamoDB calls and latency of ``versions`` and ``download``.
+"""Registry protocol hot path: DynamoDB calls and latency of ``versions`` and ``download``
+(which counts itself: one UpdateItem), and of a version's detail (which reports the counts).
 
 A module with 200 versions in an organization of 1,000 modules, against a module with one
 version in an organization of one module: the counts must not grow with either. Runs the real
@@ -156,6 +157,7 @@ def main() -> None:
                 for op, path in (
                     ("versions", f"{base}/versions"),
                     ("download", f"{base}/1.0.0/download"),
+                    ("detail", f"{base}/1.0.0"),
                 ):
                     calls, detail, latency, _ = measure(client, token, path, cold=cold)
                     state = "cold" if cold else "warm"
