@@ -1,5 +1,7 @@
-"""Registry protocol hot path: DynamoDB calls and latency of ``versions`` and ``download``,
-for modules (``modules.v1``) and providers (``providers.v1``).
+"""Registry protocol hot path: DynamoDB calls and latency of ``versions`` and ``download``
+(which counts itself: one UpdateItem) and of a version's detail (which reports the counts),
+for modules (``modules.v1``), and of ``versions`` and ``download`` for providers
+(``providers.v1``).
 
 A module with 200 versions in an organization of 1,000 modules, against a module with one
 version in an organization of one module: the counts must not grow with either. Runs the real
@@ -189,6 +191,7 @@ def main() -> None:
                 for op, path in (
                     ("versions", f"{base}/versions"),
                     ("download", f"{base}/1.0.0/download"),
+                    ("detail", f"{base}/1.0.0"),
                 ):
                     calls, detail, latency, _ = measure(client, token, path, cold=cold)
                     state = "cold" if cold else "warm"

@@ -18,12 +18,14 @@ EVERY_REQUEST = {"rate-limits": WRITE, "settings": READ}
 # What authenticating a request reads (tokens -> users/teams -> organizations).
 AUTH_TABLES = {**EVERY_REQUEST, "tokens": READ, "users": READ, "teams": READ, "organizations": READ}
 # Creating and deleting modules keeps their organization's count (chalicelib.core.data.lists);
-# every change of a module's versions keeps its entry in the registry protocol's list.
+# every change of a module's versions keeps its entry in the registry protocol's list;
+# deleting a version or a module deletes its download counts.
 REGISTRY_TABLES = {
     "registry-modules": WRITE,
     "registry-module-versions": WRITE,
     "list-counts": WRITE,
     "registry-protocol-list": WRITE,
+    "module-downloads": WRITE,
 }
 # No-code modules: the registry function serves them (and deletes them with their modules);
 # deleting an organization deletes its no-code modules too.
@@ -133,6 +135,8 @@ ROUTE_GROUPS: tuple[Function, ...] = (
             "registry-providers": READ,
             "registry-provider-platforms": READ,
             "gpg-keys": READ,
+            # A download counts itself (one UpdateItem); a module's detail reads the counts.
+            "module-downloads": WRITE,
         },
         s3_actions=("s3:GetObject",),
     ),
@@ -185,6 +189,8 @@ ROUTE_GROUPS: tuple[Function, ...] = (
             **REGISTRY_TABLES,
             **NO_CODE_TABLES,
             **VCS_READ,
+            # (REGISTRY_TABLES: the module page's Downloads tab reads module-downloads, and
+            # deleting from the publishing pages deletes its items.)
             "web-sessions": WRITE,
             # terraform login: its authorization codes, and the user token it mints.
             "login-codes": WRITE,

@@ -51,11 +51,13 @@ def forget_cached_state() -> None:
     from chalicelib.accounts.store import _users
     from chalicelib.admin.store import forget_cached_settings
     from chalicelib.core.auth import verified
+    from chalicelib.modules.downloads.store import pruning
     from chalicelib.web.pages import _metadata
     from chalicelib.web.store import signing_key
 
     verified.clear()
     _users.clear()
+    pruning.clear()
     _scim_enabled.clear()
     forget_cached_settings()
     _metadata.cache_clear()

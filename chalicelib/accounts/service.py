@@ -954,3 +954,17 @@ def shares_modules_with(principal: Principal, producer: str) -> bool:
     if org.global_module_sharing:
         return bool(member_organizations(principal))
     return bool(set(org.module_consumers or ()) & member_organizations(principal))
+
+
+def display_names(team_ids: Iterable[str], user_ids: Iterable[str]) -> dict[tuple[str, str], str]:
+    """``("team", id)`` -> ``organization/team name`` and ``("user", id)`` -> the username,
+    in one BatchGet per kind; deleted ones are left out. For reports of who did something
+    (a module's consumers)."""
+    names: dict[tuple[str, str], str] = {}
+    teams = sorted(set(team_ids))
+    users = sorted(set(user_ids))
+    for team in TeamModel.batch_get(teams) if teams else ():
+        names[("team", team.id)] = f"{team.organization}/{team.name}"
+    for user in UserModel.batch_get(users) if users else ():
+        names[("user", user.id)] = user.username
+    return names

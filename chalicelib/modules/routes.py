@@ -18,8 +18,11 @@ from chalicelib.core.api.errors import NotFound, Unprocessable
 from chalicelib.core.api.http import Ctx, route
 from chalicelib.core.api.jsonapi import document, no_content
 from chalicelib.core.api.openapi import PAGE, Body, Param
+from chalicelib.core.api.pagination import int_param
 from chalicelib.modules import service
 from chalicelib.modules.composed import forget_deleted, version_from_vcs
+from chalicelib.modules.downloads import service as downloads
+from chalicelib.modules.downloads.render import render_report
 from chalicelib.modules.nocode import service as nocode
 from chalicelib.modules.nocode.render import render_no_code_module
 from chalicelib.modules.paths import MODULE, ORG_MODULES
@@ -174,6 +177,30 @@ def module_tag_bindings(ctx: Ctx, module_ref: str):
     """List the tag bindings of a registry module (by its id)."""
     found, _ = service.get_module_by_id(ctx.user, module_ref)
     return document(tagbindings.render(found.tag_bindings or []))
+
+
+@route(
+    bp,
+    MODULE + "/downloads",
+    query=(
+        Param(
+            "days",
+            f"daily counts for the last N days (1 to {downloads.MAX_DAYS}, default "
+            f"{downloads.DEFAULT_DAYS})",
+            {"type": "integer", "minimum": 1, "maximum": downloads.MAX_DAYS},
+        ),
+    ),
+)
+def module_downloads(
+    ctx: Ctx, organization_name: str, registry_name: str, namespace: str, name: str, provider: str
+):
+    """Downloads per version and who made them (owners and manage-modules teams; 404 else)."""
+    days = int_param(ctx.query, "days", downloads.DEFAULT_DAYS)
+    if not 1 <= days <= downloads.MAX_DAYS:
+        raise Unprocessable(f"days must be between 1 and {downloads.MAX_DAYS}", parameter="days")
+    ref = ModuleRef(organization_name, registry_name, namespace, name, provider)
+    data, meta = render_report(downloads.report(ctx.user, ref, days))
+    return document(data, meta=meta)
 
 
 # ----- versions -----------------------------------------------------------------------------

@@ -25,6 +25,7 @@ from chalicelib.core.data.ids import new_id, now
 from chalicelib.core.settings import get_settings
 from chalicelib.core.tagbindings import Binding
 from chalicelib.modules import keys, store
+from chalicelib.modules.downloads import store as downloads
 from chalicelib.modules.statuses import (
     DeprecationStatus,
     ModuleStatus,
@@ -713,6 +714,7 @@ def _delete_records(modules: list[ModuleModel], missing: str) -> list[ModuleMode
 def delete_version(module: ModuleModel, version: ModuleVersionModel) -> bool:
     """Delete one version; True when it was the last one and took the module with it."""
     module_gone = store.delete_version(module, version, now())
+    downloads.forget(module.id, [version.version])
     objects.delete_objects([version.upload_key, version.archive_key, version.metadata_key])
     return module_gone
 
@@ -720,6 +722,7 @@ def delete_version(module: ModuleModel, version: ModuleVersionModel) -> bool:
 def delete_module_record(module: ModuleModel) -> None:
     """Delete the module, its versions and their objects."""
     versions = store.delete_module(module)
+    downloads.forget(module.id, [v.version for v in versions])
     objects.delete_objects(
         [k for v in versions for k in (v.upload_key, v.archive_key, v.metadata_key)]
     )

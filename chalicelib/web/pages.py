@@ -20,6 +20,7 @@ from chalicelib.core.api.http import host_of
 from chalicelib.core.api.pagination import Page
 from chalicelib.core.auth import Principal
 from chalicelib.modules import service as registry
+from chalicelib.modules.downloads import service as downloads
 from chalicelib.modules.statuses import VersionStatus, is_deprecated, is_revoked
 from chalicelib.web import markdown
 
@@ -254,6 +255,45 @@ class ModulePage:
     examples: list[dict[str, Any]]
     url: str
     may_publish: bool = False  # owners and manage-modules teams: a link to its publishing page
+    # Owners and manage-modules teams only (``downloads.may_see``); None for the others.
+    downloads: downloads.Report | None = None
+    chart: Chart | None = None
+
+
+@dataclass(frozen=True)
+class Chart:
+    """Daily downloads as bars of an inline SVG (no script): ``bars`` are (x, y, height,
+    day, count) in the viewBox's units, ``width`` by ``height``."""
+
+    bars: list[tuple[int, int, int, str, int]]
+    width: int
+    height: int
+    peak: int
+    total: int
+    first: str
+    last: str
+
+
+def download_chart(report: downloads.Report, bar: int = 10, height: int = 60) -> Chart:
+    """The module's downloads per day over the report's days, every version summed."""
+    days = [day for day, _ in report.versions[0].daily] if report.versions else []
+    counts = [sum(v.daily[i][1] for v in report.versions) for i in range(len(days))]
+    peak = max(counts, default=0)
+    bars = []
+    for index, (day, count) in enumerate(zip(days, counts, strict=True)):
+        tall = round(count / peak * (height - 2)) if peak else 0
+        if count and not tall:
+            tall = 1
+        bars.append((index * bar, height - tall, tall, day, count))
+    return Chart(
+        bars,
+        len(days) * bar,
+        height,
+        peak,
+        sum(counts),
+        days[0] if days else "",
+        days[-1] if days else "",
+    )
 
 
 def _entry(module: ModuleModel, version: ModuleVersionModel) -> VersionEntry:
@@ -369,6 +409,7 @@ def module_page(
             "sync": module.vcs_sync or {},
             "webhook": module.webhook_registration or {},
         }
+    report = downloads.module_report(module) if downloads.may_see(rights) else None
     return ModulePage(
         module=module,
         versions=[_entry(module, v) for v in stored],
@@ -385,4 +426,6 @@ def module_page(
         examples=[_directory(d) for d in meta.get("examples") or []],
         url=module_path(module),
         may_publish=rights.manage_modules and module.registry_name == "private",
+        downloads=report,
+        chart=download_chart(report) if report else None,
     )

@@ -21,6 +21,7 @@ from chalicelib.core.api.http import Ctx, HandlerT, route
 from chalicelib.core.api.openapi import Param, Reply
 from chalicelib.core.api.pagination import int_param
 from chalicelib.core.settings import get_settings
+from chalicelib.modules.downloads import counter as downloads
 from chalicelib.modules.protocol import service as protocol
 
 bp = Blueprint(__name__)
@@ -69,6 +70,8 @@ MODULE_DETAIL = {
         "examples": {"type": "array", "items": {"type": "object"}},
         "providers": {"type": "array", "items": STRING},
         "versions": {"type": "array", "items": STRING},
+        "downloads": {"type": "integer", "description": "the module's downloads, every version"},
+        "version_downloads": {"type": "integer", "description": "this version's downloads"},
     },
 }
 VERSIONS = {
@@ -265,6 +268,8 @@ def one_version(ctx: Ctx, namespace: str, name: str, provider: str, version: str
 def download(ctx: Ctx, namespace: str, name: str, provider: str, version: str):
     found = protocol.find_module(ctx.user, namespace, name, provider)
     location = protocol.download_url(found, version)
+    # Counted here only: the latest's /download redirects to this route.
+    downloads.count(found.module.id, version, ctx.user)
     return Response(body="", status_code=204, headers={"X-Terraform-Get": location})
 
 

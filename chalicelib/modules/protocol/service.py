@@ -11,7 +11,11 @@ it. A revoked version is left out of ``versions`` and ``latest`` (so Terraform n
 it) and its detail and download answer 404 with the revocation message.
 
 The hot path (``versions``, ``download``) reads the module item and, for a download, the one
-version item: the number of reads never grows with the number of versions or modules.
+version item: the number of reads never grows with the number of versions or modules. A
+download also counts itself (``downloads.counter``: one UpdateItem, never a read). A module
+detail reports the module's downloads (``downloads``, every version: one Query of its
+download items) and the version's (``version_downloads``); lists report ``downloads: 0``
+(their lean entries keep no counts, and a Query per listed module would undo them).
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from chalicelib.core.auth import Principal
 from chalicelib.core.data import db
 from chalicelib.core.settings import get_settings
 from chalicelib.modules import store
+from chalicelib.modules.downloads import counter as downloads
 from chalicelib.modules.ingest.limits import MetadataTooLarge, fit_metadata
 from chalicelib.modules.statuses import VersionStatus, is_revoked
 from chalicelib.modules.store import ModuleModel, ModuleVersionModel, ProtocolEntryModel, module_key
@@ -167,8 +172,12 @@ def detail(found: Published, version: ModuleVersionModel) -> dict[str, Any]:
     metadata = _fitted(metadata)
     parsed = semver.parse(version.version)
     root = metadata.get("root") or _empty_directory("", found.module.name)
+    counted = downloads.totals(found.module.id)
     return {
         **summary(found, parsed),
+        # As the public registry: the module's total; this version's beside it.
+        "downloads": sum(counted.values()),
+        "version_downloads": counted.get(parsed.text, 0),
         "root": root,
         "submodules": metadata.get("submodules", []),
         "examples": metadata.get("examples", []),
