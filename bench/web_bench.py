@@ -40,6 +40,7 @@ def seed(organization: str, modules: int) -> None:
     from chalicelib.core.data.aws import client
     from chalicelib.core.data.ids import iso, new_id, now
     from chalicelib.modules.keys import UploadKey
+    from chalicelib.modules.service import backfill_descriptions
     from chalicelib.modules.store import ModuleModel, ModuleVersionModel, backfill_lists, module_key
 
     admin = Principal("user", bootstrap_admin("bench-admin")[0].id, "bench")
@@ -105,8 +106,10 @@ def seed(organization: str, modules: int) -> None:
         for version in versions:
             batch.save(version)
     # Written straight to the table, as an older stack holds them: the backfill adds the kept
-    # counts and list entries that module creation keeps.
+    # counts and list entries that module creation keeps, and the description each module
+    # item keeps of its latest version (from its README in S3), which ingest now writes.
     backfill_lists()
+    backfill_descriptions()
 
 
 def count_s3() -> None:
