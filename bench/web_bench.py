@@ -37,17 +37,21 @@ def seed(organization: str, modules: int) -> None:
     from chalicelib.artifacts.objects import bucket
     from chalicelib.artifacts.semver import parse
     from chalicelib.core.auth import Principal
+    from chalicelib.core.data import lists
     from chalicelib.core.data.aws import client
     from chalicelib.core.data.ids import iso, new_id, now
+    from chalicelib.modules import store
+    from chalicelib.modules.describe import summary
     from chalicelib.modules.keys import UploadKey
-    from chalicelib.modules.store import ModuleModel, ModuleVersionModel, backfill_lists, module_key
+    from chalicelib.modules.store import ModuleModel, ModuleVersionModel, module_key
 
     admin = Principal("user", bootstrap_admin("bench-admin")[0].id, "bench")
     create_organization(admin, organization, "bench@example.com", limited=False)
     moment = now()
     s3 = client("s3")
     versions = []
-    with ModuleModel.batch_write() as batch:
+    counts: Counter[str] = Counter()
+    with ModuleModel.batch_write() as batch, store.ProtocolEntryModel.batch_write() as entries:
         for index in range(modules):
             name = f"mod{index:05d}"
             provider = ("aws", "google", "azurerm")[index % 3]
@@ -69,7 +73,13 @@ def seed(organization: str, modules: int) -> None:
                 "published-at": iso(moment),
                 "archive": keys.archive_key,
             }
+            readme = f"# {name}\n\nModule number {index}, for the benchmark.\n"
+            description = summary(readme)
+            module.latest_summary = {"version": "1.0.0", "description": description}
             batch.save(module)
+            entries.save(store.protocol_item(module, store.protocol_entry(module)))
+            counts["private"] += 1
+            counts[store.provider_part(provider)] += 1
             versions.append(
                 ModuleVersionModel(
                     module.id,
@@ -82,6 +92,7 @@ def seed(organization: str, modules: int) -> None:
                     upload_key=keys.key,
                     archive_key=keys.archive_key,
                     metadata_key=keys.metadata_key,
+                    description=description,
                     created_at=moment,
                     updated_at=moment,
                 )
@@ -89,7 +100,7 @@ def seed(organization: str, modules: int) -> None:
             metadata = {
                 "root": {
                     "path": "",
-                    "readme": f"# {name}\n\nModule number {index}, for the benchmark.\n",
+                    "readme": readme,
                     "inputs": [{"name": "cidr", "type": "string", "required": True}],
                     "outputs": [{"name": "id"}],
                     "resources": [{"name": "a", "type": "null_resource"}],
@@ -104,9 +115,11 @@ def seed(organization: str, modules: int) -> None:
     with ModuleVersionModel.batch_write() as batch:
         for version in versions:
             batch.save(version)
-    # Written straight to the table, as an older stack holds them: the backfill adds the kept
-    # counts and list entries that module creation keeps.
-    backfill_lists()
+    # Written straight to the tables as the writes keep them (kept counts, protocol list
+    # entries, the latest version's description on the module), not through the backfill:
+    # under moto each of its transactions copies every table, which at 2,000 modules takes
+    # gigabytes (the backfill itself is tested in tests/test_lists.py and tests/test_web.py).
+    lists.set_counts(store.count_scope(organization), dict(counts))
 
 
 def count_s3() -> None:

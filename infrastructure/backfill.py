@@ -31,6 +31,7 @@ def main(argv: list[str] | None = None) -> int:
 def backfill_all() -> dict[str, dict[str, int]]:
     """Every list's backfill; what each did (also run by ``make run`` on restored state)."""
     from chalicelib.accounts import store as accounts
+    from chalicelib.modules import service as modules
     from chalicelib.modules import store as registry
     from chalicelib.projects import store as projects
     from chalicelib.tags import store as tags
@@ -38,6 +39,8 @@ def backfill_all() -> dict[str, dict[str, int]]:
 
     return {
         "registry modules": registry.backfill_lists(),
+        # The web UI's module list shows the description kept on each module item.
+        "module descriptions": modules.backfill_descriptions(),
         "tags": tags.backfill_counts(),
         "projects": projects.backfill_counts(),
         "workspaces": workspaces.backfill_counts(),

@@ -60,6 +60,8 @@ def seed(org: str, count: int, *, kept: bool = True) -> None:
                 created_at=moment,
                 updated_at=moment,
             )
+            if kept:  # what the web UI's list shows of the latest version
+                module.latest_summary = {"version": module.latest_servable(), "description": ""}
             batch.save(module)
             if kept:
                 entries.save(store.protocol_item(module, store.protocol_entry(module)))

@@ -209,6 +209,28 @@ def test_version_lifecycle_upload_ingest_and_lookup(acme: Api):
     assert root["resources"] == [{"name": "this", "type": "aws_vpc"}]
 
 
+def test_an_opentofu_module_is_ingested_with_its_tofu_files(acme: Api):
+    """An archive holding ``.tofu`` files beside ``.tf`` ones: the ``.tofu`` file wins over
+    the ``.tf`` file of its name, and what it declares is the version's metadata."""
+    from chalicelib.artifacts import objects
+    from chalicelib.modules.store import ModuleVersionModel
+
+    module = create_module(acme)
+    files = {
+        "main.tofu": 'variable "cidr" { type = string }\nresource "aws_vpc" "this" {}\n',
+        "main.tf": 'variable "cidr" { default = 1 }\nvariable "tf_only" {}\n',
+        "outputs.tofu.json": '{"output": {"vpc_id": {"value": "x"}}}',
+    }
+    assert upload_and_ingest(create_version(acme, "1.0.0"), files) == "ok"
+    stored = next(iter(ModuleVersionModel.query(module["id"])))
+    root = objects.get_metadata(stored.metadata_key)["root"]
+    assert [(i["name"], i["type"], i["required"]) for i in root["inputs"]] == [
+        ("cidr", "string", True)
+    ]
+    assert [o["name"] for o in root["outputs"]] == ["vpc_id"]
+    assert root["resources"] == [{"name": "this", "type": "aws_vpc"}]
+
+
 def test_failed_ingest_keeps_a_reason_and_touches_nothing_else(acme: Api):
     create_module(acme)
     good = create_version(acme, "1.0.0")

@@ -264,6 +264,65 @@ def version_of(module: ModuleModel, version: str) -> ModuleVersionModel:
         ) from None
 
 
+def latest_description(module: ModuleModel) -> str:
+    """The short description of the module's latest servable version ("" without one). Kept
+    on the module item (``latest_summary``), so nothing is read; for a module the backfill
+    has not reached yet (``backfill_descriptions``), read from its version item, or for a
+    version ingested before descriptions were kept, from its README's parsed metadata."""
+    latest = module.latest_servable()
+    if latest is None:
+        return ""
+    kept = module.latest_summary or {}
+    if kept.get("version") == latest and "description" in kept:
+        return str(kept["description"])
+    try:
+        return _description(version_of(module, latest))
+    except NotFound:
+        return ""
+
+
+def _description(version: ModuleVersionModel) -> str:
+    """A version's description, from its README when it was ingested before they were kept."""
+    if version.description is not None:
+        return version.description
+    if version.status != VersionStatus.OK or not version.metadata_key:
+        return ""
+    from chalicelib.modules.describe import summary  # markdown-it: only for old versions
+
+    return summary((objects.get_metadata(version.metadata_key).get("root") or {}).get("readme"))
+
+
+def backfill_descriptions() -> dict[str, int]:
+    """Keep on every module item its latest servable version's description (the web UI's
+    module list reads nothing else per row), for modules whose latest version was ingested
+    before descriptions were kept: the version's description from its README in S3, then
+    the module's ``latest_summary`` through ``store.refresh_listing`` (which rereads the
+    module, so a module changing meanwhile is not overwritten). Scans the modules (a
+    one-off, ``python -m infrastructure.backfill``); a second run writes nothing. Older
+    versions get theirs when they become the latest (a newer one revoked or deleted) and
+    are read from S3 for the list until then."""
+    report: dict[str, int] = {"modules": 0, "descriptions written": 0, "summaries written": 0}
+    for module in ModuleModel.scan():
+        report["modules"] += 1
+        latest = module.latest_servable()
+        kept = module.latest_summary or {}
+        if (latest is None and not kept) or (
+            kept.get("version") == latest and "description" in kept
+        ):
+            continue
+        if latest is not None:
+            try:
+                version = version_of(module, latest)
+            except NotFound:
+                continue
+            missing = version.description is None
+            if missing and store.record_description(version, _description(version)):
+                report["descriptions written"] += 1
+        store.refresh_listing(module.organization, module.key)
+        report["summaries written"] += 1
+    return report
+
+
 # ----- creating -----------------------------------------------------------------------------
 
 

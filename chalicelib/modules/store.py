@@ -145,6 +145,11 @@ class ModuleModel(db.Model):
     # transactions that create and delete it, which is what keeps it to one per module; reads
     # of the module render the ``no-code-modules`` relationship from it without another read.
     no_code_module_id = UnicodeAttribute(null=True)
+    # What the web UI's module list shows of the module's latest servable version, so a list
+    # page reads no version: {"version", "description"?} (no description: not known yet, e.g.
+    # a version ingested before descriptions were kept and not backfilled). Written only by
+    # ``refresh_listing``, with the protocol's list entry; absent without a servable version.
+    latest_summary = JSONAttribute(null=True)
     created_at = UTCDateTimeAttribute()
     updated_at = UTCDateTimeAttribute()
     by_id = ModuleById()
@@ -214,6 +219,9 @@ class ModuleVersionModel(db.Model):
     # {"id", "deprecated-status", "reason"?, "link"?} and {"status", "message"?, "link"?}.
     deprecation = JSONAttribute(null=True)
     revocation = JSONAttribute(null=True)
+    # Its README's first paragraph (``chalicelib.modules.describe``), set when it is ingested
+    # (None: ingested before descriptions were kept).
+    description = UnicodeAttribute(null=True)
     created_at = UTCDateTimeAttribute()
     updated_at = UTCDateTimeAttribute()
 
@@ -314,17 +322,42 @@ def protocol_item(
     return ProtocolEntryModel(module.organization, key, version=version, published_at=published_at)
 
 
+def latest_summary(module: ModuleModel) -> dict[str, str] | None:
+    """What the module item keeps of its latest servable version (``latest_summary``):
+    its number and, once known, its description, reused from the module item while the
+    latest version is the same, else read from the version item (one GetItem)."""
+    latest = module.latest_servable()
+    if latest is None:
+        return None
+    kept = module.latest_summary or {}
+    if kept.get("version") == latest and "description" in kept:
+        return {"version": latest, "description": kept["description"]}
+    try:
+        version = ModuleVersionModel.get(
+            module.id, semver.parse(latest).order_key, consistent_read=True
+        )
+    except ModuleVersionModel.DoesNotExist:  # being deleted: the next refresh decides
+        return {"version": latest}
+    if version.description is None:
+        return {"version": latest}
+    return {"version": latest, "description": version.description}
+
+
 def refresh_listing(organization: str, key: str, attempts: int = 5) -> None:
-    """Bring the module's protocol list entry up to date after a change of its versions.
+    """Bring the module's protocol list entry and its ``latest_summary`` up to date after a
+    change of its versions (ok, failed, deprecated, revoked, deleted): the one place both
+    follow ``ModuleModel.latest_servable()``.
 
     Not in the change's own transaction (the latest version depends on every version's
     status, which the per-version writes never read): read the module (strongly
     consistent), compute the entry, and write it in a transaction that checks the module is
     unchanged since that read (``updated_at``, which every write of the module sets); a
-    concurrent change makes it read again. A function stopped between the change and this
-    leaves a stale entry until the module's next change or the backfill
-    (``python -m infrastructure.backfill``). Creating and deleting a module write and
-    delete its entry in their own transactions."""
+    concurrent change makes it read again. The module's ``latest_summary`` is set in that
+    transaction by an update of that one attribute (never a whole-item write, so no other
+    writer's fields are lost) under the same check, and without touching ``updated_at``.
+    A function stopped between the change and this leaves a stale entry until the module's
+    next change or the backfill (``python -m infrastructure.backfill``). Creating and
+    deleting a module write and delete its entry in their own transactions."""
     for _ in range(attempts):
         try:
             module = ModuleModel.get(organization, key, consistent_read=True)
@@ -333,15 +366,16 @@ def refresh_listing(organization: str, key: str, attempts: int = 5) -> None:
             return
         entry = protocol_entry(module)
         item = protocol_item(module, entry)
+        summary = latest_summary(module)
+        unchanged = (ModuleModel.id == module.id) & (ModuleModel.updated_at == module.updated_at)
         try:
             with TransactWrite(connection=db.connection()) as tx:
-                tx.condition_check(
-                    ModuleModel,
-                    organization,
-                    key,
-                    condition=(ModuleModel.id == module.id)
-                    & (ModuleModel.updated_at == module.updated_at),
-                )
+                if summary == module.latest_summary:
+                    tx.condition_check(ModuleModel, organization, key, condition=unchanged)
+                else:
+                    kept = ModuleModel.latest_summary
+                    action = kept.set(summary) if summary else kept.remove()
+                    tx.update(module, actions=[action], condition=unchanged)
                 if entry is None:
                     tx.delete(item)
                 else:
@@ -413,6 +447,22 @@ def backfill_lists() -> dict[str, int]:
             report["counts written"] += 1
     report["organizations"] = len(counted)
     return dict(report)
+
+
+def record_description(version: ModuleVersionModel, description: str) -> bool:
+    """Set the description of a version ingested before they were kept (the backfill), only
+    while it is the same version and has none; False otherwise."""
+    try:
+        version.update(
+            actions=[ModuleVersionModel.description.set(description)],
+            condition=(ModuleVersionModel.id == version.id)
+            & ModuleVersionModel.description.does_not_exist(),
+        )
+    except UpdateError as exc:
+        if db.conditional_failure(exc):
+            return False
+        raise
+    return True
 
 
 def update_module(module: ModuleModel, actions: list[Any]) -> None:

@@ -108,24 +108,3 @@ def render(text: str | None) -> str:
     if not text:
         return ""
     return sanitize(_markdown().render(text))
-
-
-def summary(text: str | None, limit: int = 200) -> str:
-    """The README's first paragraph of prose, as plain text (a module's description):
-    headings, badges and images are skipped. Plain text: the template escapes it."""
-    if not text:
-        return ""
-    tokens = _markdown().parse(text)
-    for index, token in enumerate(tokens):
-        if token.type != "paragraph_open" or index + 1 >= len(tokens):
-            continue
-        inline = tokens[index + 1]
-        words = "".join(
-            " " if child.type in ("softbreak", "hardbreak") else child.content
-            for child in inline.children or []
-            if child.type in ("text", "code_inline", "softbreak", "hardbreak")
-        )
-        words = " ".join(words.split())
-        if len(words) >= 3:
-            return words if len(words) <= limit else words[: limit - 1].rstrip() + "…"
-    return ""

@@ -142,14 +142,6 @@ def _row(module: ModuleModel) -> ModuleRow:
         failure = (
             f"{newest}: {statuses[newest].get('error') or status_label(statuses[newest]['status'])}"
         )
-    description = ""
-    if latest:
-        try:
-            # One GetItem on the module's partition (the service's own lookup by version).
-            version = registry.version_of(module, latest)
-            description = markdown.summary((metadata(version).get("root") or {}).get("readme"))
-        except NotFound:
-            pass
     return ModuleRow(
         name=module.name,
         namespace=module.namespace,
@@ -159,7 +151,8 @@ def _row(module: ModuleModel) -> ModuleRow:
         status=module.status,
         status_label=status_label(module.status),
         latest=latest,
-        description=description,
+        # Kept on the module item: the row reads no version (nor S3) once backfilled.
+        description=registry.latest_description(module),
         updated_at=module.updated_at,
         failure=failure,
     )

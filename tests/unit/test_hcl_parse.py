@@ -584,3 +584,51 @@ def test_import_does_not_load_the_grammar() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout
     assert out.strip() == "False"
+
+
+def test_opentofu_files_are_read_and_hide_the_tf_file_of_their_name() -> None:
+    """OpenTofu's rule: ``main.tofu`` and ``main.tf`` both present, ``main.tf`` is ignored
+    (likewise ``.tofu.json`` and ``.tf.json``); a ``.tf`` file without a twin is read."""
+    outputs = {
+        "output": {"id": {"value": "x", "description": "The id"}},
+        "terraform": {
+            "required_providers": {"aws": {"source": "hashicorp/aws", "version": "~> 5.0"}}
+        },
+    }
+    files = {
+        "main.tofu": b'variable "only_in_tofu" {\n  type = string\n}\n'
+        b'resource "aws_s3_bucket" "logs" {}\n',
+        # Ignored: its variable of the same name would conflict (another type, a default),
+        # its other variable and resource would appear.
+        "main.tf": b'variable "only_in_tofu" {\n  type = number\n  default = 1\n}\n'
+        b'variable "from_tf" {}\nresource "google_storage_bucket" "hidden" {}\n',
+        "outputs.tofu.json": json.dumps(outputs).encode(),
+        "outputs.tf.json": b'{"output": {"hidden": {"value": 1}}}',
+        "versions.tf": b'variable "kept" { default = "yes" }\n',
+        "override.tofu": b'variable "kept" { default = "overridden" }\n',
+        "modules/sub/main.tofu": b'variable "sub_input" {}\n',
+        "modules/sub/main.tf": b'variable "sub_hidden" {}\n',
+    }
+    result = parse_module(files)
+    root = result["root"]
+    inputs = {i["name"]: i for i in root["inputs"]}
+    assert set(inputs) == {"only_in_tofu", "kept"}
+    assert (inputs["only_in_tofu"]["type"], inputs["only_in_tofu"]["required"]) == ("string", True)
+    assert inputs["kept"]["default"] == '"overridden"'
+    assert root["outputs"] == [{"name": "id", "description": "The id", "sensitive": False}]
+    assert root["resources"] == [{"name": "logs", "type": "aws_s3_bucket"}]
+    assert result["providers"] == ["aws"]
+    assert root["provider_dependencies"] == [
+        {"name": "aws", "namespace": "hashicorp", "source": "hashicorp/aws", "version": "~> 5.0"}
+    ]
+    (sub,) = result["submodules"]
+    assert [i["name"] for i in sub["inputs"]] == ["sub_input"]
+
+
+def test_a_hidden_tf_file_is_not_parsed() -> None:
+    """The ``.tf`` twin of a ``.tofu`` file is not read at all: a syntax OpenTofu never
+    sees there does not refuse the module."""
+    files = {"main.tofu": b'variable "a" {}\n', "main.tf": b"this is { not HCL"}
+    assert [i["name"] for i in parse_module(files)["root"]["inputs"]] == ["a"]
+    with pytest.raises(HclError):
+        parse_module({"main.tf": b"this is { not HCL"})

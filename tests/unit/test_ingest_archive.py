@@ -125,6 +125,19 @@ def test_good_archive_with_dot_slash_prefix(max_chunk: int | None) -> None:
     assert result.sha256 == hashlib.sha256(data).hexdigest()
 
 
+def test_opentofu_files_are_kept_and_make_a_module() -> None:
+    """``.tofu`` and ``.tofu.json`` files are configuration: kept, and enough at the root."""
+    data = targz(
+        [
+            reg("main.tofu", b'variable "a" {}'),
+            reg("outputs.tofu.json", b'{"output": {}}'),
+            reg("modules/sub/main.tofu", b"# sub"),
+            reg("notes.txt", b"dropped"),
+        ]
+    )
+    assert set(read(data).files) == {"main.tofu", "outputs.tofu.json", "modules/sub/main.tofu"}
+
+
 def test_digest_covers_bytes_after_the_tar_end() -> None:
     # Extra gzip padding after the tar end-of-archive marker must still be hashed.
     tar = tar_bytes([reg("main.tf", MAIN_TF)]) + bytes(50_000)

@@ -12,7 +12,8 @@ strictly sequentially and every size is bounded while the bytes are being read:
   memory by ``tarfile``) or in zeros after the end of the tar;
 * regular file sizes are summed per member, and bytes of kept files are counted as read.
 
-Only the files the metadata parser needs (``*.tf``, ``*.tf.json``, README*) are kept.
+Only the files the metadata parser needs (``*.tf``, ``*.tf.json``, OpenTofu's ``*.tofu`` and
+``*.tofu.json``, README*) are kept.
 
 Errors: whatever the bytes are, ``read_archive`` raises ArchiveError (a reason for the
 publisher; an unforeseen exception from ``tarfile`` on hostile input becomes one too), except
@@ -35,6 +36,8 @@ import tarfile
 import zlib
 from dataclasses import dataclass, field
 from typing import BinaryIO, Self
+
+from chalicelib.modules.ingest.hcl import SUFFIXES as TERRAFORM_SUFFIXES
 
 __all__ = ["ArchiveContents", "ArchiveError", "StreamError", "read_archive"]
 
@@ -217,11 +220,11 @@ def _is_kept(path: str) -> bool:
     if any(part.startswith(".") for part in path.split("/")):
         return False
     base = posixpath.basename(path)
-    return base.endswith((".tf", ".tf.json")) or base.lower().startswith("readme")
+    return _is_tf(base) or base.lower().startswith("readme")
 
 
 def _is_tf(path: str) -> bool:
-    return path.endswith((".tf", ".tf.json"))
+    return path.endswith(TERRAFORM_SUFFIXES)
 
 
 def _normalise(name: str) -> str:
@@ -383,13 +386,13 @@ def _check_root(files: dict[str, bytes]) -> None:
         return
     if not tf_paths:
         raise ArchiveError(
-            "archive contains no Terraform files (*.tf or *.tf.json); the module files must be "
-            "at the root of the archive"
+            "archive contains no Terraform files (*.tf, *.tf.json, *.tofu or *.tofu.json); the "
+            "module files must be at the root of the archive"
         )
     tops = {p.split("/", 1)[0] for p in tf_paths}
     message = (
-        "no Terraform files (*.tf or *.tf.json) at the archive root: the module files must be "
-        "at the root of the archive, not in a subdirectory"
+        "no Terraform files (*.tf, *.tf.json, *.tofu or *.tofu.json) at the archive root: the "
+        "module files must be at the root of the archive, not in a subdirectory"
     )
     if len(tops) == 1:
         (top,) = tops

@@ -134,6 +134,7 @@ def _find_version(upload: keys.UploadKey) -> ModuleVersionModel | None:
 
 
 def _ingest(version: ModuleVersionModel, upload: keys.UploadKey) -> str:
+    from chalicelib.modules.describe import summary
     from chalicelib.modules.ingest.archive import ArchiveError, StreamError, read_archive
     from chalicelib.modules.ingest.hcl import HclError, parse_module
     from chalicelib.modules.ingest.limits import Limits, MetadataTooLarge, fit_metadata
@@ -163,6 +164,7 @@ def _ingest(version: ModuleVersionModel, upload: keys.UploadKey) -> str:
         metadata["root"]["name"] = name
         metadata["sha256"] = contents.sha256
         fit_metadata(metadata, settings.max_metadata_bytes)
+        description = summary(metadata["root"].get("readme"))
     except StreamError as failed:
         raise failed.error from None  # S3 broke off mid-read: let SQS deliver it again
     except (ArchiveError, HclError, MetadataTooLarge) as exc:
@@ -195,6 +197,7 @@ def _ingest(version: ModuleVersionModel, upload: keys.UploadKey) -> str:
         size=contents.compressed_size,
         archive_key=upload.archive_key,
         metadata_key=upload.metadata_key,
+        description=description,
     )
     objects.delete_objects([upload.key])
     if not done:

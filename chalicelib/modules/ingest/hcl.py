@@ -1,4 +1,5 @@
-"""Module metadata (inputs, outputs, providers, ...) from Terraform ``.tf``/``.tf.json`` files.
+"""Module metadata (inputs, outputs, providers, ...) from Terraform ``.tf``/``.tf.json`` files
+and OpenTofu's ``.tofu``/``.tofu.json`` files (which hide the ``.tf`` file of their name).
 
 Parser choice: tree-sitter with the tree-sitter-hcl grammar.  Measured with
 ``bench/ingest_bench.py`` (a generated VPC-shaped module: 73 .tf files, 248 KB of HCL;
@@ -41,6 +42,7 @@ import json
 import math
 import re
 import time
+from collections.abc import Iterable
 from functools import lru_cache
 from itertools import accumulate
 from typing import TYPE_CHECKING, Any
@@ -128,8 +130,38 @@ def parse_module(files: dict[str, bytes], limits: Limits | None = None) -> dict[
 # --- per-directory collection -------------------------------------------------------------------
 
 
+# OpenTofu reads ``.tofu`` and ``.tofu.json`` beside ``.tf`` and ``.tf.json``; a ``.tofu`` file
+# replaces the ``.tf`` file of the same base name (``main.tofu`` hides ``main.tf``, and
+# ``main.tofu.json`` hides ``main.tf.json``), so a module can serve both tools.
+SUFFIXES = (".tf", ".tf.json", ".tofu", ".tofu.json")
+JSON_SUFFIXES = (".tf.json", ".tofu.json")
+TOFU_INSTEAD = {".tf": ".tofu", ".tf.json": ".tofu.json"}
+
+
 def _is_tf(name: str) -> bool:
-    return name.endswith((".tf", ".tf.json")) and not _is_ignored(name)
+    return name.endswith(SUFFIXES) and not _is_ignored(name)
+
+
+def _is_json(name: str) -> bool:
+    return name.endswith(JSON_SUFFIXES)
+
+
+def _config_files(names: Iterable[str]) -> list[str]:
+    """The configuration files of one directory that are read: every ``.tf``, ``.tf.json``,
+    ``.tofu`` and ``.tofu.json`` file except a ``.tf``/``.tf.json`` file that has a
+    ``.tofu``/``.tofu.json`` file of the same base name (OpenTofu's rule)."""
+    present = set(names)
+    kept = []
+    for name in present:
+        if not _is_tf(name):
+            continue
+        hidden = any(
+            name.endswith(tf) and name.removesuffix(tf) + tofu in present
+            for tf, tofu in TOFU_INSTEAD.items()
+        )
+        if not hidden:
+            kept.append(name)
+    return kept
 
 
 def _is_ignored(name: str) -> bool:
@@ -138,7 +170,7 @@ def _is_ignored(name: str) -> bool:
 
 
 def _is_override(name: str) -> bool:
-    stem = name.removesuffix(".json").removesuffix(".tf")
+    stem = name.removesuffix(".json").removesuffix(".tf").removesuffix(".tofu")
     return stem == "override" or stem.endswith("_override")
 
 
@@ -146,11 +178,10 @@ def _check_sizes(dirs: dict[str, dict[str, bytes]], limits: Limits) -> None:
     """Refuse before parsing anything when the Terraform files are over the caps."""
     total = 0
     for directory, names in sorted(dirs.items()):
-        for name, content in sorted(names.items()):
-            if not _is_tf(name):
-                continue
+        for name in sorted(_config_files(names)):
+            content = names[name]
             total += len(content)
-            if not name.endswith(".tf.json") and len(content) > limits.max_hcl_file_bytes:
+            if not _is_json(name) and len(content) > limits.max_hcl_file_bytes:
                 path = f"{directory}/{name}" if directory else name
                 raise HclError(
                     f"{path}: file is {len(content)} bytes, over the limit of "
@@ -284,12 +315,12 @@ class _Collector:
 def _describe_dir(
     directory: str, names: dict[str, bytes], parser: list[Parser], limits: Limits
 ) -> dict:
-    tf_names = sorted((n for n in names if _is_tf(n)), key=lambda n: (_is_override(n), n))
+    tf_names = sorted(_config_files(names), key=lambda n: (_is_override(n), n))
     collector = _Collector()
     for name in tf_names:
         path = f"{directory}/{name}" if directory else name
         collector.override = _is_override(name)
-        if name.endswith(".tf.json"):
+        if _is_json(name):
             _collect_json(path, names[name], collector, limits.max_depth)
         else:
             if not parser:
@@ -814,7 +845,7 @@ def _collect_terraform_block(src: bytes, body: Node | None, out: _Collector) -> 
             )
 
 
-# --- JSON syntax (*.tf.json) --------------------------------------------------------------------
+# --- JSON syntax (*.tf.json, *.tofu.json) -------------------------------------------------------
 
 
 def _json_blocks(value: Any, labels: int) -> list[tuple[list[str], dict[str, Any]]]:
