@@ -91,6 +91,16 @@ def find_user(user_id: str) -> UserModel | None:
         return None
 
 
+def shown_as_site_admin(principal: Principal) -> bool:
+    """Whether to show the caller the way to site administration: the cached user item (no
+    read on a warm instance; a flag changed elsewhere shows within the token cache's window).
+    A display hint only: the admin pages and API check ``is_site_admin``."""
+    if not principal.is_user:
+        return False
+    user = store.cached_user(principal.id)
+    return bool(user and user.is_site_admin)
+
+
 def is_site_admin(principal: Principal) -> bool:
     if not principal.is_user:
         return False

@@ -123,12 +123,12 @@ def templates() -> Environment:
 
 def shows_site_admin(principal: Principal | None) -> bool:
     """Whether the header links to site administration: a site admin of the self-hosted
-    edition (one read of the user, only for a user's session)."""
+    edition (the cached user: no read on a warm instance)."""
     if principal is None or not principal.is_user or get_settings().hosted:
         return False
-    from chalicelib.accounts.service import is_site_admin
+    from chalicelib.accounts.service import shown_as_site_admin
 
-    return is_site_admin(principal)
+    return shown_as_site_admin(principal)
 
 
 # ----- the request context ----------------------------------------------------------------

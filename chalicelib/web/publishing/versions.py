@@ -156,7 +156,15 @@ JSON_STATUS = Reply(
 )
 
 
-@page(bp, VERSION + "/status", success=(JSON_STATUS,))
+SIGNED_OUT = Reply(
+    401,
+    schema={"type": "object"},
+    media_type="application/json",
+    description="no session (it ended): the page's script says to sign in again",
+)
+
+
+@page(bp, VERSION + "/status", success=(JSON_STATUS, SIGNED_OUT))
 def version_status(
     ctx: WebCtx,
     organization: str,
@@ -167,16 +175,19 @@ def version_status(
     version: str,
 ) -> Response:
     """The version's ingest status as JSON (the upload page polls it)."""
+    if ctx.principal is None:  # JSON for the polling script, not the sign-in page
+        return _json({"error": "signed out: sign in again"}, 401)
     module, _ = publishable(ctx, _ref(organization, registry, namespace, name, provider))
-    return Response(
-        body=json.dumps(_status(service.version_of(module, version))),
-        status_code=200,
-        headers={
-            "Content-Type": "application/json",
-            "Cache-Control": "no-store",
-            "X-Content-Type-Options": "nosniff",
-        },
-    )
+    return _json(_status(service.version_of(module, version)))
+
+
+def _json(body: dict[str, Any], status: int = 200) -> Response:
+    headers: dict[str, str | list[str]] = {
+        "Content-Type": "application/json",
+        "Cache-Control": "no-store",
+        "X-Content-Type-Options": "nosniff",
+    }
+    return Response(body=json.dumps(body), status_code=status, headers=headers)
 
 
 def _action(name: str) -> Action:

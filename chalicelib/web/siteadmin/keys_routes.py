@@ -25,7 +25,11 @@ from chalicelib.web.view import WebCtx, page, redirect
 bp = Blueprint(__name__)
 SCIM = ADMIN + "/scim"
 OIDC = ADMIN + "/oidc"
-CREATED = (Reply(201, description="the new token, shown once"), Reply(422))
+CREATED = (
+    Reply(201, description="the new token, shown once"),
+    Reply(303, description="no session: to the sign-in page"),
+    Reply(422),
+)
 
 
 # ----- SCIM -------------------------------------------------------------------------------------
