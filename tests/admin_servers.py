@@ -82,6 +82,25 @@ def smtp_server(*, accept_credentials: bool = True) -> Iterator[tuple[int, Mailb
         controller.stop()
 
 
+def use_smtp(api: Any, port: int) -> None:
+    """Point the site's SMTP settings (through the admin API of ``api``, a tests.conftest.Api
+    as the site admin) at the local server on ``port``, without authentication."""
+    settings = {
+        "data": {
+            "type": "smtp-settings",
+            "attributes": {
+                "enabled": True,
+                "host": "127.0.0.1",
+                "port": port,
+                "sender": "registry@example.com",
+                "auth": "none",
+                "test-email-address": "ops@example.com",
+            },
+        }
+    }
+    assert api.patch("/api/v2/admin/smtp-settings", settings).status == 200
+
+
 @contextmanager
 def silent_server() -> Iterator[int]:
     """Accepts TCP connections and never says a word (an SMTP server that hangs)."""

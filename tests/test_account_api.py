@@ -275,23 +275,6 @@ def test_a_team_token_has_no_account_to_update(api: Api) -> None:
     assert as_team.patch(PASSWORD, body).status == 404
 
 
-def _smtp(api: Api, port: int) -> None:
-    settings = {
-        "data": {
-            "type": "smtp-settings",
-            "attributes": {
-                "enabled": True,
-                "host": "127.0.0.1",
-                "port": port,
-                "sender": "registry@example.com",
-                "auth": "none",
-                "test-email-address": "ops@example.com",
-            },
-        }
-    }
-    assert api.patch("/api/v2/admin/smtp-settings", settings).status == 200
-
-
 def test_a_new_email_is_confirmed_by_a_one_time_mailed_link(
     api: Api, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -299,13 +282,13 @@ def test_a_new_email_is_confirmed_by_a_one_time_mailed_link(
 
     from chalicelib.accounts import service
     from chalicelib.accounts.store import UserModel
-    from tests.admin_servers import smtp_server
+    from tests.admin_servers import smtp_server, use_smtp
     from tests.test_accounts import new_user
 
     caplog.set_level(logging.DEBUG)
     jane_id, jane = new_user(api, "jane")
     with smtp_server() as (port, mailbox):
-        _smtp(api, port)
+        use_smtp(api, port)
         reply = jane.patch(UPDATE, users_doc(email="Jane@New.example"))
         assert reply.status == 200, reply.json
         message = mailbox.messages[-1]
@@ -339,12 +322,12 @@ def test_an_email_link_expires_and_a_newer_one_replaces_it(api: Api) -> None:
     from chalicelib.accounts import account
     from chalicelib.accounts.store import UserModel
     from chalicelib.core.data.ids import now
-    from tests.admin_servers import smtp_server
+    from tests.admin_servers import smtp_server, use_smtp
     from tests.test_accounts import new_user
 
     jane_id, jane = new_user(api, "jane")
     with smtp_server() as (port, mailbox):
-        _smtp(api, port)
+        use_smtp(api, port)
         assert jane.patch(UPDATE, users_doc(email="first@example.com")).status == 200
         assert jane.patch(UPDATE, users_doc(email="second@example.com")).status == 200
         first, second = (
@@ -372,13 +355,13 @@ def test_an_email_another_user_has_is_refused_and_changes_nothing(api: Api) -> N
 
 
 def test_a_failed_confirmation_mail_changes_nothing(api: Api) -> None:
-    from tests.admin_servers import smtp_server
+    from tests.admin_servers import smtp_server, use_smtp
     from tests.test_accounts import new_user
 
     _, jane = new_user(api, "jane")
     before = jane.get(ACCOUNT).data
     with smtp_server() as (port, _):
-        _smtp(api, port)
+        use_smtp(api, port)
     # the server has gone: delivery fails
     reply = jane.patch(UPDATE, users_doc(email="jane@new.example", username="jane-doe"))
     assert reply.status == 500 and "smtp" in reply.error["title"]  # as for invitations

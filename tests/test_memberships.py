@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.admin_servers import smtp_server
+from tests.admin_servers import smtp_server, use_smtp
 from tests.conftest import Api, make_org, make_team
 from tests.test_accounts import add_member, assert_error, new_user, team_id_by_name
 
@@ -179,20 +179,7 @@ def test_the_invitation_mail_arrives_and_the_response_keeps_no_link(
     caplog.set_level(logging.DEBUG)
     make_org(api)
     with smtp_server() as (port, mailbox):
-        settings = {
-            "data": {
-                "type": "smtp-settings",
-                "attributes": {
-                    "enabled": True,
-                    "host": "127.0.0.1",
-                    "port": port,
-                    "sender": "registry@example.com",
-                    "auth": "none",
-                    "test-email-address": "ops@example.com",
-                },
-            }
-        }
-        assert api.patch("/api/v2/admin/smtp-settings", settings).status == 200
+        use_smtp(api, port)
         reply = api.post(MEMBERSHIPS, invite_body("jane@example.com"))
         assert reply.status == 201, reply.json
         assert "meta" not in reply.json["data"]

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tests.admin_servers import smtp_server
+from tests.admin_servers import smtp_server, use_smtp
 from tests.conftest import ADMIN_TOKEN, Api
 from tests.test_password_signin import WINDOW_START, attempt, counters, items, make_user
 from tests.web_browser import Browser
@@ -97,20 +97,7 @@ def test_sign_out_of_a_pasted_token_session_leaves_that_token(api: Api) -> None:
 @pytest.fixture
 def smtp(api: Api) -> Iterator[Any]:
     with smtp_server() as (port, mailbox):
-        settings = {
-            "data": {
-                "type": "smtp-settings",
-                "attributes": {
-                    "enabled": True,
-                    "host": "127.0.0.1",
-                    "port": port,
-                    "sender": "registry@example.com",
-                    "auth": "none",
-                    "test-email-address": "ops@example.com",
-                },
-            }
-        }
-        assert api.patch("/api/v2/admin/smtp-settings", settings).status == 200
+        use_smtp(api, port)
         mailbox.messages.clear()
         yield mailbox
 
@@ -421,20 +408,7 @@ def test_a_reset_mail_that_cannot_go_out_gets_the_same_answer(
     caplog.set_level(logging.DEBUG)
     make_user()
     with smtp_server() as (port, _):
-        settings = {
-            "data": {
-                "type": "smtp-settings",
-                "attributes": {
-                    "enabled": True,
-                    "host": "127.0.0.1",
-                    "port": port,
-                    "sender": "registry@example.com",
-                    "auth": "none",
-                    "test-email-address": "ops@example.com",
-                },
-            }
-        }
-        assert api.patch("/api/v2/admin/smtp-settings", settings).status == 200
+        use_smtp(api, port)
     browser = Browser(api.client)  # the SMTP server is gone now
     unknown = ask_reset(browser, "nobody")
     known = ask_reset(browser, "jane")
