@@ -161,6 +161,38 @@ def measure(
     return sum(CALLS.values()), detail, statistics.median(samples), response.status_code
 
 
+def totals_of_downloads(app: Any, token: str) -> None:
+    """What keeping the modules' totals costs, off the download path: the stream's records
+    of 100 downloads (10 versions of one module) through the same handler as the
+    DownloadTotals function (stream reads are free for Lambda; the handler's calls count)."""
+    from chalice.test import Client
+
+    from infrastructure.streams import download_totals_reader
+
+    reader = download_totals_reader("LATEST")
+    reader.open()
+    headers = {"Authorization": f"Bearer {token}"}
+    with Client(app, project_dir=tempfile.mkdtemp()) as client:
+        for index in range(100):
+            path = f"/api/registry/v1/modules/big-org/big/aws/1.{index % 10}.0/download"
+            assert client.http.get(path, headers=headers).status_code == 204
+    batches: list[int] = []
+    handle = reader.handle
+    reader.handle = lambda records: (batches.append(len(records)), handle(records))[1]
+    with counting_dynamodb():
+        CALLS.clear()
+        started = time.perf_counter()
+        reader.drain()
+        elapsed = (time.perf_counter() - started) * 1000
+    detail = ", ".join(f"{op} {n}" for op, n in sorted(CALLS.items()))
+    print(
+        "Module download totals from the module-downloads stream (DownloadTotals function):\n"
+        f"  100 downloads of 10 versions of one module: {sum(batches)} stream records in "
+        f"{len(batches)} batches, {sum(CALLS.values())} DynamoDB calls ({detail}), "
+        f"{elapsed:.0f} ms; the download path itself: 0 calls more"
+    )
+
+
 def main() -> None:
     from chalice.test import Client
     from moto import mock_aws
@@ -199,6 +231,7 @@ def main() -> None:
                         f"  {op:<9} {state} {label:<42} {calls} DynamoDB calls ({detail}), "
                         f"{latency:.1f} ms"
                     )
+        totals_of_downloads(app, big_token)
         seed_provider("small-org", versions=1, platforms=1)
         seed_provider("big-org", versions=200, platforms=10)
         print("Provider registry protocol (providers.v1), the same way:")

@@ -33,6 +33,7 @@ def backfill_all() -> dict[str, dict[str, int]]:
     from chalicelib.accounts import store as accounts
     from chalicelib.modules import service as modules
     from chalicelib.modules import store as registry
+    from chalicelib.modules.downloads import totals
     from chalicelib.projects import store as projects
     from chalicelib.tags import store as tags
     from chalicelib.workspaces import store as workspaces
@@ -41,6 +42,8 @@ def backfill_all() -> dict[str, dict[str, int]]:
         "registry modules": registry.backfill_lists(),
         # The web UI's module list shows the description kept on each module item.
         "module descriptions": modules.backfill_descriptions(),
+        # The web UI's module list shows the download totals kept on each module item.
+        "download totals": totals.backfill(),
         "tags": tags.backfill_counts(),
         "projects": projects.backfill_counts(),
         "workspaces": workspaces.backfill_counts(),

@@ -66,6 +66,8 @@ class Function:
     timeout: int = 30
     # Puts VCS publishing jobs on the ingest queue (chalicelib.artifacts.queue).
     sends_jobs: bool = False
+    # The table (short name) whose DynamoDB Stream invokes the function, if any.
+    stream: str | None = None
 
     @property
     def entry_module(self) -> str:
@@ -244,3 +246,20 @@ OIDC_KEYS = Function(
 
 # Functions Chalice generates for event handlers in app.py, and where they really live.
 EVENT_FUNCTIONS: tuple[Function, ...] = (INGEST, OIDC_KEYS)
+
+# The module-downloads stream into each module's kept totals (chalicelib.modules.downloads
+# .totals): finds the module by id (its by-id index), sets its map; reads a module's download
+# items once when the map is missing.
+DOWNLOAD_TOTALS = Function(
+    "DownloadTotals",
+    "chalicelib.entry.downloads.handler",
+    {"registry-modules": WRITE, "module-downloads": READ},
+    memory=256,
+    timeout=60,
+    stream="module-downloads",
+)
+# Functions the template makes whole (Chalice knows nothing of them), invoked by a stream.
+STREAM_FUNCTIONS: tuple[Function, ...] = (DOWNLOAD_TOTALS,)
+
+# Every function of the stack.
+ALL_FUNCTIONS: tuple[Function, ...] = ROUTE_GROUPS + EVENT_FUNCTIONS + STREAM_FUNCTIONS

@@ -2,7 +2,8 @@
 
 One process: an embedded moto server (S3, DynamoDB, SQS, KMS), the resources from
 ``infrastructure.resources``, an SQS poller handing each S3 event to the same ingest handler
-the Lambda runs, and the API on Chalice's local server.
+the Lambda runs, a DynamoDB Stream poller keeping the modules' download totals (as the
+``DownloadTotals`` function does), and the API on Chalice's local server.
 
 Environment: HOST (the address both servers listen on and that upload and download links
 name, default 127.0.0.1; a LAN address lets a team try it from other machines; 0.0.0.0
@@ -467,6 +468,12 @@ def main() -> int:
     sweeper.start()
     poller = Poller(queue_url)
     poller.start()
+    # The module-downloads stream into the modules' kept totals, as the DownloadTotals
+    # function in AWS.
+    from infrastructure.streams import StreamPoller, download_totals_reader
+
+    totals_poller = StreamPoller(download_totals_reader())
+    totals_poller.start()
 
     class ApiServer(ThreadedHTTPServer):
         request_queue_size = BACKLOG
@@ -512,9 +519,11 @@ def main() -> int:
         pass
     finally:
         poller.stopping.set()
+        totals_poller.stopping.set()
         sweeper.stopping.set()
         server.server.server_close()
         poller.join(timeout=3)
+        totals_poller.join(timeout=3)
         sweeper.join(timeout=10)
         if saver is not None:
             try:

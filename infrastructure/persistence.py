@@ -65,6 +65,12 @@ READ_ONLY_TARGETS = {
         "Query",
         "Scan",
         "TransactGetItems",
+        # DynamoDB Streams (signed as dynamodb): the local stack's stream poller reads the
+        # module-downloads stream twice a second, which must not make a snapshot each time.
+        "DescribeStream",
+        "GetRecords",
+        "GetShardIterator",
+        "ListStreams",
     },
     "sqs": {"GetQueueAttributes", "GetQueueUrl", "ListQueues", "ReceiveMessage"},
     "kms": {

@@ -106,7 +106,7 @@ def slim(archive: Path) -> tuple[int, int]:
 def verify(archive: Path) -> None:
     """Create a client of every kept service, and import every function's entry module,
     from the unpacked zip (not from this venv)."""
-    from infrastructure.groups import EVENT_FUNCTIONS, ROUTE_GROUPS
+    from infrastructure.groups import ALL_FUNCTIONS
 
     unpacked = Path(tempfile.mkdtemp())
     try:
@@ -123,7 +123,7 @@ def verify(archive: Path) -> None:
             capture_output=True,
             text=True,
         )
-        entries = sorted({f.entry_module for f in (*ROUTE_GROUPS, *EVENT_FUNCTIONS)})
+        entries = sorted({f.entry_module for f in ALL_FUNCTIONS})
         code = (
             "import importlib, sys; sys.path.insert(0, sys.argv[1]); "
             "[importlib.import_module(m) for m in sys.argv[2:]]; "

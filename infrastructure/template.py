@@ -23,7 +23,15 @@ from chalicelib.core.settings import get_settings
 from chalicelib.modules.keys import UPLOAD_PREFIX
 from chalicelib.providers.keys import UPLOAD_PREFIX as PROVIDERS
 from infrastructure import resources  # noqa: F401 - registers every model with db.MODELS
-from infrastructure.groups import EVENT_FUNCTIONS, INGEST, READ, ROUTE_GROUPS, Function
+from infrastructure.groups import (
+    ALL_FUNCTIONS,
+    EVENT_FUNCTIONS,
+    INGEST,
+    READ,
+    ROUTE_GROUPS,
+    STREAM_FUNCTIONS,
+    Function,
+)
 
 if TYPE_CHECKING:
     from pynamodb.models import Model
@@ -183,6 +191,9 @@ def table_resource(short: str, model: type[Model]) -> dict[str, Any]:
     ttl = model._ttl_attribute()
     if ttl is not None:
         properties["TimeToLiveSpecification"] = {"AttributeName": ttl.attr_name, "Enabled": True}
+    view = db.stream_view_type(model)
+    if view is not None:
+        properties["StreamSpecification"] = {"StreamViewType": view}
     return {
         "Type": "AWS::DynamoDB::Table",
         "DeletionPolicy": "Retain",
@@ -255,6 +266,19 @@ def role(function: Function) -> dict[str, Any]:
                 "Resource": {"Fn::GetAtt": ["IngestQueue", "Arn"]},
             }
         )
+    if function.stream:
+        statements.append(
+            {
+                "Effect": "Allow",
+                "Action": [
+                    "dynamodb:DescribeStream",
+                    "dynamodb:GetRecords",
+                    "dynamodb:GetShardIterator",
+                    "dynamodb:ListStreams",
+                ],
+                "Resource": {"Fn::GetAtt": [f"{camel(function.stream)}Table", "StreamArn"]},
+            }
+        )
     if function.sends_jobs:
         statements.append(
             {
@@ -314,6 +338,35 @@ def new_function(function: Function) -> dict[str, Any]:
             **function_properties(function),
         },
     }
+
+
+# How the stream functions read their stream: batches of up to 100 records gathered for at
+# most a second (the totals' delay), a failing batch split in two until the failing record is
+# alone, and a record given up after 10 attempts (its version's total is right again at its
+# next download: what is copied is the absolute count).
+STREAM_EVENT = {
+    "StartingPosition": "TRIM_HORIZON",
+    "BatchSize": 100,
+    "MaximumBatchingWindowInSeconds": 1,
+    "BisectBatchOnFunctionError": True,
+    "MaximumRetryAttempts": 10,
+}
+
+
+def stream_function(function: Function) -> dict[str, Any]:
+    """A function invoked by its table's DynamoDB Stream."""
+    assert function.stream is not None
+    resource = new_function(function)
+    resource["Properties"]["Events"] = {
+        "Stream": {
+            "Type": "DynamoDB",
+            "Properties": {
+                "Stream": {"Fn::GetAtt": [f"{camel(function.stream)}Table", "StreamArn"]},
+                **STREAM_EVENT,
+            },
+        }
+    }
+    return resource
 
 
 def invoke_permission(logical_id: str) -> dict[str, Any]:
@@ -442,7 +495,7 @@ def alarm_resources() -> dict[str, Any]:
             ],
             Threshold=0,
         )
-    for function in ROUTE_GROUPS + EVENT_FUNCTIONS:
+    for function in ALL_FUNCTIONS:
         alarms[f"{function.logical_id}ErrorsAlarm"] = _alarm(
             f"{function.logical_id}-errors",
             f"The {function.logical_id} function failed (crash, timeout or out of memory; "
@@ -722,6 +775,9 @@ def merge_template() -> dict[str, Any]:
         resources_out[f"{camel(short)}Table"] = table_resource(short, model)
     resources_out.update(storage_resources())
     resources_out.update(gateway_responses())
+    for function in STREAM_FUNCTIONS:
+        resources_out[f"{function.logical_id}Role"] = role(function)
+        resources_out[function.logical_id] = stream_function(function)
     for function in ROUTE_GROUPS + EVENT_FUNCTIONS:
         resources_out[f"{function.logical_id}Role"] = role(function)
         if function.logical_id in ("APIHandler", *(f.logical_id for f in EVENT_FUNCTIONS)):

@@ -7,12 +7,15 @@ from __future__ import annotations
 import json
 import logging
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 
 from chalicelib.accounts import service as accounts
 from chalicelib.core.auth import Principal
 from chalicelib.modules.downloads import counter, store
+from chalicelib.modules.store import ModuleModel
+from infrastructure.streams import StreamReader, download_totals_reader
 from tests.conftest import ADMIN_TOKEN, Api, make_org, make_team
 from tests.test_protocol import V1, publish
 from tests.test_registry import create_module
@@ -293,3 +296,110 @@ def test_a_large_backlog_is_removed_over_several_updates(aws: None):
         assert rounds < 10
     assert rounds == 1 + 2  # the look, then 50 and 8 (the old day too) removed
     assert item.total == count + rounds and set(item.days) == {"2026-11-23"}
+
+
+# ----- each module's total, kept from the table's stream ----------------------------------
+
+
+@pytest.fixture
+def stream(module: Api) -> StreamReader:
+    """The module-downloads stream from now on (the session's tables keep older records)."""
+    reader = download_totals_reader("LATEST")
+    reader.open()
+    return reader
+
+
+def _module_item() -> ModuleModel:
+    return next(iter(ModuleModel.query("acme")))
+
+
+def test_the_module_list_shows_each_modules_total_from_the_stream(
+    module: Api, stream: StreamReader
+):
+    _, token = make_team(module, "acme", "ci")
+    for version in ("1.0.0", "1.0.0", "1.1.0"):
+        download(module, token, version)
+    assert _module_item().total_downloads() == 0  # the download path wrote nothing else
+    assert stream.drain() >= 3
+    assert _module_item().version_downloads.as_dict() == {"1.0.0": 2, "1.1.0": 1}
+    browser = Browser(module.client)
+    browser.sign_in(token)
+    page = browser.get("/app/acme/registry/modules").text
+    assert '<th scope="col">Downloads</th>' in page
+    assert '<td class="number">3</td>' in page
+
+
+def test_a_batch_delivered_again_counts_nothing_twice(module: Api, stream: StreamReader):
+    """Lambda delivers a failed batch again: the absolute totals make that harmless. The
+    batch goes through the Lambda handler, in Lambda's event shape."""
+    from chalicelib.entry.downloads import handler
+
+    seen: list[list[Any]] = []
+    stream.handle = seen.append
+    _, token = make_team(module, "acme", "ci")
+    download(module, token)
+    download(module, token, "1.1.0")
+    stream.drain()
+    event = {"Records": json.loads(json.dumps([r for b in seen for r in b], default=str))}
+    handler(event, None)
+    handler(event, None)
+    assert _module_item().total_downloads() == 2
+
+
+def test_a_deleted_version_leaves_the_total(module: Api, stream: StreamReader):
+    _, token = make_team(module, "acme", "ci")
+    download(module, token)
+    download(module, token, "1.1.0")
+    stream.drain()
+    assert module.delete(f"{REPORT.removesuffix('/downloads')}/1.1.0").status == 204
+    stream.drain()
+    assert _module_item().version_downloads.as_dict() == {"1.0.0": 1}
+
+
+def test_a_module_counted_before_the_totals_gets_its_whole_map(module: Api, stream: StreamReader):
+    """Downloads counted before this version kept totals: the module's first batch reads
+    its items once (and the backfill does the same for every module)."""
+    _, token = make_team(module, "acme", "ci")
+    download(module, token)
+    stream.drain()
+    item = _module_item()
+    item.update(actions=[ModuleModel.version_downloads.remove()])  # as before the upgrade
+    download(module, token, "1.1.0")
+    stream.drain()
+    assert _module_item().version_downloads.as_dict() == {"1.0.0": 1, "1.1.0": 1}
+    item.update(actions=[ModuleModel.version_downloads.remove()])
+    from infrastructure.backfill import backfill_all
+
+    assert backfill_all()["download totals"] == {"modules filled": 1}
+    assert _module_item().total_downloads() == 2
+
+
+def test_a_deleted_module_is_not_brought_back(module: Api, stream: StreamReader):
+    _, token = make_team(module, "acme", "ci")
+    download(module, token)
+    assert module.delete(REPORT.removesuffix("/downloads")).status == 204
+    stream.drain()  # the count, then the items' removal: the module is gone, nothing written
+    assert list(ModuleModel.query("acme")) == []
+
+
+def test_the_stack_feeds_the_totals_from_the_tables_stream():
+    """The module-downloads table streams its new images to the DownloadTotals function,
+    which may read the stream and the download items and update modules, and nothing else."""
+    from infrastructure import template
+
+    resources = template.merge_template()["Resources"]
+    table = resources["ModuleDownloadsTable"]["Properties"]
+    assert table["StreamSpecification"] == {"StreamViewType": "NEW_IMAGE"}
+    function = resources["DownloadTotals"]["Properties"]
+    assert function["Handler"] == "chalicelib.entry.downloads.handler"
+    event = function["Events"]["Stream"]
+    assert event["Type"] == "DynamoDB"
+    assert event["Properties"]["Stream"] == {"Fn::GetAtt": ["ModuleDownloadsTable", "StreamArn"]}
+    statements = resources["DownloadTotalsRole"]["Properties"]["Policies"][0]["PolicyDocument"][
+        "Statement"
+    ]
+    granted = {action: json.dumps(s["Resource"]) for s in statements for action in s["Action"]}
+    assert "dynamodb:GetRecords" in granted and "StreamArn" in granted["dynamodb:GetRecords"]
+    assert "registry-modules" in granted["dynamodb:UpdateItem"]
+    assert "module-downloads" not in granted["dynamodb:UpdateItem"]
+    assert "s3:GetObject" not in granted

@@ -11,7 +11,7 @@ import pytest
 
 from chalicelib.core.data import db
 from infrastructure import template
-from infrastructure.groups import EVENT_FUNCTIONS, ROUTE_GROUPS
+from infrastructure.groups import ALL_FUNCTIONS, EVENT_FUNCTIONS, ROUTE_GROUPS
 
 
 def _keys(schema: list[dict]) -> set[tuple[str, str]]:
@@ -95,7 +95,7 @@ def test_deleting_the_stack_keeps_the_data_the_secrets_key_and_old_archive_versi
     ]
     assert resources["SecretsKeyAlias"]["Properties"]["TargetKeyId"] == in_use
     assert merged["Outputs"]["SecretsKeyArn"]["Value"] == in_use
-    for function in ROUTE_GROUPS + EVENT_FUNCTIONS:
+    for function in ALL_FUNCTIONS:
         assert (
             resources[function.logical_id]["Properties"]["Environment"]["Variables"][
                 "REGISTRY_KMS_KEY"
@@ -163,7 +163,7 @@ HIDE_TEST_ONLY = "sys.modules['OpenSSL'] = None"
 STILL_LOADS: dict[str, set[str]] = {}
 
 
-@pytest.mark.parametrize("function", [*ROUTE_GROUPS, *EVENT_FUNCTIONS], ids=lambda f: f.logical_id)
+@pytest.mark.parametrize("function", ALL_FUNCTIONS, ids=lambda f: f.logical_id)
 def test_entry_modules_leave_heavy_modules_to_first_use(function):
     """A regression here costs every cold start of the function: import the module where it
     is first used (with a comment saying why), or see STILL_LOADS."""

@@ -326,7 +326,7 @@ def test_the_dead_letter_queue_and_the_api_5xx_rate_alarm(template):
 
 
 def test_each_table_has_a_throttle_alarm_and_each_function_an_errors_alarm(template):
-    from infrastructure.groups import EVENT_FUNCTIONS, ROUTE_GROUPS
+    from infrastructure.groups import ALL_FUNCTIONS
 
     found = alarms(template)
     tables = [
@@ -342,9 +342,9 @@ def test_each_table_has_a_throttle_alarm_and_each_function_an_errors_alarm(templ
         ]
         (total,) = [m for m in alarm["Metrics"] if m.get("ReturnData")]
         assert total["Expression"] == "reads + writes" and alarm["Threshold"] == 0
-    for function in ROUTE_GROUPS + EVENT_FUNCTIONS:
+    for function in ALL_FUNCTIONS:
         alarm = found[f"{function.logical_id}ErrorsAlarm"]
         assert watched(alarm) == [
             ("AWS/Lambda", "Errors", {"FunctionName": {"Ref": function.logical_id}})
         ]
-    assert len(found) == 2 + len(tables) + len(ROUTE_GROUPS + EVENT_FUNCTIONS)
+    assert len(found) == 2 + len(tables) + len(ALL_FUNCTIONS)

@@ -150,6 +150,11 @@ class ModuleModel(db.Model):
     # a version ingested before descriptions were kept and not backfilled). Written only by
     # ``refresh_listing``, with the protocol's list entry; absent without a servable version.
     latest_summary = JSONAttribute(null=True)
+    # version -> its downloads, for the module's total in lists (``total_downloads``): kept
+    # by ``chalicelib.modules.downloads.totals`` from the ``module-downloads`` table's stream,
+    # with per-version SET/REMOVE (absolute counts, so a stream batch applied twice changes
+    # nothing). Absent until the module's first download after the upgrade that added it.
+    version_downloads: MapAttribute[str, Any] = MapAttribute(null=True, attr_name="dl")
     created_at = UTCDateTimeAttribute()
     updated_at = UTCDateTimeAttribute()
     by_id = ModuleById()
@@ -160,6 +165,11 @@ class ModuleModel(db.Model):
         """version -> {"status", "error"?, "published-at"?, "deprecation"?, "revocation"?} as a
         plain dict (the last two are maps of strings)."""
         return self.version_statuses.as_dict() if self.version_statuses else {}
+
+    def total_downloads(self) -> int:
+        """Every version's downloads, as far as the stream has carried them (seconds)."""
+        kept = self.version_downloads.as_dict() if self.version_downloads else {}
+        return sum(int(count) for count in kept.values())
 
     def latest_servable(self) -> str | None:
         """The version ``terraform`` gets without a constraint: the highest servable release,

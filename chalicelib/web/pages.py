@@ -105,6 +105,7 @@ class ModuleRow:
     latest: str | None
     description: str
     updated_at: datetime
+    downloads: int = 0  # every version's, as kept on the module (``total_downloads``)
     failure: str | None = None  # "1.2.0: <reason>" for the newest version whose ingest failed
 
 
@@ -153,6 +154,8 @@ def _row(module: ModuleModel) -> ModuleRow:
         latest=latest,
         # Kept on the module item: the row reads no version (nor S3) once backfilled.
         description=registry.latest_description(module),
+        # Kept on the module item from the downloads table's stream (seconds behind).
+        downloads=module.total_downloads(),
         updated_at=module.updated_at,
         failure=failure,
     )

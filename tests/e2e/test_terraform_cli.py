@@ -15,6 +15,7 @@ import requests
 
 from tests.conftest import doc, tar_gz
 from tests.e2e.conftest import Stack, wait_for
+from tests.e2e.test_local_stack import aws
 
 pytestmark = [
     pytest.mark.e2e,
@@ -128,6 +129,20 @@ def test_terraform_installs_the_right_versions(stack: Stack, tmp_path: Path):
 
     admin.delete(stack.api(f"/organizations/{ORG}/registry-modules/private/{ORG}/bucket/aws/1.1.0"))
     assert installed_version(tmp_path / "after-delete", config, "~> 1.0") == "1.0.0"
+
+    # Each download counted, and carried by the table's stream (the stack's poller, as the
+    # DownloadTotals function in AWS) into the module's kept totals, which its list row
+    # shows: the deleted 1.1.0's two downloads left with it.
+    def kept() -> dict[str, int]:
+        (item,) = aws(stack, "dynamodb").query(
+            TableName="registry-dev-registry-modules",
+            KeyConditionExpression="organization = :o",
+            ExpressionAttributeValues={":o": {"S": ORG}},
+        )["Items"]
+        return {version: int(n["N"]) for version, n in item.get("dl", {}).get("M", {}).items()}
+
+    expected = {"1.0.0": 1, "2.0.0-rc.1": 1}
+    assert wait_for(kept, lambda found: found == expected, timeout=10) == expected
 
     # Without credentials the registry answers 401 and terraform fails.
     anonymous = tmp_path / "anonymous.tfrc"

@@ -21,9 +21,10 @@ observe.count_dynamodb_calls()
 MODELS: list[type[Model]] = []
 
 
-def table(short_name: str) -> MetaProtocol:
+def table(short_name: str, stream: str | None = None) -> MetaProtocol:
     """A PynamoDB ``Meta`` class for the table ``<prefix><short_name>`` (a ``MetaProtocol``
-    once the model class is made: PynamoDB sets the settings it leaves out)."""
+    once the model class is made: PynamoDB sets the settings it leaves out). ``stream``: the
+    view type of the table's DynamoDB Stream (e.g. ``NEW_IMAGE``), None for no stream."""
     settings = get_settings()
 
     class Meta:
@@ -32,7 +33,14 @@ def table(short_name: str) -> MetaProtocol:
         host = settings.aws_endpoint_url
         billing_mode = "PAY_PER_REQUEST"
 
+    if stream:
+        Meta.stream_view_type = stream  # type: ignore[attr-defined]  # PynamoDB reads it
     return cast("MetaProtocol", Meta)
+
+
+def stream_view_type(model: type[Model]) -> str | None:
+    """The view type of the model's table stream, None when it has none."""
+    return getattr(model.Meta, "stream_view_type", None)
 
 
 def register(model: type[Model]) -> type[Model]:
@@ -48,6 +56,21 @@ def create_tables() -> None:
             model.create_table(billing_mode="PAY_PER_REQUEST", wait=True)
         else:
             _add_missing_indexes(model)
+            _add_missing_stream(model)
+
+
+def _add_missing_stream(model: type[Model]) -> None:
+    view = stream_view_type(model)
+    if view is None:
+        return
+    client = model._get_connection().connection.client
+    described = client.describe_table(TableName=model.Meta.table_name)["Table"]
+    if described.get("StreamSpecification", {}).get("StreamEnabled"):
+        return
+    client.update_table(
+        TableName=model.Meta.table_name,
+        StreamSpecification={"StreamEnabled": True, "StreamViewType": view},
+    )
 
 
 def _add_missing_indexes(model: type[Model]) -> None:

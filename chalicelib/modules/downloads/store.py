@@ -47,7 +47,9 @@ class DownloadsModel(db.Model):
     """The table's declaration (keys and ``total``); the day and consumer attributes are
     dynamic names, written and read with the low-level calls below."""
 
-    Meta = db.table("module-downloads")
+    # The stream carries each changed item's new ``total`` to the module's kept totals
+    # (``downloads.totals``), off the download's path.
+    Meta = db.table("module-downloads", stream="NEW_IMAGE")
 
     module_id = UnicodeAttribute(hash_key=True)
     version = UnicodeAttribute(range_key=True)
@@ -151,13 +153,14 @@ class VersionDownloads:
     consumers: dict[tuple[str, str], str]
 
 
-def module_downloads(module_id: str) -> list[VersionDownloads]:
+def module_downloads(module_id: str, consistent: bool = False) -> list[VersionDownloads]:
     """Every version's downloads of a module: one Query of its partition (more only past
     1 MB, i.e. some ten versions with a thousand consumers each)."""
     request: dict[str, Any] = {
         "TableName": DownloadsModel.Meta.table_name,
         "KeyConditionExpression": "module_id = :m",
         "ExpressionAttributeValues": {":m": {"S": module_id}},
+        "ConsistentRead": consistent,
     }
     found = []
     while True:

@@ -1,0 +1,142 @@
+"""Each module's downloads per version, kept on the module item for its lists.
+
+The download path writes one item of ``module-downloads`` and nothing else
+(``store.record``); the table's DynamoDB Stream (``NEW_IMAGE``) then hands every changed item
+here (the ``DownloadTotals`` function in AWS, a poller in the local stack), and its new
+``total`` is copied into the module's ``version_downloads`` map. A module list reads the
+module items it shows anyway, so each row's total (``ModuleModel.total_downloads``) costs no
+call, and the download path gains none.
+
+Exact, and late by the stream's delay (usually under a second, at most the batching window
+set in the template): the stream carries every change of an item in order, and what is
+written is the item's absolute total, never an increment, so a batch that Lambda delivers
+again (after a failure) writes the same values and counts nothing twice. A deleted version's
+item (its ``REMOVE``) takes the version out of the map.
+
+A module without the map (its downloads counted before this existed) gets the whole map
+from one strongly consistent Query of its download items on the first batch that touches
+it; the backfill does the same for every module (``fill_module``).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from pynamodb.exceptions import UpdateError
+
+from chalicelib.core import observe
+from chalicelib.modules.downloads import store
+from chalicelib.modules.store import ModuleModel
+
+log = logging.getLogger("registry.downloads")
+
+# Versions one UpdateItem sets at most: keeps the expression far below DynamoDB's 4 KB.
+VERSIONS_PER_UPDATE = 50
+CONDITION_FAILED = "ConditionalCheckFailedException"
+
+# module id -> version -> its total, or None when its item was deleted.
+Changes = dict[str, dict[str, int | None]]
+
+
+def changes(records: Iterable[Mapping[str, Any]]) -> Changes:
+    """What a batch of stream records says: each touched version's latest total (the
+    records come in order; totals never decrease, so the highest is the latest)."""
+    found: Changes = {}
+    for record in records:
+        data = record.get("dynamodb") or {}
+        keys = data.get("Keys") or {}
+        module_id = keys.get("module_id", {}).get("S")
+        version = keys.get("version", {}).get("S")
+        if not module_id or not version:
+            continue
+        versions = found.setdefault(module_id, {})
+        if record.get("eventName") == "REMOVE":
+            versions[version] = None
+            continue
+        total = int((data.get("NewImage") or {}).get("total", {}).get("N", "0"))
+        known = versions.get(version)
+        versions[version] = total if known is None else max(known, total)
+    return found
+
+
+def apply(records: Iterable[Mapping[str, Any]]) -> int:
+    """Copy a stream batch's totals into their modules; how many modules were written. An
+    exception propagates, so that Lambda delivers the batch again."""
+    written = 0
+    for module_id, versions in changes(records).items():
+        module = _module(module_id)
+        if module is None:  # deleted since: nothing to keep
+            continue
+        written += keep(module, versions)
+    return written
+
+
+def keep(module: ModuleModel, versions: Mapping[str, int | None]) -> int:
+    """Set (or remove) these versions' totals in the module's map: one UpdateItem per
+    ``VERSIONS_PER_UPDATE`` versions; 1 when written, 0 when the module is gone."""
+    if module.version_downloads is None:
+        return fill_module(module)
+    items = sorted(versions.items())
+    for start in range(0, len(items), VERSIONS_PER_UPDATE):
+        actions = [
+            ModuleModel.version_downloads[version].remove()
+            if total is None
+            else ModuleModel.version_downloads[version].set(total)
+            for version, total in items[start : start + VERSIONS_PER_UPDATE]
+        ]
+        try:
+            module.update(
+                actions=actions,
+                condition=(ModuleModel.id == module.id) & ModuleModel.version_downloads.exists(),
+            )
+        except UpdateError as exc:
+            if exc.cause_response_code != CONDITION_FAILED:
+                raise
+            return fill_module(module)  # gone, or the map with it: read the truth
+    return 1
+
+
+def fill_module(module: ModuleModel) -> int:
+    """The module's whole map from its download items (one Query), written only while the
+    module exists; 1 when written. Also the backfill's, for modules counted before."""
+    counted = {
+        found.version: found.total for found in store.module_downloads(module.id, consistent=True)
+    }
+    try:
+        module.update(
+            actions=[ModuleModel.version_downloads.set(counted)],
+            condition=ModuleModel.id == module.id,
+        )
+    except UpdateError as exc:
+        if exc.cause_response_code != CONDITION_FAILED:
+            raise
+        return 0
+    return 1
+
+
+def backfill() -> dict[str, int]:
+    """Give every module without the map its map (a scan: the backfill's, never a request's)."""
+    filled = 0
+    for module in ModuleModel.scan():
+        if module.version_downloads is None:
+            filled += fill_module(module)
+    return {"modules filled": filled}
+
+
+def _module(module_id: str) -> ModuleModel | None:
+    return next(iter(ModuleModel.by_id.query(module_id)), None)
+
+
+def handle_batch(records: list[Mapping[str, Any]]) -> None:
+    """One stream batch in its own log scope (its DynamoDB calls counted on its line)."""
+    with observe.scope():
+        modules = apply(records)
+        observe.emit(
+            log,
+            logging.INFO,
+            f"download totals: {len(records)} records, {modules} modules",
+            {"records": len(records), "modules": modules},
+            [observe.Metric("DownloadTotalsRecords", len(records))],
+        )
