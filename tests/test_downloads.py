@@ -403,3 +403,19 @@ def test_the_stack_feeds_the_totals_from_the_tables_stream():
     assert "registry-modules" in granted["dynamodb:UpdateItem"]
     assert "module-downloads" not in granted["dynamodb:UpdateItem"]
     assert "s3:GetObject" not in granted
+
+
+def test_the_protocols_list_and_search_report_the_kept_total(module: Api, stream: StreamReader):
+    _, token = make_team(module, "acme", "ci")
+    listed = f"{V1}/acme"
+    assert module.as_(token).get(listed).json["modules"][0]["downloads"] == 0
+    download(module, token)
+    download(module, token, "1.1.0")
+    stream.drain()
+    assert module.as_(token).get(listed).json["modules"][0]["downloads"] == 2
+    found = module.as_(token).get(f"{V1}/search?q=vpc").json["modules"]
+    assert [m["downloads"] for m in found] == [2]
+    # A version's change rewrites the entry whole, with the total the module keeps.
+    assert module.delete(f"{REPORT.removesuffix('/downloads')}/1.1.0").status == 204
+    stream.drain()
+    assert module.as_(token).get(listed).json["modules"][0]["downloads"] == 1

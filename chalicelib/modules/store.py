@@ -196,6 +196,9 @@ class ProtocolEntryModel(db.Model):
     protocol_key = UnicodeAttribute(range_key=True, attr_name="pk")
     version = UnicodeAttribute(null=True, attr_name="ver")
     published_at = UnicodeAttribute(null=True, attr_name="at")
+    # The module's total downloads (``ModuleModel.total_downloads``): written with the entry,
+    # and by ``chalicelib.modules.downloads.totals`` when the stream changes the total.
+    downloads = NumberAttribute(null=True, attr_name="dl")
 
     @property
     def address(self) -> tuple[str, str, str, str]:
@@ -329,7 +332,13 @@ def protocol_item(
     None for the key alone, to delete it)."""
     key = protocol_key(module.registry_name, module.namespace, module.name, module.provider)
     version, published_at = entry or (None, None)
-    return ProtocolEntryModel(module.organization, key, version=version, published_at=published_at)
+    return ProtocolEntryModel(
+        module.organization,
+        key,
+        version=version,
+        published_at=published_at,
+        downloads=module.total_downloads() or None,
+    )
 
 
 def latest_summary(module: ModuleModel) -> dict[str, str] | None:

@@ -5,7 +5,8 @@ The download path writes one item of ``module-downloads`` and nothing else
 here (the ``DownloadTotals`` function in AWS, a poller in the local stack), and its new
 ``total`` is copied into the module's ``version_downloads`` map. A module list reads the
 module items it shows anyway, so each row's total (``ModuleModel.total_downloads``) costs no
-call, and the download path gains none.
+call, and the download path gains none. The module's entry in the registry protocol's list
+gets the new total too (``list_total``), for the protocol's lists and search.
 
 Exact, and late by the stream's delay (usually under a second, at most the batching window
 set in the template): the stream carries every change of an item in order, and what is
@@ -27,8 +28,9 @@ from typing import Any
 from pynamodb.exceptions import UpdateError
 
 from chalicelib.core import observe
+from chalicelib.modules import store as store_of_modules
 from chalicelib.modules.downloads import store
-from chalicelib.modules.store import ModuleModel
+from chalicelib.modules.store import ModuleModel, ProtocolEntryModel
 
 log = logging.getLogger("registry.downloads")
 
@@ -95,6 +97,7 @@ def keep(module: ModuleModel, versions: Mapping[str, int | None]) -> int:
             if exc.cause_response_code != CONDITION_FAILED:
                 raise
             return fill_module(module)  # gone, or the map with it: read the truth
+    list_total(module)
     return 1
 
 
@@ -113,7 +116,29 @@ def fill_module(module: ModuleModel) -> int:
         if exc.cause_response_code != CONDITION_FAILED:
             raise
         return 0
+    list_total(module)
     return 1
+
+
+def list_total(module: ModuleModel) -> None:
+    """The module's new total on its entry in the registry protocol's list (one UpdateItem),
+    when the protocol lists it. The entry is also rewritten whole with the total when a
+    version changes (``store.refresh_listing``); a rewrite racing this batch can leave the
+    entry's total one batch behind, until the module's next download."""
+    entry = store_of_modules.protocol_entry(module)
+    if entry is None or entry[0] is None:  # not listed, or a curated public module
+        return
+    key = store_of_modules.protocol_key(
+        module.registry_name, module.namespace, module.name, module.provider
+    )
+    try:
+        ProtocolEntryModel(module.organization, key).update(
+            actions=[ProtocolEntryModel.downloads.set(module.total_downloads())],
+            condition=ProtocolEntryModel.protocol_key.exists(),
+        )
+    except UpdateError as exc:
+        if exc.cause_response_code != CONDITION_FAILED:
+            raise
 
 
 def backfill() -> dict[str, int]:

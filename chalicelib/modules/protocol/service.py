@@ -14,8 +14,9 @@ The hot path (``versions``, ``download``) reads the module item and, for a downl
 version item: the number of reads never grows with the number of versions or modules. A
 download also counts itself (``downloads.counter``: one UpdateItem, never a read). A module
 detail reports the module's downloads (``downloads``, every version: one Query of its
-download items) and the version's (``version_downloads``); lists report ``downloads: 0``
-(their lean entries keep no counts, and a Query per listed module would undo them).
+download items) and the version's (``version_downloads``); lists and search report the
+total their lean entries keep (``downloads.totals`` writes it from the table's stream, about
+a second late), so they read nothing more.
 """
 
 from __future__ import annotations
@@ -296,7 +297,7 @@ def _entry_summary(entry: ProtocolEntryModel) -> dict[str, Any] | None:
         "source": "",
         "tag": "",
         "published_at": entry.published_at,
-        "downloads": 0,
+        "downloads": int(entry.downloads or 0),
         "verified": False,
     }
 
