@@ -368,3 +368,18 @@ def test_retry_refuses_when_there_is_nothing_to_retry(acme: Api, signer: Signing
     assert acme.post(f"{VERSIONS}/1.0.0/platforms/linux/arm64/actions/retry").status == 404
     assert drain() == []
     assert platform_state(acme) == ("pending", None)
+
+
+def test_retry_verifies_a_version_refused_before_its_key_was_added(acme: Api) -> None:
+    from tests.test_publishing import drain
+
+    late = new_signing_key("Added Later")
+    publish(acme, late)
+    assert version_state(acme)[0] == "failed"
+    assert platform_state(acme) == ("pending", None)
+    added = acme.post(KEYS, doc("gpg-keys", namespace="acme", **{"ascii-armor": late.armor}))
+    assert added.status == 201, added.json
+    drain(run=False)
+    assert acme.post(RETRY).status == 200
+    assert sorted(drain()) == ["s3", "s3", "s3"]
+    assert (version_state(acme), platform_state(acme)) == (("verified", None), ("verified", None))
