@@ -234,3 +234,24 @@ def test_readers_have_no_retry(published: Api) -> None:
     assert member.get(retry).status_code == 404
     token = member.csrf(PAGE)
     assert member.post(retry, {"csrf_token": token}).status_code == 404
+
+
+def test_the_provider_page_reads_the_provider_and_the_version_once(
+    published: Api, browser: Browser, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The session, the user's rights (user, organization), the provider, its versions and
+    the shown version's platforms: no second read of the organization, the provider or the
+    version for the platforms (they were read, with the caller's rights, for the versions)."""
+    from bench.reads import counting_reads
+
+    monkeypatch.setenv("REGISTRY_SETTINGS_CACHE_SECONDS", "600")
+    monkeypatch.setenv("REGISTRY_TOKEN_CACHE_SECONDS", "600")
+    get_settings.cache_clear()
+    browser.sign_in(ADMIN_TOKEN)
+    for path in (PAGE, PAGE + "/1.1.0"):
+        browser.get(path)  # the settings and the token are read (and cached) first
+        with counting_reads() as reads:
+            reply = browser.get(path)
+        assert reply.status_code == 200
+        assert "linux/amd64" in reply.text
+        assert reads.total_calls <= 6, (path, reads.detail())

@@ -382,6 +382,13 @@ def list_platforms(
     return provider, found, store.platforms_of(found.id), rights_
 
 
+def platforms_read(version: ProviderVersionModel) -> list[ProviderPlatformModel]:
+    """The platforms of a version the caller has just read through this service (its
+    rights checked then, as ``list_versions`` does): one Query, without reading the
+    organization, the provider and the version a second time (the provider page)."""
+    return store.platforms_of(version.id)
+
+
 def get_platform(
     principal: Principal, ref: ProviderRef, version: str, os_: str, arch: str
 ) -> tuple[ProviderModel, ProviderVersionModel, ProviderPlatformModel, Rights]:

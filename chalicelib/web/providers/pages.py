@@ -223,9 +223,8 @@ def provider_page(
         chosen = next((v for v in stored if v.version == version), None)
         if chosen is None:
             raise NotFound(f"version {version!r} of {ref.namespace}/{ref.name} not found")
-    platforms: list[ProviderPlatformModel] = []
-    if chosen is not None:
-        _, _, platforms, _ = providers.list_platforms(principal, ref, chosen.version)
+    # The chosen version was read above, with the caller's rights: its platforms only.
+    platforms = providers.platforms_read(chosen) if chosen is not None else []
     source = f"{host_of(base_url)}/{provider.namespace}/{provider.name}"
     constraint = constraint_for(chosen.version) if chosen else ""
     return ProviderPage(
