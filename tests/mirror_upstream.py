@@ -2,7 +2,16 @@
 one provider, ``hashicorp/fake``, with small zip archives, and a log of every request so
 tests can tell whether the cache called it. ``mode`` makes it fail: ``"error"`` (500),
 ``"slow"`` (answers after ``delay`` seconds), ``"bad-shasum"`` (an archive that is not
-what its ``shasum`` says), ``"huge"`` (an archive past any small cap)."""
+what its ``shasum`` says), ``"huge"`` (an archive past any small cap).
+
+Every version has a SHA256SUMS of its archives, signed (binary, detached) by ``signer``,
+whose public key the download answer announces as terraform's registry protocol does. The
+modes that break it: ``"forged-signature"`` (the right key signed other bytes),
+``"wrong-key"`` (signed by a key the upstream does not announce), ``"unlisted"`` (SHA256SUMS
+lists the other archives only), ``"no-signature"`` (the signature file is missing),
+``"no-signature-url"`` (the download answer names none), ``"garbage-key"`` (the
+announced key is no OpenPGP key), ``"other-archive"`` (SHA256SUMS
+lists other bytes under the archive's name)."""
 
 from __future__ import annotations
 
@@ -16,7 +25,17 @@ import zipfile
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from tests.provider_files import SigningKey, new_signing_key, shasums
+
 NAMESPACE, TYPE = "hashicorp", "fake"
+_SIGNERS: dict[str, SigningKey] = {}
+
+
+def signing_key(name: str = "Fake Upstream Signer") -> SigningKey:
+    """One throwaway key per name for the whole run (an RSA key takes a while to make)."""
+    if name not in _SIGNERS:
+        _SIGNERS[name] = new_signing_key(name)
+    return _SIGNERS[name]
 
 
 def provider_zip(version: str, os_: str, arch: str, binary: bytes | None = None) -> bytes:
@@ -41,6 +60,7 @@ class Upstream:
         self.requests: list[str] = []
         self.mode = ""
         self.delay = 2.0
+        self.signer = signing_key()
         self.zips = {
             (v, p): provider_zip(v, *p.split("_", 1), binary=binary)
             for v, platforms in versions.items()
@@ -104,8 +124,29 @@ class Upstream:
                 "filename": filename(version, os_, arch),
                 "download_url": f"/files/{version}/{os_}_{arch}",
                 "shasum": shasum,
+                "shasums_url": f"/files/{version}/SHA256SUMS",
+                "shasums_signature_url": f"/files/{version}/SHA256SUMS.sig",
+                "signing_keys": {
+                    "gpg_public_keys": [
+                        {
+                            "key_id": self.signer.key_id,
+                            "ascii_armor": self.signer.armor,
+                            "trust_signature": "",
+                            "source": "HashiCorp",
+                            "source_url": "https://www.hashicorp.com/security.html",
+                        }
+                    ]
+                },
             }
+            if self.mode == "no-signature-url":
+                del found["shasums_signature_url"]
+            if self.mode == "garbage-key":
+                armor = "-----BEGIN PGP PUBLIC KEY BLOCK-----\n\ngarbage\n"
+                found["signing_keys"]["gpg_public_keys"][0]["ascii_armor"] = armor
             return 200, json.dumps(found).encode()
+        if path.startswith("/files/") and path.endswith(("/SHA256SUMS", "/SHA256SUMS.sig")):
+            version, name = path[len("/files/") :].split("/")
+            return self.sums(version, signature=name.endswith(".sig"))
         if path.startswith("/files/"):
             version, platform = path[len("/files/") :].split("/")
             archive = self.zips.get((version, platform))
@@ -115,3 +156,27 @@ class Upstream:
                 archive += b"\0" * 4096
             return 200, archive
         return 404, b'{"errors":["not found"]}'
+
+    def sums(self, version: str, signature: bool) -> tuple[int, bytes]:
+        """The version's SHA256SUMS, or its signature, as the mode makes them."""
+        if version not in self.versions:
+            return 404, b"missing"
+        files = {
+            filename(version, *p.split("_", 1)): archive
+            for (v, p), archive in self.zips.items()
+            if v == version
+        }
+        if self.mode == "unlisted":
+            files = {"terraform-provider-fake_manifest.json": b"{}"}
+        if self.mode == "other-archive":
+            files = {name: archive + b"other" for name, archive in files.items()}
+        listed = shasums(files)
+        if not signature:
+            return 200, listed
+        if self.mode == "no-signature":
+            return 404, b"missing"
+        if self.mode == "forged-signature":
+            return 200, self.signer.sign(listed + b"# forged\n")
+        if self.mode == "wrong-key":
+            return 200, signing_key("Someone Else").sign(listed)
+        return 200, self.signer.sign(listed)

@@ -273,3 +273,113 @@ def test_a_shasums_tampered_after_verification_is_refused(acme: Api, signer: Sig
     arrive(links["shasums-upload"], sums + b"0" * 64 + b"  extra.zip\n")
     status, error = version_state(acme)
     assert status == "failed" and "does not verify" in error
+
+
+# ----- retrying a platform's check ----------------------------------------------------------
+
+RETRY = f"{VERSIONS}/1.0.0/platforms/linux/amd64/actions/retry"
+
+
+def lost(url: str, body: bytes) -> None:
+    """The publisher's PUT lands, and its S3 event is lost (dead-lettered)."""
+    from tests.test_publishing import drain
+
+    client("s3").put_object(Bucket=get_settings().bucket, Key=_key_of(url), Body=body)
+    drain(run=False)
+
+
+def test_retry_checks_an_archive_whose_event_was_lost(acme: Api, signer: SigningKey) -> None:
+    from tests.test_publishing import drain
+
+    links = new_version(acme, signer.key_id)
+    sums = shasums({FILENAME: GOOD_ZIP})
+    upload = new_platform(acme, sha256(GOOD_ZIP))
+    arrive(links["shasums-upload"], sums)
+    arrive(links["shasums-sig-upload"], signer.sign(sums))
+    lost(upload, GOOD_ZIP)
+    assert platform_state(acme) == ("pending", None)
+    retried = acme.post(RETRY)
+    assert retried.status == 200, retried.json
+    assert retried.data["attributes"]["status"] == "pending"
+    assert drain() == ["s3"]  # the archive's event only: its version is verified
+    assert platform_state(acme) == ("verified", None)
+    # Verified: nothing to retry, and nothing queued.
+    again = acme.post(RETRY)
+    assert again.status == 409 and "nothing to retry" in again.json["errors"][0]["detail"]
+    assert drain() == []
+
+
+def test_retry_checks_a_version_and_its_archive_whose_events_were_lost(
+    acme: Api, signer: SigningKey
+) -> None:
+    from tests.test_publishing import drain
+
+    links = new_version(acme, signer.key_id)
+    sums = shasums({FILENAME: GOOD_ZIP})
+    upload = new_platform(acme, sha256(GOOD_ZIP))
+    lost(links["shasums-upload"], sums)
+    lost(links["shasums-sig-upload"], signer.sign(sums))
+    lost(upload, GOOD_ZIP)
+    assert (version_state(acme), platform_state(acme)) == (("pending", None), ("pending", None))
+    assert acme.post(RETRY).status == 200
+    assert drain() == ["s3", "s3", "s3"]
+    assert (version_state(acme), platform_state(acme)) == (("verified", None), ("verified", None))
+
+
+def test_retry_checks_a_failed_archive_again(
+    acme: Api, signer: SigningKey, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A check that failed for a reason since gone (here a parser bug) passes on retry."""
+    from chalicelib.providers.ingest import checks
+    from tests.test_publishing import drain
+
+    def explode(*args: Any) -> None:
+        raise ValueError("a parser bug")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(checks, "check_archive", explode)
+        publish(acme, signer)
+    assert platform_state(acme)[0] == "failed"
+    drain(run=False)
+    assert acme.post(RETRY).status == 200
+    assert drain() == ["s3"]
+    assert platform_state(acme) == ("verified", None)
+
+
+def test_retry_refuses_when_there_is_nothing_to_retry(acme: Api, signer: SigningKey) -> None:
+    from tests.conftest import make_team
+    from tests.test_publishing import drain
+
+    links = new_version(acme, signer.key_id)
+    sums = shasums({FILENAME: GOOD_ZIP})
+    upload = new_platform(acme, sha256(GOOD_ZIP))
+    drain(run=False)
+    nothing = acme.post(RETRY)
+    assert nothing.status == 422 and "no uploaded archive" in nothing.json["errors"][0]["detail"]
+    lost(upload, GOOD_ZIP)
+    arrive(links["shasums-upload"], sums)  # the signature is not uploaded yet
+    drain(run=False)
+    waiting = acme.post(RETRY)
+    assert waiting.status == 422, waiting.json
+    assert "SHA256SUMS.sig" in waiting.json["errors"][0]["detail"]
+    # Readers do not retry (a 404, as every publisher's action of the registry).
+    _, token = make_team(acme, "acme", "readers")
+    assert acme.as_(token).post(RETRY).status == 404
+    assert acme.post(f"{VERSIONS}/1.0.0/platforms/linux/arm64/actions/retry").status == 404
+    assert drain() == []
+    assert platform_state(acme) == ("pending", None)
+
+
+def test_retry_verifies_a_version_refused_before_its_key_was_added(acme: Api) -> None:
+    from tests.test_publishing import drain
+
+    late = new_signing_key("Added Later")
+    publish(acme, late)
+    assert version_state(acme)[0] == "failed"
+    assert platform_state(acme) == ("pending", None)
+    added = acme.post(KEYS, doc("gpg-keys", namespace="acme", **{"ascii-armor": late.armor}))
+    assert added.status == 201, added.json
+    drain(run=False)
+    assert acme.post(RETRY).status == 200
+    assert sorted(drain()) == ["s3", "s3", "s3"]
+    assert (version_state(acme), platform_state(acme)) == (("verified", None), ("verified", None))

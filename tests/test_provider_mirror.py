@@ -18,6 +18,7 @@ import pytest
 
 from chalicelib.core.data.aws import client
 from chalicelib.core.settings import get_settings
+from chalicelib.providers.mirror import store
 from tests.conftest import Api, doc, make_org, make_team, tar_gz
 from tests.mirror_upstream import Upstream, filename, provider_zip
 from tests.provider_files import new_signing_key, shasums
@@ -94,7 +95,8 @@ def test_first_request_fills_the_cache_and_the_second_calls_no_upstream(
         assert served == upstream.zips[("1.0.0", platform)]
         assert archive["hashes"] == [expected_h1(served), zh(served)]
     fetched = len(upstream.requests)
-    assert fetched == 1 + 2 * 2  # versions, then download + archive per platform
+    # versions, then per platform: download, archive, SHA256SUMS and its signature
+    assert fetched == 1 + 2 * 4
 
     # From now on the cache answers, with no upstream call at all.
     again = api.get(f"{PUBLIC}/1.0.0.json")
@@ -156,6 +158,46 @@ def test_upstream_failures_are_a_502_or_504_that_keeps_nothing(
     assert words in reply.json["errors"][0]
     assert mirror_objects() == []
     # Once the upstream is well again the same request succeeds.
+    upstream.mode = ""
+    assert api.get(f"{PUBLIC}/1.1.0.json").status == 200
+
+
+@pytest.mark.parametrize(
+    ("mode", "words"),
+    [
+        ("forged-signature", "is not the file that was signed"),
+        ("wrong-key", "not signed by a key the upstream announces"),
+        ("unlisted", "does not list terraform-provider-fake_1.1.0_linux_amd64.zip"),
+        ("other-archive", "is not the archive the signed SHA256SUMS lists"),
+        ("no-signature", "has no SHA256SUMS.sig"),
+        ("no-signature-url", "lacks shasums_url or shasums_signature_url"),
+        ("garbage-key", "is not a readable OpenPGP key"),
+    ],
+)
+def test_an_archive_is_cached_only_under_a_sha256sums_signed_by_an_announced_key(
+    api: Api,
+    upstream: Upstream,
+    caplog: pytest.LogCaptureFixture,
+    mode: str,
+    words: str,
+) -> None:
+    """As terraform installing from a registry: the archive's shasum is not enough; the
+    version's SHA256SUMS must be signed by one of the upstream's announced keys and list
+    the archive. A refusal is the mirror protocol's 502, logged without links."""
+    assert api.get(f"{PUBLIC}/index.json").status == 200
+    upstream.mode = mode
+    with caplog.at_level("WARNING", logger="registry.mirror"):
+        reply = api.get(f"{PUBLIC}/1.1.0.json")
+    assert reply.status == 502, reply.json
+    assert reply.headers["Content-Type"] == "application/json"
+    error = reply.json["errors"][0]
+    assert words in error and "hashicorp/fake 1.1.0 linux_amd64" in error
+    assert mirror_objects() == []
+    assert store.archives("registry.terraform.io/hashicorp/fake", "1.1.0") == {}
+    logged = [r.getMessage() for r in caplog.records if "refused" in r.getMessage()]
+    assert logged and words in logged[0]
+    assert upstream.url not in caplog.text and "/files/" not in caplog.text
+    # Once the upstream signs its SHA256SUMS again the same request succeeds.
     upstream.mode = ""
     assert api.get(f"{PUBLIC}/1.1.0.json").status == 200
 

@@ -109,7 +109,7 @@ def test_the_provider_page_shows_the_newest_verified_version(
     assert 'id="version-status"' not in page.text  # verified: no notice
     # Platforms of 1.0.0: each with its file, its SHA-256 and its check.
     assert f"linux/amd64 Verified {LINUX} SHA-256 {sha256(GOOD)}" in text
-    assert f"darwin/arm64 Failed the archive is not a zip file {DARWIN}" in text
+    assert f"darwin/arm64 Failed the archive is not a zip file Check again… {DARWIN}" in text
     # Versions: both, the refused one with its reason.
     assert "1.1.0 Failed SHA256SUMS.sig is not an OpenPGP signature" in text
     assert f'<a href="{PAGE}/1.0.0" aria-current="page">1.0.0</a>' in page.text
@@ -142,7 +142,7 @@ def test_a_refused_version_shows_its_reason_and_its_waiting_platform(
     assert page.status_code == 200
     text = text_of(page)
     assert "Version 1.1.0: Failed. SHA256SUMS.sig is not an OpenPGP signature" in text
-    assert "linux/amd64 Pending archive not uploaded yet mycloud_1.1.0.zip" in text
+    assert "linux/amd64 Pending archive not uploaded yet Check again… mycloud_1.1.0.zip" in text
     assert "SHA256SUMS uploaded SHA256SUMS signature uploaded" in text
     assert 'version = "~> 1.1"' in html.unescape(page.text)
 
@@ -184,3 +184,74 @@ def test_outsiders_get_not_found_and_members_read(published: Api, browser: Brows
 def test_a_stranger_is_sent_to_sign_in(published: Api, browser: Browser) -> None:
     reply = browser.get(PAGE)
     assert reply.status_code == 303 and reply.headers["Location"].startswith("/app/sign-in?next=")
+
+
+def test_a_publisher_has_a_platform_checked_again_after_a_confirmation(
+    published: Api, browser: Browser
+) -> None:
+    """The page's "Check again" button opens a confirmation whose form (with its CSRF
+    token) runs the API's retry; refusals (verified, nothing uploaded) show there."""
+    from tests.test_publishing import drain
+
+    drain(run=False)
+    retry = f"{PAGE}/1.0.0/platforms/darwin/arm64/retry"
+    browser.sign_in(ADMIN_TOKEN)
+    page = browser.get(PAGE + "/1.0.0").text
+    # A button for the refused platform only, none for the verified one.
+    assert f'action="{retry}"' in page
+    assert "platforms/linux/amd64/retry" not in page
+    confirm = browser.get(retry)
+    assert confirm.status_code == 200
+    assert "Check the uploaded archive of darwin/arm64 of version 1.0.0 again" in text_of(confirm)
+    token = browser.csrf(retry)
+    # Without the form's CSRF token: refused, nothing queued.
+    assert browser.post(retry, {}).status_code == 403
+    assert browser.post(retry, {"csrf_token": "forged"}).status_code == 403
+    assert drain() == []
+    done = browser.post(retry, {"csrf_token": token})
+    assert done.status_code == 303, done.text
+    assert done.headers["Location"] == f"{PAGE}/1.0.0?retried=darwin/arm64"
+    shown = text_of(browser.get(done.headers["Location"]))
+    assert "The archive of darwin/arm64 is being checked again" in shown
+    assert drain() == ["s3"]  # its upload's event, run again: still not a zip
+    assert "darwin/arm64 Failed the archive is not a zip file" in text_of(browser.get(PAGE))
+    # A query naming no platform of the page shows nothing.
+    assert 'id="retried"' not in browser.get(f"{PAGE}/1.0.0?retried=<b>x</b>").text
+    # Refusals: the verified platform (409), a platform with nothing uploaded (422).
+    verified = browser.post(f"{PAGE}/1.0.0/platforms/linux/amd64/retry", {"csrf_token": token})
+    assert verified.status_code == 409 and "nothing to retry" in verified.text
+    missing = browser.post(f"{PAGE}/1.1.0/platforms/linux/amd64/retry", {"csrf_token": token})
+    assert missing.status_code == 422 and "no uploaded archive" in missing.text
+    assert drain() == []
+
+
+def test_readers_have_no_retry(published: Api) -> None:
+    _, reader = make_team(published, "acme", "readers")
+    member = Browser(published.client)
+    member.sign_in(reader)
+    assert "/retry" not in member.get(PAGE + "/1.0.0").text
+    retry = f"{PAGE}/1.0.0/platforms/darwin/arm64/retry"
+    assert member.get(retry).status_code == 404
+    token = member.csrf(PAGE)
+    assert member.post(retry, {"csrf_token": token}).status_code == 404
+
+
+def test_the_provider_page_reads_the_provider_and_the_version_once(
+    published: Api, browser: Browser, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The session, the user's rights (user, organization), the provider, its versions and
+    the shown version's platforms: no second read of the organization, the provider or the
+    version for the platforms (they were read, with the caller's rights, for the versions)."""
+    from bench.reads import counting_reads
+
+    monkeypatch.setenv("REGISTRY_SETTINGS_CACHE_SECONDS", "600")
+    monkeypatch.setenv("REGISTRY_TOKEN_CACHE_SECONDS", "600")
+    get_settings.cache_clear()
+    browser.sign_in(ADMIN_TOKEN)
+    for path in (PAGE, PAGE + "/1.1.0"):
+        browser.get(path)  # the settings and the token are read (and cached) first
+        with counting_reads() as reads:
+            reply = browser.get(path)
+        assert reply.status_code == 200
+        assert "linux/amd64" in reply.text
+        assert reads.total_calls <= 6, (path, reads.detail())

@@ -249,6 +249,31 @@ def show_platform(
     return document(render.render_platform(provider, found, platform, rights))
 
 
+RETRY_ERRORS = {
+    409: "the platform is verified: nothing to retry",
+    422: "no archive uploaded to check, or its version lacks SHA256SUMS or its signature",
+}
+
+
+@route(bp, PLATFORM + "/actions/retry", methods=("POST",), success=200, errors=RETRY_ERRORS)
+def retry_platform(
+    ctx: Ctx,
+    organization_name: str,
+    registry_name: str,
+    namespace: str,
+    name: str,
+    version: str,
+    os: str,
+    arch: str,
+):
+    """Check the platform's uploaded archive again (publishers): its upload's S3 event is
+    queued again, with its version's while that is not verified. 409 when the platform is
+    verified, 422 when there is no upload to check."""
+    ref = _ref(organization_name, registry_name, namespace, name)
+    provider, found, platform, rights = service.retry_platform(ctx.user, ref, version, os, arch)
+    return document(render.render_platform(provider, found, platform, rights))
+
+
 @route(bp, PLATFORM, methods=("DELETE",))
 def delete_platform(
     ctx: Ctx,

@@ -12,9 +12,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from chalicelib.accounts import service as accounts
-from chalicelib.artifacts import objects, semver
+from chalicelib.artifacts import objects, queue, semver
 from chalicelib.core import tagbindings
-from chalicelib.core.api.errors import Forbidden, NotFound, Unprocessable
+from chalicelib.core.api.errors import Conflict, Forbidden, NotFound, Unprocessable
 from chalicelib.core.auth import Principal
 from chalicelib.core.data.ids import new_id, now
 from chalicelib.core.settings import get_settings
@@ -382,6 +382,13 @@ def list_platforms(
     return provider, found, store.platforms_of(found.id), rights_
 
 
+def platforms_read(version: ProviderVersionModel) -> list[ProviderPlatformModel]:
+    """The platforms of a version the caller has just read through this service (its
+    rights checked then, as ``list_versions`` does): one Query, without reading the
+    organization, the provider and the version a second time (the provider page)."""
+    return store.platforms_of(version.id)
+
+
 def get_platform(
     principal: Principal, ref: ProviderRef, version: str, os_: str, arch: str
 ) -> tuple[ProviderModel, ProviderVersionModel, ProviderPlatformModel, Rights]:
@@ -401,6 +408,40 @@ def delete_platform(
     store.serve_platform(provider, found.version, platform, None)  # the protocol stops first
     objects.delete_objects([_binary_key(provider, found, platform)])
     platform.delete()
+
+
+def retry_platform(
+    principal: Principal, ref: ProviderRef, version: str, os_: str, arch: str
+) -> tuple[ProviderModel, ProviderVersionModel, ProviderPlatformModel, Rights]:
+    """Check a platform's uploaded archive again (its S3 event was lost or dead-lettered,
+    or its check failed for a reason since fixed), as a module's retry ingests its stuck
+    uploads again: the upload's S3 event is queued again, and its version's too while the
+    version is not verified (the platform is checked once it is). A 409 when the platform
+    is verified, a 422 when nothing was uploaded to check."""
+    provider, found, platform, rights_ = get_platform(principal, ref, version, os_, arch)
+    require_publish(rights_, "retrying a provider platform's check")
+    what = f"platform {platform.os}/{platform.arch} of version {found.version}"
+    if platform.status == store.VERIFIED:
+        raise Conflict(f"{what} is verified: there is nothing to retry")
+    archive = _binary_key(provider, found, platform)
+    if not objects.exists(archive):
+        raise Unprocessable(
+            f"{what} has no uploaded archive to check: upload it to its provider-binary-upload link"
+        )
+    again = [archive]
+    if found.status != store.VERIFIED:
+        files = [
+            keys.shasums_key(provider.id, found.version),
+            keys.shasums_sig_key(provider.id, found.version),
+        ]
+        if not all(objects.exists(key) for key in files):
+            raise Unprocessable(
+                f"version {found.version} has not both SHA256SUMS and SHA256SUMS.sig "
+                f"uploaded: {what} is checked once they are"
+            )
+        again = files + again
+    queue.enqueue_upload_events(again)
+    return provider, found, platform, rights_
 
 
 # ----- links --------------------------------------------------------------------------------

@@ -28,7 +28,8 @@ FILE = BASE + "/{hostname}/{namespace}/{type}/{file}"
 SEED = BASE + "/seed"
 INDEX = "index.json"
 UPSTREAM_ERRORS = {
-    502: "the upstream registry failed, or its archive did not match its shasum",
+    502: "the upstream registry failed, or its archive did not match its shasum, or its "
+    "SHA256SUMS is not signed by a key it announces or does not list the archive",
     504: "the upstream registry did not answer in time",
 }
 

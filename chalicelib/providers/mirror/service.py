@@ -4,9 +4,10 @@ who may read them, and the pull-through cache of public providers.
 * Under a public registry's host name (``PUBLIC_HOSTS``) the mirror serves the public
   provider from its cache, filling it from the upstream registry on first use: the version
   list for ``REGISTRY_MIRROR_CACHE_TTL`` seconds, archives for good (checked against the
-  upstream's ``shasum``, kept in S3 with their ``zh:`` and ``h1:`` hashes). Any
-  authenticated caller of the registry may use it. Archives seeded from an upload of
-  ``terraform providers mirror`` are served the same way; with
+  upstream's ``shasum`` and its SHA256SUMS signed by a key the upstream announces, kept
+  in S3 with their ``zh:`` and ``h1:`` hashes). Any authenticated caller of the registry
+  may use it. Archives seeded from an upload of ``terraform providers mirror`` are served
+  the same way; with
   ``REGISTRY_MIRROR_UPSTREAM_URL=off`` the cache serves only those (air-gapped).
 * Under any other host name (a registry is reached under several names) it serves the
   registry's own private providers of the organization ``:namespace``: exactly what
@@ -32,7 +33,7 @@ from chalicelib.core.auth import Principal
 from chalicelib.core.data.aws import client
 from chalicelib.core.settings import get_settings
 from chalicelib.providers import keys
-from chalicelib.providers.mirror import hashes, store, upstream
+from chalicelib.providers.mirror import hashes, signed, store, upstream
 from chalicelib.providers.protocol import service as protocol
 
 log = logging.getLogger("registry.mirror")
@@ -234,7 +235,7 @@ def _archive(entry: dict[str, Any]) -> Archive:
 
 def _fetch(where: Address, version: str, platform: str) -> dict[str, Any]:
     """One platform's archive from the upstream into the cache, checked against the
-    upstream's ``shasum``."""
+    upstream's ``shasum`` and its signed SHA256SUMS (``signed``), as terraform would."""
     os_, arch = platform.split("_", 1)
     try:
         found = upstream.download(where.hostname, where.namespace, where.type, version, os_, arch)
@@ -252,6 +253,7 @@ def _fetch(where: Address, version: str, platform: str) -> dict[str, Any]:
                 f"the upstream's archive of {where.key} {version} {platform} does not match "
                 "its shasum"
             )
+        signed.check(found, sha256, f"{where.key} {version} {platform}")
         spool.seek(0)
         entry = keep_archive(where, version, platform, found.filename, spool, sha256, size)
     log.info("mirror cached %s %s %s (%d bytes)", where.key, version, platform, size)

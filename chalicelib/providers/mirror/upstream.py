@@ -32,11 +32,16 @@ FILENAME = re.compile(r"^[0-9A-Za-z+-][0-9A-Za-z._+-]{0,254}$")
 
 @dataclass(frozen=True)
 class Download:
-    """What ``download/:os/:arch`` says of one platform's archive."""
+    """What ``download/:os/:arch`` says of one platform's archive: its file, the version's
+    SHA256SUMS and its signature (links resolved against the answer's URL), and the keys
+    the upstream announces for that signature (``(key_id, ascii_armor)``)."""
 
     filename: str
     url: str
     shasum: str
+    shasums_url: str = ""
+    signature_url: str = ""
+    keys: tuple[tuple[str, str], ...] = ()
 
 
 def base_url(hostname: str) -> str:
@@ -147,7 +152,32 @@ def download(
         raise BadGateway("the upstream's download answer lacks filename, download_url or shasum")
     if not FILENAME.match(filename):
         raise BadGateway(f"the upstream named the archive {filename!r}")
-    return Download(filename, urljoin(url, link), shasum.lower())
+    sums, signature = found.get("shasums_url"), found.get("shasums_signature_url")
+    return Download(
+        filename,
+        urljoin(url, link),
+        shasum.lower(),
+        urljoin(url, sums) if isinstance(sums, str) and sums else "",
+        urljoin(url, signature) if isinstance(signature, str) and signature else "",
+        _keys(found.get("signing_keys")),
+    )
+
+
+def _keys(signing_keys: Any) -> tuple[tuple[str, str], ...]:
+    """``(key_id, ascii_armor)`` of each of ``signing_keys.gpg_public_keys``."""
+    listed = signing_keys.get("gpg_public_keys") if isinstance(signing_keys, dict) else None
+    return tuple(
+        (str(key.get("key_id") or ""), key["ascii_armor"])
+        for key in (listed if isinstance(listed, list) else [])
+        if isinstance(key, dict) and isinstance(key.get("ascii_armor"), str)
+    )
+
+
+def fetch_small(url: str, limit: int) -> bytes:
+    """A small file of the upstream (SHA256SUMS, its signature), refused past ``limit``."""
+    with _open(url, "application/octet-stream, text/plain") as response:
+        body, _ = _read(response, limit)
+    return body
 
 
 def fetch_archive(url: str, sink: IO[bytes]) -> tuple[str, int]:

@@ -1,10 +1,10 @@
 """What the provider pages show, gathered through ``providers.service`` (never its tables).
 
 The same service calls as the API with the same ``Principal``: every member of the
-organization reads (publishers see nothing more here: the pages only read), anyone else
-gets the service's 404. Statuses are the checks' (``providers.ingest``): a version or
-platform is pending until its files have arrived and been checked, then verified, or
-failed with the reason in ``error``.
+organization reads, anyone else gets the service's 404; publishers may also have a
+platform's archive checked again (``retry_platform``, the API's action). Statuses are the
+checks' (``providers.ingest``): a version or platform is pending until its files have
+arrived and been checked, then verified, or failed with the reason in ``error``.
 """
 
 from __future__ import annotations
@@ -152,6 +152,8 @@ class ProviderPage:
     # The CLI configuration terraform needs to reach a plain-HTTP registry; None over HTTPS.
     cli_config: str | None
     url: str
+    # A publisher may have a platform that is not verified checked again.
+    can_retry: bool = False
 
 
 def _version(provider: ProviderModel, version: ProviderVersionModel) -> VersionEntry:
@@ -214,16 +216,15 @@ def usage_snippet(name: str, source: str, constraint: str) -> str:
 def provider_page(
     principal: Principal, ref: ProviderRef, version: str | None, base_url: str
 ) -> ProviderPage:
-    provider, stored, _ = providers.list_versions(principal, ref)  # newest first
+    provider, stored, rights = providers.list_versions(principal, ref)  # newest first
     if version is None:
         chosen = next((v for v in stored if v.status == VERIFIED), stored[0] if stored else None)
     else:
         chosen = next((v for v in stored if v.version == version), None)
         if chosen is None:
             raise NotFound(f"version {version!r} of {ref.namespace}/{ref.name} not found")
-    platforms: list[ProviderPlatformModel] = []
-    if chosen is not None:
-        _, _, platforms, _ = providers.list_platforms(principal, ref, chosen.version)
+    # The chosen version was read above, with the caller's rights: its platforms only.
+    platforms = providers.platforms_read(chosen) if chosen is not None else []
     source = f"{host_of(base_url)}/{provider.namespace}/{provider.name}"
     constraint = constraint_for(chosen.version) if chosen else ""
     return ProviderPage(
@@ -236,4 +237,21 @@ def provider_page(
         snippet=usage_snippet(provider.name, source, constraint),
         cli_config=cli_configuration(base_url),
         url=provider_path(provider.organization, provider.namespace, provider.name),
+        can_retry=rights.publish,
     )
+
+
+def retry_path(ref: ProviderRef, version: str, os_: str, arch: str) -> str:
+    return provider_path(ref.organization, ref.namespace, ref.name, version) + (
+        f"/platforms/{os_}/{arch}/retry"
+    )
+
+
+def retry_target(
+    principal: Principal, ref: ProviderRef, version: str, os_: str, arch: str
+) -> ProviderPlatformModel:
+    """The platform a publisher would have checked again; the service's 404 for anyone
+    else, or for a platform that is not there."""
+    _, _, platform, rights = providers.get_platform(principal, ref, version, os_, arch)
+    providers.require_publish(rights, "retrying a provider platform's check")
+    return platform

@@ -8,16 +8,22 @@ from __future__ import annotations
 
 from chalice import Blueprint, Response
 
-from chalicelib.core.api.openapi import Param
+from chalicelib.core.api.errors import Conflict, Unprocessable
+from chalicelib.core.api.openapi import Param, Reply
+from chalicelib.providers import service as providers_service
 from chalicelib.providers.service import ProviderRef
 from chalicelib.web import pages as module_pages
+from chalicelib.web.people.common import posted
 from chalicelib.web.providers import pages
-from chalicelib.web.view import WebCtx, page
+from chalicelib.web.view import WebCtx, page, redirect
 
 bp = Blueprint("chalicelib.web.providers")
 
 PROVIDERS = "/app/{organization}/registry/providers"
 PROVIDER = PROVIDERS + "/" + pages.REGISTRY + "/{namespace}/{name}"
+RETRY = PROVIDER + "/{version}/platforms/{os}/{arch}/retry"
+RETRIED = Param("retried", "the platform (os/arch) whose check was just started again")
+REFUSED = (Reply(303), Reply(409), Reply(422))
 
 
 @page(
@@ -37,7 +43,7 @@ def provider(ctx: WebCtx, organization: str, namespace: str, name: str) -> Respo
     return _provider_page(ctx, organization, namespace, name, None)
 
 
-@page(bp, PROVIDER + "/{version}")
+@page(bp, PROVIDER + "/{version}", query=(RETRIED,))
 def provider_version(
     ctx: WebCtx, organization: str, namespace: str, name: str, version: str
 ) -> Response:
@@ -51,4 +57,63 @@ def _provider_page(
     principal = ctx.principal_or_sign_in()
     ref = ProviderRef(organization, pages.REGISTRY, namespace, name)
     view = pages.provider_page(principal, ref, version, ctx.base_url)
-    return ctx.render("providers/provider.html", view=view)
+    # Named only when it is a platform of the page: the query is the caller's to write.
+    shown = {f"{p.os}/{p.arch}" for p in view.platforms}
+    retried = ctx.query.get("retried")
+    return ctx.render(
+        "providers/provider.html", view=view, retried=retried if retried in shown else None
+    )
+
+
+@page(bp, RETRY)
+def confirm_retry(
+    ctx: WebCtx, organization: str, namespace: str, name: str, version: str, os: str, arch: str
+) -> Response:
+    """Check this platform's archive again? (publishers; a page of its own)"""
+    ref = ProviderRef(organization, pages.REGISTRY, namespace, name)
+    pages.retry_target(ctx.principal_or_sign_in(), ref, version, os, arch)
+    return _confirm(ctx, ref, version, os, arch)
+
+
+@page(bp, RETRY, ("POST",), form=True, success=REFUSED)
+def retry(
+    ctx: WebCtx, organization: str, namespace: str, name: str, version: str, os: str, arch: str
+) -> Response:
+    """Check the platform's uploaded archive again, as ``POST …/platforms/:os/:arch/actions/
+    retry``; the refusal (verified, nothing uploaded) on the confirmation page."""
+    ref = ProviderRef(organization, pages.REGISTRY, namespace, name)
+    form = posted(ctx)
+    if isinstance(form, Response):
+        return form
+    principal = ctx.principal_or_sign_in()
+    try:
+        providers_service.retry_platform(principal, ref, version, os, arch)
+    except (Conflict, Unprocessable) as refused:
+        return _confirm(ctx, ref, version, os, arch, refused.status, refused.detail)
+    where = pages.provider_path(organization, namespace, name, version)
+    return redirect(f"{where}?retried={os}/{arch}")
+
+
+def _confirm(
+    ctx: WebCtx,
+    ref: ProviderRef,
+    version: str,
+    os_: str,
+    arch: str,
+    status: int = 200,
+    error: str | None = None,
+) -> Response:
+    return ctx.render(
+        "publishing/confirm.html",
+        status,
+        title=f"Check {os_}/{arch} of {ref.name} {version} again?",
+        question=f"Check the uploaded archive of {os_}/{arch} of version {version} again "
+        "(and the version's SHA256SUMS signature, if it is not verified)? Do this when its "
+        "check failed for a reason since fixed, or it stays pending with its files uploaded.",
+        action=pages.retry_path(ref, version, os_, arch),
+        button="Check again",
+        cancel=pages.provider_path(ref.organization, ref.namespace, ref.name, version),
+        fields=(),
+        danger=False,
+        error=error,
+    )
