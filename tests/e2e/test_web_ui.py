@@ -224,6 +224,16 @@ def published(stack: Stack, signer: SigningKey) -> Stack:
         stack, "hostile", "aws", {"1.0.0": _archive({"main.tf": MAIN_TF, "README.md": HOSTILE})}
     )
     _publish_provider(stack, signer)
+    # Five downloads of network, counted and carried by the stream into its list row.
+    for version in ("1.0.0", "1.0.0", "1.1.0", "1.1.0", "1.1.0"):
+        got = http.get(f"{stack.url}/api/registry/v1/modules/{ORG}/network/aws/{version}/download")
+        assert got.status_code == 204, got.text
+
+    def network_downloads() -> int:
+        listed = http.get(f"{stack.url}/api/registry/v1/modules/{ORG}").json()["modules"]
+        return next(m["downloads"] for m in listed if m["name"] == "network")
+
+    assert wait_for(network_downloads, lambda n: n == 5, timeout=10) == 5
     return stack
 
 
@@ -317,6 +327,7 @@ def test_organizations_and_search(page: Page):
     expect(network).to_contain_text("1.1.0")
     expect(network).to_contain_text("A VPC with public and private subnets")
     expect(network).to_contain_text("Ingest failed: 1.2.0")
+    expect(network.locator("td.number")).to_have_text("5")  # downloads, every version
     check_accessibility(page)
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SCREENSHOTS / "module-list.png"), full_page=True)
