@@ -419,3 +419,32 @@ def test_the_protocols_list_and_search_report_the_kept_total(module: Api, stream
     assert module.delete(f"{REPORT.removesuffix('/downloads')}/1.1.0").status == 204
     stream.drain()
     assert module.as_(token).get(listed).json["modules"][0]["downloads"] == 1
+
+
+def test_a_kept_table_without_its_stream_gets_it(aws: None):
+    """``make run`` on a data directory saved before the stream: the table gains it, as the
+    stack update turns it on in AWS."""
+    from chalicelib.core.data import db
+    from chalicelib.core.data.aws import client
+
+    dynamodb = client("dynamodb")
+    dynamodb.create_table(
+        TableName="test-downloads-before-streams",
+        KeySchema=[{"AttributeName": "module_id", "KeyType": "HASH"}],
+        AttributeDefinitions=[{"AttributeName": "module_id", "AttributeType": "S"}],
+        BillingMode="PAY_PER_REQUEST",
+    )
+
+    class Before(store.DownloadsModel):
+        Meta = db.table("downloads-before-streams", stream="NEW_IMAGE")
+
+    try:
+        db._add_missing_stream(Before)
+        described = dynamodb.describe_table(TableName="test-downloads-before-streams")["Table"]
+        assert described["StreamSpecification"] == {
+            "StreamEnabled": True,
+            "StreamViewType": "NEW_IMAGE",
+        }
+        db._add_missing_stream(Before)  # once is enough: a second start changes nothing
+    finally:
+        dynamodb.delete_table(TableName="test-downloads-before-streams")
