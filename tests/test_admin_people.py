@@ -558,6 +558,7 @@ def test_a_disabled_organization_refuses_its_members_and_tokens(producer: Api):
     for caller in callers.values():
         assert reads(api, caller.token)
     assert [o["id"] for o in callers["member"].get("/api/v2/organizations").data] == ["acme"]
+    assert len(callers["member"].get("/api/v2/organization-memberships").data) == 1
 
     disable(api, "acme", True)
     for flush in (False, True):
@@ -574,6 +575,8 @@ def test_a_disabled_organization_refuses_its_members_and_tokens(producer: Api):
                 assert reply.status == 403, (name, path, reply.status)
                 assert "'acme' is disabled" in str(reply.json), (name, path, reply.json)
     assert callers["member"].get("/api/v2/organizations").data == []
+    own = callers["member"].get("/api/v2/organization-memberships")
+    assert own.status == 200 and own.data == []  # its memberships are left out, not a 403
     # a site admin still reads it, on the admin API and the organization's own
     assert api.get(f"{ORGS}/acme").data["attributes"]["is-disabled"] is True
     assert api.get("/api/v2/organizations/acme").status == 200

@@ -127,15 +127,22 @@ def refuse_disabled(name: str, org: OrganizationModel | None = None) -> None:
     instance knows is kept for the token cache's window, so a warm request reads nothing
     more; ``org``: the item when the caller has just read it, else it is read (once per
     window) here."""
+    if is_disabled(name, org):
+        raise Forbidden(
+            f"organization {name!r} is disabled: a site administrator can enable it again"
+        )
+
+
+def is_disabled(name: str, org: OrganizationModel | None = None) -> bool:
+    """Whether a site admin disabled the organization: as this instance knows it, else from
+    ``org`` (the item, when the caller has just read it) or one GetItem, kept for the token
+    cache's window."""
     disabled = store.known_disabled(name)
     if disabled is None:
         if org is None:
             org = get_organization(name)
         disabled = store.note_disabled(name, org)
-    if disabled:
-        raise Forbidden(
-            f"organization {name!r} is disabled: a site administrator can enable it again"
-        )
+    return disabled
 
 
 def _access(principal: Principal, organization: str) -> OrgAccess:
