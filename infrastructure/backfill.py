@@ -4,7 +4,7 @@
         python -m infrastructure.backfill
 
 Lists page with keys (``chalicelib.core.data.lists``): they read a kept count per organization
-(of modules, tags, projects and workspaces) and, for the registry protocol, a lean list of
+(of modules, tags, projects, workspaces and users) and, for the registry protocol, a lean list of
 the modules it serves. The requests that create and delete them keep them; data written
 before this version has neither, so run this once after deploying it (DynamoDB fills the
 modules' lean index, ``list``, by itself). It scans the tables (a one-off, never a
@@ -51,6 +51,8 @@ def backfill_all() -> dict[str, dict[str, int]]:
         "usernames": accounts.backfill_username_claims(),
         # Users are found by email through the by-email index: key the users made before it.
         "user emails": accounts.backfill_email_keys(),
+        # The site admin's user list pages on the user directory index, with a kept count.
+        "user directory": accounts.backfill_user_directory(),
     }
 
 

@@ -48,7 +48,7 @@ def forget_cached_state() -> None:
     web's CSRF signing key and the settings themselves. Every test starts as a cold instance
     would; the one place to list a new module-level cache."""
     from chalicelib.accounts.render import _scim_enabled
-    from chalicelib.accounts.store import _users
+    from chalicelib.accounts.store import _disabled, _users
     from chalicelib.admin.store import forget_cached_settings
     from chalicelib.core.auth import verified
     from chalicelib.modules.downloads.store import pruning
@@ -57,6 +57,7 @@ def forget_cached_state() -> None:
 
     verified.clear()
     _users.clear()
+    _disabled.clear()
     pruning.clear()
     _scim_enabled.clear()
     forget_cached_settings()

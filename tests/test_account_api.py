@@ -431,3 +431,50 @@ def test_user_tokens_keep_the_expiry_asked_and_none_otherwise(api: Api) -> None:
     dated = api.post(path, doc("authentication-tokens", **{"expired-at": one_day.isoformat()}))
     assert dated.status == 201
     assert datetime.fromisoformat(dated.data["attributes"]["expired-at"]) == one_day
+
+
+# ----- a token's last use (go-tfe's UserToken.LastUsedAt) -----------------------------------
+
+
+def test_a_tokens_last_use_is_recorded_at_most_once_an_hour(api: Api) -> None:
+    """``last-used-at``: null until the token is used, then the time of its first use in
+    the hour. A warm request writes nothing; a cold one (the token read from DynamoDB)
+    writes only when what is stored is over an hour old: one UpdateItem an hour a token."""
+    from datetime import UTC, datetime, timedelta
+
+    from bench.reads import counting_reads
+    from chalicelib.core.auth import TokenModel, hash_token, verified
+    from tests.conftest import doc
+    from tests.test_accounts import admin_id
+
+    created = api.post(
+        f"/api/v2/users/{admin_id(api)}/authentication-tokens", doc("authentication-tokens")
+    )
+    token_id, secret = created.data["id"], created.data["attributes"]["token"]
+    shown = f"/api/v2/authentication-tokens/{token_id}"
+    assert created.data["attributes"]["last-used-at"] is None
+    assert api.get(shown).data["attributes"]["last-used-at"] is None
+    user = api.as_(secret)
+
+    def calls(path: str = "/api/v2/account/details", *, cold: bool) -> dict[str, int]:
+        if cold:
+            verified.clear()
+        with counting_reads() as counted:
+            assert user.get(path).status == 200
+        return dict(counted.calls)
+
+    first = calls(cold=True)  # never used: recorded
+    assert first.get("UpdateItem") == 1, first
+    used = api.get(shown).data["attributes"]["last-used-at"]
+    assert used is not None
+    assert datetime.now(UTC) - datetime.fromisoformat(used) < timedelta(minutes=1)
+    assert "UpdateItem" not in calls(cold=False)  # warm: nothing
+    assert "UpdateItem" not in calls(cold=True)  # cold within the hour: nothing
+    assert api.get(shown).data["attributes"]["last-used-at"] == used
+
+    item = TokenModel.get(hash_token(secret))
+    two_hours_ago = datetime.now(UTC) - timedelta(hours=2)
+    item.update(actions=[TokenModel.last_used_at.set(two_hours_ago)])
+    assert "UpdateItem" not in calls(cold=False)  # still cached: nothing yet
+    assert calls(cold=True).get("UpdateItem") == 1  # read again, an hour old: recorded
+    assert api.get(shown).data["attributes"]["last-used-at"] > used

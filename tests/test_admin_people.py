@@ -107,9 +107,18 @@ def test_list_users_searches_filters_includes_and_pages(api: Api):
     )
     names = [u["attributes"]["username"] for u in api.get(USERS).data]
     assert names == ["admin", "alice", "bob", "carol"]
-    # q: a part of the username or the email, any case
+    # q: the start of a username, or a whole email address, any case (read on keys)
     assert [u["id"] for u in api.get(f"{USERS}?q=ALI").data] == [alice]
-    assert len(api.get(f"{USERS}?q=example.com").data) == 3
+    assert [u["id"] for u in api.get(f"{USERS}?q=Alice@Example.COM").data] == [alice]
+    assert api.get(f"{USERS}?q=lice").data == []  # not a substring search
+    assert api.get(f"{USERS}?q=example.com").data == []
+    assert [u["attributes"]["username"] for u in api.get(f"{USERS}?q=a").data] == [
+        "admin",
+        "alice",
+    ]
+    matched = api.get(f"{USERS}?q=a&filter%5Badmin%5D=false")
+    assert [u["id"] for u in matched.data] == [alice]
+    assert matched.json["meta"]["pagination"]["total-count"] == 1
     admins = api.get(f"{USERS}?filter%5Badmin%5D=true").data
     assert sorted(u["attributes"]["username"] for u in admins) == ["admin", "bob"]
     assert all(u["attributes"]["is-admin"] for u in admins)
@@ -130,6 +139,70 @@ def test_list_users_searches_filters_includes_and_pages(api: Api):
     page = api.get(f"{USERS}?page%5Bsize%5D=3&page%5Bnumber%5D=2")
     assert [u["attributes"]["username"] for u in page.data] == ["carol"]
     assert page.json["meta"]["pagination"]["total-count"] == 4
+
+
+def _page_reads(api: Api, query: str) -> tuple[int, str, list[str]]:
+    from bench.reads import counting_reads
+
+    with counting_reads() as counted:
+        reply = api.get(f"{USERS}?{query}")
+    assert reply.status == 200, reply.body
+    names = [u["attributes"]["username"] for u in reply.data]
+    return counted.total_calls, counted.detail(), names
+
+
+def test_a_user_list_page_reads_its_page_not_the_table(api: Api):
+    """A page costs the same DynamoDB calls with 4 users and with 150 (a Query of the
+    user directory index, one BatchGetItem, the kept count), never a Scan; filters and a
+    username prefix read the index's entries, not the users table."""
+    queries = (
+        "page%5Bsize%5D=3",
+        "page%5Bsize%5D=3&page%5Bnumber%5D=2",
+        "q=us&page%5Bsize%5D=3",
+        "filter%5Badmin%5D=true",
+        "filter%5Bsuspended%5D=false&page%5Bsize%5D=3",
+        "q=user007@example.com",
+    )
+    for name in ("user001", "user002", "user007"):
+        make_user(name)
+    api.get(USERS)  # warm: the admin's token is verified and cached
+    few = {q: _page_reads(api, q) for q in queries}
+    for number in range(8, 155):
+        service.create_user(f"user{number:03}", f"user{number:03}@example.com")
+    api.get(USERS)  # warm again (the token cache's window may have passed)
+    many = {q: _page_reads(api, q) for q in queries}
+    for query in queries:
+        assert few[query][0] == many[query][0], (query, few[query], many[query])
+        assert "Scan" not in many[query][1], (query, many[query])
+    assert many["page%5Bsize%5D=3"][2] == ["admin", "user001", "user002"]
+    assert many["page%5Bsize%5D=3&page%5Bnumber%5D=2"][2] == ["user007", "user008", "user009"]
+    assert many["q=user007@example.com"][2] == ["user007"]
+    assert many["filter%5Badmin%5D=true"][2] == ["admin"]
+    total = api.get(f"{USERS}?page%5Bsize%5D=1").json["meta"]["pagination"]["total-count"]
+    assert total == 151
+
+
+def test_the_backfill_lists_users_made_before_the_directory(api: Api):
+    """Users written before the directory index (no ``directory``/``username_key``) are
+    missing from the list until ``python -m infrastructure.backfill``, which keys them and
+    sets the kept count; a second run changes nothing."""
+    from chalicelib.core.data import lists
+    from infrastructure.backfill import backfill_all
+
+    old = store.UserModel(
+        "user-old", username="Zed", email="zed@example.com", created_at=service.now()
+    )
+    old.save()
+    lists.CountModel(store.USER_DIRECTORY, lists.ALL).delete()
+    assert "Zed" not in [u["attributes"]["username"] for u in api.get(USERS).data]
+    report = backfill_all()["user directory"]
+    assert report["listed"] == 1 and report["counted"] == 2
+    listed = api.get(USERS)
+    assert [u["attributes"]["username"] for u in listed.data] == ["admin", "Zed"]
+    assert listed.json["meta"]["pagination"]["total-count"] == 2
+    assert api.get(f"{USERS}?q=z").data[0]["id"] == "user-old"
+    again = backfill_all()["user directory"]
+    assert again["listed"] == 0 and again["kept"] == 2
 
 
 def test_bad_filters_are_422_with_the_parameter(api: Api):
@@ -451,3 +524,100 @@ def test_a_deleted_consumers_name_does_not_inherit_the_sharing(producer: Api):
     make_org(api, "beta")  # someone takes the name again
     _, newcomer = make_team(api, "beta", "readers")
     assert not reads(api, newcomer)
+
+
+# ----- disabled organizations -------------------------------------------------------------
+
+
+def disable(api: Api, org: str, flag: bool) -> None:
+    reply = api.patch(f"{ORGS}/{org}", doc("organizations", **{"is-disabled": flag}))
+    assert reply.status == 200, reply.json
+    assert reply.data["attributes"]["is-disabled"] is flag
+
+
+def test_a_disabled_organization_refuses_its_members_and_tokens(producer: Api):
+    """``is-disabled``: its members, team and organization tokens get a 403 naming it on
+    its API and on the registry protocol (another instance within the token cache's window:
+    ``cold``); site admins still read it and enable it again, which restores everything."""
+    from chalicelib.accounts.store import _disabled
+
+    api = producer
+    _, team_token = make_team(api, "acme", "readers")
+    org_token = api.post("/api/v2/organizations/acme/authentication-token", raw="null")
+    member_id, member_token = make_user("member")
+    api.post(
+        f"/api/v2/teams/{make_team(api, 'acme', 'devs')[0]}/relationships/users",
+        {"data": [{"type": "users", "id": "member"}]},
+    )
+    callers = {
+        "team": api.as_(team_token),
+        "organization": api.as_(org_token.data["attributes"]["token"]),
+        "member": api.as_(member_token),
+    }
+    paths = ("/api/v2/organizations/acme", "/api/v2/organizations/acme/registry-modules")
+    for caller in callers.values():
+        assert reads(api, caller.token)
+    assert [o["id"] for o in callers["member"].get("/api/v2/organizations").data] == ["acme"]
+    assert len(callers["member"].get("/api/v2/organization-memberships").data) == 1
+
+    disable(api, "acme", True)
+    for flush in (False, True):
+        if flush:  # another instance, or this one after the window
+            cold()
+            _disabled.clear()
+        for name, caller in callers.items():
+            for path in (
+                *paths,
+                f"{V1}/acme/vpc/aws/versions",
+                f"{V1}/acme/vpc/aws/1.0.0/download",
+            ):
+                reply = caller.get(path)
+                assert reply.status == 403, (name, path, reply.status)
+                assert "'acme' is disabled" in str(reply.json), (name, path, reply.json)
+    assert callers["member"].get("/api/v2/organizations").data == []
+    own = callers["member"].get("/api/v2/organization-memberships")
+    assert own.status == 200 and own.data == []  # its memberships are left out, not a 403
+    # a site admin still reads it, on the admin API and the organization's own
+    assert api.get(f"{ORGS}/acme").data["attributes"]["is-disabled"] is True
+    assert api.get("/api/v2/organizations/acme").status == 200
+    assert api.get(f"{V1}/acme/vpc/aws/versions").status == 200
+
+    disable(api, "acme", False)
+    for caller in callers.values():
+        assert reads(api, caller.token)
+        assert caller.get(paths[0]).status == 200
+    assert member_id
+
+
+def test_a_disabled_producer_shares_nothing(producer: Api):
+    share(producer, "beta")
+    _, consumer = make_team(producer, "beta", "readers")
+    assert reads(producer, consumer)
+    disable(producer, "acme", True)
+    assert not reads(producer, consumer)
+
+
+def test_the_disabled_check_adds_no_call_to_the_hot_path(producer: Api):
+    """The registry protocol's hot path reads what it read before: warm, nothing more (the
+    flag is known); cold, the organization item rides in the same BatchGetItem."""
+    from bench.reads import counting_reads
+    from chalicelib.accounts.store import _disabled
+
+    api = producer
+    _, team_token = make_team(api, "acme", "readers")
+    member_id, member_token = make_user("member")
+    api.post(
+        f"/api/v2/teams/{make_team(api, 'acme', 'devs')[0]}/relationships/users",
+        {"data": [{"type": "users", "id": "member"}]},
+    )
+    path = f"{V1}/acme/vpc/aws/1.0.0/download"
+    for token in (team_token, member_token):
+        for is_cold, most in ((False, 2), (True, 3)):
+            api.as_(token).get(path)  # warm
+            if is_cold:
+                cold()
+                _disabled.clear()
+            with counting_reads() as counted:
+                assert api.as_(token).get(path).status == 204
+            assert counted.total_calls <= most, (is_cold, counted.detail())
+    assert member_id

@@ -585,3 +585,17 @@ def is_people(path: str) -> bool:
     if path.startswith("/app/account"):
         return "two-factor" not in path
     return path.startswith("/app/{organization}/") and "/registry/" not in path
+
+
+def test_the_account_page_shows_when_each_token_was_last_used(org: Api) -> None:
+    _, token = person(org, "jane")
+    browser = signed_in(org, token)
+    form = {"description": "CI pipeline", "csrf_token": csrf(browser, "/app/account")}
+    secret = secret_on(browser.post("/app/account/tokens", form))
+    row = re.compile(r"CI pipeline.*?</tr>", re.S)
+    before = row.search(browser.get("/app/account").text)
+    assert before is not None and "no use recorded" in before.group(0)
+    assert works(org, secret)
+    after = row.search(browser.get("/app/account").text)
+    assert after is not None and "no use recorded" not in after.group(0)
+    assert "not recorded" not in browser.get("/app/account").text

@@ -287,7 +287,7 @@ def render_token(token: TokenModel, secret: str | None = None) -> dict[str, Any]
         token.id,
         {
             "created-at": iso(token.created_at),
-            "last-used-at": None,
+            "last-used-at": iso(token.last_used_at),
             "description": token.description,
             "token": secret,
             "expired-at": iso(token.expired_at),

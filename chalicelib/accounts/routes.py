@@ -430,7 +430,10 @@ def _team_ids(body: Any) -> list[str]:
 
 @route(bp, MEMBERSHIPS, methods=("GET",), includes=MEMBERSHIP_INCLUDES, query=PAGE)
 def list_own_memberships(ctx: Ctx) -> Response:
-    found = memberships.own_memberships(ctx.user)
+    # A disabled organization's memberships are left out (its access is refused).
+    found = [
+        m for m in memberships.own_memberships(ctx.user) if not service.is_disabled(m.organization)
+    ]
     render = lambda m: _membership(ctx, m, service.access(ctx.user, m.organization))  # noqa: E731
     return _page_of(ctx, found, render, _membership_includers(ctx))
 

@@ -20,7 +20,7 @@ from pynamodb.expressions.update import Action
 
 from chalicelib.accounts import store
 from chalicelib.accounts.store import DIRECTORY, OrganizationModel, TeamModel, UserModel
-from chalicelib.core.api.errors import Conflict, NotFound, Unprocessable
+from chalicelib.core.api.errors import Conflict, Forbidden, NotFound, Unprocessable
 from chalicelib.core.api.pagination import Page
 from chalicelib.core.auth import Principal, PrincipalKind, TokenModel, mint_token, verified
 from chalicelib.core.data import db, lists
@@ -111,7 +111,41 @@ def is_site_admin(principal: Principal) -> bool:
 
 
 def access(principal: Principal, organization: str) -> OrgAccess:
-    """The principal's rights in ``organization`` (which may not exist)."""
+    """The principal's rights in ``organization`` (which may not exist); 403 for its
+    members and tokens while a site admin has disabled it (``refuse_disabled``)."""
+    rights = _access(principal, organization)
+    if rights.can_read and not rights.site_admin:
+        refuse_disabled(organization)
+    return rights
+
+
+def refuse_disabled(name: str, org: OrganizationModel | None = None) -> None:
+    """403 when a site admin disabled the organization (``is-disabled``, the admin API):
+    its members, team and organization tokens are refused on its API and on the registry
+    protocol; site admins are not (they read it and enable it again). The one check, made
+    where organization access is resolved (``access``, ``read_in_organization``). What an
+    instance knows is kept for the token cache's window, so a warm request reads nothing
+    more; ``org``: the item when the caller has just read it, else it is read (once per
+    window) here."""
+    if is_disabled(name, org):
+        raise Forbidden(
+            f"organization {name!r} is disabled: a site administrator can enable it again"
+        )
+
+
+def is_disabled(name: str, org: OrganizationModel | None = None) -> bool:
+    """Whether a site admin disabled the organization: as this instance knows it, else from
+    ``org`` (the item, when the caller has just read it) or one GetItem, kept for the token
+    cache's window."""
+    disabled = store.known_disabled(name)
+    if disabled is None:
+        if org is None:
+            org = get_organization(name)
+        disabled = store.note_disabled(name, org)
+    return disabled
+
+
+def _access(principal: Principal, organization: str) -> OrgAccess:
     if principal.kind == "organization":
         readable = principal.organization == organization
         return OrgAccess(can_read=readable, read_projects=readable)
@@ -153,14 +187,15 @@ def _team_access(teams: Iterable[TeamModel], organization: str) -> OrgAccess:
 
 
 def readable_organization(principal: Principal, name: str) -> tuple[OrganizationModel, OrgAccess]:
-    """The organization and the caller's access, or 404 when missing or not readable."""
-    rights = access(principal, name)
-    if rights.can_read:
-        try:
-            return OrganizationModel.get(name), rights
-        except OrganizationModel.DoesNotExist:
-            pass
-    raise NotFound(f"organization {name!r} not found")
+    """The organization and the caller's access, or 404 when missing or not readable (403
+    when disabled: ``refuse_disabled``, on the item read here)."""
+    rights = _access(principal, name)
+    org = get_organization(name) if rights.can_read else None
+    if org is None:
+        raise NotFound(f"organization {name!r} not found")
+    if not rights.site_admin:
+        refuse_disabled(name, org)
+    return org, rights
 
 
 def organization_access(principal: Principal, name: str) -> OrgAccess:
@@ -193,17 +228,33 @@ def read_in_organization(
     (no read); a user is the cached user item (``store.cached_user``: none on a warm
     instance, and on a cold one read together with ``wanted``); only a site admin's answer
     reads the organizations table. The item is read whatever the answer: the caller must
-    not show it when the answer is no."""
+    not show it when the answer is no. A member of a disabled organization, or its token, is
+    refused (``refuse_disabled``): while this instance does not know whether it is, the
+    organization item is read in the same call as the rest."""
+    # The organization item is read with the rest while whether it is disabled is not known.
+    unknown = store.known_disabled(name) is None
+    more = [wanted] if wanted is not None else []
+    if unknown:
+        more.append((OrganizationModel, name, None))
+    user = None
     if principal.kind in ("team", "organization"):
         if principal.organization != name:
             return False, None
-        return True, db.get_together(wanted)[0] if wanted is not None else None
-    user, item = store.cached_user_with(principal.id, wanted)
-    if user is None:
-        return False, item
-    if user.is_site_admin:
+        member = True
+        items = db.get_together(*more) if more else []
+    else:
+        user, items = store.cached_user_with(principal.id, *more)
+        member = user is not None and any(
+            ref.startswith(f"{name}/") for ref in user.team_refs or ()
+        )
+    item = items[0] if wanted is not None else None
+    if unknown:
+        store.note_disabled(name, items[-1])
+    if user is not None and user.is_site_admin:
         return bool(OrganizationModel.count(name, limit=1)), item
-    return any(ref.startswith(f"{name}/") for ref in user.team_refs or ()), item
+    if member:
+        refuse_disabled(name)
+    return member, item
 
 
 def readable_organization_names(principal: Principal) -> list[str]:
@@ -264,6 +315,8 @@ def new_user(
         username=username,
         email=email,
         email_key=store.email_key(email),
+        directory=store.USER_DIRECTORY,
+        username_key=store.username_key(username),
         is_site_admin=site_admin,
         scim_provisioned=scim or None,
         created_at=now(),
@@ -385,14 +438,18 @@ def create_organization(
 
 
 def list_organizations(principal: Principal) -> list[OrganizationModel]:
+    """The organizations the caller reads: a site admin every one, anyone else those it
+    belongs to that are not disabled (``refuse_disabled``; the items read say it)."""
     if is_site_admin(principal):
         return list(OrganizationModel.by_directory.query(DIRECTORY))
     if principal.kind in ("team", "organization"):
         name = principal.organization
-        return [o for o in OrganizationModel.batch_get([name])] if name else []
-    user = get_user(principal.id)
-    names = sorted({ref.split("/", 1)[0] for ref in user.team_refs or ()})
-    return sorted(OrganizationModel.batch_get(names), key=lambda o: o.name) if names else []
+        found = list(OrganizationModel.batch_get([name])) if name else []
+    else:
+        user = get_user(principal.id)
+        names = sorted({ref.split("/", 1)[0] for ref in user.team_refs or ()})
+        found = sorted(OrganizationModel.batch_get(names), key=lambda o: o.name) if names else []
+    return [org for org in found if not store.note_disabled(org.name, org)]
 
 
 def update_organization(
@@ -858,6 +915,51 @@ def all_users() -> list[UserModel]:
     return sorted(users, key=lambda user: user.username.casefold())
 
 
+def page_users(
+    page: Page, term: str = "", admin: bool | None = None, suspended: bool | None = None
+) -> tuple[list[UserModel], int]:
+    """One page of the users, by username (any case), and how many match: read on the
+    ``user-directory`` index (``store.UserDirectory``), never the users table.
+
+    ``term`` matches the usernames it begins (any case), and the email address it is (any
+    case; one Query of the ``by-email`` index, only when it holds an ``@``). ``admin`` and
+    ``suspended`` filter on the flags the index projects. Without them the page is one Query
+    of the index up to the page's end, one BatchGetItem and the kept count; with them, the
+    matching index entries are read (a prefix reads only its own) and the page's users by id.
+    """
+    term = term.strip()
+    if not term and admin is None and suspended is None:
+        source = lists.ClaimList(UserModel.user_directory, store.USER_DIRECTORY, _users_of)
+        return lists.read_page(source, page, total=store.user_count())
+    condition = UserModel.username_key.startswith(store.username_key(term)) if term else None
+    entries = {e.id: e for e in UserModel.user_directory.query(store.USER_DIRECTORY, condition)}
+    known: dict[str, UserModel] = {}
+    if "@" in term:
+        by_email = [i for i in store.user_ids_with_email(term, limit=10) if i not in entries]
+        known = {user.id: user for user in UserModel.batch_get(by_email)} if by_email else {}
+        entries.update(known)
+
+    def keep(user: UserModel) -> bool:
+        return (admin is None or bool(user.is_site_admin) == admin) and (
+            suspended is None or bool(user.suspended) == suspended
+        )
+
+    found = sorted(
+        (e for e in entries.values() if keep(e)), key=lambda u: store.username_key(u.username)
+    )
+    return _users_of(found[page.offset : page.offset + page.size], known), len(found)
+
+
+def _users_of(entries: list[Any], known: dict[str, UserModel] | None = None) -> list[UserModel]:
+    """The full users of index entries, in their order: one BatchGetItem (a page is at most
+    100) for those not ``known``; gone ones left out."""
+    found = dict(known or {})
+    wanted = [e.id for e in entries if e.id not in found]
+    if wanted:
+        found.update((user.id, user) for user in UserModel.batch_get(wanted))
+    return [found[e.id] for e in entries if e.id in found]
+
+
 def active_site_admin_ids() -> set[str]:
     """The site admins who are not suspended: the site keeps at least one."""
     condition = (UserModel.is_site_admin == True) & UserModel.username.exists()  # noqa: E712
@@ -900,7 +1002,7 @@ def delete_user(user: UserModel) -> None:
             store.remove_team_members(team, [user.id])
     if store.user_id_of_name(user.username) == user.id:
         store.UsernameClaimModel(store.claim_key(user.username)).delete()
-    user.delete()
+    store.remove_user(user)
 
 
 def all_organizations() -> list[OrganizationModel]:
@@ -925,6 +1027,7 @@ def set_organization_admin_values(
     if global_sharing is not None:
         actions.append(OrganizationModel.global_module_sharing.set(global_sharing))
     org.update(actions=actions, condition=OrganizationModel.name.exists())
+    store.forget_disabled(org.name)  # this instance at once, others within the window
 
 
 def set_module_consumers(org: OrganizationModel, consumers: set[str]) -> None:
@@ -956,10 +1059,13 @@ def member_organizations(principal: Principal) -> set[str]:
 
 def shares_modules_with(principal: Principal, producer: str) -> bool:
     """Whether ``producer`` shares its private modules with an organization of the caller
-    (module consumers, or global sharing): one GetItem of the producer."""
+    (module consumers, or global sharing): one GetItem of the producer. A disabled producer
+    shares nothing."""
     try:
         org = OrganizationModel.get(producer)
     except OrganizationModel.DoesNotExist:
+        return False
+    if store.note_disabled(producer, org):
         return False
     if org.global_module_sharing:
         return bool(member_organizations(principal))

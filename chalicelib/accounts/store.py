@@ -24,11 +24,16 @@ from pynamodb.attributes import (
 )
 from pynamodb.exceptions import PutError, TransactWriteError, UpdateError
 from pynamodb.expressions.update import Action
-from pynamodb.indexes import AllProjection, GlobalSecondaryIndex, KeysOnlyProjection
+from pynamodb.indexes import (
+    AllProjection,
+    GlobalSecondaryIndex,
+    IncludeProjection,
+    KeysOnlyProjection,
+)
 from pynamodb.transactions import TransactWrite
 
 from chalicelib.core.auth import TokenModel, TtlCache
-from chalicelib.core.data import db
+from chalicelib.core.data import db, lists
 from chalicelib.core.settings import get_settings
 
 DIRECTORY = "organizations"
@@ -91,6 +96,32 @@ class UserByEmail(GlobalSecondaryIndex):
     email_key = UnicodeAttribute(hash_key=True)
 
 
+# The ``directory`` value of every user item (claims have none): the one partition of the
+# ``user-directory`` index, and the scope of the kept count of users (``lists.CountModel``).
+USER_DIRECTORY = "users"
+
+
+class UserDirectory(GlobalSecondaryIndex):
+    """Every user under one key, by its username in any case (``username_key``): a page of
+    the site admin's user list is one Query of this index (up to the page's end) and one
+    BatchGetItem of the page's users, whatever the number of users; a username-prefix search
+    is a ``begins_with`` on the range key. It projects what the filters read (the username,
+    the email key and the two flags: about 120 bytes a user). Sparse: claims carry no
+    ``directory``; users made before it get one from ``backfill_user_directory``."""
+
+    class Meta:
+        index_name = "user-directory"
+        projection = IncludeProjection(["username", "email_key", "is_site_admin", "suspended"])
+
+    directory = UnicodeAttribute(hash_key=True)
+    username_key = UnicodeAttribute(range_key=True)
+
+
+def username_key(username: str) -> str:
+    """How the user directory orders and searches usernames: casefolded."""
+    return username.casefold()
+
+
 def email_key(email: str) -> str:
     """How an email address is looked up: in lower case, as invitations store it."""
     return email.strip().lower()
@@ -124,6 +155,12 @@ class UserModel(db.Model):
     unconfirmed_email = UnicodeAttribute(null=True)
     email_link_hash = UnicodeAttribute(null=True)
     email_link_expires_at = UTCDateTimeAttribute(null=True)
+    # ``USER_DIRECTORY`` and the casefolded username: the keys of the ``user-directory``
+    # index, kept with every write of ``username`` (``backfill_user_directory`` for users
+    # made before it).
+    directory = UnicodeAttribute(null=True)
+    username_key = UnicodeAttribute(null=True)
+    user_directory = UserDirectory()
 
     # Every write forgets this instance's cached copy (``cached_user``) at once.
     def save(self, *args: Any, **kwargs: Any) -> Any:
@@ -195,28 +232,47 @@ def cached_user(user_id: str) -> UserModel | None:
     registry protocol's hot path asks on every request which organizations a user reads.
     A change made through another instance (a membership, a site-admin flag) takes effect
     here within that window, as a token revocation does."""
-    return cached_user_with(user_id, None)[0]
+    return cached_user_with(user_id)[0]
 
 
-def cached_user_with(user_id: str, wanted: tuple[Any, Any, Any] | None) -> tuple[Any, Any]:
-    """``cached_user``, and the item ``wanted`` (``(model, hash_key, range_key)``, None for
-    nothing) read in the same round trip when the user is not cached: one BatchGetItem
-    instead of two GetItems on a cold instance's hot path. The item is None when missing."""
+def cached_user_with(user_id: str, *wanted: tuple[Any, Any, Any]) -> tuple[Any, list[Any]]:
+    """``cached_user``, and the items ``wanted`` (each ``(model, hash_key, range_key)``)
+    read in the same round trip when the user is not cached: one BatchGetItem instead of
+    several GetItems on a cold instance's hot path. An item is None when missing."""
     found = _users.get(user_id)
-    item = None
+    items: list[Any] = []
     if found is None:
-        if wanted is None:
-            try:
-                found = UserModel.get(user_id)
-            except UserModel.DoesNotExist:
-                found = None
-        else:
-            found, item = db.get_together((UserModel, user_id, None), wanted)
+        found, *items = db.get_together((UserModel, user_id, None), *wanted)
         found = found or False
         _users.put(user_id, found)
-    elif wanted is not None:
-        item = db.get_together(wanted)[0]
-    return found or None, item
+    elif wanted:
+        items = db.get_together(*wanted)
+    return found or None, items
+
+
+# organization name -> whether a site admin disabled it (``is-disabled``), for the token
+# cache's window: ``accounts.service.refuse_disabled`` reads it on every organization access.
+_disabled = TtlCache(lambda: get_settings().token_cache_ttl)
+
+
+def is_disabled(org: OrganizationModel | None) -> bool:
+    return bool(org is not None and (org.admin_values or {}).get("is-disabled"))
+
+
+def known_disabled(name: str) -> bool | None:
+    """Whether ``name`` is disabled as this instance last read it (None: not known)."""
+    return _disabled.get(name)
+
+
+def note_disabled(name: str, org: OrganizationModel | None) -> bool:
+    """Remember what an organization item just read says (a missing one: not disabled)."""
+    flag = is_disabled(org)
+    _disabled.put(name, flag)
+    return flag
+
+
+def forget_disabled(name: str) -> None:
+    _disabled.forget(name)
 
 
 class TeamsByOrganization(GlobalSecondaryIndex):
@@ -292,7 +348,8 @@ def insert_user(user: UserModel) -> bool:
         with TransactWrite(connection=db.connection()) as tx:
             tx.save(claim, condition=UsernameClaimModel.id.does_not_exist())
             tx.save(user, condition=UserModel.id.does_not_exist())
-    except TransactWriteError as exc:  # sent as: put claim, put user
+            lists.count_update(tx, USER_DIRECTORY, lists.ALL, 1)
+    except TransactWriteError as exc:  # sent as: put claim, put user, count
         if db.cancellation_codes(exc)[:1] == [db.TRANSACTION_CONDITION_FAILED]:
             return False
         raise
@@ -324,7 +381,14 @@ def rename_user(user: UserModel, username: str) -> bool:
                     condition=UsernameClaimModel.id.does_not_exist()
                     | (UsernameClaimModel.user_id == user.id),
                 )
-            tx.update(user, actions=[UserModel.username.set(username)], condition=condition)
+            tx.update(
+                user,
+                actions=[
+                    UserModel.username.set(username),
+                    UserModel.username_key.set(username_key(username)),
+                ],
+                condition=condition,
+            )
     except TransactWriteError as exc:
         if db.TRANSACTION_CONDITION_FAILED in db.cancellation_codes(exc):
             return False
@@ -397,6 +461,51 @@ def backfill_email_keys() -> dict[str, int]:
         except UpdateError as exc:  # changed meanwhile: that write set the key
             if not db.conditional_failure(exc):
                 raise
+    return report
+
+
+def remove_user(user: UserModel) -> None:
+    """Delete a user item and count it out of the kept count, in one transaction (a user
+    deleted meanwhile is left alone: counted out once)."""
+    try:
+        with TransactWrite(connection=db.connection()) as tx:
+            tx.delete(user, condition=UserModel.id.exists())
+            lists.count_update(tx, USER_DIRECTORY, lists.ALL, -1)
+    except TransactWriteError as exc:
+        if db.TRANSACTION_CONDITION_FAILED not in db.cancellation_codes(exc):
+            raise
+    _users.forget(user.id)
+
+
+def user_count() -> int | None:
+    """The kept number of users (None before ``backfill_user_directory`` or any new user)."""
+    return lists.counts(USER_DIRECTORY).get(lists.ALL)
+
+
+def backfill_user_directory() -> dict[str, int]:
+    """Put every user made before the ``user-directory`` index in it (its ``directory`` and
+    ``username_key``), then set the kept count of users to the index's size: idempotent."""
+    report = {"listed": 0, "kept": 0}
+    for user in UserModel.scan(filter_condition=UserModel.username.exists()):
+        wanted = username_key(user.username)
+        if user.directory == USER_DIRECTORY and user.username_key == wanted:
+            report["kept"] += 1
+            continue
+        try:
+            user.update(
+                actions=[
+                    UserModel.directory.set(USER_DIRECTORY),
+                    UserModel.username_key.set(wanted),
+                ],
+                condition=UserModel.username == user.username,
+            )
+            report["listed"] += 1
+        except UpdateError as exc:  # renamed meanwhile: that write set the key
+            if not db.conditional_failure(exc):
+                raise
+    total = sum(1 for _ in UserModel.user_directory.query(USER_DIRECTORY))
+    lists.set_counts(USER_DIRECTORY, {lists.ALL: total})
+    report["counted"] = total
     return report
 
 
@@ -653,8 +762,9 @@ def accept_invitation_as_new_user(item: MembershipModel, token_hash: str, user: 
             )
             tx.save(claim, condition=UsernameClaimModel.id.does_not_exist())
             tx.save(user, condition=UserModel.id.does_not_exist())
+            lists.count_update(tx, USER_DIRECTORY, lists.ALL, 1)
     except TransactWriteError as exc:
-        # PynamoDB sends puts before updates: the claim, the user, then the invitation.
+        # PynamoDB sends puts before updates: the claim, the user, the invitation, the count.
         claimed, put, used = (db.cancellation_codes(exc) + [None] * 3)[:3]
         if used == db.TRANSACTION_CONDITION_FAILED:
             return "used"

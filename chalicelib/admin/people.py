@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from chalicelib.accounts import service as accounts
 from chalicelib.accounts import twofactor
 from chalicelib.core.api.errors import NotFound, Unprocessable
+from chalicelib.core.api.pagination import Page
 
 if TYPE_CHECKING:
     from chalicelib.accounts.store import OrganizationModel, UserModel
@@ -51,22 +52,13 @@ def _flag(query: dict[str, str], name: str) -> bool | None:
 # ----- users ------------------------------------------------------------------------------------
 
 
-def list_users(query: dict[str, str]) -> list[UserModel]:
-    """Every user matching ``q`` (a part of the username or email, any case),
-    ``filter[admin]`` and ``filter[suspended]``, by username."""
+def list_users(query: dict[str, str], page: Page) -> tuple[list[UserModel], int]:
+    """One page of the users matching ``q`` (the start of a username, or a whole email
+    address, any case), ``filter[admin]`` and ``filter[suspended]``, by username, and how
+    many match (read on the user directory index: ``accounts.service.page_users``)."""
     admin = _flag(query, "filter[admin]")
     suspended = _flag(query, "filter[suspended]")
-    term = (query.get("q") or "").strip().casefold()
-    found = []
-    for user in accounts.all_users():
-        if term and term not in user.username.casefold() and term not in user.email.casefold():
-            continue
-        if admin is not None and bool(user.is_site_admin) != admin:
-            continue
-        if suspended is not None and bool(user.suspended) != suspended:
-            continue
-        found.append(user)
-    return found
+    return accounts.page_users(page, query.get("q") or "", admin, suspended)
 
 
 def organizations_of(user: UserModel) -> list[str]:

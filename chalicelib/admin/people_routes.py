@@ -102,7 +102,7 @@ def _user_document(user: UserModel) -> Response:
 
 USER_QUERY = (
     *PAGE,
-    Param("q", "a part of the username or email address"),
+    Param("q", "the start of a username, or a whole email address (any case)"),
     Param("filter[admin]", "true: only site admins; false: only the others"),
     Param("filter[suspended]", "true: only suspended users; false: only the others"),
 )
@@ -118,7 +118,8 @@ def _organizations_of(users: Any) -> list[dict[str, Any]]:
 def list_admin_users(ctx: Ctx) -> Response:
     """List every user of the site"""
     admin(ctx)
-    page = ctx.paginate(people.list_users(ctx.query))
+    users, total = people.list_users(ctx.query, ctx.page())
+    page = ctx.paginate_read(users, total)
     return document(
         [render_admin_user(user) for user in page.items],
         links=page.links,

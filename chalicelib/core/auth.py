@@ -8,20 +8,27 @@ default, ``REGISTRY_TOKEN_CACHE_SECONDS``), so a warm function answers most requ
 reading the token again. Deleting a token forgets it at once on the instance that deleted
 it; on other instances a revoked token keeps working for at most that long. An expired token
 is refused at once everywhere (the expiry travels with the cached entry).
+
+When a token was last used (``last-used-at``) is recorded without a write per request: only
+when the token is read from DynamoDB (a cache miss) and the stored time is older than
+``LAST_USED_EVERY`` (an hour): a warm instance writes nothing, and the time shown is the
+first use of its hour, at most an hour behind.
 """
 
 from __future__ import annotations
 
 import hashlib
+import logging
 import secrets
 import string
 import threading
 import time
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, Literal
 
 from pynamodb.attributes import BooleanAttribute, UnicodeAttribute, UTCDateTimeAttribute
+from pynamodb.exceptions import UpdateError
 from pynamodb.indexes import AllProjection, GlobalSecondaryIndex
 
 from chalicelib.core.api.errors import Unauthorized
@@ -30,6 +37,9 @@ from chalicelib.core.data.ids import new_id, now
 from chalicelib.core.settings import get_settings
 
 PrincipalKind = Literal["user", "team", "organization"]
+# How far behind a token's recorded last use may be (see the module's note).
+LAST_USED_EVERY = timedelta(hours=1)
+log = logging.getLogger(__name__)
 _ALPHABET = string.ascii_letters + string.digits
 
 
@@ -68,6 +78,8 @@ class TokenModel(db.Model):
     # Set on every token of a suspended user (chalicelib.accounts.service.set_suspended):
     # refused while set, so suspending costs no read on the hot path.
     suspended = BooleanAttribute(null=True)
+    # When the token was last used, at most ``LAST_USED_EVERY`` behind (``note_use``).
+    last_used_at = UTCDateTimeAttribute(null=True)
     by_id = TokenById()
     by_owner = TokenByOwner()
 
@@ -222,7 +234,25 @@ def _verified(token_hash: str) -> tuple[Principal, datetime | None, bool] | None
         )
         cached = (principal, item.expired_at, bool(item.suspended))
         verified.put(token_hash, cached)
+        note_use(item)
     return cached
+
+
+def note_use(item: TokenModel) -> None:
+    """Record that the token just read is in use, when what is stored is older than
+    ``LAST_USED_EVERY`` (one UpdateItem an hour a token; none while it is cached). A token
+    deleted meanwhile is left alone, and a failed write never refuses the request."""
+    at = now()
+    if item.last_used_at is not None and at - item.last_used_at < LAST_USED_EVERY:
+        return
+    try:
+        item.update(
+            actions=[TokenModel.last_used_at.set(at)],
+            condition=TokenModel.token_hash.exists(),
+        )
+    except UpdateError as exc:
+        if not db.conditional_failure(exc):
+            log.warning("could not record a token's last use: %s", type(exc).__name__)
 
 
 def _expired(expired_at: datetime | None) -> bool:

@@ -56,6 +56,7 @@ def _tokens(principal: Principal) -> tuple[list[dict[str, Any]], int]:
                 "id": token.id,
                 "description": token.description or "",
                 "created_at": token.created_at,
+                "last_used_at": token.last_used_at,
                 "expired_at": token.expired_at,
                 "expired": token.expired_at is not None and token.expired_at <= now(),
                 "terraform_login": (token.description or "").startswith(TERRAFORM_LOGIN),

@@ -1,10 +1,11 @@
 """Site administration of users and organizations, as pages (``/app/admin``).
 
 * ``/app/admin``: the overview, with links to every page.
-* ``/app/admin/users``: search by username or email, filter site admins and suspended
-  users, 20 a page. Each action (suspend, unsuspend, grant or revoke the site-admin flag,
-  disable two-factor, delete) is a confirmation page (GET) and its form (POST); the site's
-  last active admin is refused as the API refuses it (the message is shown).
+* ``/app/admin/users``: search by the start of a username or a whole email address,
+  filter site admins and suspended users, 20 a page. Each action (suspend, unsuspend,
+  grant or revoke the site-admin flag, disable two-factor, delete) is a confirmation page
+  (GET) and its form (POST); the site's last active admin is refused as the API refuses
+  it (the message is shown).
 * ``/app/admin/organizations`` (search, pages) and an organization's page: global module
   sharing and the organizations that consume its modules.
 
@@ -23,6 +24,7 @@ from chalicelib.admin import people
 from chalicelib.core.api.errors import NotFound, Unprocessable
 from chalicelib.core.api.jsonapi import relationship_list
 from chalicelib.core.api.openapi import Param
+from chalicelib.core.api.pagination import Page
 from chalicelib.web.pages import page_number
 from chalicelib.web.siteadmin.common import (
     ADMIN,
@@ -41,7 +43,7 @@ USERS = ADMIN + "/users"
 ORGANIZATIONS = ADMIN + "/organizations"
 PER_PAGE = 20
 USER_QUERY = (
-    Param("q", "a part of the username or email address"),
+    Param("q", "the start of a username, or a whole email address (any case)"),
     Param("admin", "true: only site admins; false: only the others"),
     Param("suspended", "true: only suspended users; false: only the others"),
     Param("page", "page number (from 1)", {"type": "integer", "minimum": 1}),
@@ -113,21 +115,24 @@ def overview(ctx: WebCtx) -> Response:
 
 def _users_page(ctx: WebCtx, status: int = 200, **extra: Any) -> Response:
     filters = {name: ctx.query.get(name, "") for name in ("q", "admin", "suspended")}
-    found = people.list_users(
+    number = page_number(ctx.query.get("page"))
+    users, total = people.list_users(
         {
             "q": filters["q"],
             "filter[admin]": filters["admin"],
             "filter[suspended]": filters["suspended"],
-        }
+        },
+        Page(number, PER_PAGE),
     )
-    number = page_number(ctx.query.get("page"))
-    users, pages = _pages(found, number)
+    pages = max(1, -(-total // PER_PAGE))
+    if number > pages:
+        raise NotFound(f"there is no page {number}")
     done = ACTIONS.get(ctx.query.get("done", ""), {}).get("done")
     return ctx.render(
         "siteadmin/users.html",
         status,
         users=users,
-        total=len(found),
+        total=total,
         page=number,
         pages=pages,
         filters={k: v for k, v in filters.items() if v},
