@@ -415,6 +415,64 @@ def test_a_password_change_checks_the_current_one_and_the_policy(
         assert secret not in reply.body.decode() and secret not in caplog.text
 
 
+def _change(current: str, new: str) -> dict[str, Any]:
+    return users_doc(**{"current-password": current, "password": new, "password-confirmation": new})
+
+
+def test_wrong_current_passwords_are_throttled_per_user_as_sign_in_is(
+    api: Api, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A stolen token cannot guess its way to the password: wrong current passwords count
+    with the user's failed sign-ins (``signin.ACCOUNT_LIMIT`` a window); past the bound the
+    right one is refused unchecked with a 429 that changes nothing, until the window ends."""
+    from types import SimpleNamespace
+
+    from chalicelib.accounts import passwords, signin
+    from chalicelib.accounts.store import UserModel
+    from tests.test_accounts import new_user
+    from tests.test_password_signin import WINDOW_START
+
+    clock = SimpleNamespace(value=WINDOW_START + 60.0)
+    monkeypatch.setattr(signin, "time", SimpleNamespace(time=lambda: clock.value))
+    jane_id, jane = new_user(api, "jane")
+    _, bob = new_user(api, "bob")
+    first, second = "correct horse battery staple", "another long passphrase"
+    for client in (jane, bob):
+        assert client.patch(PASSWORD, _change("", first)).status == 200
+    for guess in range(signin.ACCOUNT_LIMIT):
+        reply = jane.patch(PASSWORD, _change(f"guess number {guess}", second))
+        assert reply.status == 422, reply.json
+    before = UserModel.get(jane_id).password_hash
+    throttled = jane.patch(PASSWORD, _change(first, second))  # the right one, too late
+    assert throttled.status == 429, throttled.json
+    assert throttled.headers["Content-Type"] == "application/vnd.api+json"
+    assert throttled.error["status"] == "429" and "try again" in throttled.error["detail"]
+    assert 0 < int(throttled.headers["Retry-After"]) <= signin.WINDOW_SECONDS
+    assert UserModel.get(jane_id).password_hash == before  # nothing changed
+    assert bob.patch(PASSWORD, _change(first, second)).status == 200  # per user
+    clock.value += signin.WINDOW_SECONDS  # the next window
+    assert jane.patch(PASSWORD, _change(first, second)).status == 200
+    assert passwords.verify(UserModel.get(jane_id).password_hash, second)
+
+
+def test_successful_password_changes_are_not_counted_as_guesses(
+    api: Api, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from types import SimpleNamespace
+
+    from chalicelib.accounts import signin
+    from tests.test_accounts import new_user
+    from tests.test_password_signin import WINDOW_START, counters
+
+    monkeypatch.setattr(signin, "time", SimpleNamespace(time=lambda: WINDOW_START + 60.0))
+    _, jane = new_user(api, "jane")
+    words = [f"long enough passphrase {n}" for n in range(signin.ACCOUNT_LIMIT + 3)]
+    assert jane.patch(PASSWORD, _change("", words[0])).status == 200
+    for current, new in zip(words, words[1:], strict=False):
+        assert jane.patch(PASSWORD, _change(current, new)).status == 200
+    assert all(hits == 0 for hits in counters().values())
+
+
 # ----- user tokens' expiry (go-tfe TestUserTokens_Create) ------------------------------------
 
 

@@ -251,6 +251,33 @@ def test_the_password_changes_with_the_current_one_only(org: Api) -> None:
     assert new not in changed.text and PASSWORD not in changed.text
 
 
+def test_wrong_current_passwords_on_the_form_are_throttled_with_the_api_ones(
+    org: Api, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The form and ``PATCH /account/password`` count in one place: a stolen session gets
+    ``signin.ACCOUNT_LIMIT`` guesses a window in all; then a 429 page that changes nothing."""
+    from types import SimpleNamespace
+
+    from tests.test_password_signin import WINDOW_START
+
+    monkeypatch.setattr(signin, "time", SimpleNamespace(time=lambda: WINDOW_START + 60.0))
+    user_id, token = person(org, "jane")
+    browser = signed_in(org, token)
+    new = PASSWORD + "-new"
+    guess = {"current_password": "nope", "password": new, "password_again": new}
+    api_guess = {"current-password": "nope", "password": new, "password-confirmation": new}
+    body = {"data": {"type": "users", "attributes": api_guess}}
+    assert org.as_(token).patch("/api/v2/account/password", body).status == 422
+    form = dict(guess, csrf_token=csrf(browser, "/app/account"))
+    for _ in range(signin.ACCOUNT_LIMIT - 1):
+        assert browser.post("/app/account/password", form).status_code == 422
+    before = UserModel.get(user_id).password_hash
+    throttled = browser.post("/app/account/password", dict(form, current_password=PASSWORD))
+    assert throttled.status_code == 429 and "Retry-After" in throttled.headers
+    assert "too many attempts" in throttled.text and 'id="password-form"' in throttled.text
+    assert UserModel.get(user_id).password_hash == before
+
+
 # ----- members ----------------------------------------------------------------------------------
 
 

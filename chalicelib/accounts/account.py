@@ -12,6 +12,8 @@
   Sending the current address again drops a waiting change.
 * A password change needs the current password (a user without one, such as the token-only
   bootstrap admin, sends none) and passes the invitations' policy (``passwords.check``).
+  Wrong current passwords are throttled with the account's failed sign-ins
+  (``signin.check_current``): past the bound ``signin.Throttled`` is raised unchecked.
 
 Everything is checked before anything is written: a bad request is a 422 naming the field
 that changes nothing. Only user tokens have an account here (404 for team and organization
@@ -26,7 +28,7 @@ from datetime import timedelta
 
 from pynamodb.exceptions import UpdateError
 
-from chalicelib.accounts import memberships, passwords, service, store
+from chalicelib.accounts import memberships, passwords, service, signin, store
 from chalicelib.accounts.store import UserModel
 from chalicelib.core.api.errors import NotFound, Unprocessable
 from chalicelib.core.auth import Principal, hash_token
@@ -126,13 +128,14 @@ def confirm_email(user_id: str, secret: str) -> UserModel | None:
 
 
 def change_password(
-    principal: Principal, current: str | None, password: str | None, again: str | None
+    principal: Principal, current: str | None, password: str | None, again: str | None, source: str
 ) -> UserModel:
     """Set the caller's password: ``current`` must be their password (none when they have
-    none), ``password`` pass the policy and equal ``again``."""
+    none; guesses throttled per user and ``source`` address), ``password`` pass the policy
+    and equal ``again``."""
     user = own_user(principal)
     has_one = user.password_hash is not None or bool(current)
-    if has_one and not passwords.verify(user.password_hash, current or ""):
+    if has_one and not signin.check_current(user, current or "", source):
         raise Unprocessable("current password is not correct", pointer=CURRENT_PASSWORD)
     passwords.check(password or "", again or "", PASSWORD)
     old = user.password_hash

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from chalice import Blueprint, Response
 
-from chalicelib.accounts import account, memberships, service
+from chalicelib.accounts import account, memberships, service, signin
 from chalicelib.accounts.render import (
     render_entitlement_set,
     render_membership,
@@ -23,7 +23,7 @@ from chalicelib.accounts.render import (
     render_user,
 )
 from chalicelib.accounts.store import TeamModel, UserModel
-from chalicelib.core.api.errors import NotFound, Unprocessable
+from chalicelib.core.api.errors import NotFound, TooManyRequests, Unprocessable
 from chalicelib.core.api.http import Ctx, route
 from chalicelib.core.api.jsonapi import Includer, document, no_content
 from chalicelib.core.api.openapi import PAGE, Body, Param, Relationships
@@ -74,11 +74,20 @@ def update_account(ctx: Ctx) -> Response:
 
 @route(bp, "/api/v2/account/password", methods=("PATCH",), body=PASSWORD_BODY)
 def change_password(ctx: Ctx) -> Response:
-    """Change your password (``current-password``, ``password``, ``password-confirmation``)."""
+    """Change your password (``current-password``, ``password``, ``password-confirmation``).
+    Wrong current passwords count with the account's failed sign-ins: past the bound, 429."""
     attrs = ctx.attributes()
-    user = account.change_password(
-        ctx.user, attrs.current_password, attrs.password, attrs.password_confirmation
-    )
+    try:
+        user = account.change_password(
+            ctx.user,
+            attrs.current_password,
+            attrs.password,
+            attrs.password_confirmation,
+            ctx.source_ip,
+        )
+    except signin.Throttled as throttled:
+        headers = {"Retry-After": throttled.retry_after}
+        raise TooManyRequests(str(throttled), headers=headers) from None
     return document(render_user(user))
 
 

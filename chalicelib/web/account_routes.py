@@ -41,7 +41,7 @@ WRONG_CODE = "wrong or already used code"
 
 
 def _retry_after(answer: Response, throttled: signin.Throttled) -> Response:
-    answer.headers["Retry-After"] = str(throttled.minutes * 60)
+    answer.headers["Retry-After"] = throttled.retry_after
     return answer
 
 

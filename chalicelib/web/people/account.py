@@ -17,7 +17,7 @@ from typing import Any
 
 from chalice import Response
 
-from chalicelib.accounts import account, service, twofactor
+from chalicelib.accounts import account, service, signin, twofactor
 from chalicelib.core.api.errors import NotFound, Unprocessable
 from chalicelib.core.api.openapi import Param, Reply
 from chalicelib.core.auth import Principal, TokenModel
@@ -30,6 +30,7 @@ from chalicelib.web.people.common import (
     posted,
     signed_in_user,
 )
+from chalicelib.web.routes import THROTTLED
 from chalicelib.web.view import WebCtx, page, redirect
 
 ACCOUNT = "/app/account"
@@ -112,9 +113,10 @@ def update_profile(ctx: WebCtx) -> Response:
     return _account_page(ctx, principal, profile_notice=notice)
 
 
-@page(bp, ACCOUNT + "/password", ("POST",), form=True, success=REFUSED)
+@page(bp, ACCOUNT + "/password", ("POST",), form=True, success=(*REFUSED, THROTTLED))
 def change_password(ctx: WebCtx) -> Response:
-    """A new password: the current one (if any), the new one twice, the sign-up policy."""
+    """A new password: the current one (if any; guesses throttled as sign-in is), the new
+    one twice, the sign-up policy."""
     form = posted(ctx)
     if isinstance(form, Response):
         return form
@@ -125,9 +127,14 @@ def change_password(ctx: WebCtx) -> Response:
             form.raw("current_password") or None,
             form.raw("password"),
             form.raw("password_again"),
+            ctx.source_ip,
         )
     except Unprocessable as refused:
         return _account_page(ctx, principal, 422, password_error=refused.detail)
+    except signin.Throttled as throttled:
+        answer = _account_page(ctx, principal, 429, password_error=str(throttled))
+        answer.headers["Retry-After"] = throttled.retry_after
+        return answer
     return _account_page(ctx, principal, password_notice="Your password is changed.")
 
 
