@@ -13,6 +13,7 @@ import pytest
 
 from tests.conftest import Api, make_org
 from tests.test_memberships import MEMBERSHIPS, invite_body
+from tests.web_browser import Browser
 
 
 def no_scans(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -304,16 +305,33 @@ def test_a_new_email_is_confirmed_by_a_one_time_mailed_link(
     assert stored.email == "jane@example.com" and secret not in (stored.email_link_hash or "")
     assert service.find_user_by_email("jane@new.example") is None  # not yet
 
-    path = link[link.index("/api/v2/") :]
-    wrong = api.as_(None).get(path[: -len(secret)] + "x" * len(secret))
-    assert wrong.status == 404
-    confirmed = api.as_(None).get(path)  # followed from the mail: no token needed
-    assert confirmed.status == 200, confirmed.json
+    # The link opens a page (a scanner's prefetch of it confirms nothing); its button does.
+    path = link[link.index("/app/") :]
+    assert path.startswith("/app/account/confirm-email/")
+    browser = Browser(api.client)
+    wrong = path[: -len(secret)] + "x" * len(secret)
+    assert browser.get(wrong).status_code == 410
+    for _ in range(2):
+        shown = browser.get(path)  # followed from the mail: no session needed
+        assert shown.status_code == 200 and "Jane@New.example" in shown.text
+        assert 'id="confirm-email"' in shown.text and "jane" in shown.text
+    assert UserModel.get(jane_id).email == "jane@example.com"  # still waiting
+    old_api_link = api.as_(None).get("/api/v2/account/confirm-email/" + path.split("/", 4)[4])
+    assert old_api_link.status == 303 and old_api_link.headers["Location"] == path
+    assert UserModel.get(jane_id).email == "jane@example.com"  # a redirect confirms nothing
+    refused = browser.post(path, {})  # no CSRF token: nothing changes
+    assert refused.status_code == 403 and UserModel.get(jane_id).unconfirmed_email
+    assert browser.post(wrong, {"csrf_token": browser.csrf()}).status_code == 410
+    confirmed = browser.post(path, {"csrf_token": browser.csrf(path)})
+    assert confirmed.status_code == 200 and 'id="email-confirmed"' in confirmed.text
     me = jane.get(ACCOUNT).data["attributes"]
     assert me["email"] == "Jane@New.example" and me["unconfirmed-email"] is None
     assert service.find_user_by_email("jane@new.example").id == jane_id
     assert service.find_user_by_email("jane@example.com") is None
-    assert api.as_(None).get(path).status == 404  # once
+    again = browser.post(path, {"csrf_token": browser.csrf()})
+    assert again.status_code == 410 and browser.get(path).status_code == 410  # once
+    ours = [r for r in caplog.records if not r.name.startswith("mail.log")]
+    assert not any(secret in r.getMessage() for r in ours)
 
 
 def test_an_email_link_expires_and_a_newer_one_replaces_it(api: Api) -> None:

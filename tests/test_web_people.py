@@ -578,7 +578,14 @@ def test_every_people_form_without_its_csrf_token_is_403_and_changes_nothing(
         "team_id": readers,
         "token_id": token.id,
         "membership_id": membership,
+        "user_id": user_id,
+        "secret": "s" * 43,  # a live email confirmation link of olivia's
     }
+    from chalicelib.accounts import store
+    from chalicelib.core.auth import hash_token
+
+    link_expires = now() + timedelta(hours=1)
+    store.start_email_change(olivia_user, "new@example.com", hash_token("s" * 43), link_expires)
     state = (
         org.get(f"/api/v2/organizations/{ORG}/organization-memberships").body,
         org.get(f"/api/v2/organizations/{ORG}/teams").body,
@@ -605,6 +612,7 @@ def test_every_people_form_without_its_csrf_token_is_403_and_changes_nothing(
         sorted(t.id for t in service.owned_tokens("user", user_id)),
     )
     assert signin.check("olivia", PASSWORD, "198.51.100.1") is not None
+    assert UserModel.get(user_id).unconfirmed_email == "new@example.com"  # still waiting
 
 
 def is_people(path: str) -> bool:

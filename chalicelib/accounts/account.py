@@ -6,6 +6,9 @@
 * A changed email address waits as ``unconfirmed_email``: the user keeps their email until
   they follow the one-time link mailed to the new address (a random secret, of which only
   the SHA-256 (``core.auth.hash_token``) is stored; it works once, for ``EMAIL_LINK_HOURS``).
+  The link opens a web page (``CONFIRM_PATH``) that shows ``email_link``'s user and confirms
+  with a button (``confirm_email``): a mail scanner fetching the link confirms nothing. The
+  older API link (``API_CONFIRM_PATH``) redirects to that page.
   Mail goes through the site's SMTP settings (``chalicelib.admin.mail``, wired in by the
   entry modules through ``memberships.use_mail``, since accounts may not import admin). Without SMTP
   the change waits and no link exists anywhere; asking again once SMTP is set up sends one.
@@ -36,7 +39,8 @@ from chalicelib.core.data import db
 from chalicelib.core.data.ids import now
 
 EMAIL_LINK_HOURS = 24
-CONFIRM_PATH = "/api/v2/account/confirm-email/"
+CONFIRM_PATH = "/app/account/confirm-email/"
+API_CONFIRM_PATH = "/api/v2/account/confirm-email/"
 USERNAME = "/data/attributes/username"
 EMAIL = "/data/attributes/email"
 CURRENT_PASSWORD = "/data/attributes/current-password"
@@ -106,23 +110,29 @@ def _restore_email_change(user: UserModel, before: tuple) -> None:
         store.cancel_email_change(user)
 
 
-def confirm_email(user_id: str, secret: str) -> UserModel | None:
-    """Follow a confirmation link: the waiting address becomes the user's email, once.
-    None when the link is unknown, used, replaced, expired, or its address was taken by
-    another user meanwhile."""
+def email_link(user_id: str, secret: str) -> UserModel | None:
+    """The user whose live confirmation link this is (reads only: showing it changes
+    nothing). None when the link is unknown, used, replaced, expired, or its address was
+    taken by another user meanwhile."""
     if not secret or len(secret) > 200 or len(user_id) > 100:
         return None
     user = service.find_user(user_id)
     if user is None or not user.email_link_hash or not user.unconfirmed_email:
         return None
-    link_hash = hash_token(secret)
-    if not hmac.compare_digest(link_hash, user.email_link_hash):
+    if not hmac.compare_digest(hash_token(secret), user.email_link_hash):
         return None
     if user.email_link_expires_at is None or user.email_link_expires_at <= now():
         return None
     if any(i != user.id for i in store.user_ids_with_email(user.unconfirmed_email)):
         return None
-    if not store.confirm_email_change(user, link_hash):
+    return user
+
+
+def confirm_email(user_id: str, secret: str) -> UserModel | None:
+    """Use a confirmation link: the waiting address becomes the user's email, once. None
+    when the link is not live (``email_link``) or was used meanwhile."""
+    user = email_link(user_id, secret)
+    if user is None or not store.confirm_email_change(user, hash_token(secret)):
         return None
     return UserModel.get(user.id, consistent_read=True)
 

@@ -4,6 +4,9 @@ two-factor sign-in (``account_routes``), and the caller's own API tokens.
 * Profile and password change through ``accounts.account`` (``update``, ``change_password``),
   as ``PATCH /account/update`` and ``/account/password``: a new email address waits for the
   link mailed to it.
+* The link mailed to a new email address (``account.CONFIRM_PATH``): a page showing the
+  account and the address, whose button (a POST with the CSRF token, no session needed)
+  confirms it, once (``account.email_link`` / ``confirm_email``); a dead link is a 410 page.
 * Tokens: ``service.list_user_tokens`` / ``create_user_token`` / ``token_by_id`` /
   ``delete_token_by_id``. The secret of a new token is in the answer to the create form only
   (never stored, logged or put in a URL). The tokens ``terraform login`` made are marked; the
@@ -13,7 +16,7 @@ two-factor sign-in (``account_routes``), and the caller's own API tokens.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from chalice import Response
 
@@ -32,6 +35,9 @@ from chalicelib.web.people.common import (
 )
 from chalicelib.web.routes import THROTTLED
 from chalicelib.web.view import WebCtx, page, redirect
+
+if TYPE_CHECKING:
+    from chalicelib.accounts.store import UserModel
 
 ACCOUNT = "/app/account"
 TOKEN = ACCOUNT + "/tokens/{token_id}"
@@ -136,6 +142,31 @@ def change_password(ctx: WebCtx) -> Response:
         answer.headers["Retry-After"] = throttled.retry_after
         return answer
     return _account_page(ctx, principal, password_notice="Your password is changed.")
+
+
+CONFIRM_EMAIL = account.CONFIRM_PATH + "{user_id}/{secret}"
+DEAD_LINK = Reply(410, description="the link is used, replaced or expired")
+
+
+def _email_page(ctx: WebCtx, user: UserModel | None, action: str, **extra: Any) -> Response:
+    return ctx.render(
+        "people/confirm_email.html", 200 if user else 410, user=user, action=action, **extra
+    )
+
+
+@page(bp, CONFIRM_EMAIL, success=(Reply(200), DEAD_LINK))
+def confirm_email_page(ctx: WebCtx, user_id: str, secret: str) -> Response:
+    """The mailed link: which address becomes whose, and the button that confirms it."""
+    return _email_page(ctx, account.email_link(user_id, secret), ctx.path)
+
+
+@page(bp, CONFIRM_EMAIL, ("POST",), form=True, success=(Reply(200), DEAD_LINK))
+def confirm_email(ctx: WebCtx, user_id: str, secret: str) -> Response:
+    """Confirm the new address (once): it becomes the account's email."""
+    form = posted(ctx)
+    if isinstance(form, Response):
+        return form
+    return _email_page(ctx, account.confirm_email(user_id, secret), ctx.path, done=True)
 
 
 @page(bp, ACCOUNT + "/tokens", ("POST",), form=True, success=REFUSED)
