@@ -28,6 +28,7 @@ from __future__ import annotations
 import hmac
 import secrets
 from datetime import timedelta
+from urllib.parse import quote
 
 from pynamodb.exceptions import UpdateError
 
@@ -45,6 +46,11 @@ USERNAME = "/data/attributes/username"
 EMAIL = "/data/attributes/email"
 CURRENT_PASSWORD = "/data/attributes/current-password"
 PASSWORD = "/data/attributes/password"
+
+
+def confirm_path(user_id: str, secret: str) -> str:
+    """The path of the confirmation page of a link (the mailed link, without the host)."""
+    return CONFIRM_PATH + f"{quote(user_id, safe='')}/{quote(secret, safe='')}"
 
 
 def _send(email: str, link: str) -> bool:
@@ -94,7 +100,7 @@ def _change_email(user: UserModel, email: str, base_url: str) -> None:
     before = (user.unconfirmed_email, user.email_link_hash, user.email_link_expires_at)
     expires = now() + timedelta(hours=EMAIL_LINK_HOURS)
     store.start_email_change(user, email, hash_token(secret), expires)
-    link = base_url.rstrip("/") + CONFIRM_PATH + f"{user.id}/{secret}"
+    link = base_url.rstrip("/") + confirm_path(user.id, secret)
     try:
         _send(email, link)
     except Exception:

@@ -8,7 +8,6 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
-from urllib.parse import quote
 
 from chalice import Blueprint, Response
 
@@ -101,7 +100,7 @@ def change_password(ctx: Ctx) -> Response:
 def confirm_email(ctx: Ctx, user_id: str, secret: str) -> Response:
     """A confirmation link mailed before the links opened a page: to that page, where a
     button confirms (a GET confirms nothing, so a mail scanner's prefetch uses no link)."""
-    location = account.CONFIRM_PATH + f"{quote(user_id, safe='')}/{quote(secret, safe='')}"
+    location = account.confirm_path(user_id, secret)
     return Response(body="", status_code=303, headers={"Location": location})
 
 

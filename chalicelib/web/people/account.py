@@ -157,7 +157,8 @@ def _email_page(ctx: WebCtx, user: UserModel | None, action: str, **extra: Any) 
 @page(bp, CONFIRM_EMAIL, success=(Reply(200), DEAD_LINK))
 def confirm_email_page(ctx: WebCtx, user_id: str, secret: str) -> Response:
     """The mailed link: which address becomes whose, and the button that confirms it."""
-    return _email_page(ctx, account.email_link(user_id, secret), ctx.path)
+    action = account.confirm_path(user_id, secret)
+    return _email_page(ctx, account.email_link(user_id, secret), action)
 
 
 @page(bp, CONFIRM_EMAIL, ("POST",), form=True, success=(Reply(200), DEAD_LINK))
@@ -166,7 +167,8 @@ def confirm_email(ctx: WebCtx, user_id: str, secret: str) -> Response:
     form = posted(ctx)
     if isinstance(form, Response):
         return form
-    return _email_page(ctx, account.confirm_email(user_id, secret), ctx.path, done=True)
+    action = account.confirm_path(user_id, secret)
+    return _email_page(ctx, account.confirm_email(user_id, secret), action, done=True)
 
 
 @page(bp, ACCOUNT + "/tokens", ("POST",), form=True, success=REFUSED)
