@@ -225,12 +225,14 @@ ROUTE_GROUPS: tuple[Function, ...] = (
     ),
 )
 
-# S3 upload events and VCS publishing jobs (tag syncs, git fetches) from the ingest queue.
+# S3 upload events, VCS publishing jobs (tag syncs, git fetches) and password reset mails
+# from the ingest queue.
 INGEST = Function(
     "Ingest",
     "chalicelib.entry.ingest.ingest",
-    # Provider uploads mark their version or platform (chalicelib.providers.uploads).
-    {**REGISTRY_TABLES, **VCS_READ, **PROVIDER_TABLES},
+    # Provider uploads mark their version or platform (chalicelib.providers.uploads); a
+    # reset mail finds its user, keeps the link's hash on it and reads the SMTP settings.
+    {**REGISTRY_TABLES, **VCS_READ, **PROVIDER_TABLES, "users": WRITE, "settings": READ},
     s3_actions=("s3:GetObject", "s3:PutObject", "s3:DeleteObject"),
     memory=1024,
     timeout=120,

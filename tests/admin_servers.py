@@ -5,6 +5,7 @@ All listen on 127.0.0.1 at a free port and stop when their ``with`` block ends.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import socket
@@ -39,8 +40,11 @@ class Mailbox:
     envelopes: list[tuple[str, list[str]]] = field(default_factory=list)
     logins: list[str] = field(default_factory=list)
     reject_data: bool = False
+    delay: float = 0.0  # seconds to wait before answering DATA (a slow mail server)
 
     async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:  # noqa: N802
+        if self.delay:
+            await asyncio.sleep(self.delay)
         if self.reject_data:
             return "554 5.6.0 message rejected by policy"
         self.envelopes.append((envelope.mail_from, list(envelope.rcpt_tos)))

@@ -13,6 +13,7 @@ import pytest
 
 from tests.conftest import Api, make_org
 from tests.test_memberships import MEMBERSHIPS, invite_body
+from tests.web_browser import Browser
 
 
 def no_scans(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -304,16 +305,33 @@ def test_a_new_email_is_confirmed_by_a_one_time_mailed_link(
     assert stored.email == "jane@example.com" and secret not in (stored.email_link_hash or "")
     assert service.find_user_by_email("jane@new.example") is None  # not yet
 
-    path = link[link.index("/api/v2/") :]
-    wrong = api.as_(None).get(path[: -len(secret)] + "x" * len(secret))
-    assert wrong.status == 404
-    confirmed = api.as_(None).get(path)  # followed from the mail: no token needed
-    assert confirmed.status == 200, confirmed.json
+    # The link opens a page (a scanner's prefetch of it confirms nothing); its button does.
+    path = link[link.index("/app/") :]
+    assert path.startswith("/app/account/confirm-email/")
+    browser = Browser(api.client)
+    wrong = path[: -len(secret)] + "x" * len(secret)
+    assert browser.get(wrong).status_code == 410
+    for _ in range(2):
+        shown = browser.get(path)  # followed from the mail: no session needed
+        assert shown.status_code == 200 and "Jane@New.example" in shown.text
+        assert 'id="confirm-email"' in shown.text and "jane" in shown.text
+    assert UserModel.get(jane_id).email == "jane@example.com"  # still waiting
+    old_api_link = api.as_(None).get("/api/v2/account/confirm-email/" + path.split("/", 4)[4])
+    assert old_api_link.status == 303 and old_api_link.headers["Location"] == path
+    assert UserModel.get(jane_id).email == "jane@example.com"  # a redirect confirms nothing
+    refused = browser.post(path, {})  # no CSRF token: nothing changes
+    assert refused.status_code == 403 and UserModel.get(jane_id).unconfirmed_email
+    assert browser.post(wrong, {"csrf_token": browser.csrf()}).status_code == 410
+    confirmed = browser.post(path, {"csrf_token": browser.csrf(path)})
+    assert confirmed.status_code == 200 and 'id="email-confirmed"' in confirmed.text
     me = jane.get(ACCOUNT).data["attributes"]
     assert me["email"] == "Jane@New.example" and me["unconfirmed-email"] is None
     assert service.find_user_by_email("jane@new.example").id == jane_id
     assert service.find_user_by_email("jane@example.com") is None
-    assert api.as_(None).get(path).status == 404  # once
+    again = browser.post(path, {"csrf_token": browser.csrf()})
+    assert again.status_code == 410 and browser.get(path).status_code == 410  # once
+    ours = [r for r in caplog.records if not r.name.startswith("mail.log")]
+    assert not any(secret in r.getMessage() for r in ours)
 
 
 def test_an_email_link_expires_and_a_newer_one_replaces_it(api: Api) -> None:
@@ -413,6 +431,64 @@ def test_a_password_change_checks_the_current_one_and_the_policy(
     assert passwords.verify(UserModel.get(jane_id).password_hash, second)
     for secret in (first, second):
         assert secret not in reply.body.decode() and secret not in caplog.text
+
+
+def _change(current: str, new: str) -> dict[str, Any]:
+    return users_doc(**{"current-password": current, "password": new, "password-confirmation": new})
+
+
+def test_wrong_current_passwords_are_throttled_per_user_as_sign_in_is(
+    api: Api, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A stolen token cannot guess its way to the password: wrong current passwords count
+    with the user's failed sign-ins (``signin.ACCOUNT_LIMIT`` a window); past the bound the
+    right one is refused unchecked with a 429 that changes nothing, until the window ends."""
+    from types import SimpleNamespace
+
+    from chalicelib.accounts import passwords, signin
+    from chalicelib.accounts.store import UserModel
+    from tests.test_accounts import new_user
+    from tests.test_password_signin import WINDOW_START
+
+    clock = SimpleNamespace(value=WINDOW_START + 60.0)
+    monkeypatch.setattr(signin, "time", SimpleNamespace(time=lambda: clock.value))
+    jane_id, jane = new_user(api, "jane")
+    _, bob = new_user(api, "bob")
+    first, second = "correct horse battery staple", "another long passphrase"
+    for client in (jane, bob):
+        assert client.patch(PASSWORD, _change("", first)).status == 200
+    for guess in range(signin.ACCOUNT_LIMIT):
+        reply = jane.patch(PASSWORD, _change(f"guess number {guess}", second))
+        assert reply.status == 422, reply.json
+    before = UserModel.get(jane_id).password_hash
+    throttled = jane.patch(PASSWORD, _change(first, second))  # the right one, too late
+    assert throttled.status == 429, throttled.json
+    assert throttled.headers["Content-Type"] == "application/vnd.api+json"
+    assert throttled.error["status"] == "429" and "try again" in throttled.error["detail"]
+    assert 0 < int(throttled.headers["Retry-After"]) <= signin.WINDOW_SECONDS
+    assert UserModel.get(jane_id).password_hash == before  # nothing changed
+    assert bob.patch(PASSWORD, _change(first, second)).status == 200  # per user
+    clock.value += signin.WINDOW_SECONDS  # the next window
+    assert jane.patch(PASSWORD, _change(first, second)).status == 200
+    assert passwords.verify(UserModel.get(jane_id).password_hash, second)
+
+
+def test_successful_password_changes_are_not_counted_as_guesses(
+    api: Api, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from types import SimpleNamespace
+
+    from chalicelib.accounts import signin
+    from tests.test_accounts import new_user
+    from tests.test_password_signin import WINDOW_START, counters
+
+    monkeypatch.setattr(signin, "time", SimpleNamespace(time=lambda: WINDOW_START + 60.0))
+    _, jane = new_user(api, "jane")
+    words = [f"long enough passphrase {n}" for n in range(signin.ACCOUNT_LIMIT + 3)]
+    assert jane.patch(PASSWORD, _change("", words[0])).status == 200
+    for current, new in zip(words, words[1:], strict=False):
+        assert jane.patch(PASSWORD, _change(current, new)).status == 200
+    assert all(hits == 0 for hits in counters().values())
 
 
 # ----- user tokens' expiry (go-tfe TestUserTokens_Create) ------------------------------------

@@ -5,8 +5,11 @@ nothing; no code, secret or link reaches a log."""
 
 from __future__ import annotations
 
+import json
 import logging
 import re
+import statistics
+import time
 from collections.abc import Iterator
 from datetime import timedelta
 from types import SimpleNamespace
@@ -14,9 +17,12 @@ from typing import Any
 
 import pytest
 
+from chalicelib.core.data.aws import client
+from chalicelib.core.settings import get_settings
 from tests.admin_servers import smtp_server, use_smtp
 from tests.conftest import ADMIN_TOKEN, Api
 from tests.test_password_signin import WINDOW_START, attempt, counters, items, make_user
+from tests.test_publishing import drain
 from tests.web_browser import Browser
 
 PASSWORD = "correct-horse-battery"
@@ -102,8 +108,21 @@ def smtp(api: Api) -> Iterator[Any]:
         yield mailbox
 
 
-def ask_reset(browser: Browser, login: str) -> Any:
-    return browser.post(RESET, {"csrf_token": browser.csrf(RESET), "login": login})
+def ask_reset(browser: Browser, login: str, *, deliver: bool = True) -> Any:
+    """Ask for a reset link; with ``deliver``, then run the queued jobs as the ingest
+    function does (the mail goes out from there, not from the request)."""
+    answer = browser.post(RESET, {"csrf_token": browser.csrf(RESET), "login": login})
+    if deliver:
+        drain()
+    return answer
+
+
+def queued() -> list[dict[str, Any]]:
+    """The ingest queue's messages, left on it."""
+    sqs = client("sqs")
+    url = sqs.get_queue_url(QueueName=get_settings().ingest_queue)["QueueUrl"]
+    found = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, VisibilityTimeout=0)
+    return [json.loads(m["Body"]) for m in found.get("Messages", [])]
 
 
 def mailed_path(mailbox: Any) -> str:
@@ -212,6 +231,55 @@ def test_reset_requests_are_throttled_and_need_the_csrf_token(
     throttled = ask_reset(browser, "jane")
     assert throttled.status_code == 429 and "Retry-After" in throttled.headers
     assert len(smtp.messages) == 5
+
+
+def test_a_reset_request_only_queues_a_job_the_same_whether_an_account_exists(
+    api: Api, clock: SimpleNamespace, smtp: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The request looks nothing up and sends nothing: a job per well-formed request on the
+    ingest queue, alike for an account and for none; the ingest function finds the account
+    and mails the link. Neither the job nor a log holds a link or a secret."""
+    caplog.set_level(logging.DEBUG)
+    user_id = make_user()
+    browser = Browser(api.client)
+    browser.csrf(RESET)  # the form was shown (its signing key made)
+    before = items()
+    unknown = ask_reset(browser, "nobody@example.com", deliver=False)
+    known = ask_reset(browser, "Jane@example.com", deliver=False)
+    assert unknown.status_code == known.status_code == 200 and unknown.text == known.text
+    assert items() == before and smtp.messages == []  # only the throttle's counters moved
+    jobs = queued()
+    assert [job["login"] for job in jobs] == ["nobody@example.com", "Jane@example.com"]
+    assert {tuple(sorted(job)) for job in jobs} == {("base_url", "kind", "login")}
+    assert user_id not in json.dumps(jobs)
+    assert drain() == ["password-reset", "password-reset"]
+    assert len(smtp.messages) == 1 and smtp.messages[0]["To"] == "Jane@Example.com"
+    secret = mailed_path(smtp).rsplit(".", 1)[1]
+    ours = [r.getMessage() for r in caplog.records if not r.name.startswith("mail.log")]
+    assert not any(secret in m or RESET + "/" in m for m in ours)
+
+
+def test_a_reset_request_takes_as_long_for_an_account_as_for_none(
+    api: Api, clock: SimpleNamespace, smtp: Any
+) -> None:
+    """With a mail server that takes a second to accept a message, asking for a known
+    account's link is not slower than for an unknown login (it was: the mail went out
+    inline, so the time told whether the account exists)."""
+    make_user()
+    smtp.delay = 1.0
+    browser = Browser(api.client)
+
+    def timed(login: str) -> float:
+        form = {"csrf_token": browser.csrf(RESET), "login": login}
+        start = time.perf_counter()
+        assert browser.post(RESET, form).status_code == 200
+        return time.perf_counter() - start
+
+    known = statistics.median(timed("jane") for _ in range(3))
+    unknown = statistics.median(timed("nobody") for _ in range(3))
+    assert abs(known - unknown) < smtp.delay / 2, (known, unknown)
+    drain()
+    assert len(smtp.messages) == 3  # delivered all the same, by the queue's worker
 
 
 # ----- two-factor -----------------------------------------------------------------------------

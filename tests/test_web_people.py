@@ -251,6 +251,33 @@ def test_the_password_changes_with_the_current_one_only(org: Api) -> None:
     assert new not in changed.text and PASSWORD not in changed.text
 
 
+def test_wrong_current_passwords_on_the_form_are_throttled_with_the_api_ones(
+    org: Api, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The form and ``PATCH /account/password`` count in one place: a stolen session gets
+    ``signin.ACCOUNT_LIMIT`` guesses a window in all; then a 429 page that changes nothing."""
+    from types import SimpleNamespace
+
+    from tests.test_password_signin import WINDOW_START
+
+    monkeypatch.setattr(signin, "time", SimpleNamespace(time=lambda: WINDOW_START + 60.0))
+    user_id, token = person(org, "jane")
+    browser = signed_in(org, token)
+    new = PASSWORD + "-new"
+    guess = {"current_password": "nope", "password": new, "password_again": new}
+    api_guess = {"current-password": "nope", "password": new, "password-confirmation": new}
+    body = {"data": {"type": "users", "attributes": api_guess}}
+    assert org.as_(token).patch("/api/v2/account/password", body).status == 422
+    form = dict(guess, csrf_token=csrf(browser, "/app/account"))
+    for _ in range(signin.ACCOUNT_LIMIT - 1):
+        assert browser.post("/app/account/password", form).status_code == 422
+    before = UserModel.get(user_id).password_hash
+    throttled = browser.post("/app/account/password", dict(form, current_password=PASSWORD))
+    assert throttled.status_code == 429 and "Retry-After" in throttled.headers
+    assert "too many attempts" in throttled.text and 'id="password-form"' in throttled.text
+    assert UserModel.get(user_id).password_hash == before
+
+
 # ----- members ----------------------------------------------------------------------------------
 
 
@@ -551,7 +578,14 @@ def test_every_people_form_without_its_csrf_token_is_403_and_changes_nothing(
         "team_id": readers,
         "token_id": token.id,
         "membership_id": membership,
+        "user_id": user_id,
+        "secret": "s" * 43,  # a live email confirmation link of olivia's
     }
+    from chalicelib.accounts import store
+    from chalicelib.core.auth import hash_token
+
+    link_expires = now() + timedelta(hours=1)
+    store.start_email_change(olivia_user, "new@example.com", hash_token("s" * 43), link_expires)
     state = (
         org.get(f"/api/v2/organizations/{ORG}/organization-memberships").body,
         org.get(f"/api/v2/organizations/{ORG}/teams").body,
@@ -578,6 +612,7 @@ def test_every_people_form_without_its_csrf_token_is_403_and_changes_nothing(
         sorted(t.id for t in service.owned_tokens("user", user_id)),
     )
     assert signin.check("olivia", PASSWORD, "198.51.100.1") is not None
+    assert UserModel.get(user_id).unconfirmed_email == "new@example.com"  # still waiting
 
 
 def is_people(path: str) -> bool:

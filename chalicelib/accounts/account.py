@@ -6,12 +6,17 @@
 * A changed email address waits as ``unconfirmed_email``: the user keeps their email until
   they follow the one-time link mailed to the new address (a random secret, of which only
   the SHA-256 (``core.auth.hash_token``) is stored; it works once, for ``EMAIL_LINK_HOURS``).
+  The link opens a web page (``CONFIRM_PATH``) that shows ``email_link``'s user and confirms
+  with a button (``confirm_email``): a mail scanner fetching the link confirms nothing. The
+  older API link (``API_CONFIRM_PATH``) redirects to that page.
   Mail goes through the site's SMTP settings (``chalicelib.admin.mail``, wired in by the
   entry modules through ``memberships.use_mail``, since accounts may not import admin). Without SMTP
   the change waits and no link exists anywhere; asking again once SMTP is set up sends one.
   Sending the current address again drops a waiting change.
 * A password change needs the current password (a user without one, such as the token-only
   bootstrap admin, sends none) and passes the invitations' policy (``passwords.check``).
+  Wrong current passwords are throttled with the account's failed sign-ins
+  (``signin.check_current``): past the bound ``signin.Throttled`` is raised unchecked.
 
 Everything is checked before anything is written: a bad request is a 422 naming the field
 that changes nothing. Only user tokens have an account here (404 for team and organization
@@ -23,10 +28,11 @@ from __future__ import annotations
 import hmac
 import secrets
 from datetime import timedelta
+from urllib.parse import quote
 
 from pynamodb.exceptions import UpdateError
 
-from chalicelib.accounts import memberships, passwords, service, store
+from chalicelib.accounts import memberships, passwords, service, signin, store
 from chalicelib.accounts.store import UserModel
 from chalicelib.core.api.errors import NotFound, Unprocessable
 from chalicelib.core.auth import Principal, hash_token
@@ -34,11 +40,17 @@ from chalicelib.core.data import db
 from chalicelib.core.data.ids import now
 
 EMAIL_LINK_HOURS = 24
-CONFIRM_PATH = "/api/v2/account/confirm-email/"
+CONFIRM_PATH = "/app/account/confirm-email/"
+API_CONFIRM_PATH = "/api/v2/account/confirm-email/"
 USERNAME = "/data/attributes/username"
 EMAIL = "/data/attributes/email"
 CURRENT_PASSWORD = "/data/attributes/current-password"
 PASSWORD = "/data/attributes/password"
+
+
+def confirm_path(user_id: str, secret: str) -> str:
+    """The path of the confirmation page of a link (the mailed link, without the host)."""
+    return CONFIRM_PATH + f"{quote(user_id, safe='')}/{quote(secret, safe='')}"
 
 
 def _send(email: str, link: str) -> bool:
@@ -88,7 +100,7 @@ def _change_email(user: UserModel, email: str, base_url: str) -> None:
     before = (user.unconfirmed_email, user.email_link_hash, user.email_link_expires_at)
     expires = now() + timedelta(hours=EMAIL_LINK_HOURS)
     store.start_email_change(user, email, hash_token(secret), expires)
-    link = base_url.rstrip("/") + CONFIRM_PATH + f"{user.id}/{secret}"
+    link = base_url.rstrip("/") + confirm_path(user.id, secret)
     try:
         _send(email, link)
     except Exception:
@@ -104,35 +116,42 @@ def _restore_email_change(user: UserModel, before: tuple) -> None:
         store.cancel_email_change(user)
 
 
-def confirm_email(user_id: str, secret: str) -> UserModel | None:
-    """Follow a confirmation link: the waiting address becomes the user's email, once.
-    None when the link is unknown, used, replaced, expired, or its address was taken by
-    another user meanwhile."""
+def email_link(user_id: str, secret: str) -> UserModel | None:
+    """The user whose live confirmation link this is (reads only: showing it changes
+    nothing). None when the link is unknown, used, replaced, expired, or its address was
+    taken by another user meanwhile."""
     if not secret or len(secret) > 200 or len(user_id) > 100:
         return None
     user = service.find_user(user_id)
     if user is None or not user.email_link_hash or not user.unconfirmed_email:
         return None
-    link_hash = hash_token(secret)
-    if not hmac.compare_digest(link_hash, user.email_link_hash):
+    if not hmac.compare_digest(hash_token(secret), user.email_link_hash):
         return None
     if user.email_link_expires_at is None or user.email_link_expires_at <= now():
         return None
     if any(i != user.id for i in store.user_ids_with_email(user.unconfirmed_email)):
         return None
-    if not store.confirm_email_change(user, link_hash):
+    return user
+
+
+def confirm_email(user_id: str, secret: str) -> UserModel | None:
+    """Use a confirmation link: the waiting address becomes the user's email, once. None
+    when the link is not live (``email_link``) or was used meanwhile."""
+    user = email_link(user_id, secret)
+    if user is None or not store.confirm_email_change(user, hash_token(secret)):
         return None
     return UserModel.get(user.id, consistent_read=True)
 
 
 def change_password(
-    principal: Principal, current: str | None, password: str | None, again: str | None
+    principal: Principal, current: str | None, password: str | None, again: str | None, source: str
 ) -> UserModel:
     """Set the caller's password: ``current`` must be their password (none when they have
-    none), ``password`` pass the policy and equal ``again``."""
+    none; guesses throttled per user and ``source`` address), ``password`` pass the policy
+    and equal ``again``."""
     user = own_user(principal)
     has_one = user.password_hash is not None or bool(current)
-    if has_one and not passwords.verify(user.password_hash, current or ""):
+    if has_one and not signin.check_current(user, current or "", source):
         raise Unprocessable("current password is not correct", pointer=CURRENT_PASSWORD)
     passwords.check(password or "", again or "", PASSWORD)
     old = user.password_hash

@@ -1,12 +1,17 @@
 """Password reset by mail: a one-time link, valid ``RESET_SECONDS``.
 
-* ``request(login, source, base_url)`` answers nothing, whether or not an account matches
-  (no account enumeration); it is throttled per address and per login text
-  (``signin.count_reset_request``). For a user found by username or email address
-  (``signin.find_user``) and not suspended, a random secret is made and only its SHA-256
-  kept on the user, with its expiry, replacing any earlier link (which is thereby
-  withdrawn); the link, ``/app/password-reset/<user id>.<secret>``, goes out through the
-  site's SMTP settings (``memberships.mail()``), never into a log or an answer.
+* ``request(login, source, base_url)`` is what the request does: it is throttled per address
+  and per login text (``signin.count_reset_request``) and gives the job that mails the link,
+  the same for every well-formed login whether or not an account matches. It looks nothing
+  up and sends nothing, so neither the answer nor the time it takes tells whether the
+  account exists (no account enumeration); the caller puts the job on the ingest queue.
+* ``deliver(job)`` runs in the ingest function (``entry.ingest``). For a user found by
+  username or email address (``signin.find_user``) and not suspended, a random secret is
+  made and only its SHA-256 kept on the user, with its expiry, replacing any earlier link
+  (which is thereby withdrawn); the link, ``/app/password-reset/<user id>.<secret>``, goes
+  out through the site's SMTP settings (``memberships.mail()``), never into a log, a job or
+  an answer. A mail that cannot go out is logged and dropped (the user asks again): a
+  retry would make a new link each time.
 * ``open_link(token)`` is the user of a live link, else None (forged, used, withdrawn,
   expired). ``use(token, password, again)`` checks the password policy
   (``passwords.check``: a 422 that changes nothing), then sets the new hash and removes the
@@ -20,6 +25,7 @@ import logging
 import re
 import secrets
 from datetime import timedelta
+from typing import Any
 
 from pynamodb.exceptions import UpdateError
 
@@ -43,11 +49,21 @@ def available() -> bool:
     return bool(sender and sender.configured())
 
 
-def request(login: str, source: str, base_url: str) -> None:
-    """Mail a reset link to the account ``login`` names, if there is one (see the module's
-    docstring). Raises ``signin.Throttled`` past the bounds."""
+def request(login: str, source: str, base_url: str) -> dict[str, str] | None:
+    """Count a reset asked for ``login`` and give the job that mails its link (None: no
+    account can have that login, e.g. an empty one). Raises ``signin.Throttled`` past the
+    bounds. Nothing is read or sent here (see the module's docstring)."""
     signin.count_reset_request(login, source)
-    user = signin.find_user(login)
+    login = login.strip()
+    if not login or len(login) > signin.MAX_LOGIN_LENGTH:
+        return None
+    return {"login": login, "base_url": base_url}
+
+
+def deliver(job: dict[str, Any]) -> None:
+    """The queued job of ``request``: mail a reset link to the account its login names, if
+    there is one that may have one."""
+    user = signin.find_user(str(job.get("login") or ""))
     sender = memberships.mail()
     if user is None or user.suspended or not user.email or sender is None:
         log.info("password reset asked for no account that may have one")
@@ -59,10 +75,10 @@ def request(login: str, source: str, base_url: str) -> None:
             UserModel.reset_expires_at.set(now() + timedelta(seconds=RESET_SECONDS)),
         ]
     )
-    link = f"{base_url.rstrip('/')}{RESET_PATH}{user.id}.{secret}"
+    link = f"{str(job.get('base_url') or '').rstrip('/')}{RESET_PATH}{user.id}.{secret}"
     try:
         sender.send_password_reset(user.email, link)
-    except ApiError as failed:  # the same answer still: a failure would tell the account exists
+    except ApiError as failed:
         log.warning("password reset mail for %s not delivered: %s", user.id, failed.detail)
         return
     log.info("password reset link mailed for %s", user.id)

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from chalice import Blueprint, Response
 
-from chalicelib.accounts import account, memberships, service
+from chalicelib.accounts import account, memberships, service, signin
 from chalicelib.accounts.render import (
     render_entitlement_set,
     render_membership,
@@ -23,10 +23,10 @@ from chalicelib.accounts.render import (
     render_user,
 )
 from chalicelib.accounts.store import TeamModel, UserModel
-from chalicelib.core.api.errors import NotFound, Unprocessable
+from chalicelib.core.api.errors import TooManyRequests, Unprocessable
 from chalicelib.core.api.http import Ctx, route
 from chalicelib.core.api.jsonapi import Includer, document, no_content
-from chalicelib.core.api.openapi import PAGE, Body, Param, Relationships
+from chalicelib.core.api.openapi import PAGE, Body, Param, Relationships, Reply
 from chalicelib.core.auth import TokenModel
 
 if TYPE_CHECKING:
@@ -74,20 +74,34 @@ def update_account(ctx: Ctx) -> Response:
 
 @route(bp, "/api/v2/account/password", methods=("PATCH",), body=PASSWORD_BODY)
 def change_password(ctx: Ctx) -> Response:
-    """Change your password (``current-password``, ``password``, ``password-confirmation``)."""
+    """Change your password (``current-password``, ``password``, ``password-confirmation``).
+    Wrong current passwords count with the account's failed sign-ins: past the bound, 429."""
     attrs = ctx.attributes()
-    user = account.change_password(
-        ctx.user, attrs.current_password, attrs.password, attrs.password_confirmation
-    )
+    try:
+        user = account.change_password(
+            ctx.user,
+            attrs.current_password,
+            attrs.password,
+            attrs.password_confirmation,
+            ctx.source_ip,
+        )
+    except signin.Throttled as throttled:
+        headers = {"Retry-After": throttled.retry_after}
+        raise TooManyRequests(str(throttled), headers=headers) from None
     return document(render_user(user))
 
 
-@route(bp, "/api/v2/account/confirm-email/{user_id}/{secret}", public=True)
+@route(
+    bp,
+    account.API_CONFIRM_PATH + "{user_id}/{secret}",
+    public=True,
+    success=Reply(303, headers={"Location": "the confirmation page of the link"}),
+)
 def confirm_email(ctx: Ctx, user_id: str, secret: str) -> Response:
-    """Follow the link mailed to a new email address: it becomes the account's email."""
-    if account.confirm_email(user_id, secret) is None:
-        raise NotFound("this link is unknown, used, replaced or expired")
-    return document(None, meta={"email-confirmed": True})
+    """A confirmation link mailed before the links opened a page: to that page, where a
+    button confirms (a GET confirms nothing, so a mail scanner's prefetch uses no link)."""
+    location = account.confirm_path(user_id, secret)
+    return Response(body="", status_code=303, headers={"Location": location})
 
 
 @route(bp, "/api/v2/users/{user_id}")

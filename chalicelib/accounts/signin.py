@@ -16,6 +16,9 @@
   the password (a right password is refused too until the window ends). An unknown login
   is counted under a hash of its folded text: a password typed into the username field is
   never stored.
+* A signed-in user changing their password (``check_current``: the Account API and the
+  account page) proves the current one under the same keys as signing in: wrong guesses
+  through a stolen token or session count with the account's failed sign-ins.
 * The same counters, under their own keys, bound the second step's codes (``check_code``:
   per user and address, a recovery code included) and password reset requests
   (``count_reset_request``: every request counts, each may send a mail).
@@ -49,6 +52,11 @@ class Throttled(Exception):
     def __init__(self, minutes: int) -> None:
         super().__init__(f"too many attempts, try again in {minutes} minutes")
         self.minutes = minutes
+
+    @property
+    def retry_after(self) -> str:
+        """The ``Retry-After`` header's value (seconds)."""
+        return str(self.minutes * 60)
 
 
 def find_user(login: str) -> UserModel | None:
@@ -117,6 +125,20 @@ def check(login: str, password: str, source: str) -> UserModel | None:
         return user
     log.info("password sign-in refused for %s", user.id if user else "an unknown login")
     return None
+
+
+def check_current(user: UserModel, password: str, source: str) -> bool:
+    """Whether ``password`` is the password of ``user`` (signed in, changing it): counted
+    as a sign-in attempt of that account and address, taken back when right. Raises
+    ``Throttled`` past the bounds, before checking the password."""
+    address_key = _count_address("password", source)
+    keys = address_key, _count_account("password", _account_key("", user), address_key)
+    if passwords.verify(user.password_hash, password):
+        for key in keys:
+            uncount(key)
+        return True
+    log.info("current password refused for %s", user.id)
+    return False
 
 
 def check_code(user_id: str, code: str, source: str) -> UserModel | None:

@@ -120,7 +120,8 @@ def send_email_confirmation(recipient: str, link: str) -> bool:
         "Confirm your new email address for the Terraform module registry",
         "Someone asked to make this the email address of their account on the Terraform "
         "module registry.\n\n"
-        f"Confirm it here (the link works once, for 24 hours):\n{link}\n\n"
+        f"Open this link and confirm it with the button there (it works once, for 24 "
+        f"hours):\n{link}\n\n"
         "If it was not you, ignore this message: the account keeps its address.\n",
     )
 

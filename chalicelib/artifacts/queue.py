@@ -13,7 +13,10 @@ so SQS retries (and the dead-letter queue) cover a crash in the middle of any of
   the job carries the host, the repository and the sealed token, so it still works after
   the module's connection is gone.
 
-The jobs are run by ``registry.publishing.worker``.
+The jobs are run by ``registry.publishing.worker``. One more kind is not publishing's:
+
+* ``password-reset``: mail a password reset link (``accounts.resets.deliver``), queued for
+  every request alike so that the request takes as long whether or not the account exists.
 """
 
 from __future__ import annotations
@@ -30,7 +33,8 @@ SYNC = "vcs-sync"
 FETCH = "vcs-fetch"
 HOOK = "vcs-hook"
 UNHOOK = "vcs-unhook"
-KINDS = (SYNC, FETCH, HOOK, UNHOOK)
+PASSWORD_RESET = "password-reset"
+KINDS = (SYNC, FETCH, HOOK, UNHOOK, PASSWORD_RESET)
 
 
 BATCH = 10  # SendMessageBatch's limit

@@ -1,4 +1,5 @@
-"""The ingest function: S3 ObjectCreated notifications and VCS publishing jobs, from SQS.
+"""The ingest function: S3 ObjectCreated notifications, VCS publishing jobs and password
+reset mails (``accounts.resets.deliver``), from SQS.
 
 Which artifact type owns which upload prefix is said here, once: ``app.py`` (the whole
 registry as one app) registers the same handler.
@@ -12,7 +13,8 @@ from typing import Any, TypedDict
 
 from chalice import Chalice
 
-from chalicelib.artifacts import events
+from chalicelib.accounts import memberships
+from chalicelib.artifacts import events, queue
 from chalicelib.core import observe
 from chalicelib.core.settings import get_settings
 from chalicelib.modules.keys import UPLOAD_PREFIX
@@ -34,9 +36,24 @@ def _provider_uploads() -> events.UploadHandler:
 
 
 def _jobs() -> events.JobRunner:
+    return _run_job
+
+
+def _run_job(job: dict[str, Any]) -> object:
+    """A password reset mail, or a publishing job (each loaded with the first of its kind)."""
+    if job.get("kind") == queue.PASSWORD_RESET:
+        from chalicelib.accounts import resets
+
+        resets.deliver(job)  # logs its outcome
+        return None
     from chalicelib.modules.publishing import worker
 
-    return worker.run  # logs its outcome
+    return worker.run(job)  # logs its outcome
+
+
+# Password reset links go out through the site's SMTP settings (accounts may not import
+# admin).
+memberships.use_mail("chalicelib.admin.mail")
 
 
 UPLOADS = {UPLOAD_PREFIX: _module_uploads, PROVIDER_UPLOAD_PREFIX: _provider_uploads}

@@ -2,7 +2,8 @@
 password sign-in, and the account page that turns two-factor on and off.
 
 * ``/app/password-reset``: a username or email address; the answer is always the same
-  ("if an account exists, a mail was sent"), throttled as sign-in is (``accounts.resets``).
+  ("if an account exists, a mail was sent"), throttled as sign-in is (``accounts.resets``),
+  and so is the work: a job on the ingest queue, whose worker finds the account and mails.
   Without SMTP the page says reset is not available. ``/app/password-reset/<token>``: the
   mailed link, a new password (the same policy), once; a dead link is a 410 page. A reset
   ends the user's browser sessions.
@@ -22,6 +23,7 @@ from typing import TYPE_CHECKING
 from chalice import Blueprint, Response
 
 from chalicelib.accounts import resets, service, signin, twofactor
+from chalicelib.artifacts import queue
 from chalicelib.core.api.errors import NotFound, Unprocessable
 from chalicelib.core.api.openapi import Reply
 from chalicelib.web import session
@@ -41,7 +43,7 @@ WRONG_CODE = "wrong or already used code"
 
 
 def _retry_after(answer: Response, throttled: signin.Throttled) -> Response:
-    answer.headers["Retry-After"] = str(throttled.minutes * 60)
+    answer.headers["Retry-After"] = throttled.retry_after
     return answer
 
 
@@ -64,10 +66,12 @@ def reset_request(ctx: WebCtx) -> Response:
         return ctx.render("password_reset_request.html", 503, available=False)
     login = (form.get("login") or "").strip()
     try:
-        resets.request(login, ctx.source_ip, ctx.base_url)
+        job = resets.request(login, ctx.source_ip, ctx.base_url)
     except signin.Throttled as throttled:
         page_ = ctx.render("password_reset_request.html", 429, available=True, error=str(throttled))
         return _retry_after(page_, throttled)
+    if job is not None:  # the ingest function looks the account up and mails the link
+        queue.enqueue(queue.PASSWORD_RESET, **job)
     return ctx.render("password_reset_request.html", available=True, sent=True)
 
 

@@ -101,7 +101,7 @@ def sign_in_with_password(ctx: WebCtx) -> Response:
         answer = ctx.render(
             "sign_in.html", 429, next=target, login=login, password_error=str(throttled)
         )
-        answer.headers["Retry-After"] = str(throttled.minutes * 60)
+        answer.headers["Retry-After"] = throttled.retry_after
         return answer
     if user is None:
         return ctx.render(

@@ -195,12 +195,6 @@ class WebCtx(RequestContext):
         text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else str(raw)
         return {k: v[0] for k, v in parse_qs(text, keep_blank_values=True).items()}
 
-    @property
-    def source_ip(self) -> str:
-        """The caller's address as API Gateway saw it (what the sign-in throttles count)."""
-        identity = (self.request.context or {}).get("identity") or {}
-        return str(identity.get("sourceIp"))
-
     def csrf(self) -> str:
         """The CSRF token to put in this page's forms (the session's, or a signed pre-sign-in
         token; a new nonce's cookie is set by ``render``)."""

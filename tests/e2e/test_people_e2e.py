@@ -285,3 +285,45 @@ def test_two_factor_and_password_reset_in_the_browser(
     page.get_by_role("button", name="Sign in").click()
     page.wait_for_url("**/app/organizations")
     context.close()
+
+
+def test_a_new_email_is_confirmed_on_the_page_its_link_opens(
+    site: tuple[Stack, Mailbox], browser: Browser
+) -> None:
+    """Jane (who joined above) changes her email address on the account page; the mailed
+    link, fetched first as a mail scanner would, confirms nothing; opened in another browser
+    (no session there), its page names the address and the account, and its button confirms
+    it, once. Both pages pass axe-core and fit a phone."""
+    stack, mailbox = site
+    new_email = "jane.doe@example.com"
+    context = browser.new_context(base_url=stack.url)
+    page = context.new_page()
+    page.set_default_timeout(TIMEOUT_MS)
+    page.goto("/app/sign-in")
+    sign_in_with_password(page, "jane", PASSWORD)
+    page.wait_for_url("**/app/organizations")
+    page.goto("/app/account")
+    page.get_by_label("Email address").fill(new_email)
+    page.get_by_role("button", name="Save the profile").click()
+    expect(page.locator("#email-waiting")).to_contain_text(new_email)
+    context.close()
+    mail = wait_for(lambda: [m for m in mailbox.messages if m["To"] == new_email], bool)[0]
+    (link,) = re.findall(r"http\S+/app/account/confirm-email/\S+", text_of(mail))
+    scanned = requests.get(link, timeout=30)  # a mail scanner's prefetch
+    assert scanned.status_code == 200 and new_email in scanned.text
+
+    elsewhere = browser.new_context(base_url=stack.url)  # the mail read on another device
+    page = elsewhere.new_page()
+    page.set_default_timeout(TIMEOUT_MS)
+    page.goto(link)
+    expect(page.locator("#email-question")).to_contain_text(new_email)
+    expect(page.locator("#email-question")).to_contain_text("jane")
+    check_page(page)
+    page.get_by_role("button", name="Confirm the email address").click()
+    expect(page.locator("#email-confirmed")).to_contain_text(new_email)
+    check_page(page)
+    page.goto(link)  # used
+    expect(page.locator("#email-link-error")).to_contain_text("already been used")
+    elsewhere.close()
+    users = stack.session(TOKEN).get(stack.api("/admin/users?q=jane")).json()["data"]
+    assert [u["attributes"]["email"] for u in users] == [new_email]

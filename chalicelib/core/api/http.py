@@ -107,6 +107,12 @@ class RequestContext:
     def path(self) -> str:
         return self.request.context.get("path") or self.request.path
 
+    @property
+    def source_ip(self) -> str:
+        """The caller's address as API Gateway saw it (what the sign-in throttles count)."""
+        identity = (self.request.context or {}).get("identity") or {}
+        return str(identity.get("sourceIp"))
+
 
 @dataclass
 class Ctx(RequestContext):

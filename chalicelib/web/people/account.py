@@ -4,6 +4,9 @@ two-factor sign-in (``account_routes``), and the caller's own API tokens.
 * Profile and password change through ``accounts.account`` (``update``, ``change_password``),
   as ``PATCH /account/update`` and ``/account/password``: a new email address waits for the
   link mailed to it.
+* The link mailed to a new email address (``account.CONFIRM_PATH``): a page showing the
+  account and the address, whose button (a POST with the CSRF token, no session needed)
+  confirms it, once (``account.email_link`` / ``confirm_email``); a dead link is a 410 page.
 * Tokens: ``service.list_user_tokens`` / ``create_user_token`` / ``token_by_id`` /
   ``delete_token_by_id``. The secret of a new token is in the answer to the create form only
   (never stored, logged or put in a URL). The tokens ``terraform login`` made are marked; the
@@ -13,11 +16,11 @@ two-factor sign-in (``account_routes``), and the caller's own API tokens.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from chalice import Response
 
-from chalicelib.accounts import account, service, twofactor
+from chalicelib.accounts import account, service, signin, twofactor
 from chalicelib.core.api.errors import NotFound, Unprocessable
 from chalicelib.core.api.openapi import Param, Reply
 from chalicelib.core.auth import Principal, TokenModel
@@ -30,7 +33,11 @@ from chalicelib.web.people.common import (
     posted,
     signed_in_user,
 )
+from chalicelib.web.routes import THROTTLED
 from chalicelib.web.view import WebCtx, page, redirect
+
+if TYPE_CHECKING:
+    from chalicelib.accounts.store import UserModel
 
 ACCOUNT = "/app/account"
 TOKEN = ACCOUNT + "/tokens/{token_id}"
@@ -113,9 +120,10 @@ def update_profile(ctx: WebCtx) -> Response:
     return _account_page(ctx, principal, profile_notice=notice)
 
 
-@page(bp, ACCOUNT + "/password", ("POST",), form=True, success=REFUSED)
+@page(bp, ACCOUNT + "/password", ("POST",), form=True, success=(*REFUSED, THROTTLED))
 def change_password(ctx: WebCtx) -> Response:
-    """A new password: the current one (if any), the new one twice, the sign-up policy."""
+    """A new password: the current one (if any; guesses throttled as sign-in is), the new
+    one twice, the sign-up policy."""
     form = posted(ctx)
     if isinstance(form, Response):
         return form
@@ -126,10 +134,42 @@ def change_password(ctx: WebCtx) -> Response:
             form.raw("current_password") or None,
             form.raw("password"),
             form.raw("password_again"),
+            ctx.source_ip,
         )
     except Unprocessable as refused:
         return _account_page(ctx, principal, 422, password_error=refused.detail)
+    except signin.Throttled as throttled:
+        answer = _account_page(ctx, principal, 429, password_error=str(throttled))
+        answer.headers["Retry-After"] = throttled.retry_after
+        return answer
     return _account_page(ctx, principal, password_notice="Your password is changed.")
+
+
+CONFIRM_EMAIL = account.CONFIRM_PATH + "{user_id}/{secret}"
+DEAD_LINK = Reply(410, description="the link is used, replaced or expired")
+
+
+def _email_page(ctx: WebCtx, user: UserModel | None, action: str, **extra: Any) -> Response:
+    return ctx.render(
+        "people/confirm_email.html", 200 if user else 410, user=user, action=action, **extra
+    )
+
+
+@page(bp, CONFIRM_EMAIL, success=(Reply(200), DEAD_LINK))
+def confirm_email_page(ctx: WebCtx, user_id: str, secret: str) -> Response:
+    """The mailed link: which address becomes whose, and the button that confirms it."""
+    action = account.confirm_path(user_id, secret)
+    return _email_page(ctx, account.email_link(user_id, secret), action)
+
+
+@page(bp, CONFIRM_EMAIL, ("POST",), form=True, success=(Reply(200), DEAD_LINK))
+def confirm_email(ctx: WebCtx, user_id: str, secret: str) -> Response:
+    """Confirm the new address (once): it becomes the account's email."""
+    form = posted(ctx)
+    if isinstance(form, Response):
+        return form
+    action = account.confirm_path(user_id, secret)
+    return _email_page(ctx, account.confirm_email(user_id, secret), action, done=True)
 
 
 @page(bp, ACCOUNT + "/tokens", ("POST",), form=True, success=REFUSED)
