@@ -259,6 +259,25 @@ def test_make_run_prints_one_short_readable_line_per_request(api, logs):
     assert float(ms) >= 0 and int(calls) >= 0
 
 
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/app/invitations/inv-s3cr3t-link",
+        "/app/password-reset/user-1.s3cr3t-link",
+        "/app/account/confirm-email/user-1/s3cr3t-link",
+        "/api/v2/account/confirm-email/user-1/s3cr3t-link",
+    ],
+)
+def test_a_links_secret_never_reaches_the_readable_line(api, logs, path):
+    """Invitation, reset and confirmation links carry their secret in the path: ``make run``
+    prints the route's template instead."""
+    api.get(path)
+    (record,) = [r for r in logs.records if r.name == observe.REQUEST_LOGGER]
+    text = observe.ReadableFormatter().format(record)
+    assert "s3cr3t" not in text and "s3cr3t" not in json.dumps(record.__dict__, default=str)
+    assert "{" in text.split()[1], text
+
+
 # ----- the template's alarms -----------------------------------------------------------------
 
 

@@ -336,6 +336,9 @@ def install_middleware(app: Chalice) -> None:
 
 # Path parameters that name the organization a request is about (the registry protocol's
 # namespace is the organization of a private module).
+# Path parameters that carry a link's secret (invitations, password resets, email
+# confirmations): never written out, not even in ``make run``'s readable line.
+SECRET_PATH_PARAMS = ("secret", "token")
 _ORGANIZATION_PARAMS = ("organization_name", "organization", "namespace")
 # The registry protocol's download routes (the Downloads metric).
 _DOWNLOAD_SUFFIX = "/download"
@@ -401,6 +404,8 @@ def _log_request(
     if download and status < 400:
         metrics.append(observe.Metric("Downloads", dimensions={"Function": function}))
     path = observe.strip_query(context.get("path") or getattr(event, "path", "") or route)
+    if any(f"{{{name}}}" in route for name in SECRET_PATH_PARAMS):
+        path = route  # a link's secret is in its path: the readable line shows the template
     observe.emit(
         observe.request_log,
         logging.INFO,
