@@ -245,12 +245,12 @@ def role(function: Function) -> dict[str, Any]:
                 "Resource": arns,
             }
         )
-    if function.s3_actions:
+    for prefix, actions in sorted(function.s3.items()):
         statements.append(
             {
                 "Effect": "Allow",
-                "Action": list(function.s3_actions),
-                "Resource": sub(f"arn:${{AWS::Partition}}:s3:::{BUCKET}/v1/*"),
+                "Action": list(actions),
+                "Resource": sub(f"arn:${{AWS::Partition}}:s3:::{BUCKET}/{prefix}*"),
             }
         )
     if function is INGEST:
@@ -323,6 +323,7 @@ def function_properties(function: Function) -> dict[str, Any]:
         "Role": {"Fn::GetAtt": [f"{function.logical_id}Role", "Arn"]},
         "MemorySize": function.memory,
         "Timeout": function.timeout,
+        "EphemeralStorage": {"Size": function.ephemeral_storage},
         "Environment": environment(),
     }
 
