@@ -81,6 +81,9 @@ class Function:
     sends_jobs: bool = False
     # The table (short name) whose DynamoDB Stream invokes the function, if any.
     stream: str | None = None
+    # A stack parameter capping the function's concurrent instances (its reserved
+    # concurrency), if it has one; 0, its default, is no cap.
+    concurrency_parameter: str | None = None
 
     @property
     def entry_module(self) -> str:
@@ -198,6 +201,10 @@ ROUTE_GROUPS: tuple[Function, ...] = (
         # be cached through the API). REGISTRY_MIRROR_TIMEOUT (10 s) bounds each network
         # operation, not a whole fetch: 120 s bounds an upstream that trickles.
         timeout=120,
+        # Its own function already keeps the providers API's instances free of slow fetches;
+        # every function still draws on the account's concurrency, which a cap on this one
+        # protects (opt-in: a reservation fails on an account whose limit leaves no room).
+        concurrency_parameter="MirrorConcurrency",
     ),
     # VCS connections; their secrets are sealed with KMS (see chalicelib/core/secrets.py).
     Function("VcsFunction", "chalicelib.entry.api.vcs.app", {**AUTH_TABLES, **VCS_TABLES}),

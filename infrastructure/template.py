@@ -318,7 +318,7 @@ def role(function: Function) -> dict[str, Any]:
 
 
 def function_properties(function: Function) -> dict[str, Any]:
-    return {
+    properties: dict[str, Any] = {
         "Handler": function.handler,
         "Role": {"Fn::GetAtt": [f"{function.logical_id}Role", "Arn"]},
         "MemorySize": function.memory,
@@ -326,6 +326,33 @@ def function_properties(function: Function) -> dict[str, Any]:
         "EphemeralStorage": {"Size": function.ephemeral_storage},
         "Environment": environment(),
     }
+    if function.concurrency_parameter:
+        properties["ReservedConcurrentExecutions"] = {
+            "Fn::If": [
+                f"Has{function.concurrency_parameter}",
+                {"Ref": function.concurrency_parameter},
+                {"Ref": "AWS::NoValue"},
+            ]
+        }
+    return properties
+
+
+def concurrency_parameters() -> tuple[dict[str, Any], dict[str, Any]]:
+    """(parameters, conditions) of the functions whose concurrency a parameter caps."""
+    parameters: dict[str, Any] = {}
+    conditions: dict[str, Any] = {}
+    for function in ALL_FUNCTIONS:
+        name = function.concurrency_parameter
+        if name:
+            parameters[name] = {
+                "Type": "Number",
+                "Default": 0,
+                "MinValue": 0,
+                "Description": f"Most concurrent instances of {function.logical_id} "
+                "(its reserved concurrency); 0 = no cap",
+            }
+            conditions[f"Has{name}"] = {"Fn::Not": [{"Fn::Equals": [{"Ref": name}, "0"]}]}
+    return parameters, conditions
 
 
 def new_function(function: Function) -> dict[str, Any]:
@@ -819,8 +846,8 @@ def merge_template() -> dict[str, Any]:
     resources_out.update(alarm_resources())
     return {
         "Description": f"tfe-module-registry {__version__}",
-        "Parameters": {**PARAMETERS, **ALARM_PARAMETERS},
-        "Conditions": {**CONDITIONS, **ALARM_CONDITIONS},
+        "Parameters": {**PARAMETERS, **ALARM_PARAMETERS, **concurrency_parameters()[0]},
+        "Conditions": {**CONDITIONS, **ALARM_CONDITIONS, **concurrency_parameters()[1]},
         "Resources": resources_out,
         "Outputs": {
             **OUTPUTS,

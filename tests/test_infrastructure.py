@@ -188,6 +188,19 @@ def test_the_provider_mirror_is_its_own_function():
     # /tmp holds the archives fetched at once, each at most the cap (by default).
     cap = mirror.get_settings().mirror_max_archive_bytes
     assert function["EphemeralStorage"]["Size"] * 2**20 >= mirror.FETCH_THREADS * cap
+    # Its concurrency can be capped (a stack parameter; 0, the default, is no cap).
+    merged = template.merge_template()
+    assert merged["Parameters"]["MirrorConcurrency"]["Default"] == 0
+    assert function["ReservedConcurrentExecutions"] == {
+        "Fn::If": [
+            "HasMirrorConcurrency",
+            {"Ref": "MirrorConcurrency"},
+            {"Ref": "AWS::NoValue"},
+        ]
+    }
+    assert merged["Conditions"]["HasMirrorConcurrency"] == {
+        "Fn::Not": [{"Fn::Equals": [{"Ref": "MirrorConcurrency"}, "0"]}]
+    }
 
 
 def test_each_function_may_touch_the_objects_its_code_keeps():
