@@ -9,8 +9,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from chalicelib.providers.keys import UPLOAD_PREFIX as PROVIDER_OBJECTS
+from chalicelib.providers.mirror.store import PREFIX as MIRROR_OBJECTS
+
 READ = "read"
 WRITE = "write"
+
+# Where each kind of object lives in the bucket; a role's S3 actions are granted per prefix.
+# Modules: uploads, archives and metadata (chalicelib.modules.keys); providers: a version's
+# SHA256SUMS, signature and platform archives (chalicelib.providers.keys); the mirror's cache
+# of public providers' archives (chalicelib.providers.mirror.store).
+MODULE_OBJECTS = "v1/"
+GET, PUT, DELETE = "s3:GetObject", "s3:PutObject", "s3:DeleteObject"
 
 # What every API request touches: the rate limiter's counter (one conditional UpdateItem)
 # and the general settings that configure it.
@@ -61,13 +71,19 @@ class Function:
     logical_id: str
     handler: str
     tables: dict[str, str] = field(default_factory=dict)
-    s3_actions: tuple[str, ...] = ()
+    # Bucket prefix -> the S3 actions allowed on the objects under it.
+    s3: dict[str, tuple[str, ...]] = field(default_factory=dict)
     memory: int = 512
     timeout: int = 30
+    # /tmp in MB (Lambda's default is 512).
+    ephemeral_storage: int = 512
     # Puts VCS publishing jobs on the ingest queue (chalicelib.artifacts.queue).
     sends_jobs: bool = False
     # The table (short name) whose DynamoDB Stream invokes the function, if any.
     stream: str | None = None
+    # A stack parameter capping the function's concurrent instances (its reserved
+    # concurrency), if it has one; 0, its default, is no cap.
+    concurrency_parameter: str | None = None
 
     @property
     def entry_module(self) -> str:
@@ -95,7 +111,7 @@ ROUTE_GROUPS: tuple[Function, ...] = (
             **WORKSPACE_TABLES,
             **VCS_TABLES,
         },
-        s3_actions=("s3:DeleteObject",),
+        s3={MODULE_OBJECTS: (DELETE,), PROVIDER_OBJECTS: (DELETE,)},
         sends_jobs=True,  # removing deleted VCS modules' webhooks at the VCS host
     ),
     Function("MetaFunction", "chalicelib.entry.api.meta.app", EVERY_REQUEST, memory=256),
@@ -104,7 +120,7 @@ ROUTE_GROUPS: tuple[Function, ...] = (
         "chalicelib.entry.api.registry.app",
         {**AUTH_TABLES, **REGISTRY_TABLES, **NO_CODE_TABLES, **VCS_READ},
         # GetObject: a version's parsed metadata (a no-code module's module-variables).
-        s3_actions=("s3:GetObject", "s3:PutObject", "s3:DeleteObject"),
+        s3={MODULE_OBJECTS: (GET, PUT, DELETE)},
         sends_jobs=True,
     ),
     # Publishing from VCS: reads connections, seals webhook secrets, queues the jobs; the
@@ -113,7 +129,7 @@ ROUTE_GROUPS: tuple[Function, ...] = (
         "PublishingFunction",
         "chalicelib.entry.api.publishing.app",
         {**AUTH_TABLES, **REGISTRY_TABLES, **VCS_READ},
-        s3_actions=("s3:GetObject",),
+        s3={MODULE_OBJECTS: (GET,)},
         sends_jobs=True,
     ),
     # VCS hosts' webhook deliveries: no token, verified with the module's sealed secret.
@@ -140,7 +156,8 @@ ROUTE_GROUPS: tuple[Function, ...] = (
             # A download counts itself (one UpdateItem); a module's detail reads the counts.
             "module-downloads": WRITE,
         },
-        s3_actions=("s3:GetObject",),
+        # Presigned downloads of module archives and of providers' files.
+        s3={MODULE_OBJECTS: (GET,), PROVIDER_OBJECTS: (GET,)},
     ),
     Function(
         "WorkspacesFunction",
@@ -148,16 +165,46 @@ ROUTE_GROUPS: tuple[Function, ...] = (
         {**AUTH_TABLES, **WORKSPACE_TABLES},
     ),
     # The private provider registry: GPG keys, providers, versions, platforms; presigned
-    # uploads of their files (PutObject signs them), deletes remove the files. And the
-    # provider network mirror (chalicelib.providers.mirror): it reads the same providers
-    # and archives, and its pull-through cache keeps public providers' archives in S3 and
-    # their lists in its own table.
+    # uploads of their files (PutObject signs them), deletes remove the files; a platform's
+    # retry checks its files are there (HeadObject: GetObject) and queues their S3 events.
     Function(
         "ProvidersFunction",
-        "chalicelib.entry.api.providers.app",
-        {**AUTH_TABLES, **PROVIDER_TABLES, "provider-mirror": WRITE},
-        s3_actions=("s3:GetObject", "s3:PutObject", "s3:DeleteObject"),
-        memory=1024,  # hashing archives of the cache (h1: reads every file of a zip)
+        "chalicelib.entry.api.providers.registry.app",
+        {**AUTH_TABLES, **PROVIDER_TABLES},
+        s3={PROVIDER_OBJECTS: (GET, PUT, DELETE)},
+        sends_jobs=True,
+    ),
+    # The provider network mirror (chalicelib.providers.mirror), apart from the providers
+    # API: it calls the upstream registry and streams large archives. Private providers are
+    # served as providers.v1 serves them: from the provider item alone, with presigned links
+    # to their archives, whose h1: it reads once (GetObject on providers/). Its pull-through
+    # cache and the seed upload keep public providers' archives under mirror/ (PutObject;
+    # AbortMultipartUpload: boto3's upload of a large archive goes in parts and aborts them
+    # when it fails) and their lists in its own table. A seed is for site admins (users).
+    Function(
+        "MirrorFunction",
+        "chalicelib.entry.api.providers.mirror.app",
+        {**AUTH_TABLES, "registry-providers": READ, "provider-mirror": WRITE},
+        s3={PROVIDER_OBJECTS: (GET,), MIRROR_OBJECTS: (GET, PUT, "s3:AbortMultipartUpload")},
+        # A fetch fills the cache with up to FETCH_THREADS (4) platforms at once, each spooled
+        # to /tmp (at most REGISTRY_MIRROR_MAX_ARCHIVE_BYTES, 512 MiB by default; hashicorp/aws
+        # is over 100 MB a platform) and hashed twice (zh: while it downloads, h1: inflating
+        # every file of the zip). Lambda gives CPU in proportion to memory, one vCPU at
+        # 1,769 MB: 2,048 MB so four hashing threads do not starve the downloads (the memory
+        # itself stays small: everything streams in 1 MiB chunks). /tmp holds four archives
+        # at the cap: 4 x 512 MiB.
+        memory=2048,
+        ephemeral_storage=2048,
+        # API Gateway answers 504 after 29 s whatever the function does, but the function
+        # runs on: a fetch that outlasts the 29 s still lands in the cache, and the client's
+        # next try is served from it (else a provider slower than 29 s to fetch could never
+        # be cached through the API). REGISTRY_MIRROR_TIMEOUT (10 s) bounds each network
+        # operation, not a whole fetch: 120 s bounds an upstream that trickles.
+        timeout=120,
+        # Its own function already keeps the providers API's instances free of slow fetches;
+        # every function still draws on the account's concurrency, which a cap on this one
+        # protects (opt-in: a reservation fails on an account whose limit leaves no room).
+        concurrency_parameter="MirrorConcurrency",
     ),
     # VCS connections; their secrets are sealed with KMS (see chalicelib/core/secrets.py).
     Function("VcsFunction", "chalicelib.entry.api.vcs.app", {**AUTH_TABLES, **VCS_TABLES}),
@@ -220,7 +267,8 @@ ROUTE_GROUPS: tuple[Function, ...] = (
             "registry-provider-platforms": READ,
             "gpg-keys": READ,
         },
-        s3_actions=("s3:GetObject", "s3:PutObject", "s3:DeleteObject"),
+        # Provider pages: a platform's retry checks its files are there (HeadObject).
+        s3={MODULE_OBJECTS: (GET, PUT, DELETE), PROVIDER_OBJECTS: (GET,)},
         sends_jobs=True,
     ),
 )
@@ -233,7 +281,8 @@ INGEST = Function(
     # Provider uploads mark their version or platform (chalicelib.providers.uploads); a
     # reset mail finds its user, keeps the link's hash on it and reads the SMTP settings.
     {**REGISTRY_TABLES, **VCS_READ, **PROVIDER_TABLES, "users": WRITE, "settings": READ},
-    s3_actions=("s3:GetObject", "s3:PutObject", "s3:DeleteObject"),
+    # Providers' files are only read: their checks (chalicelib.providers.ingest.verify).
+    s3={MODULE_OBJECTS: (GET, PUT, DELETE), PROVIDER_OBJECTS: (GET,)},
     memory=1024,
     timeout=120,
     sends_jobs=True,
@@ -250,12 +299,12 @@ OIDC_KEYS = Function(
 EVENT_FUNCTIONS: tuple[Function, ...] = (INGEST, OIDC_KEYS)
 
 # The module-downloads stream into each module's kept totals (chalicelib.modules.downloads
-# .totals): finds the module by id (its by-id index), sets its map; reads a module's download
-# items once when the map is missing.
+# .totals): finds the module by id (its by-id index), sets its map and its protocol list
+# entry's total; reads a module's download items once when the map is missing.
 DOWNLOAD_TOTALS = Function(
     "DownloadTotals",
     "chalicelib.entry.downloads.handler",
-    {"registry-modules": WRITE, "module-downloads": READ},
+    {"registry-modules": WRITE, "registry-protocol-list": WRITE, "module-downloads": READ},
     memory=256,
     timeout=60,
     stream="module-downloads",

@@ -245,12 +245,12 @@ def role(function: Function) -> dict[str, Any]:
                 "Resource": arns,
             }
         )
-    if function.s3_actions:
+    for prefix, actions in sorted(function.s3.items()):
         statements.append(
             {
                 "Effect": "Allow",
-                "Action": list(function.s3_actions),
-                "Resource": sub(f"arn:${{AWS::Partition}}:s3:::{BUCKET}/v1/*"),
+                "Action": list(actions),
+                "Resource": sub(f"arn:${{AWS::Partition}}:s3:::{BUCKET}/{prefix}*"),
             }
         )
     if function is INGEST:
@@ -318,13 +318,41 @@ def role(function: Function) -> dict[str, Any]:
 
 
 def function_properties(function: Function) -> dict[str, Any]:
-    return {
+    properties: dict[str, Any] = {
         "Handler": function.handler,
         "Role": {"Fn::GetAtt": [f"{function.logical_id}Role", "Arn"]},
         "MemorySize": function.memory,
         "Timeout": function.timeout,
+        "EphemeralStorage": {"Size": function.ephemeral_storage},
         "Environment": environment(),
     }
+    if function.concurrency_parameter:
+        properties["ReservedConcurrentExecutions"] = {
+            "Fn::If": [
+                f"Has{function.concurrency_parameter}",
+                {"Ref": function.concurrency_parameter},
+                {"Ref": "AWS::NoValue"},
+            ]
+        }
+    return properties
+
+
+def concurrency_parameters() -> tuple[dict[str, Any], dict[str, Any]]:
+    """(parameters, conditions) of the functions whose concurrency a parameter caps."""
+    parameters: dict[str, Any] = {}
+    conditions: dict[str, Any] = {}
+    for function in ALL_FUNCTIONS:
+        name = function.concurrency_parameter
+        if name:
+            parameters[name] = {
+                "Type": "Number",
+                "Default": 0,
+                "MinValue": 0,
+                "Description": f"Most concurrent instances of {function.logical_id} "
+                "(its reserved concurrency); 0 = no cap",
+            }
+            conditions[f"Has{name}"] = {"Fn::Not": [{"Fn::Equals": [{"Ref": name}, "0"]}]}
+    return parameters, conditions
 
 
 def new_function(function: Function) -> dict[str, Any]:
@@ -818,8 +846,8 @@ def merge_template() -> dict[str, Any]:
     resources_out.update(alarm_resources())
     return {
         "Description": f"tfe-module-registry {__version__}",
-        "Parameters": {**PARAMETERS, **ALARM_PARAMETERS},
-        "Conditions": {**CONDITIONS, **ALARM_CONDITIONS},
+        "Parameters": {**PARAMETERS, **ALARM_PARAMETERS, **concurrency_parameters()[0]},
+        "Conditions": {**CONDITIONS, **ALARM_CONDITIONS, **concurrency_parameters()[1]},
         "Resources": resources_out,
         "Outputs": {
             **OUTPUTS,

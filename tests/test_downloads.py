@@ -401,6 +401,7 @@ def test_the_stack_feeds_the_totals_from_the_tables_stream():
     granted = {action: json.dumps(s["Resource"]) for s in statements for action in s["Action"]}
     assert "dynamodb:GetRecords" in granted and "StreamArn" in granted["dynamodb:GetRecords"]
     assert "registry-modules" in granted["dynamodb:UpdateItem"]
+    assert "registry-protocol-list" in granted["dynamodb:UpdateItem"]
     assert "module-downloads" not in granted["dynamodb:UpdateItem"]
     assert "s3:GetObject" not in granted
 

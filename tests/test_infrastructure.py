@@ -122,6 +122,114 @@ def test_every_route_belongs_to_exactly_one_group_function():
             assert any(f"${{{g.logical_id}.Arn}}" in uri["Fn::Sub"] for g in ROUTE_GROUPS)
 
 
+def _statements(logical_id: str) -> list[dict]:
+    role = template.merge_template()["Resources"][f"{logical_id}Role"]
+    return role["Properties"]["Policies"][0]["PolicyDocument"]["Statement"]
+
+
+def _allows(logical_id: str, action: str, key: str) -> bool:
+    """Whether the function's role allows ``action`` on the bucket's object ``key`` (the
+    resource's wildcard matched as IAM does)."""
+    from fnmatch import fnmatchcase
+
+    bucket = template.sub(f"arn:${{AWS::Partition}}:s3:::{template.BUCKET}/")["Fn::Sub"]
+    return any(
+        action in s["Action"]
+        and isinstance(s["Resource"], dict)
+        and s["Resource"].get("Fn::Sub", "").startswith(bucket)
+        and fnmatchcase(key, s["Resource"]["Fn::Sub"][len(bucket) :])
+        for s in _statements(logical_id)
+    )
+
+
+def _tables(logical_id: str) -> set[str]:
+    arns = [
+        arn["Fn::Sub"]
+        for s in _statements(logical_id)
+        if any(a.startswith("dynamodb:") for a in s["Action"])
+        for arn in s["Resource"]
+        if "Fn::Sub" in arn
+    ]
+    return {arn.rsplit("${AWS::StackName}-", 1)[1] for arn in arns}
+
+
+def test_the_provider_mirror_is_its_own_function():
+    """The mirror calls the upstream and streams large archives: its routes, and only they,
+    go to MirrorFunction, with its own tables, prefixes, timeout and /tmp; the providers
+    API keeps none of it."""
+    from chalicelib.providers.keys import binary_key
+    from chalicelib.providers.mirror import service as mirror
+    from chalicelib.providers.mirror.routes import BASE
+    from chalicelib.providers.mirror.store import archive_key
+
+    routes = template.group_routes()
+    assert routes["MirrorFunction"] and all(p.startswith(BASE) for p, _ in routes["MirrorFunction"])
+    others = [r for gid, rs in routes.items() if gid != "MirrorFunction" for r in rs]
+    assert not [r for r in others if r[0].startswith(BASE)]
+
+    assert "provider-mirror" in _tables("MirrorFunction")
+    assert "provider-mirror" not in _tables("ProvidersFunction")
+    assert _tables("MirrorFunction") == {
+        "rate-limits", "settings", "tokens", "users", "teams", "organizations",
+        "registry-providers", "provider-mirror",
+    }  # fmt: skip
+    cached = archive_key("registry.terraform.io", "hashicorp", "null", "3.2.0", "p.zip")
+    private = binary_key("prov-1", "1.0.0", "linux", "amd64", "p.zip")
+    assert _allows("MirrorFunction", "s3:PutObject", cached)
+    assert _allows("MirrorFunction", "s3:GetObject", cached)  # presigned downloads
+    assert _allows("MirrorFunction", "s3:GetObject", private)  # private archives' h1:
+    assert not _allows("MirrorFunction", "s3:PutObject", private)
+    assert not _allows("MirrorFunction", "s3:GetObject", "v1/archives/m/v.tar.gz")
+    assert not _allows("ProvidersFunction", "s3:PutObject", cached)
+
+    function = template.merge_template()["Resources"]["MirrorFunction"]["Properties"]
+    assert function["Handler"] == "chalicelib.entry.api.providers.mirror.app"
+    assert function["Timeout"] > 29  # a fetch outlasting API Gateway still fills the cache
+    # /tmp holds the archives fetched at once, each at most the cap (by default).
+    cap = mirror.get_settings().mirror_max_archive_bytes
+    assert function["EphemeralStorage"]["Size"] * 2**20 >= mirror.FETCH_THREADS * cap
+    # Its concurrency can be capped (a stack parameter; 0, the default, is no cap).
+    merged = template.merge_template()
+    assert merged["Parameters"]["MirrorConcurrency"]["Default"] == 0
+    assert function["ReservedConcurrentExecutions"] == {
+        "Fn::If": [
+            "HasMirrorConcurrency",
+            {"Ref": "MirrorConcurrency"},
+            {"Ref": "AWS::NoValue"},
+        ]
+    }
+    assert merged["Conditions"]["HasMirrorConcurrency"] == {
+        "Fn::Not": [{"Fn::Equals": [{"Ref": "MirrorConcurrency"}, "0"]}]
+    }
+
+
+def test_each_function_may_touch_the_objects_its_code_keeps():
+    """Modules' objects live under v1/, providers' under providers/: the roles that presign,
+    read or delete providers' files are granted that prefix (not only v1/)."""
+    from chalicelib.modules.keys import UPLOAD_PREFIX
+    from chalicelib.providers.keys import binary_key, shasums_key
+
+    module = UPLOAD_PREFIX + "m/v/x.tar.gz"
+    archive = binary_key("prov-1", "1.0.0", "linux", "amd64", "p.zip")
+    for logical_id, action, key in [
+        ("ProvidersFunction", "s3:PutObject", archive),  # presigned uploads
+        ("ProvidersFunction", "s3:GetObject", shasums_key("prov-1", "1.0.0")),  # retry
+        ("ProvidersFunction", "s3:DeleteObject", archive),
+        ("ProtocolFunction", "s3:GetObject", archive),  # providers.v1 download links
+        ("ProtocolFunction", "s3:GetObject", module),
+        ("Ingest", "s3:GetObject", archive),  # the checks after upload
+        ("Ingest", "s3:PutObject", module),
+        ("APIHandler", "s3:DeleteObject", archive),  # deleting an organization
+        ("WebFunction", "s3:GetObject", archive),  # a platform's retry from its page
+        ("RegistryFunction", "s3:PutObject", module),
+    ]:
+        assert _allows(logical_id, action, key), (logical_id, action, key)
+    assert not _allows("Ingest", "s3:PutObject", archive)
+    assert not _allows("ProvidersFunction", "s3:GetObject", module)
+    statements = _statements("ProvidersFunction")
+    assert any("sqs:SendMessage" in s["Action"] for s in statements)  # a retry queues events
+
+
 def test_every_event_handler_is_repointed_at_its_own_entry_module():
     """Chalice makes one function per event handler in app.py (SQS, schedules); each must be
     re-pointed at a lean entry module instead of app.py, which imports every route group."""
