@@ -316,6 +316,12 @@ HOSTILE_RESPONSES: dict[str, tuple[Callable[[str], str], str]] = {
         ),
         "not deflated",
     ),
+    "an InResponseTo no key can hold": (  # unsigned: accepted while assertions need not be
+        lambda rid: redirect_query(
+            "SAMLResponse", deflated(idp_response_xml("_" + "a" * 3000)), None
+        ),
+        "unknown InResponseTo",
+    ),
     "a LogoutRequest": (
         lambda rid: redirect_query("SAMLResponse", deflated(idp_request_xml())),
         "unknown InResponseTo",
@@ -369,6 +375,7 @@ def test_the_idps_logout_request_ends_every_saml_session_of_that_person(saml: Ap
     assert answer.findtext(f"{{{A}}}Issuer") == ENTITY_ID
     assert answer.find(f"{{{P}}}Status/{{{P}}}StatusCode").get("Value") == SUCCESS
     assert query["RelayState"] == ["back-to-idp"]
+    assert any(c.startswith("tfe_registry_session=;") for c in first.last_set_cookies)
     assert "Signature" not in query  # authn-requests-signed is off
     assert not is_signed_in(first) and not is_signed_in(second)
     assert is_signed_in(other) and is_signed_in(pasted)
@@ -514,6 +521,14 @@ HOSTILE_REQUESTS: dict[str, tuple[Callable[[], str], str]] = {
     ),
     "deflate bomb": (lambda: redirect_query("SAMLRequest", _bomb()), "too large inflated"),
     "neither message": (lambda: "RelayState=x", ""),
+    "an ID no key can hold": (
+        lambda: redirect_query("SAMLRequest", deflated(idp_request_xml("_" + "a" * 3000))),
+        "not a LogoutRequest",
+    ),
+    "a RelayState too long": (
+        lambda: redirect_query("SAMLRequest", deflated(idp_request_xml()), relay="r" * 1025),
+        "RelayState too long",
+    ),
 }
 
 

@@ -68,6 +68,8 @@ _SHA1: dict[str, tuple[str, type[hashes.HashAlgorithm]]] = {
     "http://www.w3.org/2001/04/xmldsig-more#ecdsa-sha1": ("ec", hashes.SHA1),
 }
 _ESCAPE = re.compile(r"%[0-9A-F]{2}")
+_ID = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,255}")  # an xs:ID as IdPs make them, bounded
+MAX_RELAY = 1024  # characters of RelayState echoed back (the binding says 80 bytes)
 NOT_CONFIRMED = (
     "Your identity provider did not confirm that it signed you out: you may still be "
     "signed in there."
@@ -134,17 +136,22 @@ def _encoded(text: str, plus: bool, lower: bool) -> str:
 
 
 def _signed_octets(query: Mapping[str, Any], field: str, alg: str) -> list[bytes]:
-    """``field=…[&RelayState=…]&SigAlg=…`` in each encoding ``_encoded`` knows."""
-    parts = [(field, _one(query, field) or "")]
+    """``field=…[&RelayState=…]&SigAlg=…`` in each encoding ``_encoded`` knows (a ``+``
+    left undecoded in the RelayState is tried as the space it encoded)."""
     relay = _one(query, "RelayState")
-    if relay is not None:
-        parts.append(("RelayState", relay))
-    parts.append(("SigAlg", alg))
-    found = {
-        "&".join(f"{name}={_encoded(value, plus, lower)}" for name, value in parts).encode()
-        for plus in (False, True)
-        for lower in (False, True)
-    }
+    relays: list[str | None] = (
+        [relay] if relay is None else sorted({relay, relay.replace("+", " ")})
+    )
+    found = set()
+    for shown in relays:
+        parts = [(field, _one(query, field) or "")]
+        parts += [("RelayState", shown)] if shown is not None else []
+        parts.append(("SigAlg", alg))
+        found |= {
+            "&".join(f"{name}={_encoded(value, plus, lower)}" for name, value in parts).encode()
+            for plus in (False, True)
+            for lower in (False, True)
+        }
     return sorted(found)
 
 
@@ -214,7 +221,11 @@ def _moment(value: str | None, what: str) -> datetime | None:
 def _check_common(config: SamlConfig, root: Any, tag: str, issuer: str | None) -> None:
     """The root, version, ID, Destination (this SLO URL when present) and Issuer (the IdP
     that signed the person in, when known)."""
-    if root.tag != P + tag or root.get("Version") != "2.0" or not root.get("ID"):
+    if (
+        root.tag != P + tag
+        or root.get("Version") != "2.0"
+        or not _ID.fullmatch(root.get("ID") or "")
+    ):
         raise _refused(f"The logout message is not a SAML {tag}.", f"not a {tag}", 400)
     destination = root.get("Destination")
     if destination is not None and destination != config.slo_url:
@@ -239,7 +250,8 @@ def answered(config: SamlConfig, query: Mapping[str, Any], browser_secret: str |
     )
     hashed = authn.browser_hash(browser_secret)
     in_response_to = root.get("InResponseTo") or ""
-    request = store.outstanding_request(in_response_to, hashed, "logout") if hashed else None
+    known = hashed and _ID.fullmatch(in_response_to)
+    request = store.outstanding_request(in_response_to, hashed, "logout") if known else None
     if request is None:
         raise _refused(
             "This logout response answers no sign-out of this browser, or one already "
@@ -285,6 +297,9 @@ def idp_logout(config: SamlConfig, query: Mapping[str, Any]) -> IdpLogout:
     """Check the IdP's LogoutRequest (see the module) and take the SAML records of the
     sessions it ends."""
     root = decode(_one(query, "SAMLRequest"))
+    relay = _one(query, "RelayState")
+    if relay is not None and len(relay) > MAX_RELAY:
+        raise _refused("The logout message is malformed.", "RelayState too long", 400)
     check_signature(config, query, "SAMLRequest", True)
     name_id = _name_id(root) if root.tag == P + "LogoutRequest" else ""
     _check_common(config, root, "LogoutRequest", store.person_issuer(name_id))
@@ -294,5 +309,5 @@ def idp_logout(config: SamlConfig, query: Mapping[str, Any]) -> IdpLogout:
     if not store.first_use(root.get("ID"), until, kind="idp-logout"):
         raise _refused("This logout request was used already.", "replayed LogoutRequest")
     ended = store.take_sessions_of(name_id)
-    location = authn.logout_response(config, root.get("ID"), _one(query, "RelayState"))
+    location = authn.logout_response(config, root.get("ID"), relay)
     return IdpLogout(ended, location)

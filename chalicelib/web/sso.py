@@ -213,10 +213,12 @@ def single_logout_service(ctx: WebCtx) -> Response:
     for session_hash in ended.session_hashes:
         session.end_session(session_hash)
     log.info("saml single logout by the IdP: %d sessions ended", len(ended.session_hashes))
-    cleared = session.clear_cookie(session.COOKIE_NAME)
+    # This browser's cookie goes too when its session was one of them.
+    ours = _session_hash(ctx) in ended.session_hashes
+    cookies = [session.clear_cookie(session.COOKIE_NAME)] if ours else []
     if ended.location is None:
-        return signed_out(ctx, None, cleared)
-    return redirect(ended.location, 303, cookies=[cleared])
+        return signed_out(ctx, None, *cookies)
+    return redirect(ended.location, 303, cookies=cookies)
 
 
 @page(
