@@ -139,9 +139,9 @@ def _signed_octets(query: Mapping[str, Any], field: str, alg: str) -> list[bytes
     """``field=…[&RelayState=…]&SigAlg=…`` in each encoding ``_encoded`` knows (a ``+``
     left undecoded in the RelayState is tried as the space it encoded)."""
     relay = _one(query, "RelayState")
-    relays: list[str | None] = (
-        [relay] if relay is None else sorted({relay, relay.replace("+", " ")})
-    )
+    relays: list[str | None] = [None]
+    if relay is not None:
+        relays = list(sorted({relay, relay.replace("+", " ")}))
     found = set()
     for shown in relays:
         parts = [(field, _one(query, field) or "")]
@@ -248,7 +248,7 @@ def answered(config: SamlConfig, query: Mapping[str, Any], browser_secret: str |
     check_signature(
         config, query, "SAMLResponse", bool(config.values.get("want-assertions-signed"))
     )
-    hashed = authn.browser_hash(browser_secret)
+    hashed = authn.browser_hash(browser_secret) or ""
     in_response_to = root.get("InResponseTo") or ""
     known = hashed and _ID.fullmatch(in_response_to)
     request = store.outstanding_request(in_response_to, hashed, "logout") if known else None
@@ -259,7 +259,7 @@ def answered(config: SamlConfig, query: Mapping[str, Any], browser_secret: str |
             "unknown InResponseTo",
         )
     _check_common(config, root, "LogoutResponse", request.issuer or None)
-    if store.take_request(in_response_to, hashed or "", "logout") is None:
+    if store.take_request(in_response_to, hashed, "logout") is None:
         raise _refused("This logout response was used already.", "replayed LogoutResponse")
     status = root.find(f"{P}Status/{P}StatusCode")
     return status is not None and status.get("Value") == SUCCESS
