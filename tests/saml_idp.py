@@ -12,7 +12,8 @@ independent of ours, signing with Debian's ``xmlsec1``) behind a tiny HTTP serve
   carries pysaml2's signed LogoutResponse to the registry's single logout URL.
 * ``Idp.logout_request_url(email)``: IdP-initiated single logout, the URL of the registry's
   single logout carrying pysaml2's signed LogoutRequest (``other=True``: signed by the other
-  IdP's key; ``sign=False``: unsigned).
+  IdP's key; ``sign=False``: unsigned). The registry's LogoutResponse comes back to
+  ``GET /slo``, where its status is recorded (``Idp.logout_answers``).
 
 It listens on ``https://localhost`` at a free port (TLS with its own self-signed certificate:
 the registry takes only an https:// SSO URL; the test's browser ignores the certificate),
@@ -104,6 +105,7 @@ class Idp:
         self.base = base
         self.user = IdpUser("nobody@example.com", "nobody")
         self.logouts: list[Logout] = []
+        self.logout_answers: list[str] = []  # the StatusCode of each LogoutResponse received
         self.requests: list[str] = []  # the AuthnRequest IDs received
         self.server = self._server(directory, "idp", sp_metadata)
         self.other = self._server(directory, "other-idp", sp_metadata)
@@ -217,6 +219,12 @@ class Idp:
         return self._redirect(self.server, str(response), slo, "", response=True)
 
     def single_logout(self, query: dict[str, str]) -> str:
+        if "SAMLResponse" in query:  # the registry's answer to logout_request_url's request
+            answer = self.server.parse_logout_request_response(
+                query["SAMLResponse"], BINDING_HTTP_REDIRECT
+            )
+            self.logout_answers.append(str(answer.response.status.status_code.value))
+            return "<!doctype html><title>Done</title><h1>The registry signed you out</h1>"
         request = self.server.parse_logout_request(query["SAMLRequest"], BINDING_HTTP_REDIRECT)
         message = request.message
         self.logouts.append(
