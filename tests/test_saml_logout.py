@@ -623,3 +623,19 @@ def test_pysaml2s_logout_request_and_logout_response_are_accepted(
     assert answered.status_code == 200, answered.text
     assert "signed out of this registry and of your identity provider" in answered.text
     assert browser.get(back.removeprefix(f"http://{HOST}")).status_code == 403
+
+
+def test_without_a_key_to_sign_our_answer_the_sessions_still_end(
+    saml: Api, caplog: pytest.LogCaptureFixture
+) -> None:
+    sp = key_pair("registry.example.com")
+    unreadable = {"certificate": sp.cert, "private-key": "not a PEM key"}
+    configure(saml, **{"authn-requests-signed": True, **unreadable})
+    browser = signed_in_by_saml(saml)
+    reply = slo(browser, redirect_query("SAMLRequest", deflated(idp_request_xml())))
+    assert reply.status_code == 200, reply.text
+    assert "signed out of this registry" in reply.text
+    assert not is_signed_in(browser)
+    assert "saml logout response not sent: the SP private key is not an unencrypted PEM key" in [
+        r.getMessage() for r in caplog.records
+    ]

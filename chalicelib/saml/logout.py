@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import logging
 import re
 import zlib
 from collections.abc import Mapping
@@ -48,6 +49,8 @@ from chalicelib.core.data.ids import now
 from chalicelib.saml import authn, response, store
 from chalicelib.saml.config import CLOCK_SKEW_SECONDS, SamlConfig
 from chalicelib.saml.errors import SamlRefused
+
+log = logging.getLogger("registry.saml")
 
 MAX_ENCODED = 16 * 1024  # characters of base64: a logout message is well under 4 KB
 MAX_XML = 64 * 1024  # bytes once inflated
@@ -309,5 +312,9 @@ def idp_logout(config: SamlConfig, query: Mapping[str, Any]) -> IdpLogout:
     if not store.first_use(root.get("ID"), until, kind="idp-logout"):
         raise _refused("This logout request was used already.", "replayed LogoutRequest")
     ended = store.take_sessions_of(name_id)
-    location = authn.logout_response(config, root.get("ID"), relay)
+    try:
+        location = authn.logout_response(config, root.get("ID"), relay)
+    except SamlRefused as refusal:  # e.g. signing on but no private key: the sessions end
+        log.warning("saml logout response not sent: %s", refusal.log_detail)
+        location = None
     return IdpLogout(ended, location)
