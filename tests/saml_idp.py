@@ -8,7 +8,12 @@ independent of ours, signing with Debian's ``xmlsec1``) behind a tiny HTTP serve
 * ``GET /other/unsolicited``: the same, signed by another IdP with another key (which the
   registry must refuse).
 * ``GET /slo`` (HTTP-Redirect): a LogoutRequest from the registry, parsed by pysaml2 and
-  recorded (``Idp.logouts``), answered with a small page.
+  recorded (``Idp.logouts``), answered with a small page whose link "Back to the registry"
+  carries pysaml2's signed LogoutResponse to the registry's single logout URL.
+* ``Idp.logout_request_url(email)``: IdP-initiated single logout, the URL of the registry's
+  single logout carrying pysaml2's signed LogoutRequest (``other=True``: signed by the other
+  IdP's key; ``sign=False``: unsigned). The registry's LogoutResponse comes back to
+  ``GET /slo``, where its status is recorded (``Idp.logout_answers``).
 
 It listens on ``https://localhost`` at a free port (TLS with its own self-signed certificate:
 the registry takes only an https:// SSO URL; the test's browser ignores the certificate),
@@ -18,6 +23,7 @@ to the ACS is cross-site as with a real IdP.
 
 from __future__ import annotations
 
+import html
 import shutil
 import ssl
 import threading
@@ -45,6 +51,7 @@ with warnings.catch_warnings():  # pysaml2 names a cipher mode cryptography depr
     from saml2.config import IdPConfig
     from saml2.saml import NAME_FORMAT_BASIC, NAMEID_FORMAT_EMAILADDRESS, NameID
     from saml2.server import Server
+    from saml2.time_util import in_a_while
     from saml2.xmldsig import DIGEST_SHA256, SIG_RSA_SHA256
 
 
@@ -98,6 +105,7 @@ class Idp:
         self.base = base
         self.user = IdpUser("nobody@example.com", "nobody")
         self.logouts: list[Logout] = []
+        self.logout_answers: list[str] = []  # the StatusCode of each LogoutResponse received
         self.requests: list[str] = []  # the AuthnRequest IDs received
         self.server = self._server(directory, "idp", sp_metadata)
         self.other = self._server(directory, "other-idp", sp_metadata)
@@ -173,7 +181,50 @@ class Idp:
         args["name_id_policy"] = None
         return self._answer(server, args, relay)
 
+    def sp_slo(self) -> tuple[str, str]:
+        """(the SP's entity id, its single logout URL) from its metadata."""
+        (sp_entity_id,) = list(self.server.metadata.keys())
+        sp = self.server.metadata[sp_entity_id]["spsso_descriptor"][0]
+        return sp_entity_id, sp["single_logout_service"][0]["location"]
+
+    @staticmethod
+    def _redirect(server: Server, xml: str, destination: str, relay: str, **kw: Any) -> str:
+        """``destination`` carrying ``xml`` by pysaml2's HTTP-Redirect binding (its own
+        query-string signature, RSA-SHA256, unless ``sign=False``)."""
+        kw.setdefault("sign", True)
+        http = server.apply_binding(
+            BINDING_HTTP_REDIRECT, xml, destination, relay, sigalg=SIG_RSA_SHA256, **kw
+        )
+        return str(dict(http["headers"])["Location"])
+
+    def logout_request_url(
+        self, email: str, *, other: bool = False, sign: bool = True, relay: str = ""
+    ) -> str:
+        """IdP-initiated single logout of ``email`` (see the module)."""
+        server = self.other if other else self.server
+        sp_entity_id, slo = self.sp_slo()
+        _, request = server.create_logout_request(
+            slo,
+            sp_entity_id,
+            name_id=NameID(format=NAMEID_FORMAT_EMAILADDRESS, text=email),
+            expire=in_a_while(minutes=5),
+            sign=False,  # the redirect binding signs the query string instead
+        )
+        return self._redirect(server, str(request), slo, relay, sign=sign)
+
+    def logout_response_url(self, request: Any) -> str:
+        """pysaml2's signed LogoutResponse (Success) to the registry's LogoutRequest."""
+        response = self.server.create_logout_response(request, [BINDING_HTTP_REDIRECT], sign=False)
+        _, slo = self.sp_slo()
+        return self._redirect(self.server, str(response), slo, "", response=True)
+
     def single_logout(self, query: dict[str, str]) -> str:
+        if "SAMLResponse" in query:  # the registry's answer to logout_request_url's request
+            answer = self.server.parse_logout_request_response(
+                query["SAMLResponse"], BINDING_HTTP_REDIRECT
+            )
+            self.logout_answers.append(str(answer.response.status.status_code.value))
+            return "<!doctype html><title>Done</title><h1>The registry signed you out</h1>"
         request = self.server.parse_logout_request(query["SAMLRequest"], BINDING_HTTP_REDIRECT)
         message = request.message
         self.logouts.append(
@@ -183,7 +234,11 @@ class Idp:
                 [s.text for s in message.session_index or []],
             )
         )
-        return "<!doctype html><title>Signed out</title><h1>Signed out at the IdP</h1>"
+        back = html.escape(self.logout_response_url(message))
+        return (
+            "<!doctype html><title>Signed out</title><h1>Signed out at the IdP</h1>"
+            f'<p><a id="back" href="{back}">Back to the registry</a></p>'
+        )
 
 
 def _handler(idp: Idp) -> type[BaseHTTPRequestHandler]:

@@ -1,4 +1,5 @@
-"""SP-initiated sign-in: the AuthnRequest, sent by the HTTP-Redirect binding.
+"""SP-initiated sign-in: the AuthnRequest, sent by the HTTP-Redirect binding; and the
+LogoutRequest (sign-out) and LogoutResponse (to an IdP's LogoutRequest), sent the same way.
 
 ``start(config, browser_secret, return_to)`` records the request (its ID, the browser, where
 to return) and answers the URL of ``sso-endpoint-url`` carrying ``SAMLRequest`` (raw DEFLATE,
@@ -53,6 +54,10 @@ def browser_cookie(secret: str) -> str:
         f"{BROWSER_COOKIE}={secret}; Max-Age={REQUEST_SECONDS}; Path=/users/saml; "
         "HttpOnly; Secure; SameSite=None"
     )
+
+
+def browser_cookie_cleared() -> str:
+    return f"{BROWSER_COOKIE}=; Max-Age=0; Path=/users/saml; HttpOnly; Secure; SameSite=None"
 
 
 def authn_request(config: SamlConfig, request_id: str, issued: str) -> str:
@@ -132,10 +137,13 @@ def start(config: SamlConfig, secret: str, return_to: str) -> str:
     return _redirect(config, endpoint, authn_request(config, request_id, issued), return_to)
 
 
-def _redirect(config: SamlConfig, endpoint: str, xml: str, relay: str | None) -> str:
-    """``endpoint`` carrying the request ``xml`` by the HTTP-Redirect binding (signed when
+def _redirect(
+    config: SamlConfig, endpoint: str, xml: str, relay: str | None, field: str = "SAMLRequest"
+) -> str:
+    """``endpoint`` carrying the message ``xml`` (a request, or with ``field``
+    "SAMLResponse" a response) by the HTTP-Redirect binding (signed when
     ``authn-requests-signed``)."""
-    query = "SAMLRequest=" + quote(_deflated(xml), safe="")
+    query = field + "=" + quote(_deflated(xml), safe="")
     if relay is not None:
         query += "&RelayState=" + quote(relay, safe="")
     if config.values.get("authn-requests-signed"):
@@ -177,19 +185,57 @@ def logout_request(
 
 
 def single_logout(
-    config: SamlConfig, name_id: str, name_id_format: str | None, session_index: str | None
+    config: SamlConfig,
+    name_id: str,
+    name_id_format: str | None,
+    session_index: str | None,
+    secret: str,
+    issuer: str | None = None,
 ) -> str | None:
     """The IdP's single logout URL carrying a LogoutRequest for the person (None when SAML
-    is off or ``slo-endpoint-url`` is not an http(s) URL). The IdP ends its own session
-    there; its LogoutResponse is not awaited (this registry has already ended its own)."""
+    is off or ``slo-endpoint-url`` is not an http(s) URL). The request is recorded for the
+    browser holding ``secret`` (the ``BROWSER_COOKIE``), with the IdP ``issuer`` that
+    signed the person in: the IdP's LogoutResponse to ``/users/saml/slo`` must answer it
+    (``logout.answered``). This registry has already ended its own session."""
     endpoint = config.text("slo-endpoint-url")
     if not config.enabled or urlsplit(endpoint).scheme not in ("https", "http"):
         return None
-    issued = now().strftime("%Y-%m-%dT%H:%M:%SZ")
+    moment = now()
+    request_id = "_" + secrets.token_hex(20)
     xml = logout_request(
-        config, "_" + secrets.token_hex(20), issued, name_id, name_id_format, session_index
+        config,
+        request_id,
+        moment.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        name_id,
+        name_id_format,
+        session_index,
     )
-    return _redirect(config, endpoint, xml, None)
+    location = _redirect(config, endpoint, xml, None)  # signs (or refuses) before recording
+    hashed = browser_hash(secret)
+    assert hashed is not None  # the caller made or checked the secret
+    expires = moment + timedelta(seconds=REQUEST_SECONDS)
+    store.remember_request(request_id, hashed, None, expires, kind="logout", issuer=issuer)
+    return location
+
+
+def logout_response(config: SamlConfig, in_response_to: str, relay: str | None) -> str | None:
+    """The IdP's single logout URL carrying our LogoutResponse (Status Success) to its
+    LogoutRequest ``in_response_to`` (SAML core §3.7.2), signed as our requests are; None
+    when ``slo-endpoint-url`` is not an http(s) URL."""
+    endpoint = config.text("slo-endpoint-url")
+    if urlsplit(endpoint).scheme not in ("https", "http"):
+        return None
+    issued = now().strftime("%Y-%m-%dT%H:%M:%SZ")
+    xml = (
+        '<samlp:LogoutResponse xmlns:samlp="urn:oasis:names:tc:SAML:2.0:protocol" '
+        'xmlns:saml="urn:oasis:names:tc:SAML:2.0:assertion" '
+        f'ID="_{secrets.token_hex(20)}" Version="2.0" IssueInstant="{issued}" '
+        f"Destination={quoteattr(endpoint)} InResponseTo={quoteattr(in_response_to)}>"
+        f"<saml:Issuer>{_escaped(config.entity_id)}</saml:Issuer>"
+        '<samlp:Status><samlp:StatusCode Value="urn:oasis:names:tc:SAML:2.0:status:Success"/>'
+        "</samlp:Status></samlp:LogoutResponse>"
+    )
+    return _redirect(config, endpoint, xml, relay, field="SAMLResponse")
 
 
 def new_browser_secret() -> str:

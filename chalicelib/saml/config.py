@@ -1,8 +1,9 @@
 """The SAML settings as the sign-in needs them, and this site's SP URLs.
 
-The entity id (the AuthnRequest's Issuer, the Audience accepted) is the metadata URL and the
-ACS the Destination/Recipient accepted, both built from the request's base URL exactly as
-``admin.render.render_saml`` reports them (or ``REGISTRY_PUBLIC_URL``)."""
+The entity id (the AuthnRequest's Issuer, the Audience accepted) is the metadata URL, the
+ACS the Destination/Recipient accepted and the SLO URL the Destination of logout messages,
+all built from the request's base URL as ``admin.render.render_saml`` reports them (or
+``REGISTRY_PUBLIC_URL``)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from typing import Any
 
 METADATA_PATH = "/users/saml/metadata"
 ACS_PATH = "/users/saml/auth"
+SLO_PATH = "/users/saml/slo"  # single logout (HTTP-Redirect): LogoutRequests and Responses
 CLOCK_SKEW_SECONDS = 120
 
 
@@ -19,6 +21,11 @@ class SamlConfig:
     values: dict[str, Any]
     entity_id: str
     acs_url: str
+
+    @property
+    def slo_url(self) -> str:
+        """This site's single logout URL (the Destination an IdP's logout message names)."""
+        return self.acs_url.removesuffix(ACS_PATH) + SLO_PATH
 
     @property
     def enabled(self) -> bool:

@@ -1,5 +1,6 @@
 """The SP metadata document an identity provider imports (``GET /users/saml/metadata``):
-the entity id (the metadata URL itself), the ACS with the HTTP-POST binding, the NameID
+the entity id (the metadata URL itself), the single logout service with the HTTP-Redirect
+binding, the ACS with the HTTP-POST binding, the NameID
 formats accepted, whether AuthnRequests are signed and assertions wanted signed, and the SP
 certificate when one is set. Built as text (no XML library on this path)."""
 
@@ -45,7 +46,10 @@ def sp_metadata(config: SamlConfig) -> str:
         f'<md:SPSSODescriptor AuthnRequestsSigned="{flag("authn-requests-signed")}" '
         f'WantAssertionsSigned="{flag("want-assertions-signed")}" '
         'protocolSupportEnumeration="urn:oasis:names:tc:SAML:2.0:protocol">'
-        f"{key}{formats}"
+        f"{key}"
+        f'<md:SingleLogoutService Binding="{REDIRECT_BINDING}" '
+        f"Location={quoteattr(config.slo_url)}/>"
+        f"{formats}"
         f'<md:AssertionConsumerService Binding="{POST_BINDING}" '
         f'Location={quoteattr(config.acs_url)} index="0" isDefault="true"/>'
         "</md:SPSSODescriptor></md:EntityDescriptor>\n"

@@ -63,6 +63,7 @@ class Assertion:
     valid_until: datetime | None = None
     name_id_format: str | None = None  # the NameID's Format, echoed in a LogoutRequest
     session_index: str | None = None  # the AuthnStatement's, echoed in a LogoutRequest
+    issuer: str | None = None  # the IdP's entity id: its logout messages must name it
 
 
 def _refused(message: str, advice: str | None = None, detail: str = "") -> SamlRefused:
@@ -342,6 +343,7 @@ def check(config: SamlConfig, posted: str, moment: datetime) -> Assertion:
         valid_until=min(ends) if ends else None,
         name_id_format=name_id_element.get("Format") if name_id_element is not None else None,
         session_index=statement.get("SessionIndex") if statement is not None else None,
+        issuer=_text(assertion.find(A + "Issuer")) or None,
     )
 
 

@@ -71,6 +71,7 @@ class SignedIn:
     name_id_format: str | None
     session_index: str | None
     taken: Taken
+    issuer: str | None = None
 
 
 def sign_in(config: SamlConfig, posted: str, browser_secret: str | None, relay: str) -> SignedIn:
@@ -114,6 +115,7 @@ def sign_in(config: SamlConfig, posted: str, browser_secret: str | None, relay: 
         assertion.name_id_format,
         assertion.session_index,
         taken,
+        assertion.issuer,
     )
 
 
@@ -275,6 +277,7 @@ def session_opened(
         signed.name_id_format,
         signed.session_index,
         moment + timedelta(seconds=signed.session_seconds),
+        signed.issuer,
     )
     if not (config.values.get("debug") and signed.taken.site_admin):
         return False
@@ -301,16 +304,22 @@ def debug_record(session_hash: str, user_id: str) -> dict[str, Any] | None:
     return json.loads(body) if body else None
 
 
-def single_logout(config: SamlConfig, session_hash: str) -> str | None:
+def single_logout(config: SamlConfig, session_hash: str, browser_secret: str) -> str | None:
     """Where signing out of the UI session ``session_hash`` sends the browser: the IdP's
-    single logout with a LogoutRequest for the person, when SAML opened the session and
-    ``slo-endpoint-url`` is set; else None. The record is taken either way."""
+    single logout with a LogoutRequest for the person (recorded for the browser holding
+    ``browser_secret``), when SAML opened the session and ``slo-endpoint-url`` is set;
+    else None. The record is taken either way."""
     opened = store.take_session(session_hash)
     if opened is None or not opened.name_id:
         return None
     try:
         return authn.single_logout(
-            config, opened.name_id, opened.name_id_format, opened.session_index
+            config,
+            opened.name_id,
+            opened.name_id_format,
+            opened.session_index,
+            browser_secret,
+            opened.issuer,
         )
     except SamlRefused as refusal:  # e.g. signing on but no private key: sign out locally
         log.warning("saml single logout skipped: %s", refusal.log_detail)

@@ -131,7 +131,8 @@ def sign_out(ctx: WebCtx) -> Response:
     session.end(ctx.request)
     cleared = session.clear_cookie(session.COOKIE_NAME)
     if single_logout is not None:
-        return sso.signed_out(ctx, single_logout, cleared)
+        location, browser_cookie = single_logout
+        return sso.signed_out(ctx, location, cleared, browser_cookie)
     return redirect("/app/sign-in", cookies=[cleared])
 
 

@@ -15,7 +15,8 @@ How it works (for other pages of the UI, e.g. ``terraform login``'s authorize pa
   API's per-instance cache of verified tokens): a revoked or expired token ends the session.
 * Signing out (``end(request)``) deletes the session server-side, and the token minted for
   it when it opened with a password or an invitation (``start_for_user``); the cookie is
-  cleared too.
+  cleared too. ``end_session(hash)`` does the same for another browser's session (SAML
+  single logout started by the identity provider).
 * Two-factor sign-in: after the password, ``start_second_step`` stores a short-lived item
   (``store.SecondStepModel``) bound to a random secret in the cookie ``STEP_COOKIE``;
   ``take_second_step`` deletes it (once: a conditional delete) when the code is right.
@@ -173,11 +174,26 @@ def end(request: Any) -> None:
     for it (a pasted token is the caller's own and stays)."""
     item = _session(request)
     if item is not None:
-        item.delete()
-        if item.minted:
-            TokenModel(item.token_hash).delete()
+        _delete(item)
     request._web_session = None
     request._web_principal = None
+
+
+def _delete(item: store.WebSessionModel) -> None:
+    item.delete()
+    if item.minted:
+        TokenModel(item.token_hash).delete()
+
+
+def end_session(session_hash: str) -> bool:
+    """End the session ``session_hash`` wherever its browser is (an identity provider's
+    single logout): its item and the token minted for it are deleted, so the next request
+    of that browser, on any instance, is signed out. False when it had ended already."""
+    item = store.get(session_hash)
+    if item is None:
+        return False
+    _delete(item)
+    return True
 
 
 def csrf_token(request: Any) -> str | None:

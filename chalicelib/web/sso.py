@@ -11,7 +11,13 @@
   Response itself). With ``debug`` and a site admin signing in, the browser goes first to
   ``GET /app/sign-in/sso/debug``: what the sign-in received (``saml.service.session_opened``).
 * Sign-out (``routes.sign_out``) of a session SAML opened: ``single_logout`` gives the IdP's
-  single logout URL with a LogoutRequest, ``signed_out`` the page going on to it.
+  single logout URL with a LogoutRequest (recorded for this browser's ``tfe_registry_saml``
+  cookie), ``signed_out`` the page going on to it.
+* ``GET /users/saml/slo``: single logout (HTTP-Redirect; ``saml.logout`` has the rules).
+  The IdP's LogoutResponse to our sign-out shows the signed-out page; the IdP's own
+  LogoutRequest (the person signed out elsewhere) ends every UI session SAML opened for
+  that NameID and sends the browser back to the IdP with our LogoutResponse. Any refusal is
+  a 4xx page that ends nothing; nothing of the query (message, signature) is logged.
 
 The saml room's modules are imported by the handlers that use them
 (lxml and signxml only when a Response arrives): the function's other pages skip them.
@@ -20,6 +26,7 @@ The saml room's modules are imported by the handlers that use them
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 
 from chalice import Blueprint, Response
 
@@ -28,7 +35,7 @@ from chalicelib.core.auth import hash_token
 from chalicelib.saml import config as saml_config
 from chalicelib.saml.errors import SamlRefused
 from chalicelib.web import session
-from chalicelib.web.view import WebCtx, error_page, page, redirect, safe_next
+from chalicelib.web.view import WebCtx, add_cookie, error_page, page, redirect, safe_next
 
 log = logging.getLogger("registry.web.sso")
 
@@ -57,14 +64,17 @@ def saml_metadata(ctx: WebCtx) -> Response:
     )
 
 
-def refused(ctx: WebCtx, refusal: SamlRefused) -> Response:
-    log.warning("saml sign-in refused: %s", refusal.log_detail)
+def refused(
+    ctx: WebCtx, refusal: SamlRefused, what: str = "sign-in", heading: str | None = None
+) -> Response:
+    log.warning("saml %s refused: %s", what, refusal.log_detail)
     return ctx.render(
         "sso_error.html",
         refusal.status,
         code=refusal.status,
         message=refusal.message,
         advice=refusal.advice,
+        heading=heading,
     )
 
 
@@ -132,26 +142,83 @@ def _session_hash(ctx: WebCtx) -> str | None:
     return hash_token(secret) if secret else None
 
 
-def single_logout(ctx: WebCtx) -> str | None:
+def single_logout(ctx: WebCtx) -> tuple[str, str] | None:
     """For the sign-out page, before it ends the session: the IdP's single logout URL (with
-    a LogoutRequest) when SAML opened this session, else None. Costs nothing while SAML is
-    off."""
+    a LogoutRequest) and the browser cookie its LogoutResponse must come back with, when
+    SAML opened this session; else None. Costs nothing while SAML is off."""
     session_hash = _session_hash(ctx)
     if session_hash is None or not saml_config.enabled():
         return None
-    from chalicelib.saml import service
+    from chalicelib.saml import authn, service
 
-    return service.single_logout(saml_config.load(ctx.base_url), session_hash)
+    secret = session.cookies(ctx.request).get(authn.BROWSER_COOKIE)
+    if secret is None or authn.browser_hash(secret) is None:
+        secret = authn.new_browser_secret()
+    location = service.single_logout(saml_config.load(ctx.base_url), session_hash, secret)
+    return (location, authn.browser_cookie(secret)) if location else None
 
 
-def signed_out(ctx: WebCtx, location: str, cleared_cookie: str) -> Response:
-    """The sign-out answer for a session SAML opened: a page that goes on to the IdP's
-    single logout ``location`` (a redirect would be blocked by the sign-out form's
-    ``form-action 'self'``)."""
-    response = ctx.render("sso_signed_out.html", location=location)
-    response.headers["Set-Cookie"] = cleared_cookie
+def signed_out(ctx: WebCtx, location: str | None, *cookies: str, note: str = "") -> Response:
+    """The signed-out page: for a session SAML opened, one that goes on to the IdP's single
+    logout ``location`` (a redirect would be blocked by the sign-out form's
+    ``form-action 'self'``); without ``location``, the end of single logout."""
+    response = ctx.render("sso_signed_out.html", location=location, note=note)
+    for cookie in cookies:
+        add_cookie(response, cookie)
     response.headers["Cache-Control"] = "no-store"
     return response
+
+
+SLO_QUERY = (
+    Param("SAMLRequest", "the IdP's LogoutRequest (DEFLATE, base64)"),
+    Param("SAMLResponse", "the IdP's LogoutResponse to our sign-out (DEFLATE, base64)"),
+    Param("RelayState", "echoed back to the IdP"),
+    Param("SigAlg", "the signature algorithm of a signed message"),
+    Param("Signature", "the IdP's signature of the query string"),
+)
+
+
+@page(
+    bp,
+    saml_config.SLO_PATH,
+    query=SLO_QUERY,
+    success=(
+        Reply(200, description="signed out"),
+        Reply(303, description="signed out: to the IdP with our LogoutResponse"),
+        *REFUSED,
+    ),
+)
+def single_logout_service(ctx: WebCtx) -> Response:
+    """Single logout (HTTP-Redirect): the IdP's answer to our sign-out, or its own request
+    to end the person's sessions here."""
+    from chalicelib.saml import authn, logout  # the checks: lxml, signxml, cryptography
+
+    params: Mapping[str, str] = ctx.request.query_params or {}
+    config = saml_config.load(ctx.base_url)
+    heading = "Single logout failed"
+    try:
+        if not config.enabled:
+            raise SamlRefused("Single sign-on is not enabled on this registry.", status=404)
+        if "SAMLRequest" in params:
+            ended = logout.idp_logout(config, params)
+        elif "SAMLResponse" in params:
+            browser = session.cookies(ctx.request).get(authn.BROWSER_COOKIE)
+            confirmed = logout.answered(config, params, browser)
+            note = "" if confirmed else logout.NOT_CONFIRMED
+            return signed_out(ctx, None, authn.browser_cookie_cleared(), note=note)
+        else:
+            raise SamlRefused("This address takes SAML logout messages only.", status=400)
+    except SamlRefused as refusal:
+        return refused(ctx, refusal, "single logout", heading)
+    for session_hash in ended.session_hashes:
+        session.end_session(session_hash)
+    log.info("saml single logout by the IdP: %d sessions ended", len(ended.session_hashes))
+    # This browser's cookie goes too when its session was one of them.
+    ours = _session_hash(ctx) in ended.session_hashes
+    cookies = [session.clear_cookie(session.COOKIE_NAME)] if ours else []
+    if ended.location is None:
+        return signed_out(ctx, None, *cookies)
+    return redirect(ended.location, 303, cookies=cookies)
 
 
 @page(

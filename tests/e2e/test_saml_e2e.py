@@ -9,7 +9,9 @@ Response would name a request this browser never made) and in the team its group
 IdP-initiated sign-in works; a Response from another IdP key is the error page and creates
 nobody; ``terraform login``'s authorization page sends a session-less person through SSO and
 ``terraform get`` installs a module with the token it saved; with ``debug`` a site admin
-sees the Response first, and signing out sends a LogoutRequest the IdP accepts; a replayed
+sees the Response first, and signing out sends a LogoutRequest the IdP accepts, whose
+LogoutResponse shows the registry's signed-out page; signing out at the IdP (its
+LogoutRequest) ends the registry session; a replayed
 Response is refused; certificate rotation (``old-idp-cert`` until revoked) with the IdP's
 two keys; the bootstrap admin's token still works with SAML on (break-glass). The hostile
 Responses pysaml2 will not make (unsigned, wrapped, a comment in the NameID, ...) are in
@@ -210,8 +212,32 @@ def test_debug_then_sign_out_through_the_idps_single_logout(
     assert logout.name_id == "dora@example.com"
     assert logout.issuer == f"{site.stack.url}/users/saml/metadata"
     assert logout.session_indexes and all(logout.session_indexes)
+    # The IdP's LogoutResponse back at the registry's single logout: the signed-out page.
+    page.get_by_role("link", name="Back to the registry").click()
+    page.wait_for_url(f"{site.stack.url}/users/saml/slo?**")
+    expect(page.locator("#signed-out-everywhere")).to_be_visible()
     page.goto(f"{site.stack.url}/app/organizations")
     assert "/app/sign-in" in page.url  # the registry's session ended too
+
+
+def test_signing_out_at_the_idp_ends_the_registry_session(
+    site: Site, context: BrowserContext
+) -> None:
+    """IdP-initiated single logout: the IdP's signed LogoutRequest, through the browser,
+    ends the session SSO opened; the browser goes back to the IdP with a LogoutResponse
+    pysaml2 reads as Success."""
+    site.idp.user = IdpUser("finn@example.com", "finn", [TEAM])
+    page = context.new_page()
+    page.goto("/app/organizations")
+    sign_in_with_sso(page)
+    page.wait_for_url("**/app/organizations")
+    expect(page.get_by_role("button", name="Sign out")).to_be_visible()
+    page.goto(site.idp.logout_request_url("finn@example.com"))
+    page.wait_for_url(f"{site.idp.base}/slo?**")
+    expect(page.get_by_role("heading", level=1)).to_have_text("The registry signed you out")
+    assert site.idp.logout_answers[-1] == "urn:oasis:names:tc:SAML:2.0:status:Success"
+    page.goto(f"{site.stack.url}/app/organizations")
+    assert "/app/sign-in" in page.url
 
 
 def idp_form(site: Site, url: str) -> dict[str, str]:

@@ -21,6 +21,7 @@ from chalice import Blueprint, Response
 from chalicelib.admin import render, service
 from chalicelib.core.api.errors import ApiError, NotFound, Unprocessable
 from chalicelib.core.api.openapi import Reply
+from chalicelib.saml.config import SLO_PATH
 from chalicelib.web.siteadmin.common import (
     ADMIN,
     ADMIN_SCHEMAS,
@@ -263,6 +264,7 @@ def _form(
         values=values,
         sealed=area.sealed(),
         saved=ctx.query.get("saved") == "1",
+        slo_url=ctx.base_url + SLO_PATH,
         **extra,
     )
 
