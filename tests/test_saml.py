@@ -334,6 +334,13 @@ HOSTILE = {
         username="admin2", not_before=timedelta(hours=1), not_on_or_after=timedelta(hours=2)
     ).posted(),
     "unknown InResponseTo": lambda: Claims(username="admin2", in_response_to="_nope").posted(),
+    # Signed by the IdP, but past what a key holds (DynamoDB: 2 KB; moto has no such limit).
+    "overlong InResponseTo": lambda: Claims(
+        username="admin2", in_response_to="_" + "r" * 3000
+    ).posted(),
+    "overlong assertion ID": lambda: Claims(
+        username="admin2", assertion_id="_" + "a" * 3000
+    ).posted(),
     "failed status": lambda: Claims(
         username="admin2", status="urn:oasis:names:tc:SAML:2.0:status:Requester"
     ).posted(),
@@ -359,6 +366,8 @@ REASONS = {
     "expired": "NotOnOrAfter",
     "not yet valid": "NotBefore",
     "unknown InResponseTo": "unknown InResponseTo",
+    "overlong InResponseTo": "ID too long",
+    "overlong assertion ID": "ID too long",
     "failed status": "status urn:oasis:names:tc:SAML:2.0:status:Requester",
     "two assertions": "2 assertions",
     "wrapped assertion": "2 assertions",

@@ -71,7 +71,8 @@ _SHA1: dict[str, tuple[str, type[hashes.HashAlgorithm]]] = {
     "http://www.w3.org/2001/04/xmldsig-more#ecdsa-sha1": ("ec", hashes.SHA1),
 }
 _ESCAPE = re.compile(r"%[0-9A-F]{2}")
-_ID = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]{0,255}")  # an xs:ID as IdPs make them, bounded
+# An xs:ID as IdPs make them, at most response.MAX_ID_LENGTH long (it becomes a key).
+_ID = re.compile(rf"[A-Za-z_][A-Za-z0-9_.-]{{0,{response.MAX_ID_LENGTH - 1}}}")
 MAX_RELAY = 1024  # characters of RelayState echoed back (the binding says 80 bytes)
 NOT_CONFIRMED = (
     "Your identity provider did not confirm that it signed you out: you may still be "

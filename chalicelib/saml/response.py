@@ -41,6 +41,10 @@ from chalicelib.saml.errors import SamlRefused
 from chalicelib.saml.metadata import certificate_body
 
 MAX_RESPONSE_BYTES = 256 * 1024
+# The assertion's ID and the request it answers become keys of the saml-state table (replay
+# and outstanding-request checks): longer ones are refused before any read, since DynamoDB
+# refuses a key past 2 KB (a 500). IdPs' IDs are some 40 characters.
+MAX_ID_LENGTH = 256
 P = "{urn:oasis:names:tc:SAML:2.0:protocol}"
 A = "{urn:oasis:names:tc:SAML:2.0:assertion}"
 DS = "{http://www.w3.org/2000/09/xmldsig#}"
@@ -334,6 +338,9 @@ def check(config: SamlConfig, posted: str, moment: datetime) -> Assertion:
     assertion_id = assertion.get("ID") or ""
     if not assertion_id:
         raise _refused("The sign-in response's assertion has no ID.", detail="no ID")
+    replied = in_response_to or outer_reply or ""
+    if max(len(assertion_id), len(replied)) > MAX_ID_LENGTH:
+        raise _refused("The sign-in response's identifiers are too long.", detail="ID too long")
     ends = [t for t in (until, confirmed_until) if t is not None]
     return Assertion(
         assertion_id=assertion_id,
