@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
@@ -23,6 +23,12 @@ class Stack:
     url: str
     moto_url: str
     startup_seconds: float
+    # What the stack has printed since READY, growing as it runs (spawn reads it): a module
+    # checks at its end that none of its secrets reached the shared stack's log.
+    output: list[str] = field(default_factory=list)
+
+    def log(self) -> str:
+        return "".join(self.output)
 
     def session(self, token: str | None = ADMIN_TOKEN) -> requests.Session:
         session = requests.Session()
@@ -39,7 +45,7 @@ class Stack:
 def stack() -> Iterator[Stack]:
     # Scenario tests burst with one token; test_admin_e2e runs its own stack with limiting on.
     running = spawn.start(ADMIN_TOKEN, REGISTRY_RATE_LIMITING="off")
-    yield Stack(running.url, running.moto_url, running.startup_seconds)
+    yield Stack(running.url, running.moto_url, running.startup_seconds, running.later_output)
     output = spawn.stop(running)  # Ctrl-C must stop everything cleanly
     assert "stopped" in output
 
