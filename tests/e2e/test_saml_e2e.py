@@ -89,6 +89,11 @@ def site(stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sit
                 "team-management-enabled": True,
             },
         )
+        # A certificate another module saved would be kept as the old one: not this IdP's.
+        revoked = stack.session().post(
+            stack.api("/admin/saml-settings/actions/revoke-old-certificate")
+        )
+        assert revoked.status_code == 200, revoked.text
         try:
             yield Site(stack, idp, team.json()["data"]["id"])
         finally:
