@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
 import requests
 
 from infrastructure import spawn
+from tests.mirror_upstream import Upstream
 
 ADMIN_TOKEN = "e2e-admin-token"
 
@@ -23,6 +24,12 @@ class Stack:
     url: str
     moto_url: str
     startup_seconds: float
+    # What the stack has printed since READY, growing as it runs (spawn reads it): a module
+    # checks at its end that none of its secrets reached the shared stack's log.
+    output: list[str] = field(default_factory=list)
+
+    def log(self) -> str:
+        return "".join(self.output)
 
     def session(self, token: str | None = ADMIN_TOKEN) -> requests.Session:
         session = requests.Session()
@@ -35,11 +42,28 @@ class Stack:
         return f"{self.url}/api/v2{path}"
 
 
+# The provider the stand-in public registry serves (test_provider_mirror_e2e installs it).
+MIRRORED_BINARY = b"#!/bin/sh\necho fake provider\n"
+
+
 @pytest.fixture(scope="session")
-def stack() -> Iterator[Stack]:
+def mirror_upstream() -> Iterator[Upstream]:
+    """The shared stack's public registries (never the internet): registry.terraform.io's
+    hashicorp/fake 1.0.0 for the mirror's pull-through cache."""
+    server = Upstream({"1.0.0": ["linux_amd64", "darwin_arm64"]}, binary=MIRRORED_BINARY)
+    yield server
+    server.close()
+
+
+@pytest.fixture(scope="session")
+def stack(mirror_upstream: Upstream) -> Iterator[Stack]:
     # Scenario tests burst with one token; test_admin_e2e runs its own stack with limiting on.
-    running = spawn.start(ADMIN_TOKEN, REGISTRY_RATE_LIMITING="off")
-    yield Stack(running.url, running.moto_url, running.startup_seconds)
+    running = spawn.start(
+        ADMIN_TOKEN,
+        REGISTRY_RATE_LIMITING="off",
+        REGISTRY_MIRROR_UPSTREAM_URL=mirror_upstream.url,
+    )
+    yield Stack(running.url, running.moto_url, running.startup_seconds, running.later_output)
     output = spawn.stop(running)  # Ctrl-C must stop everything cleanly
     assert "stopped" in output
 

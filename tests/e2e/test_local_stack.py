@@ -522,13 +522,52 @@ def kill(spawned: spawn.Spawned) -> None:
     spawned.process.communicate(timeout=20)
 
 
+COUNTERS = "registry-dev-rate-limits"  # TTL on, as in AWS (attribute read from the table)
+
+
+def put_counter(dynamodb: Any, name: str, expires: int) -> dict[str, Any]:
+    """A rate-limit row expiring at ``expires``; its key."""
+    table = dynamodb.describe_table(TableName=COUNTERS)["Table"]
+    types = {a["AttributeName"]: a["AttributeType"] for a in table["AttributeDefinitions"]}
+    key = {k["AttributeName"]: {types[k["AttributeName"]]: name} for k in table["KeySchema"]}
+    ttl = dynamodb.describe_time_to_live(TableName=COUNTERS)["TimeToLiveDescription"]
+    dynamodb.put_item(TableName=COUNTERS, Item={**key, ttl["AttributeName"]: {"N": str(expires)}})
+    return key
+
+
+def present(dynamodb: Any, key: dict[str, Any]) -> bool:
+    return "Item" in dynamodb.get_item(TableName=COUNTERS, Key=key, ConsistentRead=True)
+
+
+def snapshot_after(data: Path, moment_ns: int, timeout: float = 10.0) -> None:
+    """Wait until the periodic snapshot has been written after ``moment_ns`` (written whole,
+    between requests: a change seen before ``moment_ns`` is in it)."""
+    state = data / "moto-state.pickle"
+    written = wait_for(lambda: state.stat().st_mtime_ns, lambda ns: ns > moment_ns, timeout)
+    assert written > moment_ns, "no snapshot was taken after the change"
+
+
 @within(240)
 def test_the_state_survives_restarts_and_a_fresh_data_dir_starts_empty(tmp_path: Path):
+    """State kept across a Ctrl-C, a crash (SIGKILL: what the periodic snapshot saved) and
+    restored; a fresh data directory starts empty. Expired rows: moto never applies
+    DynamoDB's TTL (counters, sessions and login codes piled up in memory and in the
+    snapshot), so the stack sweeps every REGISTRY_TTL_SWEEP_SECONDS and before each snapshot:
+    one expired at Ctrl-C (no periodic sweep or snapshot in time) is never saved, and one
+    expiring while a stack runs is deleted."""
     data = tmp_path / "data"
     persisting = {"REGISTRY_DATA_DIR": str(data), "REGISTRY_SNAPSHOT_SECONDS": "1"}
+    # Only the Ctrl-C snapshot (and the sweep before it) in the first stack's life.
+    only_at_exit = {**persisting, "REGISTRY_SNAPSHOT_SECONDS": "3600"}
+    now = int(time.time())
     # No REGISTRY_ADMIN_TOKEN: the first start mints the admin's token and prints it once.
-    first = spawn.start("", REGISTRY_RATE_LIMITING="off", **persisting)
+    first = spawn.start(
+        "", REGISTRY_RATE_LIMITING="off", REGISTRY_TTL_SWEEP_SECONDS="3600", **only_at_exit
+    )
     try:
+        dynamodb = aws(first.moto_url, "dynamodb")
+        expired = put_counter(dynamodb, "expired", now - 5)
+        current = put_counter(dynamodb, "current", now + 3600)
         token = minted_token(first)
         stack = as_stack(first)
         archive = tar_gz({"main.tf": 'output "kept" {\n  value = "1.0.0"\n}\n'})
@@ -560,6 +599,7 @@ def test_the_state_survives_restarts_and_a_fresh_data_dir_starts_empty(tmp_path:
         # One data directory, one stack.
         with pytest.raises(RuntimeError, match="another local registry is using"):
             spawn.start("", **persisting)
+        assert present(dynamodb, expired)  # not swept yet
     finally:
         output = spawn.stop(first)
     assert "stopped" in output
@@ -577,6 +617,9 @@ def test_the_state_survives_restarts_and_a_fresh_data_dir_starts_empty(tmp_path:
         url = download_url(stack, "keep", "vpc", "1.0.0", token)
         assert requests.get(url, timeout=10).content == archive
         assert aws(stack, "kms").decrypt(CiphertextBlob=sealed)["Plaintext"] == b"sealed"
+        dynamodb = aws(second.moto_url, "dynamodb")
+        assert not present(dynamodb, expired)  # swept before the Ctrl-C snapshot
+        assert present(dynamodb, current)
         # A change saved by the periodic snapshot survives even a crash (SIGKILL).
         admin = stack.session(token)
         created = admin.post(
@@ -588,7 +631,7 @@ def test_the_state_survives_restarts_and_a_fresh_data_dir_starts_empty(tmp_path:
         upload = created.json()["data"]["links"]["upload"]
         assert requests.put(upload, data=later, headers=OCTETS, timeout=30).status_code == 200
         assert status(stack, "keep", "vpc", "1.1.0", token) == "ok"
-        time.sleep(2.5)  # > REGISTRY_SNAPSHOT_SECONDS
+        snapshot_after(data, time.time_ns())
     finally:
         kill(second)
 
@@ -601,13 +644,24 @@ def test_the_state_survives_restarts_and_a_fresh_data_dir_starts_empty(tmp_path:
     finally:
         spawn.stop(third)
 
-    fresh = spawn.start("", REGISTRY_RATE_LIMITING="off", REGISTRY_DATA_DIR=str(tmp_path / "new"))
+    fresh = spawn.start(
+        "",
+        REGISTRY_RATE_LIMITING="off",
+        REGISTRY_DATA_DIR=str(tmp_path / "new"),
+        REGISTRY_TTL_SWEEP_SECONDS="1",
+    )
     try:
         stack = as_stack(fresh)
         assert "(new)" in fresh.startup_output
         new_token = minted_token(fresh)
         assert stack.session(token).get(stack.api("/organizations/keep")).status_code == 401
         assert stack.session(new_token).get(stack.api("/organizations/keep")).status_code == 404
+        # The periodic sweep deletes a row once it has expired, and only that one.
+        dynamodb = aws(fresh.moto_url, "dynamodb")
+        expired = put_counter(dynamodb, "expired", int(time.time()) - 5)
+        current = put_counter(dynamodb, "current", int(time.time()) + 3600)
+        assert not wait_for(lambda: present(dynamodb, expired), lambda found: not found, 10)
+        assert present(dynamodb, current)
     finally:
         spawn.stop(fresh)
 
@@ -734,61 +788,3 @@ def test_the_servers_own_refusals_are_json_api_4xx(stack: Stack):
         assert headers["content-type"] == "application/vnd.api+json"
         assert content.startswith(b'{"errors": [{"status": "%d"' % status), content
     still_serving(stack)
-
-
-# ----- 5. expiring rows ---------------------------------------------------------------------
-
-COUNTERS = "registry-dev-rate-limits"  # TTL on, as in AWS (attribute read from the table)
-
-
-def put_counter(dynamodb: Any, name: str, expires: int) -> dict[str, Any]:
-    """A rate-limit row expiring at ``expires``; its key."""
-    table = dynamodb.describe_table(TableName=COUNTERS)["Table"]
-    types = {a["AttributeName"]: a["AttributeType"] for a in table["AttributeDefinitions"]}
-    key = {k["AttributeName"]: {types[k["AttributeName"]]: name} for k in table["KeySchema"]}
-    ttl = dynamodb.describe_time_to_live(TableName=COUNTERS)["TimeToLiveDescription"]
-    dynamodb.put_item(TableName=COUNTERS, Item={**key, ttl["AttributeName"]: {"N": str(expires)}})
-    return key
-
-
-def present(dynamodb: Any, key: dict[str, Any]) -> bool:
-    return "Item" in dynamodb.get_item(TableName=COUNTERS, Key=key, ConsistentRead=True)
-
-
-@within(150)
-def test_expired_rows_are_deleted_while_running_and_never_saved(tmp_path: Path):
-    """moto never applies DynamoDB's TTL: counters, sessions and login codes piled up in
-    memory and in the snapshot. The stack sweeps every REGISTRY_TTL_SWEEP_SECONDS and before
-    each snapshot."""
-    now = int(time.time())
-    running = spawn.start(ADMIN_TOKEN, REGISTRY_TTL_SWEEP_SECONDS="1")
-    try:
-        dynamodb = aws(running.moto_url, "dynamodb")
-        expired = put_counter(dynamodb, "expired", now - 5)
-        current = put_counter(dynamodb, "current", now + 3600)
-        assert not wait_for(lambda: present(dynamodb, expired), lambda found: not found, 10)
-        assert present(dynamodb, current)
-    finally:
-        spawn.stop(running)
-
-    # No periodic sweep in time: the one before the last snapshot (at Ctrl-C) deletes it.
-    persisting = {
-        "REGISTRY_DATA_DIR": str(tmp_path / "data"),
-        "REGISTRY_TTL_SWEEP_SECONDS": "3600",
-        "REGISTRY_SNAPSHOT_SECONDS": "3600",
-    }
-    first = spawn.start(ADMIN_TOKEN, **persisting)
-    try:
-        dynamodb = aws(first.moto_url, "dynamodb")
-        expired = put_counter(dynamodb, "expired", now - 5)
-        current = put_counter(dynamodb, "current", now + 3600)
-        assert present(dynamodb, expired)
-    finally:
-        spawn.stop(first)
-    second = spawn.start(ADMIN_TOKEN, **persisting)
-    try:
-        dynamodb = aws(second.moto_url, "dynamodb")
-        assert not present(dynamodb, expired)
-        assert present(dynamodb, current)
-    finally:
-        spawn.stop(second)

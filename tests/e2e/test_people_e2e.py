@@ -5,7 +5,8 @@ and sees its module; signs out, signs in again with the password; a wrong passwo
 refused with the generic message; then ``terraform login`` (approved in Chromium after a
 password sign-in) and ``terraform get`` of the module with her own token it saved.
 
-The stack is this module's own: the SMTP settings it saves must not reach other modules."""
+On the shared stack: the SMTP settings it saves are switched off again when the module ends
+(the other modules expect no SMTP, so invitation links come in the API's answer)."""
 
 from __future__ import annotations
 
@@ -19,16 +20,15 @@ import pytest
 import requests
 from playwright.sync_api import Browser, Page, expect, sync_playwright
 
-from infrastructure import spawn
 from tests.admin_servers import SMTP_PASSWORD, SMTP_USER, Mailbox, smtp_server
 from tests.conftest import doc, tar_gz
-from tests.e2e.conftest import Stack, wait_for
+from tests.e2e.conftest import ADMIN_TOKEN, Stack, wait_for
 from tests.e2e.test_terraform_login import approve_on, terraform_get, terraform_login
 from tests.e2e.test_web_ui import check_accessibility
 
 pytestmark = pytest.mark.e2e
 
-TOKEN = "e2e-people-admin-token"
+TOKEN = ADMIN_TOKEN
 ORG = "people"
 EMAIL = "jane@example.com"
 PASSWORD = "a-long-enough-secret-42"
@@ -36,34 +36,35 @@ TIMEOUT_MS = 60_000
 
 
 @pytest.fixture(scope="module")
-def site() -> Iterator[tuple[Stack, Mailbox]]:
-    """Its own stack with SMTP pointed at a local aiosmtpd server, an organization and a
-    published module."""
+def site(stack: Stack) -> Iterator[tuple[Stack, Mailbox]]:
+    """SMTP pointed at a local aiosmtpd server, an organization and a published module."""
     with smtp_server() as (port, mailbox):
-        running = spawn.start(TOKEN, REGISTRY_RATE_LIMITING="off")
-        stack = Stack(running.url, running.moto_url, running.startup_seconds)
+        admin = stack.session(TOKEN)
+        smtp = {
+            "enabled": True,
+            "host": "127.0.0.1",
+            "port": port,
+            "sender": "registry@example.test",
+            "auth": "login",
+            "username": SMTP_USER,
+            "password": SMTP_PASSWORD,
+            "test-email-address": "ops@example.test",
+        }
+        saved = admin.patch(
+            stack.api("/admin/smtp-settings"),
+            json={"data": {"type": "smtp-settings", "attributes": smtp}},
+        )
+        assert saved.status_code == 200, saved.text
         try:
-            admin = stack.session(TOKEN)
-            smtp = {
-                "enabled": True,
-                "host": "127.0.0.1",
-                "port": port,
-                "sender": "registry@example.test",
-                "auth": "login",
-                "username": SMTP_USER,
-                "password": SMTP_PASSWORD,
-                "test-email-address": "ops@example.test",
-            }
-            saved = admin.patch(
-                stack.api("/admin/smtp-settings"),
-                json={"data": {"type": "smtp-settings", "attributes": smtp}},
-            )
-            assert saved.status_code == 200, saved.text
             publish(stack)
             yield stack, mailbox
         finally:
-            output = spawn.stop(running)
-        assert "stopped" in output
+            off = admin.patch(
+                stack.api("/admin/smtp-settings"),
+                json={"data": {"type": "smtp-settings", "attributes": {"enabled": False}}},
+            )
+        assert off.status_code == 200, off.text
+        output = stack.log()
         assert PASSWORD not in output and SMTP_PASSWORD not in output
 
 

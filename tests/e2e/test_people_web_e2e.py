@@ -1,5 +1,5 @@
-"""The people pages in headless Chromium, on the real local stack (this module's own: no
-SMTP, so the Members page shows the invitation link to the owner, as the API's answer does).
+"""The people pages in headless Chromium, on the real local stack (the shared one: no SMTP,
+so the Members page shows the invitation link to the owner, as the API's answer does).
 
 An owner invites a colleague from the Members page; the colleague accepts the link and
 chooses a password; the owner creates a team on the Teams page and adds the colleague by
@@ -18,15 +18,14 @@ from collections.abc import Iterator
 import pytest
 from playwright.sync_api import Browser, Page, expect, sync_playwright
 
-from infrastructure import spawn
 from tests.conftest import doc
-from tests.e2e.conftest import Stack
+from tests.e2e.conftest import ADMIN_TOKEN, Stack
 from tests.e2e.test_people_e2e import check_page
 from tests.e2e.test_web_ui import SCREENSHOTS
 
 pytestmark = pytest.mark.e2e
 
-TOKEN = "e2e-people-web-admin-token"
+TOKEN = ADMIN_TOKEN
 ORG = "crew"
 EMAIL = "sam@example.com"
 PASSWORD = "a-long-enough-secret-42"
@@ -35,18 +34,14 @@ PHONE = {"width": 390, "height": 844}
 
 
 @pytest.fixture(scope="module")
-def stack() -> Iterator[Stack]:
-    running = spawn.start(TOKEN, REGISTRY_RATE_LIMITING="off")
-    stack = Stack(running.url, running.moto_url, running.startup_seconds)
-    try:
-        made = stack.session(TOKEN).post(
-            stack.api("/organizations"), json=doc("organizations", name=ORG, email="o@x.io")
-        )
-        assert made.status_code == 201, made.text
-        yield stack
-    finally:
-        output = spawn.stop(running)
-    assert "stopped" in output and PASSWORD not in output
+def crew(stack: Stack) -> Iterator[Stack]:
+    """The shared stack with this module's organization; no password reaches its log."""
+    made = stack.session(TOKEN).post(
+        stack.api("/organizations"), json=doc("organizations", name=ORG, email="o@x.io")
+    )
+    assert made.status_code == 201, made.text
+    yield stack
+    assert PASSWORD not in stack.log()
 
 
 @pytest.fixture(scope="module")
@@ -84,8 +79,9 @@ def screenshots(page: Page, name: str, anchor: str | None = None) -> None:
 
 
 def test_an_owner_invites_and_teams_up_a_colleague_who_manages_her_tokens(
-    stack: Stack, browser: Browser
+    crew: Stack, browser: Browser
 ) -> None:
+    stack = crew
     owner = new_page(browser, stack)
     owner.goto("/app/sign-in")
     owner.get_by_label("API token").fill(TOKEN)

@@ -2,7 +2,7 @@
 mirror: terraform uses a mirror over HTTPS only, so a throwaway CA signs a certificate for a
 small local TLS proxy in front of the local stack, and the mirror's pull-through cache
 fetches ``registry.terraform.io/hashicorp/fake`` from a local stand-in upstream (never the
-internet)."""
+internet: the shared stack's ``mirror_upstream``)."""
 
 from __future__ import annotations
 
@@ -24,8 +24,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from infrastructure import spawn
-from tests.e2e.conftest import ADMIN_TOKEN
+from tests.e2e.conftest import ADMIN_TOKEN, MIRRORED_BINARY, Stack
 from tests.mirror_upstream import Upstream
 from tests.test_provider_mirror import expected_h1
 
@@ -34,7 +33,7 @@ pytestmark = [
     pytest.mark.skipif(shutil.which("terraform") is None, reason="terraform is not on PATH"),
 ]
 
-BINARY = b"#!/bin/sh\necho fake provider\n"
+BINARY = MIRRORED_BINARY
 
 
 def throwaway_ca(directory: Path) -> tuple[Path, Path, Path]:
@@ -127,28 +126,15 @@ class TlsProxy:
 
 
 @pytest.fixture(scope="module")
-def upstream() -> Iterator[Upstream]:
-    server = Upstream({"1.0.0": ["linux_amd64", "darwin_arm64"]}, binary=BINARY)
-    yield server
-    server.close()
+def upstream(mirror_upstream: Upstream) -> Upstream:
+    return mirror_upstream
 
 
 @pytest.fixture(scope="module")
-def mirror_stack(upstream: Upstream) -> Iterator[spawn.Spawned]:
-    running = spawn.start(
-        ADMIN_TOKEN, REGISTRY_RATE_LIMITING="off", REGISTRY_MIRROR_UPSTREAM_URL=upstream.url
-    )
-    yield running
-    spawn.stop(running)
-
-
-@pytest.fixture(scope="module")
-def tls(
-    tmp_path_factory: pytest.TempPathFactory, mirror_stack: spawn.Spawned
-) -> Iterator[tuple[Path, TlsProxy]]:
+def tls(tmp_path_factory: pytest.TempPathFactory, stack: Stack) -> Iterator[tuple[Path, TlsProxy]]:
     """The throwaway CA's certificate and the TLS proxy in front of the stack."""
     ca, cert, key = throwaway_ca(tmp_path_factory.mktemp("tls"))
-    proxy = TlsProxy(mirror_stack.url, cert, key)
+    proxy = TlsProxy(stack.url, cert, key)
     yield ca, proxy
     proxy.close()
 
@@ -230,7 +216,7 @@ def test_terraform_init_installs_a_public_provider_through_the_mirror(
 
 
 def test_terraform_init_installs_a_private_provider_through_the_mirror(
-    tmp_path: Path, mirror_stack: spawn.Spawned, tls: tuple[Path, TlsProxy]
+    tmp_path: Path, stack: Stack, tls: tuple[Path, TlsProxy]
 ) -> None:
     import hashlib
 
@@ -241,7 +227,7 @@ def test_terraform_init_installs_a_private_provider_through_the_mirror(
     from tests.mirror_upstream import provider_zip
     from tests.provider_files import new_signing_key, shasums
 
-    api = f"{mirror_stack.url}/api/v2"
+    api = f"{stack.url}/api/v2"
     admin = requests.Session()
     admin.headers.update(
         {"Authorization": f"Bearer {ADMIN_TOKEN}", "Content-Type": "application/vnd.api+json"}
@@ -255,7 +241,7 @@ def test_terraform_init_installs_a_private_provider_through_the_mirror(
     assert admin.post(providers, json=body).status_code == 201
     signer = new_signing_key("Mirror E2E Signer")
     key = {"namespace": org, "ascii-armor": signer.armor}
-    keys_url = f"{mirror_stack.url}/api/registry/private/v2/gpg-keys"
+    keys_url = f"{stack.url}/api/registry/private/v2/gpg-keys"
     assert admin.post(keys_url, json=doc("gpg-keys", **key)).status_code == 201
     versions = f"{providers}/private/{org}/fake/versions"
     body = doc("registry-provider-versions", version="2.0.0", **{"key-id": signer.key_id})

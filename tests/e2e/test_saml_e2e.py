@@ -17,8 +17,8 @@ two keys; the bootstrap admin's token still works with SAML on (break-glass). Th
 Responses pysaml2 will not make (unsigned, wrapped, a comment in the NameID, ...) are in
 ``tests/test_saml.py``, where the test is the IdP.
 
-The stack is this module's own (its SAML settings must not reach other modules); the
-bootstrap token is the shared ``ADMIN_TOKEN`` so ``test_terraform_login``'s helpers serve.
+On the shared stack, in this module's own organization and team: the SAML settings it
+saves are switched back (disabled) when the module ends, so they reach no other module.
 """
 
 from __future__ import annotations
@@ -34,12 +34,10 @@ import pytest
 import requests
 from playwright.sync_api import Browser, BrowserContext, Page, expect, sync_playwright
 
-from infrastructure import spawn
 from tests.conftest import doc
-from tests.e2e.conftest import ADMIN_TOKEN, Stack
+from tests.e2e.conftest import Stack
 from tests.e2e.test_people_e2e import check_page
 from tests.e2e.test_terraform_login import (
-    ORG,
     approve_on,
     publish_module,
     terraform_get,
@@ -50,7 +48,8 @@ from tests.saml_idp import Idp, IdpUser, saml_idp
 pytestmark = pytest.mark.e2e
 
 TIMEOUT_MS = 60_000
-TEAM = "platform"
+ORG = "saml-co"
+TEAM = "saml-platform"
 
 
 @dataclass
@@ -69,35 +68,38 @@ def configure_saml(stack: Stack, **extra: object) -> None:
 
 
 @pytest.fixture(scope="module")
-def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
-    """Its own stack, an organization with a published module and a team, and the IdP."""
+def site(stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
+    """An organization with a published module and a team, and the IdP; SAML as it was
+    (off) again afterwards."""
     if shutil.which("xmlsec1") is None:
         pytest.fail("Debian's xmlsec1 is missing: `make browser` installs it")
-    running = spawn.start(ADMIN_TOKEN, REGISTRY_RATE_LIMITING="off")
-    stack = Stack(running.url, running.moto_url, running.startup_seconds)
-    try:
-        publish_module(stack)
-        team = stack.session().post(
-            stack.api(f"/organizations/{ORG}/teams"), json=doc("teams", name=TEAM)
+    publish_module(stack, ORG)
+    team = stack.session().post(
+        stack.api(f"/organizations/{ORG}/teams"), json=doc("teams", name=TEAM)
+    )
+    assert team.status_code == 201, team.text
+    metadata = requests.get(f"{stack.url}/users/saml/metadata", timeout=10)
+    assert metadata.status_code == 200
+    with saml_idp(tmp_path_factory.mktemp("idp"), metadata.text) as idp:
+        configure_saml(
+            stack,
+            **{
+                "enabled": True,
+                "idp-cert": idp.cert,
+                "sso-endpoint-url": f"{idp.base}/sso",
+                "slo-endpoint-url": f"{idp.base}/slo",
+                "team-management-enabled": True,
+            },
         )
-        assert team.status_code == 201, team.text
-        metadata = requests.get(f"{stack.url}/users/saml/metadata", timeout=10)
-        assert metadata.status_code == 200
-        with saml_idp(tmp_path_factory.mktemp("idp"), metadata.text) as idp:
-            configure_saml(
-                stack,
-                **{
-                    "enabled": True,
-                    "idp-cert": idp.cert,
-                    "sso-endpoint-url": f"{idp.base}/sso",
-                    "slo-endpoint-url": f"{idp.base}/slo",
-                    "team-management-enabled": True,
-                },
-            )
+        # A certificate another module saved would be kept as the old one: not this IdP's.
+        revoked = stack.session().post(
+            stack.api("/admin/saml-settings/actions/revoke-old-certificate")
+        )
+        assert revoked.status_code == 200, revoked.text
+        try:
             yield Site(stack, idp, team.json()["data"]["id"])
-    finally:
-        output = spawn.stop(running)
-    assert "stopped" in output
+        finally:
+            configure_saml(stack, **{"enabled": False, "team-management-enabled": False})
 
 
 @pytest.fixture(scope="module")

@@ -61,19 +61,19 @@ DROPPED = ("net::ERR_EMPTY_RESPONSE", "net::ERR_CONNECTION_CLOSED", "net::ERR_CO
 TIMEOUT_MS = 60_000  # a loaded machine's stack, chromium and terraform
 
 
-def publish_module(stack: Stack) -> None:
+def publish_module(stack: Stack, org: str = ORG) -> None:
     admin = stack.session()
     created = admin.post(
-        stack.api("/organizations"), json=doc("organizations", name=ORG, email="o@x.io")
+        stack.api("/organizations"), json=doc("organizations", name=org, email="o@x.io")
     )
     assert created.status_code in (201, 422), created.text
     module = admin.post(
-        stack.api(f"/organizations/{ORG}/registry-modules"),
+        stack.api(f"/organizations/{org}/registry-modules"),
         json=doc("registry-modules", name="network", provider="aws"),
     )
     assert module.status_code in (201, 422), module.text
     version = admin.post(
-        stack.api(f"/registry-modules/{ORG}/network/aws/versions"),
+        stack.api(f"/registry-modules/{org}/network/aws/versions"),
         json=doc("registry-module-versions", version="1.0.0"),
     )
     if version.status_code == 201:
@@ -86,7 +86,7 @@ def publish_module(stack: Stack) -> None:
         assert put.status_code == 200
 
     def statuses() -> list[str]:
-        path = f"/organizations/{ORG}/registry-modules/private/{ORG}/network/aws"
+        path = f"/organizations/{org}/registry-modules/private/{org}/network/aws"
         reply = admin.get(stack.api(path))
         return [s["status"] for s in reply.json()["data"]["attributes"]["version-statuses"]]
 
