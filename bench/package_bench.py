@@ -24,7 +24,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from infrastructure.groups import EVENT_FUNCTIONS, ROUTE_GROUPS  # noqa: E402
+from infrastructure.groups import ALL_FUNCTIONS  # noqa: E402
 
 
 def package_size() -> None:
@@ -129,7 +129,7 @@ def import_times(rounds: int = 9) -> None:
     compile every module at each cold start) and with the bytecode the zip now ships. Rows
     are medians over the rounds, so the machine's drift hits every row alike (and each round
     runs at another stack depth, see DEPTH_STEP)."""
-    functions = (*ROUTE_GROUPS, *EVENT_FUNCTIONS)
+    functions = ALL_FUNCTIONS
     compiled = _compiled_copy()
     runs = [("bare", BARE, ROOT)]
     for f in functions:
