@@ -300,6 +300,22 @@ def test_the_last_site_admin_cannot_be_removed_demoted_or_suspended(api: Api):
     assert api.as_(other_token).post(f"{USERS}/{me}/actions/unsuspend").status == 200
 
 
+def test_the_last_admin_check_reads_the_directory_not_the_users(api: Api):
+    """Deleting, suspending or demoting an admin asks who else is an active admin: a Query
+    of the user directory, flat with the number of users (it used to scan the table)."""
+    from bench.reads import counting_reads
+
+    for n in range(30):
+        make_user(f"plain{n:02d}")
+    other, _ = make_user("second", admin=True)
+    with counting_reads() as counted:
+        assert api.post(f"{USERS}/{other}/actions/revoke_admin").status == 200
+    assert counted.calls.get("Scan", 0) == 0, counted.detail()
+    assert counted.calls["Query"] >= 1, counted.detail()
+    me = admin_id()
+    assert service.active_site_admin_ids() == {me}
+
+
 def test_delete_user_removes_tokens_memberships_and_username(api: Api):
     make_org(api, "acme")
     user_id, token = make_user("alice")

@@ -961,9 +961,13 @@ def _users_of(entries: list[Any], known: dict[str, UserModel] | None = None) -> 
 
 
 def active_site_admin_ids() -> set[str]:
-    """The site admins who are not suspended: the site keeps at least one."""
-    condition = (UserModel.is_site_admin == True) & UserModel.username.exists()  # noqa: E712
-    return {user.id for user in UserModel.scan(filter_condition=condition) if not user.suspended}
+    """The site admins who are not suspended: the site keeps at least one. One Query of the
+    ``user-directory`` index, whose entries carry both flags (never a scan of the users). A
+    user the index does not show yet (just changed, or not backfilled) is not counted: the
+    check can only refuse too much, never leave the site without an admin."""
+    admins = UserModel.is_site_admin == True  # noqa: E712 - a DynamoDB condition
+    entries = UserModel.user_directory.query(store.USER_DIRECTORY, filter_condition=admins)
+    return {entry.id for entry in entries if entry.is_site_admin and not entry.suspended}
 
 
 def _mark_suspended(token: TokenModel, flag: bool) -> None:
