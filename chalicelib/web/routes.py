@@ -19,7 +19,7 @@ from chalicelib.core.api.openapi import Param, Reply
 from chalicelib.modules.service import ModuleRef
 from chalicelib.saml import config as saml_config
 from chalicelib.web import pages, session, sso
-from chalicelib.web.view import WebCtx, assets, csrf_refused, page, redirect, safe_next
+from chalicelib.web.view import THROTTLED, WebCtx, assets, csrf_refused, page, redirect, safe_next
 
 bp = Blueprint(__name__)
 
@@ -80,7 +80,6 @@ def open_session(ctx: WebCtx, target: str, secret: str) -> Response:
 
 
 WRONG_PASSWORD = "wrong username or password"
-THROTTLED = Reply(429, description="too many failed attempts; the password was not checked")
 
 
 @page(

@@ -30,11 +30,9 @@ from chalicelib.web.people.common import (
     bp,
     description_error,
     expiry_from,
-    posted,
     signed_in_user,
 )
-from chalicelib.web.routes import THROTTLED
-from chalicelib.web.view import WebCtx, page, redirect
+from chalicelib.web.view import THROTTLED, WebCtx, page, posted, redirect
 
 if TYPE_CHECKING:
     from chalicelib.accounts.store import UserModel

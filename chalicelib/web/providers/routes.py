@@ -13,9 +13,8 @@ from chalicelib.core.api.openapi import Param, Reply
 from chalicelib.providers import service as providers_service
 from chalicelib.providers.service import ProviderRef
 from chalicelib.web import pages as module_pages
-from chalicelib.web.people.common import posted
 from chalicelib.web.providers import pages
-from chalicelib.web.view import WebCtx, page, redirect
+from chalicelib.web.view import WebCtx, page, posted, redirect
 
 bp = Blueprint("chalicelib.web.providers")
 

@@ -6,7 +6,7 @@ Every read and write goes through the registry's services (``modules.service``),
 with manage-modules publish; deleting is for owners), the same 404 for anyone else, the same
 422 messages. A handler catches ``Unprocessable`` only to show its form again with the
 message; anything else reaches ``view.page``'s error pages. Forms are the people pages'
-(``people.common.posted``: CSRF checked first, nothing changes without it).
+(``view.posted``: CSRF checked first, nothing changes without it).
 """
 
 from __future__ import annotations

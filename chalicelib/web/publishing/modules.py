@@ -23,7 +23,6 @@ from chalicelib.modules.nocode import service as nocode
 from chalicelib.modules.service import ModuleRef
 from chalicelib.modules.statuses import VersionStatus, is_deprecated, is_revoked
 from chalicelib.web.pages import status_label
-from chalicelib.web.people.common import posted
 from chalicelib.web.publishing.common import (
     MODULE,
     PUBLISH,
@@ -33,7 +32,7 @@ from chalicelib.web.publishing.common import (
     publishable,
     publisher,
 )
-from chalicelib.web.view import WebCtx, page, redirect
+from chalicelib.web.view import WebCtx, page, posted, redirect
 
 if TYPE_CHECKING:  # the registry's records, read only through its service
     from chalicelib.modules.store import ModuleVersionModel

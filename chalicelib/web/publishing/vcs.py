@@ -16,10 +16,9 @@ from pydantic import ValidationError
 from chalicelib.core.api.errors import Unprocessable
 from chalicelib.core.api.openapi import Reply
 from chalicelib.modules.service import ModuleRef
-from chalicelib.web.people.common import posted
 from chalicelib.web.publishing.common import PUBLISH, bp, module_url, publisher
 from chalicelib.web.publishing.modules import new_module_page
-from chalicelib.web.view import WebCtx, page, redirect
+from chalicelib.web.view import WebCtx, page, posted, redirect
 
 FIELDS = ("oauth_token_id", "identifier", "branch", "initial_version")
 

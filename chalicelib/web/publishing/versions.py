@@ -28,7 +28,6 @@ from chalicelib.modules.composed import forget_deleted
 from chalicelib.modules.service import LifecycleChange, ModuleRef
 from chalicelib.modules.statuses import VersionStatus
 from chalicelib.web.pages import FAILED, status_label
-from chalicelib.web.people.common import Form, posted
 from chalicelib.web.publishing.common import (
     VERSION,
     allow_connect,
@@ -38,7 +37,7 @@ from chalicelib.web.publishing.common import (
     publishable,
 )
 from chalicelib.web.publishing.modules import version_actions
-from chalicelib.web.view import WebCtx, page, redirect
+from chalicelib.web.view import Form, WebCtx, page, posted, redirect
 
 # Statuses after which nothing changes until someone acts (a new upload, a retry).
 SETTLED = {VersionStatus.OK, *FAILED}
