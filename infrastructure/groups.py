@@ -228,8 +228,8 @@ ROUTE_GROUPS: tuple[Function, ...] = (
     ),
     # The browser UI's everyday pages (chalicelib.entry.api.web): browsing modules and
     # providers, sign-in (password, token, SSO, terraform login), the two-factor and password
-    # reset pages, static assets. It only reads modules and providers; the heavier, rarer
-    # pages that write them are WebAdminFunction's.
+    # reset pages, the account page, static assets. It only reads modules and providers; the
+    # heavier, rarer pages that write them are WebAdminFunction's.
     Function(
         "WebFunction",
         "chalicelib.entry.api.web.app",
@@ -242,12 +242,14 @@ ROUTE_GROUPS: tuple[Function, ...] = (
             "list-counts": READ,
             "module-downloads": READ,
             "web-sessions": WRITE,
-            # terraform login: its authorization codes, and the user token it mints.
+            # terraform login: its authorization codes, and the user token it mints; the
+            # account page's own API tokens.
             "login-codes": WRITE,
             "tokens": WRITE,
-            # Accepting an invitation creates the user and puts them on its teams; two-factor
-            # and password reset keep their state on the user; SSO creates users and sets
-            # their teams. (Password sign-in counts failures in the rate limiter's table.)
+            # Accepting an invitation creates the user and puts them on its teams; two-factor,
+            # password reset and the account page (profile, password) keep their state on the
+            # user; SSO creates users and sets their teams. (Password sign-in counts failures
+            # in the rate limiter's table.)
             "organization-memberships": WRITE,
             "users": WRITE,
             "teams": WRITE,
@@ -265,7 +267,7 @@ ROUTE_GROUPS: tuple[Function, ...] = (
         sends_jobs=True,
     ),
     # The browser UI's rarer, heavier pages (chalicelib.entry.api.webadmin): site
-    # administration, people management (the account page included) and publishing. Its
+    # administration, people management (members, teams, invitations) and publishing. Its
     # publishing pages write modules and versions as the registry function does: presigned
     # uploads (PutObject signs them), deletes remove the archives, retry queues ingests and
     # fetches; a VCS branch version reads its connection.
@@ -277,12 +279,12 @@ ROUTE_GROUPS: tuple[Function, ...] = (
             **REGISTRY_TABLES,
             **NO_CODE_TABLES,
             **VCS_READ,
-            # Every page finds its session; changing a password ends the user's sessions.
-            "web-sessions": WRITE,
-            # The account page's and the people pages' API tokens.
+            # Every page reads its session (signing in and out are WebFunction's).
+            "web-sessions": READ,
+            # The people pages' team and organization API tokens.
             "tokens": WRITE,
-            # Invitations and memberships; profiles, passwords; teams; site administration's
-            # people pages (site-admin flag, removing users).
+            # Invitations and memberships; teams; site administration's people pages
+            # (site-admin flag, removing users).
             "organization-memberships": WRITE,
             "users": WRITE,
             "teams": WRITE,

@@ -9,12 +9,13 @@ from chalicelib.accounts import memberships
 from chalicelib.entry.factory import create_app
 from chalicelib.web.account_routes import bp as account_bp
 from chalicelib.web.login import bp as login_bp
+from chalicelib.web.people.account import bp as account_page_bp
 from chalicelib.web.providers import bp as providers_bp
 from chalicelib.web.routes import bp
 from chalicelib.web.sso import bp as sso_bp
 
-# Password reset links go out through the site's SMTP settings (accounts may not import
-# admin).
+# Password reset and email confirmation links go out through the site's SMTP settings (accounts
+# may not import admin).
 memberships.use_mail("chalicelib.admin.mail")
 
-app = create_app("registry-web", [bp, account_bp, login_bp, sso_bp, providers_bp])
+app = create_app("registry-web", [bp, account_bp, account_page_bp, login_bp, sso_bp, providers_bp])

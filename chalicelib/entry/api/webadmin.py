@@ -5,7 +5,8 @@ people management (members, teams, invitations, the organization's token) and pu
 
 from chalicelib.accounts import memberships
 from chalicelib.entry.factory import create_app
-from chalicelib.web.people import bp as people_bp
+from chalicelib.web.people import members, teams  # noqa: F401 - register their pages on bp
+from chalicelib.web.people.common import bp as people_bp
 from chalicelib.web.publishing import bp as publishing_bp
 from chalicelib.web.siteadmin.keys_routes import bp as siteadmin_keys_bp
 from chalicelib.web.siteadmin.people_routes import bp as siteadmin_people_bp
