@@ -32,7 +32,7 @@ from urllib.parse import parse_qs, quote, unquote
 from chalice import Blueprint, Response
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
-from chalicelib.core.api.errors import ApiError
+from chalicelib.core.api.errors import ApiError, BadRequest
 from chalicelib.core.api.http import RequestContext
 from chalicelib.core.api.openapi import Param, Payload, Reply, record
 from chalicelib.core.auth import Principal
@@ -412,3 +412,12 @@ def posted(ctx: WebCtx) -> Form | Response:
     if not session.check_csrf(ctx.request, submitted):
         return csrf_refused(ctx.request)
     return Form(fields)
+
+
+def page_number(raw: str | None) -> int:
+    """``?page=``: a positive integer (400 otherwise)."""
+    if raw is None or raw == "":
+        return 1
+    if not raw.isdigit() or int(raw) < 1 or len(raw) > 6:
+        raise BadRequest(f"page must be a positive whole number, not {raw[:20]!r}")
+    return int(raw)

@@ -12,9 +12,8 @@ from chalicelib.core.api.errors import Conflict, Unprocessable
 from chalicelib.core.api.openapi import Param, Reply
 from chalicelib.providers import service as providers_service
 from chalicelib.providers.service import ProviderRef
-from chalicelib.web import pages as module_pages
 from chalicelib.web.providers import pages
-from chalicelib.web.view import WebCtx, page, posted, redirect
+from chalicelib.web.view import WebCtx, page, page_number, posted, redirect
 
 bp = Blueprint("chalicelib.web.providers")
 
@@ -31,7 +30,7 @@ REFUSED = (Reply(303), Reply(409), Reply(422))
 def providers(ctx: WebCtx, organization: str) -> Response:
     """An organization's private providers, 20 a page."""
     principal = ctx.principal_or_sign_in()
-    number = module_pages.page_number(ctx.query.get("page"))
+    number = page_number(ctx.query.get("page"))
     listing = pages.provider_list(principal, organization, number)
     return ctx.render("providers/providers.html", listing=listing)
 

@@ -22,7 +22,7 @@ from chalicelib.modules.composed import forget_deleted, version_from_vcs
 from chalicelib.modules.nocode import service as nocode
 from chalicelib.modules.service import ModuleRef
 from chalicelib.modules.statuses import VersionStatus, is_deprecated, is_revoked
-from chalicelib.web.pages import status_label
+from chalicelib.web.labels import status_label
 from chalicelib.web.publishing.common import (
     MODULE,
     PUBLISH,

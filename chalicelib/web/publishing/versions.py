@@ -27,7 +27,7 @@ from chalicelib.modules import service
 from chalicelib.modules.composed import forget_deleted
 from chalicelib.modules.service import LifecycleChange, ModuleRef
 from chalicelib.modules.statuses import VersionStatus
-from chalicelib.web.pages import FAILED, status_label
+from chalicelib.web.labels import FAILED, status_label
 from chalicelib.web.publishing.common import (
     VERSION,
     allow_connect,
