@@ -303,7 +303,11 @@ WEB_FIRST_USE = (
 @pytest.mark.parametrize(
     ("entry", "also"),
     [
-        ("chalicelib.entry.api.web", ()),
+        # The provider pages' services and gathering load with the first provider page.
+        (
+            "chalicelib.entry.api.web",
+            ("chalicelib.providers.service", "chalicelib.web.providers.pages"),
+        ),
         # The module pages' gathering (web.pages): its status labels are web.labels'.
         ("chalicelib.entry.api.webadmin", ("chalicelib.web.pages",)),
     ],
