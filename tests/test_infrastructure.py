@@ -308,8 +308,16 @@ WEB_FIRST_USE = (
             "chalicelib.entry.api.web",
             ("chalicelib.providers.service", "chalicelib.web.providers.pages"),
         ),
-        # The module pages' gathering (web.pages): its status labels are web.labels'.
-        ("chalicelib.entry.api.webadmin", ("chalicelib.web.pages",)),
+        # The module pages' gathering (web.pages): its status labels are web.labels'; the
+        # composer and the no-code service: the pages that create or delete modules.
+        (
+            "chalicelib.entry.api.webadmin",
+            (
+                "chalicelib.web.pages",
+                "chalicelib.modules.composed",
+                "chalicelib.modules.nocode.service",
+            ),
+        ),
     ],
 )
 def test_the_web_functions_leave_page_services_to_first_use(entry, also):

@@ -24,7 +24,6 @@ from chalice import Response
 from chalicelib.core.api.errors import NotFound, Unprocessable
 from chalicelib.core.api.openapi import Reply
 from chalicelib.modules import service
-from chalicelib.modules.composed import forget_deleted
 from chalicelib.modules.service import LifecycleChange, ModuleRef
 from chalicelib.modules.statuses import VersionStatus
 from chalicelib.web.labels import FAILED, status_label
@@ -265,6 +264,9 @@ def do_action(
     publishable(ctx, ref, owner=wanted.owner)
     principal = ctx.principal_or_sign_in()
     if action == "delete":
+        # The composer (no-code modules' service, VCS publishing): the pages that delete or create.
+        from chalicelib.modules.composed import forget_deleted
+
         parts = [ref.registry, ref.namespace, ref.name, ref.provider, version]
         gone = service.delete(principal, organization, parts)  # the module, with its last one
         forget_deleted(gone)
