@@ -31,7 +31,9 @@ from chalicelib.tags.routes import bp as tag_routes
 from chalicelib.vcs.routes import bp as vcs_routes
 from chalicelib.web.account_routes import bp as account_routes
 from chalicelib.web.login import bp as login_routes
-from chalicelib.web.people import bp as people_routes
+from chalicelib.web.people import members, teams  # noqa: F401 - register their pages
+from chalicelib.web.people.account import bp as account_page
+from chalicelib.web.people.common import bp as people_routes
 from chalicelib.web.providers import bp as provider_pages
 from chalicelib.web.publishing import bp as web_publishing_routes
 from chalicelib.web.routes import bp as web_routes
@@ -52,7 +54,7 @@ app = create_app(
     [meta_routes, accounts_routes, registry_routes, protocol_routes, workspace_routes, tag_routes]
     + [admin_routes, vcs_routes, publishing_routes, webhook_routes, project_routes]
     + [nocode_routes, web_routes, account_routes, login_routes, scim_routes, scim_admin_routes]
-    + [people_routes, web_publishing_routes, provider_pages]
+    + [people_routes, account_page, web_publishing_routes, provider_pages]
     + [organization_lifecycle, workspace_lifecycle]
     + [admin_people_routes, admin_organization_lifecycle, sso_routes]
     + [provider_routes, gpg_key_routes, provider_protocol_routes, mirror_routes]

@@ -226,41 +226,35 @@ ROUTE_GROUPS: tuple[Function, ...] = (
             "scim-mappings": WRITE,
         },
     ),
-    # The browser UI: reads modules and versions (and each version's parsed metadata in S3),
-    # keeps its sign-in sessions. Its publishing pages write modules and versions as the
-    # registry function does: presigned uploads (PutObject signs them), deletes remove the
-    # archives, retry queues ingests and fetches; a VCS branch version reads its connection.
+    # The browser UI's everyday pages (chalicelib.entry.api.web): browsing modules and
+    # providers, sign-in (password, token, SSO, terraform login), the two-factor and password
+    # reset pages, the account page, static assets. It only reads modules and providers; the
+    # heavier, rarer pages that write them are WebAdminFunction's.
     Function(
         "WebFunction",
         "chalicelib.entry.api.web.app",
         {
             **AUTH_TABLES,
-            **REGISTRY_TABLES,
-            **NO_CODE_TABLES,
-            **VCS_READ,
-            # (REGISTRY_TABLES: the module page's Downloads tab reads module-downloads, and
-            # deleting from the publishing pages deletes its items.)
+            # The module list (search, its counts) and page (versions, README from the
+            # version's parsed metadata in S3, the Downloads tab).
+            "registry-modules": READ,
+            "registry-module-versions": READ,
+            "list-counts": READ,
+            "module-downloads": READ,
             "web-sessions": WRITE,
-            # terraform login: its authorization codes, and the user token it mints.
+            # terraform login: its authorization codes, and the user token it mints; the
+            # account page's own API tokens.
             "login-codes": WRITE,
             "tokens": WRITE,
-            # Accepting an invitation creates the user and puts them on its teams; password
-            # sign-in counts failures in the rate limiter's table.
+            # Accepting an invitation creates the user and puts them on its teams; two-factor,
+            # password reset and the account page (profile, password) keep their state on the
+            # user; SSO creates users and sets their teams. (Password sign-in counts failures
+            # in the rate limiter's table.)
             "organization-memberships": WRITE,
             "users": WRITE,
             "teams": WRITE,
-            # The people pages rotate and revoke the organization's token (kept on its item);
-            # site administration edits organizations' module sharing.
-            "organizations": WRITE,
             # SAML sign-in: outstanding requests, used assertions, what SAML granted.
             "saml-state": WRITE,
-            # Site administration: the settings areas, SCIM settings and tokens (disabling
-            # SCIM deletes its users, groups and links).
-            "settings": WRITE,
-            "scim-settings": WRITE,
-            "scim-users": WRITE,
-            "scim-groups": WRITE,
-            "scim-mappings": WRITE,
             # The provider pages: providers, their versions, platforms and signing keys.
             "registry-providers": READ,
             "registry-provider-versions": READ,
@@ -268,7 +262,45 @@ ROUTE_GROUPS: tuple[Function, ...] = (
             "gpg-keys": READ,
         },
         # Provider pages: a platform's retry checks its files are there (HeadObject).
-        s3={MODULE_OBJECTS: (GET, PUT, DELETE), PROVIDER_OBJECTS: (GET,)},
+        s3={MODULE_OBJECTS: (GET,), PROVIDER_OBJECTS: (GET,)},
+        # Password reset mails and a provider platform's retry go through the ingest queue.
+        sends_jobs=True,
+    ),
+    # The browser UI's rarer, heavier pages (chalicelib.entry.api.webadmin): site
+    # administration, people management (members, teams, invitations) and publishing. Its
+    # publishing pages write modules and versions as the registry function does: presigned
+    # uploads (PutObject signs them), deletes remove the archives, retry queues ingests and
+    # fetches; a VCS branch version reads its connection.
+    Function(
+        "WebAdminFunction",
+        "chalicelib.entry.api.webadmin.app",
+        {
+            **AUTH_TABLES,
+            **REGISTRY_TABLES,
+            **NO_CODE_TABLES,
+            **VCS_READ,
+            # Every page reads its session (signing in and out are WebFunction's).
+            "web-sessions": READ,
+            # The people pages' team and organization API tokens.
+            "tokens": WRITE,
+            # Invitations and memberships; teams; site administration's people pages
+            # (site-admin flag, removing users).
+            "organization-memberships": WRITE,
+            "users": WRITE,
+            "teams": WRITE,
+            # The people pages rotate and revoke the organization's token (kept on its item);
+            # site administration edits organizations' module sharing.
+            "organizations": WRITE,
+            # Site administration: the settings areas, SCIM settings and tokens (disabling
+            # SCIM deletes its users, groups and links).
+            "settings": WRITE,
+            "scim-settings": WRITE,
+            "scim-users": WRITE,
+            "scim-groups": WRITE,
+            "scim-mappings": WRITE,
+        },
+        s3={MODULE_OBJECTS: (GET, PUT, DELETE)},
+        # The publishing pages queue ingests and VCS fetches.
         sends_jobs=True,
     ),
 )

@@ -258,6 +258,7 @@ HEAVY = {
     "dulwich": "git fetches",
     "smtplib": "sending mail (admin.mail)",
     "markdown_it": "rendering a README (web.markdown)",
+    "nh3": "sanitizing a README (web.markdown)",
     "chalicelib.core.api.openapi_build": "building the OpenAPI document (package time only)",
     "chalicelib.modules.ingest.hcl": "the HCL parser (ingest only)",
     "chalicelib.modules.ingest.archive": "reading module archives (ingest only)",
@@ -286,6 +287,49 @@ def test_entry_modules_leave_heavy_modules_to_first_use(function):
     exempt = STILL_LOADS.get(function.logical_id, set())
     assert not loaded - exempt, {m: HEAVY[m] for m in loaded - exempt}
     assert exempt <= loaded, f"{function.logical_id} no longer loads {exempt - loaded}: drop it"
+
+
+# What the web UI's two functions leave to the pages that use them (each function within
+# 1.15x: both sit close to it): the SCIM service (the SCIM settings page), the VCS room and its
+# git client (the new-module page's connections), pydantic itself (the VCS publish form).
+WEB_FIRST_USE = (
+    "chalicelib.scim.service",
+    "chalicelib.vcs.service",
+    "chalicelib.vcs.git",
+    "pydantic",
+)
+
+
+@pytest.mark.parametrize(
+    ("entry", "also"),
+    [
+        # The provider pages' services and gathering load with the first provider page.
+        (
+            "chalicelib.entry.api.web",
+            ("chalicelib.providers.service", "chalicelib.web.providers.pages"),
+        ),
+        # The module pages' gathering (web.pages): its status labels are web.labels'; the
+        # composer and the no-code service: the pages that create or delete modules.
+        (
+            "chalicelib.entry.api.webadmin",
+            (
+                "chalicelib.web.pages",
+                "chalicelib.modules.composed",
+                "chalicelib.modules.nocode.service",
+            ),
+        ),
+    ],
+)
+def test_the_web_functions_leave_page_services_to_first_use(entry, also):
+    left = WEB_FIRST_USE + also
+    code = (
+        f"import sys, json; {HIDE_TEST_ONLY}; import {entry}; "
+        f"print(json.dumps([m for m in {left!r} if m in sys.modules]))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
+    assert json.loads(result.stdout) == []
 
 
 @pytest.mark.parametrize("group", ROUTE_GROUPS, ids=lambda g: g.logical_id)

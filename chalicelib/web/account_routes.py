@@ -27,8 +27,8 @@ from chalicelib.artifacts import queue
 from chalicelib.core.api.errors import NotFound, Unprocessable
 from chalicelib.core.api.openapi import Reply
 from chalicelib.web import session
-from chalicelib.web.routes import SEE_OTHER, THROTTLED, open_session
-from chalicelib.web.view import WebCtx, add_cookie, csrf_refused, page, redirect
+from chalicelib.web.routes import SEE_OTHER, open_session
+from chalicelib.web.view import THROTTLED, WebCtx, add_cookie, csrf_refused, page, redirect
 
 if TYPE_CHECKING:
     from chalicelib.accounts.store import UserModel

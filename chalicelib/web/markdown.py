@@ -25,8 +25,6 @@ import re
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
-import nh3
-
 if TYPE_CHECKING:
     from markdown_it import MarkdownIt
 
@@ -90,6 +88,8 @@ def _settle_image(match: re.Match[str]) -> str:
 
 def sanitize(html: str) -> str:
     """Untrusted HTML reduced to the allow-list above."""
+    import nh3  # with the first README, as markdown-it-py: not every page has one
+
     cleaned = nh3.clean(
         html,
         tags=TAGS,

@@ -23,33 +23,13 @@ from chalicelib.modules import service as registry
 from chalicelib.modules.downloads import service as downloads
 from chalicelib.modules.statuses import VersionStatus, is_deprecated, is_revoked
 from chalicelib.web import markdown
+from chalicelib.web.labels import FAILED, status_label
 
 if TYPE_CHECKING:  # the registry's records, read only through its service
     from chalicelib.modules.store import ModuleModel, ModuleVersionModel
 
 PAGE_SIZE = 20
 MAX_QUERY_LENGTH = 100
-FAILED = {
-    VersionStatus.INGRESS_FAILED,
-    VersionStatus.CLONE_FAILED,
-    VersionStatus.INGRESS_REQUEST_FAILED,
-}
-STATUS_LABELS = {
-    "ok": "OK",
-    "pending": "Pending",
-    "cloning": "Cloning",
-    "clone_failed": "Clone failed",
-    "reg_ingress_req_failed": "Ingest request failed",
-    "reg_ingressing": "Ingesting",
-    "reg_ingress_failed": "Ingest failed",
-    "setup_complete": "Published",
-    "no_version_tags": "No version tags",
-    "setup_failed": "Setup failed",
-}
-
-
-def status_label(status: str | None) -> str:
-    return STATUS_LABELS.get(status or "", status or "unknown")
 
 
 def module_path(module: ModuleModel, version: str | None = None) -> str:
@@ -122,15 +102,6 @@ class ModuleList:
     page_links: list[int | None] = field(default_factory=list)
     filters: dict[str, str] = field(default_factory=dict)
     may_publish: bool = False  # owners and manage-modules teams: a link to publish a module
-
-
-def page_number(raw: str | None) -> int:
-    """``?page=``: a positive integer (400 otherwise)."""
-    if raw is None or raw == "":
-        return 1
-    if not raw.isdigit() or int(raw) < 1 or len(raw) > 6:
-        raise BadRequest(f"page must be a positive whole number, not {raw[:20]!r}")
-    return int(raw)
 
 
 def _row(module: ModuleModel) -> ModuleRow:

@@ -19,7 +19,16 @@ from chalicelib.core.api.openapi import Param, Reply
 from chalicelib.modules.service import ModuleRef
 from chalicelib.saml import config as saml_config
 from chalicelib.web import pages, session, sso
-from chalicelib.web.view import WebCtx, assets, csrf_refused, page, redirect, safe_next
+from chalicelib.web.view import (
+    THROTTLED,
+    WebCtx,
+    assets,
+    csrf_refused,
+    page,
+    page_number,
+    redirect,
+    safe_next,
+)
 
 bp = Blueprint(__name__)
 
@@ -80,7 +89,6 @@ def open_session(ctx: WebCtx, target: str, secret: str) -> Response:
 
 
 WRONG_PASSWORD = "wrong username or password"
-THROTTLED = Reply(429, description="too many failed attempts; the password was not checked")
 
 
 @page(
@@ -153,7 +161,7 @@ def modules(ctx: WebCtx, organization: str) -> Response:
         organization,
         (query.get("q") or "").strip(),
         (query.get("provider") or "").strip(),
-        pages.page_number(query.get("page")),
+        page_number(query.get("page")),
     )
     return ctx.render("modules.html", listing=listing)
 

@@ -32,7 +32,7 @@ from urllib.parse import parse_qs, quote, unquote
 from chalice import Blueprint, Response
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
-from chalicelib.core.api.errors import ApiError
+from chalicelib.core.api.errors import ApiError, BadRequest
 from chalicelib.core.api.http import RequestContext
 from chalicelib.core.api.openapi import Param, Payload, Reply, record
 from chalicelib.core.auth import Principal
@@ -376,3 +376,48 @@ def page(
         return handler
 
     return decorate
+
+
+# The status of a form that checks a password, refused while failures are throttled
+# (the sign-in pages, two-factor, password change and reset).
+THROTTLED = Reply(429, description="too many failed attempts; the password was not checked")
+
+
+@dataclass(frozen=True)
+class Form:
+    """A POSTed form whose CSRF token was accepted."""
+
+    fields: dict[str, list[str]]
+
+    def get(self, name: str) -> str:
+        """The first value of ``name``, trimmed ("" when absent)."""
+        return (self.fields.get(name) or [""])[0].strip()
+
+    def raw(self, name: str) -> str:
+        """The first value as sent (passwords keep their spaces)."""
+        return (self.fields.get(name) or [""])[0]
+
+    def all(self, name: str) -> list[str]:
+        """Every value of ``name`` (checkboxes), each once, in order."""
+        return list(dict.fromkeys(v.strip() for v in self.fields.get(name) or () if v.strip()))
+
+
+def posted(ctx: WebCtx) -> Form | Response:
+    """The request's form, or the 403 page when its CSRF token is not accepted (then the
+    handler returns it and nothing changes)."""
+    raw = ctx.request.raw_body or b""
+    text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else str(raw)
+    fields = parse_qs(text, keep_blank_values=True)
+    submitted = (fields.get(session.CSRF_FIELD) or [""])[0] or None
+    if not session.check_csrf(ctx.request, submitted):
+        return csrf_refused(ctx.request)
+    return Form(fields)
+
+
+def page_number(raw: str | None) -> int:
+    """``?page=``: a positive integer (400 otherwise)."""
+    if raw is None or raw == "":
+        return 1
+    if not raw.isdigit() or int(raw) < 1 or len(raw) > 6:
+        raise BadRequest(f"page must be a positive whole number, not {raw[:20]!r}")
+    return int(raw)

@@ -1,8 +1,5 @@
-"""The pages people manage themselves and each other with: the account (profile, password,
-API tokens) and an organization's members, teams and tokens. One blueprint, ``bp``; importing
-the package registers every page (``common.bp`` gathers them)."""
-
-from chalicelib.web.people import account, members, teams  # noqa: F401 - registers the pages
-from chalicelib.web.people.common import bp
-
-__all__ = ["bp"]
+"""The pages people manage themselves and each other with: the account page (``account``:
+profile, password, API tokens; its own blueprint, served with the everyday pages by the
+``web`` function) and an organization's members and teams (``members``, ``teams``: they
+register on ``common.bp``, served by the ``webadmin`` function). Importing the package loads
+none of them, so that each function loads only its own pages."""

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from chalice import Response
+from chalice import Blueprint, Response
 
 from chalicelib.accounts import account, service, signin, twofactor
 from chalicelib.core.api.errors import NotFound, Unprocessable
@@ -27,17 +27,17 @@ from chalicelib.core.auth import Principal, TokenModel
 from chalicelib.core.data.ids import now
 from chalicelib.web import session
 from chalicelib.web.people.common import (
-    bp,
     description_error,
     expiry_from,
-    posted,
     signed_in_user,
 )
-from chalicelib.web.routes import THROTTLED
-from chalicelib.web.view import WebCtx, page, redirect
+from chalicelib.web.view import THROTTLED, WebCtx, page, posted, redirect
 
 if TYPE_CHECKING:
     from chalicelib.accounts.store import UserModel
+
+# Its own blueprint: the everyday web function serves it, without the people pages.
+bp = Blueprint(__name__)
 
 ACCOUNT = "/app/account"
 TOKEN = ACCOUNT + "/tokens/{token_id}"

@@ -1,6 +1,7 @@
-"""What the people pages share: their blueprint, the CSRF-checked form with repeated fields
-(team checkboxes), the signed-in user, dates and the organization-access flags as labelled
-checkboxes.
+"""What the people pages share: their blueprint, the signed-in user, dates and the
+organization-access flags as labelled checkboxes. (The CSRF-checked form with repeated fields,
+``view.posted``, is every web page's: the provider pages, which the everyday web function
+serves, use it without loading these pages.)
 
 Every read and write goes through the accounts services (``accounts.service``,
 ``memberships``, ``account``): the same permissions, the same 404 for who may not see a
@@ -10,16 +11,13 @@ the form again with its message; anything else reaches ``view.page``'s error pag
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import UTC, date, datetime
-from urllib.parse import parse_qs
 
-from chalice import Blueprint, Response
+from chalice import Blueprint
 
 from chalicelib.core.api.errors import NotFound
 from chalicelib.core.auth import Principal
-from chalicelib.web import session
-from chalicelib.web.view import WebCtx, csrf_refused
+from chalicelib.web.view import WebCtx
 
 bp = Blueprint("chalicelib.web.people")
 
@@ -36,37 +34,6 @@ ACCESS_FLAGS = (
     ("manage_vcs_settings", "Manage VCS settings", "manage VCS providers"),
 )
 MAX_DESCRIPTION = 255
-
-
-@dataclass(frozen=True)
-class Form:
-    """A POSTed form whose CSRF token was accepted."""
-
-    fields: dict[str, list[str]]
-
-    def get(self, name: str) -> str:
-        """The first value of ``name``, trimmed ("" when absent)."""
-        return (self.fields.get(name) or [""])[0].strip()
-
-    def raw(self, name: str) -> str:
-        """The first value as sent (passwords keep their spaces)."""
-        return (self.fields.get(name) or [""])[0]
-
-    def all(self, name: str) -> list[str]:
-        """Every value of ``name`` (checkboxes), each once, in order."""
-        return list(dict.fromkeys(v.strip() for v in self.fields.get(name) or () if v.strip()))
-
-
-def posted(ctx: WebCtx) -> Form | Response:
-    """The request's form, or the 403 page when its CSRF token is not accepted (then the
-    handler returns it and nothing changes)."""
-    raw = ctx.request.raw_body or b""
-    text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else str(raw)
-    fields = parse_qs(text, keep_blank_values=True)
-    submitted = (fields.get(session.CSRF_FIELD) or [""])[0] or None
-    if not session.check_csrf(ctx.request, submitted):
-        return csrf_refused(ctx.request)
-    return Form(fields)
 
 
 def signed_in_user(ctx: WebCtx) -> Principal:

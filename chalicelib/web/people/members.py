@@ -19,8 +19,8 @@ from chalicelib.accounts import memberships, service
 from chalicelib.core.api.errors import NotFound, Unprocessable
 from chalicelib.core.api.openapi import Param, Reply
 from chalicelib.core.auth import Principal
-from chalicelib.web.people.common import bp, posted
-from chalicelib.web.view import WebCtx, page, redirect
+from chalicelib.web.people.common import bp
+from chalicelib.web.view import WebCtx, page, posted, redirect
 
 MEMBERS = "/app/{organization}/members"
 

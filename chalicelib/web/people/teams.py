@@ -17,8 +17,8 @@ from chalicelib.accounts import service
 from chalicelib.core.api.errors import NotFound, Unprocessable
 from chalicelib.core.api.openapi import Param, Reply
 from chalicelib.core.auth import Principal, TokenModel
-from chalicelib.web.people.common import ACCESS_FLAGS, Form, bp, description_error, posted
-from chalicelib.web.view import WebCtx, page, redirect
+from chalicelib.web.people.common import ACCESS_FLAGS, bp, description_error
+from chalicelib.web.view import Form, WebCtx, page, posted, redirect
 
 if TYPE_CHECKING:
     from chalicelib.accounts.store import TeamModel

@@ -6,21 +6,25 @@ versions and their checks, the version's platforms, the signing key, the usage s
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from chalice import Blueprint, Response
 
 from chalicelib.core.api.errors import Conflict, Unprocessable
 from chalicelib.core.api.openapi import Param, Reply
-from chalicelib.providers import service as providers_service
-from chalicelib.providers.service import ProviderRef
-from chalicelib.web import pages as module_pages
-from chalicelib.web.people.common import posted
-from chalicelib.web.providers import pages
-from chalicelib.web.view import WebCtx, page, redirect
+from chalicelib.web.view import WebCtx, page, page_number, posted, redirect
+
+if TYPE_CHECKING:
+    from chalicelib.providers.service import ProviderRef
+
+# The provider registry's services and these pages' gathering (web.providers.pages) load with
+# the first provider page: WebFunction serves the module pages and sign-in too, whose cold
+# start need none of them (each handler imports them).
 
 bp = Blueprint("chalicelib.web.providers")
 
 PROVIDERS = "/app/{organization}/registry/providers"
-PROVIDER = PROVIDERS + "/" + pages.REGISTRY + "/{namespace}/{name}"
+PROVIDER = PROVIDERS + "/private/{namespace}/{name}"  # web.providers.pages.REGISTRY
 RETRY = PROVIDER + "/{version}/platforms/{os}/{arch}/retry"
 RETRIED = Param("retried", "the platform (os/arch) whose check was just started again")
 REFUSED = (Reply(303), Reply(409), Reply(422))
@@ -31,8 +35,10 @@ REFUSED = (Reply(303), Reply(409), Reply(422))
 )
 def providers(ctx: WebCtx, organization: str) -> Response:
     """An organization's private providers, 20 a page."""
+    from chalicelib.web.providers import pages
+
     principal = ctx.principal_or_sign_in()
-    number = module_pages.page_number(ctx.query.get("page"))
+    number = page_number(ctx.query.get("page"))
     listing = pages.provider_list(principal, organization, number)
     return ctx.render("providers/providers.html", listing=listing)
 
@@ -54,6 +60,9 @@ def provider_version(
 def _provider_page(
     ctx: WebCtx, organization: str, namespace: str, name: str, version: str | None
 ) -> Response:
+    from chalicelib.providers.service import ProviderRef
+    from chalicelib.web.providers import pages
+
     principal = ctx.principal_or_sign_in()
     ref = ProviderRef(organization, pages.REGISTRY, namespace, name)
     view = pages.provider_page(principal, ref, version, ctx.base_url)
@@ -70,6 +79,9 @@ def confirm_retry(
     ctx: WebCtx, organization: str, namespace: str, name: str, version: str, os: str, arch: str
 ) -> Response:
     """Check this platform's archive again? (publishers; a page of its own)"""
+    from chalicelib.providers.service import ProviderRef
+    from chalicelib.web.providers import pages
+
     ref = ProviderRef(organization, pages.REGISTRY, namespace, name)
     pages.retry_target(ctx.principal_or_sign_in(), ref, version, os, arch)
     return _confirm(ctx, ref, version, os, arch)
@@ -81,6 +93,10 @@ def retry(
 ) -> Response:
     """Check the platform's uploaded archive again, as ``POST …/platforms/:os/:arch/actions/
     retry``; the refusal (verified, nothing uploaded) on the confirmation page."""
+    from chalicelib.providers import service as providers_service
+    from chalicelib.providers.service import ProviderRef
+    from chalicelib.web.providers import pages
+
     ref = ProviderRef(organization, pages.REGISTRY, namespace, name)
     form = posted(ctx)
     if isinstance(form, Response):
@@ -103,6 +119,8 @@ def _confirm(
     status: int = 200,
     error: str | None = None,
 ) -> Response:
+    from chalicelib.web.providers import pages
+
     return ctx.render(
         "publishing/confirm.html",
         status,

@@ -6,7 +6,7 @@ Every read and write goes through the registry's services (``modules.service``),
 with manage-modules publish; deleting is for owners), the same 404 for anyone else, the same
 422 messages. A handler catches ``Unprocessable`` only to show its form again with the
 message; anything else reaches ``view.page``'s error pages. Forms are the people pages'
-(``people.common.posted``: CSRF checked first, nothing changes without it).
+(``view.posted``: CSRF checked first, nothing changes without it).
 """
 
 from __future__ import annotations
@@ -21,7 +21,6 @@ from chalicelib.accounts import service as accounts
 from chalicelib.core.auth import Principal
 from chalicelib.modules import service as registry
 from chalicelib.modules.service import ModuleRef
-from chalicelib.vcs import service as vcs
 from chalicelib.web.view import WebCtx
 
 if TYPE_CHECKING:  # the registry's records, read only through its service
@@ -57,6 +56,9 @@ def publisher(ctx: WebCtx, organization: str) -> tuple[Principal, accounts.OrgAc
 def connections(principal: Principal, organization: str) -> list[dict[str, str]]:
     """The organization's VCS connections a module can publish from: each OAuth token, named
     by its client (``vcs.service``, as ``GET /organizations/:org/oauth-clients`` lists)."""
+    # The new-module page only: the VCS room (its git client) stays out of the cold start.
+    from chalicelib.vcs import service as vcs
+
     return [
         {"id": token.id, "label": f"{client.name or client.service_provider} ({client.http_url})"}
         for client in sorted(vcs.list_clients(principal, organization), key=lambda c: c.id)

@@ -18,12 +18,9 @@ from chalice import Response
 from chalicelib.core.api.errors import Unprocessable
 from chalicelib.core.api.openapi import Param, Reply
 from chalicelib.modules import service
-from chalicelib.modules.composed import forget_deleted, version_from_vcs
-from chalicelib.modules.nocode import service as nocode
 from chalicelib.modules.service import ModuleRef
 from chalicelib.modules.statuses import VersionStatus, is_deprecated, is_revoked
-from chalicelib.web.pages import status_label
-from chalicelib.web.people.common import posted
+from chalicelib.web.labels import status_label
 from chalicelib.web.publishing.common import (
     MODULE,
     PUBLISH,
@@ -33,7 +30,7 @@ from chalicelib.web.publishing.common import (
     publishable,
     publisher,
 )
-from chalicelib.web.view import WebCtx, page, redirect
+from chalicelib.web.view import WebCtx, page, posted, redirect
 
 if TYPE_CHECKING:  # the registry's records, read only through its service
     from chalicelib.modules.store import ModuleVersionModel
@@ -84,6 +81,8 @@ def new_module(ctx: WebCtx, organization: str) -> Response:
 @page(bp, PUBLISH, ("POST",), form=True, success=REFUSED)
 def create_module(ctx: WebCtx, organization: str) -> Response:
     """Create a private module; the browser goes on to its publishing page."""
+    from chalicelib.modules.nocode import service as nocode  # this page's, not the cold start's
+
     form = posted(ctx)
     if isinstance(form, Response):
         return form
@@ -176,6 +175,9 @@ def create_version(
     if isinstance(form, Response):
         return form
     principal = ctx.principal_or_sign_in()  # the service checks the rights, as the API's
+    # The composer (no-code modules' service, VCS publishing): the pages that delete or create.
+    from chalicelib.modules.composed import version_from_vcs
+
     wanted = form.get("version")
     try:
         version, _ = service.create_version(principal, ref, wanted, None, from_vcs=version_from_vcs)
@@ -236,6 +238,9 @@ def delete_module(
         return form
     publishable(ctx, ref, owner=True)
     principal = ctx.principal_or_sign_in()
+    # The composer (no-code modules' service, VCS publishing): the pages that delete or create.
+    from chalicelib.modules.composed import forget_deleted
+
     parts = [ref.registry, ref.namespace, ref.name, ref.provider]
     forget_deleted(service.delete(principal, organization, parts))
     return redirect(f"/app/{organization}/registry/modules")

@@ -11,15 +11,13 @@ a new secret through ``actions/regenerate-webhook-secret``.
 from __future__ import annotations
 
 from chalice import Response
-from pydantic import ValidationError
 
 from chalicelib.core.api.errors import Unprocessable
 from chalicelib.core.api.openapi import Reply
 from chalicelib.modules.service import ModuleRef
-from chalicelib.web.people.common import posted
 from chalicelib.web.publishing.common import PUBLISH, bp, module_url, publisher
 from chalicelib.web.publishing.modules import new_module_page
-from chalicelib.web.view import WebCtx, page, redirect
+from chalicelib.web.view import WebCtx, page, posted, redirect
 
 FIELDS = ("oauth_token_id", "identifier", "branch", "initial_version")
 
@@ -28,6 +26,8 @@ FIELDS = ("oauth_token_id", "identifier", "branch", "initial_version")
 def new_module_from_vcs(ctx: WebCtx, organization: str) -> Response:
     """Create a module from a repository: a version per version tag, or (with a branch)
     versions created on its page from the branch head."""
+    from pydantic import ValidationError  # with the request models, not the cold start
+
     from chalicelib.modules.publishing import service as publishing  # VCS only
     from chalicelib.modules.publishing.schemas import PublishAttributes
 

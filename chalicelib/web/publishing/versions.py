@@ -24,11 +24,9 @@ from chalice import Response
 from chalicelib.core.api.errors import NotFound, Unprocessable
 from chalicelib.core.api.openapi import Reply
 from chalicelib.modules import service
-from chalicelib.modules.composed import forget_deleted
 from chalicelib.modules.service import LifecycleChange, ModuleRef
 from chalicelib.modules.statuses import VersionStatus
-from chalicelib.web.pages import FAILED, status_label
-from chalicelib.web.people.common import Form, posted
+from chalicelib.web.labels import FAILED, status_label
 from chalicelib.web.publishing.common import (
     VERSION,
     allow_connect,
@@ -38,7 +36,7 @@ from chalicelib.web.publishing.common import (
     publishable,
 )
 from chalicelib.web.publishing.modules import version_actions
-from chalicelib.web.view import WebCtx, page, redirect
+from chalicelib.web.view import Form, WebCtx, page, posted, redirect
 
 # Statuses after which nothing changes until someone acts (a new upload, a retry).
 SETTLED = {VersionStatus.OK, *FAILED}
@@ -266,6 +264,9 @@ def do_action(
     publishable(ctx, ref, owner=wanted.owner)
     principal = ctx.principal_or_sign_in()
     if action == "delete":
+        # The composer (no-code modules' service, VCS publishing): the pages that delete or create.
+        from chalicelib.modules.composed import forget_deleted
+
         parts = [ref.registry, ref.namespace, ref.name, ref.provider, version]
         gone = service.delete(principal, organization, parts)  # the module, with its last one
         forget_deleted(gone)

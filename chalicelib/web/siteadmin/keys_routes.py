@@ -18,7 +18,6 @@ from chalicelib.core.api.errors import Unprocessable
 from chalicelib.core.api.openapi import Reply
 from chalicelib.core.auth import Principal
 from chalicelib.core.data.ids import iso, now
-from chalicelib.scim import service as scim
 from chalicelib.web.siteadmin.common import ADMIN, SCIM_SCHEMAS, admin_post, site_admin, validated
 from chalicelib.web.view import WebCtx, page, redirect
 
@@ -36,6 +35,8 @@ CREATED = (
 
 
 def _scim_page(ctx: WebCtx, status: int = 200, **extra: Any) -> Response:
+    from chalicelib.scim import service as scim  # the SCIM pages' own, not the cold start's
+
     item = scim.settings()
     tokens = sorted(scim.list_tokens(), key=lambda t: t.created_at, reverse=True)
     return ctx.render(
@@ -60,6 +61,8 @@ def scim_settings(ctx: WebCtx) -> Response:
 @admin_post(bp, SCIM)
 def scim_save(ctx: WebCtx, _admin: Any, form: dict[str, str]) -> Response:
     """Enable, pause, or let SCIM link existing users (the SCIM service's rules)."""
+    from chalicelib.scim import service as scim  # the SCIM pages' own, not the cold start's
+
     sent = {name: form.get(name) == "on" for name in ("enabled", "paused", "link-existing-users")}
     try:
         scim.update_settings(validated(SCIM_SCHEMAS + "ScimSettings", sent))
@@ -71,6 +74,8 @@ def scim_save(ctx: WebCtx, _admin: Any, form: dict[str, str]) -> Response:
 @admin_post(bp, SCIM + "/tokens", success=CREATED)
 def scim_token_create(ctx: WebCtx, admin: Principal, form: dict[str, str]) -> Response:
     """A new SCIM token for the identity provider: its value is on this answer only."""
+    from chalicelib.scim import service as scim  # the SCIM pages' own, not the cold start's
+
     days = (form.get("days") or "").strip()
     attributes: dict[str, Any] = {"description": (form.get("description") or "").strip() or None}
     try:
@@ -90,6 +95,8 @@ def scim_token_create(ctx: WebCtx, admin: Principal, form: dict[str, str]) -> Re
 @admin_post(bp, SCIM + "/tokens/{token_id}/revoke")
 def scim_token_revoke(ctx: WebCtx, _admin: Any, form: dict[str, str], token_id: str) -> Response:
     """Revoke a SCIM token: the identity provider's requests with it stop working."""
+    from chalicelib.scim import service as scim  # the SCIM pages' own, not the cold start's
+
     scim.delete_token(token_id)
     return redirect(SCIM + "?saved=revoked")
 

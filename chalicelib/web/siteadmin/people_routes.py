@@ -25,7 +25,6 @@ from chalicelib.core.api.errors import NotFound, Unprocessable
 from chalicelib.core.api.jsonapi import relationship_list
 from chalicelib.core.api.openapi import Param
 from chalicelib.core.api.pagination import Page
-from chalicelib.web.pages import page_number
 from chalicelib.web.siteadmin.common import (
     ADMIN,
     ADMIN_SCHEMAS,
@@ -33,7 +32,7 @@ from chalicelib.web.siteadmin.common import (
     site_admin,
     validated,
 )
-from chalicelib.web.view import WebCtx, page, redirect
+from chalicelib.web.view import WebCtx, page, page_number, redirect
 
 if TYPE_CHECKING:
     from chalicelib.accounts.store import UserModel
