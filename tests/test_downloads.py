@@ -439,13 +439,15 @@ def test_a_kept_table_without_its_stream_gets_it(aws: None):
     class Before(store.DownloadsModel):
         Meta = db.table("downloads-before-streams", stream="NEW_IMAGE")
 
+    def described() -> dict[str, Any]:
+        return dynamodb.describe_table(TableName="test-downloads-before-streams")["Table"]
+
     try:
-        db._add_missing_stream(Before)
-        described = dynamodb.describe_table(TableName="test-downloads-before-streams")["Table"]
-        assert described["StreamSpecification"] == {
+        db._add_missing_stream(Before, described())
+        assert described()["StreamSpecification"] == {
             "StreamEnabled": True,
             "StreamViewType": "NEW_IMAGE",
         }
-        db._add_missing_stream(Before)  # once is enough: a second start changes nothing
+        db._add_missing_stream(Before, described())  # a second start changes nothing
     finally:
         dynamodb.delete_table(TableName="test-downloads-before-streams")

@@ -6,7 +6,7 @@ from functools import cache
 from typing import Any, cast
 
 from pynamodb.connection import Connection
-from pynamodb.exceptions import TransactWriteError
+from pynamodb.exceptions import TableDoesNotExist, TransactWriteError
 from pynamodb.models import MetaProtocol
 from pynamodb.models import Model as Model  # re-exported: every model subclasses db.Model
 
@@ -49,22 +49,23 @@ def register(model: type[Model]) -> type[Model]:
 
 
 def create_tables() -> None:
-    """Create every table, and every index a kept table (the local stack's restored state)
-    lacks, as a CloudFormation update adds it."""
+    """Create every table, and every index and stream a kept table (the local stack's
+    restored state) lacks, as a CloudFormation update adds them: one DescribeTable each."""
     for model in MODELS:
-        if not model.exists():
+        try:
+            described = model._get_connection().connection.describe_table(model.Meta.table_name)
+        except TableDoesNotExist:
             model.create_table(billing_mode="PAY_PER_REQUEST", wait=True)
-        else:
-            _add_missing_indexes(model)
-            _add_missing_stream(model)
+            continue
+        _add_missing_indexes(model, described)
+        _add_missing_stream(model, described)
 
 
-def _add_missing_stream(model: type[Model]) -> None:
+def _add_missing_stream(model: type[Model], described: dict[str, Any]) -> None:
     view = stream_view_type(model)
     if view is None:
         return
     client = model._get_connection().connection.client
-    described = client.describe_table(TableName=model.Meta.table_name)["Table"]
     if described.get("StreamSpecification", {}).get("StreamEnabled"):
         return
     client.update_table(
@@ -73,13 +74,12 @@ def _add_missing_stream(model: type[Model]) -> None:
     )
 
 
-def _add_missing_indexes(model: type[Model]) -> None:
+def _add_missing_indexes(model: type[Model], described: dict[str, Any]) -> None:
     schema = model._get_schema()
     wanted = schema.get("global_secondary_indexes", [])
     if not wanted:
         return
     connection = model._get_connection().connection
-    described = connection.describe_table(model.Meta.table_name)
     present = {index["IndexName"] for index in described.get("GlobalSecondaryIndexes", [])}
     for index in wanted:
         if index["index_name"] in present:
