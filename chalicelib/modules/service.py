@@ -218,7 +218,7 @@ def get_module(principal: Principal, ref: ModuleRef) -> tuple[ModuleModel, accou
 
 
 def get_module_by_id(principal: Principal, module_id: str):
-    module = next(iter(ModuleModel.by_id.query(module_id)), None)
+    module = store.module_by_id(module_id)
     if module is None:
         raise NotFound(f"registry module {module_id} not found")
     rights = accounts.access(principal, module.organization)

@@ -258,6 +258,11 @@ class VersionChanged(Exception):
     """The version item was deleted, left ``ok`` or was changed since it was read."""
 
 
+def module_by_id(module_id: str) -> ModuleModel | None:
+    """The module with this id (one Query of the ``by-id`` index), None when there is none."""
+    return next(iter(ModuleModel.by_id.query(module_id)), None)
+
+
 def insert_module(module: ModuleModel, companions: Sequence[db.Model] = ()) -> None:
     """The module and one more in its organization's count, in one transaction (a curated
     public module is listed by the protocol from the start). ``companions``: new items

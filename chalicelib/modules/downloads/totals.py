@@ -68,7 +68,7 @@ def apply(records: Iterable[Mapping[str, Any]]) -> int:
     exception propagates, so that Lambda delivers the batch again."""
     written = 0
     for module_id, versions in changes(records).items():
-        module = _module(module_id)
+        module = store_of_modules.module_by_id(module_id)
         if module is None:  # deleted since: nothing to keep
             continue
         written += keep(module, versions)
@@ -128,11 +128,8 @@ def list_total(module: ModuleModel) -> None:
     entry = store_of_modules.protocol_entry(module)
     if entry is None or entry[0] is None:  # not listed, or a curated public module
         return
-    key = store_of_modules.protocol_key(
-        module.registry_name, module.namespace, module.name, module.provider
-    )
     try:
-        ProtocolEntryModel(module.organization, key).update(
+        store_of_modules.protocol_item(module, entry).update(
             actions=[ProtocolEntryModel.downloads.set(module.total_downloads())],
             condition=ProtocolEntryModel.protocol_key.exists(),
         )
@@ -148,10 +145,6 @@ def backfill() -> dict[str, int]:
         if module.version_downloads is None:
             filled += fill_module(module)
     return {"modules filled": filled}
-
-
-def _module(module_id: str) -> ModuleModel | None:
-    return next(iter(ModuleModel.by_id.query(module_id)), None)
 
 
 def handle_batch(records: list[Mapping[str, Any]]) -> None:

@@ -42,7 +42,7 @@ from chalicelib.modules import service as registry
 from chalicelib.modules.nocode import store
 from chalicelib.modules.nocode.store import NoCodeModuleModel, VariableOptionAttribute
 from chalicelib.modules.statuses import VersionStatus, is_revoked
-from chalicelib.modules.store import ModuleModel, ModuleVersionModel
+from chalicelib.modules.store import ModuleModel, ModuleVersionModel, module_by_id
 
 OPTION_TYPE = "variable-options"
 LATEST = "latest"
@@ -229,7 +229,7 @@ def of_modules(modules: Sequence[ModuleModel]) -> list[NoCodeModuleModel]:
 def _registry_module(organization: str, module_id: str) -> ModuleModel:
     """A module of ``organization`` by id (the ``registry-module`` relationship); one in
     another organization answers exactly like an unknown one."""
-    module = next(iter(ModuleModel.by_id.query(module_id)), None)
+    module = module_by_id(module_id)
     if module is None or module.organization != organization:
         raise NotFound(f"registry module {module_id[:64]!r} not found in {organization!r}")
     return module

@@ -38,7 +38,7 @@ MAX_VERSIONS_PER_SYNC = 200
 
 
 def find_module(module_id: str) -> ModuleModel | None:
-    found = next(iter(ModuleModel.by_id.query(module_id)), None)
+    found = store.module_by_id(module_id)
     if found is None:
         return None
     try:
