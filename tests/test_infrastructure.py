@@ -267,23 +267,31 @@ HEAVY = {
 # Lambda package has none, and botocore loads it (with cryptography) whenever it can. Hidden
 # as it is in Lambda.
 HIDE_TEST_ONLY = "sys.modules['OpenSSL'] = None"
+
+
 # A function allowed one of them anyway (logical id -> modules), with the reason in a comment;
 # none is. An exemption no longer needed fails the test too, so that this list only shrinks.
 STILL_LOADS: dict[str, set[str]] = {}
+
+
+def loaded_by(module: str, watched: list[str], hide: str = HIDE_TEST_ONLY) -> list[str]:
+    """Which of ``watched`` importing ``module`` loads, in a fresh interpreter (after
+    ``hide``, a statement run first)."""
+    code = (
+        f"import sys, json; {hide}; import {module}; "
+        f"print(json.dumps([m for m in {watched!r} if m in sys.modules]))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
+    return json.loads(result.stdout)
 
 
 @pytest.mark.parametrize("function", ALL_FUNCTIONS, ids=lambda f: f.logical_id)
 def test_entry_modules_leave_heavy_modules_to_first_use(function):
     """A regression here costs every cold start of the function: import the module where it
     is first used (with a comment saying why), or see STILL_LOADS."""
-    code = (
-        f"import sys, json; {HIDE_TEST_ONLY}; import {function.entry_module}; "
-        f"print(json.dumps([m for m in {sorted(HEAVY)!r} if m in sys.modules]))"
-    )
-    result = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True
-    )
-    loaded = set(json.loads(result.stdout))
+    loaded = set(loaded_by(function.entry_module, sorted(HEAVY)))
     exempt = STILL_LOADS.get(function.logical_id, set())
     assert not loaded - exempt, {m: HEAVY[m] for m in loaded - exempt}
     assert exempt <= loaded, f"{function.logical_id} no longer loads {exempt - loaded}: drop it"
@@ -321,15 +329,7 @@ WEB_FIRST_USE = (
     ],
 )
 def test_the_web_functions_leave_page_services_to_first_use(entry, also):
-    left = WEB_FIRST_USE + also
-    code = (
-        f"import sys, json; {HIDE_TEST_ONLY}; import {entry}; "
-        f"print(json.dumps([m for m in {left!r} if m in sys.modules]))"
-    )
-    result = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True
-    )
-    assert json.loads(result.stdout) == []
+    assert loaded_by(entry, list(WEB_FIRST_USE + also)) == []
 
 
 @pytest.mark.parametrize("group", ROUTE_GROUPS, ids=lambda g: g.logical_id)
@@ -344,14 +344,7 @@ def test_entry_modules_import_only_their_own_group(group):
         - set(route_modules[group.logical_id])
     )
     foreign += ["chalicelib.modules.ingest.hcl", "chalicelib.modules.ingest.archive", "app"]
-    code = (
-        f"import sys, json; import {group.entry_module}; "
-        f"print(json.dumps([m for m in {foreign!r} if m in sys.modules]))"
-    )
-    result = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True
-    )
-    assert json.loads(result.stdout) == []
+    assert loaded_by(group.entry_module, foreign, hide="pass") == []
 
 
 def test_the_slimmed_zip_keeps_every_service_the_code_calls(tmp_path):
