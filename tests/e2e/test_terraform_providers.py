@@ -140,6 +140,14 @@ def test_terraform_installs_a_signed_private_provider(stack: Stack, tmp_path: Pa
 
     checked = wait_for(state, lambda d: d["attributes"]["status"] != "pending")
     assert checked["attributes"]["status"] == "verified", checked["attributes"]
+    # Over the wire, a retry with nothing to retry is a refusal that changes nothing.
+    platform_url = f"{base}/versions/{VERSION}/platforms/{os_}/{arch}"
+    again = ci.post(f"{platform_url}/actions/retry")
+    assert again.status_code == 409, again.text
+    assert "verified" in again.json()["errors"][0]["detail"]
+    unknown = ci.post(f"{base}/versions/{VERSION}/platforms/plan9/amd64/actions/retry")
+    assert unknown.status_code == 404 and unknown.json()["errors"], unknown.text
+    assert state()["attributes"]["status"] == "verified"
 
     # The consumer's side: terraform init with a member's token.
     config = write_cli_config(tmp_path, stack, token)
