@@ -160,3 +160,43 @@ def test_the_local_stack_configures_the_address_it_prints(
     # An operator's address is kept.
     monkeypatch.setenv("REGISTRY_PUBLIC_URL", "https://registry.example.com")
     assert set_public_url("127.0.0.1", 8123) == "https://registry.example.com"
+
+
+# ----- what other parties are given: a VCS host's webhook, an identity provider's endpoints ---
+
+
+def test_the_webhook_a_vcs_host_is_given_names_the_configured_address(
+    api: Api, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from chalicelib.core.settings import get_settings
+    from tests.test_publishing import NET, V2, connect, publish
+    from tests.vcs_api_server import VcsApi
+    from tests.vcs_git_server import serve
+
+    make_org(api)
+    for server, _ in serve():
+        with VcsApi() as host:
+            token_id = connect(api, server, api_url=host.url + "/api/v3")
+            created = publish(api, token_id, "acme/terraform-aws-net")
+            drain()
+            (added,) = host.requests
+            assert added.body["config"]["url"].startswith(f"{CONFIGURED}/webhooks/vcs/")
+            module_id = created.data["id"]
+            monkeypatch.delenv("REGISTRY_PUBLIC_URL")
+            get_settings.cache_clear()
+            before = api.get(NET).data
+            regenerate = f"{V2}/registry-modules/{module_id}/actions/regenerate-webhook-secret"
+            refused = api.post(regenerate, headers=EVIL)
+            assert refused.status == 503 and "REGISTRY_PUBLIC_URL" in refused.error["detail"]
+            assert api.get(NET).data == before
+            again = publish(api, token_id, "acme/terraform-aws-other")
+            assert again.status == 503
+            drain()
+            assert len(host.requests) == 1  # nothing more asked of the VCS host
+
+
+def test_without_an_address_no_saml_endpoint_is_made_from_the_request(
+    api: Api, no_public_address: None
+) -> None:
+    reply = Browser(api.client).request("GET", "/users/saml/metadata", headers=EVIL)
+    assert reply.status_code == 503 and "evil.example" not in reply.text
