@@ -8,12 +8,14 @@ the Lambda runs, a DynamoDB Stream poller keeping the modules' download totals (
 Environment: HOST (the address both servers listen on and that upload and download links
 name, default 127.0.0.1; a LAN address lets a team try it from other machines; 0.0.0.0
 listens everywhere and names this machine's host name in links), PORT (API, default 8000),
-MOTO_PORT (default 5000), EDITION (self-hosted or
-hosted), REGISTRY_ADMIN_TOKEN (the initial site admin's token; one is minted and printed
-when unset), REGISTRY_DATA_DIR (where the state is kept across restarts, default ``.data/`` in
-the checkout; empty: in memory only), REGISTRY_SNAPSHOT_SECONDS (how often changes are saved,
-default 5), REGISTRY_TTL_SWEEP_SECONDS (how often expired DynamoDB items are deleted, as
-DynamoDB's TTL does and moto does not, default 60; also before each snapshot).
+MOTO_PORT (default 5000), EDITION (self-hosted or hosted), REGISTRY_PUBLIC_URL (the address
+mailed links name: reset, confirmation and invitation links, never a request's host; default
+the address it prints, ``http://HOST:PORT``), REGISTRY_ADMIN_TOKEN (the initial site admin's
+token; one is minted and printed when unset), REGISTRY_DATA_DIR (where the state is kept
+across restarts, default ``.data/`` in the checkout; empty: in memory only),
+REGISTRY_SNAPSHOT_SECONDS (how often changes are saved, default 5), REGISTRY_TTL_SWEEP_SECONDS
+(how often expired DynamoDB items are deleted, as DynamoDB's TTL does and moto does not,
+default 60; also before each snapshot).
 
 The moto server only serves requests signed with the local credentials (SigV4, header or
 presigned query string, checked by ``infrastructure.s3_auth`` as S3 checks them); the state
@@ -60,17 +62,31 @@ def link_host(host: str) -> str:
     return f"[{host}]" if ":" in host else host
 
 
+def printed_url(host: str, port: int) -> str:
+    """The address the stack prints for its API and UI."""
+    return f"http://{link_host(host)}:{port}"
+
+
+def set_public_url(host: str, port: int) -> str:
+    """REGISTRY_PUBLIC_URL, set to the printed address when the operator set none: mailed
+    links (resets, confirmations, invitations) name only it, as on AWS they name
+    InstanceAddress, never a request's Host header (``chalicelib.core.api.links``)."""
+    public = os.environ.get("REGISTRY_PUBLIC_URL", "").strip() or printed_url(host, port)
+    os.environ["REGISTRY_PUBLIC_URL"] = public
+    return public
+
+
 def ui_origins(host: str, port: int) -> list[str]:
     """The origins a browser opens the local UI at: the printed URL's (``localhost`` too
     for the loopback address) and REGISTRY_PUBLIC_URL's, when set."""
-    origins = [f"http://{link_host(host)}:{port}"]
+    origins = [printed_url(host, port)]
     if host == "127.0.0.1":
         origins.append(f"http://localhost:{port}")
     public = os.environ.get("REGISTRY_PUBLIC_URL", "").strip()
     if public:
         parts = urlsplit(public)
         origins.append(f"{parts.scheme}://{parts.netloc}")
-    return origins
+    return list(dict.fromkeys(origins))
 
 
 class PortInUse(Exception):
@@ -405,6 +421,7 @@ def main() -> int:
         print(f"error: HOST={host}: {exc.strerror}", file=sys.stderr, flush=True)
         return 1
     _configure_environment(host, moto_port)
+    public = set_public_url(host, port)  # before the settings are first read
     from chalicelib.core.observe import ReadableFormatter
 
     # The lines CloudWatch gets as JSON, readable: a request is `GET /path 200 12 ms 3 calls`.
@@ -490,9 +507,10 @@ def main() -> int:
 
     signal.signal(signal.SIGTERM, stop)
     settings = get_settings()
-    url = f"http://{link_host(host)}:{port}"
+    url = printed_url(host, port)
     print(f"Registry ({settings.edition}) listening on {url}", flush=True)
     print(f"  web UI: {url}/ (sign in with the token below)", flush=True)
+    print(f"  mailed links name {public} (REGISTRY_PUBLIC_URL)", flush=True)
     print(
         f"  moto (S3, DynamoDB, SQS, KMS) on {os.environ['AWS_ENDPOINT_URL']}"
         " (SigV4-signed requests only)",

@@ -761,8 +761,13 @@ PARAMETERS = {
     "InstanceAddress": {
         "Type": "String",
         "Default": "",
-        "Description": "Public base URL, e.g. https://registry.example.com "
-        "(absolute links, SAML URLs); empty = request host",
+        # Mailed links (invitations, password resets, email confirmations) name only this
+        # address, never a request's Host header (chalicelib.core.api.links): left empty, none
+        # is made, and those requests are refused with a 503 that says so.
+        "Description": "Public base URL, e.g. https://registry.example.com: every mailed "
+        "link (invitations, password resets, email confirmations) and absolute links; empty = "
+        "no mailed links (invitations, resets and email changes refused), other links use the "
+        "request host",
     },
     "MaxArchiveBytes": {
         "Type": "Number",

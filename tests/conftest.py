@@ -27,8 +27,11 @@ os.environ.update(
     # The `aws` fixture purges the queues after every test; moto would refuse a second purge
     # of a queue within 60 seconds, as SQS does.
     MOTO_SQS_ENFORCE_STRICT_QUEUE_PURGE_BEHAVIOUR="false",
+    # A configured deployment: mailed links name only this address (the in-process browser's
+    # host, tests.web_browser.HOST); the `no_public_address` fixture takes it away.
+    REGISTRY_PUBLIC_URL="http://registry.test",
 )
-for _name in ("AWS_ENDPOINT_URL", "AWS_PROFILE", "EDITION", "REGISTRY_PUBLIC_URL"):
+for _name in ("AWS_ENDPOINT_URL", "AWS_PROFILE", "EDITION"):
     os.environ.pop(_name, None)
 
 import pytest  # noqa: E402
@@ -151,6 +154,15 @@ def hosted(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     yield
     monkeypatch.delenv("EDITION")
     get_settings.cache_clear()
+
+
+@pytest.fixture
+def no_public_address(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """A deployment with no public address configured (REGISTRY_PUBLIC_URL unset)."""
+    monkeypatch.delenv("REGISTRY_PUBLIC_URL")
+    get_settings.cache_clear()
+    yield
+    get_settings.cache_clear()  # the variable comes back with monkeypatch's teardown
 
 
 @pytest.fixture

@@ -9,6 +9,8 @@
   The link opens a web page (``CONFIRM_PATH``) that shows ``email_link``'s user and confirms
   with a button (``confirm_email``): a mail scanner fetching the link confirms nothing. The
   older API link (``API_CONFIRM_PATH``) redirects to that page.
+  The link names the configured public address (``core.api.links.link_base_url``), never
+  the request's host; without one the change is refused (503) before anything is written.
   Mail goes through the site's SMTP settings (``chalicelib.admin.mail``, wired in by the
   entry modules through ``memberships.use_mail``, since accounts may not import admin). Without SMTP
   the change waits and no link exists anywhere; asking again once SMTP is set up sends one.
@@ -17,6 +19,8 @@
   bootstrap admin, sends none) and passes the invitations' policy (``passwords.check``).
   Wrong current passwords are throttled with the account's failed sign-ins
   (``signin.check_current``): past the bound ``signin.Throttled`` is raised unchecked.
+  The user's other browser sessions end (``service.end_sessions``); the one that made the
+  change stays signed in (an API token's change ends every browser session).
 
 Everything is checked before anything is written: a bad request is a 422 naming the field
 that changes nothing. Only user tokens have an account here (404 for team and organization
@@ -35,6 +39,7 @@ from pynamodb.exceptions import UpdateError
 from chalicelib.accounts import memberships, passwords, service, signin, store
 from chalicelib.accounts.store import UserModel
 from chalicelib.core.api.errors import NotFound, Unprocessable
+from chalicelib.core.api.links import link_base_url
 from chalicelib.core.auth import Principal, hash_token
 from chalicelib.core.data import db
 from chalicelib.core.data.ids import now
@@ -65,9 +70,7 @@ def own_user(principal: Principal) -> UserModel:
     return service.get_user(principal.id)
 
 
-def update(
-    principal: Principal, username: str | None, email: str | None, base_url: str
-) -> UserModel:
+def update(principal: Principal, username: str | None, email: str | None) -> UserModel:
     """Change the caller's username and/or email address (see the module's docstring)."""
     user = own_user(principal)
     renamed = username if username is not None and username != user.username else None
@@ -81,6 +84,9 @@ def update(
         others = [i for i in store.user_ids_with_email(email) if i != user.id]
         if others:
             raise Unprocessable("email has already been taken", pointer=EMAIL)
+    base_url = ""
+    if email is not None and store.email_key(email) != store.email_key(user.email or ""):
+        base_url = link_base_url("email confirmation links")  # a link is made: refuse first
     before = (user.unconfirmed_email, user.email_link_hash, user.email_link_expires_at)
     if email is not None:
         _change_email(user, email, base_url)
@@ -100,7 +106,7 @@ def _change_email(user: UserModel, email: str, base_url: str) -> None:
     before = (user.unconfirmed_email, user.email_link_hash, user.email_link_expires_at)
     expires = now() + timedelta(hours=EMAIL_LINK_HOURS)
     store.start_email_change(user, email, hash_token(secret), expires)
-    link = base_url.rstrip("/") + confirm_path(user.id, secret)
+    link = base_url + confirm_path(user.id, secret)
     try:
         _send(email, link)
     except Exception:
@@ -148,7 +154,7 @@ def change_password(
 ) -> UserModel:
     """Set the caller's password: ``current`` must be their password (none when they have
     none; guesses throttled per user and ``source`` address), ``password`` pass the policy
-    and equal ``again``."""
+    and equal ``again``. Ends the user's other browser sessions."""
     user = own_user(principal)
     has_one = user.password_hash is not None or bool(current)
     if has_one and not signin.check_current(user, current or "", source):
@@ -172,4 +178,5 @@ def change_password(
                 "the password was changed meanwhile; try again", pointer=CURRENT_PASSWORD
             ) from None
         raise
+    service.end_sessions(user.id, keep_token_id=principal.token_id)
     return user

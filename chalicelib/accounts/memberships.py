@@ -8,7 +8,9 @@ too); anyone else gets 404. Readers of the organization may list and read member
 email address shows to those who manage membership and to the member.
 
 The invitation link carries a random token (``secrets.token_urlsafe(32)``); only its
-SHA-256 is stored, it works once and for ``INVITATION_DAYS``. Delivery is the site's SMTP
+SHA-256 is stored, it works once and for ``INVITATION_DAYS``. It names the configured public
+address (``core.api.links.link_base_url``), never the request's host; without one no
+invitation is made (503, before any write). Delivery is the site's SMTP
 (``chalicelib.admin.mail``, wired in by the entry modules through ``use_mail``, since
 accounts may not import admin).
 """
@@ -25,6 +27,7 @@ from chalicelib.accounts import passwords, service, store
 from chalicelib.accounts.render import membership_id
 from chalicelib.accounts.store import MembershipModel, TeamModel, UserModel
 from chalicelib.core.api.errors import NotFound, Unprocessable
+from chalicelib.core.api.links import link_base_url
 from chalicelib.core.auth import Principal, hash_token
 from chalicelib.core.data.ids import new_id, now
 
@@ -189,11 +192,12 @@ def find(principal: Principal, membership_id_: str) -> tuple[Membership, service
 
 
 def invite(
-    principal: Principal, organization: str, email: str | None, team_ids: list[str], base_url: str
+    principal: Principal, organization: str, email: str | None, team_ids: list[str]
 ) -> tuple[Membership, str | None]:
     """Invite ``email`` (onto ``team_ids`` once accepted) and mail the link. Returns the
     membership and the link when no mail carried it (for the inviting owner's answer only)."""
     managing(principal, organization)
+    base_url = link_base_url("invitation links")
     email = service.validate_email(email).lower()
     teams = _teams_of(organization, team_ids, "/data/relationships/teams/data")
     existing = service.find_user_by_email(email)
@@ -226,7 +230,7 @@ def invite(
             f"{email} has already been invited to {organization}",
             pointer="/data/attributes/email",
         )
-    link = base_url.rstrip("/") + INVITATION_PATH + token
+    link = base_url + INVITATION_PATH + token
     try:
         delivered = _send(email, organization, link)
     except Exception:

@@ -1,6 +1,6 @@
 """Password reset by mail: a one-time link, valid ``RESET_SECONDS``.
 
-* ``request(login, source, base_url)`` is what the request does: it is throttled per address
+* ``request(login, source)`` is what the request does: it is throttled per address
   and per login text (``signin.count_reset_request``) and gives the job that mails the link,
   the same for every well-formed login whether or not an account matches. It looks nothing
   up and sends nothing, so neither the answer nor the time it takes tells whether the
@@ -8,14 +8,17 @@
 * ``deliver(job)`` runs in the ingest function (``entry.ingest``). For a user found by
   username or email address (``signin.find_user``) and not suspended, a random secret is
   made and only its SHA-256 kept on the user, with its expiry, replacing any earlier link
-  (which is thereby withdrawn); the link, ``/app/password-reset/<user id>.<secret>``, goes
-  out through the site's SMTP settings (``memberships.mail()``), never into a log, a job or
-  an answer. A mail that cannot go out is logged and dropped (the user asks again): a
-  retry would make a new link each time.
+  (which is thereby withdrawn); the link, ``/app/password-reset/<user id>.<secret>`` on the
+  configured public address (``core.api.links.link_base_url``: never the request's host,
+  which the asker chooses), goes out through the site's SMTP settings
+  (``memberships.mail()``), never into a log, a job or an answer. A mail that cannot go out
+  is logged and dropped (the user asks again): a retry would make a new link each time.
+  Without a public address no link is made (``unavailable`` says so to the form).
 * ``open_link(token)`` is the user of a live link, else None (forged, used, withdrawn,
   expired). ``use(token, password, again)`` checks the password policy
   (``passwords.check``: a 422 that changes nothing), then sets the new hash and removes the
   link in one conditional update requiring the link to be still the stored one: it works once.
+  Every browser session of the user ends (``service.end_sessions``).
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from pynamodb.exceptions import UpdateError
 from chalicelib.accounts import memberships, passwords, service, signin
 from chalicelib.accounts.store import UserModel
 from chalicelib.core.api.errors import ApiError
+from chalicelib.core.api.links import NoPublicAddress, can_make_links, link_base_url
 from chalicelib.core.auth import hash_token
 from chalicelib.core.data import db
 from chalicelib.core.data.ids import now
@@ -43,13 +47,18 @@ RESET_PATH = "/app/password-reset/"
 _TOKEN = re.compile(r"(user-[A-Za-z0-9]{1,64})\.([A-Za-z0-9_-]{43})")
 
 
-def available() -> bool:
-    """Whether the site can send mail (else the form says to ask an administrator)."""
+def unavailable() -> str | None:
+    """Why the site cannot mail reset links (the form says so, and to ask an
+    administrator), or None when it can."""
     sender = memberships.mail()
-    return bool(sender and sender.configured())
+    if not (sender and sender.configured()):
+        return "this registry cannot send mail"
+    if not can_make_links():
+        return "this registry has no public address configured to put in a link"
+    return None
 
 
-def request(login: str, source: str, base_url: str) -> dict[str, str] | None:
+def request(login: str, source: str) -> dict[str, str] | None:
     """Count a reset asked for ``login`` and give the job that mails its link (None: no
     account can have that login, e.g. an empty one). Raises ``signin.Throttled`` past the
     bounds. Nothing is read or sent here (see the module's docstring)."""
@@ -57,7 +66,7 @@ def request(login: str, source: str, base_url: str) -> dict[str, str] | None:
     login = login.strip()
     if not login or len(login) > signin.MAX_LOGIN_LENGTH:
         return None
-    return {"login": login, "base_url": base_url}
+    return {"login": login}
 
 
 def deliver(job: dict[str, Any]) -> None:
@@ -68,6 +77,11 @@ def deliver(job: dict[str, Any]) -> None:
     if user is None or user.suspended or not user.email or sender is None:
         log.info("password reset asked for no account that may have one")
         return
+    try:
+        base = link_base_url("password reset links")
+    except NoPublicAddress as missing:
+        log.warning("password reset link not mailed: %s", missing.detail)
+        return
     secret = secrets.token_urlsafe(32)
     user.update(
         actions=[
@@ -75,7 +89,7 @@ def deliver(job: dict[str, Any]) -> None:
             UserModel.reset_expires_at.set(now() + timedelta(seconds=RESET_SECONDS)),
         ]
     )
-    link = f"{str(job.get('base_url') or '').rstrip('/')}{RESET_PATH}{user.id}.{secret}"
+    link = f"{base}{RESET_PATH}{user.id}.{secret}"
     try:
         sender.send_password_reset(user.email, link)
     except ApiError as failed:
@@ -119,5 +133,6 @@ def use(token: str, password: str, again: str) -> UserModel | None:
         if db.conditional_failure(exc):
             return None  # used (or replaced) meanwhile
         raise
+    service.end_sessions(user.id)
     log.info("password reset for %s", user.id)
     return user

@@ -63,12 +63,21 @@ PASSWORD_BODY = Body(
 )
 
 
-@route(bp, "/api/v2/account/update", methods=("PATCH",), body=ACCOUNT_BODY)
+NO_ADDRESS = "no public address is configured for the link (REGISTRY_PUBLIC_URL)"
+
+
+@route(
+    bp,
+    "/api/v2/account/update",
+    methods=("PATCH",),
+    body=ACCOUNT_BODY,
+    errors={503: "a new email address, and " + NO_ADDRESS},
+)
 def update_account(ctx: Ctx) -> Response:
     """Change your username or email address (a new address is confirmed by a mailed link:
     until then it shows as ``unconfirmed-email``)."""
     attrs = ctx.attributes()
-    user = account.update(ctx.user, attrs.username, attrs.email, ctx.base_url)
+    user = account.update(ctx.user, attrs.username, attrs.email)
     return document(render_user(user))
 
 
@@ -404,15 +413,14 @@ def list_organization_memberships(ctx: Ctx, organization_name: str) -> Response:
     methods=("POST",),
     includes=MEMBERSHIP_INCLUDES,
     body=MEMBERSHIP_BODY,
+    errors={503: NO_ADDRESS},
 )
 def invite_member(ctx: Ctx, organization_name: str) -> Response:
     """Invite by email; the link goes by mail, or (no SMTP) in ``meta.invitation-url`` of
     this answer only."""
     attrs = ctx.attributes()
     team_ids = _team_ids(ctx.json())
-    found, link = memberships.invite(
-        ctx.user, organization_name, attrs.email, team_ids, ctx.base_url
-    )
+    found, link = memberships.invite(ctx.user, organization_name, attrs.email, team_ids)
     rights = service.access(ctx.user, organization_name)
     included = ctx.included([found], _membership_includers(ctx))
     return document(_membership(ctx, found, rights, link), 201, included=included)

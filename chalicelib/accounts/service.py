@@ -718,6 +718,27 @@ def owned_tokens(kind: str, owner_id: str) -> Iterable[TokenModel]:
     return TokenModel.by_owner.query(owner_id, filter_condition=TokenModel.kind == kind)
 
 
+# The description of the user tokens browser sessions are opened with (``web.session``'s
+# ``start_for_user``: a password, an invitation or SAML proved who the user is); a session
+# lives as long as its token.
+SESSION_TOKEN = "browser session"
+
+
+def end_sessions(user_id: str, *, keep_token_id: str | None = None) -> int:
+    """End the user's browser sessions, because a credential of theirs changed (a password
+    set or reset, two-factor turned on or off): the tokens minted for them are deleted, so
+    each session is refused at once on this instance and within the token cache's seconds
+    (``token_cache_ttl``) on the others. ``keep_token_id``: the token of the session that
+    made the change, which stays signed in. The user's API tokens (and a session opened by
+    pasting one) are theirs and stay. How many ended."""
+    ended = 0
+    for token in owned_tokens("user", user_id):
+        if token.description == SESSION_TOKEN and token.id != keep_token_id:
+            token.delete()
+            ended += 1
+    return ended
+
+
 def _rotate_single_token(
     holder: TeamModel | OrganizationModel,
     kind: PrincipalKind,

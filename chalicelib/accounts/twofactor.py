@@ -11,6 +11,11 @@
   over a shoulder, or sent twice in parallel, is refused. A recovery code is taken out of the
   user's set by a conditional update that requires it to be there: it works once.
 * ``disable(user_id)`` removes all of it (the user, a site admin's action).
+* Turning two-factor on or off is a credential change: the user's other browser sessions
+  end (``service.end_sessions``; ``keep_token_id`` is the session that made the change, none
+  for a site admin's ``disable``). On: a session opened with the password alone (by anyone
+  who knew it) must now pass the code. Off: a session that turns the second factor off
+  ends the others, so the owner notices.
 
 Nothing here logs a code, a secret or a recovery code.
 """
@@ -25,6 +30,7 @@ from typing import TYPE_CHECKING
 
 from pynamodb.exceptions import UpdateError
 
+from chalicelib.accounts import service
 from chalicelib.accounts.store import UserModel
 from chalicelib.core import secrets
 from chalicelib.core.auth import hash_token
@@ -102,9 +108,10 @@ def _recovery_hash(code: str) -> str | None:
     return hash_token("recovery:" + plain) if _RECOVERY.fullmatch(plain) else None
 
 
-def confirm(user: UserModel, code: str) -> list[str] | None:
+def confirm(user: UserModel, code: str, *, keep_token_id: str | None = None) -> list[str] | None:
     """Turn two-factor on when ``code`` is a current code of the pending secret: the new
-    recovery codes (to show once), else None (nothing changed)."""
+    recovery codes (to show once), else None (nothing changed). The user's browser sessions
+    but ``keep_token_id``'s end."""
     secret = pending_secret(user)
     step = _step_of(secret, code) if secret else None
     if step is None:
@@ -124,6 +131,7 @@ def confirm(user: UserModel, code: str) -> list[str] | None:
         if db.conditional_failure(exc):
             return None  # confirmed (or begun again) meanwhile
         raise
+    service.end_sessions(user.id, keep_token_id=keep_token_id)
     return codes
 
 
@@ -168,14 +176,23 @@ def recovery_codes_left(user: UserModel) -> int:
     return len(user.recovery_hashes or ())
 
 
-def disable(user_id: str) -> None:
-    """Two-factor off for the user (a no-op when it was off)."""
-    UserModel(user_id).update(
-        actions=[
+def disable(user_id: str, *, keep_token_id: str | None = None) -> None:
+    """Two-factor off for the user; the user's browser sessions but ``keep_token_id``'s end
+    (all of them when a site admin turns it off). When it was off, only a pending setup is
+    dropped and no session ends."""
+    turned_off = _conditional(
+        UserModel(user_id),
+        [
             UserModel.totp_secret.remove(),
             UserModel.totp_pending.remove(),
             UserModel.totp_last_step.remove(),
             UserModel.recovery_hashes.remove(),
         ],
-        condition=UserModel.id.exists(),
+        UserModel.totp_secret.exists(),
     )
+    if not turned_off:  # off already (an unknown user raises UpdateError here)
+        UserModel(user_id).update(
+            actions=[UserModel.totp_pending.remove()], condition=UserModel.id.exists()
+        )
+        return
+    service.end_sessions(user_id, keep_token_id=keep_token_id)

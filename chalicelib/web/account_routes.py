@@ -4,7 +4,8 @@ password sign-in, and the account page that turns two-factor on and off.
 * ``/app/password-reset``: a username or email address; the answer is always the same
   ("if an account exists, a mail was sent"), throttled as sign-in is (``accounts.resets``),
   and so is the work: a job on the ingest queue, whose worker finds the account and mails.
-  Without SMTP the page says reset is not available. ``/app/password-reset/<token>``: the
+  Without SMTP, or without a configured public address for the link (``core.api.links``),
+  the page says reset is not available, and why. ``/app/password-reset/<token>``: the
   mailed link, a new password (the same policy), once; a dead link is a 410 page. A reset
   ends the user's browser sessions.
 * ``/app/sign-in/two-factor``: after a right password for a user with two-factor on
@@ -12,6 +13,7 @@ password sign-in, and the account page that turns two-factor on and off.
   to the browser by a short-lived cookie (``session.start_second_step``), throttled.
 * ``/app/account/two-factor``: set up (a secret, its ``otpauth://`` URI and QR code,
   confirmed with a code; ten recovery codes shown once) and disable (the password or a code).
+  Either ends the user's other browser sessions (``accounts.twofactor``); this one stays.
 
 Every form is a POST with a CSRF token; nothing here logs a code, a secret or a link.
 """
@@ -53,7 +55,8 @@ def _retry_after(answer: Response, throttled: signin.Throttled) -> Response:
 @page(bp, RESET)
 def reset_form(ctx: WebCtx) -> Response:
     """Forgot your password? A username or email address (or: not available without SMTP)."""
-    return ctx.render("password_reset_request.html", available=resets.available())
+    reason = resets.unavailable()
+    return ctx.render("password_reset_request.html", available=reason is None, reason=reason)
 
 
 @page(bp, RESET, ("POST",), form=True, success=(Reply(200), Reply(503), THROTTLED))
@@ -62,11 +65,12 @@ def reset_request(ctx: WebCtx) -> Response:
     form = ctx.form()
     if not session.check_csrf(ctx.request, form.get(session.CSRF_FIELD)):
         return csrf_refused(ctx.request)
-    if not resets.available():
-        return ctx.render("password_reset_request.html", 503, available=False)
+    reason = resets.unavailable()
+    if reason is not None:
+        return ctx.render("password_reset_request.html", 503, available=False, reason=reason)
     login = (form.get("login") or "").strip()
     try:
-        job = resets.request(login, ctx.source_ip, ctx.base_url)
+        job = resets.request(login, ctx.source_ip)
     except signin.Throttled as throttled:
         page_ = ctx.render("password_reset_request.html", 429, available=True, error=str(throttled))
         return _retry_after(page_, throttled)
@@ -100,8 +104,7 @@ def reset_password(ctx: WebCtx, token: str) -> Response:
         return _reset_page(ctx, token, 422, refused.detail)
     if user is None:
         return _reset_page(ctx, token)
-    session.end(ctx.request)
-    session.end_sessions_of(user.id)
+    session.end(ctx.request)  # resets.use ended the others
     answer = ctx.render("password_reset.html", done=True)
     return add_cookie(answer, session.clear_cookie(session.COOKIE_NAME))
 
@@ -212,7 +215,9 @@ def two_factor_confirm(ctx: WebCtx) -> Response:
     if isinstance(found, Response):
         return found
     user, form = found
-    codes = None if twofactor.enabled(user) else twofactor.confirm(user, form.get("code") or "")
+    keep = ctx.principal_or_sign_in().token_id  # this session stays; the others end
+    code = form.get("code") or ""
+    codes = None if twofactor.enabled(user) else twofactor.confirm(user, code, keep_token_id=keep)
     if codes is None:
         return _account_page(ctx, user, 422, error=WRONG_CODE)
     return _account_page(ctx, service.get_user(user.id), recovery_codes=codes)
@@ -241,5 +246,5 @@ def two_factor_disable(ctx: WebCtx) -> Response:
         return _retry_after(_account_page(ctx, user, 429, error=str(throttled)), throttled)
     if proven is None or proven.id != user.id:
         return _account_page(ctx, user, 401, error="wrong password or code")
-    twofactor.disable(user.id)
+    twofactor.disable(user.id, keep_token_id=ctx.principal_or_sign_in().token_id)
     return redirect(ACCOUNT)

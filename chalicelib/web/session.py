@@ -16,7 +16,9 @@ How it works (for other pages of the UI, e.g. ``terraform login``'s authorize pa
 * Signing out (``end(request)``) deletes the session server-side, and the token minted for
   it when it opened with a password or an invitation (``start_for_user``); the cookie is
   cleared too. ``end_session(hash)`` does the same for another browser's session (SAML
-  single logout started by the identity provider).
+  single logout started by the identity provider). A credential change ends the user's other
+  sessions through the same tokens (``accounts.service.end_sessions``, called by the
+  accounts services that change a password or two-factor: accounts may not import web).
 * Two-factor sign-in: after the password, ``start_second_step`` stores a short-lived item
   (``store.SecondStepModel``) bound to a random secret in the cookie ``STEP_COOKIE``;
   ``take_second_step`` deletes it (once: a conditional delete) when the code is right.
@@ -48,6 +50,7 @@ from typing import Any
 
 from pynamodb.exceptions import DeleteError
 
+from chalicelib.accounts.service import SESSION_TOKEN
 from chalicelib.core.api.errors import Unauthorized
 from chalicelib.core.auth import (
     Principal,
@@ -65,7 +68,6 @@ COOKIE_NAME = "tfe_registry_session"
 CSRF_COOKIE = "tfe_registry_csrf"
 CSRF_FIELD = "csrf_token"
 SESSION_SECONDS = 12 * 60 * 60
-SESSION_TOKEN = "browser session"  # the description of the tokens sessions are opened with
 PRE_SESSION_CSRF_SECONDS = 2 * 60 * 60  # how long the sign-in page may stay open
 _CLOCK_SKEW_SECONDS = 60  # instances' clocks may differ a little
 _SECRET_BYTES = 32
@@ -127,21 +129,6 @@ def start_for_user(user_id: str, seconds: int = SESSION_SECONDS) -> tuple[Princi
         expired_at=now() + timedelta(seconds=seconds),
     )
     return start(token, seconds, minted=True)
-
-
-def end_sessions_of(user_id: str) -> int:
-    """End every session a user opened with a password, an invitation or SAML (their
-    password was reset): the tokens minted for them are deleted, so the sessions are refused
-    at once on this instance and within the token cache's seconds on the others. How many
-    ended."""
-    ended = 0
-    for token in TokenModel.by_owner.query(
-        user_id, filter_condition=TokenModel.description == SESSION_TOKEN
-    ):
-        if token.kind == "user":
-            token.delete()
-            ended += 1
-    return ended
 
 
 def _session(request: Any) -> store.WebSessionModel | None:

@@ -19,6 +19,12 @@
   that NameID and sends the browser back to the IdP with our LogoutResponse. Any refusal is
   a 4xx page that ends nothing; nothing of the query (message, signature) is logged.
 
+The SP's URLs (entity id, ACS, single logout) are on the configured public address
+(``core.api.links.link_base_url``), never the request's host: they are what the identity
+provider is given, and what a Response must be addressed to (an assertion issued for another
+service provider is not accepted by asking with its host). Without a configured address SAML
+sign-in is refused with a page saying so.
+
 The saml room's modules are imported by the handlers that use them
 (lxml and signxml only when a Response arrives): the function's other pages skip them.
 """
@@ -30,6 +36,7 @@ from collections.abc import Mapping
 
 from chalice import Blueprint, Response
 
+from chalicelib.core.api.links import NoPublicAddress, link_base_url
 from chalicelib.core.api.openapi import Param, Reply
 from chalicelib.core.auth import hash_token
 from chalicelib.saml import config as saml_config
@@ -47,6 +54,12 @@ TO_IDP = Reply(303, description="to the identity provider's single sign-on URL")
 DEBUG_PATH = "/app/sign-in/sso/debug"
 
 
+def _config() -> saml_config.SamlConfig:
+    """The SAML settings, the SP's URLs on the configured address (``NoPublicAddress``
+    without one: an error page saying so)."""
+    return saml_config.load(link_base_url("SAML endpoints"))
+
+
 @page(
     bp,
     saml_config.METADATA_PATH,
@@ -56,7 +69,7 @@ def saml_metadata(ctx: WebCtx) -> Response:
     """The SP metadata an identity provider imports."""
     from chalicelib.saml import metadata
 
-    body = metadata.sp_metadata(saml_config.load(ctx.base_url))
+    body = metadata.sp_metadata(_config())
     return Response(
         body=body,
         status_code=200,
@@ -93,7 +106,7 @@ def start_sso(ctx: WebCtx) -> Response:
     if secret is None or authn.browser_hash(secret) is None:
         secret = authn.new_browser_secret()
     try:
-        location = authn.start(saml_config.load(ctx.base_url), secret, target)
+        location = authn.start(_config(), secret, target)
     except SamlRefused as refusal:
         return refused(ctx, refusal)
     return redirect(location, 303, cookies=[authn.browser_cookie(secret)])
@@ -112,7 +125,7 @@ def assertion_consumer(ctx: WebCtx) -> Response:
 
     form = ctx.form()
     browser = session.cookies(ctx.request).get(authn.BROWSER_COOKIE)
-    config = saml_config.load(ctx.base_url)
+    config = _config()
     try:
         signed = service.sign_in(
             config,
@@ -154,7 +167,11 @@ def single_logout(ctx: WebCtx) -> tuple[str, str] | None:
     secret = session.cookies(ctx.request).get(authn.BROWSER_COOKIE)
     if secret is None or authn.browser_hash(secret) is None:
         secret = authn.new_browser_secret()
-    location = service.single_logout(saml_config.load(ctx.base_url), session_hash, secret)
+    try:
+        config = _config()
+    except NoPublicAddress:  # the address went away: sign out here only
+        return None
+    location = service.single_logout(config, session_hash, secret)
     return (location, authn.browser_cookie(secret)) if location else None
 
 
@@ -194,7 +211,7 @@ def single_logout_service(ctx: WebCtx) -> Response:
     from chalicelib.saml import authn, logout  # the checks: lxml, signxml, cryptography
 
     params: Mapping[str, str] = ctx.request.query_params or {}
-    config = saml_config.load(ctx.base_url)
+    config = _config()
     heading = "Single logout failed"
     try:
         if not config.enabled:

@@ -86,7 +86,8 @@ class RequestContext:
     @property
     def base_url(self) -> str:
         """``REGISTRY_PUBLIC_URL`` (without a trailing ``/``), else the scheme and host the
-        request came to."""
+        request came to: for answers to the caller only. A link for anyone else (a mail, a
+        VCS host, an identity provider) takes ``core.api.links.link_base_url()``."""
         configured = get_settings().public_base_url
         if configured:
             return configured

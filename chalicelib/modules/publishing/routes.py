@@ -19,18 +19,19 @@ bp = Blueprint(__name__)
 
 PUBLISH = Body("chalicelib.modules.publishing.schemas:PublishAttributes", "registry-modules")
 COMMITS_ERRORS = {502: "the VCS host failed or refused to list the commits"}
+NO_ADDRESS = {503: "no public address is configured for the webhook (REGISTRY_PUBLIC_URL)"}
 
 
 def _publish(ctx: Ctx, organization: str | None):
     attrs = ctx.attributes()
-    module, rights, secret = publishing.publish(ctx.user, organization, attrs, ctx.base_url)
+    module, rights, secret = publishing.publish(ctx.user, organization, attrs)
     rendered = render_module(module, rights, ctx.base_url)
     # Shown once, like a token: the VCS host signs webhook deliveries with it.
     rendered["attributes"]["vcs-repo"]["webhook-secret"] = secret
     return document(rendered, status=201)
 
 
-@route(bp, ORG_MODULES + "/vcs", methods=("POST",), body=PUBLISH)
+@route(bp, ORG_MODULES + "/vcs", methods=("POST",), body=PUBLISH, errors=NO_ADDRESS)
 def publish_from_vcs(ctx: Ctx, organization_name: str):
     return _publish(ctx, organization_name)
 
@@ -41,6 +42,7 @@ def publish_from_vcs(ctx: Ctx, organization_name: str):
     methods=("POST",),
     body=PUBLISH,
     summary="Publish from VCS (deprecated path)",
+    errors=NO_ADDRESS,
 )
 def publish_from_vcs_deprecated(ctx: Ctx):
     """The organization is the one the oauth-token-id belongs to."""
@@ -87,8 +89,9 @@ def retry_module(ctx: Ctx, module_ref: str):
     "/api/v2/registry-modules/{module_ref}/actions/regenerate-webhook-secret",
     methods=("POST",),
     success=200,
+    errors=NO_ADDRESS,
 )
 def regenerate_webhook_secret(ctx: Ctx, module_ref: str):
-    module, secret = publishing.regenerate_webhook_secret(ctx.user, module_ref, ctx.base_url)
+    module, secret = publishing.regenerate_webhook_secret(ctx.user, module_ref)
     attributes = {"webhook-url": render_vcs_repo(module, ctx.base_url)["webhook-url"]}
     return document(resource("webhook-secrets", module.id, {**attributes, "secret": secret}))

@@ -31,6 +31,7 @@ from chalicelib.accounts import service as accounts
 from chalicelib.artifacts import queue, semver
 from chalicelib.core import secrets
 from chalicelib.core.api.errors import BadGateway, NotFound, Unprocessable
+from chalicelib.core.api.links import link_base_url
 from chalicelib.core.auth import Principal
 from chalicelib.core.data.ids import iso, new_id, now
 from chalicelib.modules import render, service, store
@@ -152,12 +153,12 @@ def _check_credentials(repo: VcsRepoAttributes) -> str:
 
 
 def publish(
-    principal: Principal, organization: str | None, attrs: PublishAttributes, base_url: str
+    principal: Principal, organization: str | None, attrs: PublishAttributes
 ) -> tuple[ModuleModel, accounts.OrgAccess, str]:
     """Create a VCS-backed module and queue its first sync and the webhook's registration at
     the VCS host; returns the webhook secret too (shown once). ``organization`` is None on
-    the deprecated path: the token names it. ``base_url`` is where the VCS host will send
-    deliveries (the request's, unless the instance address is configured)."""
+    the deprecated path: the token names it. The VCS host sends deliveries to the configured
+    public address (``link_base_url``), never to the request's host: without one, 503."""
     repo = attrs.vcs_repo
     if repo is None:
         raise Unprocessable("vcs-repo is required", pointer="/data/attributes/vcs-repo")
@@ -198,6 +199,7 @@ def publish(
             pointer="/data/attributes/test-config/tests-enabled",
         )
 
+    base_url = link_base_url("VCS webhook URLs")
     webhook_secret = random.token_urlsafe(32)
     webhook_id = str(uuid.uuid4())
     moment = now()
@@ -400,11 +402,11 @@ def retry(principal: Principal, module_id: str) -> tuple[ModuleModel, accounts.O
     return module, rights
 
 
-def regenerate_webhook_secret(
-    principal: Principal, module_id: str, base_url: str
-) -> tuple[ModuleModel, str]:
-    """A new secret; the webhook at the VCS host is replaced with one that uses it."""
+def regenerate_webhook_secret(principal: Principal, module_id: str) -> tuple[ModuleModel, str]:
+    """A new secret; the webhook at the VCS host is replaced with one that uses it (at the
+    configured public address, as ``publish``)."""
     module, _ = _vcs_module(principal, module_id, "regenerating a webhook secret")
+    base_url = link_base_url("VCS webhook URLs")
     secret = random.token_urlsafe(32)
     registration = {
         **(module.webhook_registration or {}),

@@ -110,7 +110,6 @@ def update_profile(ctx: WebCtx) -> Response:
             principal,
             username if username != user.username else None,
             email if email != user.email else None,
-            ctx.base_url,
         )
     except Unprocessable as refused:
         return _account_page(ctx, principal, 422, profile_error=refused.detail, profile=wanted)

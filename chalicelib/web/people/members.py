@@ -78,7 +78,7 @@ def invite(ctx: WebCtx, organization: str) -> Response:
     principal = ctx.principal_or_sign_in()
     email, team_ids = form.get("email"), form.all("teams")
     try:
-        invited, link = memberships.invite(principal, organization, email, team_ids, ctx.base_url)
+        invited, link = memberships.invite(principal, organization, email, team_ids)
     except Unprocessable as refused:
         wanted = {"email": email, "teams": team_ids}
         return _members_page(ctx, organization, 422, invite_error=refused.detail, invite=wanted)

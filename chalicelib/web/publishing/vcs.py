@@ -49,7 +49,7 @@ def new_module_from_vcs(ctx: WebCtx, organization: str) -> Response:
                 },
             }
         )
-        module, _, _ = publishing.publish(principal, organization, attrs, ctx.base_url)
+        module, _, _ = publishing.publish(principal, organization, attrs)
     except (Unprocessable, ValidationError) as refused:
         message = refused.detail if isinstance(refused, Unprocessable) else "check the fields"
         return new_module_page(ctx, organization, 422, vcs_error=message, vcs_wanted=wanted)
