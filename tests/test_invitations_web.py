@@ -5,6 +5,8 @@ a refused form changes nothing; the password is stored only as an argon2id hash.
 from __future__ import annotations
 
 import logging
+import re
+from urllib.parse import unquote
 
 import pytest
 
@@ -225,8 +227,13 @@ def test_an_owner_inviting_an_existing_user_gets_no_link_and_the_link_signs_nobo
     assert status_of(api, "evil2", "admin@localhost") == "invited"
     assert not any(r.startswith("evil2/") for r in service.get_user(admin.id).team_refs or ())
 
-    # The invited user, signed in as themselves: accepted, no new session or token.
-    own = signed_in(api, str(api.token))
+    # The invited user follows the page's sign-in link and comes back to it, signed in as
+    # themselves: accepted, no new session or token.
+    own = Browser(api.client)
+    found = re.search(r'href="/app/sign-in\?next=([^"]+)"', own.get(link).text)
+    assert found and unquote(found.group(1)) == link
+    signed = own.sign_in(str(api.token), unquote(found.group(1)))
+    assert signed.status_code == 303 and signed.headers["Location"] == link
     assert "as <strong>admin</strong>" in own.get(link).text
     before = sessions_of(admin.id)
     accepted = own.post(link, {"csrf_token": own.csrf(link)})
