@@ -102,10 +102,10 @@ def test_a_second_accept_of_one_link_is_refused_and_creates_nothing(api: Api) ->
     second = memberships.open_invitation(token)  # read before the first accept
     assert first is not None and second is not None
     password = "a long unusual passphrase"
-    jane = memberships.accept(first, token, "jane", password, password)
+    jane = memberships.accept(first, token, None, "jane", password, password)
     assert jane is not None and jane.username == "jane"
     users, claims = _users(), _claims()
-    assert memberships.accept(second, token, "jane-again", password, password) is None
+    assert memberships.accept(second, token, None, "jane-again", password, password) is None
     assert _users() == users and _claims() == claims
     assert memberships.open_invitation(token) is None
 
@@ -119,7 +119,7 @@ def test_an_invitation_withdrawn_while_its_page_is_open_creates_no_user(api: Api
     reply = api.delete(f"/api/v2/organization-memberships/{invitation.item.id}")
     assert reply.status == 204
     password = "a long unusual passphrase"
-    assert memberships.accept(invitation, token, "jane", password, password) is None
+    assert memberships.accept(invitation, token, None, "jane", password, password) is None
     assert _users() == users and _claims() == claims
 
 
@@ -133,10 +133,10 @@ def test_a_taken_username_on_accepting_changes_nothing_and_the_link_still_works(
     service.create_user("Jane", "other@example.com")
     password = "a long unusual passphrase"
     with pytest.raises(Unprocessable):
-        memberships.accept(invitation, token, "JANE", password, password)
+        memberships.accept(invitation, token, None, "JANE", password, password)
     again = memberships.open_invitation(token)
     assert again is not None
-    assert memberships.accept(again, token, "jane-doe", password, password) is not None
+    assert memberships.accept(again, token, None, "jane-doe", password, password) is not None
 
 
 # ----- the account: reading it (go-tfe TestUsersReadCurrent) ---------------------------------

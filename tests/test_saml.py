@@ -466,6 +466,31 @@ def test_site_admin_from_the_attribute_and_a_flag_given_otherwise_is_kept(saml: 
     assert service.find_user_by_name("admin").is_site_admin
 
 
+def test_an_account_whose_email_is_unconfirmed_is_never_signed_in_to(saml: Api) -> None:
+    """Issue 33: "jane", made through an invitation link no mail carried (whoever held the
+    link chose her password), is not the identity provider's jane until the address is
+    confirmed: refused, nothing changes (no session, no flag, no team)."""
+    from chalicelib.accounts import service
+    from tests.test_invitations_web import join_unmailed
+
+    make_org(saml)
+    jane_id = join_unmailed(saml, "jane", "jane@example.com")
+    before = service.get_user(jane_id)
+    assert before.email_unconfirmed
+    configure(saml, **{"team-management-enabled": True})
+    ops, _ = make_team(saml, "acme", "ops")
+    browser = Browser(saml.client)
+    claims = Claims(extra={"SiteAdmin": ["true"]}, groups=["ops"])
+    refused = post(browser, claims.posted(), relay="/app/organizations")
+    assert refused.status_code == 403, refused.text
+    assert "email address is not confirmed" in html.unescape(refused.text)
+    assert "tfe_registry_session" not in browser.cookies
+    after = service.get_user(jane_id)
+    assert not after.is_site_admin and after.team_refs == before.team_refs
+    assert jane_id not in (service.find_team(ops).user_ids or set())
+    assert [u.id for u in service.all_users() if u.username.lower() == "jane"] == [jane_id]
+
+
 # ----- the SP's documents ---------------------------------------------------------------------
 
 

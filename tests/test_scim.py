@@ -1086,3 +1086,24 @@ def test_a_site_admin_linked_before_the_fix_is_left_alone(api: Api, idp: Scim) -
     assert _admin().email == "admin@localhost"
     assert sorted(t.token_hash for t in tokens_of(admin.id)) == tokens_before
     assert api.get("/api/v2/account/details").status == 200
+
+
+def test_scim_never_links_a_user_whose_email_is_unconfirmed(api: Api, idp: Scim) -> None:
+    """Issue 33: with linking allowed, a SCIM user of the same username and email as an
+    account made through an invitation link no mail carried is refused (409), and nothing
+    changes; linking works once the address is confirmed."""
+    from chalicelib.accounts import service
+    from chalicelib.accounts.store import UserModel
+    from tests.test_invitations_web import join_unmailed
+
+    make_org(api)
+    jane_id = join_unmailed(api, "jane", "jane@example.com")
+    assert api.patch(SETTINGS, body(**{"link-existing-users": True})).status == 200
+    users = len(service.all_users())
+    refused = idp.post("/Users", {"schemas": [USER], "userName": "jane@example.com"})
+    error = scim_error(refused, 409, "uniqueness")
+    assert "not confirmed" in error["detail"]
+    assert len(service.all_users()) == users
+    assert idp.get("/Users").json["totalResults"] == 0
+    UserModel(jane_id).update(actions=[UserModel.email_unconfirmed.remove()])  # confirmed
+    assert instance_id(idp.user("jane@example.com")) == jane_id

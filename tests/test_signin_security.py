@@ -467,10 +467,10 @@ def test_an_invitation_link_is_no_second_factor(api: Api, clock: SimpleNamespace
     path = "/app/invitations/" + reply.json["data"]["meta"]["invitation-url"].rsplit("/", 1)[1]
     browser = Browser(api.client)
     tokens = len(session_tokens(user_id))  # the session that enabled two-factor
-    assert "as <strong>Jane</strong>" in browser.get(path).text
-    accepted = browser.post(path, {"csrf_token": browser.csrf(path)})
-    assert accepted.status_code == 303
-    assert accepted.headers["Location"].startswith("/app/sign-in?next=")
+    # The link asks Jane to sign in (password, then her code): it signs nobody in.
+    assert 'id="invitation-sign-in"' in browser.get(path).text
+    accepted = browser.post(path, {"csrf_token": browser.csrf("/app/sign-in")})
+    assert accepted.status_code == 401 and 'id="invitation-sign-in"' in accepted.text
     assert not signed_in(browser) and len(session_tokens(user_id)) == tokens
 
 

@@ -14,7 +14,10 @@
   Mail goes through the site's SMTP settings (``chalicelib.admin.mail``, wired in by the
   entry modules through ``memberships.use_mail``, since accounts may not import admin). Without SMTP
   the change waits and no link exists anywhere; asking again once SMTP is set up sends one.
-  Sending the current address again drops a waiting change.
+  Sending the current address again drops a waiting change; for an account whose email is
+  unconfirmed (``UserModel.email_unconfirmed``: made through an invitation link no mail
+  carried) it mails the same kind of link to the current address instead, and following it
+  confirms the address.
 * A password change needs the current password (a user without one, such as the token-only
   bootstrap admin, sends none) and passes the invitations' policy (``passwords.check``).
   Wrong current passwords are throttled with the account's failed sign-ins
@@ -85,7 +88,8 @@ def update(principal: Principal, username: str | None, email: str | None) -> Use
         if others:
             raise Unprocessable("email has already been taken", pointer=EMAIL)
     base_url = ""
-    if email is not None and store.email_key(email) != store.email_key(user.email or ""):
+    same_address = email is not None and store.email_key(email) == store.email_key(user.email or "")
+    if email is not None and (not same_address or user.email_unconfirmed):
         base_url = link_base_url("email confirmation links")  # a link is made: refuse first
     before = (user.unconfirmed_email, user.email_link_hash, user.email_link_expires_at)
     if email is not None:
@@ -96,12 +100,25 @@ def update(principal: Principal, username: str | None, email: str | None) -> Use
     return UserModel.get(user.id, consistent_read=True)
 
 
+def can_mail() -> bool:
+    """Whether the site can mail a confirmation link now (SMTP set up)."""
+    sender = memberships.mail()
+    return bool(sender and sender.configured())
+
+
 def _change_email(user: UserModel, email: str, base_url: str) -> None:
     if store.email_key(email) == store.email_key(user.email or ""):
-        if user.unconfirmed_email or email != user.email:  # back to the current address
+        if user.email_unconfirmed:  # a link to the current address confirms it
+            _start_link(user, email, base_url)
+        elif user.unconfirmed_email or email != user.email:  # back to the current address
             user.update(actions=[UserModel.email.set(email)], condition=UserModel.id.exists())
             store.cancel_email_change(user)
         return
+    _start_link(user, email, base_url)
+
+
+def _start_link(user: UserModel, email: str, base_url: str) -> None:
+    """Wait for ``email`` to be confirmed, and mail it the link (when SMTP is set up)."""
     secret = secrets.token_urlsafe(32)
     before = (user.unconfirmed_email, user.email_link_hash, user.email_link_expires_at)
     expires = now() + timedelta(hours=EMAIL_LINK_HOURS)

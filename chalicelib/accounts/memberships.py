@@ -13,6 +13,17 @@ address (``core.api.links.link_base_url``), never the request's host; without on
 invitation is made (503, before any write). Delivery is the site's SMTP
 (``chalicelib.admin.mail``, wired in by the entry modules through ``use_mail``, since
 accounts may not import admin).
+
+A link never authenticates its holder (``accept``):
+
+* An invitation of an existing user is accepted only by that user, signed in as themselves
+  (the normal sign-in, two-factor included); anyone else holding the link is asked to sign
+  in, and another user's session is refused.
+* A new person chooses a username and password through the link. The link goes to the
+  invited address; where no mail could carry it (no SMTP) only a site admin is shown it
+  (``Invited.link``), and the invitation records that it was not mailed: the account made
+  through it has an unconfirmed email (``UserModel.email_unconfirmed``) until a link mailed to
+  the address confirms it (``account``), and single sign-on never links to it.
 """
 
 from __future__ import annotations
@@ -26,7 +37,7 @@ from typing import Any
 from chalicelib.accounts import passwords, service, store
 from chalicelib.accounts.render import membership_id
 from chalicelib.accounts.store import MembershipModel, TeamModel, UserModel
-from chalicelib.core.api.errors import NotFound, Unprocessable
+from chalicelib.core.api.errors import Forbidden, NotFound, Unauthorized, Unprocessable
 from chalicelib.core.api.links import link_base_url
 from chalicelib.core.auth import Principal, hash_token
 from chalicelib.core.data.ids import new_id, now
@@ -191,11 +202,34 @@ def find(principal: Principal, membership_id_: str) -> tuple[Membership, service
     raise missing
 
 
+@dataclass(frozen=True)
+class Invited:
+    """What an invitation's answer may tell its inviter: whether the link went by mail, and
+    the link itself only when it did not and the inviter is a site admin (an owner holding
+    the link could pass for the invited person)."""
+
+    membership: Membership
+    mailed: bool
+    link: str | None
+
+
+NOT_MAILED = (
+    "This site sends no mail, so the invitation was not mailed; only a site admin can see its "
+    "link. Ask a site admin to set up SMTP (then withdraw and invite again), or to invite "
+    "this person."
+)
+SHOWN_TO_SITE_ADMIN = (
+    "This site sends no mail, so the invitation was not mailed: give the link to the invited "
+    "person yourself (it works once, for a week, and is shown only now). An account made "
+    "through it has an unconfirmed email address until a mailed link confirms it."
+)
+
+
 def invite(
     principal: Principal, organization: str, email: str | None, team_ids: list[str]
-) -> tuple[Membership, str | None]:
-    """Invite ``email`` (onto ``team_ids`` once accepted) and mail the link. Returns the
-    membership and the link when no mail carried it (for the inviting owner's answer only)."""
+) -> Invited:
+    """Invite ``email`` (onto ``team_ids`` once accepted) and mail the link (see
+    ``Invited``)."""
     managing(principal, organization)
     base_url = link_base_url("invitation links")
     email = service.validate_email(email).lower()
@@ -236,7 +270,11 @@ def invite(
     except Exception:
         item.delete()  # the mail did not go out: no invitation either
         raise
-    return _of_item(item), None if delivered else link
+    if delivered:
+        store.mark_invitation_mailed(item)
+        item.mailed = True
+    shown = not delivered and service.is_site_admin(principal)
+    return Invited(_of_item(item), delivered, link if shown else None)
 
 
 def _teams_of(organization: str, team_ids: list[str], pointer: str) -> list[TeamModel]:
@@ -307,6 +345,16 @@ class Invitation:
     item: MembershipModel
     user: UserModel | None  # the existing user it invites, None for a new person
 
+    def refusal(self, principal: Principal | None) -> str | None:
+        """Why ``principal`` (the browser's session, None without one) may not accept this
+        invitation: ``"sign-in"`` (it invites an existing user: they sign in first),
+        ``"another-account"`` (a session of someone else); None when they may."""
+        if self.user is None:
+            return None
+        if principal is None or not principal.is_user:
+            return "sign-in"
+        return None if principal.id == self.user.id else "another-account"
+
 
 def open_invitation(token: str) -> Invitation | None:
     """The live invitation of a link's token (None: unknown, used, withdrawn or expired)."""
@@ -321,23 +369,37 @@ def open_invitation(token: str) -> Invitation | None:
 
 
 def accept(
-    invitation: Invitation, token: str, username: str = "", password: str = "", again: str = ""
+    invitation: Invitation,
+    token: str,
+    principal: Principal | None,
+    username: str = "",
+    password: str = "",
+    again: str = "",
 ) -> UserModel | None:
-    """Use the invitation once: create the new person's user (``username`` and a checked
-    ``password``), make them a member and put them on the invited teams. None when the link
-    was used (or withdrawn) meanwhile; a bad username or password is a 422 that changes
-    nothing.
+    """Use the invitation once. An existing user accepts it signed in as themselves
+    (``principal``; anyone else is refused before anything changes: 401 without a session,
+    403 for another user's); a new person's user is created (``username`` and a checked
+    ``password``; its email unconfirmed when no mail carried the link). Then they become a
+    member, on the invited teams. None when the link was used (or withdrawn) meanwhile; a
+    bad username or password is a 422 that changes nothing.
 
     The single use comes first: for an existing user the invitation is marked used before
     anything is added; a new person's user is created in the same transaction that marks it
     (``store.accept_invitation_as_new_user``), so a second accept of the same link, however
     close, creates nothing."""
+    refusal = invitation.refusal(principal)
+    if refusal == "sign-in":
+        raise Unauthorized("sign in as the invited user to accept this invitation")
+    if refusal is not None:
+        raise Forbidden("this invitation is for another account")
     item = invitation.item
     user = invitation.user
     if user is None:
         passwords.check(password, again)
         user = service.new_user(username, item.email, user_id=item.user_id)
         user.password_hash = passwords.hash_password(password)
+        if not item.mailed:  # whoever held the link chose the password: not the address's owner
+            user.email_unconfirmed = True
         outcome = store.accept_invitation_as_new_user(item, hash_token(token), user)
         if outcome == "taken":
             raise service.taken_username(username)

@@ -161,10 +161,10 @@ def render_membership(
     *,
     private: bool,
     hidden_teams: frozenset[str] | set[str] = frozenset(),
-    invitation_url: str | None = None,
+    meta: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """A membership, active or ``invited``. ``invitation_url``: only in the answer to the
-    invitation, when no mail could carry it (``meta.invitation-url``)."""
+    """A membership, active or ``invited``. ``meta``: only in the answer to the invitation,
+    when no mail carried it (``routes.invitation_meta``)."""
     document = resource(
         "organization-memberships",
         id,
@@ -177,8 +177,8 @@ def render_membership(
             },
         },
     )
-    if invitation_url is not None:
-        document["meta"] = {"invitation-url": invitation_url}
+    if meta:
+        document["meta"] = meta
     return document
 
 

@@ -333,7 +333,10 @@ MEMBERSHIP_BODY = Body(
 
 
 def _membership(
-    ctx: Ctx, m: memberships.Membership, rights: service.OrgAccess, link: str | None = None
+    ctx: Ctx,
+    m: memberships.Membership,
+    rights: service.OrgAccess,
+    meta: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     return render_membership(
         m.id,
@@ -346,7 +349,7 @@ def _membership(
         hidden_teams=service.hidden_teams(ctx.user, m.organization, rights)
         if m.team_ids
         else frozenset(),
-        invitation_url=link,
+        meta=meta,
     )
 
 
@@ -416,14 +419,31 @@ def list_organization_memberships(ctx: Ctx, organization_name: str) -> Response:
     errors={503: NO_ADDRESS},
 )
 def invite_member(ctx: Ctx, organization_name: str) -> Response:
-    """Invite by email; the link goes by mail, or (no SMTP) in ``meta.invitation-url`` of
-    this answer only."""
+    """Invite by email; the link goes by mail. Without SMTP the answer says it was not
+    mailed (``invitation_meta``), and shows a site admin the link, in this answer only."""
     attrs = ctx.attributes()
     team_ids = _team_ids(ctx.json())
-    found, link = memberships.invite(ctx.user, organization_name, attrs.email, team_ids)
+    invited = memberships.invite(ctx.user, organization_name, attrs.email, team_ids)
+    found = invited.membership
     rights = service.access(ctx.user, organization_name)
     included = ctx.included([found], _membership_includers(ctx))
-    return document(_membership(ctx, found, rights, link), 201, included=included)
+    meta = invitation_meta(invited)
+    return document(_membership(ctx, found, rights, meta), 201, included=included)
+
+
+def invitation_meta(invited: memberships.Invited) -> dict[str, Any] | None:
+    """The ``meta`` of an invitation's answer: none when the link went by mail; else
+    ``invitation-mailed: false``, a note saying so, and ``invitation-url`` for a site admin
+    only."""
+    if invited.mailed:
+        return None
+    if invited.link is None:
+        return {"invitation-mailed": False, "invitation-note": memberships.NOT_MAILED}
+    return {
+        "invitation-mailed": False,
+        "invitation-note": memberships.SHOWN_TO_SITE_ADMIN,
+        "invitation-url": invited.link,
+    }
 
 
 def _team_ids(body: Any) -> list[str]:

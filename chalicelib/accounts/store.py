@@ -155,6 +155,11 @@ class UserModel(db.Model):
     unconfirmed_email = UnicodeAttribute(null=True)
     email_link_hash = UnicodeAttribute(null=True)
     email_link_expires_at = UTCDateTimeAttribute(null=True)
+    # Set while nobody has shown that ``email`` reaches the account's owner: an account made
+    # from an invitation link no mail carried (whoever held the link chose its password).
+    # Single sign-on never links to such an account; following a confirmation link mailed
+    # to the address (``account``: the same link as a changed address) clears it.
+    email_unconfirmed = BooleanAttribute(null=True)
     # ``USER_DIRECTORY`` and the casefolded username: the keys of the ``user-directory``
     # index, kept with every write of ``username`` (``backfill_user_directory`` for users
     # made before it).
@@ -432,6 +437,7 @@ def confirm_email_change(user: UserModel, link_hash: str) -> bool:
             actions=[
                 UserModel.email.set(email),
                 UserModel.email_key.set(email_key(email)),
+                UserModel.email_unconfirmed.remove(),  # the mailbox answered: confirmed
                 *_forget_email_change(),
             ],
             condition=(UserModel.email_link_hash == link_hash)
@@ -704,6 +710,10 @@ class MembershipModel(db.Model):
     token_hash = UnicodeAttribute(null=True)
     expires_at = UTCDateTimeAttribute(null=True)
     invited_by = UnicodeAttribute(null=True)
+    # True once the link went out by mail (to the invited address). Unset: no mail carried it
+    # (no SMTP), so whoever holds the link may not own the address: a person who joins
+    # through it gets an account whose email is unconfirmed (``UserModel.email_unconfirmed``).
+    mailed = BooleanAttribute(null=True)
     created_at = UTCDateTimeAttribute()
     by_organization = MembershipsByOrganization()
     by_user = MembershipsByUser()
@@ -719,6 +729,18 @@ def insert_membership(item: MembershipModel) -> bool:
             return False
         raise
     return True
+
+
+def mark_invitation_mailed(item: MembershipModel) -> None:
+    """Record that the invitation's link went out by mail (nothing when it was withdrawn
+    meanwhile)."""
+    try:
+        item.update(
+            actions=[MembershipModel.mailed.set(True)], condition=MembershipModel.id.exists()
+        )
+    except UpdateError as exc:
+        if not db.conditional_failure(exc):
+            raise
 
 
 def use_invitation(item: MembershipModel, token_hash: str) -> bool:

@@ -8,7 +8,10 @@
 * The username is the ``attr-username`` attribute; the email the NameID when it is an email
   address, else an ``email``/``mail`` attribute. An existing user of that username (any
   case: a SCIM-provisioned or invited one) is the same person; else the user is created.
-  Everything goes through ``accounts.service``. A suspended user is refused.
+  Everything goes through ``accounts.service``. A suspended user is refused, and so is a
+  user whose email is unconfirmed (made through an invitation link no mail carried: whoever
+  held the link chose its password, so it is not known to be this person's), before
+  anything changes.
 * Site admin: the ``attr-site-admin`` attribute when the assertion has it (true/false),
   else whether ``site-admin-role`` is among the groups. A flag SAML gave is taken back when
   a later assertion no longer grants it (never the site's last active admin); a flag given
@@ -161,6 +164,14 @@ def _person(
                 status=422,
                 log_detail="username refused",
             ) from None
+    if user.email_unconfirmed:
+        raise SamlRefused(
+            "An account with your username exists on this registry, but its email address is "
+            "not confirmed, so single sign-on cannot sign you in to it.",
+            "The account's owner can confirm the address from the account page (a link is "
+            "mailed to it); until then, ask a site administrator.",
+            log_detail=f"user {user.id} has an unconfirmed email",
+        )
     if user.suspended:
         raise SamlRefused(
             "Your account on this registry is suspended.",

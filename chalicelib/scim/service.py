@@ -299,7 +299,8 @@ def _instance_user(user_name: str, email: str) -> str:
     unlinked existing one that ``_may_link`` allows.
 
     SCIM never takes over a user it did not provision unless a site admin allowed linking
-    (``link-existing-users``), and never a site admin: a ``userName`` whose username an
+    (``link-existing-users``), never a site admin, and never a user whose email is
+    unconfirmed (``UserModel.email_unconfirmed``): a ``userName`` whose username an
     existing user holds otherwise is a 409 ``uniqueness`` that changes nothing."""
     base = _username_base(user_name)
     link_allowed = bool(store.load_settings().link_existing_users)
@@ -314,6 +315,13 @@ def _instance_user(user_name: str, email: str) -> str:
         if store.user_of_instance_user(existing.id):
             continue  # another SCIM user's: the next number
         if _may_link(existing, email, link_allowed):
+            if existing.email_unconfirmed:
+                raise ScimError(
+                    409,
+                    f"userName {user_name!r} is the username of an existing user whose email "
+                    "address is not confirmed: SCIM does not link to it",
+                    "uniqueness",
+                )
             return existing.id
         if n == 1 and not existing.scim_provisioned:
             raise ScimError(

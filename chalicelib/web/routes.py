@@ -199,49 +199,87 @@ INVITATION = "/app/invitations/{token}"
 
 
 def _invitation_page(ctx: WebCtx, token: str, status: int = 200, **extra: object) -> Response:
+    """The page of a link: the form of a new person, the accept button of the invited user
+    signed in as themselves, the sign-in detour for anyone else holding an existing user's
+    link (``refusal``), or 410 for a dead link."""
     found = memberships.open_invitation(token)
+    refusal = found.refusal(ctx.principal) if found else None
+    if refusal == "another-account":
+        status = 403
+    elif refusal == "sign-in" and ctx.request.method == "POST":
+        status = 401  # the page that asks to sign in, in answer to an accept
     return ctx.render(
         "invitation.html",
         status if found else 410,
         token=token if found else "",
         organization=found.item.organization if found else None,
         existing=found.user.username if found and found.user else None,
+        refusal=refusal,
+        sign_in="/app/sign-in?next=" + quote(INVITATION.format(token=token), safe=""),
         username=extra.get("username", ""),
         error=extra.get("error"),
     )
 
 
-@page(bp, INVITATION, success=(Reply(200), Reply(410)))
+@page(
+    bp,
+    INVITATION,
+    success=(
+        Reply(200),
+        Reply(403, description="the invitation is for another account than the signed-in one"),
+        Reply(410),
+    ),
+)
 def invitation(ctx: WebCtx, token: str) -> Response:
     """An invitation link: the organization and a form (a username and password for a new
-    person, just "accept" for an existing user); a used or expired link says so."""
+    person; for an existing user, "accept" once signed in as that user, else a link to sign
+    in, or a refusal for a session of another user); a used or expired link says so. The
+    link signs nobody in."""
     return _invitation_page(ctx, token)
 
 
-@page(bp, INVITATION, ("POST",), form=True, success=SEE_OTHER + (Reply(410), Reply(422)))
+@page(
+    bp,
+    INVITATION,
+    ("POST",),
+    form=True,
+    success=SEE_OTHER
+    + (
+        Reply(401, description="an existing user's invitation: sign in as that user first"),
+        Reply(403, description="the invitation is for another account than the signed-in one"),
+        Reply(410),
+        Reply(422),
+    ),
+)
 def accept_invitation(ctx: WebCtx, token: str) -> Response:
-    """Accept: the new user is created (argon2id password hash), becomes a member, is
-    signed in and sent to the organization's modules (an existing user with two-factor on
-    signs in with a code first). Nothing changes on a refused form."""
+    """Accept. A new person: the user is created (argon2id password hash), becomes a member,
+    is signed in and sent to the organization's modules. An existing user: only while signed
+    in as themselves (nothing changes for anyone else), no new session; sent to the
+    organization's modules. Nothing changes on a refused form."""
     form = ctx.form()
     if not session.check_csrf(ctx.request, form.get(session.CSRF_FIELD)):
         return csrf_refused(ctx.request)
     found = memberships.open_invitation(token)
-    if found is None:
+    if found is None or found.refusal(ctx.principal) is not None:
         return _invitation_page(ctx, token)
     username = (form.get("username") or "").strip()
     try:
         user = memberships.accept(
-            found, token, username, form.get("password") or "", form.get("password_again") or ""
+            found,
+            token,
+            ctx.principal,
+            username,
+            form.get("password") or "",
+            form.get("password_again") or "",
         )
     except Unprocessable as refused:
         return _invitation_page(ctx, token, 422, username=username, error=refused.detail)
     if user is None:
         return _invitation_page(ctx, token)
     target = f"/app/{found.item.organization}/registry/modules"
-    if twofactor.enabled(user):  # the link is no second factor: sign in with a code
-        return redirect("/app/sign-in?next=" + quote(target, safe=""))
-    _, secret = session.start_for_user(user.id)
+    if found.user is not None:  # accepted in the invited user's own session
+        return redirect(target)
+    _, secret = session.start_for_user(user.id)  # the new person's new account
     return open_session(ctx, target, secret)
 
 

@@ -3,7 +3,9 @@ two-factor sign-in (``account_routes``), and the caller's own API tokens.
 
 * Profile and password change through ``accounts.account`` (``update``, ``change_password``),
   as ``PATCH /account/update`` and ``/account/password``: a new email address waits for the
-  link mailed to it.
+  link mailed to it. An account whose email is unconfirmed (made through an invitation link
+  no mail carried) says so, and (once the site can send mail) asks for the same link to its
+  current address: the profile form with ``send_confirmation``.
 * The link mailed to a new email address (``account.CONFIRM_PATH``): a page showing the
   account and the address, whose button (a POST with the CSRF token, no session needed)
   confirms it, once (``account.email_link`` / ``confirm_email``); a dead link is a 410 page.
@@ -82,6 +84,7 @@ def _account_page(ctx: WebCtx, principal: Principal, status: int = 200, **extra:
         user=user,
         two_factor=twofactor.enabled(user),
         has_password=user.password_hash is not None,
+        can_mail=bool(user.email_unconfirmed) and account.can_mail(),
         tokens=tokens,
         sessions=sessions,
         **extra,
@@ -105,16 +108,19 @@ def update_profile(ctx: WebCtx) -> Response:
     user = account.own_user(principal)
     username, email = form.get("username"), form.get("email")
     wanted = {"username": username, "email": email}
+    confirming = bool(form.get("send_confirmation")) and bool(user.email_unconfirmed)
     try:
         updated = account.update(
             principal,
             username if username != user.username else None,
-            email if email != user.email else None,
+            email if email != user.email or confirming else None,
         )
     except Unprocessable as refused:
         return _account_page(ctx, principal, 422, profile_error=refused.detail, profile=wanted)
     notice = "Your profile is saved."
-    if updated.unconfirmed_email and email == updated.unconfirmed_email:
+    if confirming and updated.unconfirmed_email == email:
+        notice = f"A confirmation link is mailed to {email}: follow it to confirm the address."
+    elif updated.unconfirmed_email and email == updated.unconfirmed_email:
         notice += f" Your email address becomes {email} once you follow the link mailed there."
     return _account_page(ctx, principal, profile_notice=notice)
 

@@ -5,8 +5,9 @@ address and the teams to join) and a button per row that removes the member or w
 the invitation. Everyone else sees no form, and a POST answers 404 as the API does.
 
 An email address shows to those who manage membership and to the member (as the API's
-``email`` attribute). When the site cannot send mail, the invitation link is shown once to
-the inviter, as the API puts it in its answer.
+``email`` attribute). When the site cannot send mail, the page says the invitation was not
+mailed, and shows its link once to a site admin only, as the API's answer does
+(``memberships.Invited``).
 """
 
 from __future__ import annotations
@@ -71,18 +72,26 @@ def members(ctx: WebCtx, organization: str) -> Response:
 
 @page(bp, MEMBERS + "/invite", ("POST",), form=True, success=(Reply(200), Reply(422)))
 def invite(ctx: WebCtx, organization: str) -> Response:
-    """Invite an email address, onto the teams ticked; the link goes by mail."""
+    """Invite an email address, onto the teams ticked; the link goes by mail (without SMTP:
+    shown to a site admin only)."""
     form = posted(ctx)
     if isinstance(form, Response):
         return form
     principal = ctx.principal_or_sign_in()
     email, team_ids = form.get("email"), form.all("teams")
     try:
-        invited, link = memberships.invite(principal, organization, email, team_ids)
+        invited = memberships.invite(principal, organization, email, team_ids)
     except Unprocessable as refused:
         wanted = {"email": email, "teams": team_ids}
         return _members_page(ctx, organization, 422, invite_error=refused.detail, invite=wanted)
-    return _members_page(ctx, organization, invited_email=invited.email, invitation_link=link)
+    return _members_page(
+        ctx,
+        organization,
+        invited_email=invited.membership.email,
+        invitation_mailed=invited.mailed,
+        invitation_link=invited.link,
+        not_mailed=memberships.NOT_MAILED,
+    )
 
 
 @page(
