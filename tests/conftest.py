@@ -27,6 +27,10 @@ os.environ.update(
     # The `aws` fixture purges the queues after every test; moto would refuse a second purge
     # of a queue within 60 seconds, as SQS does.
     MOTO_SQS_ENFORCE_STRICT_QUEUE_PURGE_BEHAVIOUR="false",
+    # The local stand-ins of VCS hosts (tests/vcs_api_server.py, tests/vcs_git_server.py)
+    # listen on 127.0.0.1, which outbound fetches refuse unless the operator lists it
+    # (chalicelib.core.outbound). The tests of those refusals set their own value.
+    REGISTRY_OUTBOUND_ALLOW="127.0.0.1",
 )
 for _name in ("AWS_ENDPOINT_URL", "AWS_PROFILE", "EDITION", "REGISTRY_PUBLIC_URL"):
     os.environ.pop(_name, None)
