@@ -111,8 +111,14 @@ def origin(url: str) -> Origin:
 
 
 def _shown(url: str) -> str:
-    """The URL up to its path, for error messages (a query may carry an upstream's token)."""
-    return url.split("?", 1)[0][:200]
+    """The URL without credentials, query or fragment, for messages (a query may carry an
+    upstream's token)."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return "the link"
+    host = parts.netloc.rsplit("@", 1)[-1]
+    return f"{parts.scheme}://{host}{parts.path}"[:200] if parts.scheme else parts.path[:200]
 
 
 def _described(where: Origin) -> str:
