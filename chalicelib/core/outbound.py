@@ -188,9 +188,6 @@ class Destinations:
     def of(cls, *urls: str, trusted: Iterable[str] = ()) -> Destinations:
         return cls(frozenset(origin(u) for u in urls), frozenset(origin(u) for u in trusted))
 
-    def __add__(self, other: Destinations) -> Destinations:
-        return Destinations(self.own | other.own, self.trusted | other.trusted)
-
 
 def resolve(where: Origin, destinations: Destinations) -> list[tuple[Any, ...]]:
     """The ``getaddrinfo`` entries a connection to ``where`` may use, each checked; Refused
@@ -206,7 +203,7 @@ def resolve(where: Origin, destinations: Destinations) -> list[tuple[Any, ...]]:
         log.warning("outbound fetch of %s: the name does not resolve (%s)", _described(where), exc)
         raise Failed(f"{_described(where)} could not be reached") from None
     addresses = [_address(str(info[4][0])) for info in found]
-    if listed or all(_covered(a, allow) for a in addresses):
+    if listed or (addresses and all(_covered(a, allow) for a in addresses)):
         return found
     if where not in destinations.own:
         raise _refused(where, "another origin, not listed in REGISTRY_OUTBOUND_ALLOW")

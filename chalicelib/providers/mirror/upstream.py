@@ -90,7 +90,7 @@ def _open(url: str, accept: str, hostname: str) -> outbound.Response:
     except outbound.Refused as exc:
         if not url.lower().startswith(("http://", "https://")):
             raise BadGateway("the upstream registry gave a link that is not http(s)") from None
-        raise BadGateway(f"the upstream registry's link was refused: {exc}") from None
+        raise BadGateway(f"the upstream registry's link: {exc}") from None
     except outbound.Failed:
         raise BadGateway("the upstream registry could not be reached") from None
     if 200 <= response.status < 300:
