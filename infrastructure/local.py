@@ -16,6 +16,9 @@ across restarts, default ``.data/`` in the checkout; empty: in memory only),
 REGISTRY_SNAPSHOT_SECONDS (how often changes are saved, default 5), REGISTRY_TTL_SWEEP_SECONDS
 (how often expired DynamoDB items are deleted, as DynamoDB's TTL does and moto does not,
 default 60; also before each snapshot).
+REGISTRY_OUTBOUND_ALLOW has no local default, as deployed: a VCS host or mirror link on this
+machine's loopback is refused until it is listed (``chalicelib.core.outbound``; e.g.
+``REGISTRY_OUTBOUND_ALLOW=localhost:3000``).
 
 The moto server only serves requests signed with the local credentials (SigV4, header or
 presigned query string, checked by ``infrastructure.s3_auth`` as S3 checks them); the state

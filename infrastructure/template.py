@@ -215,6 +215,7 @@ def environment() -> dict[str, Any]:
             "REGISTRY_BUCKET": sub(BUCKET),
             "REGISTRY_INGEST_QUEUE": {"Fn::GetAtt": ["IngestQueue", "QueueName"]},
             "REGISTRY_KMS_KEY": SECRETS_KEY_ARN,
+            "REGISTRY_OUTBOUND_ALLOW": {"Ref": "OutboundAllow"},
         }
     }
 
@@ -780,6 +781,13 @@ PARAMETERS = {
         "Default": 30,
         "MinValue": 1,
         "Description": "Days an overwritten or deleted archive stays restorable",
+    },
+    "OutboundAllow": {
+        "Type": "String",
+        "Default": "",
+        "Description": "What outbound fetches (mirror upstream links, VCS hosts) may reach "
+        "besides public addresses: comma-separated hosts, host:port pairs or CIDRs "
+        "(e.g. git.corp.example,10.20.0.0/16); empty = public addresses only",
     },
     "ExistingSecretsKeyArn": {
         "Type": "String",

@@ -30,6 +30,10 @@ os.environ.update(
     # A configured deployment: mailed links name only this address (the in-process browser's
     # host, tests.web_browser.HOST); the `no_public_address` fixture takes it away.
     REGISTRY_PUBLIC_URL="http://registry.test",
+    # The local stand-ins of VCS hosts (tests/vcs_api_server.py, tests/vcs_git_server.py)
+    # listen on 127.0.0.1, which outbound fetches refuse unless the operator lists it
+    # (chalicelib.core.outbound). The tests of those refusals set their own value.
+    REGISTRY_OUTBOUND_ALLOW="127.0.0.1",
 )
 for _name in ("AWS_ENDPOINT_URL", "AWS_PROFILE", "EDITION"):
     os.environ.pop(_name, None)

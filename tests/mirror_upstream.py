@@ -11,7 +11,9 @@ modes that break it: ``"forged-signature"`` (the right key signed other bytes),
 lists the other archives only), ``"no-signature"`` (the signature file is missing),
 ``"no-signature-url"`` (the download answer names none), ``"garbage-key"`` (the
 announced key is no OpenPGP key), ``"other-archive"`` (SHA256SUMS
-lists other bytes under the archive's name)."""
+lists other bytes under the archive's name). ``redirects`` maps a path to where a 302 sends
+it. ``Listener`` stands for a port the registry must never be made to connect to (the cloud's
+metadata service, an internal port)."""
 
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ import contextlib
 import hashlib
 import io
 import json
+import socket
 import threading
 import time
 import zipfile
@@ -58,6 +61,7 @@ class Upstream:
     def __init__(self, versions: dict[str, list[str]], binary: bytes | None = None) -> None:
         self.versions = versions
         self.requests: list[str] = []
+        self.redirects: dict[str, str] = {}
         self.mode = ""
         self.delay = 2.0
         self.signer = signing_key()
@@ -78,11 +82,15 @@ class Upstream:
                     time.sleep(upstream.delay)
                 if upstream.mode == "error":
                     return self._send(500, b'{"errors":["boom"]}')
+                if self.path in upstream.redirects:
+                    return self._send(302, b"", Location=upstream.redirects[self.path])
                 status, body = upstream.answer(self.path)
                 self._send(status, body)
 
-            def _send(self, status: int, body: bytes) -> None:
+            def _send(self, status: int, body: bytes, **headers: str) -> None:
                 self.send_response(status)
+                for name, value in headers.items():
+                    self.send_header(name, value)
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
                 with contextlib.suppress(OSError):
@@ -180,3 +188,37 @@ class Upstream:
         if self.mode == "wrong-key":
             return 200, signing_key("Someone Else").sign(listed)
         return 200, self.signer.sign(listed)
+
+
+class Listener:
+    """A TCP port on ``host`` that records every connection made to it and answers each with
+    ``ANSWER``, what an internal service might say: a caller must never be told any of it."""
+
+    ANSWER = (
+        b"HTTP/1.0 418 internal-secret-banner\r\nContent-Length: 20\r\n\r\nAKIA-INTERNAL-SECRET"
+    )
+
+    def __init__(self, host: str = "127.0.0.1") -> None:
+        self.connections: list[Any] = []
+        self.sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
+        self.sock.bind((host, 0))
+        self.sock.listen(8)
+        self.port = self.sock.getsockname()[1]
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                conn, peer = self.sock.accept()
+            except OSError:
+                return  # closed
+            self.connections.append(peer)
+            with conn, contextlib.suppress(OSError):
+                conn.settimeout(2)
+                conn.recv(65536)
+                conn.sendall(self.ANSWER)
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            self.sock.shutdown(socket.SHUT_RDWR)  # wakes the accept() above
+        self.sock.close()

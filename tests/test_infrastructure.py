@@ -80,6 +80,7 @@ def test_deleting_the_stack_keeps_the_data_the_secrets_key_and_old_archive_versi
         "NoncurrentDays": {"Ref": "ArchiveVersionDays"}
     }
     assert merged["Parameters"]["ArchiveVersionDays"]["Default"] == 30
+    assert merged["Parameters"]["OutboundAllow"]["Default"] == ""  # public addresses only
 
     # A stack restoring retained tables reuses the retained key: functions, alias and output
     # all name the key in use.
@@ -96,12 +97,10 @@ def test_deleting_the_stack_keeps_the_data_the_secrets_key_and_old_archive_versi
     assert resources["SecretsKeyAlias"]["Properties"]["TargetKeyId"] == in_use
     assert merged["Outputs"]["SecretsKeyArn"]["Value"] == in_use
     for function in ALL_FUNCTIONS:
-        assert (
-            resources[function.logical_id]["Properties"]["Environment"]["Variables"][
-                "REGISTRY_KMS_KEY"
-            ]
-            == in_use
-        )
+        variables = resources[function.logical_id]["Properties"]["Environment"]["Variables"]
+        assert variables["REGISTRY_KMS_KEY"] == in_use
+        # One setting for every outbound fetch (core.outbound), from a stack parameter.
+        assert variables["REGISTRY_OUTBOUND_ALLOW"] == {"Ref": "OutboundAllow"}
         statements = resources[f"{function.logical_id}Role"]["Properties"]["Policies"][0][
             "PolicyDocument"
         ]["Statement"]

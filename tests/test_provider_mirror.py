@@ -20,7 +20,7 @@ from chalicelib.core.data.aws import client
 from chalicelib.core.settings import get_settings
 from chalicelib.providers.mirror import store
 from tests.conftest import Api, doc, make_org, make_team, tar_gz
-from tests.mirror_upstream import Upstream, filename, provider_zip
+from tests.mirror_upstream import Listener, Upstream, filename, provider_zip
 from tests.provider_files import new_signing_key, shasums
 from tests.provider_files import provider_zip as mycloud_zip
 from tests.test_provider_checks import arrive, provider_org
@@ -68,7 +68,13 @@ def configure(monkeypatch: pytest.MonkeyPatch, **env: str) -> None:
 @pytest.fixture
 def upstream(monkeypatch: pytest.MonkeyPatch) -> Iterator[Upstream]:
     server = Upstream(VERSIONS)
-    configure(monkeypatch, REGISTRY_MIRROR_UPSTREAM_URL=server.url, REGISTRY_MIRROR_TIMEOUT="1")
+    configure(
+        monkeypatch,
+        REGISTRY_MIRROR_UPSTREAM_URL=server.url,
+        REGISTRY_MIRROR_TIMEOUT="1",
+        # As deployed: nothing listed; the configured upstream is allowed as such.
+        REGISTRY_OUTBOUND_ALLOW="",
+    )
     yield server
     server.close()
     get_settings.cache_clear()
@@ -457,3 +463,137 @@ def test_with_the_upstream_off_only_seeded_archives_are_served(
     configure(monkeypatch, REGISTRY_MIRROR_UPSTREAM_URL="off")
     assert api.get(f"{PUBLIC}/index.json").status == 404
     assert api.get(f"{PUBLIC}/1.0.0.json").status == 404
+
+
+# ----- where the cache may fetch (chalicelib.core.outbound) ---------------------------------
+
+
+@pytest.fixture
+def listener() -> Iterator[Listener]:
+    server = Listener()
+    yield server
+    server.close()
+
+
+def links_to(upstream: Upstream, monkeypatch: pytest.MonkeyPatch, link: str) -> None:
+    """The upstream's download answers name ``link`` as the archive."""
+    answer = upstream.answer
+
+    def lying(path: str) -> tuple[int, bytes]:
+        status, body = answer(path)
+        if "/download/" in path:
+            body = json.dumps({**json.loads(body), "download_url": link}).encode()
+        return status, body
+
+    monkeypatch.setattr(upstream, "answer", lying)
+
+
+def assert_refused_untold(reply: Any, listener: Listener) -> None:
+    """A 502 that says the fetch was refused, with nothing of what the port would have said,
+    after no connection to it at all; nothing kept."""
+    assert reply.status == 502, reply.json
+    error = reply.json["errors"][0]
+    assert "refused: not an allowed destination" in error, error
+    assert listener.connections == []
+    for said in ("418", "internal-secret-banner", "AKIA-INTERNAL-SECRET"):
+        assert said not in error
+    assert mirror_objects() == []
+
+
+def test_a_download_link_to_another_loopback_port_is_neither_fetched_nor_described(
+    api: Api, upstream: Upstream, listener: Listener, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 33, finding 5: the upstream's download answer named a loopback port standing for
+    the cloud's metadata service; the cache connected there and its 502 told how it answered.
+    Now a link to another origin, and to a non-public address, is refused unconnected."""
+    links_to(upstream, monkeypatch, f"http://127.0.0.1:{listener.port}/latest/meta-data/iam/")
+    assert_refused_untold(api.get(f"{PUBLIC}/1.1.0.json"), listener)
+
+
+@pytest.mark.parametrize(
+    "link",
+    [
+        "http://10.0.0.1/x.zip",
+        "http://169.254.169.254/latest/meta-data/",
+        "http://[::1]:{listener}/x.zip",
+        "http://[::ffff:127.0.0.1]:{listener}/x.zip",
+        "http://0.0.0.0:{listener}/x.zip",
+        # The upstream itself under another name: another origin.
+        "http://localhost:{upstream}/files/1.1.0/linux_amd64",
+    ],
+)
+def test_download_links_elsewhere_are_refused(
+    api: Api,
+    upstream: Upstream,
+    listener: Listener,
+    monkeypatch: pytest.MonkeyPatch,
+    link: str,
+) -> None:
+    port = urlsplit(upstream.url).port
+    links_to(upstream, monkeypatch, link.format(listener=listener.port, upstream=port))
+    assert_refused_untold(api.get(f"{PUBLIC}/1.1.0.json"), listener)
+    assert "/files/1.1.0/linux_amd64" not in upstream.requests
+
+
+def test_a_redirect_to_another_origin_is_refused_one_within_the_upstream_followed(
+    api: Api, upstream: Upstream, listener: Listener, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    upstream.redirects["/files/1.1.0/linux_amd64"] = f"http://127.0.0.1:{listener.port}/x.zip"
+    assert_refused_untold(api.get(f"{PUBLIC}/1.1.0.json"), listener)
+
+    links_to(upstream, monkeypatch, "/moved/1.1.0/linux_amd64")
+    upstream.redirects = {"/moved/1.1.0/linux_amd64": f"{upstream.url}/files/1.1.0/linux_amd64"}
+    reply = api.get(f"{PUBLIC}/1.1.0.json")
+    assert reply.status == 200, reply.json
+    served = fetch(reply.json["archives"]["linux_amd64"]["url"])
+    assert served == upstream.zips[("1.1.0", "linux_amd64")]
+    assert "/moved/1.1.0/linux_amd64" in upstream.requests and listener.connections == []
+
+
+@pytest.mark.parametrize(
+    ("allow", "allowed"),
+    [
+        ("localhost", True),
+        ("localhost:{port}", True),
+        ("127.0.0.0/8,::1/128", True),
+        ("localhost:1", False),
+        ("127.0.0.2/32", False),
+        ("", False),
+    ],
+)
+def test_a_link_to_another_origin_is_fetched_when_the_operator_lists_it(
+    api: Api,
+    upstream: Upstream,
+    monkeypatch: pytest.MonkeyPatch,
+    allow: str,
+    allowed: bool,
+) -> None:
+    port = urlsplit(upstream.url).port
+    configure(monkeypatch, REGISTRY_OUTBOUND_ALLOW=allow.format(port=port))
+    links_to(upstream, monkeypatch, f"http://localhost:{port}/files/1.1.0/linux_amd64")
+    reply = api.get(f"{PUBLIC}/1.1.0.json")
+    if allowed:
+        assert reply.status == 200, reply.json
+        served = fetch(reply.json["archives"]["linux_amd64"]["url"])
+        assert served == upstream.zips[("1.1.0", "linux_amd64")]
+    else:
+        assert reply.status == 502 and "not an allowed destination" in reply.json["errors"][0]
+        assert "/files/1.1.0/linux_amd64" not in upstream.requests
+
+
+def test_without_a_configured_upstream_the_public_registry_and_its_download_hosts_only(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The default upstream is the public registry itself: its own origin and the hosts its
+    download answers name (HashiCorp's releases, GitHub's), at public addresses only; a
+    configured upstream is trusted as the operator's."""
+    from chalicelib.providers.mirror import upstream
+
+    configure(monkeypatch, REGISTRY_MIRROR_UPSTREAM_URL="")
+    where = upstream.destinations("registry.terraform.io")
+    assert ("https", "registry.terraform.io", 443) in where.own
+    assert ("https", "releases.hashicorp.com", 443) in where.own
+    assert not where.trusted
+    configure(monkeypatch, REGISTRY_MIRROR_UPSTREAM_URL="http://10.1.2.3:8080/")
+    where = upstream.destinations("registry.terraform.io")
+    assert where.trusted == {("http", "10.1.2.3", 8080)} and not where.own

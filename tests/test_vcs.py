@@ -6,18 +6,21 @@ import io
 import json
 import logging
 import tarfile
+import threading
 from collections.abc import Iterator
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
+from chalicelib.core.settings import get_settings
 from chalicelib.modules.ingest import hcl
 from chalicelib.modules.ingest.archive import read_archive
 from chalicelib.modules.publishing.versions import semver_tags
 from chalicelib.vcs import git
 from tests import vcs_git_server
 from tests.conftest import Api, doc, make_org, make_team
+from tests.mirror_upstream import Listener
 from tests.vcs_git_server import TOKEN, GitServer
 
 V2 = "/api/v2"
@@ -442,3 +445,102 @@ def test_fetch_errors_are_clear(git_server: tuple[GitServer, dict[str, str]]) ->
         git.archive_commit(url, TOKEN, shas["net-1.0.0"], max_pack_bytes=10)
     with pytest.raises(git.GitError, match="credentials"):
         git.list_tags(url.replace("http://", f"http://u:{TOKEN}@"), None)
+
+
+# ----- where the VCS fetches may go (chalicelib.core.outbound) -------------------------------
+
+
+def allow(monkeypatch: pytest.MonkeyPatch, value: str) -> None:
+    monkeypatch.setenv("REGISTRY_OUTBOUND_ALLOW", value)
+    get_settings.cache_clear()
+
+
+@pytest.fixture
+def listener() -> Iterator[Listener]:
+    running = Listener()
+    yield running
+    running.close()
+    get_settings.cache_clear()
+
+
+@pytest.mark.parametrize(
+    "base", ["http://127.0.0.1:{port}", "http://[::ffff:127.0.0.1]:{port}", "http://10.0.0.1"]
+)
+def test_an_owners_git_url_at_a_non_public_address_is_refused_unconnected(
+    listener: Listener, monkeypatch: pytest.MonkeyPatch, base: str
+) -> None:
+    """An organization owner names the VCS host: without the operator's listing, a
+    loopback or private one is refused before any connection, and nothing of what the port
+    would say reaches the error."""
+    allow(monkeypatch, "")
+    url = base.format(port=listener.port) + "/acme/terraform-aws-net.git"
+    with pytest.raises(git.GitError, match="not an allowed destination") as refused:
+        git.list_tags(url, TOKEN)
+    with pytest.raises(git.GitError, match="not an allowed destination"):
+        git.archive_commit(url, TOKEN, "a" * 40)
+    assert listener.connections == []
+    assert TOKEN not in str(refused.value) and "418" not in str(refused.value)
+
+
+@pytest.mark.parametrize("listed", ["127.0.0.1", "127.0.0.1:{port}", "127.0.0.0/8"])
+def test_a_git_host_the_operator_lists_is_reached(
+    git_server: tuple[GitServer, dict[str, str]], monkeypatch: pytest.MonkeyPatch, listed: str
+) -> None:
+    server, shas = git_server
+    allow(monkeypatch, listed.format(port=server.url.rsplit(":", 1)[1]))
+    tags = git.list_tags(f"{server.url}/acme/terraform-aws-net.git", TOKEN)
+    assert tags["v1.0.0"] == shas["net-1.0.0"]
+    get_settings.cache_clear()
+
+
+def test_a_git_hosts_redirect_to_another_origin_is_refused(
+    listener: Listener, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The owner's host is allowed (listed by host:port); where it redirects is not."""
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class Redirect(BaseHTTPRequestHandler):
+        def log_message(self, *args: Any) -> None:
+            pass
+
+        def do_GET(self) -> None:  # noqa: N802
+            self.send_response(302)
+            self.send_header("Location", f"http://127.0.0.1:{listener.port}{self.path}")
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+    redirector = ThreadingHTTPServer(("127.0.0.1", 0), Redirect)
+    threading.Thread(target=redirector.serve_forever, daemon=True).start()
+    try:
+        allow(monkeypatch, f"127.0.0.1:{redirector.server_address[1]}")
+        url = f"http://127.0.0.1:{redirector.server_address[1]}/acme/terraform-aws-net.git"
+        with pytest.raises(git.GitError, match="not an allowed destination"):
+            git.list_tags(url, TOKEN)
+    finally:
+        redirector.shutdown()
+        redirector.server_close()
+    assert listener.connections == []
+
+
+def test_a_git_answer_that_is_not_git_is_not_described(
+    listener: Listener, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Even a listed host's odd answer reaches the publisher as its status only."""
+    allow(monkeypatch, "127.0.0.1")
+    with pytest.raises(git.GitError) as failed:
+        git.list_tags(f"http://127.0.0.1:{listener.port}/acme/x.git", TOKEN)
+    assert "answered 418" in str(failed.value)
+    assert "internal-secret" not in str(failed.value) and "AKIA" not in str(failed.value)
+
+
+def test_an_owners_webhook_api_at_a_non_public_address_is_refused_unconnected(
+    listener: Listener, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from chalicelib.vcs import hooks
+
+    allow(monkeypatch, "")
+    for api_url in (f"http://127.0.0.1:{listener.port}/api/v3", "http://169.254.169.254/api"):
+        with pytest.raises(hooks.HookError, match="not an allowed destination") as refused:
+            hooks.register("github_enterprise", api_url, GH_TOKEN, "acme/net", "https://r/w", "s")
+        assert GH_TOKEN not in str(refused.value)
+    assert listener.connections == []

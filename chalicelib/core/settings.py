@@ -5,8 +5,9 @@ Every deployment-specific value lives here so the rest of the code never reads `
 
 from __future__ import annotations
 
+import ipaddress
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 
 from chalicelib import __version__
@@ -21,6 +22,63 @@ DEFAULT_MAX_README_BYTES = 1024 * 1024  # one README; longer ones are truncated 
 DEFAULT_MAX_TEXT_BYTES = 64 * 1024  # one description, default or type expression
 DEFAULT_MAX_NAME_BYTES = 1024  # one name, resource type, module source, version constraint
 DEFAULT_MAX_METADATA_BYTES = 2 * 1024 * 1024  # a version's whole metadata, as JSON
+
+
+@dataclass(frozen=True)
+class OutboundAllow:
+    """``REGISTRY_OUTBOUND_ALLOW``, parsed: what every outbound fetch may reach besides its
+    own origin and public addresses (the rules are ``core.outbound``'s). Hosts are lowercase,
+    without a trailing dot; an IP literal in its compressed form (IPv6 without brackets)."""
+
+    hosts: frozenset[str] = frozenset()
+    host_ports: frozenset[tuple[str, int]] = frozenset()
+    networks: tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...] = ()
+
+
+def host_key(host: str) -> str:
+    """``host`` as ``OutboundAllow`` and ``core.outbound`` compare it: lowercase, no trailing
+    dot, no brackets, an IP literal compressed (an IPv4-mapped IPv6 one as its IPv4)."""
+    host = host.strip().strip("[]").rstrip(".").lower()
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return host
+    mapped = getattr(address, "ipv4_mapped", None)
+    return (mapped or address).compressed
+
+
+def outbound_allow(raw: str) -> OutboundAllow:
+    """Comma-separated hosts (``git.corp``), host:port pairs (``git.corp:8443``,
+    ``[fd00::1]:443``) and CIDRs (``10.20.0.0/16``); a RuntimeError names a malformed entry."""
+    hosts: set[str] = set()
+    host_ports: set[tuple[str, int]] = set()
+    networks = []
+    for entry in (e.strip() for e in raw.split(",")):
+        try:
+            if not entry:
+                continue
+            if "/" in entry:
+                networks.append(ipaddress.ip_network(entry, strict=False))
+            elif entry.startswith("[") and "]:" in entry:
+                host, port = entry[1:].split("]:", 1)
+                host_ports.add((host_key(host), _port(port)))
+            elif entry.count(":") == 1:
+                host, port = entry.split(":")
+                host_ports.add((host_key(host), _port(port)))
+            elif host_key(entry):
+                hosts.add(host_key(entry))
+        except ValueError:
+            raise RuntimeError(
+                f"REGISTRY_OUTBOUND_ALLOW: {entry!r} is no host, host:port or CIDR"
+            ) from None
+    return OutboundAllow(frozenset(hosts), frozenset(host_ports), tuple(networks))
+
+
+def _port(raw: str) -> int:
+    port = int(raw)
+    if not 0 < port < 65536:
+        raise ValueError(raw)
+    return port
 
 
 @dataclass(frozen=True)
@@ -59,6 +117,8 @@ class Settings:
     mirror_timeout: float = 10.0
     mirror_platforms: tuple[str, ...] = ()
     mirror_max_seed_bytes: int = 5 * 1024 * 1024
+    # What outbound fetches may reach besides public addresses (chalicelib.core.outbound).
+    outbound_allow: OutboundAllow = field(default_factory=OutboundAllow)
 
     @property
     def hosted(self) -> bool:
@@ -132,4 +192,5 @@ def get_settings() -> Settings:
             if p.strip()
         ),
         mirror_max_seed_bytes=_int("REGISTRY_MIRROR_MAX_SEED_BYTES", 5 * 1024 * 1024),
+        outbound_allow=outbound_allow(os.environ.get("REGISTRY_OUTBOUND_ALLOW", "")),
     )

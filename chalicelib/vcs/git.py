@@ -7,11 +7,18 @@
 
 The token travels as HTTP basic auth; the username each provider expects is in
 ``BASIC_AUTH_USERNAMES``. Nothing here logs a token or puts it in an error message.
+
+The clone URL is an organization owner's: every connection (redirects included) goes
+through ``core.outbound``, to the URL's own origin only (a redirect elsewhere is refused
+unless REGISTRY_OUTBOUND_ALLOW lists it) and to public addresses only (unless listed). An
+error names the repository and what git's protocol said (authentication failed, not found),
+never what a socket answered.
 """
 
 from __future__ import annotations
 
 import io
+import logging
 import posixpath
 import re
 import stat
@@ -19,7 +26,10 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote, urlsplit
 
+from chalicelib.core import outbound
 from chalicelib.vcs import providers
+
+log = logging.getLogger("registry.vcs")
 
 DEFAULT_MAX_PACK_BYTES = 50 * 1024 * 1024
 DEFAULT_MAX_ARCHIVE_BYTES = 50 * 1024 * 1024
@@ -96,7 +106,7 @@ def _is_ado(service_provider: str) -> bool:
 
 
 def _client(repo_url: str, token: str | None, username: str) -> tuple[Any, str]:
-    from dulwich.client import Urllib3HttpGitClient
+    from dulwich.client import Urllib3HttpGitClient, default_user_agent_string
 
     parts = urlsplit(repo_url)
     if parts.scheme not in ("http", "https") or not parts.netloc:
@@ -104,28 +114,47 @@ def _client(repo_url: str, token: str | None, username: str) -> tuple[Any, str]:
     if parts.username or parts.password:
         raise GitError("the repository URL must not contain credentials")
     base = f"{parts.scheme}://{parts.netloc}"
+    try:
+        destinations = outbound.Destinations.of(base)
+    except outbound.Refused as exc:
+        raise GitError(str(exc)) from None
+    manager = outbound.pool_manager(
+        destinations, timeout=TIMEOUT_SECONDS, headers={"User-agent": default_user_agent_string()}
+    )
     client = Urllib3HttpGitClient(
         base,
         username=username if token else None,
         password=token or None,
         timeout=TIMEOUT_SECONDS,
         quiet=True,
+        pool_manager=manager,
     )
     return client, parts.path
 
 
-def _describe(exc: BaseException, repo_url: str) -> GitError:
-    from dulwich.client import HTTPUnauthorized
-    from dulwich.errors import HangupException, NotGitRepository
+# What dulwich says of an answer that is HTTP but not git's: the status, no body.
+_UNEXPECTED_STATUS = re.compile(r"^unexpected http resp (\d{3}) ")
 
+
+def _describe(exc: BaseException, repo_url: str) -> GitError:
+    """What went wrong, as git's protocol tells it; a transport failure only as failed
+    (its details go to the log: they may describe a port that does not speak git)."""
+    from dulwich.client import HTTPUnauthorized
+    from dulwich.errors import GitProtocolError, HangupException, NotGitRepository
+
+    if isinstance(exc, outbound.OutboundError):
+        return GitError(f"{repo_url}: {exc}")
     if isinstance(exc, HTTPUnauthorized):
         return GitError(f"{repo_url}: authentication failed (is the connection's token valid?)")
     if isinstance(exc, NotGitRepository):
         return GitError(f"{repo_url}: not found, or not a git repository")
     if isinstance(exc, HangupException):
         return GitError(f"{repo_url}: the server hung up")
-    message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-    return GitError(f"{repo_url}: {message[:300]}")
+    status = _UNEXPECTED_STATUS.match(str(exc)) if isinstance(exc, GitProtocolError) else None
+    if status:
+        return GitError(f"{repo_url}: the git host answered {status.group(1)}")
+    log.warning("git fetch of %s failed: %s", repo_url, str(exc)[:300] or type(exc).__name__)
+    return GitError(f"{repo_url}: the fetch failed (not a git repository, or no answer)")
 
 
 def _refs(repo_url: str, token: str | None, username: str) -> dict[bytes, bytes]:

@@ -13,21 +13,26 @@ The request shapes are per family of ``providers`` (Bitbucket Cloud apart from S
 Data Center). Azure DevOps service hooks belong to a project subscription, not a repository:
 they are added by hand (``ManualSetup`` says so). Error messages never contain the token or
 secret.
+
+The API URL is an organization owner's: every request goes through ``core.outbound``, to
+that URL's origin and public addresses only (unless REGISTRY_OUTBOUND_ALLOW lists them);
+an error says what status the API answered, or that the request was refused or failed,
+never what a socket answered.
 """
 
 from __future__ import annotations
 
 import json
-import urllib.error
-import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
+from chalicelib.core import outbound
 from chalicelib.vcs import providers
 
 TIMEOUT_SECONDS = 10
+MAX_ANSWER_BYTES = 1024 * 1024
 DESCRIPTION = "Terraform module registry"
 
 
@@ -41,24 +46,21 @@ class ManualSetup(HookError):
 
 def _request(method: str, url: str, token: str, body: Any = None) -> Any:
     data = json.dumps(body).encode() if body is not None else None
-    request = urllib.request.Request(
-        url,
-        data=data,
-        method=method,
-        headers={
-            "Authorization": f"Bearer {token}",
-            "Accept": "application/json",
-            **({"Content-Type": "application/json"} if data is not None else {}),
-        },
-    )
+    headers = {
+        "Authorization": f"Bearer {token}",
+        "Accept": "application/json",
+        **({"Content-Type": "application/json"} if data is not None else {}),
+    }
     try:
-        with urllib.request.urlopen(request, timeout=TIMEOUT_SECONDS) as response:  # noqa: S310
-            text = response.read().decode("utf-8", "replace")
-    except urllib.error.HTTPError as exc:
-        raise HookError(f"{method} {url} answered {exc.code} {exc.reason}") from None
-    except (urllib.error.URLError, TimeoutError, OSError) as exc:
-        reason = getattr(exc, "reason", exc)
-        raise HookError(f"{method} {url} failed: {reason}") from None
+        destinations = outbound.Destinations.of(url)
+        with outbound.fetch(
+            url, destinations, timeout=TIMEOUT_SECONDS, method=method, headers=headers, body=data
+        ) as response:
+            if response.status >= 400:
+                raise HookError(f"{method} {url} answered {response.status} {response.reason}")
+            text = response.read_at_most(MAX_ANSWER_BYTES).decode("utf-8", "replace")
+    except outbound.OutboundError as exc:
+        raise HookError(f"{method} {url} failed: {exc}") from None
     try:
         return json.loads(text) if text.strip() else None
     except ValueError:

@@ -42,6 +42,9 @@ class Stack:
         return f"{self.url}/api/v2{path}"
 
 
+# The name the shared stack's VCS stand-ins are reached by: REGISTRY_OUTBOUND_ALLOW lists it.
+VCS_HOST = "localhost"
+
 # The provider the stand-in public registry serves (test_provider_mirror_e2e installs it).
 MIRRORED_BINARY = b"#!/bin/sh\necho fake provider\n"
 
@@ -62,6 +65,10 @@ def stack(mirror_upstream: Upstream) -> Iterator[Stack]:
         ADMIN_TOKEN,
         REGISTRY_RATE_LIMITING="off",
         REGISTRY_MIRROR_UPSTREAM_URL=mirror_upstream.url,
+        # The VCS stand-ins (test_vcs_e2e) are reached as ``localhost``, which outbound
+        # fetches refuse unless listed; 127.0.0.1 stays refused, as deployed (the mirror's
+        # upstream, configured, is allowed as such).
+        REGISTRY_OUTBOUND_ALLOW=VCS_HOST,
     )
     yield Stack(running.url, running.moto_url, running.startup_seconds, running.later_output)
     output = spawn.stop(running)  # Ctrl-C must stop everything cleanly

@@ -25,7 +25,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from tests.e2e.conftest import ADMIN_TOKEN, MIRRORED_BINARY, Stack
-from tests.mirror_upstream import Upstream
+from tests.mirror_upstream import Listener, Upstream
 from tests.test_provider_mirror import expected_h1
 
 pytestmark = [
@@ -285,3 +285,40 @@ def test_terraform_init_installs_a_private_provider_through_the_mirror(
     assert result.returncode == 0, result.stdout + result.stderr
     print(f"terraform init through the mirror (private): {seconds:.1f} s")  # noqa: T201
     assert lock_hashes(workdir) == [expected_h1(archive)]
+
+
+def test_a_download_link_to_another_loopback_port_is_refused_unconnected(
+    stack: Stack, upstream: Upstream, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 33, finding 5, over the wire: the upstream's download answer names a loopback
+    port (standing for the metadata service); the stack's cache refuses it without
+    connecting, and its 502 says nothing of what that port would answer."""
+    import json
+
+    import requests
+
+    listener = Listener()
+    answer = upstream.answer
+
+    def lying(path: str) -> tuple[int, bytes]:
+        status, body = answer(path)
+        if "/download/" in path:
+            link = f"http://127.0.0.1:{listener.port}/latest/meta-data/iam/"
+            body = json.dumps({**json.loads(body), "download_url": link}).encode()
+        return status, body
+
+    monkeypatch.setattr(upstream, "answer", lying)
+    # registry.opentofu.org: the same upstream, a cache no other test fills.
+    path = "/api/registry/mirror/v1/registry.opentofu.org/hashicorp/fake/1.0.0.json"
+    try:
+        reply = requests.get(
+            stack.url + path, headers={"Authorization": f"Bearer {ADMIN_TOKEN}"}, timeout=60
+        )
+    finally:
+        listener.close()
+    assert reply.status_code == 502, reply.text
+    error = reply.json()["errors"][0]
+    assert "not an allowed destination" in error
+    for said in ("418", "internal-secret-banner", "AKIA-INTERNAL-SECRET"):
+        assert said not in error
+    assert listener.connections == []

@@ -8,6 +8,7 @@ import json
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -21,8 +22,9 @@ from pytfe.models.registry_module import (
 )
 
 from tests.conftest import doc
-from tests.e2e.conftest import ADMIN_TOKEN, Stack, wait_for
+from tests.e2e.conftest import ADMIN_TOKEN, VCS_HOST, Stack, wait_for
 from tests.e2e.test_terraform_cli import HOST, terraform_get, write_cli_config
+from tests.mirror_upstream import Listener
 from tests.vcs_git_server import TOKEN, GitServer, serve
 
 pytestmark = [
@@ -52,14 +54,15 @@ def test_publish_from_git_then_a_webhook_tag_reaches_terraform(
     assert admin.post(
         stack.api("/organizations"), json=doc("organizations", name=ORG, email="o@x.io")
     ).ok
+    base = server.url.replace("127.0.0.1", VCS_HOST)  # the name the stack may reach
     connection = admin.post(
         stack.api(f"/organizations/{ORG}/oauth-clients"),
         json=doc(
             "oauth-clients",
             **{
                 "service-provider": "gitlab_enterprise_edition",
-                "http-url": server.url,
-                "api-url": server.url + "/api/v4",
+                "http-url": base,
+                "api-url": base + "/api/v4",
                 "oauth-token-string": TOKEN,
             },
         ),
@@ -131,3 +134,50 @@ def test_publish_from_git_then_a_webhook_tag_reaches_terraform(
     assert delivered.status_code == 202, delivered.text
     assert wait_for(version_statuses, lambda s: s.get("1.3.0") == "ok").get("1.3.0") == "ok"
     assert installed(tmp_path / "second", cli, "~> 1.0") == "1.3.0"
+
+
+def test_an_owners_vcs_host_at_an_unlisted_loopback_port_is_refused_unconnected(
+    stack: Stack,
+) -> None:
+    """An owner names a VCS host at 127.0.0.1 (which the stack does not list): the import
+    fails, saying the fetch was refused, and nothing connected to that port."""
+    listener = Listener()
+    org = "vcs-refused"
+    admin = stack.session()
+    try:
+        assert admin.post(
+            stack.api("/organizations"), json=doc("organizations", name=org, email="o@x.io")
+        ).ok
+        base = f"http://127.0.0.1:{listener.port}"
+        connection = admin.post(
+            stack.api(f"/organizations/{org}/oauth-clients"),
+            json=doc(
+                "oauth-clients",
+                **{
+                    "service-provider": "github_enterprise",
+                    "http-url": base,
+                    "api-url": base + "/api/v3",
+                    "oauth-token-string": TOKEN,
+                },
+            ),
+        )
+        assert connection.status_code == 201, connection.text
+        token = connection.json()["data"]["relationships"]["oauth-tokens"]["data"][0]["id"]
+        repo = {"identifier": "acme/terraform-aws-net", "oauth-token-id": token}
+        created = admin.post(
+            stack.api(f"/organizations/{org}/registry-modules/vcs"),
+            json=doc("registry-modules", **{"vcs-repo": {**repo, "display-identifier": "x"}}),
+        )
+        assert created.status_code == 201, created.text
+        module = stack.api(f"/organizations/{org}/registry-modules/private/{org}/net/aws")
+
+        def sync() -> dict[str, Any]:
+            return admin.get(module).json()["data"]["attributes"]["vcs-sync"] or {}
+
+        settled = wait_for(sync, lambda s: s.get("status") == "failed")
+    finally:
+        listener.close()
+    assert settled.get("status") == "failed", settled
+    assert "not an allowed destination" in settled["error"]
+    assert "418" not in settled["error"] and "internal-secret" not in settled["error"]
+    assert listener.connections == []

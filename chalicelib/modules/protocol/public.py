@@ -12,14 +12,13 @@ from __future__ import annotations
 import json
 import logging
 import time
-import urllib.error
-import urllib.request
 from dataclasses import dataclass
 from datetime import timedelta
 from urllib.parse import quote
 
 from pynamodb.attributes import NumberAttribute, TTLAttribute, UnicodeAttribute
 
+from chalicelib.core import outbound
 from chalicelib.core.api.errors import BadGateway, NotFound
 from chalicelib.core.data import db
 from chalicelib.core.settings import get_settings
@@ -28,6 +27,7 @@ log = logging.getLogger("registry.public")
 
 IMMUTABLE_TTL = 24 * 3600
 TIMEOUT_SECONDS = 5
+MAX_ANSWER_BYTES = 4 * 1024 * 1024
 
 
 @db.register
@@ -77,15 +77,13 @@ def fetch(path: str, ttl: int) -> Answer:
     base = get_settings().public_registry_url
     try:
         status, body = _get(base + path)
-    except (urllib.error.URLError, TimeoutError, OSError) as exc:
+    except outbound.OutboundError as exc:
         if cached is not None:
             log.warning(
                 "upstream %s unreachable (%s); serving a stale answer for %s", base, exc, path
             )
             return _answer(cached, cached=True)
-        raise BadGateway(
-            f"the public registry at {base} could not be reached: {getattr(exc, 'reason', exc)}"
-        ) from None
+        raise BadGateway(f"the public registry at {base} could not be reached") from None
     if status >= 500:
         if cached is not None:
             return _answer(cached, cached=True)
@@ -106,12 +104,12 @@ def _answer(item: PublicCacheModel, *, cached: bool) -> Answer:
 
 
 def _get(url: str) -> tuple[int, str]:
-    request = urllib.request.Request(url, headers={"Accept": "application/json"})
-    try:
-        with urllib.request.urlopen(request, timeout=TIMEOUT_SECONDS) as response:  # noqa: S310
-            return response.status, response.read().decode("utf-8")
-    except urllib.error.HTTPError as exc:
-        return exc.code, exc.read().decode("utf-8", "replace")
+    """The answer at ``url`` of the configured upstream (``core.outbound``: that origin only,
+    the operator's setting counting as allowed; redirects elsewhere refused)."""
+    where = outbound.Destinations.of(trusted=[get_settings().public_registry_url])
+    headers = {"Accept": "application/json"}
+    with outbound.fetch(url, where, timeout=TIMEOUT_SECONDS, headers=headers) as response:
+        return response.status, response.read_at_most(MAX_ANSWER_BYTES).decode("utf-8", "replace")
 
 
 def decode(answer: Answer) -> dict:

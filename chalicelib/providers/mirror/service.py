@@ -245,7 +245,7 @@ def _fetch(where: Address, version: str, platform: str) -> dict[str, Any]:
         ) from None
     with tempfile.TemporaryFile() as spool:
         try:
-            sha256, size = upstream.fetch_archive(found.url, spool)
+            sha256, size = upstream.fetch_archive(found.url, spool, found.hostname)
         except NotFound:
             raise BadGateway(f"the upstream's archive of {platform} is missing") from None
         if sha256 != found.shasum:

@@ -38,8 +38,8 @@ def _check(found: Download, sha256: str) -> None:
         raise Refused("the upstream's download answer lacks shasums_url or shasums_signature_url")
     if not found.keys:
         raise Refused("the upstream announces no signing key (signing_keys.gpg_public_keys)")
-    shasums = _fetch(found.shasums_url, checks.MAX_SHASUMS_BYTES, "SHA256SUMS")
-    signature = _fetch(found.signature_url, checks.MAX_SIGNATURE_BYTES, "SHA256SUMS.sig")
+    shasums = _fetch(found, found.shasums_url, checks.MAX_SHASUMS_BYTES, "SHA256SUMS")
+    signature = _fetch(found, found.signature_url, checks.MAX_SIGNATURE_BYTES, "SHA256SUMS.sig")
     _verify(found.keys, shasums, signature)
     listed = checks.parse_shasums(shasums).get(found.filename)
     if listed is None:
@@ -48,9 +48,9 @@ def _check(found: Download, sha256: str) -> None:
         raise Refused(f"{found.filename} is not the archive the signed SHA256SUMS lists")
 
 
-def _fetch(url: str, limit: int, what: str) -> bytes:
+def _fetch(found: Download, url: str, limit: int, what: str) -> bytes:
     try:
-        return fetch_small(url, limit)
+        return fetch_small(url, limit, found.hostname)
     except NotFound:
         raise Refused(f"the upstream has no {what}") from None
 
