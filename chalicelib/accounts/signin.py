@@ -119,7 +119,7 @@ def check(login: str, password: str, source: str) -> UserModel | None:
     user = find_user(login)
     keys = address_key, _count_account("password", _account_key(login, user), address_key)
     right = passwords.verify(user.password_hash if user else None, password)
-    if user is not None and right and not user.suspended:
+    if user is not None and right and user.may_sign_in:
         for key in keys:
             uncount(key)
         return user
@@ -147,7 +147,7 @@ def check_code(user_id: str, code: str, source: str) -> UserModel | None:
     address_key = _count_address("code", source)
     keys = address_key, _count_account("code", "user:" + user_id, address_key)
     user = service.find_user(user_id)
-    if user is not None and not user.suspended and twofactor.verify(user, code):
+    if user is not None and user.may_sign_in and twofactor.verify(user, code):
         for key in keys:
             uncount(key)
         return user
