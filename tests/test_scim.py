@@ -876,6 +876,11 @@ def test_deactivation_suspends_and_only_scims_suspension_is_lifted(api: Api, idp
     # provisioned again: the same instance user, SCIM's suspension lifted
     assert instance_id(idp.user("kim@example.com")) == kim_id
     assert not instance_user(kim_id).suspended
+    # an instance user a site admin deleted: SCIM deactivates and deletes its own record
+    gone = idp.user("gone@example.com")
+    assert api.delete(f"{ADMIN}/users/{instance_id(gone)}").status == 204
+    assert idp.patch(f"/Users/{gone['id']}", inactive).status == 200
+    assert idp.delete(f"/Users/{gone['id']}").status == 204
 
 
 # ----- no take-over of accounts SCIM did not provision; go-tfe v1.109.0's error texts -------

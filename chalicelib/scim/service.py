@@ -376,7 +376,7 @@ def create_user(body: Any) -> ScimUserModel:
     )
     protected = _protected(user)
     if not protected:  # SCIM's own suspension follows active (a linked user may have one)
-        accounts.set_suspended(user.user_id, not active, scim=True)
+        _suspend(user, not active)
     user.save(condition=ScimUserModel.id.does_not_exist())
     if not active and not protected:
         accounts.revoke_user_tokens(user.user_id)
@@ -395,7 +395,7 @@ def _write_user(
     email_before = _primary_email(user.user_name, user.attributes or {})
     if was_active and not active and not _protected(user):
         # First: the last active site admin is a 422 before anything is written.
-        accounts.set_suspended(user.user_id, True, scim=True)
+        _suspend(user, True)
     actions: list[Action] = [
         ScimUserModel.user_name.set(user_name),
         ScimUserModel.user_name_lower.set(user_name.lower()),
@@ -415,7 +415,7 @@ def _write_user(
     if was_active and not active and not protected:
         accounts.revoke_user_tokens(user.user_id)
     if active and not was_active:
-        accounts.set_suspended(user.user_id, False, scim=True)
+        _suspend(user, False)
     if was_active != active:
         _sync_user_everywhere(user)
     return user
@@ -522,7 +522,7 @@ def delete_user(scim_id: str) -> None:
     user = get_user(scim_id)
     if not _protected(user):
         # First: the last active site admin is a 422 before anything is written.
-        accounts.set_suspended(user.user_id, True, scim=True)
+        _suspend(user, True)
         accounts.revoke_user_tokens(user.user_id)
     groups = store.groups_by_ids(set(user.group_ids or ()))
     for group in groups:
@@ -829,6 +829,14 @@ def _sync_site_admin(user: ScimUserModel, item: ScimSettingsModel) -> None:
             _mark_granted(user, True)
     elif not should and user.granted_site_admin:
         _take_back_grants([user])
+
+
+def _suspend(user: ScimUserModel, flag: bool) -> None:
+    """Suspend (or restore) the instance user as SCIM (``accounts.set_suspended``: the last
+    active site admin is a 422; SCIM lifts only its own suspension). An instance user a
+    site admin deleted has nothing to suspend."""
+    with contextlib.suppress(NotFound):
+        accounts.set_suspended(user.user_id, flag, scim=True)
 
 
 def _take_back_grants(users: Iterable[ScimUserModel]) -> None:
