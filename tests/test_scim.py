@@ -854,6 +854,27 @@ def test_scim_cannot_take_away_the_last_site_admin(api: Api, idp: Scim) -> None:
     assert accounts_store.admin_count() == 1
 
 
+def test_a_deactivated_user_cannot_sign_in_with_a_password(api: Api, idp: Scim) -> None:
+    """A user SCIM deactivated had its tokens deleted but could still sign in with a
+    password it had set (or reset one): deactivation now suspends, which every way in
+    refuses (``UserModel.may_sign_in``); reactivation lets the password work again."""
+    from chalicelib.accounts import passwords
+    from chalicelib.accounts.store import UserModel
+    from tests.test_password_signin import PASSWORD, attempt
+    from tests.web_browser import Browser
+
+    kim = idp.user("kim@example.com")
+    UserModel(instance_id(kim)).update(
+        actions=[UserModel.password_hash.set(passwords.hash_password(PASSWORD))]
+    )
+    assert attempt(Browser(api.client), "kim", PASSWORD).status_code == 303
+    idp.patch(f"/Users/{kim['id']}", {"op": "replace", "path": "active", "value": False})
+    refused = attempt(Browser(api.client), "kim", PASSWORD)
+    assert refused.status_code == 401, refused.status_code
+    idp.patch(f"/Users/{kim['id']}", {"op": "replace", "path": "active", "value": True})
+    assert attempt(Browser(api.client), "kim", PASSWORD).status_code == 303
+
+
 def test_deactivation_suspends_and_only_scims_suspension_is_lifted(api: Api, idp: Scim) -> None:
     """Deactivating suspends the instance user (as TFE does): no sign-in of any kind
     (``may_sign_in``); reactivating lifts it. A suspension a site admin made stays."""
