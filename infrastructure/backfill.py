@@ -5,7 +5,8 @@
 
 Lists page with keys (``chalicelib.core.data.lists``): they read a kept count per organization
 (of modules, tags, projects, workspaces and users) and, for the registry protocol, a lean list of
-the modules it serves. The requests that create and delete them keep them; data written
+the modules it serves, and the count of active site admins that keeps the last one. The
+requests that create and delete them keep them; data written
 before this version has neither, so run this once after deploying it (DynamoDB fills the
 modules' lean index, ``list``, by itself). It scans the tables (a one-off, never a
 request), writes only what is missing or wrong, and prints what it did; a second run writes
@@ -53,6 +54,9 @@ def backfill_all() -> dict[str, dict[str, int]]:
         "user emails": accounts.backfill_email_keys(),
         # The site admin's user list pages on the user directory index, with a kept count.
         "user directory": accounts.backfill_user_directory(),
+        # The site keeps an active site admin on a kept count of them (also derived by the
+        # first change that needs it).
+        "site admins": accounts.backfill_admin_count(),
     }
 
 

@@ -224,6 +224,8 @@ ROUTE_GROUPS: tuple[Function, ...] = (
             "scim-users": WRITE,
             "scim-groups": WRITE,
             "scim-mappings": WRITE,
+            # Creating and deleting users keeps the user directory's count.
+            "list-counts": WRITE,
         },
     ),
     # The browser UI's everyday pages (chalicelib.entry.api.web): browsing modules and
@@ -239,7 +241,9 @@ ROUTE_GROUPS: tuple[Function, ...] = (
             # version's parsed metadata in S3, the Downloads tab).
             "registry-modules": READ,
             "registry-module-versions": READ,
-            "list-counts": READ,
+            # Written too: accepting an invitation and SSO create users, which keeps the
+            # user directory's count.
+            "list-counts": WRITE,
             "module-downloads": READ,
             "web-sessions": WRITE,
             # terraform login: its authorization codes, and the user token it mints; the

@@ -6,12 +6,14 @@ admin_organization_integration_test.go where they apply here."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from chalicelib.accounts import service, store
 from chalicelib.core.auth import Principal, verified
+from chalicelib.core.settings import get_settings
 from tests.conftest import Api, doc, make_org, make_team
 from tests.test_protocol import V1, publish
 from tests.test_registry import create_module
@@ -151,7 +153,18 @@ def _page_reads(api: Api, query: str) -> tuple[int, str, list[str]]:
     return counted.total_calls, counted.detail(), names
 
 
-def test_a_user_list_page_reads_its_page_not_the_table(api: Api):
+@pytest.fixture
+def token_cache_for_the_test(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The verified token (and its user) stay cached for the whole test, however slow the
+    machine: a count of calls must not depend on a 5-second window."""
+    monkeypatch.setenv("REGISTRY_TOKEN_CACHE_SECONDS", "3600")
+    get_settings.cache_clear()
+    yield
+    monkeypatch.delenv("REGISTRY_TOKEN_CACHE_SECONDS")
+    get_settings.cache_clear()
+
+
+def test_a_user_list_page_reads_its_page_not_the_table(api: Api, token_cache_for_the_test):
     """A page costs the same DynamoDB calls with 4 users and with 150 (a Query of the
     user directory index, one BatchGetItem, the kept count), never a Scan; filters and a
     username prefix read the index's entries, not the users table."""
@@ -300,20 +313,119 @@ def test_the_last_site_admin_cannot_be_removed_demoted_or_suspended(api: Api):
     assert api.as_(other_token).post(f"{USERS}/{me}/actions/unsuspend").status == 200
 
 
-def test_the_last_admin_check_reads_the_directory_not_the_users(api: Api):
-    """Deleting, suspending or demoting an admin asks who else is an active admin: a Query
-    of the user directory, flat with the number of users (it used to scan the table)."""
+def test_the_last_admin_rule_is_one_transaction_on_a_kept_count(api: Api):
+    """Deleting, suspending or demoting an admin reads no list of users (no Scan, no Query:
+    it used to query the user directory, then write): the user's change and the kept count
+    of active site admins go in one TransactWriteItems, flat with the number of users."""
     from bench.reads import counting_reads
 
     for n in range(30):
         make_user(f"plain{n:02d}")
     other, _ = make_user("second", admin=True)
+    assert store.admin_count() == 2
     with counting_reads() as counted:
         assert api.post(f"{USERS}/{other}/actions/revoke_admin").status == 200
-    assert counted.calls.get("Scan", 0) == 0, counted.detail()
-    assert counted.calls["Query"] >= 1, counted.detail()
+    assert counted.calls.get("Scan", 0) == 0 and counted.calls.get("Query", 0) == 0
+    assert counted.calls["TransactWriteItems"] == 1, counted.detail()
+    assert store.admin_count() == 1
+
+
+def test_every_setter_keeps_the_last_site_admin(api: Api):
+    """The rule is the setters' own, not their callers' (SCIM and the accounts service
+    called them unchecked): demoting, suspending or deleting the last active site admin
+    straight through the service is a 422 that changes nothing."""
+    from chalicelib.core.api.errors import Unprocessable
+
     me = admin_id()
-    assert service.active_site_admin_ids() == {me}
+    before = user_snapshot(), sorted(t.token_hash for t in service.owned_tokens("user", me))
+    for change in (
+        lambda: service.set_site_admin(me, False),
+        lambda: service.set_suspended(me, True),
+        lambda: service.delete_user(service.get_user(me)),
+    ):
+        with pytest.raises(Unprocessable) as refused:
+            change()
+        assert refused.value.status == 422
+        assert "last site administrator" in refused.value.detail
+    assert (
+        user_snapshot(),
+        sorted(t.token_hash for t in service.owned_tokens("user", me)),
+    ) == before
+    assert store.admin_count() == 1
+    assert api.get(USERS).status == 200  # still an admin, its token still works
+
+
+def test_two_demotions_that_both_read_first_leave_one_admin(
+    api: Api, monkeypatch: pytest.MonkeyPatch
+):
+    """Two site admins demote each other at the same moment: each setter call reads its
+    user before either writes (the second runs whole between the first one's read and its
+    write). Only one passes; the other is a 422 that changes nothing. A check that reads
+    who else is an admin, then writes, lets both pass and leaves the site with none."""
+    from chalicelib.core.api.errors import Unprocessable
+
+    me = admin_id()
+    other, _ = make_user("second", admin=True)
+    outcomes: dict[str, int] = {}
+
+    def demote(user_id: str) -> None:
+        try:
+            service.set_site_admin(user_id, False)
+            outcomes[user_id] = 200
+        except Unprocessable as refused:
+            outcomes[user_id] = refused.status
+
+    real_get = store.UserModel.get.__func__  # type: ignore[attr-defined]
+
+    def get(cls: Any, key: Any, *args: Any, **kwargs: Any) -> Any:
+        item = real_get(cls, key, *args, **kwargs)
+        if key == me and other not in outcomes:
+            demote(other)  # the other demotion, between this one's read and its write
+        return item
+
+    monkeypatch.setattr(store.UserModel, "get", classmethod(get))
+    demote(me)
+    if other not in outcomes:  # a setter that read nothing: the second call in turn
+        demote(other)
+    monkeypatch.undo()
+    assert outcomes == {other: 200, me: 422}
+    assert [(u.username, bool(u.is_site_admin)) for u in service.all_users()] == [
+        ("admin", True),
+        ("second", False),
+    ]
+    assert store.admin_count() == 1
+
+
+def test_the_count_of_active_admins_is_derived_once_for_existing_data(api: Api):
+    """Data from before the kept count has no count item: the backfill (or the first change
+    that needs it) counts the active site admins once (a suspended one does not count) and
+    never overwrites a count that exists. The item is no user."""
+    from chalicelib.core.api.errors import Unprocessable
+    from infrastructure.backfill import backfill_all
+
+    second, _ = make_user("second", admin=True)
+    third, _ = make_user("third", admin=True)
+    service.set_suspended(third, True)
+    counter = store.AdminCountModel(store.ADMIN_COUNT_KEY)
+    counter.delete()
+    assert backfill_all()["site admins"] == {"counted": 2}
+    assert backfill_all()["site admins"] == {"kept": 2}
+
+    counter.delete()  # the first change derives it
+    service.set_site_admin(second, False)
+    assert store.admin_count() == 1
+    with pytest.raises(Unprocessable):
+        service.set_site_admin(admin_id(), False)
+    counter.delete()  # a new site admin counts itself once the count is derived
+    make_user("fourth", admin=True)
+    assert store.admin_count() == 2
+    service.set_suspended(third, False)
+    assert store.admin_count() == 3
+
+    assert api.delete(f"{USERS}/{store.ADMIN_COUNT_KEY.replace('#', '%23')}").status == 404
+    assert "count#active-site-admins" not in [u.id for u in service.all_users()]
+    listed = api.get(USERS)
+    assert listed.json["meta"]["pagination"]["total-count"] == 4
 
 
 def test_delete_user_removes_tokens_memberships_and_username(api: Api):

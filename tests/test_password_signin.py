@@ -121,7 +121,7 @@ def test_the_bootstrap_admin_has_no_password_and_cannot_use_one(api: Api, clock:
     assert refused.status_code == 401 and WRONG in refused.text
 
 
-def test_five_failures_lock_the_account_even_for_the_right_password(
+def test_five_failures_lock_the_account_from_that_address_even_for_the_right_password(
     api: Api, clock: SimpleNamespace, monkeypatch: pytest.MonkeyPatch
 ):
     from chalicelib.accounts import passwords
@@ -162,6 +162,66 @@ def test_twenty_failures_lock_the_address(api: Api, clock: SimpleNamespace):
     # Counted per address: another source still signs Jane in, and 21 stays the count.
     assert signin.check("jane", PASSWORD, "198.51.100.7") is not None
     assert max(counters().values()) == 20
+
+
+def from_address(monkeypatch: pytest.MonkeyPatch, address: str) -> None:
+    """The source address API Gateway reports for the next requests of the test client."""
+    from chalice.local import LambdaEventConverter
+
+    monkeypatch.setattr(LambdaEventConverter, "LOCAL_SOURCE_IP", address)
+
+
+ATTACKER, OWNER = "203.0.113.9", "198.51.100.7"
+
+
+def test_five_wrong_passwords_from_one_address_do_not_keep_the_owner_out(
+    api: Api, clock: SimpleNamespace, monkeypatch: pytest.MonkeyPatch
+):
+    """Someone who knows the username guesses five wrong passwords from address A: the
+    owner, from address B, still signs in with the right password. A sixth try from A
+    is refused unchecked, the right password too (it used to lock the account from
+    everywhere for the rest of the window)."""
+    from chalicelib.accounts import passwords
+
+    make_user()
+    attacker, owner = Browser(api.client), Browser(api.client)
+    from_address(monkeypatch, ATTACKER)
+    for _ in range(5):
+        assert attempt(attacker, "jane", "not-the-password-1").status_code == 401
+    from_address(monkeypatch, OWNER)
+    signed = attempt(owner, "Jane", PASSWORD)
+    assert signed.status_code == 303, signed.text
+    assert any(c.startswith("tfe_registry_session=") for c in owner.last_set_cookies)
+
+    from_address(monkeypatch, ATTACKER)
+    checked: list[str] = []
+    real = passwords.verify
+    monkeypatch.setattr(passwords, "verify", lambda h, p: checked.append(p) or real(h, p))
+    for password in ("not-the-password-1", PASSWORD):
+        throttled = attempt(attacker, "jane@example.com", password)
+        assert throttled.status_code == 429 and "too many attempts" in throttled.text
+    assert checked == []
+    assert not any(c.startswith("tfe_registry_session=") for c in attacker.last_set_cookies)
+
+
+def test_the_address_bound_counts_an_ipv6_slash_64_as_one_address(
+    api: Api, clock: SimpleNamespace, monkeypatch: pytest.MonkeyPatch
+):
+    """One host holds a whole IPv6 /64: twenty failures from twenty of its addresses hit
+    the address bound (and five at one account its bound); another /64 is not held."""
+    make_user()
+    browser = Browser(api.client)
+    for n in range(20):
+        from_address(monkeypatch, f"2001:db8:1:2::{n + 1:x}")
+        assert attempt(browser, f"guess{n // 4}", "not-the-password-1").status_code == 401
+    from_address(monkeypatch, "2001:db8:1:2:ffff::1")
+    assert attempt(browser, "jane", PASSWORD).status_code == 429
+    for n in range(5):
+        from_address(monkeypatch, f"2001:db8:1:3::{n + 1:x}")
+        assert attempt(browser, "jane", "not-the-password-1").status_code == 401
+    assert attempt(browser, "jane", PASSWORD).status_code == 429
+    from_address(monkeypatch, "::ffff:192.0.2.1")  # IPv4-mapped: the IPv4 address
+    assert attempt(Browser(api.client), "jane", PASSWORD).status_code == 303
 
 
 def test_csrf_is_required(api: Api, clock: SimpleNamespace):

@@ -802,6 +802,108 @@ def test_site_admin_grants_follow_deactivation_and_group_deletion(api: Api, idp:
     assert instance_user(bootstrap.id).is_site_admin  # never granted by SCIM
 
 
+def test_scim_cannot_take_away_the_last_site_admin(api: Api, idp: Scim) -> None:
+    """The bootstrap admin steps down and leaves a SCIM-made site admin the only one: SCIM
+    deactivating or deleting it, or ending its grant (leaving the site-admin group,
+    deleting or unlinking that group, disabling SCIM) is a 422 that changes nothing. SCIM
+    used to take the flag (the setter did not check), leaving the site without an admin."""
+    from chalicelib.accounts import store as accounts_store
+    from chalicelib.core.auth import mint_token
+
+    boss = idp.user("boss@example.com")
+    admins = idp.group("admins", boss["id"])
+    assert api.patch(SETTINGS, body(**{"site-admin-group-scim-id": admins["id"]})).status == 200
+    ub = instance_id(boss)
+    boss_token = mint_token("user", ub)[1]
+    bootstrap = _admin().id
+    reply = api.as_(boss_token).post(f"{ADMIN}/users/{bootstrap}/actions/revoke_admin")
+    assert reply.status == 200, reply.json
+
+    def state() -> tuple[Any, ...]:
+        user = instance_user(ub)
+        return (
+            user.is_site_admin,
+            bool(user.suspended),
+            sorted(t.token_hash for t in tokens_of(ub)),
+            idp.get(f"/Users/{boss['id']}").json,
+            idp.get(f"/Groups/{admins['id']}").json,
+            api.as_(boss_token).get(SETTINGS).data["attributes"],
+        )
+
+    before = state()
+    for attempt in (
+        lambda: idp.patch(
+            f"/Users/{boss['id']}", {"op": "replace", "path": "active", "value": False}
+        ),
+        lambda: idp.put(f"/Users/{boss['id']}", {"userName": "boss@example.com", "active": False}),
+        lambda: idp.delete(f"/Users/{boss['id']}"),
+        lambda: idp.patch(
+            f"/Groups/{admins['id']}",
+            {"op": "remove", "path": "members", "value": [{"value": boss["id"]}]},
+        ),
+        lambda: idp.delete(f"/Groups/{admins['id']}"),
+    ):
+        error = scim_error(attempt(), 422)
+        assert "last site administrator" in error["detail"]
+        assert state() == before
+    for change in (body(**{"site-admin-group-scim-id": None}), None):
+        reply = api.as_(boss_token).call("PATCH" if change else "DELETE", SETTINGS, change)
+        assert reply.status == 422, reply.json
+        assert "last site administrator" in reply.error["detail"]
+        assert state() == before
+    assert accounts_store.admin_count() == 1
+
+
+def test_a_deactivated_user_cannot_sign_in_with_a_password(api: Api, idp: Scim) -> None:
+    """A user SCIM deactivated had its tokens deleted but could still sign in with a
+    password it had set (or reset one): deactivation now suspends, which every way in
+    refuses (``UserModel.may_sign_in``); reactivation lets the password work again."""
+    from chalicelib.accounts import passwords
+    from chalicelib.accounts.store import UserModel
+    from tests.test_password_signin import PASSWORD, attempt
+    from tests.web_browser import Browser
+
+    kim = idp.user("kim@example.com")
+    UserModel(instance_id(kim)).update(
+        actions=[UserModel.password_hash.set(passwords.hash_password(PASSWORD))]
+    )
+    assert attempt(Browser(api.client), "kim", PASSWORD).status_code == 303
+    idp.patch(f"/Users/{kim['id']}", {"op": "replace", "path": "active", "value": False})
+    refused = attempt(Browser(api.client), "kim", PASSWORD)
+    assert refused.status_code == 401, refused.status_code
+    idp.patch(f"/Users/{kim['id']}", {"op": "replace", "path": "active", "value": True})
+    assert attempt(Browser(api.client), "kim", PASSWORD).status_code == 303
+
+
+def test_deactivation_suspends_and_only_scims_suspension_is_lifted(api: Api, idp: Scim) -> None:
+    """Deactivating suspends the instance user (as TFE does): no sign-in of any kind
+    (``may_sign_in``); reactivating lifts it. A suspension a site admin made stays."""
+    kim = idp.user("kim@example.com")
+    kim_id = instance_id(kim)
+    active = {"op": "replace", "path": "active", "value": True}
+    inactive = {"op": "replace", "path": "active", "value": False}
+    assert idp.patch(f"/Users/{kim['id']}", inactive).status == 200
+    assert instance_user(kim_id).suspended and not instance_user(kim_id).may_sign_in
+    assert idp.patch(f"/Users/{kim['id']}", active).status == 200
+    assert not instance_user(kim_id).suspended and instance_user(kim_id).may_sign_in
+
+    assert api.post(f"{ADMIN}/users/{kim_id}/actions/suspend").status == 200
+    assert idp.patch(f"/Users/{kim['id']}", inactive).status == 200
+    assert idp.patch(f"/Users/{kim['id']}", active).status == 200
+    assert instance_user(kim_id).suspended  # the site admin's suspension stands
+    assert api.post(f"{ADMIN}/users/{kim_id}/actions/unsuspend").status == 200
+    assert idp.delete(f"/Users/{kim['id']}").status == 204
+    assert instance_user(kim_id).suspended
+    # provisioned again: the same instance user, SCIM's suspension lifted
+    assert instance_id(idp.user("kim@example.com")) == kim_id
+    assert not instance_user(kim_id).suspended
+    # an instance user a site admin deleted: SCIM deactivates and deletes its own record
+    gone = idp.user("gone@example.com")
+    assert api.delete(f"{ADMIN}/users/{instance_id(gone)}").status == 204
+    assert idp.patch(f"/Users/{gone['id']}", inactive).status == 200
+    assert idp.delete(f"/Users/{gone['id']}").status == 204
+
+
 # ----- no take-over of accounts SCIM did not provision; go-tfe v1.109.0's error texts -------
 # (admin_setting_scim_group_mapping_integration_test.go, admin_setting_scim_integration_test.go,
 # ported case by case)

@@ -413,6 +413,30 @@ def test_wrong_codes_are_throttled_even_before_a_right_one(
     assert counters()
 
 
+def test_wrong_codes_from_one_address_do_not_keep_the_owner_out(
+    api: Api, clock: SimpleNamespace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The code throttle follows the password's rule: five wrong codes from address A (a
+    thief who has the password) throttle A only; the owner signs in from B with the
+    password and a code; A stays throttled, the right code too."""
+    from tests.test_password_signin import ATTACKER, OWNER, from_address
+
+    user_id, secret, _ = enable_two_factor(api, clock)
+    clock.value += 30
+    from_address(monkeypatch, ATTACKER)
+    thief = start_sign_in(api)
+    for _ in range(5):
+        assert send_code(thief, "000000").status_code == 401
+    from_address(monkeypatch, OWNER)
+    owner = start_sign_in(api)
+    done = send_code(owner, code_at(secret, clock.value))
+    assert done.status_code == 303 and signed_in(owner)
+    from_address(monkeypatch, ATTACKER)
+    clock.value += 30
+    throttled = send_code(thief, code_at(secret, clock.value))
+    assert throttled.status_code == 429 and not signed_in(thief)
+
+
 def test_disabling_needs_the_password_or_a_code(api: Api, clock: SimpleNamespace) -> None:
     user_id, secret, _ = enable_two_factor(api, clock)
     clock.value += 30

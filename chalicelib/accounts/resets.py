@@ -74,7 +74,7 @@ def deliver(job: dict[str, Any]) -> None:
     there is one that may have one."""
     user = signin.find_user(str(job.get("login") or ""))
     sender = memberships.mail()
-    if user is None or user.suspended or not user.email or sender is None:
+    if user is None or not user.may_sign_in or not user.email or sender is None:
         log.info("password reset asked for no account that may have one")
         return
     try:
@@ -106,7 +106,7 @@ def open_link(token: str) -> UserModel | None:
     user = service.find_user(match.group(1))
     if user is None or user.reset_hash is None or user.reset_expires_at is None:
         return None
-    if user.suspended or user.reset_expires_at <= now():
+    if not user.may_sign_in or user.reset_expires_at <= now():
         return None
     if not hmac.compare_digest(user.reset_hash.encode(), hash_token(match.group(2)).encode()):
         return None

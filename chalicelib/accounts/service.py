@@ -76,7 +76,7 @@ class OrgAccess:
 
 
 def get_user(user_id: str) -> UserModel:
-    if user_id.startswith(store.CLAIM_PREFIX):  # a username claim, not a user
+    if not store.is_user_key(user_id):  # a username claim or the admin count, not a user
         raise NotFound(f"user {user_id} not found")
     try:
         return UserModel.get(user_id)
@@ -375,7 +375,7 @@ def bootstrap_admin(token: str | None, username: str = "admin") -> tuple[UserMod
     if user is None:
         user = create_user(username, f"{username}@localhost", site_admin=True)
     elif not user.is_site_admin:
-        user.update(actions=[UserModel.is_site_admin.set(True)])
+        set_site_admin(user.id, True)
     if token is not None:
         from chalicelib.core.auth import hash_token
 
@@ -892,10 +892,10 @@ def find_team(team_id: str) -> TeamModel | None:
 
 
 def set_site_admin(user_id: str, flag: bool) -> None:
-    """Grant or revoke the site-admin flag of an existing user."""
-    UserModel(user_id).update(
-        actions=[UserModel.is_site_admin.set(flag)], condition=UserModel.id.exists()
-    )
+    """Grant or revoke the site-admin flag of an existing user (404 when there is none).
+    Revoking it from the last active site admin is a 422 that changes nothing, whoever asks
+    (the admin API and pages, SCIM, SAML): ``_change_flags``."""
+    _change_flags(user_id, "demoted", admin=flag)
 
 
 def set_user_email(user_id: str, email: str) -> None:
@@ -981,14 +981,63 @@ def _users_of(entries: list[Any], known: dict[str, UserModel] | None = None) -> 
     return [found[e.id] for e in entries if e.id in found]
 
 
-def active_site_admin_ids() -> set[str]:
-    """The site admins who are not suspended: the site keeps at least one. One Query of the
-    ``user-directory`` index, whose entries carry both flags (never a scan of the users). A
-    user the index does not show yet (just changed, or not backfilled) is not counted: the
-    check can only refuse too much, never leave the site without an admin."""
-    admins = UserModel.is_site_admin == True  # noqa: E712 - a DynamoDB condition
-    entries = UserModel.user_directory.query(store.USER_DIRECTORY, filter_condition=admins)
-    return {entry.id for entry in entries if entry.is_site_admin and not entry.suspended}
+# A flag change reads the user again when another change of its flags got there first.
+_CHANGE_ATTEMPTS = 5
+
+
+def _change_flags(
+    user_id: str,
+    what: str,
+    *,
+    admin: bool | None = None,
+    suspended: bool | None = None,
+    delete: bool = False,
+    scim: bool = False,
+) -> UserModel | None:
+    """Set a user's site-admin flag (``admin``) or suspension (``suspended``), or delete it:
+    the one place either changes, so the one place the site keeps an active site admin.
+
+    The user is read (consistently), then written on the condition that its flags are still
+    as read, in one transaction with the kept count of active site admins when the change
+    makes one more or one fewer (``store.write_admin_change``: the count is decremented only
+    while it stays at 1 or more). Taking the last one away (``what``: demoted, suspended,
+    deleted) is a 422 that writes nothing, even when two such changes race: both may read
+    two admins, only one transaction passes. Returns the user as it was read (404: none).
+
+    ``scim``: SCIM suspends (or restores) the user, marking the suspension its own; it
+    leaves a suspension a site admin made, and lifts only its own (None: left alone). A
+    site admin's change makes the suspension theirs."""
+    for _ in range(_CHANGE_ATTEMPTS):
+        user = store.read_for_change(user_id) if store.is_user_key(user_id) else None
+        if user is None:
+            raise NotFound(f"user {user_id} not found")
+        if scim and (user.suspended if suspended else not user.suspended_by_scim):
+            return None  # suspended already, or not by SCIM: SCIM leaves it
+        admin_after = bool(user.is_site_admin) if admin is None else admin
+        suspended_after = bool(user.suspended) if suspended is None else suspended
+        actions: list[Action] | None = None
+        if not delete:
+            actions = [
+                UserModel.is_site_admin.set(admin_after),
+                UserModel.suspended.set(True) if suspended_after else UserModel.suspended.remove(),
+            ]
+            if suspended is not None:
+                marked = scim and suspended_after
+                by_scim = UserModel.suspended_by_scim
+                actions.append(by_scim.set(True) if marked else by_scim.remove())
+        outcome = store.write_admin_change(
+            user, actions, admin=admin_after, suspended=suspended_after
+        )
+        if outcome == "ok":
+            return user
+        if outcome == "last":
+            raise Unprocessable(
+                f"the last site administrator cannot be {what}: make another user a site "
+                "administrator first"
+            )
+        if outcome == "uncounted":
+            store.backfill_admin_count()
+    raise Conflict(f"user {user_id} changed meanwhile; try again")
 
 
 def _mark_suspended(token: TokenModel, flag: bool) -> None:
@@ -1001,24 +1050,27 @@ def _mark_suspended(token: TokenModel, flag: bool) -> None:
     verified.forget(token.token_hash)
 
 
-def set_suspended(user_id: str, flag: bool) -> None:
-    """Suspend (or restore) an existing user: the flag goes on the user, then on each of its
-    tokens, which ``core.auth`` refuses while it is set (web sessions too: they hold a token).
-    This instance forgets the tokens at once; others within ``token_cache_ttl`` seconds."""
-    action = UserModel.suspended.set(True) if flag else UserModel.suspended.remove()
-    UserModel(user_id).update(actions=[action], condition=UserModel.id.exists())
+def set_suspended(user_id: str, flag: bool, *, scim: bool = False) -> None:
+    """Suspend (or restore) an existing user (404 when there is none): the flag goes on the
+    user (``_change_flags``: suspending the last active site admin is a 422 that changes
+    nothing), then on each of its tokens, which ``core.auth`` refuses while it is set (web
+    sessions too: they hold a token). This instance forgets the tokens at once; others
+    within ``token_cache_ttl`` seconds. A suspended user may not sign in
+    (``UserModel.may_sign_in``). ``scim``: SCIM deactivates (or reactivates) the user: it
+    leaves a site admin's suspension alone and lifts only its own."""
+    if _change_flags(user_id, "suspended", suspended=flag, scim=scim) is None:
+        return
     for token in owned_tokens("user", user_id):
         _mark_suspended(token, flag)
 
 
-def is_suspended(user_id: str) -> bool:
-    """Whether a user is suspended (a sign-in must not mint it a token: it would be refused)."""
-    user = find_user(user_id)
-    return bool(user and user.suspended)
-
-
 def delete_user(user: UserModel) -> None:
-    """Delete a user: its tokens, its team memberships, its username claim, then itself."""
+    """Delete a user: the user item first (``_change_flags``: the last active site admin is
+    a 422 and nothing is deleted), then its tokens, its team memberships and its username
+    claim (a token left by a failure midway names a user that no longer exists: it reads
+    nothing)."""
+    deleted = _change_flags(user.id, "deleted", delete=True)
+    user = deleted or user
     for token in owned_tokens("user", user.id):
         token.delete()
     for ref in sorted(user.team_refs or ()):
@@ -1027,7 +1079,6 @@ def delete_user(user: UserModel) -> None:
             store.remove_team_members(team, [user.id])
     if store.user_id_of_name(user.username) == user.id:
         store.UsernameClaimModel(store.claim_key(user.username)).delete()
-    store.remove_user(user)
 
 
 def all_organizations() -> list[OrganizationModel]:

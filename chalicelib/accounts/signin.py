@@ -8,20 +8,38 @@
   (token-only, such as the bootstrap admin), it checks a dummy hash, so the time taken does
   not tell which. A suspended user is refused even with the right password. Every refusal is
   the same: the caller says "wrong username or password" and nothing else.
-* Throttle: at most ``ACCOUNT_LIMIT`` failed attempts per account and ``ADDRESS_LIMIT`` per
-  source address in a fixed ``WINDOW_SECONDS`` window, counted in the ``rate-limits`` table
-  (``core.data.counters``: one conditional UpdateItem each, expired by TTL). An attempt is
-  counted before the password is checked, so parallel guesses cannot overshoot the bound;
-  a successful one is taken back. Past the bound ``Throttled`` is raised without checking
-  the password (a right password is refused too until the window ends). An unknown login
-  is counted under a hash of its folded text: a password typed into the username field is
-  never stored.
+* Throttle: at most ``ACCOUNT_LIMIT`` failed attempts per account *from one source
+  address*, and ``ADDRESS_LIMIT`` per source address (every account together), in a fixed
+  ``WINDOW_SECONDS`` window, counted in the ``rate-limits`` table (``core.data.counters``:
+  one conditional UpdateItem each, expired by TTL). An attempt is counted before the
+  password is checked, so parallel guesses cannot overshoot the bound; a successful one is
+  taken back. Past a bound ``Throttled`` is raised without checking the password (a right
+  password is refused too, from that address, until the window ends). An unknown login is
+  counted under a hash of its folded text: a password typed into the username field is
+  never stored. An IPv6 source counts by its /64 (``source_key``): one host holds a whole
+  /64, and would otherwise get a fresh bound per address.
+* Why per account *and* address: counted per account alone, anyone who knows a username
+  could keep its owner out with five wrong passwords. Now those five lock only the
+  guesser's own address out of that account; the owner, from any other address, signs in
+  with the right password (and code).
+* No account-wide ceiling across addresses, on purpose. One would bring the lockout back:
+  a ceiling of N failures lets anyone with N / ``ACCOUNT_LIMIT`` addresses keep the owner
+  out, and addresses are cheap (a /64 counts as one here, but many IPv4 ones are still
+  easy to rent). What bounds distributed guessing instead: each address (or /64) gets
+  ``ACCOUNT_LIMIT`` guesses at an account and ``ADDRESS_LIMIT`` at all of them per window;
+  passwords are at least 10 characters and none of the common ones
+  (``passwords.check``), which leaves the guesses such a budget buys little hope; and
+  two-factor sign-in (``twofactor``), which no password guess passes, is the protection
+  for an account that needs more.
 * A signed-in user changing their password (``check_current``: the Account API and the
   account page) proves the current one under the same keys as signing in: wrong guesses
-  through a stolen token or session count with the account's failed sign-ins.
-* The same counters, under their own keys, bound the second step's codes (``check_code``:
-  per user and address, a recovery code included) and password reset requests
-  (``count_reset_request``: every request counts, each may send a mail).
+  through a stolen token or session count with the account's failed sign-ins from that
+  address.
+* The same counters, under their own keys, bound the second step's codes (``check_code``,
+  a recovery code included: per user from one address and per address, as passwords) and
+  password reset requests (``count_reset_request``: every request counts, each may send a
+  mail; per address, and per login from every address together, which bounds the mails a
+  mailbox gets: exhausting that bound delays a reset, it keeps no one from signing in).
 
 Nothing here logs the login text or the password.
 """
@@ -29,6 +47,7 @@ Nothing here logs the login text or the password.
 from __future__ import annotations
 
 import hashlib
+import ipaddress
 import logging
 import math
 import time
@@ -39,8 +58,8 @@ from chalicelib.core.data.counters import count_request, uncount
 
 log = logging.getLogger("registry.signin")
 
-ACCOUNT_LIMIT = 5
-ADDRESS_LIMIT = 20
+ACCOUNT_LIMIT = 5  # failed attempts at one account from one source address
+ADDRESS_LIMIT = 20  # failed attempts from one source address, every account together
 WINDOW_SECONDS = 15 * 60
 _TTL_GRACE_SECONDS = 60
 MAX_LOGIN_LENGTH = 256
@@ -89,22 +108,38 @@ def _window() -> tuple[int, int, Throttled]:
     return window, expires, Throttled(max(1, math.ceil((window + WINDOW_SECONDS - moment) / 60)))
 
 
+def source_key(source: str) -> str:
+    """How a source address is counted: an IPv4 address as it is, an IPv6 one by its /64
+    network (what one host or customer holds), anything else as it is."""
+    try:
+        address = ipaddress.ip_address(source)
+    except ValueError:
+        return source
+    if isinstance(address, ipaddress.IPv6Address):
+        if address.ipv4_mapped is not None:  # ::ffff:192.0.2.1 is 192.0.2.1
+            return str(address.ipv4_mapped)
+        return str(ipaddress.IPv6Network(f"{address}/64", strict=False))
+    return str(address)
+
+
 def _count_address(kind: str, source: str) -> str:
     """Count one attempt of ``kind`` from the source address (the key, to take back on
     success); ``Throttled`` past the bound."""
     window, expires, throttled = _window()
-    address_key = f"{kind}:ip:{source}#{window}"
+    address_key = f"{kind}:ip:{source_key(source)}#{window}"
     if count_request(address_key, ADDRESS_LIMIT, expires) is None:
         log.warning("%s throttled for a source address", kind)
         raise throttled
     return address_key
 
 
-def _count_account(kind: str, account: str, address_key: str) -> str:
-    """Count one attempt of ``kind`` for the account; past the bound the address's hit is
-    taken back (refused unchecked: not a failure of this address) and ``Throttled`` raised."""
+def _count_account(kind: str, account: str, source: str | None, address_key: str) -> str:
+    """Count one attempt of ``kind`` at the account from the source address; past the bound
+    the address's hit is taken back (refused unchecked: not a failure of this address) and
+    ``Throttled`` raised. ``source`` None: the account from every address together."""
     window, expires, throttled = _window()
-    account_key = f"{kind}:{account}#{window}"
+    where = f":ip:{source_key(source)}" if source is not None else ""
+    account_key = f"{kind}:{account}{where}#{window}"
     if count_request(account_key, ACCOUNT_LIMIT, expires) is None:
         uncount(address_key)
         log.warning("%s throttled for an account", kind)
@@ -117,9 +152,10 @@ def check(login: str, password: str, source: str) -> UserModel | None:
     every refusal). Raises ``Throttled`` past the bounds, before checking the password."""
     address_key = _count_address("password", source)
     user = find_user(login)
-    keys = address_key, _count_account("password", _account_key(login, user), address_key)
+    account = _account_key(login, user)
+    keys = address_key, _count_account("password", account, source, address_key)
     right = passwords.verify(user.password_hash if user else None, password)
-    if user is not None and right and not user.suspended:
+    if user is not None and right and user.may_sign_in:
         for key in keys:
             uncount(key)
         return user
@@ -132,7 +168,8 @@ def check_current(user: UserModel, password: str, source: str) -> bool:
     as a sign-in attempt of that account and address, taken back when right. Raises
     ``Throttled`` past the bounds, before checking the password."""
     address_key = _count_address("password", source)
-    keys = address_key, _count_account("password", _account_key("", user), address_key)
+    account = _account_key("", user)
+    keys = address_key, _count_account("password", account, source, address_key)
     if passwords.verify(user.password_hash, password):
         for key in keys:
             uncount(key)
@@ -145,9 +182,9 @@ def check_code(user_id: str, code: str, source: str) -> UserModel | None:
     """The second step: the user when ``code`` is a two-factor code (or recovery code) of
     theirs not used before, else None. Throttled as passwords are, per user and address."""
     address_key = _count_address("code", source)
-    keys = address_key, _count_account("code", "user:" + user_id, address_key)
+    keys = address_key, _count_account("code", "user:" + user_id, source, address_key)
     user = service.find_user(user_id)
-    if user is not None and not user.suspended and twofactor.verify(user, code):
+    if user is not None and user.may_sign_in and twofactor.verify(user, code):
         for key in keys:
             uncount(key)
         return user
@@ -156,6 +193,7 @@ def check_code(user_id: str, code: str, source: str) -> UserModel | None:
 
 
 def count_reset_request(login: str, source: str) -> None:
-    """A password reset asked for ``login``: counted per address and per login (every
-    request, not only failures: each sends a mail); ``Throttled`` past either bound."""
-    _count_account("reset", "login:" + _folded(login), _count_address("reset", source))
+    """A password reset asked for ``login``: counted per address and per login from every
+    address (every request, not only failures: each sends a mail, and the per-login bound
+    is the mailbox's); ``Throttled`` past either bound."""
+    _count_account("reset", "login:" + _folded(login), None, _count_address("reset", source))

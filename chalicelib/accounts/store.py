@@ -139,6 +139,9 @@ class UserModel(db.Model):
     scim_provisioned = BooleanAttribute(null=True)
     # Set while a site admin suspends the user: its tokens carry the flag too (core.auth).
     suspended = BooleanAttribute(null=True)
+    # Set while the suspension is SCIM's (its identity provider deactivated or deleted it):
+    # SCIM lifts only a suspension of its own (``accounts.service.set_suspended``).
+    suspended_by_scim = BooleanAttribute(null=True)
     # "<organization>/<team id>" for every team the user belongs to.
     team_refs = UnicodeSetAttribute(default=set)
     created_at = UTCDateTimeAttribute()
@@ -194,6 +197,15 @@ class UserModel(db.Model):
     reset_hash = UnicodeAttribute(null=True)
     reset_expires_at = UTCDateTimeAttribute(null=True)
 
+    @property
+    def may_sign_in(self) -> bool:
+        """Whether this user may sign in at all: the one rule every way in asks (a password,
+        a two-factor code, a reset link, SAML). A suspended user may not: a site admin
+        suspended it, or its identity provider deactivated or deleted it through SCIM (which
+        suspends, as TFE does); a deleted user has no item to ask. API tokens carry the
+        suspension themselves (``core.auth``)."""
+        return not self.suspended
+
     def two_factor(self) -> dict[str, bool]:
         """The ``two-factor`` attribute of a rendered user (TFE's shape)."""
         on = self.totp_secret is not None
@@ -218,6 +230,143 @@ class UsernameClaimModel(db.Model):
 
 def claim_key(username: str) -> str:
     return CLAIM_PREFIX + username.casefold()
+
+
+def is_user_key(key: str) -> bool:
+    """Whether ``key`` may name a user: the users table also holds the username claims and
+    the kept count of site admins (``AdminCountModel``)."""
+    return not key.startswith(CLAIM_PREFIX) and key != ADMIN_COUNT_KEY
+
+
+# ----- the kept count of active site admins ---------------------------------------------------
+
+ADMIN_COUNT_KEY = "count#active-site-admins"
+
+
+class AdminCountModel(db.Model):
+    """The number of active site admins (``is_site_admin`` and not ``suspended``): one item
+    of the users table, keyed ``ADMIN_COUNT_KEY`` (no user id has that form; it carries no
+    username, directory nor email key, so no index and no user scan shows it). It lives
+    with the users so that every function that writes users may write it, in the same
+    transaction as the user's change.
+
+    The site keeps one active site admin at least: every write that makes a user stop
+    being one (demotion, suspension, deletion, by any path) decrements it on the condition
+    that it stays at 1 or more, in one TransactWriteItems with the user's change, itself
+    conditioned on the flags it was read with (``write_admin_change``). Two demotions
+    racing each other cannot both pass: DynamoDB serializes the two transactions on the
+    counter, and the second one's condition fails. A write that makes a user an active
+    site admin increments it, on the condition that it exists.
+
+    Data written before it has no counter: the first write that needs it (or ``python -m
+    infrastructure.backfill``) counts the active site admins once (a consistent Scan of the
+    users, ``backfill_admin_count``) and puts it only if it is still absent."""
+
+    Meta = db.table("users")
+
+    id = UnicodeAttribute(hash_key=True)
+    admins = NumberAttribute()
+
+
+def _active_admin(user: UserModel) -> bool:
+    return bool(user.is_site_admin) and not user.suspended
+
+
+def _flags_as_read(user: UserModel) -> Any:
+    """The condition that the user exists and its two flags are still as ``user`` has them."""
+    admin = (
+        UserModel.is_site_admin == True  # noqa: E712 - a DynamoDB condition
+        if user.is_site_admin
+        else UserModel.is_site_admin.does_not_exist() | (UserModel.is_site_admin == False)  # noqa: E712
+    )
+    suspended = (
+        UserModel.suspended == True  # noqa: E712
+        if user.suspended
+        else UserModel.suspended.does_not_exist() | (UserModel.suspended == False)  # noqa: E712
+    )
+    return UserModel.id.exists() & admin & suspended
+
+
+def _count_admins(tx: TransactWrite, delta: int) -> None:
+    """Change the kept count inside ``tx``: a decrement only while it stays at 1 or more,
+    an increment only once the count exists (``backfill_admin_count``)."""
+    counter = AdminCountModel(ADMIN_COUNT_KEY)
+    condition = AdminCountModel.admins > 1 if delta < 0 else AdminCountModel.admins.exists()
+    tx.update(counter, actions=[AdminCountModel.admins.add(delta)], condition=condition)
+
+
+def admin_count() -> int | None:
+    """The kept number of active site admins (None: not derived yet), read consistently."""
+    try:
+        return int(AdminCountModel.get(ADMIN_COUNT_KEY, consistent_read=True).admins)
+    except AdminCountModel.DoesNotExist:
+        return None
+
+
+def backfill_admin_count() -> dict[str, int]:
+    """Count the active site admins (a consistent Scan of the users: once per deployment)
+    and put the count unless one exists already (then it is kept: transactions keep it
+    exact from then on). Idempotent; also run by the first write that needs the count."""
+    kept = admin_count()
+    if kept is not None:
+        return {"kept": kept}
+    admins = UserModel.is_site_admin == True  # noqa: E712 - a DynamoDB condition
+    found = UserModel.scan(
+        filter_condition=admins & UserModel.username.exists(), consistent_read=True
+    )
+    counted = sum(1 for user in found if _active_admin(user))
+    try:
+        AdminCountModel(ADMIN_COUNT_KEY, admins=counted).save(
+            condition=AdminCountModel.id.does_not_exist()
+        )
+    except PutError as exc:  # another instance derived it first: that one stands
+        if not db.conditional_failure(exc):
+            raise
+        return {"kept": admin_count() or 0}
+    return {"counted": counted}
+
+
+def read_for_change(user_id: str) -> UserModel | None:
+    """The user as a flag change reads it (consistently: its condition is what it read)."""
+    try:
+        return UserModel.get(user_id, consistent_read=True)
+    except UserModel.DoesNotExist:
+        return None
+
+
+def write_admin_change(
+    user: UserModel, actions: list[Action] | None, *, admin: bool, suspended: bool
+) -> str:
+    """Change a user read by ``read_for_change`` so that its flags become ``admin`` and
+    ``suspended`` (``actions`` sets them; None deletes the user, with its place in the kept
+    count of users), in one transaction with the kept count of active site admins when the
+    change makes it one more or one fewer.
+
+    ``"ok"``; ``"changed"``: the user is gone or its flags are no longer as read (read it
+    again); ``"last"``: it is the last active site admin (nothing written); ``"uncounted"``:
+    the count is not derived yet (``backfill_admin_count``, then again)."""
+    active_after = admin and not suspended and actions is not None
+    delta = int(active_after) - int(_active_admin(user))
+    try:
+        with TransactWrite(connection=db.connection()) as tx:
+            if actions is None:
+                tx.delete(user, condition=_flags_as_read(user))
+            else:
+                tx.update(user, actions=actions, condition=_flags_as_read(user))
+            if delta:
+                _count_admins(tx, delta)
+            if actions is None:
+                lists.count_update(tx, USER_DIRECTORY, lists.ALL, -1)
+    except TransactWriteError as exc:  # sent as: the user, the admin count, the user count
+        codes = db.cancellation_codes(exc) + [None, None]
+        if codes[0] == db.TRANSACTION_CONDITION_FAILED:
+            return "changed"
+        if delta and codes[1] == db.TRANSACTION_CONDITION_FAILED:
+            return "last" if delta < 0 and admin_count() is not None else "uncounted"
+        raise
+    finally:
+        _users.forget(user.id)
+    return "ok"
 
 
 def user_id_of_name(username: str) -> str | None:
@@ -349,16 +498,24 @@ def insert_user(user: UserModel) -> bool:
     """Claim the username and put the new user, in one transaction; False when the username
     is taken in any case. Its id is freshly minted, so a taken id is an error."""
     claim = UsernameClaimModel(claim_key(user.username), user_id=user.id)
-    try:
-        with TransactWrite(connection=db.connection()) as tx:
-            tx.save(claim, condition=UsernameClaimModel.id.does_not_exist())
-            tx.save(user, condition=UserModel.id.does_not_exist())
-            lists.count_update(tx, USER_DIRECTORY, lists.ALL, 1)
-    except TransactWriteError as exc:  # sent as: put claim, put user, count
-        if db.cancellation_codes(exc)[:1] == [db.TRANSACTION_CONDITION_FAILED]:
-            return False
-        raise
-    return True
+    for _ in range(2):  # a new active site admin counts itself: once the count exists
+        try:
+            with TransactWrite(connection=db.connection()) as tx:
+                tx.save(claim, condition=UsernameClaimModel.id.does_not_exist())
+                tx.save(user, condition=UserModel.id.does_not_exist())
+                lists.count_update(tx, USER_DIRECTORY, lists.ALL, 1)
+                if _active_admin(user):
+                    _count_admins(tx, 1)
+        except TransactWriteError as exc:  # sent as: claim, user, user count, admin count
+            codes = db.cancellation_codes(exc)
+            if codes[:1] == [db.TRANSACTION_CONDITION_FAILED]:
+                return False
+            if codes[3:4] == [db.TRANSACTION_CONDITION_FAILED]:
+                backfill_admin_count()
+                continue
+            raise
+        return True
+    raise RuntimeError("the count of active site admins could not be derived")
 
 
 def user_ids_with_email(email: str, limit: int = 2) -> list[str]:
@@ -468,19 +625,6 @@ def backfill_email_keys() -> dict[str, int]:
             if not db.conditional_failure(exc):
                 raise
     return report
-
-
-def remove_user(user: UserModel) -> None:
-    """Delete a user item and count it out of the kept count, in one transaction (a user
-    deleted meanwhile is left alone: counted out once)."""
-    try:
-        with TransactWrite(connection=db.connection()) as tx:
-            tx.delete(user, condition=UserModel.id.exists())
-            lists.count_update(tx, USER_DIRECTORY, lists.ALL, -1)
-    except TransactWriteError as exc:
-        if db.TRANSACTION_CONDITION_FAILED not in db.cancellation_codes(exc):
-            raise
-    _users.forget(user.id)
 
 
 def user_count() -> int | None:

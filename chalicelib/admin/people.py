@@ -4,8 +4,9 @@
 Users: lists with search and filters, delete, suspend, unsuspend, grant and revoke the
 site-admin flag, disable two-factor sign-in. The site keeps one active (not suspended)
 site admin at least: removing, demoting or suspending the last one is a 422 that changes
-nothing. Suspending flags the
-user and its tokens (``accounts.service.set_suspended``); ``core.auth`` refuses them.
+nothing, a rule the accounts service keeps in its setters for every caller
+(``accounts.service.set_site_admin``, ``set_suspended``, ``delete_user``). Suspending flags
+the user and its tokens; ``core.auth`` refuses them.
 
 Organizations: lists, the admin attributes and module sharing (module consumers, global
 module sharing), which the registry protocol reads (``accounts.service.shares_modules_with``).
@@ -65,21 +66,12 @@ def organizations_of(user: UserModel) -> list[str]:
     return sorted({ref.split("/", 1)[0] for ref in user.team_refs or ()})
 
 
-def _keep_an_admin(user: UserModel, what: str) -> None:
-    """422 when ``user`` is the last active site admin (the site would have none)."""
-    if user.is_site_admin and not user.suspended and accounts.active_site_admin_ids() <= {user.id}:
-        raise Unprocessable(f"the last site administrator cannot be {what}")
-
-
 def delete_user(user_id: str) -> None:
-    user = accounts.get_user(user_id)
-    _keep_an_admin(user, "deleted")
-    accounts.delete_user(user)
+    accounts.delete_user(accounts.get_user(user_id))
 
 
 def suspend(user_id: str) -> UserModel:
     user = accounts.get_user(user_id)
-    _keep_an_admin(user, "suspended")
     accounts.set_suspended(user.id, True)
     return accounts.get_user(user.id)
 
@@ -98,7 +90,6 @@ def grant_admin(user_id: str) -> UserModel:
 
 def revoke_admin(user_id: str) -> UserModel:
     user = accounts.get_user(user_id)
-    _keep_an_admin(user, "demoted")
     accounts.set_site_admin(user.id, False)
     return accounts.get_user(user.id)
 

@@ -8,9 +8,15 @@ identity provider pushes, and the teams that follow a group.
 * A provisioned user is a user of the instance: its username is the SCIM ``userName`` made
   valid (``jane.doe@example.com`` -> ``jane-doe``, numbered when taken), and an existing
   user with that username and the same email is linked instead of duplicated. Deactivating
-  (``active: false``) or deleting a SCIM user deletes every API token of that user and takes
-  it out of linked teams and of the site-admin group's grant; the instance user record stays
-  (what it published keeps an author), without a way in.
+  (``active: false``) or deleting a SCIM user suspends the instance user, as TFE does (no
+  sign-in of any kind: ``UserModel.may_sign_in``), deletes every API token of that user and
+  takes it out of linked teams and of the site-admin group's grant; the instance user
+  record stays (what it published keeps an author). Reactivating it (or provisioning it
+  again) lifts that suspension, never one a site admin made.
+* The site keeps an active site admin: deactivating or deleting the last one, or taking
+  the flag SCIM gave the last one (leaving the site-admin group, deleting or changing that
+  group, disabling SCIM), is a 422 (``accounts.service``'s setters keep the rule), made
+  before SCIM writes anything of that request.
 * A team linked to a group has exactly the group's active members, kept so on every change
   the identity provider makes (unless the link's sync is paused; resuming reconciles). The
   owners team cannot be linked, nor can the site-admin group.
@@ -20,10 +26,11 @@ identity provider pushes, and the teams that follow a group.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -120,6 +127,10 @@ def update_settings(changes: dict[str, Any]) -> ScimSettingsModel:
                     "names a group linked to a team: unlink it from its teams first",
                 )
         group_changed = group_id != item.site_admin_group_id
+        if group_changed:  # first: the last active site admin's grant is a 422
+            _take_back_grants(
+                u for u in store.all_users() if group_id not in (u.group_ids or set())
+            )
         item.site_admin_group_id = group_id
     if enabled is not None:
         item.enabled = enabled
@@ -141,12 +152,12 @@ def disable() -> ScimSettingsModel:
     not): SCIM tokens, groups (their teams are unlinked and keep their members, the
     site-admin group is forgotten and the flags it gave are taken back) and SCIM users go;
     the instance users stay, with their tokens."""
+    users = store.all_users()
+    _take_back_grants(users)  # first: the last active site admin's is a 422
     item = store.load_settings()
     item.enabled, item.paused, item.site_admin_group_id = False, False, None
     store.save_versioned(item)
-    for user in store.all_users():
-        if user.granted_site_admin:
-            accounts.set_site_admin(user.user_id, False)
+    for user in users:
         user.delete()
     for group in store.all_groups():
         for mapping in store.mappings_of_group(group.id):
@@ -371,8 +382,11 @@ def create_user(body: Any) -> ScimUserModel:
         created_at=moment,
         updated_at=moment,
     )
+    protected = _protected(user)
+    if not protected:  # SCIM's own suspension follows active (a linked user may have one)
+        _suspend(user, not active)
     user.save(condition=ScimUserModel.id.does_not_exist())
-    if not active and not _protected(user):
+    if not active and not protected:
         accounts.revoke_user_tokens(user.user_id)
     return user
 
@@ -387,6 +401,9 @@ def _write_user(
     _check_attributes(attrs)
     was_active = user.active
     email_before = _primary_email(user.user_name, user.attributes or {})
+    if was_active and not active and not _protected(user):
+        # First: the last active site admin is a 422 before anything is written.
+        _suspend(user, True)
     actions: list[Action] = [
         ScimUserModel.user_name.set(user_name),
         ScimUserModel.user_name_lower.set(user_name.lower()),
@@ -405,6 +422,8 @@ def _write_user(
         accounts.set_user_email(user.user_id, email)
     if was_active and not active and not protected:
         accounts.revoke_user_tokens(user.user_id)
+    if active and not was_active:
+        _suspend(user, False)
     if was_active != active:
         _sync_user_everywhere(user)
     return user
@@ -505,10 +524,13 @@ def _element_from_filter(node: Any) -> dict[str, Any]:
 
 
 def delete_user(scim_id: str) -> None:
-    """Deprovision: the user's API tokens are deleted, it leaves its groups (and so their
-    linked teams) and any site-admin grant SCIM gave it; the instance user record stays."""
+    """Deprovision: the instance user is suspended (SCIM's suspension) and its API tokens
+    deleted, it leaves its groups (and so their linked teams) and any site-admin grant SCIM
+    gave it; the instance user record stays."""
     user = get_user(scim_id)
     if not _protected(user):
+        # First: the last active site admin is a 422 before anything is written.
+        _suspend(user, True)
         accounts.revoke_user_tokens(user.user_id)
     groups = store.groups_by_ids(set(user.group_ids or ()))
     for group in groups:
@@ -636,6 +658,8 @@ def _write_group(
     ]
     if added:
         actions.append(ScimGroupModel.member_ids.add(added))
+    if removed and store.load_settings().site_admin_group_id == group.id:
+        _take_back_grants(store.users_by_ids(removed))  # first: the last admin's is a 422
     renamed = display != group.display_name
     group.update(actions=actions)
     if removed:  # DynamoDB takes one action per attribute and update
@@ -719,11 +743,13 @@ def delete_group(scim_id: str) -> None:
     """Delete the group: its teams are unlinked (keeping the members they have), and when it
     was the site-admin group, the admins it granted lose the flag."""
     group = get_group(scim_id)
+    item = store.load_settings()
+    was_admin_group = item.site_admin_group_id == group.id
+    if was_admin_group:  # first: the last active site admin's grant is a 422
+        _take_back_grants(store.users_by_ids(set(group.member_ids or ())))
     for mapping in store.mappings_of_group(group.id):
         mapping.delete()
         accounts.set_team_scim_link(mapping.team_id, None)
-    item = store.load_settings()
-    was_admin_group = item.site_admin_group_id == group.id
     if was_admin_group:
         item.site_admin_group_id = None
         store.save_versioned(item)
@@ -810,7 +836,26 @@ def _sync_site_admin(user: ScimUserModel, item: ScimSettingsModel) -> None:
             accounts.set_site_admin(user.user_id, True)
             _mark_granted(user, True)
     elif not should and user.granted_site_admin:
-        accounts.set_site_admin(user.user_id, False)
+        _take_back_grants([user])
+
+
+def _suspend(user: ScimUserModel, flag: bool) -> None:
+    """Suspend (or restore) the instance user as SCIM (``accounts.set_suspended``: the last
+    active site admin is a 422; SCIM lifts only its own suspension). An instance user a
+    site admin deleted has nothing to suspend."""
+    with contextlib.suppress(NotFound):
+        accounts.set_suspended(user.user_id, flag, scim=True)
+
+
+def _take_back_grants(users: Iterable[ScimUserModel]) -> None:
+    """Take back the site-admin flag SCIM gave these users (``accounts.set_site_admin``:
+    the last active site admin's is a 422). Called first in a request that ends grants, so
+    a refusal comes before SCIM writes anything else. A user deleted meanwhile has no flag."""
+    for user in users:
+        if not user.granted_site_admin:
+            continue
+        with contextlib.suppress(NotFound):
+            accounts.set_site_admin(user.user_id, False)
         _mark_granted(user, False)
 
 
