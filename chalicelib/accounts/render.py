@@ -206,9 +206,20 @@ def scim_enabled() -> bool:
     return found
 
 
-def is_scim_managed(user: UserModel) -> bool:
-    """A user SCIM provisioned, while SCIM is enabled (SCIM's settings read only for them)."""
-    return bool(user.scim_provisioned) and scim_enabled()
+def scim_attributes(user: UserModel | None) -> dict[str, Any]:
+    """TFE's SCIM attributes of a user (``None``: a token's service user). While SCIM is
+    off they are absent, not false (go-tfe reads them as nil: TestUsersReadCurrent "with no
+    scim attributes"); while it is on, ``is-scim-managed`` says whether SCIM provisioned the
+    user, and for those ``scim-username`` and ``scim-updated-at`` are SCIM's userName and
+    when SCIM last wrote the user (TestAdminUsers_List "with scim attributes")."""
+    if not scim_enabled():
+        return {}
+    managed = user is not None and bool(user.scim_provisioned)
+    return {
+        "is-scim-managed": managed,
+        "scim-username": user.scim_username if user is not None and managed else None,
+        "scim-updated-at": iso(user.scim_updated_at) if user is not None and managed else None,
+    }
 
 
 def avatar_url(name: str, key: str) -> str:
@@ -240,7 +251,7 @@ def render_user(user: UserModel, *, private: bool = True) -> dict[str, Any]:
             "is-service-account": False,
             "is-site-admin": user.is_site_admin,
             "is-admin": user.is_site_admin,
-            "is-scim-managed": is_scim_managed(user),
+            **scim_attributes(user),
             "avatar-url": avatar_url(user.username, user.id),
             "two-factor": user.two_factor(),
             "v2-only": False,
@@ -267,7 +278,7 @@ def render_service_account(principal: Principal) -> dict[str, Any]:
             "is-service-account": True,
             "is-site-admin": False,
             "is-admin": False,
-            "is-scim-managed": False,
+            **scim_attributes(None),
             "avatar-url": avatar_url(username, principal.id),
             "two-factor": {"enabled": False, "verified": False},
             "v2-only": True,

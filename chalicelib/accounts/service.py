@@ -900,6 +900,17 @@ def set_user_email(user_id: str, email: str) -> None:
     )
 
 
+def set_scim_identity(user_id: str, scim_username: str) -> None:
+    """What SCIM last wrote of an existing user: its SCIM userName, and now."""
+    UserModel(user_id).update(
+        actions=[
+            UserModel.scim_username.set(scim_username),
+            UserModel.scim_updated_at.set(now()),
+        ],
+        condition=UserModel.id.exists(),
+    )
+
+
 def revoke_user_tokens(user_id: str) -> int:
     """Delete every API token of a user (a deprovisioned user keeps no way in)."""
     tokens = list(owned_tokens("user", user_id))

@@ -137,6 +137,10 @@ class UserModel(db.Model):
     is_site_admin = BooleanAttribute(default=False)
     # Set on the users SCIM provisioned (chalicelib.scim): only those may it link again.
     scim_provisioned = BooleanAttribute(null=True)
+    # SCIM's userName for the user and when SCIM last wrote it (``scim-username``,
+    # ``scim-updated-at``), kept by chalicelib.scim through ``service.set_scim_identity``.
+    scim_username = UnicodeAttribute(null=True)
+    scim_updated_at = UTCDateTimeAttribute(null=True)
     # Set while a site admin suspends the user: its tokens carry the flag too (core.auth).
     suspended = BooleanAttribute(null=True)
     # "<organization>/<team id>" for every team the user belongs to.

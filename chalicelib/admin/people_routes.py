@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from chalice import Blueprint, Response
 
-from chalicelib.accounts.render import avatar_url
+from chalicelib.accounts.render import avatar_url, scim_attributes
 from chalicelib.admin import people
 from chalicelib.admin.service import require_site_admin
 from chalicelib.core.api.http import Ctx, route
@@ -63,6 +63,7 @@ def render_admin_user(user: UserModel) -> dict[str, Any]:
             "is-suspended": bool(user.suspended),
             "is-service-account": False,
             "two-factor": user.two_factor(),
+            **scim_attributes(user),
         },
         relationships={"organizations": _organization_ids(people.organizations_of(user))},
     )
