@@ -385,7 +385,7 @@ def _filter_list(ctx: Ctx, name: str, allowed: tuple[str, ...] | None = None) ->
         *PAGE,
         Param("q", "a part of the email or username (any case)"),
         Param("filter[email]", "email addresses, comma-separated"),
-        Param("filter[status]", "invited or active"),
+        Param("filter[status]", "invited, active, or inactive (every one not yet active)"),
     ),
 )
 def list_organization_memberships(ctx: Ctx, organization_name: str) -> Response:
