@@ -368,6 +368,51 @@ def test_list_show_update_and_filter_organizations(api: Api):
     assert producers[0]["attributes"]["global-module-sharing"] is True
 
 
+def test_go_tfe_admin_organizations_update(api: Api):
+    """go-tfe admin_organization_integration_test.go, TestAdminOrganizations_Update "fetches
+    and updates organization": access-beta-tools true, global-module-sharing false,
+    is-disabled false, both worker timeouts "24h", terraform-worker-sudo-enabled true, each
+    echoed back, and workspace-limit nil by default; then global-module-sharing and
+    is-disabled true with workspace-limit 42; then both false with workspace-limit 0 (0, not
+    nil). go-tfe v1.109.0's AdminOrganization also names the timeouts ``apply-timeout`` and
+    ``plan-timeout``: sent under those names they are the same two values, shown under both;
+    the two names of one timeout given different values are a 422 that changes nothing."""
+    make_org(api, "acme")
+    assert api.get(f"{ORGS}/acme").data["attributes"]["workspace-limit"] is None
+    first = {
+        "access-beta-tools": True,
+        "global-module-sharing": False,
+        "is-disabled": False,
+        "apply-timeout": "24h",
+        "plan-timeout": "24h",
+        "terraform-worker-sudo-enabled": True,
+    }
+    reply = api.patch(f"{ORGS}/acme", doc("organizations", **first))
+    assert reply.status == 200, reply.json
+    attributes = reply.data["attributes"]
+    for name, value in first.items():
+        assert attributes[name] == value, name
+    assert attributes["terraform-build-worker-apply-timeout"] == "24h"
+    assert attributes["terraform-build-worker-plan-timeout"] == "24h"
+    assert attributes["workspace-limit"] is None
+    for limit, flag in ((42, True), (0, False)):
+        changes = {"global-module-sharing": flag, "is-disabled": flag, "workspace-limit": limit}
+        reply = api.patch(f"{ORGS}/acme", doc("organizations", **changes))
+        assert reply.status == 200, reply.json
+        assert {k: reply.data["attributes"][k] for k in changes} == changes
+
+    before = api.get(f"{ORGS}/acme").data
+    both = {"plan-timeout": "1h", "terraform-build-worker-plan-timeout": "2h", "is-disabled": True}
+    reply = api.patch(f"{ORGS}/acme", doc("organizations", **both))
+    assert (
+        reply.status == 422 and reply.error["source"]["pointer"] == "/data/attributes/plan-timeout"
+    )
+    assert api.get(f"{ORGS}/acme").data == before
+    same = {"plan-timeout": "90m", "terraform-build-worker-plan-timeout": "90m"}
+    reply = api.patch(f"{ORGS}/acme", doc("organizations", **same))
+    assert reply.status == 200 and reply.data["attributes"]["plan-timeout"] == "90m"
+
+
 def test_bad_organization_updates_are_422_and_change_nothing(api: Api):
     make_org(api, "acme")
     make_org(api, "beta")

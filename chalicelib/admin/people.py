@@ -37,6 +37,13 @@ ORGANIZATION_DEFAULTS: dict[str, Any] = {
     "terraform-worker-sudo-enabled": False,
     "workspace-limit": None,
 }
+# go-tfe's AdminOrganization reads and sends the worker timeouts under both these names
+# (``apply-timeout``/``plan-timeout`` and the older ``terraform-build-worker-*``): one value
+# each, stored under the older name and shown under both.
+TIMEOUT_ALIASES = {
+    "apply-timeout": "terraform-build-worker-apply-timeout",
+    "plan-timeout": "terraform-build-worker-plan-timeout",
+}
 
 
 def _flag(query: dict[str, str], name: str) -> bool | None:
@@ -121,7 +128,8 @@ def get_organization(name: str) -> OrganizationModel:
 
 
 def organization_values(org: OrganizationModel) -> dict[str, Any]:
-    return {**ORGANIZATION_DEFAULTS, **(org.admin_values or {})}
+    values = {**ORGANIZATION_DEFAULTS, **(org.admin_values or {})}
+    return {**values, **{alias: values[name] for alias, name in TIMEOUT_ALIASES.items()}}
 
 
 def list_organizations(query: dict[str, str]) -> list[OrganizationModel]:
@@ -146,6 +154,13 @@ def is_module_producer(org: OrganizationModel) -> bool:
 def update_organization(name: str, changes: dict[str, Any]) -> OrganizationModel:
     """Store the attributes a request sets (kebab names, nulls dropped)."""
     org = get_organization(name)
+    for alias, stored in TIMEOUT_ALIASES.items():
+        value = changes.pop(alias, None)
+        if value is not None and changes.setdefault(stored, value) != value:
+            raise Unprocessable(
+                f"{alias} and {stored} are the same timeout: give one value",
+                pointer=f"/data/attributes/{alias}",
+            )
     sharing = changes.pop("global-module-sharing", None)
     accounts.set_organization_admin_values(org, changes, sharing)
     return get_organization(name)
