@@ -117,6 +117,19 @@ def organization_memberships(organization: str) -> list[Membership]:
     return sorted(found.values(), key=lambda m: (m.email.lower(), m.id))
 
 
+def invitations_by_team(organization: str) -> dict[str, list[Membership]]:
+    """The organization's invitations not yet accepted, by the ids of the teams they put
+    their person on: TFE lists them among those teams' organization memberships (go-tfe's
+    TestTeamMembersAddByOrganizationMembers adds an invitation to a team and finds it
+    there). One Query of the organization's invitations."""
+    found: dict[str, list[Membership]] = {}
+    for item in MembershipModel.by_organization.query(organization):
+        if item.status == "invited":
+            for team_id in sorted(item.team_ids or ()):
+                found.setdefault(team_id, []).append(_of_item(item))
+    return found
+
+
 def readable(principal: Principal, organization: str) -> service.OrgAccess:
     return service.organization_access(principal, organization)
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
@@ -83,7 +83,11 @@ def render_entitlement_set(org: OrganizationModel) -> dict[str, Any]:
     return resource("entitlement-sets", org.external_id, dict(ENTITLEMENTS))
 
 
-def render_team(team: TeamModel, rights: OrgAccess | None = None) -> dict[str, Any]:
+def render_team(
+    team: TeamModel, rights: OrgAccess | None = None, invited: Sequence[str] = ()
+) -> dict[str, Any]:
+    """``invited``: the ids of the invitations, not yet accepted, that put their person on
+    the team (listed after the members' memberships)."""
     owner = bool(rights and rights.is_owner)
     members = sorted(team.user_ids or ())
     return resource(
@@ -114,6 +118,7 @@ def render_team(team: TeamModel, rights: OrgAccess | None = None) -> dict[str, A
                     {"id": membership_id(team.organization, u), "type": "organization-memberships"}
                     for u in members
                 ]
+                + [{"id": i, "type": "organization-memberships"} for i in invited]
             },
             "authentication-token": to_one("authentication-tokens", team.token_id),
         },

@@ -185,9 +185,14 @@ TEAM_USERS = TEAM + "/relationships/users"
 TEAM_INCLUDES = ("users", "organization-memberships")
 
 
-def _team_includers(ctx: Ctx, rights: service.OrgAccess) -> dict[str, Includer]:
+def _team_includers(
+    ctx: Ctx,
+    rights: service.OrgAccess,
+    invited: dict[str, list[memberships.Membership]] | None = None,
+) -> dict[str, Includer]:
     """``users`` and ``organization-memberships`` of teams: both are the teams' members,
-    read once. A user's email shows to them and site admins (as ``GET /users/:id``); a
+    read once, and ``invited`` (``memberships.invitations_by_team``) the invitations on
+    them. A user's email shows to them and site admins (as ``GET /users/:id``); a
     membership's to the organization's owners and the member."""
     loaded: list[list[UserModel]] = []
 
@@ -212,6 +217,7 @@ def _team_includers(ctx: Ctx, rights: service.OrgAccess) -> dict[str, Includer]:
             if found
             else {}
         )
+        pending = {m.id: m for t in teams for m in (invited or {}).get(t.id, ())}
         return [
             render_organization_membership(
                 organizations[u.id],
@@ -220,7 +226,7 @@ def _team_includers(ctx: Ctx, rights: service.OrgAccess) -> dict[str, Includer]:
                 hidden_teams=hidden[organizations[u.id]],
             )
             for u in found
-        ]
+        ] + [_membership(ctx, m, rights) for m in pending.values()]
 
     return {"users": users, "organization-memberships": memberships}
 
@@ -228,8 +234,10 @@ def _team_includers(ctx: Ctx, rights: service.OrgAccess) -> dict[str, Includer]:
 def _team_document(
     ctx: Ctx, team: TeamModel, rights: service.OrgAccess, status: int = 200
 ) -> Response:
-    included = ctx.included([team], _team_includers(ctx, rights))
-    return document(render_team(team, rights), status, included=included)
+    invited = memberships.invitations_by_team(team.organization)
+    included = ctx.included([team], _team_includers(ctx, rights, invited))
+    ids = [m.id for m in invited.get(team.id, ())]
+    return document(render_team(team, rights, ids), status, included=included)
 
 
 @route(
@@ -244,8 +252,12 @@ def list_teams(ctx: Ctx, organization_name: str) -> Response:
     names = [n for n in names_filter.split(",") if n] if names_filter else None
     found, total = service.page_teams(ctx.user, organization_name, names, ctx.page())
     rights = service.access(ctx.user, organization_name)
-    render = lambda t: render_team(t, rights)  # noqa: E731
-    return _page_of(ctx, found, render, _team_includers(ctx, rights), total=total)
+    invited = memberships.invitations_by_team(organization_name)
+
+    def render(team: TeamModel) -> dict[str, Any]:
+        return render_team(team, rights, [m.id for m in invited.get(team.id, ())])
+
+    return _page_of(ctx, found, render, _team_includers(ctx, rights, invited), total=total)
 
 
 # terrasnek sends type "organizations" here: accept any type.
