@@ -151,10 +151,16 @@ def _page_reads(api: Api, query: str) -> tuple[int, str, list[str]]:
     return counted.total_calls, counted.detail(), names
 
 
-def test_a_user_list_page_reads_its_page_not_the_table(api: Api):
+def test_a_user_list_page_reads_its_page_not_the_table(api: Api, monkeypatch: pytest.MonkeyPatch):
     """A page costs the same DynamoDB calls with 4 users and with 150 (a Query of the
     user directory index, one BatchGetItem, the kept count), never a Scan; filters and a
-    username prefix read the index's entries, not the users table."""
+    username prefix read the index's entries, not the users table. The per-instance caches
+    (the token's, SCIM's settings) last the whole test, so no count depends on how fast
+    the requests run."""
+    from chalicelib.core.settings import get_settings
+
+    monkeypatch.setenv("REGISTRY_TOKEN_CACHE_SECONDS", "3600")
+    get_settings.cache_clear()
     queries = (
         "page%5Bsize%5D=3",
         "page%5Bsize%5D=3&page%5Bnumber%5D=2",
@@ -682,3 +688,49 @@ def test_the_disabled_check_adds_no_call_to_the_hot_path(producer: Api):
                 assert api.as_(token).get(path).status == 204
             assert counted.total_calls <= most, (is_cold, counted.detail())
     assert member_id
+
+
+# ----- people invited by email (go-tfe's createOrganizationMembership) ------------------------
+
+
+def test_go_tfe_an_invited_person_is_a_user_to_site_admins(api: Api):
+    """go-tfe v1.109.0 admin_user_integration_test.go, with helper_test.go's
+    createOrganizationMembership, which invites a new ``<random>@tfe.local`` and reads the
+    membership's User from the answer (no ``include`` asked): its email
+    (TestAdminUsers_List, _Delete) and its two-factor (TestAdminUsers_Disable2FA reads
+    ``member.User.TwoFactor.Enabled``). TestAdminUsers_List "query by username or email"
+    then lists ``q`` = that email: one user, that email, page 1. TestAdminUsers_Delete
+    deletes that user by id: the same list is then empty (total 0), and deleting
+    ``non-existing-user-id`` is an error. Here the person has no user until they accept:
+    deleting them withdraws their invitations. An existing user invited is listed once."""
+    from tests.test_memberships import invite_body
+
+    make_org(api, "acme")
+    memberships = "/api/v2/organizations/acme/organization-memberships"
+    email = "k3x9q2@tfe.local"
+    invited = api.post(memberships, invite_body(email))
+    assert invited.status == 201, invited.json
+    user_id = invited.data["relationships"]["user"]["data"]["id"]
+    included = {(i["type"], i["id"]): i["attributes"] for i in invited.json["included"]}
+    user = included[("users", user_id)]
+    assert user["email"] == email and user["username"] is None
+    assert user["two-factor"] == {"enabled": False, "verified": False}
+
+    listed = api.get(f"{USERS}?q={email}")
+    assert [(u["id"], u["attributes"]["email"]) for u in listed.data] == [(user_id, email)]
+    pagination = listed.json["meta"]["pagination"]
+    assert (pagination["current-page"], pagination["total-count"]) == (1, 1)
+    assert api.get(f"{USERS}?q={email}&filter%5Badmin%5D=true").data == []
+
+    assert api.delete(f"{USERS}/{user_id}").status == 204
+    gone = api.get(f"{USERS}?q={email}")
+    assert gone.data == [] and gone.json["meta"]["pagination"]["total-count"] == 0
+    assert api.get(f"{memberships}?filter%5Bstatus%5D=invited").data == []
+    assert api.delete(f"{USERS}/non-existing-user-id").status == 404
+
+    jane = service.create_user("jane", "jane@example.com")
+    again = api.post(memberships, invite_body("jane@example.com"))
+    assert again.status == 201
+    shown = {(i["type"], i["id"]): i["attributes"] for i in again.json["included"]}
+    assert shown[("users", jane.id)]["username"] == "jane"
+    assert [u["id"] for u in api.get(f"{USERS}?q=jane@example.com").data] == [jane.id]

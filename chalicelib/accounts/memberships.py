@@ -97,6 +97,41 @@ def _of_item(item: MembershipModel, user: UserModel | None = None) -> Membership
     )
 
 
+@dataclass(frozen=True)
+class Invitee:
+    """A person invited by email who has no user yet. TFE makes a user (with no username)
+    at invitation; here it is made when they accept, under the id their invitation reserved
+    (``user_id``): until then site admins find them by that email and may delete them,
+    which withdraws their invitations (go-tfe's TestAdminUsers_List and _Delete)."""
+
+    user_id: str
+    email: str
+
+
+def invitees_with_email(email: str) -> list[Invitee]:
+    """The people invited as ``email`` (any case) who have no user: one Query of the
+    ``by-email`` index and one BatchGetItem. Nothing for what is not an email address."""
+    email = email.strip().lower()
+    if len(email) > service.MAX_EMAIL or not service.EMAIL.match(email):
+        return []
+    reserved = {i.user_id for i in MembershipModel.by_email.query(email) if i.status == "invited"}
+    if not reserved:
+        return []
+    users = {u.id for u in UserModel.batch_get(sorted(reserved))}
+    return [Invitee(user_id, email) for user_id in sorted(reserved - users)]
+
+
+def withdraw_invitee(user_id: str) -> bool:
+    """Delete the invitations that reserved ``user_id`` for a person with no user yet (a
+    site admin deleting that person). False when the user exists or nothing reserved it."""
+    if service.find_user(user_id) is not None:
+        return False
+    items = [i for i in MembershipModel.by_user.query(user_id) if i.status == "invited"]
+    for item in items:
+        item.delete()
+    return bool(items)
+
+
 def _is_member(user: UserModel, organization: str) -> bool:
     return any(ref.startswith(store.member_ref(organization)) for ref in user.team_refs or ())
 

@@ -270,6 +270,34 @@ def render_user(user: UserModel, *, private: bool = True) -> dict[str, Any]:
     )
 
 
+def render_invited_user(user_id: str, email: str, *, private: bool = True) -> dict[str, Any]:
+    """The user of a person invited by email who has not accepted yet (``user_id``: the id
+    the invitation reserved): what the invitation knows, as TFE shows the user it makes at
+    invitation (no username yet, no two-factor). ``private``: as ``render_user``."""
+    return resource(
+        "users",
+        user_id,
+        {
+            "username": None,
+            "email": email if private else "",
+            "unconfirmed-email": None,
+            "is-service-account": False,
+            "is-site-admin": False,
+            "is-admin": False,
+            **scim_attributes(None),
+            "avatar-url": avatar_url("", user_id),
+            "two-factor": {"enabled": False, "verified": False},
+            "v2-only": False,
+            "permissions": {
+                "can-create-organizations": False,
+                "can-change-email": False,
+                "can-change-username": False,
+            },
+        },
+        links={"self": f"/api/v2/users/{user_id}"},
+    )
+
+
 def render_service_account(principal: Principal) -> dict[str, Any]:
     """Team and organization tokens act as service users, as in TFE."""
     suffix = principal.id.split("-", 1)[-1]

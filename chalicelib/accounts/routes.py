@@ -14,6 +14,7 @@ from chalice import Blueprint, Response
 from chalicelib.accounts import account, memberships, service, signin
 from chalicelib.accounts.render import (
     render_entitlement_set,
+    render_invited_user,
     render_membership,
     render_organization,
     render_organization_membership,
@@ -25,7 +26,7 @@ from chalicelib.accounts.render import (
 from chalicelib.accounts.store import TeamModel, UserModel
 from chalicelib.core.api.errors import TooManyRequests, Unprocessable
 from chalicelib.core.api.http import Ctx, route
-from chalicelib.core.api.jsonapi import Includer, document, no_content
+from chalicelib.core.api.jsonapi import Includer, collect_included, document, no_content
 from chalicelib.core.api.openapi import PAGE, Body, Param, Relationships, Reply
 from chalicelib.core.auth import TokenModel
 
@@ -360,8 +361,20 @@ def _membership_includers(ctx: Ctx) -> dict[str, Includer]:
     def users(found: Sequence[memberships.Membership]) -> list[dict[str, Any]]:
         ids = sorted({m.user_id for m in found})
         loaded = {u.id: u for u in UserModel.batch_get(ids)} if ids else {}
-        admin = bool(loaded) and service.is_site_admin(ctx.user)
-        return [render_user(u, private=admin or u.id == ctx.user.id) for u in loaded.values()]
+        admin = bool(found) and service.is_site_admin(ctx.user)
+        rendered = [render_user(u, private=admin or u.id == ctx.user.id) for u in loaded.values()]
+        pending = {m.user_id: m for m in found if m.status == "invited"}
+        # An invited new person: the user TFE would have made; its email shows as the
+        # membership's does (to those who manage the organization's members).
+        return rendered + [
+            render_invited_user(
+                m.user_id,
+                m.email,
+                private=admin or service.access(ctx.user, m.organization).manage_membership,
+            )
+            for user_id, m in pending.items()
+            if user_id not in loaded
+        ]
 
     def teams(found: Sequence[memberships.Membership]) -> list[dict[str, Any]]:
         ids = sorted({t for m in found for t in m.team_ids})
@@ -426,7 +439,10 @@ def invite_member(ctx: Ctx, organization_name: str) -> Response:
         ctx.user, organization_name, attrs.email, team_ids, ctx.base_url
     )
     rights = service.access(ctx.user, organization_name)
-    included = ctx.included([found], _membership_includers(ctx))
+    # The invited person's user comes with the answer, asked or not (as in TFE: go-tfe reads
+    # the membership's User from it).
+    asked = ["user", *(n for n in ctx.include or () if n != "user")]
+    included = collect_included([found], asked, _membership_includers(ctx))
     return document(_membership(ctx, found, rights, link), 201, included=included)
 
 

@@ -677,6 +677,17 @@ class MembershipsByUser(GlobalSecondaryIndex):
     user_id = UnicodeAttribute(hash_key=True)
 
 
+class MembershipsByEmail(GlobalSecondaryIndex):
+    """The invitations of an email address (lower case), in every organization: a site
+    admin finds a person invited by email before they have a user."""
+
+    class Meta:
+        index_name = "by-email"
+        projection = AllProjection()
+
+    email = UnicodeAttribute(hash_key=True)
+
+
 class MembershipsByToken(GlobalSecondaryIndex):
     """Sparse: only invitations not yet accepted carry a ``token_hash``."""
 
@@ -712,6 +723,7 @@ class MembershipModel(db.Model):
     by_organization = MembershipsByOrganization()
     by_user = MembershipsByUser()
     by_token = MembershipsByToken()
+    by_email = MembershipsByEmail()
 
 
 def insert_membership(item: MembershipModel) -> bool:

@@ -17,8 +17,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
+from chalicelib.accounts import memberships, twofactor
 from chalicelib.accounts import service as accounts
-from chalicelib.accounts import twofactor
 from chalicelib.core.api.errors import NotFound, Unprocessable
 from chalicelib.core.api.pagination import Page
 
@@ -66,6 +66,22 @@ def list_users(query: dict[str, str], page: Page) -> tuple[list[UserModel], int]
     admin = _flag(query, "filter[admin]")
     suspended = _flag(query, "filter[suspended]")
     return accounts.page_users(page, query.get("q") or "", admin, suspended)
+
+
+def list_users_and_invitees(
+    query: dict[str, str], page: Page
+) -> tuple[list[UserModel | memberships.Invitee], int]:
+    """``list_users``, and when ``q`` is a whole email address, after its users the people
+    invited as that address who have no user yet (TFE has made theirs; none is an admin or
+    suspended, so ``filter[admin]``/``filter[suspended]`` = true leave them out)."""
+    users, total = list_users(query, page)
+    term = query.get("q") or ""
+    if "@" not in term or _flag(query, "filter[admin]") or _flag(query, "filter[suspended]"):
+        return list(users), total
+    invitees = memberships.invitees_with_email(term)
+    start = max(0, page.offset - total)
+    room = page.size - len(users)
+    return [*users, *invitees[start : start + room]], total + len(invitees)
 
 
 def organizations_of(user: UserModel) -> list[str]:
