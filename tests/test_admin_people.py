@@ -713,7 +713,7 @@ def test_go_tfe_an_invited_person_is_a_user_to_site_admins(api: Api):
     user_id = invited.data["relationships"]["user"]["data"]["id"]
     included = {(i["type"], i["id"]): i["attributes"] for i in invited.json["included"]}
     user = included[("users", user_id)]
-    assert user["email"] == email and user["username"] is None
+    assert user["email"] == email and user["username"] == ""
     assert user["two-factor"] == {"enabled": False, "verified": False}
 
     listed = api.get(f"{USERS}?q={email}")

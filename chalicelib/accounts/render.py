@@ -273,12 +273,12 @@ def render_user(user: UserModel, *, private: bool = True) -> dict[str, Any]:
 def render_invited_user(user_id: str, email: str, *, private: bool = True) -> dict[str, Any]:
     """The user of a person invited by email who has not accepted yet (``user_id``: the id
     the invitation reserved): what the invitation knows, as TFE shows the user it makes at
-    invitation (no username yet, no two-factor). ``private``: as ``render_user``."""
+    invitation (no username yet: ``""``, no two-factor). ``private``: as ``render_user``."""
     return resource(
         "users",
         user_id,
         {
-            "username": None,
+            "username": "",  # none yet; pytfe's User refuses null here
             "email": email if private else "",
             "unconfirmed-email": None,
             "is-service-account": False,

@@ -77,7 +77,7 @@ def render_admin_invitee(invitee: Invitee) -> dict[str, Any]:
         "users",
         invitee.user_id,
         {
-            "username": None,
+            "username": "",
             "email": invitee.email,
             "avatar-url": avatar_url("", invitee.user_id),
             "is-admin": False,
