@@ -159,7 +159,7 @@ def test_the_account_carries_what_go_tfe_reads_and_leaks_nothing(api: Api) -> No
     assert me["id"] == user_id and me["attributes"]["username"] == "jane"
     assert me["attributes"]["two-factor"] == {"enabled": False, "verified": False}
     assert me["attributes"]["unconfirmed-email"] is None
-    assert me["attributes"]["is-scim-managed"] is False
+    assert "is-scim-managed" not in me["attributes"]  # SCIM is off: absent, not false
     avatar = me["attributes"]["avatar-url"]
     assert avatar.startswith("data:image/svg+xml,")  # drawn here: no third-party request
     import hashlib
@@ -193,7 +193,7 @@ def test_scim_provisioned_users_are_scim_managed_while_scim_is_enabled(api: Api)
 
     made = service.create_user("provisioned", "p@example.com", scim=True)
     path = f"/api/v2/users/{made.id}"
-    assert api.get(path).data["attributes"]["is-scim-managed"] is False
+    assert "is-scim-managed" not in api.get(path).data["attributes"]
     settings = load_settings()
     settings.enabled = True
     settings.save()
@@ -203,7 +203,7 @@ def test_scim_provisioned_users_are_scim_managed_while_scim_is_enabled(api: Api)
     settings.enabled = False
     settings.save()
     _scim_enabled.clear()
-    assert api.get(path).data["attributes"]["is-scim-managed"] is False
+    assert "is-scim-managed" not in api.get(path).data["attributes"]
 
 
 # ----- PATCH /account/update (go-tfe TestUsersUpdate) ----------------------------------------
@@ -494,19 +494,42 @@ def test_successful_password_changes_are_not_counted_as_guesses(
 # ----- user tokens' expiry (go-tfe TestUserTokens_Create) ------------------------------------
 
 
-def test_user_tokens_keep_the_expiry_asked_and_none_otherwise(api: Api) -> None:
+def test_user_tokens_keep_the_expiry_asked_and_default_to_two_years(api: Api) -> None:
+    """go-tfe v1.109.0 TestUserTokens_Create (user_token_integration_test.go), subtests
+    "create token without an expiration date" and "create token with an expiration date":
+    a token created without ``expired-at`` gets one ``defaultTokenExpirationYears`` (2) years
+    out, within a minute of the test's clock; one created with a date keeps it to the second.
+    (The stored copy of the test before go-tfe PR #1300 asserted an empty ``ExpiredAt``; TFE
+    has defaulted tokens to 24 months since.) Bounded by the clock read before and after the
+    request, so it does not depend on how fast the request runs."""
     from datetime import UTC, datetime, timedelta
 
+    from chalicelib.accounts.service import years_later
     from tests.conftest import doc
     from tests.test_accounts import admin_id
 
     path = f"/api/v2/users/{admin_id(api)}/authentication-tokens"
+    before = datetime.now(UTC).replace(microsecond=0)
     plain = api.post(path, doc("authentication-tokens"))
-    assert plain.status == 201 and plain.data["attributes"]["expired-at"] is None
+    after = datetime.now(UTC) + timedelta(seconds=1)
+    assert plain.status == 201
+    expiry = datetime.fromisoformat(plain.data["attributes"]["expired-at"])
+    assert years_later(before, 2) <= expiry <= years_later(after, 2)
     one_day = (datetime.now(UTC) + timedelta(days=1)).replace(microsecond=0)
     dated = api.post(path, doc("authentication-tokens", **{"expired-at": one_day.isoformat()}))
     assert dated.status == 201
     assert datetime.fromisoformat(dated.data["attributes"]["expired-at"]) == one_day
+
+
+def test_years_later_keeps_the_instant_and_moves_a_leap_day() -> None:
+    from datetime import UTC, datetime
+
+    from chalicelib.accounts.service import years_later
+
+    moment = datetime(2026, 3, 27, 10, 11, 12, 345000, tzinfo=UTC)
+    assert years_later(moment, 2) == datetime(2028, 3, 27, 10, 11, 12, 345000, tzinfo=UTC)
+    leap = datetime(2028, 2, 29, 23, 0, tzinfo=UTC)
+    assert years_later(leap, 2) == datetime(2030, 2, 28, 23, 0, tzinfo=UTC)
 
 
 # ----- a token's last use (go-tfe's UserToken.LastUsedAt) -----------------------------------

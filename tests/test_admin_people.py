@@ -6,7 +6,6 @@ admin_organization_integration_test.go where they apply here."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -153,21 +152,15 @@ def _page_reads(api: Api, query: str) -> tuple[int, str, list[str]]:
     return counted.total_calls, counted.detail(), names
 
 
-@pytest.fixture
-def token_cache_for_the_test(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """The verified token (and its user) stay cached for the whole test, however slow the
-    machine: a count of calls must not depend on a 5-second window."""
-    monkeypatch.setenv("REGISTRY_TOKEN_CACHE_SECONDS", "3600")
-    get_settings.cache_clear()
-    yield
-    monkeypatch.delenv("REGISTRY_TOKEN_CACHE_SECONDS")
-    get_settings.cache_clear()
-
-
-def test_a_user_list_page_reads_its_page_not_the_table(api: Api, token_cache_for_the_test):
+def test_a_user_list_page_reads_its_page_not_the_table(api: Api, monkeypatch: pytest.MonkeyPatch):
     """A page costs the same DynamoDB calls with 4 users and with 150 (a Query of the
     user directory index, one BatchGetItem, the kept count), never a Scan; filters and a
-    username prefix read the index's entries, not the users table."""
+    username prefix read the index's entries, not the users table. The per-instance caches
+    (the token's, SCIM's settings) last the whole test, so no count depends on how fast
+    the requests run."""
+
+    monkeypatch.setenv("REGISTRY_TOKEN_CACHE_SECONDS", "3600")
+    get_settings.cache_clear()
     queries = (
         "page%5Bsize%5D=3",
         "page%5Bsize%5D=3&page%5Bnumber%5D=2",
@@ -480,6 +473,51 @@ def test_list_show_update_and_filter_organizations(api: Api):
     assert producers[0]["attributes"]["global-module-sharing"] is True
 
 
+def test_go_tfe_admin_organizations_update(api: Api):
+    """go-tfe admin_organization_integration_test.go, TestAdminOrganizations_Update "fetches
+    and updates organization": access-beta-tools true, global-module-sharing false,
+    is-disabled false, both worker timeouts "24h", terraform-worker-sudo-enabled true, each
+    echoed back, and workspace-limit nil by default; then global-module-sharing and
+    is-disabled true with workspace-limit 42; then both false with workspace-limit 0 (0, not
+    nil). go-tfe v1.109.0's AdminOrganization also names the timeouts ``apply-timeout`` and
+    ``plan-timeout``: sent under those names they are the same two values, shown under both;
+    the two names of one timeout given different values are a 422 that changes nothing."""
+    make_org(api, "acme")
+    assert api.get(f"{ORGS}/acme").data["attributes"]["workspace-limit"] is None
+    first = {
+        "access-beta-tools": True,
+        "global-module-sharing": False,
+        "is-disabled": False,
+        "apply-timeout": "24h",
+        "plan-timeout": "24h",
+        "terraform-worker-sudo-enabled": True,
+    }
+    reply = api.patch(f"{ORGS}/acme", doc("organizations", **first))
+    assert reply.status == 200, reply.json
+    attributes = reply.data["attributes"]
+    for name, value in first.items():
+        assert attributes[name] == value, name
+    assert attributes["terraform-build-worker-apply-timeout"] == "24h"
+    assert attributes["terraform-build-worker-plan-timeout"] == "24h"
+    assert attributes["workspace-limit"] is None
+    for limit, flag in ((42, True), (0, False)):
+        changes = {"global-module-sharing": flag, "is-disabled": flag, "workspace-limit": limit}
+        reply = api.patch(f"{ORGS}/acme", doc("organizations", **changes))
+        assert reply.status == 200, reply.json
+        assert {k: reply.data["attributes"][k] for k in changes} == changes
+
+    before = api.get(f"{ORGS}/acme").data
+    both = {"plan-timeout": "1h", "terraform-build-worker-plan-timeout": "2h", "is-disabled": True}
+    reply = api.patch(f"{ORGS}/acme", doc("organizations", **both))
+    assert (
+        reply.status == 422 and reply.error["source"]["pointer"] == "/data/attributes/plan-timeout"
+    )
+    assert api.get(f"{ORGS}/acme").data == before
+    same = {"plan-timeout": "90m", "terraform-build-worker-plan-timeout": "90m"}
+    reply = api.patch(f"{ORGS}/acme", doc("organizations", **same))
+    assert reply.status == 200 and reply.data["attributes"]["plan-timeout"] == "90m"
+
+
 def test_bad_organization_updates_are_422_and_change_nothing(api: Api):
     make_org(api, "acme")
     make_org(api, "beta")
@@ -749,3 +787,49 @@ def test_the_disabled_check_adds_no_call_to_the_hot_path(producer: Api):
                 assert api.as_(token).get(path).status == 204
             assert counted.total_calls <= most, (is_cold, counted.detail())
     assert member_id
+
+
+# ----- people invited by email (go-tfe's createOrganizationMembership) ------------------------
+
+
+def test_go_tfe_an_invited_person_is_a_user_to_site_admins(api: Api):
+    """go-tfe v1.109.0 admin_user_integration_test.go, with helper_test.go's
+    createOrganizationMembership, which invites a new ``<random>@tfe.local`` and reads the
+    membership's User from the answer (no ``include`` asked): its email
+    (TestAdminUsers_List, _Delete) and its two-factor (TestAdminUsers_Disable2FA reads
+    ``member.User.TwoFactor.Enabled``). TestAdminUsers_List "query by username or email"
+    then lists ``q`` = that email: one user, that email, page 1. TestAdminUsers_Delete
+    deletes that user by id: the same list is then empty (total 0), and deleting
+    ``non-existing-user-id`` is an error. Here the person has no user until they accept:
+    deleting them withdraws their invitations. An existing user invited is listed once."""
+    from tests.test_memberships import invite_body
+
+    make_org(api, "acme")
+    memberships = "/api/v2/organizations/acme/organization-memberships"
+    email = "k3x9q2@tfe.local"
+    invited = api.post(memberships, invite_body(email))
+    assert invited.status == 201, invited.json
+    user_id = invited.data["relationships"]["user"]["data"]["id"]
+    included = {(i["type"], i["id"]): i["attributes"] for i in invited.json["included"]}
+    user = included[("users", user_id)]
+    assert user["email"] == email and user["username"] == ""
+    assert user["two-factor"] == {"enabled": False, "verified": False}
+
+    listed = api.get(f"{USERS}?q={email}")
+    assert [(u["id"], u["attributes"]["email"]) for u in listed.data] == [(user_id, email)]
+    pagination = listed.json["meta"]["pagination"]
+    assert (pagination["current-page"], pagination["total-count"]) == (1, 1)
+    assert api.get(f"{USERS}?q={email}&filter%5Badmin%5D=true").data == []
+
+    assert api.delete(f"{USERS}/{user_id}").status == 204
+    gone = api.get(f"{USERS}?q={email}")
+    assert gone.data == [] and gone.json["meta"]["pagination"]["total-count"] == 0
+    assert api.get(f"{memberships}?filter%5Bstatus%5D=invited").data == []
+    assert api.delete(f"{USERS}/non-existing-user-id").status == 404
+
+    jane = service.create_user("jane", "jane@example.com")
+    again = api.post(memberships, invite_body("jane@example.com"))
+    assert again.status == 201
+    shown = {(i["type"], i["id"]): i["attributes"] for i in again.json["included"]}
+    assert shown[("users", jane.id)]["username"] == "jane"
+    assert [u["id"] for u in api.get(f"{USERS}?q=jane@example.com").data] == [jane.id]

@@ -142,8 +142,32 @@ def test_own_memberships_and_removing_a_member(api: Api) -> None:
     assert_error(api.delete(f"/api/v2/organization-memberships/{admin['id']}"), 422)
 
 
+def test_inactive_memberships_and_an_invited_users_username_are_found(api: Api) -> None:
+    """terrasnek's ``org_memberships_test`` (its sdist's test/org_memberships_test.py): it
+    invites an existing user by email, then lists the organization's memberships with
+    ``q`` = the first five letters of that user's username and ``filter[status]`` =
+    ``inactive``, page 0, and expects exactly that invitation; after removing it, none.
+    ``inactive`` is every membership not yet active; an invited existing user matches by
+    username as well as by email."""
+    from chalicelib.accounts.service import create_user
+
+    make_org(api)
+    create_user("snekuser", "other-address@example.com")
+    invited = api.post(MEMBERSHIPS, invite_body("other-address@example.com")).data["id"]
+    query = "?q=sneku&filter[status]=inactive&page[number]=0&page[size]=50"
+    assert [m["id"] for m in listed(api, query)] == [invited]
+    assert [m["id"] for m in listed(api, "?filter[status]=inactive")] == [invited]
+    assert [m["attributes"]["status"] for m in listed(api, "?filter[status]=active")] == ["active"]
+    assert api.delete(f"/api/v2/organization-memberships/{invited}").status == 204
+    assert listed(api, query) == []
+
+
 def test_team_members_by_organization_membership(api: Api) -> None:
-    """go-tfe TestTeamMembersAddByOrganizationMembers / RemoveByOrganizationMemberships."""
+    """go-tfe team_member_integration_test.go TestTeamMembersAddByOrganizationMembers: an
+    invitation (createOrganizationMembership invites a new email) added to a team by its
+    membership id is among the team's ``organization-memberships``, as
+    ``ListOrganizationMemberships`` reads them (``GET /teams/:id?include=
+    organization-memberships``); TestTeamMembersRemoveByOrganizationMemberships removes it."""
     make_org(api)
     new_user(api, "member")
     readers, _ = make_team(api, ORG, "readers")
@@ -155,9 +179,17 @@ def test_team_members_by_organization_membership(api: Api) -> None:
     path = f"/api/v2/teams/{readers}/relationships/organization-memberships"
     body = {"data": [{"type": "organization-memberships", "id": i} for i in (member_id, invited)]}
     assert api.post(path, body).status == 204
-    team = api.get(f"/api/v2/teams/{readers}").data
+    shown = api.get(f"/api/v2/teams/{readers}?include=organization-memberships")
+    team = shown.data
     assert [m["id"] for m in team["relationships"]["organization-memberships"]["data"]] == [
-        member_id
+        member_id,
+        invited,
+    ]
+    assert {i["id"] for i in shown.json["included"]} == {member_id, invited}
+    listed_teams = api.get(f"/api/v2/organizations/{ORG}/teams").data
+    on_readers = next(t for t in listed_teams if t["id"] == readers)
+    assert invited in [
+        m["id"] for m in on_readers["relationships"]["organization-memberships"]["data"]
     ]
     pending = api.get(f"/api/v2/organization-memberships/{invited}").data
     assert pending["relationships"]["teams"]["data"] == [{"id": readers, "type": "teams"}]

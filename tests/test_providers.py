@@ -302,6 +302,47 @@ def test_public_providers_on_the_hosted_edition(acme: Api, hosted: None) -> None
     assert version.status == 422
 
 
+def test_go_tfe_provider_names_with_underscores(acme: Api, hosted: None) -> None:
+    """go-tfe registry_provider_integration_test.go, TestRegistryProvidersCreate "with valid
+    options": ``provider_name`` in ``public_namespace`` (public) and ``provider_name`` in the
+    organization (private) are created and echoed back (TFE accepts the underscore)."""
+    for registry, namespace in (("public", "public_namespace"), ("private", "acme")):
+        body = doc(
+            "registry-providers",
+            name="provider_name",
+            namespace=namespace,
+            **{"registry-name": registry},
+        )
+        reply = acme.post(ORG, body)
+        assert reply.status == 201, reply.json
+        attributes = reply.data["attributes"]
+        assert (attributes["name"], attributes["namespace"]) == ("provider_name", namespace)
+        assert attributes["registry-name"] == registry
+        assert acme.get(f"{ORG}/{registry}/{namespace}/provider_name").status == 200
+
+
+def test_go_tfe_registry_name_errors(acme: Api) -> None:
+    """go-tfe TestRegistryProvidersCreate "without a registry-name" and "with an invalid
+    registry-name": the error texts go-tfe compares, built from the answer's errors (title,
+    a blank line, detail; one line per error)."""
+    from tests.test_scim import go_tfe_error
+
+    before = everything(acme)
+    missing = acme.post(ORG, doc("registry-providers", name="name", namespace="namespace"))
+    assert missing.status == 422
+    assert go_tfe_error(missing) == (
+        "invalid attribute\n\nRegistry name can't be blank\n"
+        "invalid attribute\n\nRegistry name is not included in the list"
+    )
+    invalid = acme.post(
+        ORG,
+        doc("registry-providers", name="name", namespace="namespace", **{"registry-name": "x"}),
+    )
+    assert invalid.status == 422
+    assert go_tfe_error(invalid) == "invalid attribute\n\nRegistry name is not included in the list"
+    assert everything(acme) == before
+
+
 def test_provider_permissions(acme: Api, provider: dict[str, Any]) -> None:
     _, reader_token = make_team(acme, "acme", "readers", manage_modules=True)
     _, publisher_token = make_team(acme, "acme", "publishers", manage_providers=True)

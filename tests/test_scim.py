@@ -1209,3 +1209,49 @@ def test_scim_never_links_a_user_whose_email_is_unconfirmed(api: Api, idp: Scim)
     assert idp.get("/Users").json["totalResults"] == 0
     UserModel(jane_id).update(actions=[UserModel.email_unconfirmed.remove()])  # confirmed
     assert instance_id(idp.user("jane@example.com")) == jane_id
+
+
+# ----- SCIM attributes of users (go-tfe TestAdminUsers_List, TestUsersReadCurrent) -----------
+
+
+def test_admin_users_carry_the_scim_attributes_of_users_scim_made(api: Api, idp: Scim) -> None:
+    """go-tfe v1.109.0 admin_user_integration_test.go, TestAdminUsers_List "with scim
+    attributes": with SCIM on, a user SCIM created is found by ``q`` = its userName, with
+    ``scim-username`` = that userName, ``is-scim-managed`` true and ``scim-updated-at``
+    within 10 s of now (bounded here by the clock before and after the writes); a SCIM
+    write moves it. users_integration_test.go TestUsersReadCurrent "with scim attributes":
+    the caller, whom SCIM did not make, reads ``is-scim-managed`` false and no SCIM
+    username or time."""
+    from datetime import UTC, datetime, timedelta
+
+    before = datetime.now(UTC).replace(microsecond=0)
+    made = idp.user("tst-scim-jane@example.com")
+    after = datetime.now(UTC) + timedelta(seconds=1)
+    listed = api.get("/api/v2/admin/users?q=tst-scim-jane%40example.com")
+    assert listed.status == 200 and len(listed.data) == 1
+    attributes = listed.data[0]["attributes"]
+    assert attributes["scim-username"] == "tst-scim-jane@example.com"
+    assert attributes["is-scim-managed"] is True
+    assert before <= datetime.fromisoformat(attributes["scim-updated-at"]) <= after
+
+    renamed = idp.put(
+        f"/Users/{made['id']}", {"schemas": [USER], "userName": "tst-scim-jane2@example.com"}
+    )
+    assert renamed.status == 200, renamed.json
+    shown = api.get(f"/api/v2/admin/users?q={listed.data[0]['attributes']['username']}")
+    assert shown.data[0]["attributes"]["scim-username"] == "tst-scim-jane2@example.com"
+
+    me = api.get("/api/v2/account/details").data["attributes"]
+    assert me["is-scim-managed"] is False
+    assert me["scim-username"] is None and me["scim-updated-at"] is None
+
+
+def test_with_scim_off_users_carry_no_scim_attributes(api: Api) -> None:
+    """go-tfe v1.109.0 users_integration_test.go, TestUsersReadCurrent "with no scim
+    attributes": while SCIM is disabled the API omits every SCIM attribute (go-tfe asserts
+    nil, which ``false`` is not); the admin users list too."""
+    me = api.get("/api/v2/account/details").data["attributes"]
+    admin = api.get("/api/v2/admin/users?q=admin").data[0]["attributes"]
+    for attributes in (me, admin):
+        for name in ("is-scim-managed", "scim-username", "scim-updated-at"):
+            assert name not in attributes, name

@@ -119,6 +119,23 @@ def test_the_account_creates_a_token_shown_once_and_never_logged(
     ]
     assert made.expired_at is not None and made.expired_at.year == 2999
 
+    # No date: the token expires two years on, as every user token made without one (the
+    # page says so).
+    assert "expires two years from now" in listed.text
+    from datetime import UTC, datetime, timedelta
+
+    before = datetime.now(UTC) - timedelta(seconds=1)
+    form = {"description": "no date", "expires_on": "", "csrf_token": csrf(browser, "/app/account")}
+    assert browser.post("/app/account/tokens", form).status_code == 200
+    after = datetime.now(UTC) + timedelta(seconds=1)
+    (undated,) = [
+        t
+        for t in service.owned_tokens("user", listed_user(org, secret))
+        if t.description == "no date"
+    ]
+    assert undated.expired_at is not None
+    assert service.years_later(before, 2) <= undated.expired_at <= service.years_later(after, 2)
+
 
 def listed_user(api: Api, token: str) -> str:
     return str(api.as_(token).get("/api/v2/account/details").data["id"])

@@ -48,7 +48,10 @@ INVITATION_PATH = "/app/invitations/"
 # names: a 422 naming the bound, before any read.
 MAX_EMAILS = 100
 MAX_TEAMS = 100
-STATUSES = ("invited", "active")
+# ``filter[status]``: TFE documents ``invited`` and ``active``; terrasnek's
+# org_memberships_test filters on ``inactive`` for the invitation it just sent, and TFE
+# answers with it: every membership not yet active.
+STATUSES = ("invited", "active", "inactive")
 
 _mail: list[str] = []
 
@@ -95,7 +98,8 @@ def _of_user(organization: str, user: UserModel) -> Membership:
     )
 
 
-def _of_item(item: MembershipModel) -> Membership:
+def _of_item(item: MembershipModel, user: UserModel | None = None) -> Membership:
+    """An invitation's membership; ``user``: the existing user it invites, if any."""
     return Membership(
         item.id,
         item.organization,
@@ -103,7 +107,43 @@ def _of_item(item: MembershipModel) -> Membership:
         item.email,
         item.status,
         sorted(item.team_ids or ()),
+        user,
     )
+
+
+@dataclass(frozen=True)
+class Invitee:
+    """A person invited by email who has no user yet. TFE makes a user (with no username)
+    at invitation; here it is made when they accept, under the id their invitation reserved
+    (``user_id``): until then site admins find them by that email and may delete them,
+    which withdraws their invitations (go-tfe's TestAdminUsers_List and _Delete)."""
+
+    user_id: str
+    email: str
+
+
+def invitees_with_email(email: str) -> list[Invitee]:
+    """The people invited as ``email`` (any case) who have no user: one Query of the
+    ``by-email`` index and one BatchGetItem. Nothing for what is not an email address."""
+    email = email.strip().lower()
+    if len(email) > service.MAX_EMAIL or not service.EMAIL.match(email):
+        return []
+    reserved = {i.user_id for i in MembershipModel.by_email.query(email) if i.status == "invited"}
+    if not reserved:
+        return []
+    users = {u.id for u in UserModel.batch_get(sorted(reserved))}
+    return [Invitee(user_id, email) for user_id in sorted(reserved - users)]
+
+
+def withdraw_invitee(user_id: str) -> bool:
+    """Delete the invitations that reserved ``user_id`` for a person with no user yet (a
+    site admin deleting that person). False when the user exists or nothing reserved it."""
+    if service.find_user(user_id) is not None:
+        return False
+    items = [i for i in MembershipModel.by_user.query(user_id) if i.status == "invited"]
+    for item in items:
+        item.delete()
+    return bool(items)
 
 
 def _is_member(user: UserModel, organization: str) -> bool:
@@ -117,13 +157,26 @@ def organization_memberships(organization: str) -> list[Membership]:
     for team in TeamModel.by_organization.query(organization):
         user_ids |= set(team.user_ids or ())
     items = list(MembershipModel.by_organization.query(organization))
-    user_ids |= {i.user_id for i in items if i.status == "active"}
+    user_ids |= {i.user_id for i in items}  # an invited existing user is matched by username
     users = {u.id: u for u in UserModel.batch_get(sorted(user_ids))} if user_ids else {}
     found = {u.id: _of_user(organization, u) for u in users.values() if _is_member(u, organization)}
     for item in items:
         if item.status == "invited":
-            found[item.user_id] = _of_item(item)
+            found[item.user_id] = _of_item(item, users.get(item.user_id))
     return sorted(found.values(), key=lambda m: (m.email.lower(), m.id))
+
+
+def invitations_by_team(organization: str) -> dict[str, list[Membership]]:
+    """The organization's invitations not yet accepted, by the ids of the teams they put
+    their person on: TFE lists them among those teams' organization memberships (go-tfe's
+    TestTeamMembersAddByOrganizationMembers adds an invitation to a team and finds it
+    there). One Query of the organization's invitations."""
+    found: dict[str, list[Membership]] = {}
+    for item in MembershipModel.by_organization.query(organization):
+        if item.status == "invited":
+            for team_id in sorted(item.team_ids or ()):
+                found.setdefault(team_id, []).append(_of_item(item))
+    return found
 
 
 def readable(principal: Principal, organization: str) -> service.OrgAccess:
@@ -159,8 +212,12 @@ def list_memberships(
         wanted = {e.lower() for e in emails}
         found = [m for m in found if m.email.lower() in wanted]
     if statuses:
-        found = [m for m in found if m.status in statuses]
+        found = [m for m in found if _status_matches(m.status, statuses)]
     return found, rights
+
+
+def _status_matches(status: str, wanted: list[str]) -> bool:
+    return status in wanted or ("inactive" in wanted and status != "active")
 
 
 def own_memberships(principal: Principal) -> list[Membership]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
@@ -83,7 +83,11 @@ def render_entitlement_set(org: OrganizationModel) -> dict[str, Any]:
     return resource("entitlement-sets", org.external_id, dict(ENTITLEMENTS))
 
 
-def render_team(team: TeamModel, rights: OrgAccess | None = None) -> dict[str, Any]:
+def render_team(
+    team: TeamModel, rights: OrgAccess | None = None, invited: Sequence[str] = ()
+) -> dict[str, Any]:
+    """``invited``: the ids of the invitations, not yet accepted, that put their person on
+    the team (listed after the members' memberships)."""
     owner = bool(rights and rights.is_owner)
     members = sorted(team.user_ids or ())
     return resource(
@@ -114,6 +118,7 @@ def render_team(team: TeamModel, rights: OrgAccess | None = None) -> dict[str, A
                     {"id": membership_id(team.organization, u), "type": "organization-memberships"}
                     for u in members
                 ]
+                + [{"id": i, "type": "organization-memberships"} for i in invited]
             },
             "authentication-token": to_one("authentication-tokens", team.token_id),
         },
@@ -206,9 +211,20 @@ def scim_enabled() -> bool:
     return found
 
 
-def is_scim_managed(user: UserModel) -> bool:
-    """A user SCIM provisioned, while SCIM is enabled (SCIM's settings read only for them)."""
-    return bool(user.scim_provisioned) and scim_enabled()
+def scim_attributes(user: UserModel | None) -> dict[str, Any]:
+    """TFE's SCIM attributes of a user (``None``: a token's service user). While SCIM is
+    off they are absent, not false (go-tfe reads them as nil: TestUsersReadCurrent "with no
+    scim attributes"); while it is on, ``is-scim-managed`` says whether SCIM provisioned the
+    user, and for those ``scim-username`` and ``scim-updated-at`` are SCIM's userName and
+    when SCIM last wrote the user (TestAdminUsers_List "with scim attributes")."""
+    if not scim_enabled():
+        return {}
+    managed = user is not None and bool(user.scim_provisioned)
+    return {
+        "is-scim-managed": managed,
+        "scim-username": user.scim_username if user is not None and managed else None,
+        "scim-updated-at": iso(user.scim_updated_at) if user is not None and managed else None,
+    }
 
 
 def avatar_url(name: str, key: str) -> str:
@@ -240,7 +256,7 @@ def render_user(user: UserModel, *, private: bool = True) -> dict[str, Any]:
             "is-service-account": False,
             "is-site-admin": user.is_site_admin,
             "is-admin": user.is_site_admin,
-            "is-scim-managed": is_scim_managed(user),
+            **scim_attributes(user),
             "avatar-url": avatar_url(user.username, user.id),
             "two-factor": user.two_factor(),
             "v2-only": False,
@@ -251,6 +267,34 @@ def render_user(user: UserModel, *, private: bool = True) -> dict[str, Any]:
             },
         },
         links={"self": f"/api/v2/users/{user.id}"},
+    )
+
+
+def render_invited_user(user_id: str, email: str, *, private: bool = True) -> dict[str, Any]:
+    """The user of a person invited by email who has not accepted yet (``user_id``: the id
+    the invitation reserved): what the invitation knows, as TFE shows the user it makes at
+    invitation (no username yet: ``""``, no two-factor). ``private``: as ``render_user``."""
+    return resource(
+        "users",
+        user_id,
+        {
+            "username": "",  # none yet; pytfe's User refuses null here
+            "email": email if private else "",
+            "unconfirmed-email": None,
+            "is-service-account": False,
+            "is-site-admin": False,
+            "is-admin": False,
+            **scim_attributes(None),
+            "avatar-url": avatar_url("", user_id),
+            "two-factor": {"enabled": False, "verified": False},
+            "v2-only": False,
+            "permissions": {
+                "can-create-organizations": False,
+                "can-change-email": False,
+                "can-change-username": False,
+            },
+        },
+        links={"self": f"/api/v2/users/{user_id}"},
     )
 
 
@@ -267,7 +311,7 @@ def render_service_account(principal: Principal) -> dict[str, Any]:
             "is-service-account": True,
             "is-site-admin": False,
             "is-admin": False,
-            "is-scim-managed": False,
+            **scim_attributes(None),
             "avatar-url": avatar_url(username, principal.id),
             "two-factor": {"enabled": False, "verified": False},
             "v2-only": True,

@@ -14,6 +14,7 @@ from chalice import Blueprint, Response
 from chalicelib.accounts import account, memberships, service, signin
 from chalicelib.accounts.render import (
     render_entitlement_set,
+    render_invited_user,
     render_membership,
     render_organization,
     render_organization_membership,
@@ -25,7 +26,7 @@ from chalicelib.accounts.render import (
 from chalicelib.accounts.store import TeamModel, UserModel
 from chalicelib.core.api.errors import TooManyRequests, Unprocessable
 from chalicelib.core.api.http import Ctx, route
-from chalicelib.core.api.jsonapi import Includer, document, no_content
+from chalicelib.core.api.jsonapi import Includer, collect_included, document, no_content
 from chalicelib.core.api.openapi import PAGE, Body, Param, Relationships, Reply
 from chalicelib.core.auth import TokenModel
 
@@ -194,9 +195,14 @@ TEAM_USERS = TEAM + "/relationships/users"
 TEAM_INCLUDES = ("users", "organization-memberships")
 
 
-def _team_includers(ctx: Ctx, rights: service.OrgAccess) -> dict[str, Includer]:
+def _team_includers(
+    ctx: Ctx,
+    rights: service.OrgAccess,
+    invited: dict[str, list[memberships.Membership]] | None = None,
+) -> dict[str, Includer]:
     """``users`` and ``organization-memberships`` of teams: both are the teams' members,
-    read once. A user's email shows to them and site admins (as ``GET /users/:id``); a
+    read once, and ``invited`` (``memberships.invitations_by_team``) the invitations on
+    them. A user's email shows to them and site admins (as ``GET /users/:id``); a
     membership's to the organization's owners and the member."""
     loaded: list[list[UserModel]] = []
 
@@ -221,6 +227,7 @@ def _team_includers(ctx: Ctx, rights: service.OrgAccess) -> dict[str, Includer]:
             if found
             else {}
         )
+        pending = {m.id: m for t in teams for m in (invited or {}).get(t.id, ())}
         return [
             render_organization_membership(
                 organizations[u.id],
@@ -229,7 +236,7 @@ def _team_includers(ctx: Ctx, rights: service.OrgAccess) -> dict[str, Includer]:
                 hidden_teams=hidden[organizations[u.id]],
             )
             for u in found
-        ]
+        ] + [_membership(ctx, m, rights) for m in pending.values()]
 
     return {"users": users, "organization-memberships": memberships}
 
@@ -237,8 +244,10 @@ def _team_includers(ctx: Ctx, rights: service.OrgAccess) -> dict[str, Includer]:
 def _team_document(
     ctx: Ctx, team: TeamModel, rights: service.OrgAccess, status: int = 200
 ) -> Response:
-    included = ctx.included([team], _team_includers(ctx, rights))
-    return document(render_team(team, rights), status, included=included)
+    invited = memberships.invitations_by_team(team.organization)
+    included = ctx.included([team], _team_includers(ctx, rights, invited))
+    ids = [m.id for m in invited.get(team.id, ())]
+    return document(render_team(team, rights, ids), status, included=included)
 
 
 @route(
@@ -253,8 +262,12 @@ def list_teams(ctx: Ctx, organization_name: str) -> Response:
     names = [n for n in names_filter.split(",") if n] if names_filter else None
     found, total = service.page_teams(ctx.user, organization_name, names, ctx.page())
     rights = service.access(ctx.user, organization_name)
-    render = lambda t: render_team(t, rights)  # noqa: E731
-    return _page_of(ctx, found, render, _team_includers(ctx, rights), total=total)
+    invited = memberships.invitations_by_team(organization_name)
+
+    def render(team: TeamModel) -> dict[str, Any]:
+        return render_team(team, rights, [m.id for m in invited.get(team.id, ())])
+
+    return _page_of(ctx, found, render, _team_includers(ctx, rights, invited), total=total)
 
 
 # terrasnek sends type "organizations" here: accept any type.
@@ -360,8 +373,20 @@ def _membership_includers(ctx: Ctx) -> dict[str, Includer]:
     def users(found: Sequence[memberships.Membership]) -> list[dict[str, Any]]:
         ids = sorted({m.user_id for m in found})
         loaded = {u.id: u for u in UserModel.batch_get(ids)} if ids else {}
-        admin = bool(loaded) and service.is_site_admin(ctx.user)
-        return [render_user(u, private=admin or u.id == ctx.user.id) for u in loaded.values()]
+        admin = bool(found) and service.is_site_admin(ctx.user)
+        rendered = [render_user(u, private=admin or u.id == ctx.user.id) for u in loaded.values()]
+        pending = {m.user_id: m for m in found if m.status == "invited"}
+        # An invited new person: the user TFE would have made; its email shows as the
+        # membership's does (to those who manage the organization's members).
+        return rendered + [
+            render_invited_user(
+                m.user_id,
+                m.email,
+                private=admin or service.access(ctx.user, m.organization).manage_membership,
+            )
+            for user_id, m in pending.items()
+            if user_id not in loaded
+        ]
 
     def teams(found: Sequence[memberships.Membership]) -> list[dict[str, Any]]:
         ids = sorted({t for m in found for t in m.team_ids})
@@ -397,7 +422,7 @@ def _filter_list(ctx: Ctx, name: str, allowed: tuple[str, ...] | None = None) ->
         *PAGE,
         Param("q", "a part of the email or username (any case)"),
         Param("filter[email]", "email addresses, comma-separated"),
-        Param("filter[status]", "invited or active"),
+        Param("filter[status]", "invited, active, or inactive (every one not yet active)"),
     ),
 )
 def list_organization_memberships(ctx: Ctx, organization_name: str) -> Response:
@@ -426,7 +451,10 @@ def invite_member(ctx: Ctx, organization_name: str) -> Response:
     invited = memberships.invite(ctx.user, organization_name, attrs.email, team_ids)
     found = invited.membership
     rights = service.access(ctx.user, organization_name)
-    included = ctx.included([found], _membership_includers(ctx))
+    # The invited person's user comes with the answer, asked or not (as in TFE: go-tfe reads
+    # the membership's User from it).
+    asked = ["user", *(n for n in ctx.include or () if n != "user")]
+    included = collect_included([found], asked, _membership_includers(ctx))
     meta = invitation_meta(invited)
     return document(_membership(ctx, found, rights, meta), 201, included=included)
 

@@ -35,6 +35,9 @@ OWNERS = "owners"
 # Users added to or removed from a team in one request (a 422 naming it, before any write):
 # two calls each; the tfe provider's tfe_team_members sends a whole team at once.
 MAX_MEMBERS_PER_REQUEST = 500
+# A user token created without ``expired-at`` expires this many years later, as in TFE
+# (go-tfe's ``defaultTokenExpirationYears``); an explicit date is kept as given.
+USER_TOKEN_DEFAULT_YEARS = 2
 
 
 @dataclass(frozen=True)
@@ -810,10 +813,22 @@ def _own_user(principal: Principal, user_id: str) -> UserModel:
     raise NotFound(f"user {user_id} not found")
 
 
+def years_later(moment: datetime, years: int) -> datetime:
+    """The same instant ``years`` calendar years on (29 February gives 28 February)."""
+    try:
+        return moment.replace(year=moment.year + years)
+    except ValueError:
+        return moment.replace(year=moment.year + years, day=28)
+
+
 def create_user_token(
     principal: Principal, user_id: str, description: str | None, expired_at: datetime | None
 ) -> tuple[TokenModel, str]:
+    """A token of the user's own. Without ``expired_at`` it expires
+    ``USER_TOKEN_DEFAULT_YEARS`` years from now."""
     user = _own_user(principal, user_id)
+    if expired_at is None:
+        expired_at = years_later(now(), USER_TOKEN_DEFAULT_YEARS)
     token, secret = mint_token(
         "user", user.id, description=description, created_by=principal.id, expired_at=expired_at
     )
@@ -904,6 +919,22 @@ def set_user_email(user_id: str, email: str) -> None:
         actions=[UserModel.email.set(email), UserModel.email_key.set(store.email_key(email))],
         condition=UserModel.id.exists(),
     )
+
+
+def set_scim_identity(user_id: str, scim_username: str) -> None:
+    """What SCIM last wrote of an existing user: its SCIM userName, and now. A user a site
+    admin deleted meanwhile is left deleted (SCIM still writes its own record)."""
+    try:
+        UserModel(user_id).update(
+            actions=[
+                UserModel.scim_username.set(scim_username),
+                UserModel.scim_updated_at.set(now()),
+            ],
+            condition=UserModel.id.exists(),
+        )
+    except UpdateError as exc:
+        if not db.conditional_failure(exc):
+            raise
 
 
 def revoke_user_tokens(user_id: str) -> int:

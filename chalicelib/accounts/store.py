@@ -137,6 +137,10 @@ class UserModel(db.Model):
     is_site_admin = BooleanAttribute(default=False)
     # Set on the users SCIM provisioned (chalicelib.scim): only those may it link again.
     scim_provisioned = BooleanAttribute(null=True)
+    # SCIM's userName for the user and when SCIM last wrote it (``scim-username``,
+    # ``scim-updated-at``), kept by chalicelib.scim through ``service.set_scim_identity``.
+    scim_username = UnicodeAttribute(null=True)
+    scim_updated_at = UTCDateTimeAttribute(null=True)
     # Set while a site admin suspends the user: its tokens carry the flag too (core.auth).
     suspended = BooleanAttribute(null=True)
     # Set while the suspension is SCIM's (its identity provider deactivated or deleted it):
@@ -823,6 +827,17 @@ class MembershipsByUser(GlobalSecondaryIndex):
     user_id = UnicodeAttribute(hash_key=True)
 
 
+class MembershipsByEmail(GlobalSecondaryIndex):
+    """The invitations of an email address (lower case), in every organization: a site
+    admin finds a person invited by email before they have a user."""
+
+    class Meta:
+        index_name = "by-email"
+        projection = AllProjection()
+
+    email = UnicodeAttribute(hash_key=True)
+
+
 class MembershipsByToken(GlobalSecondaryIndex):
     """Sparse: only invitations not yet accepted carry a ``token_hash``."""
 
@@ -862,6 +877,7 @@ class MembershipModel(db.Model):
     by_organization = MembershipsByOrganization()
     by_user = MembershipsByUser()
     by_token = MembershipsByToken()
+    by_email = MembershipsByEmail()
 
 
 def insert_membership(item: MembershipModel) -> bool:

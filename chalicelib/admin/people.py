@@ -18,8 +18,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
+from chalicelib.accounts import memberships, twofactor
 from chalicelib.accounts import service as accounts
-from chalicelib.accounts import twofactor
 from chalicelib.core.api.errors import NotFound, Unprocessable
 from chalicelib.core.api.pagination import Page
 
@@ -37,6 +37,13 @@ ORGANIZATION_DEFAULTS: dict[str, Any] = {
     "terraform-build-worker-plan-timeout": "2h",
     "terraform-worker-sudo-enabled": False,
     "workspace-limit": None,
+}
+# go-tfe's AdminOrganization reads and sends the worker timeouts under both these names
+# (``apply-timeout``/``plan-timeout`` and the older ``terraform-build-worker-*``): one value
+# each, stored under the older name and shown under both.
+TIMEOUT_ALIASES = {
+    "apply-timeout": "terraform-build-worker-apply-timeout",
+    "plan-timeout": "terraform-build-worker-plan-timeout",
 }
 
 
@@ -60,6 +67,22 @@ def list_users(query: dict[str, str], page: Page) -> tuple[list[UserModel], int]
     admin = _flag(query, "filter[admin]")
     suspended = _flag(query, "filter[suspended]")
     return accounts.page_users(page, query.get("q") or "", admin, suspended)
+
+
+def list_users_and_invitees(
+    query: dict[str, str], page: Page
+) -> tuple[list[UserModel | memberships.Invitee], int]:
+    """``list_users``, and when ``q`` is a whole email address, after its users the people
+    invited as that address who have no user yet (TFE has made theirs; none is an admin or
+    suspended, so ``filter[admin]``/``filter[suspended]`` = true leave them out)."""
+    users, total = list_users(query, page)
+    term = query.get("q") or ""
+    if "@" not in term or _flag(query, "filter[admin]") or _flag(query, "filter[suspended]"):
+        return list(users), total
+    invitees = memberships.invitees_with_email(term)
+    start = max(0, page.offset - total)
+    room = page.size - len(users)
+    return [*users, *invitees[start : start + room]], total + len(invitees)
 
 
 def organizations_of(user: UserModel) -> list[str]:
@@ -112,7 +135,8 @@ def get_organization(name: str) -> OrganizationModel:
 
 
 def organization_values(org: OrganizationModel) -> dict[str, Any]:
-    return {**ORGANIZATION_DEFAULTS, **(org.admin_values or {})}
+    values = {**ORGANIZATION_DEFAULTS, **(org.admin_values or {})}
+    return {**values, **{alias: values[name] for alias, name in TIMEOUT_ALIASES.items()}}
 
 
 def list_organizations(query: dict[str, str]) -> list[OrganizationModel]:
@@ -137,6 +161,13 @@ def is_module_producer(org: OrganizationModel) -> bool:
 def update_organization(name: str, changes: dict[str, Any]) -> OrganizationModel:
     """Store the attributes a request sets (kebab names, nulls dropped)."""
     org = get_organization(name)
+    for alias, stored in TIMEOUT_ALIASES.items():
+        value = changes.pop(alias, None)
+        if value is not None and changes.setdefault(stored, value) != value:
+            raise Unprocessable(
+                f"{alias} and {stored} are the same timeout: give one value",
+                pointer=f"/data/attributes/{alias}",
+            )
     sharing = changes.pop("global-module-sharing", None)
     accounts.set_organization_admin_values(org, changes, sharing)
     return get_organization(name)

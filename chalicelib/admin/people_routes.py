@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 from chalice import Blueprint, Response
 
-from chalicelib.accounts.render import avatar_url
+from chalicelib.accounts.memberships import Invitee, withdraw_invitee
+from chalicelib.accounts.render import avatar_url, scim_attributes
 from chalicelib.admin import people
 from chalicelib.admin.service import require_site_admin
 from chalicelib.core.api.http import Ctx, route
@@ -63,8 +64,29 @@ def render_admin_user(user: UserModel) -> dict[str, Any]:
             "is-suspended": bool(user.suspended),
             "is-service-account": False,
             "two-factor": user.two_factor(),
+            **scim_attributes(user),
         },
         relationships={"organizations": _organization_ids(people.organizations_of(user))},
+    )
+
+
+def render_admin_invitee(invitee: Invitee) -> dict[str, Any]:
+    """A person invited by email who has no user yet, as TFE shows the user it made for
+    them: no username, no organization until they accept."""
+    return resource(
+        "users",
+        invitee.user_id,
+        {
+            "username": "",
+            "email": invitee.email,
+            "avatar-url": avatar_url("", invitee.user_id),
+            "is-admin": False,
+            "is-suspended": False,
+            "is-service-account": False,
+            "two-factor": {"enabled": False, "verified": False},
+            **scim_attributes(None),
+        },
+        relationships={"organizations": _organization_ids([])},
     )
 
 
@@ -118,21 +140,27 @@ def _organizations_of(users: Any) -> list[dict[str, Any]]:
 def list_admin_users(ctx: Ctx) -> Response:
     """List every user of the site"""
     admin(ctx)
-    users, total = people.list_users(ctx.query, ctx.page())
-    page = ctx.paginate_read(users, total)
+    found, total = people.list_users_and_invitees(ctx.query, ctx.page())
+    page = ctx.paginate_read(found, total)
+    users = [u for u in page.items if not isinstance(u, Invitee)]
     return document(
-        [render_admin_user(user) for user in page.items],
+        [
+            render_admin_invitee(u) if isinstance(u, Invitee) else render_admin_user(u)
+            for u in page.items
+        ],
         links=page.links,
         meta=page.meta,
-        included=ctx.included(page.items, {"organizations": _organizations_of}),
+        included=ctx.included(users, {"organizations": _organizations_of}),
     )
 
 
 @admin_route(USER, ("DELETE",), errors={422: "the last site administrator cannot be deleted"})
 def delete_admin_user(ctx: Ctx, user_id: str) -> Response:
-    """Delete a user, its tokens and memberships"""
+    """Delete a user, its tokens and memberships (a person invited by email who has no
+    user yet: their invitations)"""
     admin(ctx)
-    people.delete_user(user_id)
+    if not withdraw_invitee(user_id):
+        people.delete_user(user_id)
     return no_content()
 
 

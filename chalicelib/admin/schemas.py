@@ -143,6 +143,9 @@ class AdminOrganization(Attributes):
     global_module_sharing: bool | None = None
     terraform_build_worker_apply_timeout: Duration | None = None
     terraform_build_worker_plan_timeout: Duration | None = None
+    # The same two timeouts under the names go-tfe's AdminOrganization also has.
+    apply_timeout: Duration | None = None
+    plan_timeout: Duration | None = None
     terraform_worker_sudo_enabled: bool | None = None
     workspace_limit: Annotated[int, Field(ge=0, le=1_000_000)] | None = None
 

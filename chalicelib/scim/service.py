@@ -386,6 +386,7 @@ def create_user(body: Any) -> ScimUserModel:
     if not protected:  # SCIM's own suspension follows active (a linked user may have one)
         _suspend(user, not active)
     user.save(condition=ScimUserModel.id.does_not_exist())
+    accounts.set_scim_identity(user.user_id, user_name)
     if not active and not protected:
         accounts.revoke_user_tokens(user.user_id)
     return user
@@ -415,6 +416,7 @@ def _write_user(
         else ScimUserModel.external_id.remove(),
     ]
     user.update(actions=actions)
+    accounts.set_scim_identity(user.user_id, user_name)
     email = _primary_email(user_name, attrs)
     changes_account = email != email_before or (was_active and not active)
     protected = changes_account and _protected(user)

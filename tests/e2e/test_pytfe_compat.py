@@ -290,3 +290,35 @@ def test_deletes_through_pytfe_deprecated_paths(session: Session):
     assert "legacy" not in {m.name for m in modules.list(ORG)}
     with pytest.raises(NotFound):
         admin.delete(ORG, "legacy")
+
+
+def test_an_invited_person_through_pytfe(session: Session):
+    """go-tfe's createOrganizationMembership flow (admin_user_integration_test.go
+    TestAdminUsers_List "query by username or email" and TestAdminUsers_Delete) made with
+    pytfe over the wire: invite a new address, read the membership with its user included
+    (the invited person's user parses: pytfe's ``User`` refuses a null username), find
+    them through the admin users list by that address, delete them; then the list is empty
+    and the invitation gone."""
+    from pytfe.models.admin_user import AdminUserListOptions
+    from pytfe.models.organization_membership import (
+        OrganizationMembershipCreateOptions,
+        OrganizationMembershipReadOptions,
+        OrgMembershipIncludeOpt,
+    )
+
+    admin = session.admin
+    email = "pytfe-invitee@example.com"
+    created = admin.organization_memberships.create(
+        ORG, OrganizationMembershipCreateOptions(email=email)
+    )
+    read = admin.organization_memberships.read_with_options(
+        created.id, OrganizationMembershipReadOptions(include=[OrgMembershipIncludeOpt.USER])
+    )
+    assert read.user is not None and read.user.email == email
+    assert read.user.two_factor is not None and not read.user.two_factor.enabled
+    listed = list(admin.admin.users.list(AdminUserListOptions(query=email)))
+    assert [(u.id, u.email) for u in listed] == [(read.user.id, email)]
+    admin.admin.users.delete(read.user.id)
+    assert list(admin.admin.users.list(AdminUserListOptions(query=email))) == []
+    with pytest.raises(NotFound):
+        admin.organization_memberships.read(created.id)

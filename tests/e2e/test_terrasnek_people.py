@@ -4,8 +4,11 @@
 against the local stack's HTTP server. terrasnek's own base class cannot run here: it purges
 workspaces, policies and VCS clients first, which a registry does not have.
 
-One deviation: ``org_memberships_test`` filters on ``status`` ``inactive``, a value TFE does
-not document (``invited`` and ``active`` are); here the same calls filter on ``invited``."""
+As terrasnek's suites, lists start at page 0 (its ``PAGE_START``) with pages of 50, and
+``org_memberships_test`` invites a user made beforehand (its ``TEST_EMAIL``), then finds the
+invitation by the first five letters of that user's username filtering on ``status``
+``inactive`` (a value TFE does not document, which it answers with the memberships not yet
+active)."""
 
 from __future__ import annotations
 
@@ -72,7 +75,7 @@ def test_terrasnek_admin_users(stack: Stack) -> None:
     username = f"snek{uuid4().hex[:6]}"
     join(stack, invite(api, f"{username}@example.com")["meta"]["invitation-url"], username)
 
-    listed = api.admin_users.list(query=username, page=1, page_size=20)["data"]
+    listed = api.admin_users.list(query=username, page=0, page_size=50)["data"]
     assert [u["attributes"]["username"] for u in listed] == [username]
     user_id = listed[0]["id"]
     assert api.admin_users.suspend(user_id)["data"]["attributes"]["is-suspended"] is True
@@ -131,17 +134,24 @@ def test_terrasnek_org_and_team_memberships(stack: Stack) -> None:
     mine = endpoint._list_all(endpoint._endpoint_base_url)["data"]
     assert org in [m["relationships"]["organization"]["data"]["id"] for m in mine]
 
-    email = f"snek{uuid4().hex[:6]}@example.com"
+    # The test user exists beforehand (terrasnek: "User needs to be created ahead of time").
+    username = f"snek{uuid4().hex[:6]}"
+    email = f"mail-{uuid4().hex[:6]}@example.com"
+    elsewhere = client(stack, new_org(root, "snek-om-home")["id"])
+    join(stack, invite(elsewhere, email)["meta"]["invitation-url"], username)
+
     invited = invite(api, email)
     assert invited["attributes"]["email"] == email
     shown = api.org_memberships.show(invited["id"], include=["user"])
     assert "included" in shown and shown["data"]["id"] == invited["id"]
-    filters = [{"keys": ["status"], "value": "invited"}]
+    filters = [{"keys": ["status"], "value": "inactive"}]
     found = api.org_memberships.list_for_org(
-        query=email[:7], filters=filters, page=1, page_size=20, include=["user", "teams"]
+        query=username[:5], filters=filters, page=0, page_size=50, include=["user", "teams"]
     )
     assert "included" in found and len(found["data"]) == 1
-    every = api.org_memberships.list_all_for_org(query=email[:7], filters=filters, include=["user"])
+    every = api.org_memberships.list_all_for_org(
+        query=username[:5], filters=filters, include=["user"]
+    )
     assert "included" in every and len(every["data"]) == 1
 
     # team_memberships_test: the caller by username, then the invitation by its id.
@@ -158,7 +168,9 @@ def test_terrasnek_org_and_team_memberships(stack: Stack) -> None:
     api.teams.destroy(team["id"])
 
     api.org_memberships.remove(invited["id"])
-    gone = api.org_memberships.list_for_org(query=email[:7], filters=filters, page=1, page_size=20)
+    gone = api.org_memberships.list_for_org(
+        query=username[:5], filters=filters, page=0, page_size=50
+    )
     assert gone["data"] == []
 
 

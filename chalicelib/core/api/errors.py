@@ -24,6 +24,7 @@ class ApiError(Exception):
         parameter: str | None = None,
         title: str | None = None,
         headers: dict[str, str] | None = None,
+        more: tuple[ApiError, ...] = (),
     ) -> None:
         super().__init__(detail or title or self.title)
         self.detail = detail
@@ -32,6 +33,9 @@ class ApiError(Exception):
         if title:
             self.title = title
         self.headers = headers or {}
+        # Further errors of the same request, answered after this one (as TFE lists every
+        # validation that failed, and go-tfe compares the whole list).
+        self.more = more
 
     def to_dict(self) -> dict[str, Any]:
         error: dict[str, Any] = {"status": str(self.status), "title": self.title}
@@ -108,7 +112,9 @@ def error_document(*errors: ApiError) -> dict[str, Any]:
 def error_response(error: ApiError) -> Response:
     headers: dict[str, str | list[str]] = {"Content-Type": JSONAPI, **error.headers}
     return Response(
-        body=json.dumps(error_document(error)), status_code=error.status, headers=headers
+        body=json.dumps(error_document(error, *error.more)),
+        status_code=error.status,
+        headers=headers,
     )
 
 
