@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from chalicelib.core.api import bounds
 from chalicelib.core.api.attributes import Attributes
 from chalicelib.core.api.errors import JSONAPI
 from chalicelib.core.api.jsonapi import MAX_ID_LENGTH
@@ -139,12 +140,16 @@ def _ref(name: str) -> dict[str, str]:
 
 def _type_schema(body: Body) -> dict[str, Any]:
     if body.type_ is None:
-        return {"type": "string", "description": "not checked"}
+        return {"type": "string", "maxLength": MAX_ID_LENGTH, "description": "not checked"}
     if body.type_check == "strict":
         return {"type": "string", "const": body.type_}
     if body.type_check == "lenient":
         return {"enum": [body.type_, "", None], "description": "may be left out or empty"}
-    return {"type": "string", "description": f"{body.type_!r}; not checked"}
+    return {
+        "type": "string",
+        "maxLength": MAX_ID_LENGTH,
+        "description": f"{body.type_!r}; not checked",
+    }
 
 
 def _attributes_document(body: Body, attributes: Mapping[str, Any]) -> dict[str, Any]:
@@ -173,7 +178,7 @@ def _relationships_document(body: Relationships) -> dict[str, Any]:
         item["properties"]["attributes"] = {
             "type": "object",
             "required": ["name"],
-            "properties": {"name": STRING},
+            "properties": {"name": {"type": "string", "maxLength": bounds.NAME}},
         }
         item["anyOf"] = [{"required": ["id"]}, {"required": ["attributes"]}]
     else:
@@ -230,7 +235,7 @@ def _query_parameters(spec: RouteSpec) -> list[dict[str, Any]]:
                 "in": "query",
                 "description": param.description,
                 "required": param.required,
-                "schema": dict(param.schema),
+                "schema": param.documented_schema,
             }
         )
     return params
