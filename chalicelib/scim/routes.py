@@ -41,7 +41,11 @@ SELECT = (
     Param("excludedAttributes", "all but these attributes (comma-separated)"),
 )
 LISTING = (
-    Param("filter", 'a SCIM filter, e.g. userName eq "jane@example.com"'),
+    Param(
+        "filter",
+        'a SCIM filter, e.g. userName eq "jane@example.com"',
+        {"type": "string", "maxLength": protocol.MAX_FILTER_LENGTH},
+    ),
     Param("startIndex", "1-based index of the first result", {"type": "integer"}),
     Param("count", "results per page (default 100, at most 200)", {"type": "integer"}),
     *SELECT,

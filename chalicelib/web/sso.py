@@ -35,7 +35,15 @@ from chalicelib.core.auth import hash_token
 from chalicelib.saml import config as saml_config
 from chalicelib.saml.errors import SamlRefused
 from chalicelib.web import session
-from chalicelib.web.view import WebCtx, add_cookie, error_page, page, redirect, safe_next
+from chalicelib.web.view import (
+    NEXT,
+    WebCtx,
+    add_cookie,
+    error_page,
+    page,
+    redirect,
+    safe_next,
+)
 
 log = logging.getLogger("registry.web.sso")
 
@@ -81,7 +89,7 @@ def refused(
 @page(
     bp,
     "/app/sign-in/sso",
-    query=(Param("next", "the page to open after signing in"),),
+    query=(NEXT,),
     success=(TO_IDP, *REFUSED),
 )
 def start_sso(ctx: WebCtx) -> Response:

@@ -60,6 +60,13 @@ DEFAULT_SUPPORT_EMAIL = "support@hashicorp.com"
 # Where signing in leads when the client named no (acceptable) page.
 DEFAULT_PAGE = "/app/organizations"
 MAX_NEXT_LENGTH = 4096  # terraform login's longest valid request is about 2.2 KB
+# The sign-in pages' ``next``: past ``MAX_NEXT_LENGTH`` it opens the default page
+# (``safe_next``); the wrapper refuses only what no query value may be.
+NEXT = Param(
+    "next",
+    "the page to open after signing in (a foreign or longer one: the default page)",
+    {"type": "string", "maxLength": bounds.QUERY_ANY},
+)
 # A local path under the UI: visible ASCII, no backslash (see ``safe_next``).
 _LOCAL_PATH = re.compile(r"/app/[\x21-\x5b\x5d-\x7e]*")
 STATUS_TITLES = {
