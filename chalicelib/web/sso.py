@@ -177,12 +177,22 @@ def signed_out(ctx: WebCtx, location: str | None, *cookies: str, note: str = "")
     return response
 
 
+def _slo_param(name: str, description: str, bound: int) -> Param:
+    """A single logout parameter whose bound ``saml.logout`` checks (with its own page)."""
+    schema = {"type": "string", "maxLength": bound}
+    return Param(name, description, schema, handler_checks=True)
+
+
 SLO_QUERY = (
-    Param("SAMLRequest", "the IdP's LogoutRequest (DEFLATE, base64)"),
-    Param("SAMLResponse", "the IdP's LogoutResponse to our sign-out (DEFLATE, base64)"),
-    Param("RelayState", "echoed back to the IdP"),
+    _slo_param("SAMLRequest", "the IdP's LogoutRequest (DEFLATE, base64)", saml_config.MAX_ENCODED),
+    _slo_param(
+        "SAMLResponse",
+        "the IdP's LogoutResponse to our sign-out (DEFLATE, base64)",
+        saml_config.MAX_ENCODED,
+    ),
+    _slo_param("RelayState", "echoed back to the IdP", saml_config.MAX_RELAY),
     Param("SigAlg", "the signature algorithm of a signed message"),
-    Param("Signature", "the IdP's signature of the query string"),
+    _slo_param("Signature", "the IdP's signature of the query string", saml_config.MAX_SIGNATURE),
 )
 
 

@@ -234,15 +234,19 @@ def check_lengths(request: Request, query: Iterable[Param], params: Mapping[str,
     """The bounds of the strings a request carries outside its body
     (``chalicelib.core.api.bounds``), checked before the handler: a path parameter over
     ``PATH_PARAMETER`` bytes names nothing (404); a query value over its declared
-    parameter's bound (any other over ``QUERY_ANY``) is a 422 naming the parameter."""
+    parameter's bound (any other over ``QUERY_ANY``) is a 422 naming the parameter, unless
+    the parameter says its handler checks the bound itself (``Param.handler_checks``)."""
     for name, value in params.items():
         if utf8_length(value) > bounds.PATH_PARAMETER:
             raise NotFound(f"{name} is longer than {bounds.PATH_PARAMETER} bytes: no such resource")
-    declared = {param.name: param.max_length for param in query}
+    declared = {param.name: param for param in query}
     given: Mapping[str, str] = request.query_params or {}
     getlist = getattr(given, "getlist", None)
     for name in given:
-        limit = declared.get(name) or bounds.QUERY_ANY
+        param = declared.get(name)
+        if param is not None and param.handler_checks:
+            continue
+        limit = (param.max_length if param is not None else None) or bounds.QUERY_ANY
         for value in getlist(name) if getlist else [given[name]]:
             if len(value) > limit:
                 raise Unprocessable(f"{name}: at most {limit} characters", parameter=name)

@@ -111,12 +111,14 @@ RequestBody = Body | Relationships | Payload
 class Param:
     """A query parameter. A string one is at most ``max_length`` characters (the schema's
     ``maxLength``, else ``bounds.QUERY``): the route wrapper refuses a longer value with a
-    422 naming it, and the document shows the bound."""
+    422 naming it, and the document shows the bound. ``handler_checks``: the handler checks
+    the bound itself, with its own answer (the wrapper leaves the value to it)."""
 
     name: str
     description: str
     schema: Mapping[str, Any] = field(default_factory=lambda: {"type": "string"})
     required: bool = False
+    handler_checks: bool = False
 
     @property
     def max_length(self) -> int | None:
