@@ -479,3 +479,19 @@ def test_a_web_form_field_past_its_bound_is_refused_before_the_handler(api: Api)
         reply = api.client.http.post(path, headers=form, body=many)
         assert reply.status_code == 400, reply.body[:300]
         assert f"at most {bounds.FORM_FIELDS} fields".encode() in reply.body
+
+
+def test_scim_user_strings_that_become_keys_are_bounded(api: Api) -> None:
+    """A SCIM User's primary email becomes the user's email (the key of the by-email index):
+    a longer one than an email may be is refused, the user not provisioned."""
+    from tests.test_scim import SETTINGS, USER, Scim, body, enable_saml, new_token, scim_error
+
+    enable_saml(api)
+    assert api.patch(SETTINGS, body(enabled=True)).status == 200
+    idp = Scim(api, new_token(api, description="okta").data["attributes"]["token"])
+    for email in ("j" * 3000 + "@example.com", "é" * 200 + "@example.com"):
+        document = {"schemas": [USER], "userName": "jane", "emails": [{"value": email}]}
+        before = snapshot()
+        error = scim_error(idp.post("/Users", document), 400)
+        assert f"at most {bounds.EMAIL} bytes" in error["detail"], error
+        assert snapshot() == before

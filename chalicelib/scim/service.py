@@ -278,6 +278,10 @@ def _check_attributes(attributes: dict[str, Any]) -> None:
         isinstance(emails, list) and all(isinstance(e, dict) for e in emails)
     ):
         raise bad_request("emails must be an array of objects")
+    for email in emails or ():
+        value = email.get("value")
+        if isinstance(value, str) and utf8_length(value) > bounds.EMAIL:  # the by-email key
+            raise bad_request(f"emails: a value is at most {bounds.EMAIL} bytes in UTF-8")
     name = attributes.get("name")
     if name is not None and not isinstance(name, dict):
         raise bad_request("name must be an object")
