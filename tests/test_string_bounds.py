@@ -34,7 +34,7 @@ from moto.dynamodb.models.table import Table
 
 from chalicelib.artifacts import semver
 from chalicelib.core.api import bounds
-from tests.conftest import Api, doc, make_org
+from tests.conftest import Api, doc, make_org, make_team
 
 V2 = "/api/v2"
 OPENAPI = Path(__file__).resolve().parent.parent / "chalicelib" / "meta" / "openapi.json"
@@ -495,3 +495,28 @@ def test_scim_user_strings_that_become_keys_are_bounded(api: Api) -> None:
         error = scim_error(idp.post("/Users", document), 400)
         assert f"at most {bounds.EMAIL} bytes" in error["detail"], error
         assert snapshot() == before
+
+
+def test_a_web_form_value_that_is_looked_up_never_makes_an_oversized_key(
+    api: Api, strict_keys: None
+) -> None:
+    """Form fields are bounded generously (free text); one looked up by key (a new team
+    member's username, a sign-in's login) is bounded where it is looked up: no 5xx."""
+    from tests.conftest import ADMIN_TOKEN
+    from tests.web_browser import Browser
+
+    make_org(api, "acme")
+    team, _ = make_team(api, "acme", "devs")
+    browser = Browser(api.client)
+    assert browser.sign_in(ADMIN_TOKEN).status_code == 303
+    members = f"/app/acme/teams/{team}/members"
+    for name in ("u" * 3000, "\U0001d11e" * 600):
+        token = browser.csrf(f"/app/acme/teams/{team}")
+        reply = browser.post(members, {"username": name, "csrf_token": token})
+        assert reply.status_code == 422, (name[:10], reply.status_code)
+        assert b"no user is named" in reply.body
+    signed_out = Browser(api.client)
+    for login in ("u" * 3000, "\U0001d11e" * 600, "x" * 3000 + "@example.com"):
+        form = {"login": login, "password": "p" * 20, "csrf_token": signed_out.csrf()}
+        reply = signed_out.post("/app/sign-in/password", form)
+        assert 400 <= reply.status_code < 500, (login[:10], reply.status_code)
