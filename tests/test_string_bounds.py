@@ -93,7 +93,7 @@ def _query_strings(operation: dict[str, Any]) -> Iterator[tuple[str, dict[str, A
 # ----- the document ----------------------------------------------------------------------------
 
 
-def test_every_string_of_every_request_body_and_query_has_a_max_length() -> None:
+def test_every_string_of_every_request_body_query_and_path_has_a_max_length() -> None:
     found, unbounded = [], []
     for path, operations in DOCUMENT["paths"].items():
         for method, operation in operations.items():
@@ -102,6 +102,11 @@ def test_every_string_of_every_request_body_and_query_has_a_max_length() -> None
                 for at, schema in strings(content["schema"]):
                     found.append(f"{where} ({media}) /{'/'.join(at)}")
                     if not _bounds_itself(schema) and not isinstance(schema.get("maxLength"), int):
+                        unbounded.append(found[-1])
+            for param in operation.get("parameters", []):
+                if param["in"] == "path":
+                    found.append(f"{where} {{{param['name']}}}")
+                    if param["schema"].get("maxLength") != bounds.PATH_PARAMETER:
                         unbounded.append(found[-1])
             for name, schema in _query_strings(operation):
                 found.append(f"{where} ?{name}")
@@ -120,6 +125,7 @@ def test_every_string_of_every_request_body_and_query_has_a_max_length() -> None
         "PATCH /api/v2/admin/general-settings (application/vnd.api+json) /data/type",
         "POST /scim/v2/Groups (application/scim+json) /members/0/value",
         "GET /api/v2/organizations/{organization_name}/workspaces ?search[name]",
+        "GET /api/v2/organizations/{organization_name} {organization_name}",
     ):
         assert expected in reached, expected
 

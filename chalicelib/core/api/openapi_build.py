@@ -59,6 +59,13 @@ STRING = {"type": "string"}
 OBJECT = {"type": "object"}
 NULLABLE_STRING = {"type": ["string", "null"]}
 ID = {"type": "string", "maxLength": MAX_ID_LENGTH}
+# A longer path parameter names nothing: a 404 before the handler (``http.check_lengths``;
+# the bound is in UTF-8 bytes).
+PATH_PARAMETER = {
+    "type": "string",
+    "maxLength": bounds.PATH_PARAMETER,
+    "x-max-bytes": bounds.PATH_PARAMETER,
+}
 
 BASE_SCHEMAS: dict[str, Any] = {
     "JsonApiResource": {
@@ -384,7 +391,7 @@ def build_document(app: Any, *, title: str, version: str, description: str = "")
         if spec.description:
             operation["description"] = spec.description
         parameters = [
-            {"name": name, "in": "path", "required": True, "schema": {"type": "string"}}
+            {"name": name, "in": "path", "required": True, "schema": PATH_PARAMETER}
             for name in entry.view_args
         ] + _query_parameters(spec)
         if parameters:
