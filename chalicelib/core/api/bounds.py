@@ -17,10 +17,14 @@ The kinds, and where each is checked:
   a longer one is a 404 before the handler), and versions by ``semver.parse``;
 * web forms: every field at most ``FORM_FIELD`` characters (the one form reader).
 
-Values that end up in keys (names, versions, ids, emails) are bounded in UTF-8 bytes (a
-multi-byte character counts its bytes: DynamoDB's limits are in bytes), so the document's
-``maxLength`` is also the byte bound; free text is bounded in characters, at most four
-bytes each, far below an item's 400 KB.
+Values that end up in keys (names, versions, ids, emails, path parameters) are bounded in
+UTF-8 bytes too (a multi-byte character counts its bytes: DynamoDB's limits are in bytes;
+the document shows ``x-max-bytes`` beside ``maxLength``); free text is bounded in
+characters, at most four bytes each, far below an item's 400 KB.
+
+Request bodies are validated by the route wrapper before the handler runs, on the routes it
+authenticates; the admin routes that authenticate themselves validate at their handler's
+first line (until their authorization is declared on the route).
 """
 
 from __future__ import annotations
