@@ -4,16 +4,20 @@ that sends one and the function's reads never pay for it."""
 
 from __future__ import annotations
 
-from typing import Annotated
-
-from pydantic import AwareDatetime, Strict
-
-from chalicelib.core.api.attributes import Attributes
+from chalicelib.core.api.attributes import (
+    Attributes,
+    Description,
+    Email,
+    Identifier,
+    Name,
+    Secret,
+    Timestamp,
+)
 
 
 class OrganizationAttributes(Attributes):
-    name: str | None = None
-    email: str | None = None
+    name: Name | None = None
+    email: Email | None = None
 
 
 class TeamAccess(Attributes):
@@ -32,8 +36,8 @@ class TeamAccess(Attributes):
 
 
 class TeamAttributes(Attributes):
-    name: str | None = None
-    visibility: str | None = None
+    name: Name | None = None
+    visibility: Identifier | None = None
     organization_access: TeamAccess | None = None
 
     def flags(self) -> dict[str, bool]:
@@ -41,25 +45,24 @@ class TeamAttributes(Attributes):
 
 
 class TokenAttributes(Attributes):
-    description: str | None = None
-    # Strict mode would refuse ISO strings; timestamps arrive as text in JSON.
-    expired_at: Annotated[AwareDatetime, Strict(False)] | None = None
+    description: Description | None = None
+    expired_at: Timestamp | None = None
 
 
 class MembershipAttributes(Attributes):
-    email: str | None = None
+    email: Email | None = None
 
 
 class AccountAttributes(Attributes):
     """``PATCH /account/update``: the caller's new username and email address."""
 
-    username: str | None = None
-    email: str | None = None
+    username: Name | None = None
+    email: Email | None = None
 
 
 class PasswordAttributes(Attributes):
     """``PATCH /account/password`` (kebab names, or TFE's documented snake ones)."""
 
-    current_password: str | None = None
-    password: str | None = None
-    password_confirmation: str | None = None
+    current_password: Secret | None = None
+    password: Secret | None = None
+    password_confirmation: Secret | None = None

@@ -20,6 +20,8 @@ from pynamodb.expressions.update import Action
 
 from chalicelib.accounts import store
 from chalicelib.accounts.store import DIRECTORY, OrganizationModel, TeamModel, UserModel
+from chalicelib.core.api import bounds
+from chalicelib.core.api.bounds import utf8_length
 from chalicelib.core.api.errors import Conflict, Forbidden, NotFound, Unprocessable
 from chalicelib.core.api.pagination import Page
 from chalicelib.core.auth import Principal, PrincipalKind, TokenModel, mint_token, verified
@@ -350,14 +352,17 @@ def create_user(
 
 def find_user_by_name(username: str) -> UserModel | None:
     """The user of ``username`` in any case, as TFE resolves usernames: by its claim, else
-    (a user made before the claims, until the backfill) by the exact name."""
-    user_id = store.user_id_of_name(username) if username else None
+    (a user made before the claims, until the backfill) by the exact name. A name longer
+    than any (``bounds.NAME`` bytes) names nobody: it is never made a key."""
+    if not username or utf8_length(username) > bounds.NAME:
+        return None
+    user_id = store.user_id_of_name(username)
     if user_id is not None:
         try:
             return UserModel.get(user_id)
         except UserModel.DoesNotExist:
             return None
-    return next(iter(UserModel.by_username.query(username)), None) if username else None
+    return next(iter(UserModel.by_username.query(username)), None)
 
 
 def find_user_by_email(email: str) -> UserModel | None:

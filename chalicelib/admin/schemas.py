@@ -13,7 +13,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, AliasChoices, Field
 
 from chalicelib.admin.people import MAX_MODULE_CONSUMERS
-from chalicelib.core.api.attributes import Attributes
+from chalicelib.core.api.attributes import Attributes, Identifier, Secret, Text
 from chalicelib.core.api.names import kebab
 
 # Go-style durations: one or more decimal numbers each followed by a unit ("2h", "1.5h", "1h30m").
@@ -26,9 +26,9 @@ def _duration(value: str) -> str:
     return value
 
 
-Duration = Annotated[str, AfterValidator(_duration)]
-Text = Annotated[str, Field(max_length=10_000)]
-Short = Annotated[str, Field(max_length=1_000)]
+Duration = Annotated[Identifier, AfterValidator(_duration)]
+# A setting's short value (a host, a username, a password): as long as a secret may be.
+Short = Secret
 
 
 def changes(model: Attributes) -> dict[str, Any]:

@@ -11,6 +11,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from chalicelib.core.api import bounds
+
 _NUM = r"0|[1-9]\d*"
 _PRE_ID = r"(?:0|[1-9]\d*|\d*[A-Za-z-][0-9A-Za-z-]*)"
 SEMVER = re.compile(
@@ -19,6 +21,9 @@ SEMVER = re.compile(
     r"(?:\+(?P<build>[0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*))?$"
 )
 MAX_NUMBER_DIGITS = 20
+MAX_LENGTH = bounds.VERSION
+# DynamoDB's bound on a sort key, in bytes (an order key is ASCII).
+MAX_ORDER_KEY = 1024
 _SEPARATOR = "!"  # sorts below '-' and every alphanumeric character
 _END = " "  # sorts below the separator: a shorter identifier list comes first
 _RELEASE = "~"  # sorts above '-': a release comes after its pre-releases
@@ -59,6 +64,11 @@ def _encode(identifier: str) -> str:
 
 
 def parse(text: str) -> Version:
+    """``text`` as a version: at most ``MAX_LENGTH`` characters, whose ``order_key`` fits a
+    DynamoDB sort key (``MAX_ORDER_KEY`` bytes): a longer one is invalid, in a request's
+    body (422) as in its path (404), and never reaches the table."""
+    if text and len(text) > MAX_LENGTH:
+        raise InvalidVersion(f"a version is at most {MAX_LENGTH} characters, not {len(text)}")
     match = SEMVER.match(text or "")
     if not match:
         hint = ""
@@ -71,7 +81,10 @@ def parse(text: str) -> Version:
     if any(len(n) > MAX_NUMBER_DIGITS for n in numbers + [p for p in pre if p.isdigit()]):
         raise InvalidVersion(f"{text!r} has a number longer than {MAX_NUMBER_DIGITS} digits")
     major, minor, patch = (int(n) for n in numbers)
-    return Version(text, major, minor, patch, pre, parts["build"] or "")
+    version = Version(text, major, minor, patch, pre, parts["build"] or "")
+    if len(version.order_key) > MAX_ORDER_KEY:  # many short numeric pre-release identifiers
+        raise InvalidVersion(f"{text!r} has too many pre-release identifiers")
+    return version
 
 
 def is_valid(text: str) -> bool:

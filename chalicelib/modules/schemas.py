@@ -4,15 +4,15 @@ request that sends one and the function's reads never pay for it."""
 
 from __future__ import annotations
 
-from chalicelib.core.api.attributes import Attributes
+from chalicelib.core.api.attributes import Attributes, Description, Identifier, Name, Url, Version
 from chalicelib.modules.publishing.schemas import TestConfigAttributes, VcsRepoAttributes
 
 
 class CreateModule(Attributes):
-    name: str | None = None
-    provider: str | None = None
-    namespace: str | None = None
-    registry_name: str | None = None
+    name: Name | None = None
+    provider: Name | None = None
+    namespace: Name | None = None
+    registry_name: Name | None = None
     no_code: bool | None = None
 
 
@@ -23,20 +23,20 @@ class UpdateModule(Attributes):
 
 
 class CreateVersion(Attributes):
-    version: str | None = None
-    commit_sha: str | None = None
+    version: Version | None = None
+    commit_sha: Identifier | None = None
 
 
 class VersionDeprecation(Attributes):
-    deprecated_status: str | None = None
-    reason: str | None = None
-    link: str | None = None
+    deprecated_status: Identifier | None = None
+    reason: Description | None = None
+    link: Url | None = None
 
 
 class VersionRevocation(Attributes):
-    status: str | None = None
-    message: str | None = None
-    link: str | None = None
+    status: Identifier | None = None
+    message: Description | None = None
+    link: Url | None = None
 
 
 class UpdateVersion(Attributes):

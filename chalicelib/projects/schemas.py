@@ -3,13 +3,13 @@ request that sends one)."""
 
 from __future__ import annotations
 
-from chalicelib.core.api.attributes import Attributes
+from chalicelib.core.api.attributes import Attributes, Description, Identifier, Name
 
 
 class ProjectBody(Attributes):
     """Attributes of a project; tag bindings come as ``relationships.tag-bindings``."""
 
-    name: str | None = None
-    description: str | None = None
-    default_execution_mode: str | None = None
-    auto_destroy_activity_duration: str | None = None
+    name: Name | None = None
+    description: Description | None = None
+    default_execution_mode: Identifier | None = None
+    auto_destroy_activity_duration: Identifier | None = None

@@ -3,25 +3,31 @@ pydantic loads with the first request that sends one)."""
 
 from __future__ import annotations
 
+from typing import Annotated
+
 from pydantic import Field
 
-from chalicelib.core.api.attributes import Attributes
+from chalicelib.core.api.attributes import Attributes, Identifier, Name, Version
+from chalicelib.providers.gpg import MAX_ARMOR_LENGTH
 from chalicelib.providers.service import MAX_PROTOCOLS
+
+# An ASCII-armored public key (``gpg.MAX_ARMOR_LENGTH``: keys with many signatures are long).
+Armor = Annotated[str, Field(max_length=MAX_ARMOR_LENGTH)]
 
 
 class CreateGpgKey(Attributes):
-    namespace: str | None = None
-    ascii_armor: str | None = None
+    namespace: Name | None = None
+    ascii_armor: Armor | None = None
 
 
 class UpdateGpgKey(Attributes):
-    namespace: str | None = None
+    namespace: Name | None = None
 
 
 class CreateProvider(Attributes):
-    name: str | None = None
-    namespace: str | None = None
-    registry_name: str | None = None
+    name: Name | None = None
+    namespace: Name | None = None
+    registry_name: Name | None = None
 
 
 class UpdateProvider(Attributes):
@@ -30,13 +36,13 @@ class UpdateProvider(Attributes):
 
 
 class CreateVersion(Attributes):
-    version: str | None = None
-    key_id: str | None = None
-    protocols: list[str] | None = Field(default=None, max_length=MAX_PROTOCOLS)
+    version: Version | None = None
+    key_id: Identifier | None = None
+    protocols: list[Identifier] | None = Field(default=None, max_length=MAX_PROTOCOLS)
 
 
 class CreatePlatform(Attributes):
-    os: str | None = None
-    arch: str | None = None
-    shasum: str | None = None
-    filename: str | None = None
+    os: Name | None = None
+    arch: Name | None = None
+    shasum: Identifier | None = None
+    filename: Name | None = None

@@ -14,6 +14,11 @@ METADATA_PATH = "/users/saml/metadata"
 ACS_PATH = "/users/saml/auth"
 SLO_PATH = "/users/saml/slo"  # single logout (HTTP-Redirect): LogoutRequests and Responses
 CLOCK_SKEW_SECONDS = 120
+# The single logout query's bounds (``saml.logout`` checks them, with its own page; here so
+# the route can declare them without loading the checks).
+MAX_ENCODED = 16 * 1024  # characters of base64: a logout message is well under 4 KB
+MAX_SIGNATURE = 2048  # characters of base64 (an RSA-8192 signature is 1368)
+MAX_RELAY = 1024  # characters of RelayState echoed back (the binding says 80 bytes)
 
 
 @dataclass(frozen=True)

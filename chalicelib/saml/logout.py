@@ -47,14 +47,18 @@ from lxml import etree
 
 from chalicelib.core.data.ids import now
 from chalicelib.saml import authn, response, store
-from chalicelib.saml.config import CLOCK_SKEW_SECONDS, SamlConfig
+from chalicelib.saml.config import (
+    CLOCK_SKEW_SECONDS,
+    MAX_ENCODED,
+    MAX_RELAY,
+    MAX_SIGNATURE,
+    SamlConfig,
+)
 from chalicelib.saml.errors import SamlRefused
 
 log = logging.getLogger("registry.saml")
 
-MAX_ENCODED = 16 * 1024  # characters of base64: a logout message is well under 4 KB
 MAX_XML = 64 * 1024  # bytes once inflated
-MAX_SIGNATURE = 2048  # characters of base64 (an RSA-8192 signature is 1368)
 MESSAGE_SECONDS = 10 * 60  # how old an IdP's LogoutRequest may be (IssueInstant)
 P, A = response.P, response.A
 SUCCESS = response.SUCCESS
@@ -73,7 +77,6 @@ _SHA1: dict[str, tuple[str, type[hashes.HashAlgorithm]]] = {
 _ESCAPE = re.compile(r"%[0-9A-F]{2}")
 # An xs:ID as IdPs make them, at most response.MAX_ID_LENGTH long (it becomes a key).
 _ID = re.compile(rf"[A-Za-z_][A-Za-z0-9_.-]{{0,{response.MAX_ID_LENGTH - 1}}}")
-MAX_RELAY = 1024  # characters of RelayState echoed back (the binding says 80 bytes)
 NOT_CONFIRMED = (
     "Your identity provider did not confirm that it signed you out: you may still be "
     "signed in there."

@@ -44,14 +44,22 @@ def not_found(detail: str) -> ScimError:
     return ScimError(404, detail)
 
 
+def _status(error: ApiError) -> int:
+    """SCIM has no 422: a value the core refuses (a query parameter past its bound) is 400."""
+    return 400 if error.status == 422 else error.status
+
+
 def scim_error_document(error: ApiError) -> dict[str, object]:
+    status = _status(error)
     body: dict[str, object] = {
         "schemas": [ERROR_SCHEMA],
-        "status": str(error.status),
+        "status": str(status),
         "detail": error.detail or error.title,
     }
     scim_type = getattr(error, "scim_type", None)
-    if scim_type is None and error.status == 400:
+    if scim_type is None and error.parameter == "filter":
+        scim_type = "invalidFilter"
+    if scim_type is None and status == 400:
         scim_type = "invalidSyntax" if "JSON" in (error.detail or "") else "invalidValue"
     if scim_type:
         body["scimType"] = scim_type
@@ -61,7 +69,7 @@ def scim_error_document(error: ApiError) -> dict[str, object]:
 def scim_error_response(error: ApiError) -> Response:
     headers: dict[str, str | list[str]] = {"Content-Type": SCIM_JSON, **error.headers}
     return Response(
-        body=json.dumps(scim_error_document(error)), status_code=error.status, headers=headers
+        body=json.dumps(scim_error_document(error)), status_code=_status(error), headers=headers
     )
 
 

@@ -24,6 +24,7 @@ BASE = render.SCIM_BASE
 CONTENT_TYPES = ["application/scim+json", "application/json"]
 OBJECT = {"type": "object"}
 STRING = {"type": "string"}
+NAME = {"type": "string", "maxLength": service.MAX_NAME}
 LIST = {
     "type": "object",
     "required": ["schemas", "totalResults", "Resources"],
@@ -40,7 +41,11 @@ SELECT = (
     Param("excludedAttributes", "all but these attributes (comma-separated)"),
 )
 LISTING = (
-    Param("filter", 'a SCIM filter, e.g. userName eq "jane@example.com"'),
+    Param(
+        "filter",
+        'a SCIM filter, e.g. userName eq "jane@example.com"',
+        {"type": "string", "maxLength": protocol.MAX_FILTER_LENGTH},
+    ),
     Param("startIndex", "1-based index of the first result", {"type": "integer"}),
     Param("count", "results per page (default 100, at most 200)", {"type": "integer"}),
     *SELECT,
@@ -52,7 +57,11 @@ USER_BODY = Payload(MEDIA, "a SCIM User resource")
 _MEMBERS = {
     "type": "array",
     "maxItems": service.MAX_MEMBERS_PER_REQUEST,
-    "items": {"type": "object", "required": ["value"], "properties": {"value": STRING}},
+    "items": {
+        "type": "object",
+        "required": ["value"],
+        "properties": {"value": {"type": "string", "maxLength": service.MAX_ID}},
+    },
 }
 GROUP_BODY = Payload(
     MEDIA,
@@ -60,7 +69,7 @@ GROUP_BODY = Payload(
     schema={
         "type": "object",
         "required": ["displayName"],
-        "properties": {"displayName": STRING, "externalId": STRING, "members": _MEMBERS},
+        "properties": {"displayName": NAME, "externalId": NAME, "members": _MEMBERS},
     },
 )
 PATCH_BODY = Payload(
@@ -79,7 +88,11 @@ PATCH_BODY = Payload(
                     "type": "object",
                     "required": ["op"],
                     "properties": {
-                        "op": {"type": "string", "description": "add, replace or remove"},
+                        "op": {
+                            "type": "string",
+                            "maxLength": len("replace"),
+                            "description": "add, replace or remove (any case)",
+                        },
                         "path": {"type": "string", "maxLength": protocol.MAX_PATH_LENGTH},
                         "value": {},
                     },

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import AwareDatetime, Field, Strict
+from pydantic import Field
 
-from chalicelib.core.api.attributes import Attributes
+from chalicelib.core.api.attributes import Attributes, Description, Timestamp
 
 ScimId = Annotated[str, Field(min_length=1, max_length=256)]
 
@@ -22,9 +22,8 @@ class ScimSettings(Attributes):
 
 
 class ScimTokenCreate(Attributes):
-    description: Annotated[str, Field(max_length=1000)] | None = None
-    # Timestamps arrive as text in JSON: strict mode would refuse them.
-    expired_at: Annotated[AwareDatetime, Strict(False)] | None = None
+    description: Description | None = None
+    expired_at: Timestamp | None = None
 
 
 class ScimGroupMappingCreate(Attributes):

@@ -35,6 +35,8 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from chalicelib.accounts import service as accounts
+from chalicelib.core.api import bounds
+from chalicelib.core.api.bounds import utf8_length
 from chalicelib.core.api.errors import Conflict, NotFound, Unprocessable, attribute_pointer
 from chalicelib.core.auth import TokenModel, generate_token
 from chalicelib.core.data.ids import new_id, now
@@ -48,6 +50,8 @@ if TYPE_CHECKING:
 TOKEN_MIN_DAYS = 29
 TOKEN_MAX_DAYS = 365
 MAX_NAME = 256
+# A member's value (a User's SCIM id: ours are far shorter).
+MAX_ID = bounds.IDENTIFIER
 MAX_ATTRIBUTES_BYTES = 32_000
 MAX_MEMBERS_PER_REQUEST = 1000
 _USERNAME_INVALID = re.compile(r"[^A-Za-z0-9_-]+")
@@ -285,6 +289,10 @@ def _check_attributes(attributes: dict[str, Any]) -> None:
         isinstance(emails, list) and all(isinstance(e, dict) for e in emails)
     ):
         raise bad_request("emails must be an array of objects")
+    for email in emails or ():
+        value = email.get("value")
+        if isinstance(value, str) and utf8_length(value) > bounds.EMAIL:  # the by-email key
+            raise bad_request(f"emails: a value is at most {bounds.EMAIL} bytes in UTF-8")
     name = attributes.get("name")
     if name is not None and not isinstance(name, dict):
         raise bad_request("name must be an object")
@@ -598,6 +606,8 @@ def _member_ids(value: Any) -> set[str]:
         member = protocol.lookup(item, "value") if isinstance(item, dict) else None
         if not isinstance(member, str) or not member:
             raise bad_request('each member needs a "value": the SCIM id of a User')
+        if utf8_length(member) > MAX_ID:
+            raise bad_request(f"a member's value is at most {MAX_ID} bytes", "invalidValue")
         ids.add(member)
     return ids
 

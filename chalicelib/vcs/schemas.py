@@ -4,21 +4,21 @@ one, and the functions that only read connections (publishing, webhooks) never l
 
 from __future__ import annotations
 
-from chalicelib.core.api.attributes import Attributes
+from chalicelib.core.api.attributes import Attributes, Identifier, Key, Name, Secret, Url
 
 
 class ClientAttributes(Attributes):
-    name: str | None = None
-    service_provider: str | None = None
-    http_url: str | None = None
-    api_url: str | None = None
-    oauth_token_string: str | None = None
-    private_key: str | None = None
-    key: str | None = None
-    secret: str | None = None
-    rsa_public_key: str | None = None
+    name: Name | None = None
+    service_provider: Identifier | None = None
+    http_url: Url | None = None
+    api_url: Url | None = None
+    oauth_token_string: Secret | None = None
+    private_key: Key | None = None
+    key: Secret | None = None
+    secret: Secret | None = None
+    rsa_public_key: Key | None = None
     organization_scoped: bool | None = None
 
 
 class TokenAttributes(Attributes):
-    ssh_key: str | None = None
+    ssh_key: Key | None = None

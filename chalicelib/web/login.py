@@ -19,7 +19,7 @@ import binascii
 import json
 import logging
 from typing import Any
-from urllib.parse import parse_qs, quote, unquote, urlencode
+from urllib.parse import quote, unquote, urlencode
 
 from chalice import Blueprint, Response
 
@@ -28,7 +28,7 @@ from chalicelib.core.api.errors import ApiError
 from chalicelib.core.api.http import Ctx, route
 from chalicelib.core.api.openapi import Param, Payload, Reply
 from chalicelib.web import oauth, session
-from chalicelib.web.view import FORM, WebCtx, csrf_refused, error_page, page, redirect
+from chalicelib.web.view import FORM, WebCtx, csrf_refused, error_page, form_fields, page, redirect
 
 log = logging.getLogger("registry.web")
 
@@ -135,10 +135,9 @@ def _oauth_error(error: ApiError) -> Response:
     return _json(error.status, {"error": code, "error_description": str(error)})
 
 
-def _form(raw: Any) -> dict[str, str]:
+def _form(request: Any) -> dict[str, str]:
     """The form's fields; a field sent twice is refused (RFC 6749 section 3.2)."""
-    text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else str(raw or "")
-    fields = parse_qs(text, keep_blank_values=True)
+    fields = form_fields(request)
     repeated = sorted(name for name, values in fields.items() if len(values) > 1)
     if repeated:
         raise oauth.OAuthError("invalid_request", f"{repeated[0]} is given more than once")
@@ -180,7 +179,7 @@ def token(ctx: Ctx) -> Response:
     Form-encoded (a public client: no client secret), PKCE required; the code is single-use
     and expires a minute after it was issued."""
     try:
-        form = _form(ctx.request.raw_body)
+        form = _form(ctx.request)
         basic = _basic_client_id(ctx.request.headers.get("authorization"))
         secret = oauth.exchange(form, basic)
     except oauth.OAuthError as refused:

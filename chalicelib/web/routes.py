@@ -20,6 +20,7 @@ from chalicelib.modules.service import ModuleRef
 from chalicelib.saml import config as saml_config
 from chalicelib.web import pages, session, sso
 from chalicelib.web.view import (
+    NEXT,
     THROTTLED,
     WebCtx,
     assets,
@@ -48,7 +49,7 @@ def home(ctx: WebCtx) -> Response:
     return redirect("/app/organizations" if ctx.principal else "/app/sign-in", 302)
 
 
-@page(bp, "/app/sign-in", query=(Param("next", "the page to open after signing in"),))
+@page(bp, "/app/sign-in", query=(NEXT,))
 def sign_in_form(ctx: WebCtx) -> Response:
     """The sign-in page: a username (or email) and password, or a pasted API token."""
     target = safe_next(ctx.query.get("next"))

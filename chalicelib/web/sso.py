@@ -42,7 +42,15 @@ from chalicelib.core.auth import hash_token
 from chalicelib.saml import config as saml_config
 from chalicelib.saml.errors import SamlRefused
 from chalicelib.web import session
-from chalicelib.web.view import WebCtx, add_cookie, error_page, page, redirect, safe_next
+from chalicelib.web.view import (
+    NEXT,
+    WebCtx,
+    add_cookie,
+    error_page,
+    page,
+    redirect,
+    safe_next,
+)
 
 log = logging.getLogger("registry.web.sso")
 
@@ -94,7 +102,7 @@ def refused(
 @page(
     bp,
     "/app/sign-in/sso",
-    query=(Param("next", "the page to open after signing in"),),
+    query=(NEXT,),
     success=(TO_IDP, *REFUSED),
 )
 def start_sso(ctx: WebCtx) -> Response:
@@ -186,12 +194,22 @@ def signed_out(ctx: WebCtx, location: str | None, *cookies: str, note: str = "")
     return response
 
 
+def _slo_param(name: str, description: str, bound: int) -> Param:
+    """A single logout parameter whose bound ``saml.logout`` checks (with its own page)."""
+    schema = {"type": "string", "maxLength": bound}
+    return Param(name, description, schema, handler_checks=True)
+
+
 SLO_QUERY = (
-    Param("SAMLRequest", "the IdP's LogoutRequest (DEFLATE, base64)"),
-    Param("SAMLResponse", "the IdP's LogoutResponse to our sign-out (DEFLATE, base64)"),
-    Param("RelayState", "echoed back to the IdP"),
+    _slo_param("SAMLRequest", "the IdP's LogoutRequest (DEFLATE, base64)", saml_config.MAX_ENCODED),
+    _slo_param(
+        "SAMLResponse",
+        "the IdP's LogoutResponse to our sign-out (DEFLATE, base64)",
+        saml_config.MAX_ENCODED,
+    ),
+    _slo_param("RelayState", "echoed back to the IdP", saml_config.MAX_RELAY),
     Param("SigAlg", "the signature algorithm of a signed message"),
-    Param("Signature", "the IdP's signature of the query string"),
+    _slo_param("Signature", "the IdP's signature of the query string", saml_config.MAX_SIGNATURE),
 )
 
 

@@ -32,8 +32,9 @@ from urllib.parse import parse_qs, quote, unquote
 from chalice import Blueprint, Response
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
+from chalicelib.core.api import bounds
 from chalicelib.core.api.errors import ApiError, BadRequest
-from chalicelib.core.api.http import RequestContext
+from chalicelib.core.api.http import RequestContext, check_lengths
 from chalicelib.core.api.openapi import Param, Payload, Reply, record
 from chalicelib.core.auth import Principal
 from chalicelib.core.settings import get_settings
@@ -59,6 +60,13 @@ DEFAULT_SUPPORT_EMAIL = "support@hashicorp.com"
 # Where signing in leads when the client named no (acceptable) page.
 DEFAULT_PAGE = "/app/organizations"
 MAX_NEXT_LENGTH = 4096  # terraform login's longest valid request is about 2.2 KB
+# The sign-in pages' ``next``: past ``MAX_NEXT_LENGTH`` it opens the default page
+# (``safe_next``); the wrapper refuses only what no query value may be.
+NEXT = Param(
+    "next",
+    "the page to open after signing in (a foreign or longer one: the default page)",
+    {"type": "string", "maxLength": bounds.QUERY_ANY},
+)
 # A local path under the UI: visible ASCII, no backslash (see ``safe_next``).
 _LOCAL_PATH = re.compile(r"/app/[\x21-\x5b\x5d-\x7e]*")
 STATUS_TITLES = {
@@ -191,9 +199,7 @@ class WebCtx(RequestContext):
 
     def form(self) -> dict[str, str]:
         """A POSTed form's fields (the first value of each)."""
-        raw = self.request.raw_body or b""
-        text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else str(raw)
-        return {k: v[0] for k, v in parse_qs(text, keep_blank_values=True).items()}
+        return {k: v[0] for k, v in form_fields(self.request).items()}
 
     def csrf(self) -> str:
         """The CSRF token to put in this page's forms (the session's, or a signed pre-sign-in
@@ -335,6 +341,7 @@ def page(
         def view(**params: str) -> Response:
             request = bp.current_request
             try:
+                check_lengths(request, query, params)
                 return handler(WebCtx(request), **params)
             except SignInRequired:
                 here = request.context.get("path") or request.path
@@ -402,12 +409,26 @@ class Form:
         return list(dict.fromkeys(v.strip() for v in self.fields.get(name) or () if v.strip()))
 
 
+def form_fields(request: Any) -> dict[str, list[str]]:
+    """The one reader of a POSTed form: every field and its values, at most
+    ``bounds.FORM_FIELDS`` fields of at most ``bounds.FORM_FIELD`` characters each (a
+    longer one is a 400 naming it, before the handler reads or writes anything)."""
+    raw = request.raw_body or b""
+    text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else str(raw)
+    try:
+        fields = parse_qs(text, keep_blank_values=True, max_num_fields=bounds.FORM_FIELDS)
+    except ValueError:
+        raise BadRequest(f"a form has at most {bounds.FORM_FIELDS} fields") from None
+    for name, values in fields.items():
+        if any(len(value) > bounds.FORM_FIELD for value in values):
+            raise BadRequest(f"{name[:64]}: at most {bounds.FORM_FIELD} characters")
+    return fields
+
+
 def posted(ctx: WebCtx) -> Form | Response:
     """The request's form, or the 403 page when its CSRF token is not accepted (then the
     handler returns it and nothing changes)."""
-    raw = ctx.request.raw_body or b""
-    text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else str(raw)
-    fields = parse_qs(text, keep_blank_values=True)
+    fields = form_fields(ctx.request)
     submitted = (fields.get(session.CSRF_FIELD) or [""])[0] or None
     if not session.check_csrf(ctx.request, submitted):
         return csrf_refused(ctx.request)

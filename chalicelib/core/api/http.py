@@ -32,10 +32,13 @@ if TYPE_CHECKING:
     from chalicelib.core.auth import Principal
 
 from chalicelib.core import observe
+from chalicelib.core.api import bounds
+from chalicelib.core.api.bounds import utf8_length
 from chalicelib.core.api.errors import (
     ApiError,
     BadRequest,
     MethodNotAllowed,
+    NotFound,
     Unprocessable,
     UnsupportedMediaType,
     error_response,
@@ -143,15 +146,17 @@ class Ctx(RequestContext):
 
     def attributes(self, model: type[A] | None = None) -> A:
         """``data.attributes`` of the request document, validated as the route's ``body=``
-        declares (type check, optional body); ``model``, when given, must be the declared
-        one (routes that declare their model by path leave it out)."""
+        declares (type check, optional body, every string's bound); ``model``, when given,
+        must be the declared one (routes that declare their model by path leave it out)."""
         declared = self.body
         assert isinstance(declared, Body), f"the route declares body={declared!r}"
         expected = declared.model_class
         assert model is None or expected is model, (
             f"the route declares body={declared!r}, not {model.__name__}"
         )
-        parsed = declared.parse(self.json())
+        if "attributes" not in self.cache:
+            self.cache["attributes"] = declared.parse(self.json())
+        parsed = self.cache["attributes"]
         assert isinstance(parsed, expected)
         return parsed  # type: ignore[return-value]
 
@@ -160,7 +165,18 @@ class Ctx(RequestContext):
         (element type, at most ``max_items``: a longer array is a 422 before any write)."""
         declared = self.body
         assert isinstance(declared, Relationships), f"the route declares body={declared!r}"
-        return declared.parse(self.json())
+        if "relationships" not in self.cache:
+            self.cache["relationships"] = declared.parse(self.json())
+        items: list[dict[str, Any]] = self.cache["relationships"]
+        return items
+
+    def parse_body(self) -> None:
+        """Validate the declared body now (the wrapper does, before the handler runs: a
+        value past its bound is refused before anything is read or written)."""
+        if isinstance(self.body, Body):
+            self.attributes()
+        elif isinstance(self.body, Relationships):
+            self.relationships()
 
     def relationship_ids(self, named: str) -> list[str]:
         """The ``id`` of every element of the relationship document (``relationships()``),
@@ -215,6 +231,28 @@ def _authenticate(request: Any) -> Principal:
     return principal
 
 
+def check_lengths(request: Request, query: Iterable[Param], params: Mapping[str, str]) -> None:
+    """The bounds of the strings a request carries outside its body
+    (``chalicelib.core.api.bounds``), checked before the handler: a path parameter over
+    ``PATH_PARAMETER`` bytes names nothing (404); a query value over its declared
+    parameter's bound (any other over ``QUERY_ANY``) is a 422 naming the parameter, unless
+    the parameter says its handler checks the bound itself (``Param.handler_checks``)."""
+    for name, value in params.items():
+        if utf8_length(value) > bounds.PATH_PARAMETER:
+            raise NotFound(f"{name} is longer than {bounds.PATH_PARAMETER} bytes: no such resource")
+    declared = {param.name: param for param in query}
+    given: Mapping[str, str] = request.query_params or {}
+    getlist = getattr(given, "getlist", None)
+    for name in given:
+        param = declared.get(name)
+        if param is not None and param.handler_checks:
+            continue
+        limit = (param.max_length if param is not None else None) or bounds.QUERY_ANY
+        for value in getlist(name) if getlist else [given[name]]:
+            if len(value) > limit:
+                raise Unprocessable(f"{name}: at most {limit} characters", parameter=name)
+
+
 def route(
     bp: Blueprint | Chalice,
     path: str,
@@ -225,7 +263,7 @@ def route(
     content_types: list[str] = CONTENT_TYPES,
     includes: Iterable[str] = (),
     body: RequestBody | None = None,
-    query: Iterable[Param] = (),
+    query: Sequence[Param] = (),
     success: Success | None = None,
     errors: Mapping[int, str] = {},
     bearer: bool | None = None,
@@ -261,8 +299,11 @@ def route(
             try:
                 principal = None if public else _authenticate(request)
                 ctx = Ctx(request, principal, body=body)
+                check_lengths(request, query, params)
                 if jsonapi:
                     ctx.include = parse_include(ctx.include_values(), declared)
+                if principal is not None:  # the body checked before the handler reads anything
+                    ctx.parse_body()
                 return handler(ctx, **params)
             except ApiError as error:
                 return render_error(error)

@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from chalice.app import Response
 
+from chalicelib.core.api import bounds
+from chalicelib.core.api.bounds import utf8_length
 from chalicelib.core.api.errors import JSONAPI, BadRequest, Unprocessable
 from chalicelib.core.api.names import kebab
 
@@ -80,10 +82,13 @@ def _data_object(body: Any, *, required: bool) -> dict[str, Any]:
 
 
 def check_type(data: dict[str, Any], expected: str | None, *, lenient: bool) -> None:
-    """Check ``data.type``. Lenient mode accepts a missing/empty type (go-tfe's singletons)."""
+    """Check ``data.type``. Lenient mode accepts a missing/empty type (go-tfe's singletons).
+    Unchecked or not, a type is at most ``MAX_ID_LENGTH`` characters."""
+    given = data.get("type")
+    if isinstance(given, str) and len(given) > MAX_ID_LENGTH:
+        raise Unprocessable(f"data.type: at most {MAX_ID_LENGTH} characters", pointer="/data/type")
     if expected is None:
         return
-    given = data.get("type")
     if lenient and given in (None, "", expected):
         return
     if given is None:
@@ -131,6 +136,10 @@ def validate(model: type[A], values: dict[str, Any], *, pointer_prefix: str) -> 
             message = f"{name}: at most {bound} items per request" + (
                 f", not {given}" if given is not None else ""
             )
+        elif first["type"] == "string_too_long":
+            message = f"{name}: at most {first['ctx']['max_length']} characters"
+        elif first["type"] == "string_too_many_bytes":  # see core.api.attributes
+            message = f"{name}: at most {first['ctx']['max_length']} bytes in UTF-8"
         elif first["type"].endswith("_type"):
             message = f"{name}: {message.lower()}"
         else:
@@ -168,6 +177,13 @@ def relationship_list(
         if isinstance(item.get("id"), str) and len(item["id"]) > MAX_ID_LENGTH:
             raise Unprocessable(
                 f"id is longer than {MAX_ID_LENGTH} characters", pointer=f"/data/{index}/id"
+            )
+        attributes = item.get("attributes")
+        name = attributes.get("name") if isinstance(attributes, dict) else None
+        if isinstance(name, str) and utf8_length(name) > bounds.NAME:
+            raise Unprocessable(
+                f"name: at most {bounds.NAME} bytes in UTF-8",
+                pointer=f"/data/{index}/attributes/name",
             )
         items.append(item)
     return items

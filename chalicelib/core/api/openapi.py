@@ -24,6 +24,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+from chalicelib.core.api import bounds
 from chalicelib.core.api.jsonapi import parse_attributes, relationship_list
 from chalicelib.core.api.pagination import MAX_PAGE_SIZE
 
@@ -108,12 +109,30 @@ RequestBody = Body | Relationships | Payload
 
 @dataclass(frozen=True)
 class Param:
-    """A query parameter."""
+    """A query parameter. A string one is at most ``max_length`` characters (the schema's
+    ``maxLength``, else ``bounds.QUERY``): the route wrapper refuses a longer value with a
+    422 naming it, and the document shows the bound. ``handler_checks``: the handler checks
+    the bound itself, with its own answer (the wrapper leaves the value to it)."""
 
     name: str
     description: str
     schema: Mapping[str, Any] = field(default_factory=lambda: {"type": "string"})
     required: bool = False
+    handler_checks: bool = False
+
+    @property
+    def max_length(self) -> int | None:
+        """The bound of a string parameter (None for other types and enumerations)."""
+        if self.schema.get("type") != "string" or "enum" in self.schema:
+            return None
+        bound: int = self.schema.get("maxLength", bounds.QUERY)
+        return bound
+
+    @property
+    def documented_schema(self) -> dict[str, Any]:
+        """``schema``, with the bound of a string parameter."""
+        bound = self.max_length
+        return dict(self.schema) if bound is None else {**self.schema, "maxLength": bound}
 
 
 # Every paginated list (``Ctx.paginate``): out-of-range values are clamped, non-integers 422.

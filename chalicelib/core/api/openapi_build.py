@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from chalicelib.core.api import bounds
 from chalicelib.core.api.attributes import Attributes
 from chalicelib.core.api.errors import JSONAPI
 from chalicelib.core.api.jsonapi import MAX_ID_LENGTH
@@ -58,6 +59,13 @@ STRING = {"type": "string"}
 OBJECT = {"type": "object"}
 NULLABLE_STRING = {"type": ["string", "null"]}
 ID = {"type": "string", "maxLength": MAX_ID_LENGTH}
+# A longer path parameter names nothing: a 404 before the handler (``http.check_lengths``;
+# the bound is in UTF-8 bytes).
+PATH_PARAMETER = {
+    "type": "string",
+    "maxLength": bounds.PATH_PARAMETER,
+    "x-max-bytes": bounds.PATH_PARAMETER,
+}
 
 BASE_SCHEMAS: dict[str, Any] = {
     "JsonApiResource": {
@@ -139,12 +147,16 @@ def _ref(name: str) -> dict[str, str]:
 
 def _type_schema(body: Body) -> dict[str, Any]:
     if body.type_ is None:
-        return {"type": "string", "description": "not checked"}
+        return {"type": "string", "maxLength": MAX_ID_LENGTH, "description": "not checked"}
     if body.type_check == "strict":
         return {"type": "string", "const": body.type_}
     if body.type_check == "lenient":
         return {"enum": [body.type_, "", None], "description": "may be left out or empty"}
-    return {"type": "string", "description": f"{body.type_!r}; not checked"}
+    return {
+        "type": "string",
+        "maxLength": MAX_ID_LENGTH,
+        "description": f"{body.type_!r}; not checked",
+    }
 
 
 def _attributes_document(body: Body, attributes: Mapping[str, Any]) -> dict[str, Any]:
@@ -173,7 +185,7 @@ def _relationships_document(body: Relationships) -> dict[str, Any]:
         item["properties"]["attributes"] = {
             "type": "object",
             "required": ["name"],
-            "properties": {"name": STRING},
+            "properties": {"name": {"type": "string", "maxLength": bounds.NAME}},
         }
         item["anyOf"] = [{"required": ["id"]}, {"required": ["attributes"]}]
     else:
@@ -230,7 +242,7 @@ def _query_parameters(spec: RouteSpec) -> list[dict[str, Any]]:
                 "in": "query",
                 "description": param.description,
                 "required": param.required,
-                "schema": dict(param.schema),
+                "schema": param.documented_schema,
             }
         )
     return params
@@ -379,7 +391,7 @@ def build_document(app: Any, *, title: str, version: str, description: str = "")
         if spec.description:
             operation["description"] = spec.description
         parameters = [
-            {"name": name, "in": "path", "required": True, "schema": {"type": "string"}}
+            {"name": name, "in": "path", "required": True, "schema": PATH_PARAMETER}
             for name in entry.view_args
         ] + _query_parameters(spec)
         if parameters:

@@ -3,9 +3,9 @@ first request that sends one)."""
 
 from __future__ import annotations
 
-from chalicelib.core.api.attributes import Attributes
+from chalicelib.core.api.attributes import Attributes, Version
 
 
 class NoCodeAttributes(Attributes):
-    version_pin: str | None = None
+    version_pin: Version | None = None
     enabled: bool | None = None

@@ -4,19 +4,19 @@ the publishing routes name them by path (pydantic loads with the first body)."""
 
 from __future__ import annotations
 
-from chalicelib.core.api.attributes import Attributes
+from chalicelib.core.api.attributes import Attributes, Identifier, Name, Path, Version
 
 
 class VcsRepoAttributes(Attributes):
-    identifier: str | None = None
-    oauth_token_id: str | None = None
-    github_app_installation_id: str | None = None
-    display_identifier: str | None = None
-    organization_name: str | None = None
-    branch: str | None = None
+    identifier: Path | None = None
+    oauth_token_id: Identifier | None = None
+    github_app_installation_id: Identifier | None = None
+    display_identifier: Path | None = None
+    organization_name: Name | None = None
+    branch: Name | None = None
     tags: bool | None = None
-    tag_prefix: str | None = None
-    source_directory: str | None = None
+    tag_prefix: Name | None = None
+    source_directory: Path | None = None
     ingress_submodules: bool | None = None
 
 
@@ -25,9 +25,9 @@ class TestConfigAttributes(Attributes):
 
 
 class PublishAttributes(Attributes):
-    name: str | None = None
-    provider: str | None = None
+    name: Name | None = None
+    provider: Name | None = None
     no_code: bool | None = None
-    initial_version: str | None = None
+    initial_version: Version | None = None
     test_config: TestConfigAttributes | None = None
     vcs_repo: VcsRepoAttributes | None = None
