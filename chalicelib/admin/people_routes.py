@@ -1,8 +1,8 @@
 """HTTP routes of the site administration of users and organizations
 (``/api/v2/admin/users``, ``/api/v2/admin/organizations``): see ``chalicelib.admin.people``.
 
-As every admin route, they are public to the wrapper so that the hosted edition answers 404
-before looking at the token; otherwise the caller must be a site admin (else 404). They run
+As every admin route, they declare ``SiteAdmin``: the hosted edition answers 404 before
+looking at the token; otherwise the caller must be a site admin (else 404). They run
 in the accounts function, which writes users, tokens and organizations; deleting an
 organization is ``chalicelib.lifecycle.admin_routes`` (the cascade lives above this room).
 """
@@ -13,13 +13,12 @@ from typing import TYPE_CHECKING, Any
 
 from chalice import Blueprint, Response
 
+from chalicelib.accounts.authorization import SiteAdmin
 from chalicelib.accounts.render import avatar_url
 from chalicelib.admin import people
-from chalicelib.admin.service import require_site_admin
 from chalicelib.core.api.http import Ctx, route
 from chalicelib.core.api.jsonapi import document, no_content, resource
 from chalicelib.core.api.openapi import PAGE, Body, Param, Relationships
-from chalicelib.core.auth import Principal
 from chalicelib.core.data.ids import iso
 
 if TYPE_CHECKING:
@@ -35,13 +34,10 @@ PARTNERSHIPS = ORGANIZATION + "/module-consumers"
 TAG = "admin"
 
 
-def admin(ctx: Ctx) -> Principal:
-    """404 on the hosted edition (before the token is read), else the site admin calling."""
-    return require_site_admin(ctx.request.headers.get("authorization"))
-
-
 def admin_route(path: str, methods: tuple[str, ...], **kw: Any) -> Any:
-    return route(bp, path, methods=methods, public=True, bearer=True, tag=TAG, **kw)
+    """A route of site administration: a site admin's token (404 for anyone else, and on
+    the hosted edition before the token is read)."""
+    return route(bp, path, methods=methods, auth=SiteAdmin, tag=TAG, **kw)
 
 
 # ----- rendering --------------------------------------------------------------------------------
@@ -117,7 +113,6 @@ def _organizations_of(users: Any) -> list[dict[str, Any]]:
 @admin_route(USERS, ("GET",), includes=("organizations",), query=USER_QUERY)
 def list_admin_users(ctx: Ctx) -> Response:
     """List every user of the site"""
-    admin(ctx)
     users, total = people.list_users(ctx.query, ctx.page())
     page = ctx.paginate_read(users, total)
     return document(
@@ -131,14 +126,12 @@ def list_admin_users(ctx: Ctx) -> Response:
 @admin_route(USER, ("DELETE",), errors={422: "the last site administrator cannot be deleted"})
 def delete_admin_user(ctx: Ctx, user_id: str) -> Response:
     """Delete a user, its tokens and memberships"""
-    admin(ctx)
     people.delete_user(user_id)
     return no_content()
 
 
 def _action(name: str, act: Any, summary: str, errors: dict[int, str] | None = None) -> None:
     def handler(ctx: Ctx, user_id: str) -> Response:
-        admin(ctx)
         return _user_document(act(user_id))
 
     handler.__name__ = f"{name}_admin_user"
@@ -184,7 +177,6 @@ def _organization_document(ctx: Ctx, org: OrganizationModel) -> Response:
 @admin_route(ORGANIZATIONS, ("GET",), includes=("owners",), query=ORGANIZATION_QUERY)
 def list_admin_organizations(ctx: Ctx) -> Response:
     """List every organization of the site"""
-    admin(ctx)
     page = ctx.paginate(people.list_organizations(ctx.query))
     wants_owners = ctx.include is not None
     return document(
@@ -203,7 +195,6 @@ def list_admin_organizations(ctx: Ctx) -> Response:
 @admin_route(ORGANIZATION, ("GET",), includes=("owners",))
 def show_admin_organization(ctx: Ctx, organization_name: str) -> Response:
     """Show an organization with its admin attributes"""
-    admin(ctx)
     return _organization_document(ctx, people.get_organization(organization_name))
 
 
@@ -220,7 +211,6 @@ def show_admin_organization(ctx: Ctx, organization_name: str) -> Response:
 )
 def update_admin_organization(ctx: Ctx, organization_name: str) -> Response:
     """Update an organization's admin attributes (module sharing among them)"""
-    admin(ctx)
     from chalicelib.admin.schemas import changes
 
     org = people.update_organization(organization_name, changes(ctx.attributes()))
@@ -234,7 +224,6 @@ def _consumers_document(name: str) -> Response:
 @admin_route(CONSUMERS, ("GET",))
 def list_module_consumers(ctx: Ctx, organization_name: str) -> Response:
     """The organizations that may read this one's private modules"""
-    admin(ctx)
     return _consumers_document(organization_name)
 
 
@@ -246,7 +235,6 @@ def list_module_consumers(ctx: Ctx, organization_name: str) -> Response:
 )
 def update_module_consumers(ctx: Ctx, organization_name: str) -> Response:
     """Replace the organizations that may read this one's private modules"""
-    admin(ctx)
     people.set_module_consumers(organization_name, ctx.relationships())
     return _consumers_document(organization_name)
 
@@ -273,7 +261,6 @@ def render_module_partnership(producer: OrganizationModel, consumer: Organizatio
 )
 def update_module_partnerships(ctx: Ctx, organization_name: str) -> Response:
     """Replace the consumers by their external ids (TFE's deprecated Admin Module Sharing API)"""
-    admin(ctx)
     from chalicelib.admin.schemas import ModulePartnerships
 
     wanted = ctx.attributes(ModulePartnerships).module_consuming_organization_ids

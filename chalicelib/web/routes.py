@@ -21,6 +21,8 @@ from chalicelib.saml import config as saml_config
 from chalicelib.web import pages, session, sso
 from chalicelib.web.view import (
     THROTTLED,
+    PublicPage,
+    SignedIn,
     WebCtx,
     assets,
     csrf_refused,
@@ -42,13 +44,20 @@ LIST_QUERY = (
 )
 
 
-@page(bp, "/", success=(Reply(302, description="to the organizations or the sign-in page"),))
+@page(
+    bp,
+    "/",
+    auth=PublicPage,
+    success=(Reply(302, description="to the organizations or the sign-in page"),),
+)
 def home(ctx: WebCtx) -> Response:
     """The UI's front door: the organizations, or the sign-in page."""
     return redirect("/app/organizations" if ctx.principal else "/app/sign-in", 302)
 
 
-@page(bp, "/app/sign-in", query=(Param("next", "the page to open after signing in"),))
+@page(
+    bp, "/app/sign-in", auth=PublicPage, query=(Param("next", "the page to open after signing in"),)
+)
 def sign_in_form(ctx: WebCtx) -> Response:
     """The sign-in page: a username (or email) and password, or a pasted API token."""
     target = safe_next(ctx.query.get("next"))
@@ -57,7 +66,7 @@ def sign_in_form(ctx: WebCtx) -> Response:
     return ctx.render("sign_in.html", next=target, sso=saml_config.enabled())
 
 
-@page(bp, "/app/sign-in", ("POST",), form=True, success=SEE_OTHER + (Reply(401),))
+@page(bp, "/app/sign-in", ("POST",), auth=PublicPage, form=True, success=SEE_OTHER + (Reply(401),))
 def sign_in(ctx: WebCtx) -> Response:
     """Sign in: the token opens a server-side session (cookie ``HttpOnly; Secure; SameSite``).
 
@@ -92,7 +101,12 @@ WRONG_PASSWORD = "wrong username or password"
 
 
 @page(
-    bp, "/app/sign-in/password", ("POST",), form=True, success=SEE_OTHER + (Reply(401), THROTTLED)
+    bp,
+    "/app/sign-in/password",
+    ("POST",),
+    auth=PublicPage,
+    form=True,
+    success=SEE_OTHER + (Reply(401), THROTTLED),
 )
 def sign_in_with_password(ctx: WebCtx) -> Response:
     """Sign in with a username (or email address) and password (``accounts.signin``: one
@@ -127,6 +141,7 @@ def sign_in_with_password(ctx: WebCtx) -> Response:
     bp,
     "/app/sign-out",
     ("POST",),
+    auth=PublicPage,
     form=True,
     success=SEE_OTHER + (Reply(200, description="signed out: on to the IdP's single logout"),),
 )
@@ -144,14 +159,14 @@ def sign_out(ctx: WebCtx) -> Response:
     return redirect("/app/sign-in", cookies=[cleared])
 
 
-@page(bp, "/app/organizations")
+@page(bp, "/app/organizations", auth=SignedIn)
 def organizations(ctx: WebCtx) -> Response:
     """The organizations the caller can read."""
     principal = ctx.principal_or_sign_in()
     return ctx.render("organizations.html", organizations=pages.organizations(principal))
 
 
-@page(bp, MODULES, query=LIST_QUERY)
+@page(bp, MODULES, auth=SignedIn, query=LIST_QUERY)
 def modules(ctx: WebCtx, organization: str) -> Response:
     """An organization's modules: search, provider filter, pages."""
     principal = ctx.principal_or_sign_in()
@@ -166,7 +181,7 @@ def modules(ctx: WebCtx, organization: str) -> Response:
     return ctx.render("modules.html", listing=listing)
 
 
-@page(bp, MODULE, query=(Param("version", "open this version"),), success=None)
+@page(bp, MODULE, auth=SignedIn, query=(Param("version", "open this version"),), success=None)
 def module(
     ctx: WebCtx, organization: str, registry: str, namespace: str, name: str, provider: str
 ) -> Response:
@@ -179,7 +194,7 @@ def module(
     return ctx.render("module.html", view=pages.module_page(principal, ref, None, ctx.base_url))
 
 
-@page(bp, MODULE + "/{version}")
+@page(bp, MODULE + "/{version}", auth=SignedIn)
 def module_version(
     ctx: WebCtx,
     organization: str,
@@ -211,14 +226,21 @@ def _invitation_page(ctx: WebCtx, token: str, status: int = 200, **extra: object
     )
 
 
-@page(bp, INVITATION, success=(Reply(200), Reply(410)))
+@page(bp, INVITATION, auth=PublicPage, success=(Reply(200), Reply(410)))
 def invitation(ctx: WebCtx, token: str) -> Response:
     """An invitation link: the organization and a form (a username and password for a new
     person, just "accept" for an existing user); a used or expired link says so."""
     return _invitation_page(ctx, token)
 
 
-@page(bp, INVITATION, ("POST",), form=True, success=SEE_OTHER + (Reply(410), Reply(422)))
+@page(
+    bp,
+    INVITATION,
+    ("POST",),
+    auth=PublicPage,
+    form=True,
+    success=SEE_OTHER + (Reply(410), Reply(422)),
+)
 def accept_invitation(ctx: WebCtx, token: str) -> Response:
     """Accept: the new user is created (argon2id password hash), becomes a member, is
     signed in and sent to the organization's modules (an existing user with two-factor on
@@ -245,7 +267,7 @@ def accept_invitation(ctx: WebCtx, token: str) -> Response:
     return open_session(ctx, target, secret)
 
 
-@page(bp, "/app/static/{asset}", success=(Reply(200, schema={"type": "string"}),))
+@page(bp, "/app/static/{asset}", auth=PublicPage, success=(Reply(200, schema={"type": "string"}),))
 def static_asset(ctx: WebCtx, asset: str) -> Response:
     """A stylesheet or script; its name carries its content hash, so it is cached for good."""
     found = assets().get(asset)

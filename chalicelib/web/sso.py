@@ -35,7 +35,15 @@ from chalicelib.core.auth import hash_token
 from chalicelib.saml import config as saml_config
 from chalicelib.saml.errors import SamlRefused
 from chalicelib.web import session
-from chalicelib.web.view import WebCtx, add_cookie, error_page, page, redirect, safe_next
+from chalicelib.web.view import (
+    PublicPage,
+    WebCtx,
+    add_cookie,
+    error_page,
+    page,
+    redirect,
+    safe_next,
+)
 
 log = logging.getLogger("registry.web.sso")
 
@@ -50,6 +58,7 @@ DEBUG_PATH = "/app/sign-in/sso/debug"
 @page(
     bp,
     saml_config.METADATA_PATH,
+    auth=PublicPage,
     success=(Reply(200, schema={"type": "string"}, media_type=METADATA_XML),),
 )
 def saml_metadata(ctx: WebCtx) -> Response:
@@ -81,6 +90,7 @@ def refused(
 @page(
     bp,
     "/app/sign-in/sso",
+    auth=PublicPage,
     query=(Param("next", "the page to open after signing in"),),
     success=(TO_IDP, *REFUSED),
 )
@@ -103,6 +113,7 @@ def start_sso(ctx: WebCtx) -> Response:
     bp,
     saml_config.ACS_PATH,
     ("POST",),
+    auth=PublicPage,
     form=True,
     success=(Reply(303, description="signed in: to the page asked for"), *REFUSED),
 )
@@ -181,6 +192,7 @@ SLO_QUERY = (
 @page(
     bp,
     saml_config.SLO_PATH,
+    auth=PublicPage,
     query=SLO_QUERY,
     success=(
         Reply(200, description="signed out"),
@@ -224,6 +236,7 @@ def single_logout_service(ctx: WebCtx) -> Response:
 @page(
     bp,
     DEBUG_PATH,
+    auth=PublicPage,
     success=(Reply(200, description="what the sign-in received"), Reply(404)),
 )
 def sso_debug(ctx: WebCtx) -> Response:
