@@ -318,6 +318,7 @@ class World:
     markers: list[str]
     tokens: dict[str, str | None]
     document: dict[str, Any] = field(default_factory=dict)
+    users: dict[str, str] = field(default_factory=dict)
     browsers: dict[str, Browser | None] = field(default_factory=dict)
     csrf: dict[str, str] = field(default_factory=dict)
 
@@ -465,7 +466,8 @@ def world(aws_resources: Provisioned, tmp_path_factory: pytest.TempPathFactory) 
                 from infrastructure.openapi import TARGET
 
                 document = json.loads(TARGET.read_text(encoding="utf-8"))
-                yield World(clients, values, markers, tokens, document)
+                ids = {name: user_id for name, (user_id, _) in users.items()}
+                yield World(clients, values, markers, tokens, document, ids)
         finally:
             aws_resources.empty()
             aws_resources.mock.stop(remove_data=False)
@@ -661,3 +663,79 @@ def test_the_wrong_callers_are_refused_on_every_route_of_every_app(world: World)
             elif changed:
                 failures.append((*where, answer.status, "wrote while refusing"))
     assert failures == [], "\n".join(map(repr, failures))
+
+
+# ----- authorize: the role table --------------------------------------------------------------
+
+
+def test_each_action_is_granted_by_its_roles_only() -> None:
+    from chalicelib.accounts.authorization import GRANTS, allows
+    from chalicelib.accounts.service import OrgAccess
+
+    def granted(rights: OrgAccess) -> set[str]:
+        return {action for action in GRANTS if allows(rights, action)}
+
+    assert granted(OrgAccess()) == set()
+    assert granted(OrgAccess(can_read=True)) == {"read"}
+    assert granted(OrgAccess.everything()) == set(GRANTS)
+    assert granted(OrgAccess(manage_modules=True)) == set()  # nothing without reading
+    for role, actions in {
+        "manage_modules": {"manage-modules"},
+        "manage_providers": {"manage-providers"},
+        "manage_workspaces": {"manage-workspaces"},
+        "manage_membership": {"manage-membership"},
+        "read_projects": {"read-projects"},
+        "manage_projects": {"manage-projects", "read-projects"},
+    }.items():
+        assert granted(OrgAccess(can_read=True, **{role: True})) == {"read", *actions}, role
+
+
+def test_authorize_answers_404_unless_the_roles_allow(world: World) -> None:
+    from chalicelib.accounts.authorization import authorize
+    from chalicelib.core.api.errors import NotFound
+    from chalicelib.core.auth import Principal
+
+    def user(name: str) -> Principal:
+        return Principal("user", world.users[name], "at-test")
+
+    assert authorize(user("vic"), "own", VICTIM).is_owner
+    assert authorize(user("mallory"), "read", VICTIM).can_read
+    for name, action in (
+        ("mallory", "manage-workspaces"),
+        ("mallory", "own"),
+        ("eve", "read"),
+        ("eve", "manage-modules"),
+    ):
+        with pytest.raises(NotFound):
+            authorize(user(name), action, VICTIM)  # type: ignore[arg-type]
+    with pytest.raises(NotFound, match="missing-org"):  # a missing one: the same 404
+        authorize(user("eve"), "read", "missing-org", "no such thing")
+
+
+def test_on_the_hosted_edition_admin_and_scim_routes_are_404_before_the_token(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A made-up token would be a 401 if it were read: the hosted edition has no site
+    administration API and no SCIM, and says so before looking at the caller."""
+    from chalicelib.core.settings import get_settings
+
+    monkeypatch.setenv("EDITION", "hosted")
+    get_settings.cache_clear()
+    try:
+        answers = {
+            (route.method, route.path): Api(world.clients[route.app], "made-up")
+            .call(
+                route.method,
+                _path(route, world.values),
+                raw=_body(route, world.document),
+                content_type=route.content_type,
+            )
+            .status
+            for route in ROUTES
+            if route.access in ("site-admin", "scim") and not route.page
+        }
+    finally:
+        monkeypatch.delenv("EDITION")
+        get_settings.cache_clear()
+    assert len(answers) > 60
+    assert {key: status for key, status in answers.items() if status != 404} == {}
