@@ -733,7 +733,7 @@ def test_the_openapi_document_shows_scim_documents_and_errors() -> None:
     users = document["paths"]["/scim/v2/Users"]
     assert set(users) == {"get", "post"}
     assert set(users["get"]["responses"]["200"]["content"]) == {"application/scim+json"}
-    assert users["post"]["security"] == [{"bearerAuth": []}]
+    assert users["post"]["security"] == [{"scimToken": []}]
     conflict = users["post"]["responses"]["409"]["content"]
     assert conflict["application/scim+json"]["schema"] == {"$ref": "#/components/schemas/ScimError"}
     assert users["get"]["responses"]["403"]["description"].startswith("SCIM provisioning")

@@ -24,6 +24,7 @@ from chalicelib.accounts.render import (
     render_user,
 )
 from chalicelib.accounts.store import TeamModel, UserModel
+from chalicelib.core.api.access import Bearer, Public
 from chalicelib.core.api.errors import TooManyRequests, Unprocessable
 from chalicelib.core.api.http import Ctx, route
 from chalicelib.core.api.jsonapi import Includer, collect_included, document, no_content
@@ -51,7 +52,7 @@ def _visibility(value: str | None) -> str | None:
 # ----- meta ---------------------------------------------------------------------------------
 
 
-@route(bp, "/api/v2/account/details")
+@route(bp, "/api/v2/account/details", auth=Bearer)
 def account_details(ctx: Ctx) -> Response:
     if ctx.user.is_user:
         return document(render_user(service.get_user(ctx.user.id)))
@@ -70,6 +71,7 @@ NO_ADDRESS = "no public address is configured for the link (REGISTRY_PUBLIC_URL)
 @route(
     bp,
     "/api/v2/account/update",
+    auth=Bearer,
     methods=("PATCH",),
     body=ACCOUNT_BODY,
     errors={503: "a new email address, and " + NO_ADDRESS},
@@ -82,7 +84,7 @@ def update_account(ctx: Ctx) -> Response:
     return document(render_user(user))
 
 
-@route(bp, "/api/v2/account/password", methods=("PATCH",), body=PASSWORD_BODY)
+@route(bp, "/api/v2/account/password", auth=Bearer, methods=("PATCH",), body=PASSWORD_BODY)
 def change_password(ctx: Ctx) -> Response:
     """Change your password (``current-password``, ``password``, ``password-confirmation``).
     Wrong current passwords count with the account's failed sign-ins: past the bound, 429."""
@@ -104,7 +106,7 @@ def change_password(ctx: Ctx) -> Response:
 @route(
     bp,
     account.API_CONFIRM_PATH + "{user_id}/{secret}",
-    public=True,
+    auth=Public,
     success=Reply(303, headers={"Location": "the confirmation page of the link"}),
 )
 def confirm_email(ctx: Ctx, user_id: str, secret: str) -> Response:
@@ -114,7 +116,7 @@ def confirm_email(ctx: Ctx, user_id: str, secret: str) -> Response:
     return Response(body="", status_code=303, headers={"Location": location})
 
 
-@route(bp, "/api/v2/users/{user_id}")
+@route(bp, "/api/v2/users/{user_id}", auth=Bearer)
 def show_user(ctx: Ctx, user_id: str) -> Response:
     user = service.get_user(user_id)
     private = ctx.user.id == user_id or service.is_site_admin(ctx.user)
@@ -149,6 +151,7 @@ ORGANIZATION = ORGANIZATIONS + "/{organization_name}"
 @route(
     bp,
     ORGANIZATIONS,
+    auth=Bearer,
     methods=("GET",),
     query=(*PAGE, Param("q", "a part of the name or email (any case)")),
 )
@@ -160,7 +163,7 @@ def list_organizations(ctx: Ctx) -> Response:
     return _page_of(ctx, orgs, lambda o: render_organization(o, service.access(ctx.user, o.name)))
 
 
-@route(bp, ORGANIZATION, methods=("GET",))
+@route(bp, ORGANIZATION, auth=Bearer, methods=("GET",))
 def show_organization(ctx: Ctx, organization_name: str) -> Response:
     org, rights = service.readable_organization(ctx.user, organization_name)
     return document(render_organization(org, rights))
@@ -169,6 +172,7 @@ def show_organization(ctx: Ctx, organization_name: str) -> Response:
 @route(
     bp,
     ORGANIZATION,
+    auth=Bearer,
     methods=("PATCH",),
     body=Body(ORGANIZATION_ATTRIBUTES, "organizations", type_check="lenient"),
 )
@@ -180,7 +184,7 @@ def update_organization(ctx: Ctx, organization_name: str) -> Response:
     return document(render_organization(org, service.OrgAccess.everything()))
 
 
-@route(bp, ORGANIZATION + "/entitlement-set")
+@route(bp, ORGANIZATION + "/entitlement-set", auth=Bearer)
 def show_entitlement_set(ctx: Ctx, organization_name: str) -> Response:
     org, _ = service.readable_organization(ctx.user, organization_name)
     return document(render_entitlement_set(org))
@@ -253,6 +257,7 @@ def _team_document(
 @route(
     bp,
     ORGANIZATION_TEAMS,
+    auth=Bearer,
     methods=("GET",),
     includes=TEAM_INCLUDES,
     query=(*PAGE, Param("filter[names]", "team names, comma-separated")),
@@ -274,6 +279,7 @@ def list_teams(ctx: Ctx, organization_name: str) -> Response:
 @route(
     bp,
     ORGANIZATION_TEAMS,
+    auth=Bearer,
     methods=("POST",),
     includes=TEAM_INCLUDES,
     body=Body(TEAM_ATTRIBUTES, "teams", type_check="off"),
@@ -286,7 +292,7 @@ def create_team(ctx: Ctx, organization_name: str) -> Response:
     return _team_document(ctx, team, service.OrgAccess.everything(), status=201)
 
 
-@route(bp, TEAM, methods=("GET",), includes=TEAM_INCLUDES)
+@route(bp, TEAM, auth=Bearer, methods=("GET",), includes=TEAM_INCLUDES)
 def show_team(ctx: Ctx, team_id: str) -> Response:
     found, rights = service.readable_team(ctx.user, team_id)
     return _team_document(ctx, found, rights)
@@ -295,6 +301,7 @@ def show_team(ctx: Ctx, team_id: str) -> Response:
 @route(
     bp,
     TEAM,
+    auth=Bearer,
     methods=("PATCH",),
     includes=TEAM_INCLUDES,
     body=Body(TEAM_ATTRIBUTES, "teams", type_check="lenient"),
@@ -307,7 +314,7 @@ def update_team(ctx: Ctx, team_id: str) -> Response:
     return _team_document(ctx, TeamModel.get(updated.id), service.OrgAccess.everything())
 
 
-@route(bp, TEAM, methods=("DELETE",))
+@route(bp, TEAM, auth=Bearer, methods=("DELETE",))
 def delete_team(ctx: Ctx, team_id: str) -> Response:
     service.delete_team(ctx.user, team_id)
     return no_content()
@@ -320,13 +327,13 @@ MEMBERS = Relationships(
 )
 
 
-@route(bp, TEAM_USERS, methods=("POST",), body=MEMBERS, success=204)
+@route(bp, TEAM_USERS, auth=Bearer, methods=("POST",), body=MEMBERS, success=204)
 def add_team_members(ctx: Ctx, team_id: str) -> Response:
     service.change_membership(ctx.user, team_id, ctx.relationship_ids("the username"), add=True)
     return no_content()
 
 
-@route(bp, TEAM_USERS, methods=("DELETE",), body=MEMBERS)
+@route(bp, TEAM_USERS, auth=Bearer, methods=("DELETE",), body=MEMBERS)
 def remove_team_members(ctx: Ctx, team_id: str) -> Response:
     service.change_membership(ctx.user, team_id, ctx.relationship_ids("the username"), add=False)
     return no_content()
@@ -416,6 +423,7 @@ def _filter_list(ctx: Ctx, name: str, allowed: tuple[str, ...] | None = None) ->
 @route(
     bp,
     ORGANIZATION_MEMBERSHIPS,
+    auth=Bearer,
     methods=("GET",),
     includes=MEMBERSHIP_INCLUDES,
     query=(
@@ -438,6 +446,7 @@ def list_organization_memberships(ctx: Ctx, organization_name: str) -> Response:
 @route(
     bp,
     ORGANIZATION_MEMBERSHIPS,
+    auth=Bearer,
     methods=("POST",),
     includes=MEMBERSHIP_INCLUDES,
     body=MEMBERSHIP_BODY,
@@ -498,7 +507,7 @@ def _team_ids(body: Any) -> list[str]:
     return ids
 
 
-@route(bp, MEMBERSHIPS, methods=("GET",), includes=MEMBERSHIP_INCLUDES, query=PAGE)
+@route(bp, MEMBERSHIPS, auth=Bearer, methods=("GET",), includes=MEMBERSHIP_INCLUDES, query=PAGE)
 def list_own_memberships(ctx: Ctx) -> Response:
     # A disabled organization's memberships are left out (its access is refused).
     found = [
@@ -508,14 +517,14 @@ def list_own_memberships(ctx: Ctx) -> Response:
     return _page_of(ctx, found, render, _membership_includers(ctx))
 
 
-@route(bp, MEMBERSHIP, methods=("GET",), includes=MEMBERSHIP_INCLUDES)
+@route(bp, MEMBERSHIP, auth=Bearer, methods=("GET",), includes=MEMBERSHIP_INCLUDES)
 def show_membership(ctx: Ctx, membership_id: str) -> Response:
     found, rights = memberships.find(ctx.user, membership_id)
     included = ctx.included([found], _membership_includers(ctx))
     return document(_membership(ctx, found, rights), included=included)
 
 
-@route(bp, MEMBERSHIP, methods=("DELETE",))
+@route(bp, MEMBERSHIP, auth=Bearer, methods=("DELETE",))
 def delete_membership(ctx: Ctx, membership_id: str) -> Response:
     memberships.remove(ctx.user, membership_id)
     return no_content()
@@ -528,7 +537,7 @@ MEMBERSHIP_IDS = Relationships(
 )
 
 
-@route(bp, TEAM_MEMBERSHIPS, methods=("POST",), body=MEMBERSHIP_IDS, success=204)
+@route(bp, TEAM_MEMBERSHIPS, auth=Bearer, methods=("POST",), body=MEMBERSHIP_IDS, success=204)
 def add_team_memberships(ctx: Ctx, team_id: str) -> Response:
     memberships.change_team_members(
         ctx.user, team_id, ctx.relationship_ids("the membership id"), add=True
@@ -536,7 +545,7 @@ def add_team_memberships(ctx: Ctx, team_id: str) -> Response:
     return no_content()
 
 
-@route(bp, TEAM_MEMBERSHIPS, methods=("DELETE",), body=MEMBERSHIP_IDS)
+@route(bp, TEAM_MEMBERSHIPS, auth=Bearer, methods=("DELETE",), body=MEMBERSHIP_IDS)
 def remove_team_memberships(ctx: Ctx, team_id: str) -> Response:
     memberships.change_team_members(
         ctx.user, team_id, ctx.relationship_ids("the membership id"), add=False
@@ -569,29 +578,29 @@ def _created_token(token: TokenModel, secret: str) -> Response:
     return document(render_token(token, secret), status=201)
 
 
-@route(bp, TEAM_TOKEN, methods=("GET",))
+@route(bp, TEAM_TOKEN, auth=Bearer, methods=("GET",))
 def show_team_token(ctx: Ctx, team_id: str) -> Response:
     return document(render_token(service.team_token(ctx.user, team_id)))
 
 
-@route(bp, TEAM_TOKEN, methods=("POST",), body=TOKEN_BODY)
+@route(bp, TEAM_TOKEN, auth=Bearer, methods=("POST",), body=TOKEN_BODY)
 def create_team_token(ctx: Ctx, team_id: str) -> Response:
     attrs = _token_attributes(ctx)
     return _created_token(*service.create_team_token(ctx.user, team_id, attrs.description))
 
 
-@route(bp, TEAM_TOKEN, methods=("DELETE",))
+@route(bp, TEAM_TOKEN, auth=Bearer, methods=("DELETE",))
 def delete_team_token(ctx: Ctx, team_id: str) -> Response:
     service.delete_team_token(ctx.user, team_id)
     return no_content()
 
 
-@route(bp, ORGANIZATION_TOKEN, methods=("GET",))
+@route(bp, ORGANIZATION_TOKEN, auth=Bearer, methods=("GET",))
 def show_organization_token(ctx: Ctx, organization_name: str) -> Response:
     return document(render_token(service.organization_token(ctx.user, organization_name)))
 
 
-@route(bp, ORGANIZATION_TOKEN, methods=("POST",), body=TOKEN_BODY)
+@route(bp, ORGANIZATION_TOKEN, auth=Bearer, methods=("POST",), body=TOKEN_BODY)
 def create_organization_token(ctx: Ctx, organization_name: str) -> Response:
     attrs = _token_attributes(ctx)
     return _created_token(
@@ -599,18 +608,18 @@ def create_organization_token(ctx: Ctx, organization_name: str) -> Response:
     )
 
 
-@route(bp, ORGANIZATION_TOKEN, methods=("DELETE",))
+@route(bp, ORGANIZATION_TOKEN, auth=Bearer, methods=("DELETE",))
 def delete_organization_token(ctx: Ctx, organization_name: str) -> Response:
     service.delete_organization_token(ctx.user, organization_name)
     return no_content()
 
 
-@route(bp, USER_TOKENS, methods=("GET",), query=PAGE)
+@route(bp, USER_TOKENS, auth=Bearer, methods=("GET",), query=PAGE)
 def list_user_tokens(ctx: Ctx, user_id: str) -> Response:
     return _page_of(ctx, service.list_user_tokens(ctx.user, user_id), render_token)
 
 
-@route(bp, USER_TOKENS, methods=("POST",), body=TOKEN_BODY)
+@route(bp, USER_TOKENS, auth=Bearer, methods=("POST",), body=TOKEN_BODY)
 def create_user_token(ctx: Ctx, user_id: str) -> Response:
     attrs = _token_attributes(ctx)
     expired_at: datetime | None = attrs.expired_at
@@ -619,7 +628,7 @@ def create_user_token(ctx: Ctx, user_id: str) -> Response:
     )
 
 
-@route(bp, TEAM + "/authentication-tokens", methods=("POST",), body=TOKEN_BODY)
+@route(bp, TEAM + "/authentication-tokens", auth=Bearer, methods=("POST",), body=TOKEN_BODY)
 def create_additional_team_token(ctx: Ctx, team_id: str) -> Response:
     attrs = _token_attributes(ctx)
     return _created_token(
@@ -629,18 +638,18 @@ def create_additional_team_token(ctx: Ctx, team_id: str) -> Response:
     )
 
 
-@route(bp, ORGANIZATION + "/team-tokens", query=PAGE)
+@route(bp, ORGANIZATION + "/team-tokens", auth=Bearer, query=PAGE)
 def list_organization_team_tokens(ctx: Ctx, organization_name: str) -> Response:
     tokens = service.list_organization_team_tokens(ctx.user, organization_name)
     return _page_of(ctx, tokens, render_token)
 
 
-@route(bp, TOKEN, methods=("GET",))
+@route(bp, TOKEN, auth=Bearer, methods=("GET",))
 def show_token(ctx: Ctx, token_id: str) -> Response:
     return document(render_token(service.token_by_id(ctx.user, token_id)))
 
 
-@route(bp, TOKEN, methods=("DELETE",))
+@route(bp, TOKEN, auth=Bearer, methods=("DELETE",))
 def delete_token(ctx: Ctx, token_id: str) -> Response:
     service.delete_token_by_id(ctx.user, token_id)
     return no_content()

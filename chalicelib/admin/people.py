@@ -26,8 +26,6 @@ from chalicelib.core.api.pagination import Page
 if TYPE_CHECKING:
     from chalicelib.accounts.store import OrganizationModel, UserModel
 
-# The module consumers one request may set (each is read to check it exists).
-MAX_MODULE_CONSUMERS = 100
 
 # Attributes shown with their default until a site admin sets them.
 ORGANIZATION_DEFAULTS: dict[str, Any] = {

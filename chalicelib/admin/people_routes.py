@@ -1,8 +1,8 @@
 """HTTP routes of the site administration of users and organizations
 (``/api/v2/admin/users``, ``/api/v2/admin/organizations``): see ``chalicelib.admin.people``.
 
-As every admin route, they are public to the wrapper so that the hosted edition answers 404
-before looking at the token; otherwise the caller must be a site admin (else 404). They run
+As every admin route, they declare ``SiteAdmin``: the hosted edition answers 404 before
+looking at the token; otherwise the caller must be a site admin (else 404). They run
 in the accounts function, which writes users, tokens and organizations; deleting an
 organization is ``chalicelib.lifecycle.admin_routes`` (the cascade lives above this room).
 """
@@ -13,14 +13,14 @@ from typing import TYPE_CHECKING, Any
 
 from chalice import Blueprint, Response
 
+from chalicelib.accounts.authorization import SiteAdmin
 from chalicelib.accounts.memberships import Invitee, withdraw_invitee
 from chalicelib.accounts.render import avatar_url, scim_attributes
 from chalicelib.admin import people
-from chalicelib.admin.service import require_site_admin
+from chalicelib.admin.limits import MAX_MODULE_CONSUMERS
 from chalicelib.core.api.http import Ctx, route
 from chalicelib.core.api.jsonapi import document, no_content, resource
 from chalicelib.core.api.openapi import PAGE, Body, Param, Relationships
-from chalicelib.core.auth import Principal
 from chalicelib.core.data.ids import iso
 
 if TYPE_CHECKING:
@@ -36,13 +36,10 @@ PARTNERSHIPS = ORGANIZATION + "/module-consumers"
 TAG = "admin"
 
 
-def admin(ctx: Ctx) -> Principal:
-    """404 on the hosted edition (before the token is read), else the site admin calling."""
-    return require_site_admin(ctx.request.headers.get("authorization"))
-
-
 def admin_route(path: str, methods: tuple[str, ...], **kw: Any) -> Any:
-    return route(bp, path, methods=methods, public=True, bearer=True, tag=TAG, **kw)
+    """A route of site administration: a site admin's token (404 for anyone else, and on
+    the hosted edition before the token is read)."""
+    return route(bp, path, methods=methods, auth=SiteAdmin, tag=TAG, **kw)
 
 
 # ----- rendering --------------------------------------------------------------------------------
@@ -139,7 +136,6 @@ def _organizations_of(users: Any) -> list[dict[str, Any]]:
 @admin_route(USERS, ("GET",), includes=("organizations",), query=USER_QUERY)
 def list_admin_users(ctx: Ctx) -> Response:
     """List every user of the site"""
-    admin(ctx)
     found, total = people.list_users_and_invitees(ctx.query, ctx.page())
     page = ctx.paginate_read(found, total)
     users = [u for u in page.items if not isinstance(u, Invitee)]
@@ -158,7 +154,6 @@ def list_admin_users(ctx: Ctx) -> Response:
 def delete_admin_user(ctx: Ctx, user_id: str) -> Response:
     """Delete a user, its tokens and memberships (a person invited by email who has no
     user yet: their invitations)"""
-    admin(ctx)
     if not withdraw_invitee(user_id):
         people.delete_user(user_id)
     return no_content()
@@ -166,7 +161,6 @@ def delete_admin_user(ctx: Ctx, user_id: str) -> Response:
 
 def _action(name: str, act: Any, summary: str, errors: dict[int, str] | None = None) -> None:
     def handler(ctx: Ctx, user_id: str) -> Response:
-        admin(ctx)
         return _user_document(act(user_id))
 
     handler.__name__ = f"{name}_admin_user"
@@ -212,7 +206,6 @@ def _organization_document(ctx: Ctx, org: OrganizationModel) -> Response:
 @admin_route(ORGANIZATIONS, ("GET",), includes=("owners",), query=ORGANIZATION_QUERY)
 def list_admin_organizations(ctx: Ctx) -> Response:
     """List every organization of the site"""
-    admin(ctx)
     page = ctx.paginate(people.list_organizations(ctx.query))
     wants_owners = ctx.include is not None
     return document(
@@ -231,7 +224,6 @@ def list_admin_organizations(ctx: Ctx) -> Response:
 @admin_route(ORGANIZATION, ("GET",), includes=("owners",))
 def show_admin_organization(ctx: Ctx, organization_name: str) -> Response:
     """Show an organization with its admin attributes"""
-    admin(ctx)
     return _organization_document(ctx, people.get_organization(organization_name))
 
 
@@ -248,7 +240,6 @@ def show_admin_organization(ctx: Ctx, organization_name: str) -> Response:
 )
 def update_admin_organization(ctx: Ctx, organization_name: str) -> Response:
     """Update an organization's admin attributes (module sharing among them)"""
-    admin(ctx)
     from chalicelib.admin.schemas import changes
 
     org = people.update_organization(organization_name, changes(ctx.attributes()))
@@ -262,19 +253,17 @@ def _consumers_document(name: str) -> Response:
 @admin_route(CONSUMERS, ("GET",))
 def list_module_consumers(ctx: Ctx, organization_name: str) -> Response:
     """The organizations that may read this one's private modules"""
-    admin(ctx)
     return _consumers_document(organization_name)
 
 
 @admin_route(
     CONSUMERS,
     ("PATCH",),
-    body=Relationships("organizations", max_items=people.MAX_MODULE_CONSUMERS),
+    body=Relationships("organizations", max_items=MAX_MODULE_CONSUMERS),
     success=200,
 )
 def update_module_consumers(ctx: Ctx, organization_name: str) -> Response:
     """Replace the organizations that may read this one's private modules"""
-    admin(ctx)
     people.set_module_consumers(organization_name, ctx.relationships())
     return _consumers_document(organization_name)
 
@@ -301,7 +290,6 @@ def render_module_partnership(producer: OrganizationModel, consumer: Organizatio
 )
 def update_module_partnerships(ctx: Ctx, organization_name: str) -> Response:
     """Replace the consumers by their external ids (TFE's deprecated Admin Module Sharing API)"""
-    admin(ctx)
     from chalicelib.admin.schemas import ModulePartnerships
 
     wanted = ctx.attributes(ModulePartnerships).module_consuming_organization_ids

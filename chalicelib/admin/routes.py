@@ -1,8 +1,8 @@
 """HTTP routes of the site-admin settings (``/api/v2/admin/...``) and the public JWKS.
 
-Every admin route is declared public so that the hosted edition can answer 404 before even
-looking at the token; otherwise the token is authenticated (401) and the caller must be a
-site admin (404). ``data.type`` is not checked: go-tfe sends ``""``, pytfe the real type, and
+Every admin route declares ``SiteAdmin``: the hosted edition answers 404 before even looking
+at the token; otherwise the token is authenticated (401) and the caller must be a site admin
+(404). ``data.type`` is not checked: go-tfe sends ``""``, pytfe the real type, and
 SMS settings are reachable under two type names.
 """
 
@@ -13,6 +13,7 @@ from typing import Any
 
 from chalice import Blueprint, Response
 
+from chalicelib.accounts.authorization import SiteAdmin
 from chalicelib.admin import oidc, service
 from chalicelib.admin.render import (
     jwks_document,
@@ -25,6 +26,7 @@ from chalicelib.admin.render import (
     retention_document,
     singleton,
 )
+from chalicelib.core.api.access import Public
 from chalicelib.core.api.errors import Unprocessable
 from chalicelib.core.api.http import Ctx, HandlerT, route
 from chalicelib.core.api.jsonapi import no_content
@@ -32,10 +34,6 @@ from chalicelib.core.api.openapi import Body, Reply
 
 bp = Blueprint(__name__)
 ADMIN = "/api/v2/admin"
-
-
-def _admin(ctx: Ctx) -> None:
-    service.require_site_admin(ctx.request.headers.get("authorization"))
 
 
 # Request bodies by path (chalicelib.admin.schemas): pydantic loads with the first one sent.
@@ -55,9 +53,9 @@ def _settings(model: str, type_: str) -> Body:
 
 
 def admin_route(path: str, methods: tuple[str, ...], **kw: Any) -> Callable[[HandlerT], HandlerT]:
-    """A route under /api/v2/admin: public to the wrapper, so the hosted edition can answer
-    404 before looking at the token, but it takes a site admin's token (``_admin``)."""
-    return route(bp, f"{ADMIN}/{path}", methods=methods, public=True, bearer=True, **kw)
+    """A route under /api/v2/admin: a site admin's token (404 for anyone else, and on the
+    hosted edition before the token is read)."""
+    return route(bp, f"{ADMIN}/{path}", methods=methods, auth=SiteAdmin, **kw)
 
 
 # ----- general ---------------------------------------------------------------------------------
@@ -65,13 +63,11 @@ def admin_route(path: str, methods: tuple[str, ...], **kw: Any) -> Callable[[Han
 
 @admin_route("general-settings", ("GET",))
 def get_general_settings(ctx: Ctx) -> Response:
-    _admin(ctx)
     return singleton("general-settings", "general", render_general(service.general()))
 
 
 @admin_route("general-settings", ("PATCH",), body=_settings("GeneralSettings", "general-settings"))
 def update_general_settings(ctx: Ctx) -> Response:
-    _admin(ctx)
     changes = _attributes(ctx)
     attributes = render_general(service.update_general(changes))
     return singleton("general-settings", "general", attributes)
@@ -82,7 +78,6 @@ def update_general_settings(ctx: Ctx) -> Response:
 
 @admin_route("cost-estimation-settings", ("GET",))
 def get_cost_estimation_settings(ctx: Ctx) -> Response:
-    _admin(ctx)
     attributes = render_cost_estimation(service.cost_estimation())
     return singleton("cost-estimation-settings", "cost-estimation", attributes)
 
@@ -93,7 +88,6 @@ def get_cost_estimation_settings(ctx: Ctx) -> Response:
     body=_settings("CostEstimationSettings", "cost-estimation-settings"),
 )
 def update_cost_estimation_settings(ctx: Ctx) -> Response:
-    _admin(ctx)
     changes = _attributes(ctx)
     attributes = render_cost_estimation(service.update_cost_estimation(changes))
     return singleton("cost-estimation-settings", "cost-estimation", attributes)
@@ -104,13 +98,11 @@ def update_cost_estimation_settings(ctx: Ctx) -> Response:
 
 @admin_route("saml-settings", ("GET",))
 def get_saml_settings(ctx: Ctx) -> Response:
-    _admin(ctx)
     return singleton("saml-settings", "saml", render_saml(service.saml(), ctx.base_url))
 
 
 @admin_route("saml-settings", ("PATCH",), body=_settings("SamlSettings", "saml-settings"))
 def update_saml_settings(ctx: Ctx) -> Response:
-    _admin(ctx)
     changes = _attributes(ctx)
     attributes = render_saml(service.update_saml(changes), ctx.base_url)
     return singleton("saml-settings", "saml", attributes)
@@ -118,7 +110,6 @@ def update_saml_settings(ctx: Ctx) -> Response:
 
 @admin_route("saml-settings/actions/revoke-old-certificate", ("POST",), success=200)
 def revoke_old_saml_certificate(ctx: Ctx) -> Response:
-    _admin(ctx)
     attributes = render_saml(service.revoke_old_idp_certificate(), ctx.base_url)
     return singleton("saml-settings", "saml", attributes)
 
@@ -128,7 +119,6 @@ def revoke_old_saml_certificate(ctx: Ctx) -> Response:
 
 @admin_route("smtp-settings", ("GET",))
 def get_smtp_settings(ctx: Ctx) -> Response:
-    _admin(ctx)
     return singleton("smtp-settings", "smtp", render_smtp(service.smtp()))
 
 
@@ -143,7 +133,6 @@ def get_smtp_settings(ctx: Ctx) -> Response:
     },
 )
 def update_smtp_settings(ctx: Ctx) -> Response:
-    _admin(ctx)
     changes = _attributes(ctx)
     return singleton("smtp-settings", "smtp", render_smtp(service.update_smtp(changes)))
 
@@ -156,18 +145,15 @@ def _sms_type(ctx: Ctx) -> str:
 
 
 def _get_sms(ctx: Ctx) -> Response:
-    _admin(ctx)
     return singleton(_sms_type(ctx), "twilio", render_sms(service.sms_settings()))
 
 
 def _update_sms(ctx: Ctx) -> Response:
-    _admin(ctx)
     changes = _attributes(ctx)
     return singleton(_sms_type(ctx), "twilio", render_sms(service.update_sms(changes)))
 
 
 def _verify_sms(ctx: Ctx) -> Response:
-    _admin(ctx)
     attributes = ctx.attributes()
     service.verify_sms(attributes.test_number)
     return Response(body="", status_code=200, headers={})
@@ -199,7 +185,6 @@ for _name in ("sms-settings", "twilio-settings"):
 
 @admin_route("customization-settings", ("GET",))
 def get_customization_settings(ctx: Ctx) -> Response:
-    _admin(ctx)
     attributes = render_customization(service.customization())
     return singleton("customization-settings", "customization", attributes)
 
@@ -210,7 +195,6 @@ def get_customization_settings(ctx: Ctx) -> Response:
     body=_settings("CustomizationSettings", "customization-settings"),
 )
 def update_customization_settings(ctx: Ctx) -> Response:
-    _admin(ctx)
     changes = _attributes(ctx)
     attributes = render_customization(service.update_customization(changes))
     return singleton("customization-settings", "customization", attributes)
@@ -221,7 +205,6 @@ def update_customization_settings(ctx: Ctx) -> Response:
 
 @admin_route("data-retention-policy-settings", ("GET",))
 def get_data_retention_policy(ctx: Ctx) -> Response:
-    _admin(ctx)
     return retention_document(service.retention_policy())
 
 
@@ -232,7 +215,6 @@ def get_data_retention_policy(ctx: Ctx) -> Response:
     success=(Reply(200, description="replaced"), Reply(201, description="created")),
 )
 def set_data_retention_policy(ctx: Ctx) -> Response:
-    _admin(ctx)
     body = ctx.json()
     data = body.get("data") if isinstance(body, dict) else None
     given = data.get("type") if isinstance(data, dict) else None
@@ -248,7 +230,6 @@ def set_data_retention_policy(ctx: Ctx) -> Response:
 
 @admin_route("data-retention-policy-settings", ("DELETE",))
 def delete_data_retention_policy(ctx: Ctx) -> Response:
-    _admin(ctx)
     service.delete_retention_policy()
     return no_content()
 
@@ -258,14 +239,12 @@ def delete_data_retention_policy(ctx: Ctx) -> Response:
 
 @admin_route("oidc-settings/actions/rotate-key", ("POST",), success=204)
 def rotate_oidc_key(ctx: Ctx) -> Response:
-    _admin(ctx)
     oidc.rotate()
     return no_content()
 
 
 @admin_route("oidc-settings/actions/trim-key", ("POST",), success=204)
 def trim_oidc_key(ctx: Ctx) -> Response:
-    _admin(ctx)
     oidc.trim()
     return no_content()
 
@@ -281,7 +260,7 @@ JWKS = {
     bp,
     "/.well-known/jwks",
     methods=("GET",),
-    public=True,
+    auth=Public,
     success=Reply(200, JWKS),
     summary="The OIDC public signing keys (JWKS)",
 )

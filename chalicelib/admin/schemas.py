@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, AliasChoices, Field
 
-from chalicelib.admin.people import MAX_MODULE_CONSUMERS
+from chalicelib.admin.limits import MAX_MODULE_CONSUMERS
 from chalicelib.core.api.attributes import Attributes, Identifier, Secret, Text
 from chalicelib.core.api.names import kebab
 

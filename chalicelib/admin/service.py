@@ -12,34 +12,14 @@ import json
 import re
 from typing import Any
 
-from chalicelib.accounts.service import is_site_admin
 from chalicelib.admin import store
 from chalicelib.admin.store import general_defaults
 from chalicelib.core import secrets
 from chalicelib.core.api.errors import BadRequest, NotFound, Unprocessable, attribute_pointer
-from chalicelib.core.auth import Principal, authenticate
 from chalicelib.core.data.ids import new_id
-from chalicelib.core.settings import get_settings
 
 _EMAIL = re.compile(r"^[^@\s<>]+@[^@\s<>]+\.[^@\s<>]+$")
 _PHONE = re.compile(r"^\+?[0-9][0-9 ().-]{2,30}$")
-
-
-def ensure_site_admin(principal: Principal) -> None:
-    """Admin settings exist only for site admins of the self-hosted edition: else 404."""
-    if get_settings().hosted or not is_site_admin(principal):
-        raise NotFound("not found: user unauthorized to perform action")
-
-
-def require_site_admin(authorization: str | None) -> Principal:
-    """The caller of an ``/api/v2/admin`` route (declared public to the route wrapper): 404
-    on the hosted edition before the token is even read, else the site admin the
-    ``Authorization`` header names (401 for a bad token, 404 for anyone else)."""
-    if get_settings().hosted:
-        raise NotFound("not found")
-    principal = authenticate(authorization)
-    ensure_site_admin(principal)
-    return principal
 
 
 def _invalid(name: str, message: str) -> Unprocessable:

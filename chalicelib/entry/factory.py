@@ -30,6 +30,14 @@ class RegistryApp(Chalice):
     def current_request(self, value: Any) -> None:
         self._requests.request = value
 
+    def _register_route(self, name: str, user_handler: Any, kwargs: Any, **unused: Any) -> None:
+        """Chalice pops ``methods`` (and more) out of a blueprint's recorded arguments as it
+        registers a route, so a blueprint registered in a second app (``app.py`` and a
+        function's entry app, in one process: the route-walking test) would get every route
+        as a GET: register from a copy."""
+        copied = {**kwargs, "kwargs": dict(kwargs["kwargs"])}
+        super()._register_route(name, user_handler, copied, **unused)
+
 
 def create_app(name: str, blueprints: list[Blueprint]) -> Chalice:
     app = RegistryApp(app_name=name)

@@ -7,8 +7,9 @@ from __future__ import annotations
 
 from chalice import Blueprint, Response
 
+from chalicelib.accounts.authorization import SiteAdmin
 from chalicelib.admin import people
-from chalicelib.admin.people_routes import ORGANIZATION, TAG, admin
+from chalicelib.admin.people_routes import ORGANIZATION, TAG
 from chalicelib.core.api.http import Ctx, route
 from chalicelib.core.api.jsonapi import no_content
 from chalicelib.lifecycle import organizations as lifecycle
@@ -16,10 +17,9 @@ from chalicelib.lifecycle import organizations as lifecycle
 bp = Blueprint(__name__)
 
 
-@route(bp, ORGANIZATION, methods=("DELETE",), public=True, bearer=True, tag=TAG)
+@route(bp, ORGANIZATION, methods=("DELETE",), auth=SiteAdmin, tag=TAG)
 def delete_admin_organization(ctx: Ctx, organization_name: str) -> Response:
     """Delete an organization and everything in it"""
-    principal = admin(ctx)
     people.get_organization(organization_name)  # 404 when missing
-    lifecycle.delete_organization(principal, organization_name)
+    lifecycle.delete_organization(ctx.user, organization_name)
     return no_content()

@@ -10,6 +10,7 @@ from chalice import Blueprint, Response
 from chalicelib.accounts import service
 from chalicelib.accounts.render import render_organization
 from chalicelib.accounts.routes import ORGANIZATION, ORGANIZATION_ATTRIBUTES, ORGANIZATIONS
+from chalicelib.core.api.access import Bearer
 from chalicelib.core.api.http import Ctx, route
 from chalicelib.core.api.jsonapi import document, no_content
 from chalicelib.core.api.openapi import Body
@@ -22,6 +23,7 @@ TAG = "accounts"
 @route(
     bp,
     ORGANIZATIONS,
+    auth=Bearer,
     methods=("POST",),
     body=Body(ORGANIZATION_ATTRIBUTES, "organizations"),
     tag=TAG,
@@ -32,7 +34,7 @@ def create_organization(ctx: Ctx) -> Response:
     return document(render_organization(org, service.OrgAccess.everything()), status=201)
 
 
-@route(bp, ORGANIZATION, methods=("DELETE",), tag=TAG)
+@route(bp, ORGANIZATION, auth=Bearer, methods=("DELETE",), tag=TAG)
 def delete_organization(ctx: Ctx, organization_name: str) -> Response:
     lifecycle.delete_organization(ctx.user, organization_name)
     return no_content()

@@ -7,6 +7,7 @@ from __future__ import annotations
 from chalice import Blueprint, Response
 
 from chalicelib.core import tagbindings
+from chalicelib.core.api.access import Bearer
 from chalicelib.core.api.http import Ctx, route
 from chalicelib.core.api.jsonapi import no_content
 from chalicelib.lifecycle import workspaces as lifecycle
@@ -27,7 +28,7 @@ bp = Blueprint(__name__)
 TAG = "workspaces"
 
 
-@route(bp, ORG_WORKSPACES, methods=("POST",), includes=INCLUDES, body=CREATE, tag=TAG)
+@route(bp, ORG_WORKSPACES, auth=Bearer, methods=("POST",), includes=INCLUDES, body=CREATE, tag=TAG)
 def create_workspace(ctx: Ctx, organization_name: str) -> Response:
     """Create a workspace, in ``relationships.project`` (default: the default project), with
     its tag bindings (``relationships.tag-bindings``)."""
@@ -50,22 +51,22 @@ def _delete(ctx: Ctx, ref: WorkspaceRef) -> Response:
     return no_content()
 
 
-@route(bp, BY_ID, methods=("DELETE",), tag=TAG)
+@route(bp, BY_ID, auth=Bearer, methods=("DELETE",), tag=TAG)
 def delete_workspace(ctx: Ctx, workspace_id: str) -> Response:
     return _delete(ctx, WorkspaceRef(id=workspace_id))
 
 
-@route(bp, BY_NAME, methods=("DELETE",), tag=TAG)
+@route(bp, BY_NAME, auth=Bearer, methods=("DELETE",), tag=TAG)
 def delete_workspace_by_name(ctx: Ctx, organization_name: str, workspace_name: str) -> Response:
     return _delete(ctx, WorkspaceRef(organization=organization_name, name=workspace_name))
 
 
-@route(bp, BY_ID + "/actions/safe-delete", methods=("POST",), success=204, tag=TAG)
+@route(bp, BY_ID + "/actions/safe-delete", auth=Bearer, methods=("POST",), success=204, tag=TAG)
 def safe_delete_workspace(ctx: Ctx, workspace_id: str) -> Response:
     return _delete(ctx, WorkspaceRef(id=workspace_id))
 
 
-@route(bp, BY_NAME + "/actions/safe-delete", methods=("POST",), success=204, tag=TAG)
+@route(bp, BY_NAME + "/actions/safe-delete", auth=Bearer, methods=("POST",), success=204, tag=TAG)
 def safe_delete_workspace_by_name(
     ctx: Ctx, organization_name: str, workspace_name: str
 ) -> Response:

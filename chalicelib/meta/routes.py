@@ -19,6 +19,7 @@ from pathlib import Path
 
 from chalice import Blueprint, Response
 
+from chalicelib.core.api.access import Public
 from chalicelib.core.api.http import Ctx, route
 from chalicelib.core.api.openapi import Reply
 from chalicelib.core.settings import get_settings
@@ -70,7 +71,7 @@ OBJECT = {"type": "object"}
     bp,
     "/api/v2/ping",
     methods=("GET",),
-    public=True,
+    auth=Public,
     success=Reply(204, headers=PING_HEADERS),
     summary="Ping: the API's version (and rate limit) headers",
 )
@@ -81,7 +82,7 @@ def ping(ctx: Ctx) -> Response:
 @route(
     bp,
     "/.well-known/terraform.json",
-    public=True,
+    auth=Public,
     success=Reply(
         200,
         {
@@ -107,7 +108,7 @@ def openapi_document() -> str:
 @route(
     bp,
     "/api/v2/openapi.json",
-    public=True,
+    auth=Public,
     success=Reply(200, OBJECT, media_type="application/json"),
 )
 def openapi(ctx: Ctx) -> Response:

@@ -14,6 +14,7 @@ from chalice import Blueprint
 
 from chalicelib.accounts.service import OrgAccess
 from chalicelib.core import tagbindings
+from chalicelib.core.api.access import Bearer
 from chalicelib.core.api.errors import NotFound, Unprocessable
 from chalicelib.core.api.http import Ctx, route
 from chalicelib.core.api.jsonapi import document, no_content
@@ -53,6 +54,7 @@ INCLUDERS = module_includers(_no_code_modules)
 @route(
     bp,
     ORG_MODULES,
+    auth=Bearer,
     methods=("POST",),
     body=Body("chalicelib.modules.schemas:CreateModule", "registry-modules"),
 )
@@ -74,6 +76,7 @@ def create_module(ctx: Ctx, organization_name: str):
 @route(
     bp,
     ORG_MODULES,
+    auth=Bearer,
     methods=("GET",),
     includes=MODULE_INCLUDES,
     query=(
@@ -109,7 +112,7 @@ def _show_module(ctx: Ctx, found: ModuleModel, rights: OrgAccess):
     return document(render_module(found, rights, ctx.base_url), included=included)
 
 
-@route(bp, MODULE, methods=("GET",), includes=MODULE_INCLUDES)
+@route(bp, MODULE, auth=Bearer, methods=("GET",), includes=MODULE_INCLUDES)
 def show_module(
     ctx: Ctx, organization_name: str, registry_name: str, namespace: str, name: str, provider: str
 ):
@@ -121,6 +124,7 @@ def show_module(
 @route(
     bp,
     MODULE,
+    auth=Bearer,
     methods=("PATCH",),
     body=Body("chalicelib.modules.schemas:UpdateModule", "registry-modules", type_check="lenient"),
 )
@@ -148,7 +152,7 @@ def update_module(
     return document(render_module(found, rights, ctx.base_url))
 
 
-@route(bp, MODULE, methods=("DELETE",))
+@route(bp, MODULE, auth=Bearer, methods=("DELETE",))
 def delete_module(
     ctx: Ctx, organization_name: str, registry_name: str, namespace: str, name: str, provider: str
 ):
@@ -158,6 +162,7 @@ def delete_module(
 @route(
     bp,
     "/api/v2/registry-modules/show/{organization_name}/{name}/{provider}",
+    auth=Bearer,
     includes=MODULE_INCLUDES,
 )
 def show_module_deprecated(ctx: Ctx, organization_name: str, name: str, provider: str):
@@ -166,13 +171,13 @@ def show_module_deprecated(ctx: Ctx, organization_name: str, name: str, provider
     return _show_module(ctx, found, rights)
 
 
-@route(bp, "/api/v2/registry-modules/{module_ref}", includes=MODULE_INCLUDES)
+@route(bp, "/api/v2/registry-modules/{module_ref}", auth=Bearer, includes=MODULE_INCLUDES)
 def module_by_id(ctx: Ctx, module_ref: str):
     found, rights = service.get_module_by_id(ctx.user, module_ref)
     return _show_module(ctx, found, rights)
 
 
-@route(bp, "/api/v2/registry-modules/{module_ref}/tag-bindings")
+@route(bp, "/api/v2/registry-modules/{module_ref}/tag-bindings", auth=Bearer)
 def module_tag_bindings(ctx: Ctx, module_ref: str):
     """List the tag bindings of a registry module (by its id)."""
     found, _ = service.get_module_by_id(ctx.user, module_ref)
@@ -182,6 +187,7 @@ def module_tag_bindings(ctx: Ctx, module_ref: str):
 @route(
     bp,
     MODULE + "/downloads",
+    auth=Bearer,
     query=(
         Param(
             "days",
@@ -224,7 +230,7 @@ def _list_versions(ctx: Ctx, found: ModuleModel, rights: OrgAccess):
     return document(data, links=page.links, meta=page.meta)
 
 
-@route(bp, MODULE + "/versions", methods=("POST",), body=VERSION_BODY)
+@route(bp, MODULE + "/versions", auth=Bearer, methods=("POST",), body=VERSION_BODY)
 def create_version(
     ctx: Ctx, organization_name: str, registry_name: str, namespace: str, name: str, provider: str
 ):
@@ -233,7 +239,7 @@ def create_version(
     )
 
 
-@route(bp, MODULE + "/versions", methods=("GET",), query=PAGE)
+@route(bp, MODULE + "/versions", auth=Bearer, methods=("GET",), query=PAGE)
 def list_versions(
     ctx: Ctx, organization_name: str, registry_name: str, namespace: str, name: str, provider: str
 ):
@@ -245,6 +251,7 @@ def list_versions(
 @route(
     bp,
     "/api/v2/registry-modules/{module_ref}/{name}/{provider}/versions",
+    auth=Bearer,
     methods=("POST",),
     body=VERSION_BODY,
 )
@@ -252,7 +259,7 @@ def create_version_deprecated(ctx: Ctx, module_ref: str, name: str, provider: st
     return _create_version(ctx, ModuleRef(module_ref, "private", module_ref, name, provider))
 
 
-@route(bp, "/api/v2/registry-modules/{module_ref}/versions", query=PAGE)
+@route(bp, "/api/v2/registry-modules/{module_ref}/versions", auth=Bearer, query=PAGE)
 def versions_by_module_id(ctx: Ctx, module_ref: str):
     found, rights = service.get_module_by_id(ctx.user, module_ref)
     return _list_versions(ctx, found, rights)
@@ -261,6 +268,7 @@ def versions_by_module_id(ctx: Ctx, module_ref: str):
 @route(
     bp,
     MODULE + "/version",
+    auth=Bearer,
     query=(Param("module_version", "the version, e.g. 1.2.0", required=True),),
 )
 def version_lookup(
@@ -284,6 +292,7 @@ VERSION_UPDATE_TYPES = ("module-versions", "registry-module-versions")
 @route(
     bp,
     MODULE + "/{version}",
+    auth=Bearer,
     methods=("PATCH",),
     body=Body("chalicelib.modules.schemas:UpdateVersion", "module-versions", type_check="off"),
     summary="Deprecate, revoke, un-revoke or undeprecate a version",
@@ -335,12 +344,12 @@ def _delete(ctx: Ctx, organization: str, segments: list[str]):
     return no_content()
 
 
-@route(bp, ORG_MODULES + "/{registry_name}/{namespace}/{name}", methods=("DELETE",))
+@route(bp, ORG_MODULES + "/{registry_name}/{namespace}/{name}", auth=Bearer, methods=("DELETE",))
 def delete_name(ctx: Ctx, organization_name: str, registry_name: str, namespace: str, name: str):
     return _delete(ctx, organization_name, [registry_name, namespace, name])
 
 
-@route(bp, MODULE + "/{version}", methods=("DELETE",))
+@route(bp, MODULE + "/{version}", auth=Bearer, methods=("DELETE",))
 def delete_version(
     ctx: Ctx,
     organization_name: str,
@@ -356,6 +365,7 @@ def delete_version(
 @route(
     bp,
     MODULE + "/{version}/{after}",
+    auth=Bearer,
     methods=("DELETE",),
     summary="Delete version (a path with an empty segment)",
 )
@@ -380,7 +390,14 @@ def delete_version_after_an_empty_segment(
 DEPRECATED_DELETE = "/api/v2/registry-modules/actions/delete/{organization_name}/{name}"
 
 
-@route(bp, DEPRECATED_DELETE, methods=("POST",), success=204, summary="Delete name deprecated")
+@route(
+    bp,
+    DEPRECATED_DELETE,
+    auth=Bearer,
+    methods=("POST",),
+    success=204,
+    summary="Delete name deprecated",
+)
 def delete_name_deprecated(ctx: Ctx, organization_name: str, name: str):
     """Every module of that name in the organization: the private one and, on the hosted
     edition, curated public ones (go-tfe cleans public modules up this way)."""
@@ -388,12 +405,12 @@ def delete_name_deprecated(ctx: Ctx, organization_name: str, name: str):
     return no_content()
 
 
-@route(bp, DEPRECATED_DELETE + "/{provider}", methods=("POST",), success=204)
+@route(bp, DEPRECATED_DELETE + "/{provider}", auth=Bearer, methods=("POST",), success=204)
 def delete_provider_deprecated(ctx: Ctx, organization_name: str, name: str, provider: str):
     return _delete(ctx, organization_name, ["private", organization_name, name, provider])
 
 
-@route(bp, DEPRECATED_DELETE + "/{provider}/{version}", methods=("POST",), success=204)
+@route(bp, DEPRECATED_DELETE + "/{provider}/{version}", auth=Bearer, methods=("POST",), success=204)
 def delete_version_deprecated(
     ctx: Ctx, organization_name: str, name: str, provider: str, version: str
 ):

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 from urllib.parse import urlsplit
 
+from chalicelib.accounts import authorization
 from chalicelib.accounts import service as accounts
 from chalicelib.artifacts import objects, queue, semver
 from chalicelib.core import tagbindings
@@ -103,10 +104,9 @@ def _readable(principal: Principal, organization: str) -> accounts.OrgAccess:
 
 
 def require_rights(rights: accounts.OrgAccess, what: str, *, owner: bool = False) -> None:
-    allowed = rights.is_owner if owner else rights.manage_modules
-    if not allowed:
-        need = "the owners team" if owner else "a team with the manage-modules permission"
-        raise NotFound(f"not found: {what} needs a user or team token of {need}")
+    need = "the owners team" if owner else "a team with the manage-modules permission"
+    refusal = f"not found: {what} needs a user or team token of {need}"
+    authorization.require(rights, "own" if owner else "manage-modules", refusal)
 
 
 def list_modules(
@@ -519,7 +519,7 @@ def upload_url(version: ModuleVersionModel, rights: accounts.OrgAccess) -> str |
     carries, so a reader must never receive one. VCS versions have none: their archive comes
     from the repository."""
     if (
-        not rights.manage_modules
+        not authorization.allows(rights, "manage-modules")
         or version.status == VersionStatus.OK
         or version.source != "tfe-api"
     ):

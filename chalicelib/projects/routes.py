@@ -9,6 +9,7 @@ from chalice import Blueprint, Response
 
 from chalicelib.accounts.service import OrgAccess
 from chalicelib.core import tagbindings
+from chalicelib.core.api.access import Bearer
 from chalicelib.core.api.http import Ctx, route
 from chalicelib.core.api.jsonapi import Includer, document, no_content
 from chalicelib.core.api.openapi import PAGE, Body, Param
@@ -65,6 +66,7 @@ def _reply(ctx: Ctx, project: ProjectModel, rights: OrgAccess, status: int = 200
 @route(
     bp,
     ORG_PROJECTS,
+    auth=Bearer,
     methods=("GET",),
     includes=INCLUDES,
     query=(
@@ -87,7 +89,7 @@ def list_projects(ctx: Ctx, organization_name: str) -> Response:
     )
 
 
-@route(bp, ORG_PROJECTS, methods=("POST",), includes=INCLUDES, body=CREATE)
+@route(bp, ORG_PROJECTS, auth=Bearer, methods=("POST",), includes=INCLUDES, body=CREATE)
 def create_project(ctx: Ctx, organization_name: str) -> Response:
     """Create a project, with its tag bindings (``relationships.tag-bindings``)."""
     body = ctx.attributes()
@@ -100,13 +102,13 @@ def create_project(ctx: Ctx, organization_name: str) -> Response:
     return _reply(ctx, project, rights, 201)
 
 
-@route(bp, BY_ID, methods=("GET",), includes=INCLUDES)
+@route(bp, BY_ID, auth=Bearer, methods=("GET",), includes=INCLUDES)
 def show_project(ctx: Ctx, project_id: str) -> Response:
     project, rights = service.readable(ctx.user, project_id)
     return _reply(ctx, project, rights)
 
 
-@route(bp, BY_ID, methods=("PATCH",), includes=INCLUDES, body=UPDATE)
+@route(bp, BY_ID, auth=Bearer, methods=("PATCH",), includes=INCLUDES, body=UPDATE)
 def update_project(ctx: Ctx, project_id: str) -> Response:
     """Update a project; ``relationships.tag-bindings`` replaces its bindings (``[]`` clears
     them, leaving it out keeps them)."""
@@ -118,7 +120,7 @@ def update_project(ctx: Ctx, project_id: str) -> Response:
     return _reply(ctx, project, rights)
 
 
-@route(bp, BY_ID, methods=("DELETE",), errors=CONFLICT)
+@route(bp, BY_ID, auth=Bearer, methods=("DELETE",), errors=CONFLICT)
 def delete_project(ctx: Ctx, project_id: str) -> Response:
     """Delete a project that holds no workspace (the default project stays)."""
     service.delete_project(ctx.user, project_id)
@@ -128,14 +130,21 @@ def delete_project(ctx: Ctx, project_id: str) -> Response:
 # ----- tag bindings -------------------------------------------------------------------------
 
 
-@route(bp, BY_ID + "/tag-bindings", methods=("GET",))
+@route(bp, BY_ID + "/tag-bindings", auth=Bearer, methods=("GET",))
 def list_project_tag_bindings(ctx: Ctx, project_id: str) -> Response:
     """List the tag bindings of a project (its workspaces inherit them)."""
     project, _ = service.readable(ctx.user, project_id)
     return document(tagbindings.render(project.tag_bindings or []))
 
 
-@route(bp, BY_ID + "/tag-bindings", methods=("PATCH",), body=tagbindings.DOCUMENT, success=200)
+@route(
+    bp,
+    BY_ID + "/tag-bindings",
+    auth=Bearer,
+    methods=("PATCH",),
+    body=tagbindings.DOCUMENT,
+    success=200,
+)
 def add_project_tag_bindings(ctx: Ctx, project_id: str) -> Response:
     """Add or update tag bindings on a project (never removes one); answers the whole set."""
     added = tagbindings.from_document(ctx.json())
@@ -143,7 +152,7 @@ def add_project_tag_bindings(ctx: Ctx, project_id: str) -> Response:
     return document(tagbindings.render(bindings))
 
 
-@route(bp, BY_ID + "/effective-tag-bindings", methods=("GET",))
+@route(bp, BY_ID + "/effective-tag-bindings", auth=Bearer, methods=("GET",))
 def list_project_effective_tag_bindings(ctx: Ctx, project_id: str) -> Response:
     """List the effective tag bindings of a project (for a project, its own)."""
     project, _ = service.readable(ctx.user, project_id)

@@ -22,6 +22,7 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from chalicelib.accounts import authorization
 from chalicelib.accounts import service as accounts
 from chalicelib.core import tagbindings
 from chalicelib.core.api.errors import Conflict, NotFound, Unprocessable
@@ -49,7 +50,7 @@ tx_remove_workspace = store.tx_remove_workspace
 
 
 def can_read(rights: accounts.OrgAccess) -> bool:
-    return rights.read_projects or rights.manage_projects
+    return authorization.allows(rights, "read-projects")
 
 
 # ----- validation ---------------------------------------------------------------------------
@@ -112,36 +113,29 @@ def _not_found(project_id: str) -> NotFound:
 
 
 def readable_organization(principal: Principal, organization: str) -> accounts.OrgAccess:
-    rights = accounts.organization_access(principal, organization)
-    if not can_read(rights):
-        raise NotFound(
-            f"organization {organization!r} not found, or your token lacks read-projects"
-        )
-    return rights
+    refusal = f"organization {organization!r} not found, or your token lacks read-projects"
+    return authorization.authorize(principal, "read-projects", organization, refusal)
 
 
 def manageable_organization(principal: Principal, organization: str) -> accounts.OrgAccess:
-    rights = accounts.organization_access(principal, organization)
-    if not rights.manage_projects:
-        raise NotFound(
-            f"organization {organization!r} not found, or your token lacks manage-projects"
-        )
-    return rights
+    refusal = f"organization {organization!r} not found, or your token lacks manage-projects"
+    return authorization.authorize(principal, "manage-projects", organization, refusal)
 
 
 def readable(principal: Principal, project_id: str) -> tuple[ProjectModel, accounts.OrgAccess]:
     project = store.get(project_id)
     rights = accounts.access(principal, project.organization) if project else None
-    if project is None or rights is None or not can_read(rights):
+    if project is None:
         raise _not_found(project_id)
-    return project, rights
+    return project, authorization.require(
+        rights, "read-projects", f"project {project_id} not found"
+    )
 
 
 def manageable(principal: Principal, project_id: str) -> tuple[ProjectModel, accounts.OrgAccess]:
     project, rights = readable(principal, project_id)
-    if not rights.manage_projects:
-        raise NotFound(f"project {project_id} not found, or your token lacks manage-projects")
-    return project, rights
+    refusal = f"project {project_id} not found, or your token lacks manage-projects"
+    return project, authorization.require(rights, "manage-projects", refusal)
 
 
 def find_in_organization(project_id: str, organization: str) -> ProjectModel | None:

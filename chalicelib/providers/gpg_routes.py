@@ -7,6 +7,7 @@ from typing import Any
 
 from chalice import Blueprint
 
+from chalicelib.core.api.access import Bearer
 from chalicelib.core.api.http import Ctx, route
 from chalicelib.core.api.jsonapi import document, no_content
 from chalicelib.core.api.openapi import PAGE, Body, Param
@@ -31,6 +32,7 @@ def _namespaces(ctx: Ctx) -> list[str]:
 @route(
     bp,
     KEYS,
+    auth=Bearer,
     query=(*PAGE, Param("filter[namespace]", "organization names (required)", required=True)),
     tag="providers",
 )
@@ -43,6 +45,7 @@ def list_gpg_keys(ctx: Ctx):
 @route(
     bp,
     KEYS,
+    auth=Bearer,
     methods=("POST",),
     body=Body("chalicelib.providers.schemas:CreateGpgKey", render.GPG_KEYS, type_check="lenient"),
     tag="providers",
@@ -54,7 +57,7 @@ def create_gpg_key(ctx: Ctx):
     return document(render.render_gpg_key(key), status=201)
 
 
-@route(bp, KEY, tag="providers")
+@route(bp, KEY, auth=Bearer, tag="providers")
 def show_gpg_key(ctx: Ctx, namespace: str, key_id: str):
     return document(render.render_gpg_key(gpgkeys.get_key(ctx.user, namespace, key_id)))
 
@@ -62,6 +65,7 @@ def show_gpg_key(ctx: Ctx, namespace: str, key_id: str):
 @route(
     bp,
     KEY,
+    auth=Bearer,
     methods=("PATCH",),
     body=Body("chalicelib.providers.schemas:UpdateGpgKey", render.GPG_KEYS, type_check="lenient"),
     tag="providers",
@@ -73,7 +77,7 @@ def update_gpg_key(ctx: Ctx, namespace: str, key_id: str):
     return document(render.render_gpg_key(key))
 
 
-@route(bp, KEY, methods=("DELETE",), tag="providers")
+@route(bp, KEY, auth=Bearer, methods=("DELETE",), tag="providers")
 def delete_gpg_key(ctx: Ctx, namespace: str, key_id: str):
     gpgkeys.delete_key(ctx.user, namespace, key_id)
     return no_content()

@@ -6,6 +6,7 @@ from __future__ import annotations
 from chalice import Blueprint
 
 from chalicelib.core import tagbindings
+from chalicelib.core.api.access import Bearer
 from chalicelib.core.api.errors import Unprocessable
 from chalicelib.core.api.http import Ctx, route
 from chalicelib.core.api.jsonapi import document, no_content
@@ -44,6 +45,7 @@ def _ref(organization_name: str, registry_name: str, namespace: str, name: str) 
 @route(
     bp,
     ORG_PROVIDERS,
+    auth=Bearer,
     methods=("POST",),
     body=Body("chalicelib.providers.schemas:CreateProvider", render.PROVIDERS),
 )
@@ -58,6 +60,7 @@ def create_provider(ctx: Ctx, organization_name: str):
 @route(
     bp,
     ORG_PROVIDERS,
+    auth=Bearer,
     includes=INCLUDES,
     query=(
         *PAGE,
@@ -95,7 +98,7 @@ def _show(ctx: Ctx, provider: store.ProviderModel, rights: service.Rights):
     return document(render.render_provider(provider, rights))
 
 
-@route(bp, PROVIDER, includes=INCLUDES)
+@route(bp, PROVIDER, auth=Bearer, includes=INCLUDES)
 def show_provider(ctx: Ctx, organization_name: str, registry_name: str, namespace: str, name: str):
     ref = _ref(organization_name, registry_name, namespace, name)
     provider, rights = service.get_provider(ctx.user, ref)
@@ -105,6 +108,7 @@ def show_provider(ctx: Ctx, organization_name: str, registry_name: str, namespac
 @route(
     bp,
     PROVIDER,
+    auth=Bearer,
     methods=("PATCH",),
     body=Body(
         "chalicelib.providers.schemas:UpdateProvider", render.PROVIDERS, type_check="lenient"
@@ -122,7 +126,7 @@ def update_provider(
     return document(render.render_provider(provider, rights))
 
 
-@route(bp, PROVIDER, methods=("DELETE",))
+@route(bp, PROVIDER, auth=Bearer, methods=("DELETE",))
 def delete_provider(
     ctx: Ctx, organization_name: str, registry_name: str, namespace: str, name: str
 ):
@@ -131,13 +135,13 @@ def delete_provider(
     return no_content()
 
 
-@route(bp, "/api/v2/registry-providers/{provider_id}", includes=INCLUDES)
+@route(bp, "/api/v2/registry-providers/{provider_id}", auth=Bearer, includes=INCLUDES)
 def provider_by_id(ctx: Ctx, provider_id: str):
     provider, rights = service.get_provider_by_id(ctx.user, provider_id)
     return _show(ctx, provider, rights)
 
 
-@route(bp, "/api/v2/registry-providers/{provider_id}/tag-bindings")
+@route(bp, "/api/v2/registry-providers/{provider_id}/tag-bindings", auth=Bearer)
 def provider_tag_bindings(ctx: Ctx, provider_id: str):
     """List the tag bindings of a registry provider (by its id)."""
     provider, _ = service.get_provider_by_id(ctx.user, provider_id)
@@ -150,6 +154,7 @@ def provider_tag_bindings(ctx: Ctx, provider_id: str):
 @route(
     bp,
     VERSIONS,
+    auth=Bearer,
     methods=("POST",),
     body=Body("chalicelib.providers.schemas:CreateVersion", render.VERSIONS, type_check="lenient"),
 )
@@ -164,7 +169,7 @@ def create_version(ctx: Ctx, organization_name: str, registry_name: str, namespa
     return document(render.render_version(provider, version, service.PUBLISHER, []), status=201)
 
 
-@route(bp, VERSIONS, query=PAGE)
+@route(bp, VERSIONS, auth=Bearer, query=PAGE)
 def list_versions(ctx: Ctx, organization_name: str, registry_name: str, namespace: str, name: str):
     ref = _ref(organization_name, registry_name, namespace, name)
     provider, versions, rights = service.list_versions(ctx.user, ref)
@@ -173,7 +178,7 @@ def list_versions(ctx: Ctx, organization_name: str, registry_name: str, namespac
     return document(data, links=page.links, meta=page.meta)
 
 
-@route(bp, VERSION)
+@route(bp, VERSION, auth=Bearer)
 def show_version(
     ctx: Ctx, organization_name: str, registry_name: str, namespace: str, name: str, version: str
 ):
@@ -183,7 +188,7 @@ def show_version(
     return document(render.render_version(provider, found, rights, platforms))
 
 
-@route(bp, VERSION, methods=("DELETE",))
+@route(bp, VERSION, auth=Bearer, methods=("DELETE",))
 def delete_version(
     ctx: Ctx, organization_name: str, registry_name: str, namespace: str, name: str, version: str
 ):
@@ -199,6 +204,7 @@ def delete_version(
 @route(
     bp,
     PLATFORMS,
+    auth=Bearer,
     methods=("POST",),
     body=Body(
         "chalicelib.providers.schemas:CreatePlatform",
@@ -222,7 +228,7 @@ def create_platform(
     return document(document_, status=201)
 
 
-@route(bp, PLATFORMS, query=PAGE)
+@route(bp, PLATFORMS, auth=Bearer, query=PAGE)
 def list_platforms(
     ctx: Ctx, organization_name: str, registry_name: str, namespace: str, name: str, version: str
 ):
@@ -233,7 +239,7 @@ def list_platforms(
     return document(data, links=page.links, meta=page.meta)
 
 
-@route(bp, PLATFORM)
+@route(bp, PLATFORM, auth=Bearer)
 def show_platform(
     ctx: Ctx,
     organization_name: str,
@@ -255,7 +261,14 @@ RETRY_ERRORS = {
 }
 
 
-@route(bp, PLATFORM + "/actions/retry", methods=("POST",), success=200, errors=RETRY_ERRORS)
+@route(
+    bp,
+    PLATFORM + "/actions/retry",
+    auth=Bearer,
+    methods=("POST",),
+    success=200,
+    errors=RETRY_ERRORS,
+)
 def retry_platform(
     ctx: Ctx,
     organization_name: str,
@@ -274,7 +287,7 @@ def retry_platform(
     return document(render.render_platform(provider, found, platform, rights))
 
 
-@route(bp, PLATFORM, methods=("DELETE",))
+@route(bp, PLATFORM, auth=Bearer, methods=("DELETE",))
 def delete_platform(
     ctx: Ctx,
     organization_name: str,

@@ -11,6 +11,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from chalicelib.accounts import authorization
 from chalicelib.accounts import service as accounts
 from chalicelib.artifacts import objects, queue, semver
 from chalicelib.core import tagbindings
@@ -72,7 +73,7 @@ def rights(principal: Principal, organization: str) -> Rights:
     owners, site admins and teams with ``manage-providers`` publish (``OrgAccess``), as
     ``manage-modules`` decides for modules."""
     access = accounts.organization_access(principal, organization)
-    return Rights(read=True, publish=access.manage_providers)
+    return Rights(read=True, publish=authorization.allows(access, "manage-providers"))
 
 
 def require_publish(rights_: Rights, what: str) -> None:

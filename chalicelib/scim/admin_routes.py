@@ -1,7 +1,7 @@
 """HTTP routes of SCIM's site administration (``/api/v2/admin/scim-*`` and team links).
 
-As every admin route: public to the wrapper so the hosted edition answers 404 before
-looking at the token; otherwise a site admin's token is needed (others get 404).
+As every admin route: ``SiteAdmin``, so the hosted edition answers 404 before looking at the
+token; otherwise a site admin's token is needed (others get 404).
 """
 
 from __future__ import annotations
@@ -11,13 +11,10 @@ from typing import Any
 
 from chalice import Blueprint, Response
 
-from chalicelib.accounts.service import is_site_admin
-from chalicelib.core.api.errors import NotFound
+from chalicelib.accounts.authorization import SiteAdmin
 from chalicelib.core.api.http import Ctx, HandlerT, route
 from chalicelib.core.api.jsonapi import document, no_content
 from chalicelib.core.api.openapi import PAGE, Body, Param, Reply
-from chalicelib.core.auth import Principal, authenticate
-from chalicelib.core.settings import get_settings
 from chalicelib.scim import render, service
 
 bp = Blueprint(__name__)
@@ -26,17 +23,8 @@ ADMIN = "/api/v2/admin"
 SCHEMAS = "chalicelib.scim.schemas:"
 
 
-def _admin(ctx: Ctx) -> Principal:
-    if get_settings().hosted:
-        raise NotFound("not found")
-    principal = authenticate(ctx.request.headers.get("authorization"))
-    if not is_site_admin(principal):
-        raise NotFound("not found: user unauthorized to perform action")
-    return principal
-
-
 def admin_route(path: str, methods: tuple[str, ...], **kw: Any) -> Callable[[HandlerT], HandlerT]:
-    return route(bp, f"{ADMIN}/{path}", methods=methods, public=True, bearer=True, **kw)
+    return route(bp, f"{ADMIN}/{path}", methods=methods, auth=SiteAdmin, **kw)
 
 
 def _sent_attributes(ctx: Ctx) -> dict[str, Any]:
@@ -58,7 +46,6 @@ def _settings_document() -> Response:
 @admin_route("scim-settings", ("GET",))
 def get_scim_settings(ctx: Ctx) -> Response:
     """Show the SCIM settings."""
-    _admin(ctx)
     return _settings_document()
 
 
@@ -74,7 +61,6 @@ def update_scim_settings(ctx: Ctx) -> Response:
     flag. ``link-existing-users`` (ours, off by default) lets a new SCIM user be linked to an
     existing user of the same username and email that SCIM did not make (never a site
     admin)."""
-    _admin(ctx)
     attributes = ctx.attributes()
     changes: dict[str, Any] = {}
     if attributes.enabled is not None:
@@ -93,7 +79,6 @@ def update_scim_settings(ctx: Ctx) -> Response:
 @admin_route("scim-settings", ("DELETE",))
 def disable_scim(ctx: Ctx) -> Response:
     """Disable SCIM provisioning (idempotent); users, groups, links and tokens are kept."""
-    _admin(ctx)
     service.disable()
     return no_content()
 
@@ -104,7 +89,6 @@ def disable_scim(ctx: Ctx) -> Response:
 @admin_route("scim-tokens", ("GET",))
 def list_scim_tokens(ctx: Ctx) -> Response:
     """List the SCIM tokens (never their values)."""
-    _admin(ctx)
     return document([render.token_resource(t) for t in service.list_tokens()])
 
 
@@ -119,7 +103,7 @@ def create_scim_token(ctx: Ctx) -> Response:
     """Create a SCIM token for an identity provider: its value is shown once, here.
 
     ``expired-at`` defaults to a year from now and must be 29 to 365 days away."""
-    principal = _admin(ctx)
+    principal = ctx.user
     attributes = ctx.attributes()
     token, secret = service.create_token(
         attributes.description, attributes.expired_at, principal.id
@@ -130,14 +114,12 @@ def create_scim_token(ctx: Ctx) -> Response:
 @admin_route("scim-tokens/{token_id}", ("GET",))
 def get_scim_token(ctx: Ctx, token_id: str) -> Response:
     """Show a SCIM token (without its value)."""
-    _admin(ctx)
     return document(render.token_resource(service.get_token(token_id)))
 
 
 @admin_route("scim-tokens/{token_id}", ("DELETE",))
 def delete_scim_token(ctx: Ctx, token_id: str) -> Response:
     """Revoke a SCIM token (``DELETE /authentication-tokens/:id`` does too)."""
-    _admin(ctx)
     service.delete_token(token_id)
     return no_content()
 
@@ -152,7 +134,6 @@ def delete_scim_token(ctx: Ctx, token_id: str) -> Response:
 )
 def list_scim_groups(ctx: Ctx) -> Response:
     """List the groups the identity provider provisioned."""
-    _admin(ctx)
     page = ctx.paginate(service.search_groups(ctx.query.get("q")))
     return document(
         [render.group_resource(g) for g in page.items], links=page.links, meta=page.meta
@@ -172,7 +153,6 @@ MAPPING = "teams/{team_id}/scim-group-mapping"
 )
 def link_team_to_scim_group(ctx: Ctx, team_id: str) -> Response:
     """Link a team to a SCIM group: its membership follows the group's from now on."""
-    _admin(ctx)
     attributes = ctx.attributes()
     service.create_mapping(team_id, attributes.scim_group_id)
     return no_content()
@@ -186,7 +166,6 @@ def link_team_to_scim_group(ctx: Ctx, team_id: str) -> Response:
 )
 def update_team_scim_group_mapping(ctx: Ctx, team_id: str) -> Response:
     """Pause or resume a team's sync with its SCIM group (resuming reconciles)."""
-    _admin(ctx)
     attributes = ctx.attributes()
     service.update_mapping(team_id, attributes.scim_sync_paused)
     return no_content()
@@ -195,6 +174,5 @@ def update_team_scim_group_mapping(ctx: Ctx, team_id: str) -> Response:
 @admin_route(MAPPING, ("DELETE",))
 def unlink_team_from_scim_group(ctx: Ctx, team_id: str) -> Response:
     """Unlink a team from its SCIM group; the team keeps its members."""
-    _admin(ctx)
     service.delete_mapping(team_id)
     return no_content()

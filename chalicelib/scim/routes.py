@@ -13,6 +13,7 @@ from typing import Any
 
 from chalice import Blueprint, Response
 
+from chalicelib.core.api.access import Access
 from chalicelib.core.api.http import Ctx, HandlerT, route
 from chalicelib.core.api.openapi import Param, Payload, Reply
 from chalicelib.core.settings import get_settings
@@ -108,6 +109,22 @@ def _reply(status: int, schema: dict[str, Any] = OBJECT, description: str = "") 
     return Reply(status, schema, media_type=SCIM_JSON, description=description)
 
 
+def _scim_token(request: Any) -> None:
+    """The ``Scim`` caller: a valid SCIM token (a SCIM 401), never on the hosted edition (404,
+    before the token is read)."""
+    if get_settings().hosted:
+        raise not_found("SCIM is served by the self-hosted edition only")
+    service.authenticate(request.headers.get("authorization"))
+
+
+Scim = Access(
+    "scim",
+    _scim_token,
+    scheme="scimToken",
+    description="a SCIM token (404 on the hosted edition)",
+)
+
+
 def scim_route(
     path: str, methods: tuple[str, ...], errors: dict[int, str] | None = None, **kw: Any
 ) -> Callable[[HandlerT], HandlerT]:
@@ -115,8 +132,7 @@ def scim_route(
         bp,
         BASE + path,
         methods=methods,
-        public=True,
-        bearer=True,
+        auth=Scim,
         render_error=scim_error_response,
         content_types=CONTENT_TYPES,
         errors={403: "SCIM provisioning is disabled or paused", **(errors or {})},
@@ -124,15 +140,8 @@ def scim_route(
     )
 
 
-def _token(ctx: Ctx) -> None:
-    if get_settings().hosted:
-        raise not_found("SCIM is served by the self-hosted edition only")
-    service.authenticate(ctx.request.headers.get("authorization"))
-
-
 def _provisioning(ctx: Ctx) -> str:
-    """Authenticate, check provisioning is on; the absolute base URL of ``/scim/v2``."""
-    _token(ctx)
+    """Check provisioning is on; the absolute base URL of ``/scim/v2``."""
     service.ensure_provisioning(ctx.path)
     return ctx.url(BASE)
 
@@ -310,14 +319,12 @@ def delete_scim_group(ctx: Ctx, scim_id: str) -> Response:
 @scim_route("/ServiceProviderConfig", ("GET",), success=_reply(200))
 def scim_service_provider_config(ctx: Ctx) -> Response:
     """What this SCIM service provider supports."""
-    _token(ctx)
     return render.scim_response(protocol.service_provider_config(ctx.url(BASE)))
 
 
 @scim_route("/ResourceTypes", ("GET",), success=_reply(200, LIST))
 def scim_resource_types(ctx: Ctx) -> Response:
     """The resource types served: User and Group."""
-    _token(ctx)
     types = protocol.resource_types(ctx.url(BASE))
     return render.scim_response(protocol.list_response(types, 1, len(types)))
 
@@ -325,7 +332,6 @@ def scim_resource_types(ctx: Ctx) -> Response:
 @scim_route("/ResourceTypes/{name}", ("GET",), success=_reply(200))
 def scim_resource_type(ctx: Ctx, name: str) -> Response:
     """One resource type."""
-    _token(ctx)
     for item in protocol.resource_types(ctx.url(BASE)):
         if item["id"] == name:
             return render.scim_response(item)
@@ -335,7 +341,6 @@ def scim_resource_type(ctx: Ctx, name: str) -> Response:
 @scim_route("/Schemas", ("GET",), success=_reply(200, LIST))
 def scim_schemas(ctx: Ctx) -> Response:
     """The schemas of the resources served."""
-    _token(ctx)
     documents = protocol.schema_documents(ctx.url(BASE))
     return render.scim_response(protocol.list_response(documents, 1, len(documents)))
 
@@ -343,7 +348,6 @@ def scim_schemas(ctx: Ctx) -> Response:
 @scim_route("/Schemas/{schema_id}", ("GET",), success=_reply(200))
 def scim_schema(ctx: Ctx, schema_id: str) -> Response:
     """One schema, by its URN."""
-    _token(ctx)
     for item in protocol.schema_documents(ctx.url(BASE)):
         if item["id"] == schema_id:
             return render.scim_response(item)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from chalice import Blueprint, Response
 
+from chalicelib.core.api.access import Bearer
 from chalicelib.core.api.http import Ctx, route
 from chalicelib.core.api.jsonapi import document, no_content
 from chalicelib.core.api.openapi import PAGE, Param, Relationships
@@ -35,6 +36,7 @@ def _listing(ctx: Ctx, tags: list[TagModel]) -> Response:
 @route(
     bp,
     ORG_TAGS,
+    auth=Bearer,
     methods=("GET",),
     query=(
         *PAGE,
@@ -55,13 +57,13 @@ def list_tags(ctx: Ctx, organization_name: str) -> Response:
     return document([render_tag(t) for t in page.items], links=page.links, meta=page.meta)
 
 
-@route(bp, ORG_TAGS, methods=("DELETE",), body=TAG_IDS)
+@route(bp, ORG_TAGS, auth=Bearer, methods=("DELETE",), body=TAG_IDS)
 def delete_tags(ctx: Ctx, organization_name: str) -> Response:
     service.delete_tags(ctx.user, organization_name, ctx.relationships())
     return no_content()
 
 
-@route(bp, TAG_WORKSPACES, methods=("POST",), body=WORKSPACES, success=204)
+@route(bp, TAG_WORKSPACES, auth=Bearer, methods=("POST",), body=WORKSPACES, success=204)
 def add_workspaces(ctx: Ctx, tag_id: str) -> Response:
     service.add_workspaces_to_tag(ctx.user, tag_id, ctx.relationships())
     return no_content()
@@ -70,6 +72,7 @@ def add_workspaces(ctx: Ctx, tag_id: str) -> Response:
 @route(
     bp,
     WORKSPACE_TAGS,
+    auth=Bearer,
     methods=("GET",),
     query=(*PAGE, Param("name", "a part of the tag's name")),
 )
@@ -77,13 +80,13 @@ def workspace_tags(ctx: Ctx, workspace_id: str) -> Response:
     return _listing(ctx, service.workspace_tags(ctx.user, workspace_id, ctx.query.get("name")))
 
 
-@route(bp, WORKSPACE_TAGS, methods=("POST",), body=TAGS, success=204)
+@route(bp, WORKSPACE_TAGS, auth=Bearer, methods=("POST",), body=TAGS, success=204)
 def add_workspace_tags(ctx: Ctx, workspace_id: str) -> Response:
     service.add_workspace_tags(ctx.user, workspace_id, ctx.relationships())
     return no_content()
 
 
-@route(bp, WORKSPACE_TAGS, methods=("DELETE",), body=TAGS)
+@route(bp, WORKSPACE_TAGS, auth=Bearer, methods=("DELETE",), body=TAGS)
 def remove_workspace_tags(ctx: Ctx, workspace_id: str) -> Response:
     service.remove_workspace_tags(ctx.user, workspace_id, ctx.relationships())
     return no_content()

@@ -16,6 +16,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from chalicelib.accounts import authorization
 from chalicelib.accounts import service as accounts
 from chalicelib.core.api.errors import Conflict, NotFound, Unprocessable
 from chalicelib.core.api.pagination import Page
@@ -261,8 +262,8 @@ def add_workspaces_to_tag(principal: Principal, tag_id: str, items: list[dict]) 
     rights = accounts.access(principal, known.organization) if known else None
     if known is None or rights is None or not rights.can_read:
         raise NotFound(f"tag {tag_id} not found")
-    if not rights.manage_workspaces:
-        raise NotFound(f"tag {tag_id} not found, or your token lacks manage-workspaces")
+    refusal = f"tag {tag_id} not found, or your token lacks manage-workspaces"
+    authorization.require(rights, "manage-workspaces", refusal)
     found = workspaces.workspaces_by_ids(ids)
     for index, workspace_id in enumerate(ids):
         workspace = found.get(workspace_id)

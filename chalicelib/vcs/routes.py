@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from chalice import Blueprint, Response
 
+from chalicelib.core.api.access import Bearer
 from chalicelib.core.api.http import Ctx, route
 from chalicelib.core.api.jsonapi import document, no_content
 from chalicelib.core.api.openapi import PAGE, Body
@@ -19,46 +20,46 @@ TOKEN = V2 + "/oauth-tokens/{token_id}"
 CLIENT_BODY = Body("chalicelib.vcs.schemas:ClientAttributes", "oauth-clients")
 
 
-@route(bp, ORG_CLIENTS, methods=("GET",), query=PAGE)
+@route(bp, ORG_CLIENTS, auth=Bearer, methods=("GET",), query=PAGE)
 def list_clients(ctx: Ctx, organization_name: str) -> Response:
     page = ctx.paginate(service.list_clients(ctx.user, organization_name))
     data = [render_client(ctx, c, service.client_tokens(c)) for c in page.items]
     return document(data, links=page.links, meta=page.meta)
 
 
-@route(bp, ORG_CLIENTS, methods=("POST",), body=CLIENT_BODY)
+@route(bp, ORG_CLIENTS, auth=Bearer, methods=("POST",), body=CLIENT_BODY)
 def create_client(ctx: Ctx, organization_name: str) -> Response:
     attrs = ctx.attributes()
     client, tokens = service.create_client(ctx.user, organization_name, attrs)
     return document(render_client(ctx, client, tokens), status=201)
 
 
-@route(bp, CLIENT, methods=("GET",))
+@route(bp, CLIENT, auth=Bearer, methods=("GET",))
 def get_client(ctx: Ctx, client_id: str) -> Response:
     client = service.get_client(ctx.user, client_id)
     return document(render_client(ctx, client, service.client_tokens(client)))
 
 
-@route(bp, CLIENT, methods=("PATCH",), body=CLIENT_BODY)
+@route(bp, CLIENT, auth=Bearer, methods=("PATCH",), body=CLIENT_BODY)
 def update_client(ctx: Ctx, client_id: str) -> Response:
     attrs = ctx.attributes()
     client = service.update_client(ctx.user, client_id, attrs)
     return document(render_client(ctx, client, service.client_tokens(client)))
 
 
-@route(bp, CLIENT, methods=("DELETE",))
+@route(bp, CLIENT, auth=Bearer, methods=("DELETE",))
 def delete_client(ctx: Ctx, client_id: str) -> Response:
     service.delete_client(ctx.user, client_id)
     return no_content()
 
 
-@route(bp, CLIENT_TOKENS, methods=("GET",), query=PAGE)
+@route(bp, CLIENT_TOKENS, auth=Bearer, methods=("GET",), query=PAGE)
 def list_tokens(ctx: Ctx, client_id: str) -> Response:
     page = ctx.paginate(service.list_client_tokens(ctx.user, client_id))
     return document([render_token(t) for t in page.items], links=page.links, meta=page.meta)
 
 
-@route(bp, TOKEN, methods=("GET",))
+@route(bp, TOKEN, auth=Bearer, methods=("GET",))
 def get_token(ctx: Ctx, token_id: str) -> Response:
     return document(render_token(service.get_token(ctx.user, token_id)))
 
@@ -66,13 +67,13 @@ def get_token(ctx: Ctx, token_id: str) -> Response:
 TOKEN_BODY = Body("chalicelib.vcs.schemas:TokenAttributes", "oauth-tokens")
 
 
-@route(bp, TOKEN, methods=("PATCH",), body=TOKEN_BODY)
+@route(bp, TOKEN, auth=Bearer, methods=("PATCH",), body=TOKEN_BODY)
 def update_token(ctx: Ctx, token_id: str) -> Response:
     attrs = ctx.attributes()
     return document(render_token(service.update_token(ctx.user, token_id, attrs)))
 
 
-@route(bp, TOKEN, methods=("DELETE",))
+@route(bp, TOKEN, auth=Bearer, methods=("DELETE",))
 def delete_token(ctx: Ctx, token_id: str) -> Response:
     service.delete_token(ctx.user, token_id)
     return no_content()

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from chalicelib.accounts import authorization
 from chalicelib.accounts import service as accounts
 from chalicelib.core import secrets
 from chalicelib.core.api.errors import Conflict, NotFound, Unprocessable
@@ -106,9 +107,8 @@ def _current(item: OAuthClientModel | OAuthTokenModel) -> bool:
 
 
 def _require_owner(principal: Principal, organization: str, what: str) -> None:
-    rights = accounts.organization_access(principal, organization)
-    if not rights.is_owner:
-        raise NotFound(f"not found: {what} needs a user or team token of the owners team")
+    refusal = f"not found: {what} needs a user or team token of the owners team"
+    authorization.authorize(principal, "own", organization, refusal)
 
 
 def _visible(
@@ -125,7 +125,7 @@ def _visible(
     except model.DoesNotExist:
         raise NotFound(f"{label} {item_id} not found") from None
     rights = accounts.access(principal, item.organization)
-    if not rights.can_read or (owner and not rights.is_owner) or not _current(item):
+    if not authorization.allows(rights, "own" if owner else "read") or not _current(item):
         raise NotFound(f"{label} {item_id} not found")
     return item
 

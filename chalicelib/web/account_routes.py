@@ -30,7 +30,16 @@ from chalicelib.core.api.errors import NotFound, Unprocessable
 from chalicelib.core.api.openapi import Reply
 from chalicelib.web import session
 from chalicelib.web.routes import SEE_OTHER, open_session
-from chalicelib.web.view import THROTTLED, WebCtx, add_cookie, csrf_refused, page, redirect
+from chalicelib.web.view import (
+    THROTTLED,
+    PublicPage,
+    SignedIn,
+    WebCtx,
+    add_cookie,
+    csrf_refused,
+    page,
+    redirect,
+)
 
 if TYPE_CHECKING:
     from chalicelib.accounts.store import UserModel
@@ -52,14 +61,14 @@ def _retry_after(answer: Response, throttled: signin.Throttled) -> Response:
 # ----- password reset ---------------------------------------------------------------------------
 
 
-@page(bp, RESET)
+@page(bp, RESET, auth=PublicPage)
 def reset_form(ctx: WebCtx) -> Response:
     """Forgot your password? A username or email address (or: not available without SMTP)."""
     reason = resets.unavailable()
     return ctx.render("password_reset_request.html", available=reason is None, reason=reason)
 
 
-@page(bp, RESET, ("POST",), form=True, success=(Reply(200), Reply(503), THROTTLED))
+@page(bp, RESET, ("POST",), auth=PublicPage, form=True, success=(Reply(200), Reply(503), THROTTLED))
 def reset_request(ctx: WebCtx) -> Response:
     """Mail a reset link if an account matches; the same answer either way."""
     form = ctx.form()
@@ -86,13 +95,20 @@ def _reset_page(ctx: WebCtx, token: str, status: int = 200, error: str | None = 
     )
 
 
-@page(bp, RESET + "/{token}", success=(Reply(200), GONE))
+@page(bp, RESET + "/{token}", auth=PublicPage, success=(Reply(200), GONE))
 def reset_link(ctx: WebCtx, token: str) -> Response:
     """The mailed link: a form for the new password, or a page saying the link is dead."""
     return _reset_page(ctx, token)
 
 
-@page(bp, RESET + "/{token}", ("POST",), form=True, success=(Reply(200), GONE, Reply(422)))
+@page(
+    bp,
+    RESET + "/{token}",
+    ("POST",),
+    auth=PublicPage,
+    form=True,
+    success=(Reply(200), GONE, Reply(422)),
+)
 def reset_password(ctx: WebCtx, token: str) -> Response:
     """Set the new password (once); the user's browser sessions end, and they sign in."""
     form = ctx.form()
@@ -116,7 +132,7 @@ def _expired_step(ctx: WebCtx) -> Response:
     return ctx.render("two_factor_step.html", 410, expired=True)
 
 
-@page(bp, STEP, success=(Reply(200), GONE))
+@page(bp, STEP, auth=PublicPage, success=(Reply(200), GONE))
 def second_step_form(ctx: WebCtx) -> Response:
     """The code form after a right password (a page saying so when the step expired)."""
     if session.second_step(ctx.request) is None:
@@ -124,7 +140,14 @@ def second_step_form(ctx: WebCtx) -> Response:
     return ctx.render("two_factor_step.html")
 
 
-@page(bp, STEP, ("POST",), form=True, success=SEE_OTHER + (Reply(401), GONE, THROTTLED))
+@page(
+    bp,
+    STEP,
+    ("POST",),
+    auth=PublicPage,
+    form=True,
+    success=SEE_OTHER + (Reply(401), GONE, THROTTLED),
+)
 def second_step(ctx: WebCtx) -> Response:
     """A two-factor code or a recovery code finishes signing in (each works once)."""
     form = ctx.form()
@@ -183,7 +206,7 @@ def _qr_svg(uri: str) -> str:
     return Markup(svg)  # noqa: S704 - segno's own SVG of our URI, no user HTML
 
 
-@page(bp, ACCOUNT)
+@page(bp, ACCOUNT, auth=SignedIn)
 def account_two_factor(ctx: WebCtx) -> Response:
     """Two-factor sign-in for the signed-in user: its state, and the forms to change it."""
     return _account_page(ctx, _account_user(ctx))
@@ -196,7 +219,7 @@ def _account_form(ctx: WebCtx) -> tuple[UserModel, dict[str, str]] | Response:
     return _account_user(ctx), form
 
 
-@page(bp, ACCOUNT + "/setup", ("POST",), form=True, success=SEE_OTHER)
+@page(bp, ACCOUNT + "/setup", ("POST",), auth=SignedIn, form=True, success=SEE_OTHER)
 def two_factor_setup(ctx: WebCtx) -> Response:
     """A new secret to confirm (two-factor stays as it was until then)."""
     found = _account_form(ctx)
@@ -208,7 +231,9 @@ def two_factor_setup(ctx: WebCtx) -> Response:
     return redirect(ACCOUNT)
 
 
-@page(bp, ACCOUNT + "/confirm", ("POST",), form=True, success=(Reply(200), Reply(422)))
+@page(
+    bp, ACCOUNT + "/confirm", ("POST",), auth=SignedIn, form=True, success=(Reply(200), Reply(422))
+)
 def two_factor_confirm(ctx: WebCtx) -> Response:
     """A current code turns two-factor on; the recovery codes are shown once."""
     found = _account_form(ctx)
@@ -227,6 +252,7 @@ def two_factor_confirm(ctx: WebCtx) -> Response:
     bp,
     ACCOUNT + "/disable",
     ("POST",),
+    auth=SignedIn,
     form=True,
     success=SEE_OTHER + (Reply(401), THROTTLED),
 )

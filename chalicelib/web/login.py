@@ -24,11 +24,21 @@ from urllib.parse import quote, unquote, urlencode
 from chalice import Blueprint, Response
 
 from chalicelib.accounts import service as accounts
+from chalicelib.core.api.access import Public
 from chalicelib.core.api.errors import ApiError
 from chalicelib.core.api.http import Ctx, route
 from chalicelib.core.api.openapi import Param, Payload, Reply
 from chalicelib.web import oauth, session
-from chalicelib.web.view import FORM, WebCtx, csrf_refused, error_page, form_fields, page, redirect
+from chalicelib.web.view import (
+    FORM,
+    PublicPage,
+    WebCtx,
+    csrf_refused,
+    error_page,
+    form_fields,
+    page,
+    redirect,
+)
 
 log = logging.getLogger("registry.web")
 
@@ -86,7 +96,13 @@ def _consent(ctx: WebCtx, request: oauth.AuthorizationRequest) -> Response:
     return response
 
 
-@page(bp, oauth.AUTHZ_PATH, query=AUTHORIZE_QUERY, success=(Reply(200, STRING), NOT_SIGNED_IN))
+@page(
+    bp,
+    oauth.AUTHZ_PATH,
+    auth=PublicPage,
+    query=AUTHORIZE_QUERY,
+    success=(Reply(200, STRING), NOT_SIGNED_IN),
+)
 def authorize(ctx: WebCtx) -> Response:
     """terraform login's authorization endpoint: the consent page."""
     try:
@@ -96,7 +112,7 @@ def authorize(ctx: WebCtx) -> Response:
     return _consent(ctx, request)
 
 
-@page(bp, oauth.AUTHZ_PATH, ("POST",), form=True, success=(SEE_OTHER,))
+@page(bp, oauth.AUTHZ_PATH, ("POST",), auth=PublicPage, form=True, success=(SEE_OTHER,))
 def decide(ctx: WebCtx) -> Response:
     """Approve or cancel a terraform login (the consent page's form)."""
     form = ctx.form()
@@ -160,7 +176,7 @@ def _basic_client_id(header: str | None) -> str | None:
     bp,
     oauth.TOKEN_PATH,
     ("POST",),
-    public=True,
+    auth=Public,
     render_error=_oauth_error,
     content_types=[FORM],
     body=Payload(

@@ -22,6 +22,8 @@ from chalicelib.web import pages, session, sso
 from chalicelib.web.view import (
     NEXT,
     THROTTLED,
+    PublicPage,
+    SignedIn,
     WebCtx,
     assets,
     csrf_refused,
@@ -43,13 +45,18 @@ LIST_QUERY = (
 )
 
 
-@page(bp, "/", success=(Reply(302, description="to the organizations or the sign-in page"),))
+@page(
+    bp,
+    "/",
+    auth=PublicPage,
+    success=(Reply(302, description="to the organizations or the sign-in page"),),
+)
 def home(ctx: WebCtx) -> Response:
     """The UI's front door: the organizations, or the sign-in page."""
     return redirect("/app/organizations" if ctx.principal else "/app/sign-in", 302)
 
 
-@page(bp, "/app/sign-in", query=(NEXT,))
+@page(bp, "/app/sign-in", auth=PublicPage, query=(NEXT,))
 def sign_in_form(ctx: WebCtx) -> Response:
     """The sign-in page: a username (or email) and password, or a pasted API token."""
     target = safe_next(ctx.query.get("next"))
@@ -58,7 +65,7 @@ def sign_in_form(ctx: WebCtx) -> Response:
     return ctx.render("sign_in.html", next=target, sso=saml_config.enabled())
 
 
-@page(bp, "/app/sign-in", ("POST",), form=True, success=SEE_OTHER + (Reply(401),))
+@page(bp, "/app/sign-in", ("POST",), auth=PublicPage, form=True, success=SEE_OTHER + (Reply(401),))
 def sign_in(ctx: WebCtx) -> Response:
     """Sign in: the token opens a server-side session (cookie ``HttpOnly; Secure; SameSite``).
 
@@ -93,7 +100,12 @@ WRONG_PASSWORD = "wrong username or password"
 
 
 @page(
-    bp, "/app/sign-in/password", ("POST",), form=True, success=SEE_OTHER + (Reply(401), THROTTLED)
+    bp,
+    "/app/sign-in/password",
+    ("POST",),
+    auth=PublicPage,
+    form=True,
+    success=SEE_OTHER + (Reply(401), THROTTLED),
 )
 def sign_in_with_password(ctx: WebCtx) -> Response:
     """Sign in with a username (or email address) and password (``accounts.signin``: one
@@ -128,6 +140,7 @@ def sign_in_with_password(ctx: WebCtx) -> Response:
     bp,
     "/app/sign-out",
     ("POST",),
+    auth=PublicPage,
     form=True,
     success=SEE_OTHER + (Reply(200, description="signed out: on to the IdP's single logout"),),
 )
@@ -145,14 +158,14 @@ def sign_out(ctx: WebCtx) -> Response:
     return redirect("/app/sign-in", cookies=[cleared])
 
 
-@page(bp, "/app/organizations")
+@page(bp, "/app/organizations", auth=SignedIn)
 def organizations(ctx: WebCtx) -> Response:
     """The organizations the caller can read."""
     principal = ctx.principal_or_sign_in()
     return ctx.render("organizations.html", organizations=pages.organizations(principal))
 
 
-@page(bp, MODULES, query=LIST_QUERY)
+@page(bp, MODULES, auth=SignedIn, query=LIST_QUERY)
 def modules(ctx: WebCtx, organization: str) -> Response:
     """An organization's modules: search, provider filter, pages."""
     principal = ctx.principal_or_sign_in()
@@ -167,7 +180,7 @@ def modules(ctx: WebCtx, organization: str) -> Response:
     return ctx.render("modules.html", listing=listing)
 
 
-@page(bp, MODULE, query=(Param("version", "open this version"),), success=None)
+@page(bp, MODULE, auth=SignedIn, query=(Param("version", "open this version"),), success=None)
 def module(
     ctx: WebCtx, organization: str, registry: str, namespace: str, name: str, provider: str
 ) -> Response:
@@ -180,7 +193,7 @@ def module(
     return ctx.render("module.html", view=pages.module_page(principal, ref, None, ctx.base_url))
 
 
-@page(bp, MODULE + "/{version}")
+@page(bp, MODULE + "/{version}", auth=SignedIn)
 def module_version(
     ctx: WebCtx,
     organization: str,
@@ -225,6 +238,7 @@ def _invitation_page(ctx: WebCtx, token: str, status: int = 200, **extra: object
 @page(
     bp,
     INVITATION,
+    auth=PublicPage,
     success=(
         Reply(200),
         Reply(403, description="the invitation is for another account than the signed-in one"),
@@ -243,6 +257,7 @@ def invitation(ctx: WebCtx, token: str) -> Response:
     bp,
     INVITATION,
     ("POST",),
+    auth=PublicPage,
     form=True,
     success=SEE_OTHER
     + (
@@ -284,7 +299,7 @@ def accept_invitation(ctx: WebCtx, token: str) -> Response:
     return open_session(ctx, target, secret)
 
 
-@page(bp, "/app/static/{asset}", success=(Reply(200, schema={"type": "string"}),))
+@page(bp, "/app/static/{asset}", auth=PublicPage, success=(Reply(200, schema={"type": "string"}),))
 def static_asset(ctx: WebCtx, asset: str) -> Response:
     """A stylesheet or script; its name carries its content hash, so it is cached for good."""
     found = assets().get(asset)

@@ -44,6 +44,7 @@ from chalicelib.saml.errors import SamlRefused
 from chalicelib.web import session
 from chalicelib.web.view import (
     NEXT,
+    PublicPage,
     WebCtx,
     add_cookie,
     error_page,
@@ -71,6 +72,7 @@ def _config() -> saml_config.SamlConfig:
 @page(
     bp,
     saml_config.METADATA_PATH,
+    auth=PublicPage,
     success=(Reply(200, schema={"type": "string"}, media_type=METADATA_XML),),
 )
 def saml_metadata(ctx: WebCtx) -> Response:
@@ -102,6 +104,7 @@ def refused(
 @page(
     bp,
     "/app/sign-in/sso",
+    auth=PublicPage,
     query=(NEXT,),
     success=(TO_IDP, *REFUSED),
 )
@@ -124,6 +127,7 @@ def start_sso(ctx: WebCtx) -> Response:
     bp,
     saml_config.ACS_PATH,
     ("POST",),
+    auth=PublicPage,
     form=True,
     success=(Reply(303, description="signed in: to the page asked for"), *REFUSED),
 )
@@ -216,6 +220,7 @@ SLO_QUERY = (
 @page(
     bp,
     saml_config.SLO_PATH,
+    auth=PublicPage,
     query=SLO_QUERY,
     success=(
         Reply(200, description="signed out"),
@@ -259,6 +264,7 @@ def single_logout_service(ctx: WebCtx) -> Response:
 @page(
     bp,
     DEBUG_PATH,
+    auth=PublicPage,
     success=(Reply(200, description="what the sign-in received"), Reply(404)),
 )
 def sso_debug(ctx: WebCtx) -> Response:

@@ -3,9 +3,10 @@
 ``page(bp, path, methods)`` registers ``handler(ctx, **params) -> Response`` and turns every
 error into the error page with the right status: a missing or unreadable resource is 404 (the
 API's rule: a caller without permission sees "not found"), a bad query value 400, and
-anything unexpected a 500 (logged), never a traceback. Pages that need a signed-in caller
-call ``ctx.principal_or_sign_in()``: without a session the browser is sent to the sign-in
-page and back afterwards.
+anything unexpected a 500 (logged), never a traceback. Every page declares who may open it
+(``auth=``): ``PublicPage``; ``SignedIn``, where without a session the browser is sent to the
+sign-in page and back afterwards; ``SiteAdminPage``, signed in and a site admin (404 for
+anyone else, as the admin API). The wrapper decides before the handler runs.
 
 Every page carries a strict Content-Security-Policy (no inline script, nothing from another
 origin except ``https`` images in READMEs), ``X-Content-Type-Options``,
@@ -13,7 +14,7 @@ origin except ``https`` images in READMEs), ``X-Content-Type-Options``,
 ``/app/static/`` have a content hash in their name and are cached for a year.
 
 Each registration is recorded for the OpenAPI document (tag ``web``, ``text/html``
-responses, no bearer token: the UI signs in with a session cookie).
+responses, the session cookie as the security of pages that need a signed-in caller).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from chalice import Blueprint, Response
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
 from chalicelib.core.api import bounds
+from chalicelib.core.api.access import Access
 from chalicelib.core.api.errors import ApiError, BadRequest
 from chalicelib.core.api.http import RequestContext, check_lengths
 from chalicelib.core.api.openapi import Param, Payload, Reply, record
@@ -323,6 +325,40 @@ def _status_for(error: ApiError) -> int:
     return error.status
 
 
+def _anyone(request: Any) -> None:
+    return None
+
+
+def _signed_in(request: Any) -> Principal:
+    principal = session.signed_in(request)
+    if principal is None:
+        raise SignInRequired()
+    return principal
+
+
+def _site_admin(request: Any) -> Principal:
+    from chalicelib.accounts.authorization import ensure_site_admin
+
+    principal = _signed_in(request)
+    ensure_site_admin(principal)
+    return principal
+
+
+# Who may open a page (``page(..., auth=...)``), as ``chalicelib.core.api.access`` for the API.
+PublicPage = Access("public", _anyone, description="anyone")
+SignedIn = Access(
+    "signed-in",
+    _signed_in,
+    scheme="sessionCookie",
+    description="a signed-in user (without a session: to the sign-in page and back)",
+)
+SiteAdminPage = Access(
+    "site-admin",
+    _site_admin,
+    scheme="sessionCookie",
+    description="a signed-in site admin (sign-in first; 404 for anyone else and when hosted)",
+)
+
 Handler = Callable[..., Response]
 
 
@@ -331,16 +367,19 @@ def page(
     path: str,
     methods: tuple[str, ...] = ("GET",),
     *,
+    auth: Access,
     query: tuple[Param, ...] = (),
     success: tuple[Reply, ...] | None = None,
     form: bool = False,
 ) -> Callable[[Handler], Handler]:
-    """Register an HTML page (see the module's docstring)."""
+    """Register an HTML page (see the module's docstring). ``auth`` declares who may open it
+    (``PublicPage``, ``SignedIn``, ``SiteAdminPage``), decided before the handler runs."""
 
     def decorate(handler: Handler) -> Handler:
         def view(**params: str) -> Response:
             request = bp.current_request
             try:
+                auth.admit(request)
                 check_lengths(request, query, params)
                 return handler(WebCtx(request), **params)
             except SignInRequired:
@@ -359,6 +398,7 @@ def page(
         view.__name__ = handler.__name__
         view.__doc__ = handler.__doc__
         view.__module__ = handler.__module__
+        view.__dict__["access"] = auth  # what the page declared, for the route-walking test
         content_types = [FORM] if form else ["application/json", FORM]
         bp.route(path, methods=list(methods), content_types=content_types)(view)
         html = Reply(200, schema={"type": "string"}, media_type="text/html", description="HTML")
@@ -366,8 +406,7 @@ def page(
             path,
             methods,
             handler,
-            public=True,
-            bearer=False,
+            access=auth,
             jsonapi=False,
             protocol_errors=False,
             body=Payload((FORM,), "an HTML form") if form else None,

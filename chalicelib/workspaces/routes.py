@@ -11,6 +11,7 @@ from chalice import Blueprint, Response
 from chalicelib.accounts.render import render_organization
 from chalicelib.accounts.service import OrgAccess, get_organization
 from chalicelib.core import tagbindings
+from chalicelib.core.api.access import Bearer
 from chalicelib.core.api.errors import Unprocessable
 from chalicelib.core.api.http import Ctx, route
 from chalicelib.core.api.jsonapi import Includer, document, no_content
@@ -117,6 +118,7 @@ def reply(ctx: Ctx, workspace: WorkspaceModel, rights: OrgAccess, status: int = 
 @route(
     bp,
     ORG_WORKSPACES,
+    auth=Bearer,
     methods=("GET",),
     includes=INCLUDES,
     query=(
@@ -158,22 +160,22 @@ def _update(ctx: Ctx, ref: WorkspaceRef) -> Response:
     return reply(ctx, workspace, rights)
 
 
-@route(bp, BY_ID, methods=("GET",), includes=INCLUDES)
+@route(bp, BY_ID, auth=Bearer, methods=("GET",), includes=INCLUDES)
 def show_workspace(ctx: Ctx, workspace_id: str) -> Response:
     return _show(ctx, WorkspaceRef(id=workspace_id))
 
 
-@route(bp, BY_NAME, methods=("GET",), includes=INCLUDES)
+@route(bp, BY_NAME, auth=Bearer, methods=("GET",), includes=INCLUDES)
 def show_workspace_by_name(ctx: Ctx, organization_name: str, workspace_name: str) -> Response:
     return _show(ctx, WorkspaceRef(organization=organization_name, name=workspace_name))
 
 
-@route(bp, BY_ID, methods=("PATCH",), includes=INCLUDES, body=UPDATE)
+@route(bp, BY_ID, auth=Bearer, methods=("PATCH",), includes=INCLUDES, body=UPDATE)
 def update_workspace(ctx: Ctx, workspace_id: str) -> Response:
     return _update(ctx, WorkspaceRef(id=workspace_id))
 
 
-@route(bp, BY_NAME, methods=("PATCH",), includes=INCLUDES, body=UPDATE)
+@route(bp, BY_NAME, auth=Bearer, methods=("PATCH",), includes=INCLUDES, body=UPDATE)
 def update_workspace_by_name(ctx: Ctx, organization_name: str, workspace_name: str) -> Response:
     return _update(ctx, WorkspaceRef(organization=organization_name, name=workspace_name))
 
@@ -181,14 +183,21 @@ def update_workspace_by_name(ctx: Ctx, organization_name: str, workspace_name: s
 # ----- key/value tag bindings ---------------------------------------------------------------
 
 
-@route(bp, BY_ID + "/tag-bindings", methods=("GET",))
+@route(bp, BY_ID + "/tag-bindings", auth=Bearer, methods=("GET",))
 def list_workspace_tag_bindings(ctx: Ctx, workspace_id: str) -> Response:
     """List the tag bindings of the workspace itself (not those of its project)."""
     workspace, _ = service.readable(ctx.user, WorkspaceRef(id=workspace_id))
     return document(tagbindings.render(workspace.tag_bindings or []))
 
 
-@route(bp, BY_ID + "/tag-bindings", methods=("PATCH",), body=tagbindings.DOCUMENT, success=200)
+@route(
+    bp,
+    BY_ID + "/tag-bindings",
+    auth=Bearer,
+    methods=("PATCH",),
+    body=tagbindings.DOCUMENT,
+    success=200,
+)
 def add_workspace_tag_bindings(ctx: Ctx, workspace_id: str) -> Response:
     """Add or update tag bindings on a workspace (never removes one); answers the whole set."""
     added = tagbindings.from_document(ctx.json())
@@ -196,7 +205,7 @@ def add_workspace_tag_bindings(ctx: Ctx, workspace_id: str) -> Response:
     return document(tagbindings.render(bindings))
 
 
-@route(bp, BY_ID + "/effective-tag-bindings", methods=("GET",))
+@route(bp, BY_ID + "/effective-tag-bindings", auth=Bearer, methods=("GET",))
 def list_workspace_effective_tag_bindings(ctx: Ctx, workspace_id: str) -> Response:
     """List the effective tag bindings of a workspace: its own, and its project's that it
     does not override (each with ``links.inherited-from``)."""
@@ -208,6 +217,7 @@ def list_workspace_effective_tag_bindings(ctx: Ctx, workspace_id: str) -> Respon
 @route(
     bp,
     "/api/v2/projects/{project_id}/relationships/workspaces",
+    auth=Bearer,
     methods=("POST",),
     body=Relationships(
         "workspaces",

@@ -21,6 +21,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from chalicelib.accounts import authorization
 from chalicelib.accounts import service as accounts
 from chalicelib.core import tagbindings
 from chalicelib.core.api.errors import Conflict, NotFound, Unprocessable
@@ -173,20 +174,13 @@ def manageable(
     principal: Principal, ref: WorkspaceRef
 ) -> tuple[WorkspaceModel, accounts.OrgAccess]:
     workspace, rights = readable(principal, ref)
-    if not rights.manage_workspaces:
-        raise NotFound(
-            f"workspace {ref.describe()} not found, or your token lacks manage-workspaces"
-        )
-    return workspace, rights
+    refusal = f"workspace {ref.describe()} not found, or your token lacks manage-workspaces"
+    return workspace, authorization.require(rights, "manage-workspaces", refusal)
 
 
 def require_manage(principal: Principal, organization: str) -> accounts.OrgAccess:
-    rights = accounts.organization_access(principal, organization)
-    if not rights.manage_workspaces:
-        raise NotFound(
-            f"organization {organization!r} not found, or your token lacks manage-workspaces"
-        )
-    return rights
+    refusal = f"organization {organization!r} not found, or your token lacks manage-workspaces"
+    return authorization.authorize(principal, "manage-workspaces", organization, refusal)
 
 
 def page_workspaces(
@@ -413,9 +407,12 @@ def move_to_project(principal: Principal, project_id: str, workspace_ids: list[s
     project. The project must exist and the caller manage workspaces in its organization
     (else 404); every workspace is checked (422 naming it) before any moves."""
     project = projects.get_many([project_id]).get(project_id)
-    rights = accounts.access(principal, project.organization) if project else None
-    if project is None or rights is None or not rights.manage_workspaces:
-        raise NotFound(f"project {project_id} not found, or your token lacks manage-workspaces")
+    refusal = f"project {project_id} not found, or your token lacks manage-workspaces"
+    if project is None:
+        raise NotFound(refusal)
+    authorization.require(
+        accounts.access(principal, project.organization), "manage-workspaces", refusal
+    )
     found = workspaces_by_ids(workspace_ids) if workspace_ids else {}
     for index, workspace_id in enumerate(workspace_ids):
         workspace = found.get(workspace_id)

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, overload
 from chalice.app import Blueprint, Chalice, Request, Response
 
 if TYPE_CHECKING:
+    from chalicelib.core.api.access import Access
     from chalicelib.core.api.attributes import Attributes
     from chalicelib.core.auth import Principal
 
@@ -132,7 +133,7 @@ class Ctx(RequestContext):
 
     @property
     def user(self) -> Principal:
-        assert self.principal is not None, "route declared public but needs a principal"
+        assert self.principal is not None, "the route's declared access admits no principal"
         return self.principal
 
     def json(self) -> Any:
@@ -222,15 +223,6 @@ Handler = Callable[..., Response]
 HandlerT = TypeVar("HandlerT", bound=Handler)
 
 
-def _authenticate(request: Any) -> Principal:
-    # Imported on first use: public routes (ping, discovery) never load PynamoDB.
-    from chalicelib.core.auth import request_principal
-
-    principal = request_principal(request)
-    observe.note_principal(principal.kind, principal.id)
-    return principal
-
-
 def check_lengths(request: Request, query: Iterable[Param], params: Mapping[str, str]) -> None:
     """The bounds of the strings a request carries outside its body
     (``chalicelib.core.api.bounds``), checked before the handler: a path parameter over
@@ -258,7 +250,7 @@ def route(
     path: str,
     methods: tuple[str, ...] = ("GET",),
     *,
-    public: bool = False,
+    auth: Access,
     render_error: Callable[[ApiError], Response] = error_response,
     content_types: list[str] = CONTENT_TYPES,
     includes: Iterable[str] = (),
@@ -266,11 +258,15 @@ def route(
     query: Sequence[Param] = (),
     success: Success | None = None,
     errors: Mapping[int, str] = {},
-    bearer: bool | None = None,
     summary: str | None = None,
     tag: str | None = None,
 ) -> Callable[[HandlerT], HandlerT]:
     """Register ``handler(ctx, **params)`` on ``bp`` at ``path`` for ``methods``.
+
+    ``auth`` declares who may call (``chalicelib.core.api.access``: ``Public``, ``Bearer``,
+    ``SiteAdmin``, ``Scim``, ``Signed``): the wrapper admits the caller before anything else
+    (includes, body, handler), so a refused caller learns nothing and changes nothing; the
+    handler reads the caller as ``ctx.user``.
 
     ``render_error`` shapes error bodies: JSON:API by default, the registry protocol's
     ``{"errors": ["..."]}`` for ``/api/registry`` routes. ``content_types`` are the request
@@ -283,10 +279,8 @@ def route(
     ``include`` parameter comes from ``includes``), ``success`` the success status(es) or
     ``Reply``s (default: 201 for POST, 204 for DELETE, else 200), ``errors`` the error
     statuses besides those every route may give (status -> description, "" for the usual
-    one; e.g. 502 and 504 when an outside host fails), ``bearer`` whether a token is taken
-    (default: not ``public``; routes that authenticate themselves say ``bearer=True``),
-    ``summary`` (default: the docstring's first line, or the handler's name) and ``tag``
-    (default: its room).
+    one; e.g. 502 and 504 when an outside host fails), ``summary`` (default: the
+    docstring's first line, or the handler's name) and ``tag`` (default: its room).
     """
     jsonapi = render_error is error_response and path.startswith(JSONAPI_PREFIX)
     declared = tuple(includes)
@@ -297,7 +291,7 @@ def route(
             request = bp.current_request
             assert request is not None, "Chalice sets the request before it calls a view"
             try:
-                principal = None if public else _authenticate(request)
+                principal = auth.admit(request)
                 ctx = Ctx(request, principal, body=body)
                 check_lengths(request, query, params)
                 if jsonapi:
@@ -314,13 +308,13 @@ def route(
         view.__name__ = handler.__name__
         view.__doc__ = handler.__doc__
         view.__module__ = handler.__module__
+        view.__dict__["access"] = auth  # what the route declared, for the route-walking test
         bp.route(path, methods=list(methods), content_types=content_types)(view)
         record(
             path,
             methods,
             handler,
-            public=public,
-            bearer=bearer,
+            access=auth,
             jsonapi=jsonapi,
             protocol_errors=render_error is registry_error_response,
             error_style=getattr(render_error, "error_style", None),

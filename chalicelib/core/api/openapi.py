@@ -2,10 +2,11 @@
 
 Every route registers through ``chalicelib.core.api.http.route``, which records a ``RouteSpec``
 here (``SPECS``): the handler (its docstring gives the summary), the room it lives in (the
-tag), whether it takes a bearer token, its request body, its query parameters, the success
-responses it really gives and its own error statuses (an outside host failing). Request
-bodies are declared once and parsed from that declaration (``Body`` + ``Ctx.attributes``),
-so the document shows exactly the pydantic model the handler validates.
+tag), who may call it (its declared ``Access``: the operation's security), its request
+body, its query parameters, the success responses it really gives and its own error
+statuses (an outside host failing). Request bodies are declared once and parsed from that
+declaration (``Body`` + ``Ctx.attributes``), so the document shows exactly the pydantic
+model the handler validates.
 
 ``chalicelib.core.api.openapi_build`` turns the records into the OpenAPI 3.1 document; every
 Lambda function loads this module (the route wrapper needs it), none loads the builder. This
@@ -29,6 +30,7 @@ from chalicelib.core.api.jsonapi import parse_attributes, relationship_list
 from chalicelib.core.api.pagination import MAX_PAGE_SIZE
 
 if TYPE_CHECKING:
+    from chalicelib.core.api.access import Access
     from chalicelib.core.api.attributes import Attributes
 
 METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
@@ -175,7 +177,10 @@ class RouteSpec:
     tag: str
     summary: str
     description: str
-    bearer: bool
+    # Who may call (``chalicelib.core.api.access``): its name, and the security scheme a
+    # caller uses (None: no credential).
+    access: str
+    scheme: str | None
     jsonapi: bool
     protocol_errors: bool
     body: RequestBody | None
@@ -237,8 +242,7 @@ def record(
     methods: Iterable[str],
     handler: Any,
     *,
-    public: bool,
-    bearer: bool | None,
+    access: Access,
     jsonapi: bool,
     protocol_errors: bool,
     body: RequestBody | None,
@@ -263,7 +267,8 @@ def record(
             tag=tag or room_of(handler.__module__),
             summary=summary,
             description=description,
-            bearer=(not public) if bearer is None else bearer,
+            access=access.name,
+            scheme=access.scheme,
             jsonapi=jsonapi,
             protocol_errors=protocol_errors,
             body=body,

@@ -54,6 +54,9 @@ ERRORS: dict[int, str] = {
 # Every operation may answer these (the rate limiter and the wrapper stand before every
 # handler; a caller without access gets 404).
 COMMON_ERRORS = (400, 403, 404, 409, 415, 422, 429)
+# The security schemes of a token in the Authorization header: a bad or missing one is a 401
+# (a page without a session redirects to the sign-in page instead).
+TOKEN_SCHEMES = ("bearerAuth", "scimToken")
 
 STRING = {"type": "string"}
 OBJECT = {"type": "object"}
@@ -319,7 +322,7 @@ def _responses(spec: RouteSpec) -> dict[str, Any]:
     for reply in spec.success:
         out[str(reply.status)] = _success(spec, reply)
     statuses = set(COMMON_ERRORS) | set(spec.errors)
-    if spec.bearer:
+    if spec.scheme in TOKEN_SCHEMES:
         statuses.add(401)
     for status in sorted(statuses):
         out.setdefault(str(status), _error(spec, status))
@@ -399,7 +402,8 @@ def build_document(app: Any, *, title: str, version: str, description: str = "")
         if spec.body is not None:
             operation["requestBody"] = _request_body(spec, attributes)
         operation["responses"] = _responses(spec)
-        operation["security"] = [{"bearerAuth": []}] if spec.bearer else []
+        operation["security"] = [{spec.scheme: []}] if spec.scheme else []
+        operation["x-access"] = spec.access
         paths.setdefault(path, {})[method.lower()] = operation
     info: dict[str, Any] = {"title": title, "version": version}
     if description:
@@ -416,8 +420,20 @@ def build_document(app: Any, *, title: str, version: str, description: str = "")
                 "bearerAuth": {
                     "type": "http",
                     "scheme": "bearer",
-                    "description": "a user, team or organization API token",
-                }
+                    "description": "a user, team or organization API token (a site admin's "
+                    "user token where the operation's x-access is site-admin)",
+                },
+                "scimToken": {
+                    "type": "http",
+                    "scheme": "bearer",
+                    "description": "a SCIM token (/api/v2/admin/scim-tokens), never an API token",
+                },
+                "sessionCookie": {
+                    "type": "apiKey",
+                    "in": "cookie",
+                    "name": "tfe_registry_session",
+                    "description": "the web UI's session, opened by signing in",
+                },
             },
             "schemas": {**BASE_SCHEMAS, **dict(sorted(definitions.items()))},
         },

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
+from chalicelib.accounts import authorization
 from chalicelib.accounts import service as accounts
 from chalicelib.artifacts import semver
 from chalicelib.core.auth import Principal
@@ -54,7 +55,7 @@ def report(principal: Principal, ref: registry.ModuleRef, days: int = DEFAULT_DA
 
 def may_see(rights: accounts.OrgAccess) -> bool:
     """Whether these rights see a module's downloads (the web page asks before reading)."""
-    return rights.manage_modules
+    return authorization.allows(rights, "manage-modules")
 
 
 def module_report(module: Any, days: int = DEFAULT_DAYS) -> Report:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from chalice import Blueprint, Response
 
+from chalicelib.core.api.access import Bearer
 from chalicelib.core.api.http import Ctx, route
 from chalicelib.core.api.jsonapi import document, no_content
 from chalicelib.core.api.openapi import Body
@@ -34,6 +35,7 @@ def _reply(ctx: Ctx, item, status: int = 200) -> Response:
 @route(
     bp,
     "/api/v2/organizations/{organization_name}/no-code-modules",
+    auth=Bearer,
     methods=("POST",),
     body=BODY,
     success=200,
@@ -55,14 +57,14 @@ def create_no_code_module(ctx: Ctx, organization_name: str) -> Response:
     return _reply(ctx, item)
 
 
-@route(bp, BY_ID, methods=("GET",), includes=INCLUDES)
+@route(bp, BY_ID, auth=Bearer, methods=("GET",), includes=INCLUDES)
 def show_no_code_module(ctx: Ctx, no_code_module_id: str) -> Response:
     """Show a no-code module (``include=variable-options`` adds its variable options)."""
     item, _ = service.readable(ctx.user, no_code_module_id)
     return _reply(ctx, item)
 
 
-@route(bp, BY_ID, methods=("PATCH",), body=BODY)
+@route(bp, BY_ID, auth=Bearer, methods=("PATCH",), body=BODY)
 def update_no_code_module(ctx: Ctx, no_code_module_id: str) -> Response:
     """Update a no-code module: ``version-pin``, ``enabled``, and ``variable-options``,
     which replace the set when given."""
@@ -78,14 +80,14 @@ def update_no_code_module(ctx: Ctx, no_code_module_id: str) -> Response:
     return _reply(ctx, item)
 
 
-@route(bp, BY_ID, methods=("DELETE",))
+@route(bp, BY_ID, auth=Bearer, methods=("DELETE",))
 def delete_no_code_module(ctx: Ctx, no_code_module_id: str) -> Response:
     """Delete a no-code module (the registry module stays)."""
     service.delete(ctx.user, no_code_module_id)
     return no_content()
 
 
-@route(bp, BY_ID + "/versions/{version}/module-variables", methods=("GET",))
+@route(bp, BY_ID + "/versions/{version}/module-variables", auth=Bearer, methods=("GET",))
 def no_code_module_variables(ctx: Ctx, no_code_module_id: str, version: str) -> Response:
     """List a version's variables, with the no-code module's allowed values for each."""
     item, stored, inputs = service.module_variables(ctx.user, no_code_module_id, version)
@@ -95,6 +97,7 @@ def no_code_module_variables(ctx: Ctx, no_code_module_id: str, version: str) -> 
 @route(
     bp,
     BY_ID + "/workspaces",
+    auth=Bearer,
     methods=("POST",),
     errors=PROVISIONING_ERRORS,
     summary="Create a workspace from a no-code module (not offered: 422)",
@@ -108,6 +111,7 @@ def create_no_code_workspace(ctx: Ctx, no_code_module_id: str) -> Response:
 @route(
     bp,
     BY_ID + "/workspaces/{workspace_id}/upgrade",
+    auth=Bearer,
     methods=("POST",),
     errors=PROVISIONING_ERRORS,
     summary="Upgrade a no-code workspace (not offered: 422)",

@@ -16,6 +16,7 @@ from urllib.parse import urlencode
 
 from chalice import Blueprint, Response
 
+from chalicelib.core.api.access import Bearer
 from chalicelib.core.api.errors import NotFound, Unprocessable, registry_error_response
 from chalicelib.core.api.http import Ctx, HandlerT, route
 from chalicelib.core.api.openapi import Param, Reply
@@ -113,7 +114,7 @@ PUBLIC_ERRORS = {502: "the public registry could not be reached or failed"}
 
 
 def protocol_route(path: str, success: Reply, **kw: Any) -> Callable[[HandlerT], HandlerT]:
-    return route(bp, path, render_error=registry_error_response, success=success, **kw)
+    return route(bp, path, auth=Bearer, render_error=registry_error_response, success=success, **kw)
 
 
 def reply(body: dict[str, Any], status: int = 200) -> Response:

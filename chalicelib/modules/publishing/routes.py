@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from chalice import Blueprint
 
+from chalicelib.core.api.access import Bearer
 from chalicelib.core.api.http import Ctx, route
 from chalicelib.core.api.jsonapi import document, resource
 from chalicelib.core.api.openapi import Body
@@ -31,7 +32,7 @@ def _publish(ctx: Ctx, organization: str | None):
     return document(rendered, status=201)
 
 
-@route(bp, ORG_MODULES + "/vcs", methods=("POST",), body=PUBLISH, errors=NO_ADDRESS)
+@route(bp, ORG_MODULES + "/vcs", auth=Bearer, methods=("POST",), body=PUBLISH, errors=NO_ADDRESS)
 def publish_from_vcs(ctx: Ctx, organization_name: str):
     return _publish(ctx, organization_name)
 
@@ -39,6 +40,7 @@ def publish_from_vcs(ctx: Ctx, organization_name: str):
 @route(
     bp,
     "/api/v2/registry-modules",
+    auth=Bearer,
     methods=("POST",),
     body=PUBLISH,
     summary="Publish from VCS (deprecated path)",
@@ -54,7 +56,7 @@ def _commits(ctx: Ctx, ref: ModuleRef):
     return document([resource("commits", c["sha"], c) for c in commits])
 
 
-@route(bp, MODULE + "/commits", errors=COMMITS_ERRORS)
+@route(bp, MODULE + "/commits", auth=Bearer, errors=COMMITS_ERRORS)
 def commits(
     ctx: Ctx, organization_name: str, registry_name: str, namespace: str, name: str, provider: str
 ):
@@ -64,6 +66,7 @@ def commits(
 @route(
     bp,
     "/api/v2/registry-modules/{module_ref}/{name}/{provider}/commits",
+    auth=Bearer,
     errors=COMMITS_ERRORS,
     summary="Commits (deprecated path)",
 )
@@ -72,13 +75,25 @@ def commits_deprecated(ctx: Ctx, module_ref: str, name: str, provider: str):
     return _commits(ctx, ModuleRef(module_ref, "private", module_ref, name, provider))
 
 
-@route(bp, "/api/v2/registry-modules/{module_ref}/actions/resync", methods=("POST",), success=200)
+@route(
+    bp,
+    "/api/v2/registry-modules/{module_ref}/actions/resync",
+    auth=Bearer,
+    methods=("POST",),
+    success=200,
+)
 def resync_module(ctx: Ctx, module_ref: str):
     module, rights = publishing.resync(ctx.user, module_ref)
     return document(render_module(module, rights, ctx.base_url))
 
 
-@route(bp, "/api/v2/registry-modules/{module_ref}/actions/retry", methods=("POST",), success=200)
+@route(
+    bp,
+    "/api/v2/registry-modules/{module_ref}/actions/retry",
+    auth=Bearer,
+    methods=("POST",),
+    success=200,
+)
 def retry_module(ctx: Ctx, module_ref: str):
     module, rights = publishing.retry(ctx.user, module_ref)
     return document(render_module(module, rights, ctx.base_url))
@@ -87,6 +102,7 @@ def retry_module(ctx: Ctx, module_ref: str):
 @route(
     bp,
     "/api/v2/registry-modules/{module_ref}/actions/regenerate-webhook-secret",
+    auth=Bearer,
     methods=("POST",),
     success=200,
     errors=NO_ADDRESS,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from chalice import Blueprint, Response
 
+from chalicelib.core.api.access import Signed
 from chalicelib.core.api.http import Ctx, route
 from chalicelib.core.api.openapi import Payload, Reply
 from chalicelib.modules.publishing import hooks
@@ -23,7 +24,7 @@ OUTCOME = {
     bp,
     "/webhooks/vcs/{webhook_id}",
     methods=("POST",),
-    public=True,
+    auth=Signed,
     content_types=WEBHOOK_CONTENT_TYPES,
     body=Payload(tuple(WEBHOOK_CONTENT_TYPES), "the VCS host's event, signed with the secret"),
     success=(

@@ -16,6 +16,7 @@ from chalice import Blueprint, Response
 
 from chalicelib.accounts import service as accounts
 from chalicelib.artifacts import objects
+from chalicelib.core.api.access import Bearer
 from chalicelib.core.api.errors import NotFound, registry_error_response
 from chalicelib.core.api.http import Ctx, route
 from chalicelib.core.api.openapi import Payload, Reply
@@ -69,6 +70,7 @@ def reply(body: dict[str, Any], status: int = 200) -> Response:
 @route(
     bp,
     FILE,
+    auth=Bearer,
     render_error=registry_error_response,
     tag="providers",
     success=Reply(200, MIRROR_DOCUMENT),
@@ -99,6 +101,7 @@ def mirror_file(ctx: Ctx, hostname: str, namespace: str, type: str, file: str): 
 @route(
     bp,
     SEED,
+    auth=Bearer,
     methods=("PUT",),
     render_error=registry_error_response,
     tag="providers",

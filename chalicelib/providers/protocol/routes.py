@@ -10,6 +10,7 @@ from typing import Any
 
 from chalice import Blueprint, Response
 
+from chalicelib.core.api.access import Bearer
 from chalicelib.core.api.errors import registry_error_response
 from chalicelib.core.api.http import Ctx, route
 from chalicelib.core.api.openapi import Reply
@@ -97,7 +98,11 @@ def reply(body: dict[str, Any]) -> Response:
 
 
 @route(
-    bp, PROVIDER + "/versions", render_error=registry_error_response, success=Reply(200, VERSIONS)
+    bp,
+    PROVIDER + "/versions",
+    auth=Bearer,
+    render_error=registry_error_response,
+    success=Reply(200, VERSIONS),
 )
 def versions(ctx: Ctx, namespace: str, type: str):
     """The provider's verified versions, with their protocols and platforms."""
@@ -107,6 +112,7 @@ def versions(ctx: Ctx, namespace: str, type: str):
 @route(
     bp,
     PROVIDER + "/{version}/download/{os}/{arch}",
+    auth=Bearer,
     render_error=registry_error_response,
     success=Reply(200, DOWNLOAD),
 )

@@ -33,7 +33,7 @@ from chalicelib.web.people.common import (
     expiry_from,
     signed_in_user,
 )
-from chalicelib.web.view import THROTTLED, WebCtx, page, posted, redirect
+from chalicelib.web.view import THROTTLED, PublicPage, SignedIn, WebCtx, page, posted, redirect
 
 if TYPE_CHECKING:
     from chalicelib.accounts.store import UserModel
@@ -91,14 +91,14 @@ def _account_page(ctx: WebCtx, principal: Principal, status: int = 200, **extra:
     )
 
 
-@page(bp, ACCOUNT, query=(Param("revoked", "say that a token was revoked"),))
+@page(bp, ACCOUNT, auth=SignedIn, query=(Param("revoked", "say that a token was revoked"),))
 def account_page(ctx: WebCtx) -> Response:
     """The signed-in user's profile, password, two-factor state and API tokens."""
     revoked = "The token is revoked." if ctx.query.get("revoked") else None
     return _account_page(ctx, signed_in_user(ctx), token_notice=revoked)
 
 
-@page(bp, ACCOUNT + "/profile", ("POST",), form=True, success=REFUSED)
+@page(bp, ACCOUNT + "/profile", ("POST",), auth=SignedIn, form=True, success=REFUSED)
 def update_profile(ctx: WebCtx) -> Response:
     """A new username and/or email address (a new email waits for its mailed link)."""
     form = posted(ctx)
@@ -125,7 +125,7 @@ def update_profile(ctx: WebCtx) -> Response:
     return _account_page(ctx, principal, profile_notice=notice)
 
 
-@page(bp, ACCOUNT + "/password", ("POST",), form=True, success=(*REFUSED, THROTTLED))
+@page(bp, ACCOUNT + "/password", ("POST",), auth=SignedIn, form=True, success=(*REFUSED, THROTTLED))
 def change_password(ctx: WebCtx) -> Response:
     """A new password: the current one (if any; guesses throttled as sign-in is), the new
     one twice, the sign-up policy."""
@@ -160,14 +160,14 @@ def _email_page(ctx: WebCtx, user: UserModel | None, action: str, **extra: Any) 
     )
 
 
-@page(bp, CONFIRM_EMAIL, success=(Reply(200), DEAD_LINK))
+@page(bp, CONFIRM_EMAIL, auth=PublicPage, success=(Reply(200), DEAD_LINK))
 def confirm_email_page(ctx: WebCtx, user_id: str, secret: str) -> Response:
     """The mailed link: which address becomes whose, and the button that confirms it."""
     action = account.confirm_path(user_id, secret)
     return _email_page(ctx, account.email_link(user_id, secret), action)
 
 
-@page(bp, CONFIRM_EMAIL, ("POST",), form=True, success=(Reply(200), DEAD_LINK))
+@page(bp, CONFIRM_EMAIL, ("POST",), auth=PublicPage, form=True, success=(Reply(200), DEAD_LINK))
 def confirm_email(ctx: WebCtx, user_id: str, secret: str) -> Response:
     """Confirm the new address (once): it becomes the account's email."""
     form = posted(ctx)
@@ -177,7 +177,7 @@ def confirm_email(ctx: WebCtx, user_id: str, secret: str) -> Response:
     return _email_page(ctx, account.confirm_email(user_id, secret), action, done=True)
 
 
-@page(bp, ACCOUNT + "/tokens", ("POST",), form=True, success=REFUSED)
+@page(bp, ACCOUNT + "/tokens", ("POST",), auth=SignedIn, form=True, success=REFUSED)
 def create_token(ctx: WebCtx) -> Response:
     """A new API token; the answer shows its secret, once."""
     form = posted(ctx)
@@ -210,7 +210,7 @@ def _own_token(principal: Principal, token_id: str) -> TokenModel:
     return token
 
 
-@page(bp, TOKEN)
+@page(bp, TOKEN, auth=SignedIn)
 def confirm_revoke(ctx: WebCtx, token_id: str) -> Response:
     """Revoke this token? (A page of its own: without JavaScript there is no dialog.)"""
     principal = signed_in_user(ctx)
@@ -226,7 +226,7 @@ def confirm_revoke(ctx: WebCtx, token_id: str) -> Response:
     )
 
 
-@page(bp, TOKEN + "/revoke", ("POST",), form=True, success=(Reply(303),))
+@page(bp, TOKEN + "/revoke", ("POST",), auth=SignedIn, form=True, success=(Reply(303),))
 def revoke_token(ctx: WebCtx, token_id: str) -> Response:
     """Revoke one of the caller's tokens."""
     form = posted(ctx)

@@ -21,7 +21,7 @@ from chalicelib.core.api.errors import NotFound, Unprocessable
 from chalicelib.core.api.openapi import Param, Reply
 from chalicelib.core.auth import Principal
 from chalicelib.web.people.common import bp
-from chalicelib.web.view import WebCtx, page, posted, redirect
+from chalicelib.web.view import SignedIn, WebCtx, page, posted, redirect
 
 MEMBERS = "/app/{organization}/members"
 
@@ -63,14 +63,16 @@ def _members_page(ctx: WebCtx, organization: str, status: int = 200, **extra: An
     )
 
 
-@page(bp, MEMBERS, query=(Param("removed", "say that a membership was removed"),))
+@page(bp, MEMBERS, auth=SignedIn, query=(Param("removed", "say that a membership was removed"),))
 def members(ctx: WebCtx, organization: str) -> Response:
     """The organization's members and invitations (and, for managers, the forms)."""
     removed = "Removed." if ctx.query.get("removed") else None
     return _members_page(ctx, organization, removed=removed)
 
 
-@page(bp, MEMBERS + "/invite", ("POST",), form=True, success=(Reply(200), Reply(422)))
+@page(
+    bp, MEMBERS + "/invite", ("POST",), auth=SignedIn, form=True, success=(Reply(200), Reply(422))
+)
 def invite(ctx: WebCtx, organization: str) -> Response:
     """Invite an email address, onto the teams ticked; the link goes by mail (without SMTP:
     shown to a site admin only)."""
@@ -95,7 +97,12 @@ def invite(ctx: WebCtx, organization: str) -> Response:
 
 
 @page(
-    bp, MEMBERS + "/{membership_id}/remove", ("POST",), form=True, success=(Reply(303), Reply(422))
+    bp,
+    MEMBERS + "/{membership_id}/remove",
+    ("POST",),
+    auth=SignedIn,
+    form=True,
+    success=(Reply(303), Reply(422)),
 )
 def remove(ctx: WebCtx, organization: str, membership_id: str) -> Response:
     """Remove a member from the organization (every team of it), or withdraw an invitation."""

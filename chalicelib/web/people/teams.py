@@ -18,7 +18,7 @@ from chalicelib.core.api.errors import NotFound, Unprocessable
 from chalicelib.core.api.openapi import Param, Reply
 from chalicelib.core.auth import Principal, TokenModel
 from chalicelib.web.people.common import ACCESS_FLAGS, bp, description_error
-from chalicelib.web.view import Form, WebCtx, page, posted, redirect
+from chalicelib.web.view import Form, SignedIn, WebCtx, page, posted, redirect
 
 if TYPE_CHECKING:
     from chalicelib.accounts.store import TeamModel
@@ -58,13 +58,13 @@ def _teams_page(ctx: WebCtx, organization: str, status: int = 200, **extra: Any)
     )
 
 
-@page(bp, TEAMS)
+@page(bp, TEAMS, auth=SignedIn)
 def teams(ctx: WebCtx, organization: str) -> Response:
     """The organization's teams (and, for owners, a form to create one)."""
     return _teams_page(ctx, organization)
 
 
-@page(bp, TEAMS, ("POST",), form=True, success=(Reply(303), Reply(422)))
+@page(bp, TEAMS, ("POST",), auth=SignedIn, form=True, success=(Reply(303), Reply(422)))
 def create_team(ctx: WebCtx, organization: str) -> Response:
     """A new team with the access ticked; the browser goes on to its page."""
     form = posted(ctx)
@@ -115,7 +115,7 @@ def _team_page(
     )
 
 
-@page(bp, TEAM, query=(Param("saved", "say that the access was saved"),))
+@page(bp, TEAM, auth=SignedIn, query=(Param("saved", "say that the access was saved"),))
 def team(ctx: WebCtx, organization: str, team_id: str) -> Response:
     """A team: its members and access (and, for owners, the forms that change them)."""
     saved = "The access is saved." if ctx.query.get("saved") else None
@@ -133,7 +133,7 @@ def _owned(ctx: WebCtx, organization: str, team_id: str) -> tuple[Form, Principa
     return form, principal
 
 
-@page(bp, TEAM + "/members", ("POST",), form=True, success=(Reply(303), Reply(422)))
+@page(bp, TEAM + "/members", ("POST",), auth=SignedIn, form=True, success=(Reply(303), Reply(422)))
 def change_members(ctx: WebCtx, organization: str, team_id: str) -> Response:
     """Add a member by username (``add``) or remove one (``remove``)."""
     found = _owned(ctx, organization, team_id)
@@ -152,7 +152,7 @@ def change_members(ctx: WebCtx, organization: str, team_id: str) -> Response:
     return redirect(f"/app/{organization}/teams/{team_id}#members")
 
 
-@page(bp, TEAM + "/access", ("POST",), form=True, success=(Reply(303), Reply(422)))
+@page(bp, TEAM + "/access", ("POST",), auth=SignedIn, form=True, success=(Reply(303), Reply(422)))
 def change_access(ctx: WebCtx, organization: str, team_id: str) -> Response:
     """The team's visibility and organization access, as ticked."""
     found = _owned(ctx, organization, team_id)
@@ -166,7 +166,7 @@ def change_access(ctx: WebCtx, organization: str, team_id: str) -> Response:
     return redirect(f"/app/{organization}/teams/{team_id}?saved=1#access")
 
 
-@page(bp, TEAM + "/delete")
+@page(bp, TEAM + "/delete", auth=SignedIn)
 def confirm_delete(ctx: WebCtx, organization: str, team_id: str) -> Response:
     """Delete this team? (owners; a page of its own)"""
     principal = ctx.principal_or_sign_in()
@@ -184,7 +184,7 @@ def confirm_delete(ctx: WebCtx, organization: str, team_id: str) -> Response:
     )
 
 
-@page(bp, TEAM + "/delete", ("POST",), form=True, success=(Reply(303), Reply(422)))
+@page(bp, TEAM + "/delete", ("POST",), auth=SignedIn, form=True, success=(Reply(303), Reply(422)))
 def delete_team(ctx: WebCtx, organization: str, team_id: str) -> Response:
     """Delete the team (never the owners team)."""
     found = _owned(ctx, organization, team_id)
@@ -210,7 +210,7 @@ def _shown_once(ctx: WebCtx, what: str, secret: str, back: str) -> Response:
     )
 
 
-@page(bp, TEAM + "/token", ("POST",), form=True, success=REFUSED)
+@page(bp, TEAM + "/token", ("POST",), auth=SignedIn, form=True, success=REFUSED)
 def team_token(ctx: WebCtx, organization: str, team_id: str) -> Response:
     """Create (or regenerate: the old one stops working) the team's token."""
     found = _owned(ctx, organization, team_id)
@@ -226,7 +226,7 @@ def team_token(ctx: WebCtx, organization: str, team_id: str) -> Response:
     return _shown_once(ctx, f"The team token “{token.description}”", secret, back)
 
 
-@page(bp, TEAM + "/token/revoke", ("POST",), form=True, success=(Reply(303),))
+@page(bp, TEAM + "/token/revoke", ("POST",), auth=SignedIn, form=True, success=(Reply(303),))
 def revoke_team_token(ctx: WebCtx, organization: str, team_id: str) -> Response:
     """Revoke the team's token."""
     found = _owned(ctx, organization, team_id)
@@ -252,7 +252,7 @@ def _settings_page(ctx: WebCtx, organization: str, status: int = 200, **extra: A
     )
 
 
-@page(bp, SETTINGS)
+@page(bp, SETTINGS, auth=SignedIn)
 def settings(ctx: WebCtx, organization: str) -> Response:
     """The organization's settings (owners): its API token."""
     return _settings_page(ctx, organization)
@@ -267,7 +267,7 @@ def _owner_form(ctx: WebCtx, organization: str) -> tuple[Form, Principal] | Resp
     return form, principal
 
 
-@page(bp, SETTINGS + "/token", ("POST",), form=True, success=REFUSED)
+@page(bp, SETTINGS + "/token", ("POST",), auth=SignedIn, form=True, success=REFUSED)
 def organization_token(ctx: WebCtx, organization: str) -> Response:
     """Create (or regenerate: the old one stops working) the organization's token."""
     found = _owner_form(ctx, organization)
@@ -283,7 +283,7 @@ def organization_token(ctx: WebCtx, organization: str) -> Response:
     return _shown_once(ctx, f"The organization token “{token.description}”", secret, back)
 
 
-@page(bp, SETTINGS + "/token/revoke", ("POST",), form=True, success=(Reply(303),))
+@page(bp, SETTINGS + "/token/revoke", ("POST",), auth=SignedIn, form=True, success=(Reply(303),))
 def revoke_organization_token(ctx: WebCtx, organization: str) -> Response:
     """Revoke the organization's token."""
     found = _owner_form(ctx, organization)

@@ -12,7 +12,7 @@ from chalice import Blueprint, Response
 
 from chalicelib.core.api.errors import Conflict, Unprocessable
 from chalicelib.core.api.openapi import Param, Reply
-from chalicelib.web.view import WebCtx, page, page_number, posted, redirect
+from chalicelib.web.view import SignedIn, WebCtx, page, page_number, posted, redirect
 
 if TYPE_CHECKING:
     from chalicelib.providers.service import ProviderRef
@@ -31,7 +31,10 @@ REFUSED = (Reply(303), Reply(409), Reply(422))
 
 
 @page(
-    bp, PROVIDERS, query=(Param("page", "page number (from 1)", {"type": "integer", "minimum": 1}),)
+    bp,
+    PROVIDERS,
+    auth=SignedIn,
+    query=(Param("page", "page number (from 1)", {"type": "integer", "minimum": 1}),),
 )
 def providers(ctx: WebCtx, organization: str) -> Response:
     """An organization's private providers, 20 a page."""
@@ -43,13 +46,13 @@ def providers(ctx: WebCtx, organization: str) -> Response:
     return ctx.render("providers/providers.html", listing=listing)
 
 
-@page(bp, PROVIDER)
+@page(bp, PROVIDER, auth=SignedIn)
 def provider(ctx: WebCtx, organization: str, namespace: str, name: str) -> Response:
     """A provider's page at its newest verified version (the newest one if none is)."""
     return _provider_page(ctx, organization, namespace, name, None)
 
 
-@page(bp, PROVIDER + "/{version}", query=(RETRIED,))
+@page(bp, PROVIDER + "/{version}", auth=SignedIn, query=(RETRIED,))
 def provider_version(
     ctx: WebCtx, organization: str, namespace: str, name: str, version: str
 ) -> Response:
@@ -74,7 +77,7 @@ def _provider_page(
     )
 
 
-@page(bp, RETRY)
+@page(bp, RETRY, auth=SignedIn)
 def confirm_retry(
     ctx: WebCtx, organization: str, namespace: str, name: str, version: str, os: str, arch: str
 ) -> Response:
@@ -87,7 +90,7 @@ def confirm_retry(
     return _confirm(ctx, ref, version, os, arch)
 
 
-@page(bp, RETRY, ("POST",), form=True, success=REFUSED)
+@page(bp, RETRY, ("POST",), auth=SignedIn, form=True, success=REFUSED)
 def retry(
     ctx: WebCtx, organization: str, namespace: str, name: str, version: str, os: str, arch: str
 ) -> Response:

@@ -30,7 +30,7 @@ from chalicelib.web.publishing.common import (
     publishable,
     publisher,
 )
-from chalicelib.web.view import WebCtx, page, posted, redirect
+from chalicelib.web.view import SignedIn, WebCtx, page, posted, redirect
 
 if TYPE_CHECKING:  # the registry's records, read only through its service
     from chalicelib.modules.store import ModuleVersionModel
@@ -72,13 +72,13 @@ def new_module_page(ctx: WebCtx, organization: str, status: int = 200, **extra: 
     )
 
 
-@page(bp, PUBLISH)
+@page(bp, PUBLISH, auth=SignedIn)
 def new_module(ctx: WebCtx, organization: str) -> Response:
     """The form that creates a module (owners and manage-modules teams; 404 for others)."""
     return new_module_page(ctx, organization)
 
 
-@page(bp, PUBLISH, ("POST",), form=True, success=REFUSED)
+@page(bp, PUBLISH, ("POST",), auth=SignedIn, form=True, success=REFUSED)
 def create_module(ctx: WebCtx, organization: str) -> Response:
     """Create a private module; the browser goes on to its publishing page."""
     from chalicelib.modules.nocode import service as nocode  # this page's, not the cold start's
@@ -156,7 +156,7 @@ NOTICES = {
 }
 
 
-@page(bp, MODULE, query=tuple(Param(k, "say what was just done") for k in NOTICES))
+@page(bp, MODULE, auth=SignedIn, query=tuple(Param(k, "say what was just done") for k in NOTICES))
 def module(
     ctx: WebCtx, organization: str, registry: str, namespace: str, name: str, provider: str
 ) -> Response:
@@ -165,7 +165,7 @@ def module(
     return _module_page(ctx, _ref(organization, registry, namespace, name, provider), notice=notice)
 
 
-@page(bp, MODULE + "/versions", ("POST",), form=True, success=REFUSED)
+@page(bp, MODULE + "/versions", ("POST",), auth=SignedIn, form=True, success=REFUSED)
 def create_version(
     ctx: WebCtx, organization: str, registry: str, namespace: str, name: str, provider: str
 ) -> Response:
@@ -186,7 +186,7 @@ def create_version(
     return redirect(module_url(ref, version.version))
 
 
-@page(bp, MODULE + "/retry", ("POST",), form=True, success=REFUSED)
+@page(bp, MODULE + "/retry", ("POST",), auth=SignedIn, form=True, success=REFUSED)
 def retry(
     ctx: WebCtx, organization: str, registry: str, namespace: str, name: str, provider: str
 ) -> Response:
@@ -206,7 +206,7 @@ def retry(
     return redirect(module_url(ref) + "?retried=1")
 
 
-@page(bp, MODULE + "/delete")
+@page(bp, MODULE + "/delete", auth=SignedIn)
 def confirm_delete(
     ctx: WebCtx, organization: str, registry: str, namespace: str, name: str, provider: str
 ) -> Response:
@@ -227,7 +227,7 @@ def confirm_delete(
     )
 
 
-@page(bp, MODULE + "/delete", ("POST",), form=True, success=REFUSED)
+@page(bp, MODULE + "/delete", ("POST",), auth=SignedIn, form=True, success=REFUSED)
 def delete_module(
     ctx: WebCtx, organization: str, registry: str, namespace: str, name: str, provider: str
 ) -> Response:

@@ -17,12 +17,12 @@ from chalicelib.core.api.openapi import Reply
 from chalicelib.modules.service import ModuleRef
 from chalicelib.web.publishing.common import PUBLISH, bp, module_url, publisher
 from chalicelib.web.publishing.modules import new_module_page
-from chalicelib.web.view import WebCtx, page, posted, redirect
+from chalicelib.web.view import SignedIn, WebCtx, page, posted, redirect
 
 FIELDS = ("oauth_token_id", "identifier", "branch", "initial_version")
 
 
-@page(bp, PUBLISH + "/vcs", ("POST",), form=True, success=(Reply(303), Reply(422)))
+@page(bp, PUBLISH + "/vcs", ("POST",), auth=SignedIn, form=True, success=(Reply(303), Reply(422)))
 def new_module_from_vcs(ctx: WebCtx, organization: str) -> Response:
     """Create a module from a repository: a version per version tag, or (with a branch)
     versions created on its page from the branch head."""

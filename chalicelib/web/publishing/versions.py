@@ -36,7 +36,7 @@ from chalicelib.web.publishing.common import (
     publishable,
 )
 from chalicelib.web.publishing.modules import version_actions
-from chalicelib.web.view import Form, WebCtx, page, posted, redirect
+from chalicelib.web.view import Form, PublicPage, SignedIn, WebCtx, page, posted, redirect
 
 # Statuses after which nothing changes until someone acts (a new upload, a retry).
 SETTLED = {VersionStatus.OK, *FAILED}
@@ -117,7 +117,7 @@ def _status(item: Any) -> dict[str, Any]:
     }
 
 
-@page(bp, VERSION)
+@page(bp, VERSION, auth=SignedIn)
 def version_page(
     ctx: WebCtx,
     organization: str,
@@ -162,7 +162,7 @@ SIGNED_OUT = Reply(
 )
 
 
-@page(bp, VERSION + "/status", success=(JSON_STATUS, SIGNED_OUT))
+@page(bp, VERSION + "/status", auth=PublicPage, success=(JSON_STATUS, SIGNED_OUT))
 def version_status(
     ctx: WebCtx,
     organization: str,
@@ -215,7 +215,7 @@ def _confirm_page(
     )
 
 
-@page(bp, VERSION + "/{action}")
+@page(bp, VERSION + "/{action}", auth=SignedIn)
 def confirm_action(
     ctx: WebCtx,
     organization: str,
@@ -244,7 +244,9 @@ def _change(action: str, form: Form) -> dict[str, LifecycleChange | None]:
     return {"deprecation": None, "revocation": None, **changes}
 
 
-@page(bp, VERSION + "/{action}", ("POST",), form=True, success=(Reply(303), Reply(422)))
+@page(
+    bp, VERSION + "/{action}", ("POST",), auth=SignedIn, form=True, success=(Reply(303), Reply(422))
+)
 def do_action(
     ctx: WebCtx,
     organization: str,

@@ -12,12 +12,12 @@ from typing import Any
 
 from chalice import Blueprint, Response
 
-from chalicelib.admin.service import ensure_site_admin
+from chalicelib.accounts.authorization import ensure_site_admin
 from chalicelib.core.api.jsonapi import validate
 from chalicelib.core.api.openapi import Reply
 from chalicelib.core.auth import Principal
 from chalicelib.web import session
-from chalicelib.web.view import WebCtx, csrf_refused, page
+from chalicelib.web.view import SiteAdminPage, WebCtx, csrf_refused, page
 
 ADMIN = "/app/admin"
 _INTEGER = re.compile(r"^-?[0-9]{1,12}$")
@@ -135,7 +135,7 @@ def admin_post(
         posted.__name__ = handler.__name__
         posted.__doc__ = handler.__doc__
         posted.__module__ = handler.__module__
-        page(bp, path, ("POST",), form=True, success=success or SAVED)(posted)
+        page(bp, path, ("POST",), auth=SiteAdminPage, form=True, success=success or SAVED)(posted)
         return handler
 
     return decorate

@@ -19,7 +19,7 @@ from chalicelib.core.api.openapi import Reply
 from chalicelib.core.auth import Principal
 from chalicelib.core.data.ids import iso, now
 from chalicelib.web.siteadmin.common import ADMIN, SCIM_SCHEMAS, admin_post, site_admin, validated
-from chalicelib.web.view import WebCtx, page, redirect
+from chalicelib.web.view import SiteAdminPage, WebCtx, page, redirect
 
 bp = Blueprint(__name__)
 SCIM = ADMIN + "/scim"
@@ -51,7 +51,7 @@ def _scim_page(ctx: WebCtx, status: int = 200, **extra: Any) -> Response:
     )
 
 
-@page(bp, SCIM)
+@page(bp, SCIM, auth=SiteAdminPage)
 def scim_settings(ctx: WebCtx) -> Response:
     """SCIM provisioning: its state and tokens."""
     site_admin(ctx)
@@ -104,7 +104,7 @@ def scim_token_revoke(ctx: WebCtx, _admin: Any, form: dict[str, str], token_id: 
 # ----- OIDC signing keys ------------------------------------------------------------------------
 
 
-@page(bp, OIDC)
+@page(bp, OIDC, auth=SiteAdminPage)
 def oidc_keys(ctx: WebCtx) -> Response:
     """The OIDC public signing keys (``/.well-known/jwks``) and when they rotate and trim."""
     site_admin(ctx)

@@ -21,6 +21,7 @@ from urllib.parse import quote
 from chalice import Blueprint, Response
 
 from chalicelib.admin import people
+from chalicelib.admin.limits import MAX_MODULE_CONSUMERS
 from chalicelib.core.api.errors import NotFound, Unprocessable
 from chalicelib.core.api.jsonapi import relationship_list
 from chalicelib.core.api.openapi import Param
@@ -32,7 +33,7 @@ from chalicelib.web.siteadmin.common import (
     site_admin,
     validated,
 )
-from chalicelib.web.view import WebCtx, page, page_number, redirect
+from chalicelib.web.view import SiteAdminPage, WebCtx, page, page_number, redirect
 
 if TYPE_CHECKING:
     from chalicelib.accounts.store import UserModel
@@ -102,7 +103,7 @@ def _pages(items: list[Any], number: int) -> tuple[list[Any], int]:
     return items[(number - 1) * PER_PAGE : number * PER_PAGE], pages
 
 
-@page(bp, ADMIN)
+@page(bp, ADMIN, auth=SiteAdminPage)
 def overview(ctx: WebCtx) -> Response:
     """Site administration: links to users, organizations and every settings area."""
     site_admin(ctx)
@@ -143,7 +144,7 @@ def _users_page(ctx: WebCtx, status: int = 200, **extra: Any) -> Response:
     )
 
 
-@page(bp, USERS, query=USER_QUERY)
+@page(bp, USERS, auth=SiteAdminPage, query=USER_QUERY)
 def users(ctx: WebCtx) -> Response:
     """Every user: search, filters, pages, and the actions on each."""
     site_admin(ctx)
@@ -171,7 +172,7 @@ def _confirm(
     )
 
 
-@page(bp, USERS + "/{user_id}/{action}")
+@page(bp, USERS + "/{user_id}/{action}", auth=SiteAdminPage)
 def confirm_user_action(ctx: WebCtx, user_id: str, action: str) -> Response:
     """Are you sure? The action's confirmation page, its form POSTs to the same address."""
     site_admin(ctx)
@@ -197,7 +198,7 @@ def user_action(
 # ----- organizations ----------------------------------------------------------------------------
 
 
-@page(bp, ORGANIZATIONS, query=ORGANIZATION_QUERY)
+@page(bp, ORGANIZATIONS, auth=SiteAdminPage, query=ORGANIZATION_QUERY)
 def organizations(ctx: WebCtx) -> Response:
     """Every organization: search and pages."""
     site_admin(ctx)
@@ -230,7 +231,7 @@ def _organization_page(ctx: WebCtx, name: str, status: int = 200, **extra: Any) 
     )
 
 
-@page(bp, ORGANIZATIONS + "/{name}")
+@page(bp, ORGANIZATIONS + "/{name}", auth=SiteAdminPage)
 def organization(ctx: WebCtx, name: str) -> Response:
     """An organization: its owners and module sharing."""
     site_admin(ctx)
@@ -252,7 +253,7 @@ def module_sharing(ctx: WebCtx, _admin: Any, form: dict[str, str], name: str) ->
         data = relationship_list(
             {"data": [{"type": "organizations", "id": n} for n in unique]},
             type_="organizations",
-            max_items=people.MAX_MODULE_CONSUMERS,
+            max_items=MAX_MODULE_CONSUMERS,
         )
         people.set_module_consumers(name, data)
     except Unprocessable as refused:

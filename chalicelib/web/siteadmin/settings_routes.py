@@ -31,7 +31,7 @@ from chalicelib.web.siteadmin.common import (
     site_admin,
     validated,
 )
-from chalicelib.web.view import WebCtx, page, redirect
+from chalicelib.web.view import SiteAdminPage, WebCtx, page, redirect
 
 bp = Blueprint(__name__)
 SETTINGS = ADMIN + "/settings"
@@ -269,14 +269,14 @@ def _form(
     )
 
 
-@page(bp, SETTINGS)
+@page(bp, SETTINGS, auth=SiteAdminPage)
 def settings_index(ctx: WebCtx) -> Response:
     """The settings areas are listed on the overview: to it."""
     site_admin(ctx)
     return redirect(ADMIN)
 
 
-@page(bp, SETTINGS + "/{area}")
+@page(bp, SETTINGS + "/{area}", auth=SiteAdminPage)
 def settings_form(ctx: WebCtx, area: str) -> Response:
     """A settings area's form."""
     site_admin(ctx)

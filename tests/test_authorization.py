@@ -1,0 +1,741 @@
+"""Every route of every function declares who may call it, and the wrong callers are refused.
+
+The walk imports each entry module under ``chalicelib/entry`` (the apps that are deployed, not
+only ``app.py``), takes every route of its Chalice app and checks:
+
+* the route declared its caller (``route(..., auth=...)`` / ``page(..., auth=...)``): a route
+  registered without one fails here, and a public route is a decision listed in ``PUBLIC``;
+* an anonymous caller is refused as declared (401 for a token, a redirect to the sign-in page
+  for a page, the SCIM 401, the webhook's own 401/404);
+* an owner of another organization and a member of a team with no access are refused on the
+  victim organization's resources (their ids in the path): 404 for site administration, 401
+  for SCIM, and a 4xx (never a 2xx that reveals the victim's data, never a 5xx) elsewhere; the
+  member may read the organization (members read), so only their writes must be refused;
+* no refused request writes anything (every DynamoDB item before and after);
+* each entry module wires what its routes need (the mail sender of invitations and resets).
+
+The fixtures are built once for the module: the walk is a few hundred requests in-process.
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import hashlib
+import importlib
+import json
+import pkgutil
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from moto.core import DEFAULT_ACCOUNT_ID
+from moto.dynamodb.models import dynamodb_backends
+
+import chalicelib.entry
+from tests.conftest import ADMIN_TOKEN, Api, Provisioned, doc, forget_cached_state
+from tests.web_browser import Browser
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# Every route anyone may call, as (method, path). Adding a public route is a decision: list it
+# here. (Sign-in, links that carry their own secret, discovery documents, static assets.)
+PUBLIC = {
+    ("GET", "/"),
+    ("GET", "/.well-known/jwks"),
+    ("GET", "/.well-known/terraform.json"),
+    ("GET", "/api/v2/account/confirm-email/{user_id}/{secret}"),
+    ("GET", "/api/v2/openapi.json"),
+    ("GET", "/api/v2/ping"),
+    ("GET", "/app/account/confirm-email/{user_id}/{secret}"),
+    ("POST", "/app/account/confirm-email/{user_id}/{secret}"),
+    ("GET", "/app/invitations/{token}"),
+    ("POST", "/app/invitations/{token}"),
+    # terraform login: the request is checked first (400), then the consent asks to sign in.
+    ("GET", "/app/oauth/authorize"),
+    ("POST", "/app/oauth/authorize"),
+    ("GET", "/app/password-reset"),
+    ("POST", "/app/password-reset"),
+    ("GET", "/app/password-reset/{token}"),
+    ("POST", "/app/password-reset/{token}"),
+    ("GET", "/app/sign-in"),
+    ("POST", "/app/sign-in"),
+    ("POST", "/app/sign-in/password"),
+    ("GET", "/app/sign-in/sso"),
+    # Shows a SAML sign-in's record to that session's user only (a 404 page for anyone else).
+    ("GET", "/app/sign-in/sso/debug"),
+    ("GET", "/app/sign-in/two-factor"),
+    ("POST", "/app/sign-in/two-factor"),
+    ("POST", "/app/sign-out"),
+    ("GET", "/app/static/{asset}"),
+    # The publishing page's poll: JSON ``signed-out`` without a session, else as the page.
+    (
+        "GET",
+        "/app/{organization}/registry/publish/{registry}/{namespace}/{name}/{provider}/"
+        "{version}/status",
+    ),
+    ("POST", "/oauth/token"),
+    ("POST", "/users/saml/auth"),
+    ("GET", "/users/saml/metadata"),
+    ("GET", "/users/saml/slo"),
+}
+PAGE_KINDS = {"signed-in", "site-admin"}
+API_KINDS = {"bearer", "site-admin", "scim", "signed", "public"}
+
+# Route-by-route exceptions to "refused", each with its reason: (method, path) -> why.
+# The owner of another organization and the no-access member may do these to the victim's
+# resources because they are about the caller itself or are public by design.
+ALLOWED_FOR_OTHERS: dict[tuple[str, str], str] = {
+    ("GET", "/api/v2/users/{user_id}"): "a user's public profile (username, avatar), as TFE",
+}
+
+
+def entry_modules() -> list[str]:
+    """Every module under chalicelib/entry."""
+    return sorted(
+        info.name for info in pkgutil.walk_packages(chalicelib.entry.__path__, "chalicelib.entry.")
+    )
+
+
+def entry_apps() -> dict[str, Any]:
+    """Module name -> its Chalice app, for every entry module that serves HTTP routes."""
+    apps = {}
+    for name in entry_modules():
+        module = importlib.import_module(name)
+        app = getattr(module, "app", None)
+        if app is not None and getattr(app, "routes", None):
+            apps[name] = app
+    return apps
+
+
+@dataclass(frozen=True)
+class Route:
+    app: str
+    method: str
+    path: str
+    access: str
+    # The statuses the route declares (its successes and its own errors: a 502 when an
+    # outside host fails is not a server error of ours) and the request body it takes.
+    statuses: tuple[int, ...] = ()
+    content_type: str = "application/vnd.api+json"
+
+    @property
+    def page(self) -> bool:
+        return self.path == "/" or self.path.startswith("/app/")
+
+
+def all_routes() -> list[Route]:
+    from chalicelib.core.api.openapi import SPECS
+
+    found = []
+    for name, app in entry_apps().items():
+        for path, methods in sorted(app.routes.items()):
+            for method, entry in sorted(methods.items()):
+                access = entry.view_function.__dict__.get("access")
+                spec = SPECS[(path, method)]
+                statuses = (*spec.errors, *(reply.status for reply in spec.success))
+                kind = getattr(access, "name", "")
+                found.append(Route(name, method, path, kind, statuses, spec.content_types[0]))
+    return found
+
+
+ROUTES = all_routes()
+
+
+# ----- declarations ----------------------------------------------------------------------------
+
+
+def test_every_entry_app_is_walked() -> None:
+    """The walk sees the deployed functions: every HTTP entry module, each with routes."""
+    apps = {route.app for route in ROUTES}
+    functions = {
+        name
+        for name in entry_modules()
+        if name.startswith("chalicelib.entry.api.")
+        and not hasattr(importlib.import_module(name), "__path__")
+    }
+    assert apps == functions and len(apps) >= 14
+    assert len({(r.method, r.path) for r in ROUTES}) >= 300
+
+
+def test_every_route_declares_who_may_call_it() -> None:
+    undeclared = sorted({(r.method, r.path) for r in ROUTES if not r.access})
+    assert undeclared == []
+    wrong = sorted(
+        (r.method, r.path, r.access)
+        for r in ROUTES
+        if r.access not in (PAGE_KINDS | {"public"} if r.page else API_KINDS)
+    )
+    assert wrong == []
+
+
+# Where the path says what the caller must be, whatever the route declares.
+REQUIRED_BY_PATH = {
+    "/api/v2/admin/": "site-admin",
+    "/app/admin": "site-admin",
+    "/scim/v2/": "scim",
+    "/webhooks/": "signed",
+}
+
+
+def test_site_administration_and_scim_declare_their_kind() -> None:
+    """A site-admin route declared as anything else would not be walked as one."""
+    wrong = sorted(
+        (r.method, r.path, r.access)
+        for r in ROUTES
+        for prefix, kind in REQUIRED_BY_PATH.items()
+        if r.path.startswith(prefix) and r.access != kind
+    )
+    assert wrong == []
+
+
+def test_the_public_routes_are_exactly_those_listed() -> None:
+    public = {(r.method, r.path) for r in ROUTES if r.access == "public"}
+    assert public == PUBLIC
+
+
+def test_a_route_without_a_declaration_is_refused_at_registration() -> None:
+    """``auth`` is a required argument of both wrappers: forgetting it cannot register."""
+    from chalice import Blueprint
+
+    from chalicelib.core.api.http import route
+    from chalicelib.web.view import page
+
+    with pytest.raises(TypeError):
+        route(Blueprint("x"), "/api/v2/undeclared")  # type: ignore[call-arg]
+    with pytest.raises(TypeError):
+        page(Blueprint("y"), "/app/undeclared")  # type: ignore[call-arg]
+
+
+def test_the_openapi_security_follows_the_declaration() -> None:
+    from infrastructure.openapi import TARGET
+
+    document = json.loads(TARGET.read_text(encoding="utf-8"))
+    schemes = {
+        "public": [],
+        "signed": [],
+        "bearer": [{"bearerAuth": []}],
+        "site-admin": [{"bearerAuth": []}],
+        "scim": [{"scimToken": []}],
+    }
+    for r in ROUTES:
+        operation = document["paths"][r.path][r.method.lower()]
+        assert operation["x-access"] == r.access, (r.method, r.path)
+        expected = [{"sessionCookie": []}] if r.page and r.access != "public" else None
+        assert operation["security"] == (expected or schemes[r.access]), (r.method, r.path)
+
+
+# ----- wiring ----------------------------------------------------------------------------------
+
+
+def _calls_mail(module: str) -> bool:
+    """Whether the module sends mail itself (calls the mail sender ``use_mail`` wires)."""
+    from tests.test_layout import MODULES
+
+    for node in ast.walk(ast.parse(MODULES[module].read_text())):
+        if isinstance(node, ast.Call):
+            func = node.func
+            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+            if name == "mail":
+                return True
+    return False
+
+
+def _wires_mail(module: str) -> str | None:
+    """The mail module the entry module names with ``memberships.use_mail(...)``, if any."""
+    source = (ROOT / (module.replace(".", "/") + ".py")).read_text()
+    for node in ast.parse(source).body:
+        call = getattr(node, "value", None)
+        func = call.func if isinstance(call, ast.Call) else None
+        if isinstance(func, ast.Attribute) and func.attr == "use_mail" and call.args:
+            argument = call.args[0]
+            assert isinstance(argument, ast.Constant)
+            return str(argument.value)
+    return None
+
+
+def test_every_entry_app_that_sends_mail_has_mail_wired() -> None:
+    """An app whose routes reach a module that sends mail (invitations, resets, email
+    confirmations) names the sender: without it a link would silently go nowhere."""
+    from tests.test_layout import GRAPH
+
+    senders = {name for name in GRAPH if _calls_mail(name)}
+    assert "chalicelib.accounts.memberships" in senders and "chalicelib.accounts.resets" in senders
+
+    def reaches(start: set[str]) -> set[str]:
+        seen: set[str] = set()
+        todo = list(start)
+        while todo:
+            name = todo.pop()
+            if name not in seen:
+                seen.add(name)
+                todo.extend(GRAPH.get(name, ()))
+        return seen
+
+    missing = []
+    for name, app in entry_apps().items():
+        handlers = {
+            entry.view_function.__module__
+            for methods in app.routes.values()
+            for entry in methods.values()
+        }
+        if reaches(handlers) & senders:
+            wired = _wires_mail(name)
+            if wired is None:
+                missing.append(name)
+            else:
+                sender = importlib.import_module(wired)
+                assert callable(sender.send_invitation) and callable(sender.send_password_reset)
+    assert missing == []
+
+
+def test_the_mail_check_sees_an_app_without_mail(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Not vacuous: the check fails for the webadmin app with its ``use_mail`` line gone."""
+    module = "chalicelib.entry.api.webadmin"
+    real = _wires_mail
+    monkeypatch.setitem(
+        globals(), "_wires_mail", lambda name: None if name == module else real(name)
+    )
+    with pytest.raises(AssertionError):
+        test_every_entry_app_that_sends_mail_has_mail_wired()
+
+
+# ----- the walk --------------------------------------------------------------------------------
+
+VICTIM = "victim"
+MODULE = "vpcz7"  # the victim's module name, and a marker no refused caller may see
+PROVIDER = "cloudz7"
+WORKSPACE = "wsz7"
+
+
+@dataclass
+class World:
+    clients: dict[str, Any]
+    values: dict[str, str]
+    markers: list[str]
+    tokens: dict[str, str | None]
+    document: dict[str, Any] = field(default_factory=dict)
+    users: dict[str, str] = field(default_factory=dict)
+    browsers: dict[str, Browser | None] = field(default_factory=dict)
+    csrf: dict[str, str] = field(default_factory=dict)
+
+
+def _items() -> str:
+    """A digest of every DynamoDB item (moto's, in process)."""
+    from chalicelib.core.settings import get_settings
+
+    digest = hashlib.sha256()
+    tables = dynamodb_backends[DEFAULT_ACCOUNT_ID][get_settings().region].tables
+    for name in sorted(tables):
+        for item in tables[name].all_items():
+            digest.update(name.encode())
+            digest.update(json.dumps(item.to_json(), sort_keys=True, default=str).encode())
+    return digest.hexdigest()
+
+
+def _created(reply: Any) -> dict[str, Any]:
+    assert reply.status in (200, 201), reply.json
+    return reply.data
+
+
+@pytest.fixture(scope="module")
+def world(aws_resources: Provisioned, tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
+    from chalice.test import Client
+
+    from chalicelib.accounts.service import bootstrap_admin, create_user
+    from chalicelib.core.auth import mint_token
+    from chalicelib.core.settings import get_settings
+
+    with pytest.MonkeyPatch.context() as env:
+        # Outbound fetches (the public registry, the mirror's upstreams) go nowhere.
+        for name in ("REGISTRY_PUBLIC_UPSTREAM", "REGISTRY_MIRROR_UPSTREAM_URL"):
+            env.setenv(name, "http://127.0.0.1:9")
+        forget_cached_state()
+        aws_resources.mock.start(reset=False)
+        try:
+            get_settings.cache_clear()
+            bootstrap_admin(ADMIN_TOKEN)
+            project = str(tmp_path_factory.mktemp("chalice"))
+            with Client(importlib.import_module("app").app, project_dir=project) as whole:
+                api = Api(whole, ADMIN_TOKEN)
+                users = {}
+                for name in ("vic", "mallory", "eve"):
+                    user = create_user(name, f"{name}@example.com")
+                    users[name] = (user.id, mint_token("user", user.id)[1])
+                vic = api.as_(users["vic"][1])
+                for name, owner in ((VICTIM, "vic"), ("evil", "eve")):
+                    _created(
+                        api.post(
+                            "/api/v2/organizations", doc("organizations", name=name, email="o@x.io")
+                        )
+                    )
+                    owners = api.get(
+                        f"/api/v2/organizations/{name}/teams?filter[names]=owners"
+                    ).data[0]
+                    them = {"data": [{"type": "users", "id": owner}]}
+                    assert (
+                        api.post(f"/api/v2/teams/{owners['id']}/relationships/users", them).status
+                        == 204
+                    )
+                org = f"/api/v2/organizations/{VICTIM}"
+                team = _created(vic.post(f"{org}/teams", doc("teams", name="readers")))
+                members = {"data": [{"type": "users", "id": "mallory"}]}
+                assert (
+                    vic.post(f"/api/v2/teams/{team['id']}/relationships/users", members).status
+                    == 204
+                )
+                team_token = _created(vic.post(f"/api/v2/teams/{team['id']}/authentication-token"))
+                workspace = _created(
+                    vic.post(f"{org}/workspaces", doc("workspaces", name=WORKSPACE))
+                )
+                project_ = _created(vic.post(f"{org}/projects", doc("projects", name="projz7")))
+                module = _created(
+                    vic.post(
+                        f"{org}/registry-modules",
+                        doc("registry-modules", name=MODULE, provider="aws"),
+                    )
+                )
+                modules = f"{org}/registry-modules/private/{VICTIM}/{MODULE}/aws"
+                _created(
+                    vic.post(
+                        f"{modules}/versions", doc("registry-module-versions", version="1.0.0")
+                    )
+                )
+                provider = _created(
+                    vic.post(
+                        f"{org}/registry-providers",
+                        doc(
+                            "registry-providers",
+                            name=PROVIDER,
+                            namespace=VICTIM,
+                            **{"registry-name": "private"},
+                        ),
+                    )
+                )
+                invited = _created(
+                    vic.post(
+                        f"{org}/organization-memberships",
+                        doc("organization-memberships", email="new@example.com"),
+                    )
+                )
+                vic_tokens = vic.get(f"/api/v2/users/{users['vic'][0]}/authentication-tokens").data
+                values = {
+                    "organization_name": VICTIM,
+                    "organization": VICTIM,
+                    "namespace": VICTIM,
+                    "registry_name": "private",
+                    "registry": "private",
+                    "provider": "aws",
+                    "version": "1.0.0",
+                    "team_id": team["id"],
+                    "user_id": users["vic"][0],
+                    "workspace_id": workspace["id"],
+                    "workspace_name": WORKSPACE,
+                    "project_id": project_["id"],
+                    "module_ref": module["id"],
+                    "provider_id": provider["id"],
+                    "membership_id": invited["id"],
+                    "token_id": vic_tokens[0]["id"],
+                    "os": "linux",
+                    "arch": "amd64",
+                    "type": PROVIDER,
+                    "area": "general",
+                    "action": "suspend",
+                    "hostname": "registry.terraform.io",
+                }
+                markers = [
+                    MODULE,
+                    PROVIDER,
+                    WORKSPACE,
+                    "projz7",
+                    "vic@example.com",
+                    team_token["attributes"]["token"],
+                ]
+            clients = {}
+            with contextlib.ExitStack() as stack:
+                for name, app in entry_apps().items():
+                    clients[name] = stack.enter_context(Client(app, project_dir=project))
+                tokens: dict[str, str | None] = {
+                    "anonymous": None,
+                    "member": users["mallory"][1],
+                    "other-owner": users["eve"][1],
+                }
+                from infrastructure.openapi import TARGET
+
+                document = json.loads(TARGET.read_text(encoding="utf-8"))
+                ids = {name: user_id for name, (user_id, _) in users.items()}
+                yield World(clients, values, markers, tokens, document, ids)
+        finally:
+            aws_resources.empty()
+            aws_resources.mock.stop(remove_data=False)
+            forget_cached_state()
+
+
+def _value(name: str, path: str, values: dict[str, str]) -> str:
+    """The victim's resource for a path parameter (a placeholder where there is none)."""
+    if name == "name":
+        if "scim/v2" in path:
+            return "User"
+        if "/admin/organizations/" in path:
+            return VICTIM
+        return PROVIDER if "providers" in path else MODULE
+    if name == "token_id" and ("oauth-tokens" in path or "scim" in path):
+        return "at-none"
+    if name == "action" and "/registry/publish/" in path:
+        return "revoke"
+    if name == "provider" and "/registry/providers/" in path:
+        return PROVIDER
+    return values.get(name, "x")
+
+
+def _path(route: Route, values: dict[str, str]) -> str:
+    return re.sub(r"\{(\w+)\}", lambda m: _value(m.group(1), route.path, values), route.path)
+
+
+def names_the_victim(route: Route) -> bool:
+    """Whether the route's path names one of the victim organization's resources (else it is
+    about the caller itself, or the public registries: the mirror, search)."""
+    return "{" in route.path and "{hostname}" not in route.path
+
+
+NAMED = {
+    "visibility": "organization",
+    "registry-name": "private",
+    "namespace": VICTIM,
+    "provider": "aws",
+    "id": "mallory",
+}
+
+
+def _example(schema: dict[str, Any], components: dict[str, Any], name: str = "") -> Any:
+    """A small value the schema accepts (attributes: every property, else the required ones),
+    so that a write's body passes validation and a refusal is the authorization's."""
+    if "$ref" in schema:
+        return _example(components[schema["$ref"].rsplit("/", 1)[-1]], components, name)
+    if "const" in schema:
+        return schema["const"]
+    if "enum" in schema:
+        return schema["enum"][0]
+    if schema.get("type") == "object" or "properties" in schema:
+        properties = schema.get("properties", {})
+        wanted = list(schema.get("required", []))
+        for option in schema.get("anyOf", [])[:1]:
+            wanted += option.get("required", [])
+        if name in ("attributes", "data") or name.startswith("data/"):
+            wanted += [key for key in ("type", "attributes") if key in properties]
+        if name == "attributes":
+            wanted += list(properties)
+        value = {}
+        for key in dict.fromkeys(wanted):
+            if key in properties:
+                value[key] = _example(properties[key], components, key)
+        described = re.search(r"'([a-z-]+)'", properties.get("type", {}).get("description", ""))
+        if value.get("type") in ("x", "walk7", None) and described:
+            value["type"] = described.group(1)
+        return value
+    for key in ("anyOf", "oneOf", "allOf"):
+        if key in schema:
+            options = [o for o in schema[key] if o.get("type") != "null"]
+            return _example(options[0], components, name) if options else None
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        kind = next((k for k in kind if k != "null"), None)
+    if kind == "array":
+        items = schema.get("items", {})
+        one = name == "data" or schema.get("minItems")
+        return [_example(items, components, "data/item")] if one else []
+    if kind in ("integer", "number"):
+        return max(int(schema.get("minimum", 1)), 1)
+    if kind == "boolean":
+        return True
+    if name in NAMED:
+        return NAMED[name]
+    if "version" in name:
+        return "1.0.0"
+    if "email" in name:
+        return "someone@example.com"
+    return "walk7"
+
+
+def _body(route: Route, document: dict[str, Any]) -> str:
+    operation = document["paths"][route.path][route.method.lower()]
+    content = operation.get("requestBody", {}).get("content", {})
+    schema = (content.get(route.content_type) or {}).get("schema")
+    if not schema:
+        return "" if route.method == "GET" else "{}"
+    return json.dumps(_example(schema, document["components"]["schemas"]))
+
+
+def _signed_in(world: World, caller: str) -> Browser | None:
+    """A browser signed in as ``caller`` (its session cookie), made once."""
+    if caller not in world.browsers:
+        token = world.tokens[caller]
+        browser = None
+        if token is not None:
+            browser = Browser(world.clients["chalicelib.entry.api.web"])
+            assert browser.sign_in(token).status_code == 303
+            world.csrf[caller] = browser.csrf("/app/organizations")
+        world.browsers[caller] = browser
+    return world.browsers[caller]
+
+
+@dataclass(frozen=True)
+class Answer:
+    status: int
+    location: str
+    body: str
+
+
+def _call(world: World, route: Route, caller: str) -> Answer:
+    client = world.clients[route.app]
+    path = _path(route, world.values)
+    if route.page:
+        signed = _signed_in(world, caller)
+        browser = Browser(client)
+        if signed is not None:
+            browser.cookies = dict(signed.cookies)
+        form = {"csrf_token": world.csrf.get(caller, "")} if route.method == "POST" else None
+        response = browser.request(route.method, path, form)
+        status, headers, body = response.status_code, response.headers, response.body
+    else:
+        api = Api(client, world.tokens[caller])
+        body = _body(route, world.document)
+        reply = api.call(route.method, path, raw=body, content_type=route.content_type)
+        status, headers, body = reply.status, reply.headers, reply.body
+    text = body.decode("utf-8", "replace") if isinstance(body, bytes) else str(body or "")
+    return Answer(status, headers.get("Location", "") or headers.get("location", ""), text)
+
+
+def _expected_refusal(route: Route, caller: str) -> set[int] | None:
+    """The statuses a refused ``caller`` gets on ``route``; None: no refusal is due."""
+    if route.access == "public":
+        return None
+    if caller == "anonymous":
+        if route.page:
+            return {302, 303}
+        return {401, 404} if route.access == "signed" else {401}
+    if route.access == "site-admin":
+        return {404}
+    if route.access == "scim":
+        return {401}
+    if route.access == "signed" or not names_the_victim(route):
+        return None
+    if (route.method, route.path) in ALLOWED_FOR_OTHERS:
+        return None
+    if caller == "member" and route.method == "GET":
+        return None  # a member reads the organization (checked: nothing written, no 5xx)
+    return set(range(400, 500)) - {429}
+
+
+CALLERS = ("anonymous", "member", "other-owner")
+
+
+def test_the_wrong_callers_are_refused_on_every_route_of_every_app(world: World) -> None:
+    failures = []
+    for caller in CALLERS:
+        _signed_in(world, caller)
+        for route in ROUTES:
+            if route.access == "public" and caller != "anonymous":
+                continue  # anyone's anyway (and signing out would end the walk's session)
+            expected = _expected_refusal(route, caller)
+            if expected is None and caller == "member":
+                continue  # a member's reads (the walk's budget: the refusals are the point)
+            before = _items()
+            answer = _call(world, route, caller)
+            changed = _items() != before
+            where = (caller, route.method, route.path, route.app.rsplit(".", 1)[-1])
+            if answer.status >= 500 and answer.status not in route.statuses:
+                failures.append((*where, answer.status, answer.body[:160]))
+            elif expected is None:
+                # The caller's own things, or reads of a member: never the victim's data to
+                # the owner of another organization.
+                if caller == "other-owner" and answer.status < 300:
+                    shown = [marker for marker in world.markers if marker in answer.body]
+                    if shown:
+                        failures.append((*where, answer.status, f"shows {shown}"))
+            elif answer.status not in expected:
+                failures.append((*where, answer.status, answer.body[:160]))
+            elif expected == {302, 303} and not answer.location.startswith("/app/sign-in"):
+                failures.append((*where, answer.status, answer.location))
+            elif changed:
+                failures.append((*where, answer.status, "wrote while refusing"))
+    assert failures == [], "\n".join(map(repr, failures))
+
+
+# ----- authorize: the role table --------------------------------------------------------------
+
+
+def test_each_action_is_granted_by_its_roles_only() -> None:
+    from chalicelib.accounts.authorization import GRANTS, allows
+    from chalicelib.accounts.service import OrgAccess
+
+    def granted(rights: OrgAccess) -> set[str]:
+        return {action for action in GRANTS if allows(rights, action)}
+
+    assert granted(OrgAccess()) == set()
+    assert granted(OrgAccess(can_read=True)) == {"read"}
+    assert granted(OrgAccess.everything()) == set(GRANTS)
+    assert granted(OrgAccess(manage_modules=True)) == set()  # nothing without reading
+    for role, actions in {
+        "manage_modules": {"manage-modules"},
+        "manage_providers": {"manage-providers"},
+        "manage_workspaces": {"manage-workspaces"},
+        "manage_membership": {"manage-membership"},
+        "read_projects": {"read-projects"},
+        "manage_projects": {"manage-projects", "read-projects"},
+    }.items():
+        assert granted(OrgAccess(can_read=True, **{role: True})) == {"read", *actions}, role
+
+
+def test_authorize_answers_404_unless_the_roles_allow(world: World) -> None:
+    from chalicelib.accounts.authorization import authorize
+    from chalicelib.core.api.errors import NotFound
+    from chalicelib.core.auth import Principal
+
+    def user(name: str) -> Principal:
+        return Principal("user", world.users[name], "at-test")
+
+    assert authorize(user("vic"), "own", VICTIM).is_owner
+    assert authorize(user("mallory"), "read", VICTIM).can_read
+    for name, action in (
+        ("mallory", "manage-workspaces"),
+        ("mallory", "own"),
+        ("eve", "read"),
+        ("eve", "manage-modules"),
+    ):
+        with pytest.raises(NotFound):
+            authorize(user(name), action, VICTIM)  # type: ignore[arg-type]
+    with pytest.raises(NotFound, match="missing-org"):  # a missing one: the same 404
+        authorize(user("eve"), "read", "missing-org", "no such thing")
+
+
+def test_on_the_hosted_edition_admin_and_scim_routes_are_404_before_the_token(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A made-up token would be a 401 if it were read: the hosted edition has no site
+    administration API and no SCIM, and says so before looking at the caller."""
+    from chalicelib.core.settings import get_settings
+
+    monkeypatch.setenv("EDITION", "hosted")
+    get_settings.cache_clear()
+    try:
+        answers = {
+            (route.method, route.path): Api(world.clients[route.app], "made-up")
+            .call(
+                route.method,
+                _path(route, world.values),
+                raw=_body(route, world.document),
+                content_type=route.content_type,
+            )
+            .status
+            for route in ROUTES
+            if route.access in ("site-admin", "scim") and not route.page
+        }
+    finally:
+        monkeypatch.delenv("EDITION")
+        get_settings.cache_clear()
+    assert len(answers) > 60
+    assert {key: status for key, status in answers.items() if status != 404} == {}
