@@ -739,3 +739,52 @@ def test_on_the_hosted_edition_admin_and_scim_routes_are_404_before_the_token(
         get_settings.cache_clear()
     assert len(answers) > 60
     assert {key: status for key, status in answers.items() if status != 404} == {}
+
+
+def _user(world: World, name: str) -> Any:
+    from chalicelib.core.auth import Principal
+
+    return Principal("user", world.users[name], "at-test")
+
+
+def test_managing_members_is_the_manage_membership_action_of_a_user(world: World) -> None:
+    """``memberships.managing`` (inviting, removing) goes through the role table: the
+    owners and a team with ``manage-membership`` are granted; a reader, another
+    organization's owner, and a team token holding the role are refused, with the text of
+    old."""
+    from chalicelib.accounts import memberships, service, store
+    from chalicelib.core.api.errors import NotFound
+    from chalicelib.core.auth import Principal
+
+    vic = _user(world, "vic")
+    team = service.create_team(vic, VICTIM, "membership-managers", "secret", {})
+    team.access.manage_membership = True
+    team.save()
+    moe = service.create_user("moe", "moe@example.com")
+    store.add_team_members(team, [moe.id])
+    moe_ = Principal("user", moe.id, "at-test")
+    assert memberships.managing(vic, VICTIM).is_owner
+    assert memberships.managing(moe_, VICTIM).manage_membership
+    refused = "not found or you may not manage its members"
+    for caller in (
+        _user(world, "mallory"),
+        _user(world, "eve"),
+        Principal("team", team.id, "at-test", organization=VICTIM),
+        Principal("organization", VICTIM, "at-test", organization=VICTIM),
+    ):
+        with pytest.raises(NotFound, match=refused):
+            memberships.managing(caller, VICTIM)
+    with pytest.raises(NotFound, match=refused):  # a missing organization: the same 404
+        memberships.managing(moe_, "missing-org")
+
+
+def test_the_membership_checks_follow_the_role_table(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Decided in one place: with the table's grant withdrawn, even the owner is refused."""
+    from chalicelib.accounts import authorization, memberships
+    from chalicelib.core.api.errors import NotFound
+
+    monkeypatch.setitem(authorization.GRANTS, "manage-membership", lambda rights: False)
+    with pytest.raises(NotFound):
+        memberships.managing(_user(world, "vic"), VICTIM)
