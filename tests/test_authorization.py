@@ -788,3 +788,54 @@ def test_the_membership_checks_follow_the_role_table(
     monkeypatch.setitem(authorization.GRANTS, "manage-membership", lambda rights: False)
     with pytest.raises(NotFound):
         memberships.managing(_user(world, "vic"), VICTIM)
+
+
+def test_owning_an_organization_or_team_is_the_own_action(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``owned_organization`` and ``owned_team`` (settings, teams, tokens) go through the
+    role table's ``own``: its owners and a site admin are granted; a reader, another
+    organization's owner, a team token of a team without the role and the organization
+    token are refused (404, the texts of old); with the grant withdrawn, so is the owner."""
+    from chalicelib.accounts import authorization, service
+    from chalicelib.core.api.errors import NotFound
+    from chalicelib.core.auth import Principal
+
+    vic, team_id = _user(world, "vic"), world.values["team_id"]
+    admin = Principal("user", service.find_user_by_name("admin").id, "at-test")  # type: ignore[union-attr]
+    for caller in (vic, admin):
+        assert service.owned_organization(caller, VICTIM).name == VICTIM
+        assert service.owned_team(caller, team_id).id == team_id
+    for caller in (
+        _user(world, "mallory"),
+        _user(world, "eve"),
+        Principal("team", team_id, "at-test", organization=VICTIM),
+        Principal("organization", VICTIM, "at-test", organization=VICTIM),
+    ):
+        with pytest.raises(NotFound, match=f"organization {VICTIM!r} not found"):
+            service.owned_organization(caller, VICTIM)
+        with pytest.raises(NotFound, match=f"team {team_id} not found"):
+            service.owned_team(caller, team_id)
+    monkeypatch.setitem(authorization.GRANTS, "own", lambda rights: False)
+    with pytest.raises(NotFound, match="not one of its owners"):
+        service.owned_organization(vic, VICTIM)
+    with pytest.raises(NotFound, match="not an owner of its organization"):
+        service.owned_team(vic, team_id)
+
+
+def test_the_roles_are_read_where_they_are_decided() -> None:
+    """``accounts.authorization`` reads the roles itself: the service asks it, never the
+    other way round (no import circle), and the names the rooms read from the service are
+    the very same functions."""
+    import chalicelib.accounts.authorization as authorization
+    import chalicelib.accounts.service as service
+
+    imported = set()
+    for node in ast.walk(ast.parse(Path(authorization.__file__).read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            imported |= {node.module, *(f"{node.module}.{a.name}" for a in node.names)}
+        elif isinstance(node, ast.Import):
+            imported |= {a.name for a in node.names}
+    assert "chalicelib.accounts.service" not in imported
+    for name in ("OrgAccess", "access", "organization_access", "is_site_admin"):
+        assert getattr(service, name) is getattr(authorization, name), name
