@@ -676,9 +676,11 @@ def test_each_action_is_granted_by_its_roles_only() -> None:
         return {action for action in GRANTS if allows(rights, action)}
 
     assert granted(OrgAccess()) == set()
-    assert granted(OrgAccess(can_read=True)) == {"read"}
+    assert granted(OrgAccess(can_read=True)) == {"read", "consume"}
     assert granted(OrgAccess.everything()) == set(GRANTS)
     assert granted(OrgAccess(manage_modules=True)) == set()  # nothing without reading
+    # A consumer organization's member reads the shared modules, nothing else.
+    assert granted(OrgAccess(consumer=True)) == {"consume"}
     for role, actions in {
         "manage_modules": {"manage-modules"},
         "manage_providers": {"manage-providers"},
@@ -687,7 +689,8 @@ def test_each_action_is_granted_by_its_roles_only() -> None:
         "read_projects": {"read-projects"},
         "manage_projects": {"manage-projects", "read-projects"},
     }.items():
-        assert granted(OrgAccess(can_read=True, **{role: True})) == {"read", *actions}, role
+        expected = {"read", "consume", *actions}
+        assert granted(OrgAccess(can_read=True, **{role: True})) == expected, role
 
 
 def test_authorize_answers_404_unless_the_roles_allow(world: World) -> None:
@@ -839,3 +842,54 @@ def test_the_roles_are_read_where_they_are_decided() -> None:
     assert "chalicelib.accounts.service" not in imported
     for name in ("OrgAccess", "access", "organization_access", "is_site_admin"):
         assert getattr(service, name) is getattr(authorization, name), name
+
+
+def test_consuming_a_shared_module_is_the_consume_action(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The registry protocol's module reads across organizations go through ``consume``:
+    once a site admin lists ``evil`` among the victim's module consumers, evil's owner and
+    its organization token read the victim's module; a user of no organization does not,
+    not even with global sharing; a disabled producer shares nothing; and with the table's
+    grant withdrawn nobody from elsewhere reads it (the victim's own members still do)."""
+    from chalicelib.accounts import authorization, service, store
+    from chalicelib.accounts.store import OrganizationModel
+    from chalicelib.core.api.errors import NotFound
+    from chalicelib.core.auth import Principal
+    from chalicelib.modules.protocol.service import find_module
+
+    def reads(caller: Principal) -> bool:
+        try:
+            return find_module(caller, VICTIM, MODULE, "aws").module.name == MODULE
+        except NotFound:
+            return False
+
+    eve, mallory = _user(world, "eve"), _user(world, "mallory")
+    evil_token = Principal("organization", "evil", "at-test", organization="evil")
+    nobody = Principal("user", service.create_user("nobody", "nobody@example.com").id, "at-t")
+    victim = OrganizationModel.get(VICTIM)
+    assert reads(mallory) and not reads(eve) and not reads(evil_token)
+    try:
+        service.set_module_consumers(victim, {"evil"})
+        assert reads(eve) and reads(evil_token) and not reads(nobody)
+        assert authorization.consumer_roles(eve, VICTIM).consumer
+        assert not authorization.allows(authorization.consumer_roles(eve, VICTIM), "read")
+        victim.update(actions=[OrganizationModel.global_module_sharing.set(True)])
+        assert reads(eve) and not reads(nobody)
+        victim.update(actions=[OrganizationModel.admin_values.set({"is-disabled": True})])
+        store.forget_disabled(VICTIM)
+        assert not reads(eve)
+        victim.update(actions=[OrganizationModel.admin_values.remove()])
+        store.forget_disabled(VICTIM)
+        assert reads(eve)
+        monkeypatch.setitem(authorization.GRANTS, "consume", lambda rights: False)
+        assert not reads(eve) and not reads(evil_token) and reads(mallory)
+    finally:
+        victim.update(
+            actions=[
+                OrganizationModel.module_consumers.remove(),
+                OrganizationModel.global_module_sharing.remove(),
+                OrganizationModel.admin_values.remove(),
+            ]
+        )
+        store.forget_disabled(VICTIM)

@@ -16,7 +16,7 @@ This file reads the roles itself, from ``accounts.store``, so that ``accounts.se
 (organizations, teams, tokens) asks it too: the service imports this file, never the other
 way round.
 
-Not here yet: the SCIM token (checked by ``chalicelib.scim``, a room above this one).
+Not here: the SCIM token (checked by ``chalicelib.scim``, a room above this one).
 """
 
 from __future__ import annotations
@@ -57,6 +57,10 @@ class OrgAccess:
     # owners, and teams with ``manage-providers``). As for modules, an organization token
     # only reads: TFE refuses registry writes to organization tokens.
     manage_providers: bool = False
+    # A member of an organization this one shares its private modules with (a site admin
+    # sets its module consumers, or global sharing): reads those modules through the
+    # registry protocol (``consume``), and nothing else of the organization.
+    consumer: bool = False
 
     @classmethod
     def everything(cls, *, site_admin: bool = False) -> OrgAccess:
@@ -170,6 +174,35 @@ def organization_access(principal: Principal, name: str) -> OrgAccess:
     raise NotFound(f"organization {name!r} not found")
 
 
+def member_organizations(principal: Principal) -> set[str]:
+    """The organizations a caller belongs to, from what is already read: a team or
+    organization token's own, a user's teams (the cached user item)."""
+    if principal.kind in ("team", "organization"):
+        return {principal.organization} if principal.organization else set()
+    user = store.cached_user(principal.id)
+    return {ref.split("/", 1)[0] for ref in (user.team_refs or ())} if user else set()
+
+
+def consumer_roles(principal: Principal, producer: str) -> OrgAccess:
+    """The caller's role in ``producer`` as a consumer of its private modules: ``consumer``
+    when the producer shares them with an organization of the caller (module consumers, or
+    global sharing), else none. One GetItem of the producer; a disabled producer shares
+    nothing. For callers who do not read the producer: its members hold more."""
+    try:
+        org = OrganizationModel.get(producer)
+    except OrganizationModel.DoesNotExist:
+        return OrgAccess()
+    if store.note_disabled(producer, org):
+        return OrgAccess()
+    members_of = member_organizations(principal)
+    shared = (
+        bool(members_of)
+        if org.global_module_sharing
+        else bool(set(org.module_consumers or ()) & members_of)
+    )
+    return OrgAccess(consumer=shared)
+
+
 # ----- site administration -------------------------------------------------------------------
 
 
@@ -206,6 +239,7 @@ Action = Literal[
     "manage-providers",
     "manage-membership",
     "own",
+    "consume",
 ]
 
 # The role table: which roles (``OrgAccess``) allow each action. The owners team and site
@@ -220,12 +254,19 @@ GRANTS: dict[Action, Callable[[OrgAccess], bool]] = {
     "manage-providers": lambda rights: rights.manage_providers,
     "manage-membership": lambda rights: rights.manage_membership,
     "own": lambda rights: rights.is_owner,
+    # Reading a private module through the registry protocol: its organization's readers,
+    # and the members of the organizations it shares its modules with.
+    "consume": lambda rights: rights.can_read or rights.consumer,
 }
+
+# The actions a caller may hold without reading the organization.
+FROM_OUTSIDE: frozenset[Action] = frozenset({"consume"})
 
 
 def allows(rights: OrgAccess, action: Action) -> bool:
-    """Whether the roles ``rights`` hold allow ``action`` (reading the organization first)."""
-    return rights.can_read and GRANTS[action](rights)
+    """Whether the roles ``rights`` hold allow ``action`` (reading the organization first,
+    but for ``FROM_OUTSIDE``)."""
+    return (rights.can_read or action in FROM_OUTSIDE) and GRANTS[action](rights)
 
 
 def require(rights: OrgAccess | None, action: Action, refusal: str) -> OrgAccess:

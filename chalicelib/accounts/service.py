@@ -1042,30 +1042,6 @@ def forget_module_consumer(name: str) -> None:
             org.update(actions=[OrganizationModel.module_consumers.delete({name})])
 
 
-def member_organizations(principal: Principal) -> set[str]:
-    """The organizations a caller belongs to, from what is already read: a team or
-    organization token's own, a user's teams (the cached user item)."""
-    if principal.kind in ("team", "organization"):
-        return {principal.organization} if principal.organization else set()
-    user = store.cached_user(principal.id)
-    return {ref.split("/", 1)[0] for ref in (user.team_refs or ())} if user else set()
-
-
-def shares_modules_with(principal: Principal, producer: str) -> bool:
-    """Whether ``producer`` shares its private modules with an organization of the caller
-    (module consumers, or global sharing): one GetItem of the producer. A disabled producer
-    shares nothing."""
-    try:
-        org = OrganizationModel.get(producer)
-    except OrganizationModel.DoesNotExist:
-        return False
-    if store.note_disabled(producer, org):
-        return False
-    if org.global_module_sharing:
-        return bool(member_organizations(principal))
-    return bool(set(org.module_consumers or ()) & member_organizations(principal))
-
-
 def display_names(team_ids: Iterable[str], user_ids: Iterable[str]) -> dict[tuple[str, str], str]:
     """``("team", id)`` -> ``organization/team name`` and ``("user", id)`` -> the username,
     in one BatchGet per kind; deleted ones are left out. For reports of who did something
