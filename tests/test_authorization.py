@@ -893,3 +893,27 @@ def test_consuming_a_shared_module_is_the_consume_action(
             ]
         )
         store.forget_disabled(VICTIM)
+
+
+def test_who_sees_a_members_email_follows_the_manage_membership_grant(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The organization's memberships show an invited person's email to who may manage
+    members (the owner), not to a reader; with the table's grant withdrawn, not to the owner
+    either: the answer is the role table's."""
+    from chalicelib.accounts import authorization
+    from chalicelib.core.auth import mint_token
+
+    path = f"/api/v2/organizations/{VICTIM}/organization-memberships?filter[status]=invited"
+    client = world.clients["chalicelib.entry.api.accounts"]
+
+    def emails(token: str | None) -> set[str]:
+        reply = Api(client, token).get(path)
+        assert reply.status == 200, reply.json
+        return {m["attributes"]["email"] for m in reply.data}
+
+    vic = mint_token("user", world.users["vic"])[1]
+    assert emails(vic) == {"new@example.com"}
+    assert emails(world.tokens["member"]) == {""}
+    monkeypatch.setitem(authorization.GRANTS, "manage-membership", lambda rights: False)
+    assert emails(vic) == {""}
