@@ -676,9 +676,11 @@ def test_each_action_is_granted_by_its_roles_only() -> None:
         return {action for action in GRANTS if allows(rights, action)}
 
     assert granted(OrgAccess()) == set()
-    assert granted(OrgAccess(can_read=True)) == {"read"}
+    assert granted(OrgAccess(can_read=True)) == {"read", "consume"}
     assert granted(OrgAccess.everything()) == set(GRANTS)
     assert granted(OrgAccess(manage_modules=True)) == set()  # nothing without reading
+    # A consumer organization's member reads the shared modules, nothing else.
+    assert granted(OrgAccess(consumer=True)) == {"consume"}
     for role, actions in {
         "manage_modules": {"manage-modules"},
         "manage_providers": {"manage-providers"},
@@ -687,7 +689,8 @@ def test_each_action_is_granted_by_its_roles_only() -> None:
         "read_projects": {"read-projects"},
         "manage_projects": {"manage-projects", "read-projects"},
     }.items():
-        assert granted(OrgAccess(can_read=True, **{role: True})) == {"read", *actions}, role
+        expected = {"read", "consume", *actions}
+        assert granted(OrgAccess(can_read=True, **{role: True})) == expected, role
 
 
 def test_authorize_answers_404_unless_the_roles_allow(world: World) -> None:
@@ -739,3 +742,178 @@ def test_on_the_hosted_edition_admin_and_scim_routes_are_404_before_the_token(
         get_settings.cache_clear()
     assert len(answers) > 60
     assert {key: status for key, status in answers.items() if status != 404} == {}
+
+
+def _user(world: World, name: str) -> Any:
+    from chalicelib.core.auth import Principal
+
+    return Principal("user", world.users[name], "at-test")
+
+
+def test_managing_members_is_the_manage_membership_action_of_a_user(world: World) -> None:
+    """``memberships.managing`` (inviting, removing) goes through the role table: the
+    owners and a team with ``manage-membership`` are granted; a reader, another
+    organization's owner, and a team token holding the role are refused, with the text of
+    old."""
+    from chalicelib.accounts import memberships, service, store
+    from chalicelib.core.api.errors import NotFound
+    from chalicelib.core.auth import Principal
+
+    vic = _user(world, "vic")
+    team = service.create_team(vic, VICTIM, "membership-managers", "secret", {})
+    team.access.manage_membership = True
+    team.save()
+    moe = service.create_user("moe", "moe@example.com")
+    store.add_team_members(team, [moe.id])
+    moe_ = Principal("user", moe.id, "at-test")
+    assert memberships.managing(vic, VICTIM).is_owner
+    assert memberships.managing(moe_, VICTIM).manage_membership
+    refused = "not found or you may not manage its members"
+    for caller in (
+        _user(world, "mallory"),
+        _user(world, "eve"),
+        Principal("team", team.id, "at-test", organization=VICTIM),
+        Principal("organization", VICTIM, "at-test", organization=VICTIM),
+    ):
+        with pytest.raises(NotFound, match=refused):
+            memberships.managing(caller, VICTIM)
+    with pytest.raises(NotFound, match=refused):  # a missing organization: the same 404
+        memberships.managing(moe_, "missing-org")
+
+
+def test_the_membership_checks_follow_the_role_table(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Decided in one place: with the table's grant withdrawn, even the owner is refused."""
+    from chalicelib.accounts import authorization, memberships
+    from chalicelib.core.api.errors import NotFound
+
+    monkeypatch.setitem(authorization.GRANTS, "manage-membership", lambda rights: False)
+    with pytest.raises(NotFound):
+        memberships.managing(_user(world, "vic"), VICTIM)
+
+
+def test_owning_an_organization_or_team_is_the_own_action(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``owned_organization`` and ``owned_team`` (settings, teams, tokens) go through the
+    role table's ``own``: its owners and a site admin are granted; a reader, another
+    organization's owner, a team token of a team without the role and the organization
+    token are refused (404, the texts of old); with the grant withdrawn, so is the owner."""
+    from chalicelib.accounts import authorization, service
+    from chalicelib.core.api.errors import NotFound
+    from chalicelib.core.auth import Principal
+
+    vic, team_id = _user(world, "vic"), world.values["team_id"]
+    admin = Principal("user", service.find_user_by_name("admin").id, "at-test")  # type: ignore[union-attr]
+    for caller in (vic, admin):
+        assert service.owned_organization(caller, VICTIM).name == VICTIM
+        assert service.owned_team(caller, team_id).id == team_id
+    for caller in (
+        _user(world, "mallory"),
+        _user(world, "eve"),
+        Principal("team", team_id, "at-test", organization=VICTIM),
+        Principal("organization", VICTIM, "at-test", organization=VICTIM),
+    ):
+        with pytest.raises(NotFound, match=f"organization {VICTIM!r} not found"):
+            service.owned_organization(caller, VICTIM)
+        with pytest.raises(NotFound, match=f"team {team_id} not found"):
+            service.owned_team(caller, team_id)
+    monkeypatch.setitem(authorization.GRANTS, "own", lambda rights: False)
+    with pytest.raises(NotFound, match="not one of its owners"):
+        service.owned_organization(vic, VICTIM)
+    with pytest.raises(NotFound, match="not an owner of its organization"):
+        service.owned_team(vic, team_id)
+
+
+def test_the_roles_are_read_where_they_are_decided() -> None:
+    """``accounts.authorization`` reads the roles itself: the service asks it, never the
+    other way round (no import circle), and the names the rooms read from the service are
+    the very same functions."""
+    import chalicelib.accounts.authorization as authorization
+    import chalicelib.accounts.service as service
+
+    imported = set()
+    for node in ast.walk(ast.parse(Path(authorization.__file__).read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            imported |= {node.module, *(f"{node.module}.{a.name}" for a in node.names)}
+        elif isinstance(node, ast.Import):
+            imported |= {a.name for a in node.names}
+    assert "chalicelib.accounts.service" not in imported
+    for name in ("OrgAccess", "access", "organization_access", "is_site_admin"):
+        assert getattr(service, name) is getattr(authorization, name), name
+
+
+def test_consuming_a_shared_module_is_the_consume_action(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The registry protocol's module reads across organizations go through ``consume``:
+    once a site admin lists ``evil`` among the victim's module consumers, evil's owner and
+    its organization token read the victim's module; a user of no organization does not,
+    not even with global sharing; a disabled producer shares nothing; and with the table's
+    grant withdrawn nobody from elsewhere reads it (the victim's own members still do)."""
+    from chalicelib.accounts import authorization, service, store
+    from chalicelib.accounts.store import OrganizationModel
+    from chalicelib.core.api.errors import NotFound
+    from chalicelib.core.auth import Principal
+    from chalicelib.modules.protocol.service import find_module
+
+    def reads(caller: Principal) -> bool:
+        try:
+            return find_module(caller, VICTIM, MODULE, "aws").module.name == MODULE
+        except NotFound:
+            return False
+
+    eve, mallory = _user(world, "eve"), _user(world, "mallory")
+    evil_token = Principal("organization", "evil", "at-test", organization="evil")
+    nobody = Principal("user", service.create_user("nobody", "nobody@example.com").id, "at-t")
+    victim = OrganizationModel.get(VICTIM)
+    assert reads(mallory) and not reads(eve) and not reads(evil_token)
+    try:
+        service.set_module_consumers(victim, {"evil"})
+        assert reads(eve) and reads(evil_token) and not reads(nobody)
+        assert authorization.consumer_roles(eve, VICTIM).consumer
+        assert not authorization.allows(authorization.consumer_roles(eve, VICTIM), "read")
+        victim.update(actions=[OrganizationModel.global_module_sharing.set(True)])
+        assert reads(eve) and not reads(nobody)
+        victim.update(actions=[OrganizationModel.admin_values.set({"is-disabled": True})])
+        store.forget_disabled(VICTIM)
+        assert not reads(eve)
+        victim.update(actions=[OrganizationModel.admin_values.remove()])
+        store.forget_disabled(VICTIM)
+        assert reads(eve)
+        monkeypatch.setitem(authorization.GRANTS, "consume", lambda rights: False)
+        assert not reads(eve) and not reads(evil_token) and reads(mallory)
+    finally:
+        victim.update(
+            actions=[
+                OrganizationModel.module_consumers.remove(),
+                OrganizationModel.global_module_sharing.remove(),
+                OrganizationModel.admin_values.remove(),
+            ]
+        )
+        store.forget_disabled(VICTIM)
+
+
+def test_who_sees_a_members_email_follows_the_manage_membership_grant(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The organization's memberships show an invited person's email to who may manage
+    members (the owner), not to a reader; with the table's grant withdrawn, not to the owner
+    either: the answer is the role table's."""
+    from chalicelib.accounts import authorization
+    from chalicelib.core.auth import mint_token
+
+    path = f"/api/v2/organizations/{VICTIM}/organization-memberships?filter[status]=invited"
+    client = world.clients["chalicelib.entry.api.accounts"]
+
+    def emails(token: str | None) -> set[str]:
+        reply = Api(client, token).get(path)
+        assert reply.status == 200, reply.json
+        return {m["attributes"]["email"] for m in reply.data}
+
+    vic = mint_token("user", world.users["vic"])[1]
+    assert emails(vic) == {"new@example.com"}
+    assert emails(world.tokens["member"]) == {""}
+    monkeypatch.setitem(authorization.GRANTS, "manage-membership", lambda rights: False)
+    assert emails(vic) == {""}

@@ -7,28 +7,203 @@ Two levels, as OTF's ``Authorize(action, resource)``:
   and 404 on the hosted edition before the token is read, as TFE's admin API).
 * A service asks ``authorize(principal, action, organization)`` (or ``require(rights,
   action, ...)`` when it read the rights with the resource): the roles a caller holds in an
-  organization are read from the tables by ``accounts.service.access`` (the site-admin
+  organization (``OrgAccess``) are read from the tables here (``access``: the site-admin
   flag, the owners team, the teams' permissions, an organization token, an invitation's
   membership), and ``GRANTS`` says which roles allow each action. A caller without it gets
   404, as if the thing did not exist.
 
-Not here yet: the SCIM token (checked by ``chalicelib.scim``, a room above this one) and the
-consumer organizations of shared modules (``accounts.service.shares_modules_with``).
+This file reads the roles itself, from ``accounts.store``, so that ``accounts.service``
+(organizations, teams, tokens) asks it too: the service imports this file, never the other
+way round.
+
+Not here: the SCIM token (checked by ``chalicelib.scim``, a room above this one).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import Any, Literal
 
-from chalicelib.accounts import service
-from chalicelib.accounts.service import OrgAccess, is_site_admin
+from chalicelib.accounts import store
+from chalicelib.accounts.store import OrganizationModel, TeamModel, UserModel
 from chalicelib.core.api.access import Access, user_token
-from chalicelib.core.api.errors import NotFound
+from chalicelib.core.api.errors import Forbidden, NotFound
 from chalicelib.core.auth import Principal
 from chalicelib.core.settings import get_settings
 
 NOT_FOUND = "not found: user unauthorized to perform action"
+
+
+# ----- the roles a caller holds --------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class OrgAccess:
+    """What a principal may do in one organization."""
+
+    can_read: bool = False
+    manage_modules: bool = False
+    manage_workspaces: bool = False
+    is_owner: bool = False
+    site_admin: bool = False
+    # Projects: ``manage-projects`` (which, as in TFE, includes managing every workspace) and
+    # ``read-projects``; the organization's token reads them.
+    manage_projects: bool = False
+    read_projects: bool = False
+    # Inviting and removing members (the owners, and teams with ``manage-membership``).
+    manage_membership: bool = False
+    # The private provider registry: providers, their versions and platforms, GPG keys (the
+    # owners, and teams with ``manage-providers``). As for modules, an organization token
+    # only reads: TFE refuses registry writes to organization tokens.
+    manage_providers: bool = False
+    # A member of an organization this one shares its private modules with (a site admin
+    # sets its module consumers, or global sharing): reads those modules through the
+    # registry protocol (``consume``), and nothing else of the organization.
+    consumer: bool = False
+
+    @classmethod
+    def everything(cls, *, site_admin: bool = False) -> OrgAccess:
+        return cls(
+            can_read=True,
+            manage_modules=True,
+            manage_workspaces=True,
+            is_owner=True,
+            site_admin=site_admin,
+            manage_projects=True,
+            read_projects=True,
+            manage_membership=True,
+            manage_providers=True,
+        )
+
+
+def is_site_admin(principal: Principal) -> bool:
+    if not principal.is_user:
+        return False
+    try:
+        return UserModel.get(principal.id).is_site_admin
+    except UserModel.DoesNotExist:
+        return False
+
+
+def access(principal: Principal, organization: str) -> OrgAccess:
+    """The principal's rights in ``organization`` (which may not exist); 403 for its
+    members and tokens while a site admin has disabled it (``refuse_disabled``)."""
+    rights = roles(principal, organization)
+    if rights.can_read and not rights.site_admin:
+        refuse_disabled(organization)
+    return rights
+
+
+def refuse_disabled(name: str, org: OrganizationModel | None = None) -> None:
+    """403 when a site admin disabled the organization (``is-disabled``, the admin API):
+    its members, team and organization tokens are refused on its API and on the registry
+    protocol; site admins are not (they read it and enable it again). The one check, made
+    where organization access is resolved (``access``, ``read_in_organization``). What an
+    instance knows is kept for the token cache's window, so a warm request reads nothing
+    more; ``org``: the item when the caller has just read it, else it is read (once per
+    window) here."""
+    if is_disabled(name, org):
+        raise Forbidden(
+            f"organization {name!r} is disabled: a site administrator can enable it again"
+        )
+
+
+def is_disabled(name: str, org: OrganizationModel | None = None) -> bool:
+    """Whether a site admin disabled the organization: as this instance knows it, else from
+    ``org`` (the item, when the caller has just read it) or one GetItem, kept for the token
+    cache's window."""
+    disabled = store.known_disabled(name)
+    if disabled is None:
+        if org is None:
+            org = store.get_organization(name)
+        disabled = store.note_disabled(name, org)
+    return disabled
+
+
+def roles(principal: Principal, organization: str) -> OrgAccess:
+    if principal.kind == "organization":
+        readable = principal.organization == organization
+        return OrgAccess(can_read=readable, read_projects=readable)
+    if principal.kind == "team":
+        try:
+            team = TeamModel.get(principal.id)
+        except TeamModel.DoesNotExist:
+            return OrgAccess()
+        return _team_access([team], organization)
+    try:
+        user = UserModel.get(principal.id)
+    except UserModel.DoesNotExist:
+        return OrgAccess()
+    if user.is_site_admin:
+        return OrgAccess.everything(site_admin=True)
+    team_ids = store.team_ids_of(user, organization)
+    if not team_ids:  # a member through an invitation only reads
+        member = store.member_ref(organization) in (user.team_refs or ())
+        return OrgAccess(can_read=True) if member else OrgAccess()
+    return _team_access(list(TeamModel.batch_get(team_ids)), organization)
+
+
+def _team_access(teams: Iterable[TeamModel], organization: str) -> OrgAccess:
+    teams = [t for t in teams if t.organization == organization]
+    if not teams:
+        return OrgAccess()
+    if any(t.is_owners for t in teams):
+        return OrgAccess.everything()
+    manage_projects = any(t.access.manage_projects for t in teams)
+    return OrgAccess(
+        can_read=True,
+        manage_modules=any(t.access.manage_modules for t in teams),
+        manage_workspaces=manage_projects or any(t.access.manage_workspaces for t in teams),
+        manage_projects=manage_projects,
+        read_projects=manage_projects or any(t.access.read_projects for t in teams),
+        manage_membership=any(t.access.manage_membership for t in teams),
+        manage_providers=any(t.access.manage_providers for t in teams),
+    )
+
+
+def organization_access(principal: Principal, name: str) -> OrgAccess:
+    """The caller's rights in an existing organization, or 404 when missing or not readable.
+
+    Reads the organization item only for site admins: a team token, a team member and an
+    organization token exist only while their organization does (they go with it).
+    """
+    rights = access(principal, name)
+    if rights.can_read and (not rights.site_admin or OrganizationModel.count(name, limit=1)):
+        return rights
+    raise NotFound(f"organization {name!r} not found")
+
+
+def member_organizations(principal: Principal) -> set[str]:
+    """The organizations a caller belongs to, from what is already read: a team or
+    organization token's own, a user's teams (the cached user item)."""
+    if principal.kind in ("team", "organization"):
+        return {principal.organization} if principal.organization else set()
+    user = store.cached_user(principal.id)
+    return {ref.split("/", 1)[0] for ref in (user.team_refs or ())} if user else set()
+
+
+def consumer_roles(principal: Principal, producer: str) -> OrgAccess:
+    """The caller's role in ``producer`` as a consumer of its private modules: ``consumer``
+    when the producer shares them with an organization of the caller (module consumers, or
+    global sharing), else none. One GetItem of the producer; a disabled producer shares
+    nothing. For callers who do not read the producer: its members hold more."""
+    try:
+        org = OrganizationModel.get(producer)
+    except OrganizationModel.DoesNotExist:
+        return OrgAccess()
+    if store.note_disabled(producer, org):
+        return OrgAccess()
+    members_of = member_organizations(principal)
+    shared = (
+        bool(members_of)
+        if org.global_module_sharing
+        else bool(set(org.module_consumers or ()) & members_of)
+    )
+    return OrgAccess(consumer=shared)
+
+
+# ----- site administration -------------------------------------------------------------------
 
 
 def ensure_site_admin(principal: Principal) -> None:
@@ -64,6 +239,7 @@ Action = Literal[
     "manage-providers",
     "manage-membership",
     "own",
+    "consume",
 ]
 
 # The role table: which roles (``OrgAccess``) allow each action. The owners team and site
@@ -78,12 +254,19 @@ GRANTS: dict[Action, Callable[[OrgAccess], bool]] = {
     "manage-providers": lambda rights: rights.manage_providers,
     "manage-membership": lambda rights: rights.manage_membership,
     "own": lambda rights: rights.is_owner,
+    # Reading a private module through the registry protocol: its organization's readers,
+    # and the members of the organizations it shares its modules with.
+    "consume": lambda rights: rights.can_read or rights.consumer,
 }
+
+# The actions a caller may hold without reading the organization.
+FROM_OUTSIDE: frozenset[Action] = frozenset({"consume"})
 
 
 def allows(rights: OrgAccess, action: Action) -> bool:
-    """Whether the roles ``rights`` hold allow ``action`` (reading the organization first)."""
-    return rights.can_read and GRANTS[action](rights)
+    """Whether the roles ``rights`` hold allow ``action`` (reading the organization first,
+    but for ``FROM_OUTSIDE``)."""
+    return (rights.can_read or action in FROM_OUTSIDE) and GRANTS[action](rights)
 
 
 def require(rights: OrgAccess | None, action: Action, refusal: str) -> OrgAccess:
@@ -100,5 +283,5 @@ def authorize(
     """The caller's rights in the existing ``organization`` when they allow ``action``; else
     404 (``refusal``, by default "organization not found"), and 404 too when the organization
     is missing or unreadable (403 while a site admin has disabled it)."""
-    rights = service.organization_access(principal, organization)
+    rights = organization_access(principal, organization)
     return require(rights, action, refusal or f"organization {organization!r} not found")

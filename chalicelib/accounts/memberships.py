@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
-from chalicelib.accounts import passwords, service, store
+from chalicelib.accounts import authorization, passwords, service, store
 from chalicelib.accounts.render import membership_id
 from chalicelib.accounts.store import MembershipModel, TeamModel, UserModel
 from chalicelib.core.api.errors import Forbidden, NotFound, Unauthorized, Unprocessable
@@ -184,12 +184,16 @@ def readable(principal: Principal, organization: str) -> service.OrgAccess:
 
 
 def managing(principal: Principal, organization: str) -> service.OrgAccess:
-    """The caller's rights when they may manage the organization's members, else 404."""
-    rights = service.access(principal, organization)
-    allowed = rights.can_read and rights.manage_membership and principal.is_user
-    if allowed and service.get_organization(organization) is not None:
-        return rights
-    raise NotFound(f"organization {organization!r} not found or you may not manage its members")
+    """The caller's rights when they may manage the organization's members (the action
+    ``manage-membership`` of ``accounts.authorization``), else 404. Only a user does: a team
+    or organization token holding the role neither invites nor removes."""
+    refusal = f"organization {organization!r} not found or you may not manage its members"
+    rights = authorization.require(
+        service.access(principal, organization), "manage-membership", refusal
+    )
+    if not principal.is_user or service.get_organization(organization) is None:
+        raise NotFound(refusal)
+    return rights
 
 
 def list_memberships(
@@ -244,11 +248,12 @@ def find(principal: Principal, membership_id_: str) -> tuple[Membership, service
     if item is not None:
         rights = service.access(principal, item.organization)
         if item.status == "invited":
-            if rights.can_read or principal.id == item.user_id:
+            if authorization.allows(rights, "read") or principal.id == item.user_id:
                 return _of_item(item), rights
             raise missing
         user = service.find_user(item.user_id)
-        if rights.can_read and user is not None and _is_member(user, item.organization):
+        readable = authorization.allows(rights, "read")
+        if readable and user is not None and _is_member(user, item.organization):
             return _of_user(item.organization, user), rights
         raise missing
     # A member added straight to teams: the id is derived from the organization and user.

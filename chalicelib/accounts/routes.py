@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from chalice import Blueprint, Response
 
-from chalicelib.accounts import account, memberships, service, signin
+from chalicelib.accounts import account, authorization, memberships, service, signin
 from chalicelib.accounts.render import (
     render_entitlement_set,
     render_invited_user,
@@ -29,7 +29,7 @@ from chalicelib.core.api.errors import TooManyRequests, Unprocessable
 from chalicelib.core.api.http import Ctx, route
 from chalicelib.core.api.jsonapi import Includer, collect_included, document, no_content
 from chalicelib.core.api.openapi import PAGE, Body, Param, Relationships, Reply
-from chalicelib.core.auth import TokenModel
+from chalicelib.core.auth import Principal, TokenModel
 
 if TYPE_CHECKING:
     from chalicelib.accounts.schemas import TokenAttributes
@@ -236,7 +236,7 @@ def _team_includers(
             render_organization_membership(
                 organizations[u.id],
                 u,
-                private=rights.is_owner or u.id == ctx.user.id,
+                private=authorization.allows(rights, "own") or u.id == ctx.user.id,
                 hidden_teams=hidden[organizations[u.id]],
             )
             for u in found
@@ -365,12 +365,16 @@ def _membership(
         m.email,
         m.status,
         m.team_ids,
-        private=rights.manage_membership or m.user_id == ctx.user.id,
+        private=authorization.allows(rights, "manage-membership") or m.user_id == ctx.user.id,
         hidden_teams=service.hidden_teams(ctx.user, m.organization, rights)
         if m.team_ids
         else frozenset(),
         meta=meta,
     )
+
+
+def _manages_members(principal: Principal, organization: str) -> bool:
+    return authorization.allows(service.access(principal, organization), "manage-membership")
 
 
 def _membership_includers(ctx: Ctx) -> dict[str, Includer]:
@@ -389,7 +393,7 @@ def _membership_includers(ctx: Ctx) -> dict[str, Includer]:
             render_invited_user(
                 m.user_id,
                 m.email,
-                private=admin or service.access(ctx.user, m.organization).manage_membership,
+                private=admin or _manages_members(ctx.user, m.organization),
             )
             for user_id, m in pending.items()
             if user_id not in loaded

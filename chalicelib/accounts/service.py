@@ -4,25 +4,42 @@ Permissions follow SPEC.md's Authentication section: site admins may do everythi
 members of an organization's teams may read it; ``manage-modules`` (or the owners team)
 allows publishing modules, ``manage-providers`` (or the owners team) publishing providers
 and their GPG keys; updating and deleting modules, and managing teams and tokens, needs the
-owners team. A caller without a permission gets 404, as if the thing did not exist.
+owners team. A caller without a permission gets 404, as if the thing did not exist. The
+roles are read, and each action decided, in ``accounts.authorization`` (this file asks it).
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from pynamodb.exceptions import UpdateError
 from pynamodb.expressions.update import Action
 
-from chalicelib.accounts import store
-from chalicelib.accounts.store import DIRECTORY, OrganizationModel, TeamModel, UserModel
+from chalicelib.accounts import authorization, store
+
+# The roles a caller holds are read in ``accounts.authorization`` (the one home of the access
+# decisions); the names stay importable from here for the rooms that read them with the rest.
+from chalicelib.accounts.authorization import (
+    OrgAccess,
+    access,
+    is_site_admin,
+    refuse_disabled,
+)
+from chalicelib.accounts.authorization import is_disabled as is_disabled
+from chalicelib.accounts.authorization import organization_access as organization_access
+from chalicelib.accounts.store import (
+    DIRECTORY,
+    OrganizationModel,
+    TeamModel,
+    UserModel,
+    get_organization,
+)
 from chalicelib.core.api import bounds
 from chalicelib.core.api.bounds import utf8_length
-from chalicelib.core.api.errors import Conflict, Forbidden, NotFound, Unprocessable
+from chalicelib.core.api.errors import Conflict, NotFound, Unprocessable
 from chalicelib.core.api.pagination import Page
 from chalicelib.core.auth import Principal, PrincipalKind, TokenModel, mint_token, verified
 from chalicelib.core.data import db, lists
@@ -40,41 +57,6 @@ MAX_MEMBERS_PER_REQUEST = 500
 # A user token created without ``expired-at`` expires this many years later, as in TFE
 # (go-tfe's ``defaultTokenExpirationYears``); an explicit date is kept as given.
 USER_TOKEN_DEFAULT_YEARS = 2
-
-
-@dataclass(frozen=True)
-class OrgAccess:
-    """What a principal may do in one organization."""
-
-    can_read: bool = False
-    manage_modules: bool = False
-    manage_workspaces: bool = False
-    is_owner: bool = False
-    site_admin: bool = False
-    # Projects: ``manage-projects`` (which, as in TFE, includes managing every workspace) and
-    # ``read-projects``; the organization's token reads them.
-    manage_projects: bool = False
-    read_projects: bool = False
-    # Inviting and removing members (the owners, and teams with ``manage-membership``).
-    manage_membership: bool = False
-    # The private provider registry: providers, their versions and platforms, GPG keys (the
-    # owners, and teams with ``manage-providers``). As for modules, an organization token
-    # only reads: TFE refuses registry writes to organization tokens.
-    manage_providers: bool = False
-
-    @classmethod
-    def everything(cls, *, site_admin: bool = False) -> OrgAccess:
-        return cls(
-            can_read=True,
-            manage_modules=True,
-            manage_workspaces=True,
-            is_owner=True,
-            site_admin=site_admin,
-            manage_projects=True,
-            read_projects=True,
-            manage_membership=True,
-            manage_providers=True,
-        )
 
 
 # ----- principals ---------------------------------------------------------------------------
@@ -106,113 +88,16 @@ def shown_as_site_admin(principal: Principal) -> bool:
     return bool(user and user.is_site_admin)
 
 
-def is_site_admin(principal: Principal) -> bool:
-    if not principal.is_user:
-        return False
-    try:
-        return UserModel.get(principal.id).is_site_admin
-    except UserModel.DoesNotExist:
-        return False
-
-
-def access(principal: Principal, organization: str) -> OrgAccess:
-    """The principal's rights in ``organization`` (which may not exist); 403 for its
-    members and tokens while a site admin has disabled it (``refuse_disabled``)."""
-    rights = _access(principal, organization)
-    if rights.can_read and not rights.site_admin:
-        refuse_disabled(organization)
-    return rights
-
-
-def refuse_disabled(name: str, org: OrganizationModel | None = None) -> None:
-    """403 when a site admin disabled the organization (``is-disabled``, the admin API):
-    its members, team and organization tokens are refused on its API and on the registry
-    protocol; site admins are not (they read it and enable it again). The one check, made
-    where organization access is resolved (``access``, ``read_in_organization``). What an
-    instance knows is kept for the token cache's window, so a warm request reads nothing
-    more; ``org``: the item when the caller has just read it, else it is read (once per
-    window) here."""
-    if is_disabled(name, org):
-        raise Forbidden(
-            f"organization {name!r} is disabled: a site administrator can enable it again"
-        )
-
-
-def is_disabled(name: str, org: OrganizationModel | None = None) -> bool:
-    """Whether a site admin disabled the organization: as this instance knows it, else from
-    ``org`` (the item, when the caller has just read it) or one GetItem, kept for the token
-    cache's window."""
-    disabled = store.known_disabled(name)
-    if disabled is None:
-        if org is None:
-            org = get_organization(name)
-        disabled = store.note_disabled(name, org)
-    return disabled
-
-
-def _access(principal: Principal, organization: str) -> OrgAccess:
-    if principal.kind == "organization":
-        readable = principal.organization == organization
-        return OrgAccess(can_read=readable, read_projects=readable)
-    if principal.kind == "team":
-        try:
-            team = TeamModel.get(principal.id)
-        except TeamModel.DoesNotExist:
-            return OrgAccess()
-        return _team_access([team], organization)
-    try:
-        user = UserModel.get(principal.id)
-    except UserModel.DoesNotExist:
-        return OrgAccess()
-    if user.is_site_admin:
-        return OrgAccess.everything(site_admin=True)
-    team_ids = store.team_ids_of(user, organization)
-    if not team_ids:  # a member through an invitation only reads
-        member = store.member_ref(organization) in (user.team_refs or ())
-        return OrgAccess(can_read=True) if member else OrgAccess()
-    return _team_access(list(TeamModel.batch_get(team_ids)), organization)
-
-
-def _team_access(teams: Iterable[TeamModel], organization: str) -> OrgAccess:
-    teams = [t for t in teams if t.organization == organization]
-    if not teams:
-        return OrgAccess()
-    if any(t.is_owners for t in teams):
-        return OrgAccess.everything()
-    manage_projects = any(t.access.manage_projects for t in teams)
-    return OrgAccess(
-        can_read=True,
-        manage_modules=any(t.access.manage_modules for t in teams),
-        manage_workspaces=manage_projects or any(t.access.manage_workspaces for t in teams),
-        manage_projects=manage_projects,
-        read_projects=manage_projects or any(t.access.read_projects for t in teams),
-        manage_membership=any(t.access.manage_membership for t in teams),
-        manage_providers=any(t.access.manage_providers for t in teams),
-    )
-
-
 def readable_organization(principal: Principal, name: str) -> tuple[OrganizationModel, OrgAccess]:
     """The organization and the caller's access, or 404 when missing or not readable (403
     when disabled: ``refuse_disabled``, on the item read here)."""
-    rights = _access(principal, name)
+    rights = authorization.roles(principal, name)
     org = get_organization(name) if rights.can_read else None
     if org is None:
         raise NotFound(f"organization {name!r} not found")
     if not rights.site_admin:
         refuse_disabled(name, org)
     return org, rights
-
-
-def organization_access(principal: Principal, name: str) -> OrgAccess:
-    """The caller's rights in an existing organization, or 404 when missing or not readable.
-
-    Reads the organization item only for site admins: a team token, a team member and an
-    organization token exist only while their organization does (they go with it).
-    """
-    rights = access(principal, name)
-    if rights.can_read and (not rights.site_admin or OrganizationModel.count(name, limit=1)):
-        return rights
-    raise NotFound(f"organization {name!r} not found")
 
 
 def can_read_organization(principal: Principal, name: str) -> bool:
@@ -276,9 +161,11 @@ def readable_organization_names(principal: Principal) -> list[str]:
 
 
 def owned_organization(principal: Principal, name: str) -> OrganizationModel:
+    """The organization when the caller may ``own`` it (``accounts.authorization``), else
+    404."""
     org, rights = readable_organization(principal, name)
-    if not rights.is_owner:
-        raise NotFound(f"organization {name!r} not found or you are not one of its owners")
+    refusal = f"organization {name!r} not found or you are not one of its owners"
+    authorization.require(rights, "own", refusal)
     return org
 
 
@@ -487,13 +374,6 @@ def organization_external_id(name: str) -> str | None:
         return None
 
 
-def get_organization(name: str) -> OrganizationModel | None:
-    try:
-        return OrganizationModel.get(name)
-    except OrganizationModel.DoesNotExist:
-        return None
-
-
 def organizations_by_external_id(external_ids: set[str]) -> dict[str, OrganizationModel]:
     """The organizations whose ``external-id`` is among ``external_ids`` (bounded by the
     caller), by external id. Reads the organization directory with a filter: only the
@@ -628,9 +508,11 @@ def readable_team(principal: Principal, team_id: str) -> tuple[TeamModel, OrgAcc
 
 
 def owned_team(principal: Principal, team_id: str) -> TeamModel:
+    """The team when the caller may ``own`` its organization (``accounts.authorization``),
+    else 404."""
     team, rights = readable_team(principal, team_id)
-    if not rights.is_owner:
-        raise NotFound(f"team {team_id} not found or you are not an owner of its organization")
+    refusal = f"team {team_id} not found or you are not an owner of its organization"
+    authorization.require(rights, "own", refusal)
     return team
 
 
@@ -1158,30 +1040,6 @@ def forget_module_consumer(name: str) -> None:
     for org in all_organizations():
         if name in (org.module_consumers or ()):
             org.update(actions=[OrganizationModel.module_consumers.delete({name})])
-
-
-def member_organizations(principal: Principal) -> set[str]:
-    """The organizations a caller belongs to, from what is already read: a team or
-    organization token's own, a user's teams (the cached user item)."""
-    if principal.kind in ("team", "organization"):
-        return {principal.organization} if principal.organization else set()
-    user = store.cached_user(principal.id)
-    return {ref.split("/", 1)[0] for ref in (user.team_refs or ())} if user else set()
-
-
-def shares_modules_with(principal: Principal, producer: str) -> bool:
-    """Whether ``producer`` shares its private modules with an organization of the caller
-    (module consumers, or global sharing): one GetItem of the producer. A disabled producer
-    shares nothing."""
-    try:
-        org = OrganizationModel.get(producer)
-    except OrganizationModel.DoesNotExist:
-        return False
-    if store.note_disabled(producer, org):
-        return False
-    if org.global_module_sharing:
-        return bool(member_organizations(principal))
-    return bool(set(org.module_consumers or ()) & member_organizations(principal))
 
 
 def display_names(team_ids: Iterable[str], user_ids: Iterable[str]) -> dict[tuple[str, str], str]:

@@ -408,8 +408,16 @@ def cached_user_with(user_id: str, *wanted: tuple[Any, Any, Any]) -> tuple[Any, 
     return found or None, items
 
 
+def get_organization(name: str) -> OrganizationModel | None:
+    try:
+        return OrganizationModel.get(name)
+    except OrganizationModel.DoesNotExist:
+        return None
+
+
 # organization name -> whether a site admin disabled it (``is-disabled``), for the token
-# cache's window: ``accounts.service.refuse_disabled`` reads it on every organization access.
+# cache's window: ``accounts.authorization.refuse_disabled`` reads it on every organization
+# access.
 _disabled = TtlCache(lambda: get_settings().token_cache_ttl)
 
 

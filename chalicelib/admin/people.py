@@ -9,7 +9,8 @@ nothing, a rule the accounts service keeps in its setters for every caller
 the user and its tokens; ``core.auth`` refuses them.
 
 Organizations: lists, the admin attributes and module sharing (module consumers, global
-module sharing), which the registry protocol reads (``accounts.service.shares_modules_with``).
+module sharing), which the registry protocol reads (the action ``consume`` of
+``accounts.authorization``).
 Deleting one is the ordinary cascade (``chalicelib.lifecycle``).
 """
 

@@ -27,6 +27,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from chalicelib.accounts import authorization
 from chalicelib.accounts import service as accounts
 from chalicelib.artifacts import objects, semver
 from chalicelib.core.api.errors import BadGateway, NotFound
@@ -87,10 +88,12 @@ def find_module(principal: Principal, namespace: str, name: str, provider: str) 
         principal, namespace, (ModuleModel, namespace, key)
     )
     # An outsider may read it when the organization shares its modules (module consumers,
-    # global sharing): one more read, of the producer, only for callers from elsewhere.
-    if not readable and accounts.shares_modules_with(principal, namespace):
-        readable = True
-        if module is None:  # a team or organization token from elsewhere: not read yet
+    # global sharing: ``consume``): one more read, of the producer, only for callers from
+    # elsewhere.
+    if not readable:
+        consumer = authorization.consumer_roles(principal, namespace)
+        readable = authorization.allows(consumer, "consume")
+        if readable and module is None:  # a team or organization token from elsewhere
             module = db.get_together((ModuleModel, namespace, key))[0]
     if not readable or module is None:
         raise NotFound(f"module {namespace}/{name}/{provider} not found")
