@@ -510,7 +510,9 @@ def test_a_git_hosts_redirect_to_another_origin_is_refused(
             self.end_headers()
 
     redirector = ThreadingHTTPServer(("127.0.0.1", 0), Redirect)
-    threading.Thread(target=redirector.serve_forever, daemon=True).start()
+    threading.Thread(
+        target=redirector.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+    ).start()
     try:
         allow(monkeypatch, f"127.0.0.1:{redirector.server_address[1]}")
         url = f"http://127.0.0.1:{redirector.server_address[1]}/acme/terraform-aws-net.git"

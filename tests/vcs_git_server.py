@@ -120,7 +120,9 @@ class GitServer:
         self._expected = expected
         self.server = make_server("127.0.0.1", 0, self._app, WSGIServer, handler_class=_Quiet)
         self.url = f"http://127.0.0.1:{self.server.server_port}"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread = threading.Thread(
+            target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
 
     def _app(self, environ: dict[str, Any], start_response: Any) -> Any:
         self.requests += 1
