@@ -9,12 +9,10 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from tests.admin_servers import smtp_server, use_smtp
 from tests.conftest import ADMIN_TOKEN, Api, make_org
 from tests.test_memberships import MEMBERSHIPS, invite_body
 from tests.test_password_signin import make_user
@@ -24,14 +22,6 @@ from tests.web_browser import Browser
 CONFIGURED = "http://registry.test"  # tests/conftest.py's REGISTRY_PUBLIC_URL
 EVIL = {"Host": "evil.example:8443", "X-Forwarded-Proto": "https"}
 RESET = "/app/password-reset"
-
-
-@pytest.fixture
-def smtp(api: Api) -> Iterator[Any]:
-    with smtp_server() as (port, mailbox):
-        use_smtp(api, port)
-        mailbox.messages.clear()
-        yield mailbox
 
 
 def links_in(mailbox: Any) -> list[str]:

@@ -10,7 +10,6 @@ import logging
 import re
 import statistics
 import time
-from collections.abc import Iterator
 from datetime import timedelta
 from types import SimpleNamespace
 from typing import Any
@@ -102,14 +101,6 @@ def test_sign_out_of_a_pasted_token_session_leaves_that_token(api: Api) -> None:
 
 
 # ----- password reset -------------------------------------------------------------------------
-
-
-@pytest.fixture
-def smtp(api: Api) -> Iterator[Any]:
-    with smtp_server() as (port, mailbox):
-        use_smtp(api, port)
-        mailbox.messages.clear()
-        yield mailbox
 
 
 def ask_reset(browser: Browser, login: str, *, deliver: bool = True) -> Any:
