@@ -26,7 +26,9 @@ from bench.common import CALLS, allow_bursts, counting_dynamodb  # noqa: E402
 
 def seed(organization: str, modules: int, versions: int) -> str:
     """An organization with ``modules`` modules; the first has ``versions`` ok versions."""
-    from chalicelib.accounts.service import create_organization, create_team, create_team_token
+    from chalicelib.accounts.organizations.service import create_organization
+    from chalicelib.accounts.teams.service import create_team
+    from chalicelib.accounts.tokens.service import create_team_token
     from chalicelib.artifacts.semver import parse
     from chalicelib.core.auth import Principal
     from chalicelib.core.data.ids import iso, new_id, now
@@ -117,30 +119,34 @@ def seed_provider(organization: str, versions: int, platforms: int) -> None:
 
 def _member_token(organization: str) -> str:
     """A user token of a member of ``organization``'s ci team (what ``terraform login`` gives)."""
-    from chalicelib.accounts import service
+    from chalicelib.accounts.teams import service as teams_service
+    from chalicelib.accounts.tokens import service as tokens_service
+    from chalicelib.accounts.users import service as users_service
     from chalicelib.core.auth import Principal
 
     admin = Principal("user", _admin_id(), "bench")
-    user = service.create_user("member", "member@example.com")
-    team = next(t for t in service.list_teams(admin, organization, None) if t.name == "ci")
-    service.change_membership(admin, team.id, [user.username], add=True)
-    _, token = service.create_user_token(Principal("user", user.id, "bench"), user.id, None, None)
+    user = users_service.create_user("member", "member@example.com")
+    team = next(t for t in teams_service.list_teams(admin, organization, None) if t.name == "ci")
+    teams_service.change_membership(admin, team.id, [user.username], add=True)
+    _, token = tokens_service.create_user_token(
+        Principal("user", user.id, "bench"), user.id, None, None
+    )
     return token
 
 
 def _admin_id() -> str:
-    from chalicelib.accounts.service import bootstrap_admin
+    from chalicelib.accounts.users.service import bootstrap_admin
 
     return bootstrap_admin("bench-admin")[0].id
 
 
 def cold_instance() -> None:
     """Forget what a warm instance remembers (verified tokens, users): a new instance."""
-    from chalicelib.accounts import store
+    from chalicelib.accounts.users import store as users_store
     from chalicelib.core.auth import verified
 
     verified.clear()
-    store._users.clear()
+    users_store._users.clear()
 
 
 def measure(

@@ -49,7 +49,7 @@ def dynamodb_calls() -> list[tuple[str, int, str]]:
 
     with mock_aws():
         from app import app
-        from chalicelib.accounts.service import bootstrap_admin
+        from chalicelib.accounts.users.service import bootstrap_admin
         from infrastructure.resources import provision
 
         provision()

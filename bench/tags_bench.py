@@ -86,12 +86,10 @@ def main() -> None:
 
     with mock_aws():
         from app import app
-        from chalicelib.accounts.service import (
-            bootstrap_admin,
-            create_organization,
-            create_team,
-            create_team_token,
-        )
+        from chalicelib.accounts.organizations.service import create_organization
+        from chalicelib.accounts.teams.service import create_team
+        from chalicelib.accounts.tokens.service import create_team_token
+        from chalicelib.accounts.users.service import bootstrap_admin
         from chalicelib.core.auth import Principal
         from infrastructure.resources import provision
 

@@ -53,7 +53,7 @@ def main() -> None:
     repos = {"acme/terraform-aws-big": build_repository()}
     with GitServer(repos) as server, VcsApi() as host_api, mock_aws():
         from app import app
-        from chalicelib.accounts.service import bootstrap_admin
+        from chalicelib.accounts.users.service import bootstrap_admin
         from chalicelib.artifacts import queue as jobs
         from chalicelib.core.data.aws import client as aws_client
         from chalicelib.core.settings import get_settings

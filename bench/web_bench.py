@@ -33,7 +33,8 @@ SIZES = (20, 2000)
 
 def seed(organization: str, modules: int) -> None:
     """``modules`` modules, each with one ok version whose metadata is in S3."""
-    from chalicelib.accounts.service import bootstrap_admin, create_organization
+    from chalicelib.accounts.organizations.service import create_organization
+    from chalicelib.accounts.users.service import bootstrap_admin
     from chalicelib.artifacts.objects import bucket
     from chalicelib.artifacts.semver import parse
     from chalicelib.core.auth import Principal
@@ -133,12 +134,12 @@ def count_s3() -> None:
 
 def cold_instance() -> None:
     """Forget what a warm instance remembers: verified tokens, users, parsed metadata."""
-    from chalicelib.accounts import store
+    from chalicelib.accounts.users import store as users_store
     from chalicelib.core.auth import verified
     from chalicelib.web import pages
 
     verified.clear()
-    store._users.clear()
+    users_store._users.clear()
     pages._metadata.cache_clear()
 
 
@@ -167,7 +168,7 @@ def main() -> None:
 
     with mock_aws():
         from app import app
-        from chalicelib.accounts.service import bootstrap_admin
+        from chalicelib.accounts.users.service import bootstrap_admin
         from chalicelib.web import session
         from infrastructure.resources import provision
 

@@ -31,7 +31,8 @@ def main(argv: list[str] | None = None) -> int:
 
 def backfill_all() -> dict[str, dict[str, int]]:
     """Every list's backfill; what each did (also run by ``make run`` on restored state)."""
-    from chalicelib.accounts import store as accounts
+    from chalicelib.accounts.users import backfill as users_backfill
+    from chalicelib.accounts.users import store as users_store
     from chalicelib.modules import service as modules
     from chalicelib.modules import store as registry
     from chalicelib.modules.downloads import totals
@@ -49,14 +50,14 @@ def backfill_all() -> dict[str, dict[str, int]]:
         "projects": projects.backfill_counts(),
         "workspaces": workspaces.backfill_counts(),
         # Usernames are unique in any case: claim the names of users made before the claims.
-        "usernames": accounts.backfill_username_claims(),
+        "usernames": users_backfill.backfill_username_claims(),
         # Users are found by email through the by-email index: key the users made before it.
-        "user emails": accounts.backfill_email_keys(),
+        "user emails": users_backfill.backfill_email_keys(),
         # The site admin's user list pages on the user directory index, with a kept count.
-        "user directory": accounts.backfill_user_directory(),
+        "user directory": users_backfill.backfill_user_directory(),
         # The site keeps an active site admin on a kept count of them (also derived by the
         # first change that needs it).
-        "site admins": accounts.backfill_admin_count(),
+        "site admins": users_store.backfill_admin_count(),
     }
 
 

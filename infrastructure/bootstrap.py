@@ -19,7 +19,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--username", default="admin")
     args = parser.parse_args(argv)
 
-    from chalicelib.accounts.service import bootstrap_admin
+    from chalicelib.accounts.users.service import bootstrap_admin
 
     user, minted = bootstrap_admin(args.token, username=args.username)
     if minted:

@@ -469,7 +469,7 @@ def main() -> int:
     moto.start()
 
     from app import app
-    from chalicelib.accounts.service import bootstrap_admin
+    from chalicelib.accounts.users.service import bootstrap_admin
     from chalicelib.core.settings import get_settings
     from infrastructure.resources import allow_browser_uploads, provision
 

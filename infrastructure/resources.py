@@ -12,7 +12,10 @@ import json
 from typing import Any
 
 # Importing the stores registers every model with db.MODELS.
-from chalicelib.accounts import store as _accounts_store  # noqa: F401
+from chalicelib.accounts.invitations import store as _invitations_store  # noqa: F401
+from chalicelib.accounts.organizations import store as _organizations_store  # noqa: F401
+from chalicelib.accounts.teams import store as _teams_store  # noqa: F401
+from chalicelib.accounts.users import store as _users_store  # noqa: F401
 from chalicelib.admin import store as _admin_store  # noqa: F401
 from chalicelib.core import auth as _auth  # noqa: F401
 from chalicelib.core import secrets

@@ -54,8 +54,9 @@ def forget_cached_state() -> None:
     warm state): verified tokens, cached users, the general settings, parsed metadata, the
     web's CSRF signing key and the settings themselves. Every test starts as a cold instance
     would; the one place to list a new module-level cache."""
+    from chalicelib.accounts.organizations.store import _disabled
     from chalicelib.accounts.render import _scim_enabled
-    from chalicelib.accounts.store import _disabled, _users
+    from chalicelib.accounts.users.store import _users
     from chalicelib.admin.store import forget_cached_settings
     from chalicelib.core.auth import verified
     from chalicelib.modules.downloads.store import pruning
@@ -258,7 +259,7 @@ def api(aws: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Api]:
     from chalice.test import Client
 
     from app import app
-    from chalicelib.accounts.service import bootstrap_admin
+    from chalicelib.accounts.users.service import bootstrap_admin
 
     bootstrap_admin(ADMIN_TOKEN)
     # An empty project dir: Chalice's client would otherwise export .chalice/config.json's

@@ -18,7 +18,7 @@ from tests.web_browser import Browser
 
 def no_scans(monkeypatch: pytest.MonkeyPatch) -> None:
     """Fail on any Scan of the users table."""
-    from chalicelib.accounts.store import UserModel
+    from chalicelib.accounts.users.store import UserModel
 
     def refuse(*args: Any, **kwargs: Any) -> Any:
         raise AssertionError("the users table was scanned")
@@ -32,16 +32,17 @@ def no_scans(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_users_are_found_by_email_through_the_index_in_any_case(
     api: Api, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from chalicelib.accounts import service, signin
+    from chalicelib.accounts import signin
+    from chalicelib.accounts.users import service as users_service
 
-    jane = service.create_user("jane", "Jane@Example.com")
-    service.create_user("twin-a", "twin@example.com")
-    service.create_user("twin-b", "TWIN@example.com")
+    jane = users_service.create_user("jane", "Jane@Example.com")
+    users_service.create_user("twin-a", "twin@example.com")
+    users_service.create_user("twin-b", "TWIN@example.com")
     no_scans(monkeypatch)
-    assert service.find_user_by_email("jane@example.COM").id == jane.id
-    assert service.find_user_by_email("nobody@example.com") is None
-    assert service.find_user_by_email("twin@example.com") is None  # two users: neither
-    assert service.find_user_by_email("x" * 300 + "@example.com") is None
+    assert users_service.find_user_by_email("jane@example.COM").id == jane.id
+    assert users_service.find_user_by_email("nobody@example.com") is None
+    assert users_service.find_user_by_email("twin@example.com") is None  # two users: neither
+    assert users_service.find_user_by_email("x" * 300 + "@example.com") is None
     # Sign-in by address and an invitation to a known address find the user the same way.
     assert signin.find_user("JANE@example.com").id == jane.id
     make_org(api)
@@ -49,22 +50,23 @@ def test_users_are_found_by_email_through_the_index_in_any_case(
     assert reply.status == 201, reply.json
     assert reply.data["relationships"]["user"]["data"]["id"] == jane.id
     # The identity provider changing the address moves the user in the index.
-    service.set_user_email(jane.id, "jane@new.example")
-    assert service.find_user_by_email("jane@example.com") is None
-    assert service.find_user_by_email("JANE@new.example").id == jane.id
+    users_service.set_user_email(jane.id, "jane@new.example")
+    assert users_service.find_user_by_email("jane@example.com") is None
+    assert users_service.find_user_by_email("JANE@new.example").id == jane.id
 
 
 def test_the_backfill_keys_users_made_before_the_email_index_once(api: Api) -> None:
-    from chalicelib.accounts import service, store
-    from chalicelib.accounts.store import UserModel
+    from chalicelib.accounts.users import backfill as users_backfill
+    from chalicelib.accounts.users import service as users_service
+    from chalicelib.accounts.users.store import UserModel
     from chalicelib.core.data.ids import now
 
     UserModel("user-old", username="old", email="Old@Example.com", created_at=now()).save()
-    assert service.find_user_by_email("old@example.com") is None
-    first = store.backfill_email_keys()
+    assert users_service.find_user_by_email("old@example.com") is None
+    first = users_backfill.backfill_email_keys()
     assert first["keyed"] == 1
-    assert service.find_user_by_email("old@example.com").id == "user-old"
-    assert store.backfill_email_keys()["keyed"] == 0
+    assert users_service.find_user_by_email("old@example.com").id == "user-old"
+    assert users_backfill.backfill_email_keys()["keyed"] == 0
 
 
 # ----- accepting an invitation, once ---------------------------------------------------------
@@ -81,13 +83,13 @@ def _invitation(api: Api, email: str = "jane@example.com") -> tuple[Any, str]:
 
 
 def _users() -> list[str]:
-    from chalicelib.accounts.store import UserModel
+    from chalicelib.accounts.users.store import UserModel
 
     return sorted(u.username for u in UserModel.scan(filter_condition=UserModel.username.exists()))
 
 
 def _claims() -> list[str]:
-    from chalicelib.accounts.store import CLAIM_PREFIX, UsernameClaimModel
+    from chalicelib.accounts.users.store import CLAIM_PREFIX, UsernameClaimModel
 
     return sorted(c.id for c in UsernameClaimModel.scan() if c.id.startswith(CLAIM_PREFIX))
 
@@ -126,11 +128,12 @@ def test_an_invitation_withdrawn_while_its_page_is_open_creates_no_user(api: Api
 def test_a_taken_username_on_accepting_changes_nothing_and_the_link_still_works(
     api: Api,
 ) -> None:
-    from chalicelib.accounts import memberships, service
+    from chalicelib.accounts import memberships
+    from chalicelib.accounts.users import service as users_service
     from chalicelib.core.api.errors import Unprocessable
 
     invitation, token = _invitation(api)
-    service.create_user("Jane", "other@example.com")
+    users_service.create_user("Jane", "other@example.com")
     password = "a long unusual passphrase"
     with pytest.raises(Unprocessable):
         memberships.accept(invitation, token, None, "JANE", password, password)
@@ -151,7 +154,7 @@ def users_doc(**attributes: Any) -> dict[str, Any]:
 
 
 def test_the_account_carries_what_go_tfe_reads_and_leaks_nothing(api: Api) -> None:
-    from chalicelib.accounts import service
+    from chalicelib.accounts.users import service as users_service
     from tests.test_accounts import new_user
 
     user_id, jane = new_user(api, "jane")
@@ -164,7 +167,7 @@ def test_the_account_carries_what_go_tfe_reads_and_leaks_nothing(api: Api) -> No
     assert avatar.startswith("data:image/svg+xml,")  # drawn here: no third-party request
     import hashlib
 
-    email = service.get_user(user_id).email
+    email = users_service.get_user(user_id).email
     for leak in (email, hashlib.md5(email.encode()).hexdigest(), "example"):
         assert leak not in avatar
     # Another user sees the same avatar, without the email address.
@@ -187,11 +190,11 @@ def _owners(api: Api) -> str:
 
 
 def test_scim_provisioned_users_are_scim_managed_while_scim_is_enabled(api: Api) -> None:
-    from chalicelib.accounts import service
     from chalicelib.accounts.render import _scim_enabled
+    from chalicelib.accounts.users import service as users_service
     from chalicelib.scim.store import load_settings
 
-    made = service.create_user("provisioned", "p@example.com", scim=True)
+    made = users_service.create_user("provisioned", "p@example.com", scim=True)
     path = f"/api/v2/users/{made.id}"
     assert "is-scim-managed" not in api.get(path).data["attributes"]
     settings = load_settings()
@@ -242,7 +245,7 @@ def test_users_update_as_go_tfe_tests_it(api: Api) -> None:
 
 
 def test_a_username_change_goes_through_the_claims(api: Api) -> None:
-    from chalicelib.accounts import service
+    from chalicelib.accounts.users import service as users_service
     from tests.test_accounts import new_user
 
     jane_id, jane = new_user(api, "jane")
@@ -257,14 +260,14 @@ def test_a_username_change_goes_through_the_claims(api: Api) -> None:
     assert jane.get(ACCOUNT).data == before
 
     assert jane.patch(UPDATE, users_doc(username="Jane-Doe")).status == 200
-    assert service.find_user_by_name("JANE-DOE").id == jane_id
-    assert service.find_user_by_name("jane") is None  # the old name is free again ...
-    service.create_user("JANE", "someone@example.com")  # ... and another may take it
+    assert users_service.find_user_by_name("JANE-DOE").id == jane_id
+    assert users_service.find_user_by_name("jane") is None  # the old name is free again ...
+    users_service.create_user("JANE", "someone@example.com")  # ... and another may take it
     with pytest.raises(Exception, match="taken"):
-        service.create_user("jane-doe", "x@example.com")
+        users_service.create_user("jane-doe", "x@example.com")
     # A change of case only keeps the claim.
     assert jane.patch(UPDATE, users_doc(username="jane-doe")).status == 200
-    assert service.find_user_by_name("Jane-Doe").username == "jane-doe"
+    assert users_service.find_user_by_name("Jane-Doe").username == "jane-doe"
 
 
 def test_a_team_token_has_no_account_to_update(api: Api) -> None:
@@ -281,8 +284,8 @@ def test_a_new_email_is_confirmed_by_a_one_time_mailed_link(
 ) -> None:
     import logging
 
-    from chalicelib.accounts import service
-    from chalicelib.accounts.store import UserModel
+    from chalicelib.accounts.users import service as users_service
+    from chalicelib.accounts.users.store import UserModel
     from tests.admin_servers import smtp_server, use_smtp
     from tests.test_accounts import new_user
 
@@ -303,7 +306,7 @@ def test_a_new_email_is_confirmed_by_a_one_time_mailed_link(
     assert not any(secret in r.getMessage() for r in ours)
     stored = UserModel.get(jane_id)
     assert stored.email == "jane@example.com" and secret not in (stored.email_link_hash or "")
-    assert service.find_user_by_email("jane@new.example") is None  # not yet
+    assert users_service.find_user_by_email("jane@new.example") is None  # not yet
 
     # The link opens a page (a scanner's prefetch of it confirms nothing); its button does.
     path = link[link.index("/app/") :]
@@ -326,8 +329,8 @@ def test_a_new_email_is_confirmed_by_a_one_time_mailed_link(
     assert confirmed.status_code == 200 and 'id="email-confirmed"' in confirmed.text
     me = jane.get(ACCOUNT).data["attributes"]
     assert me["email"] == "Jane@New.example" and me["unconfirmed-email"] is None
-    assert service.find_user_by_email("jane@new.example").id == jane_id
-    assert service.find_user_by_email("jane@example.com") is None
+    assert users_service.find_user_by_email("jane@new.example").id == jane_id
+    assert users_service.find_user_by_email("jane@example.com") is None
     again = browser.post(path, {"csrf_token": browser.csrf()})
     assert again.status_code == 410 and browser.get(path).status_code == 410  # once
     ours = [r for r in caplog.records if not r.name.startswith("mail.log")]
@@ -338,7 +341,7 @@ def test_an_email_link_expires_and_a_newer_one_replaces_it(api: Api) -> None:
     from datetime import timedelta
 
     from chalicelib.accounts import account
-    from chalicelib.accounts.store import UserModel
+    from chalicelib.accounts.users.store import UserModel
     from chalicelib.core.data.ids import now
     from tests.admin_servers import smtp_server, use_smtp
     from tests.test_accounts import new_user
@@ -395,7 +398,7 @@ def test_a_password_change_checks_the_current_one_and_the_policy(
     import logging
 
     from chalicelib.accounts import passwords
-    from chalicelib.accounts.store import UserModel
+    from chalicelib.accounts.users.store import UserModel
     from tests.test_accounts import new_user
 
     caplog.set_level(logging.DEBUG)
@@ -446,7 +449,7 @@ def test_wrong_current_passwords_are_throttled_per_user_as_sign_in_is(
     from types import SimpleNamespace
 
     from chalicelib.accounts import passwords, signin
-    from chalicelib.accounts.store import UserModel
+    from chalicelib.accounts.users.store import UserModel
     from tests.test_accounts import new_user
     from tests.test_password_signin import WINDOW_START
 
@@ -504,7 +507,7 @@ def test_user_tokens_keep_the_expiry_asked_and_default_to_two_years(api: Api) ->
     request, so it does not depend on how fast the request runs."""
     from datetime import UTC, datetime, timedelta
 
-    from chalicelib.accounts.service import years_later
+    from chalicelib.accounts.tokens.service import years_later
     from tests.conftest import doc
     from tests.test_accounts import admin_id
 
@@ -524,7 +527,7 @@ def test_user_tokens_keep_the_expiry_asked_and_default_to_two_years(api: Api) ->
 def test_years_later_keeps_the_instant_and_moves_a_leap_day() -> None:
     from datetime import UTC, datetime
 
-    from chalicelib.accounts.service import years_later
+    from chalicelib.accounts.tokens.service import years_later
 
     moment = datetime(2026, 3, 27, 10, 11, 12, 345000, tzinfo=UTC)
     assert years_later(moment, 2) == datetime(2028, 3, 27, 10, 11, 12, 345000, tzinfo=UTC)

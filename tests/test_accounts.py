@@ -20,7 +20,7 @@ JSONAPI = "application/vnd.api+json"
 
 def new_user(api: Api, username: str) -> tuple[str, Api]:
     """A non-admin user and a client acting with a fresh token of theirs: (user id, client)."""
-    from chalicelib.accounts.service import create_user
+    from chalicelib.accounts.users.service import create_user
     from chalicelib.core.auth import mint_token
 
     user = create_user(username, f"{username}@example.com")
@@ -374,7 +374,7 @@ def test_membership_grants_and_revokes_access(api: Api) -> None:
 
 
 def test_usernames_are_unique_and_found_whatever_their_case(api: Api) -> None:
-    from chalicelib.accounts.service import create_user, find_user_by_name
+    from chalicelib.accounts.users.service import create_user, find_user_by_name
     from chalicelib.core.api.errors import Unprocessable
 
     bob_id, _ = new_user(api, "bob")
@@ -396,8 +396,8 @@ def test_usernames_are_unique_and_found_whatever_their_case(api: Api) -> None:
 def test_the_backfill_claims_old_usernames_once(api: Api) -> None:
     """Users written before the claims: the backfill claims their names, idempotently, and
     counts the case-twins it cannot claim."""
-    from chalicelib.accounts.service import create_user, find_user_by_name
-    from chalicelib.accounts.store import UserModel
+    from chalicelib.accounts.users.service import create_user, find_user_by_name
+    from chalicelib.accounts.users.store import UserModel
     from chalicelib.core.api.errors import Unprocessable
     from chalicelib.core.data.ids import now
     from infrastructure import backfill
@@ -746,7 +746,7 @@ def test_a_users_email_is_shown_only_to_them_and_site_admins(api: Api) -> None:
 def test_team_token_rotation_revokes_by_key_not_by_index(api: Api) -> None:
     """The old token is found through the hash kept on the team, so rotation never depends
     on the (eventually consistent) by-owner index."""
-    from chalicelib.accounts.store import TeamModel
+    from chalicelib.accounts.teams.store import TeamModel
 
     make_org(api, "acme")
     team_id, first = make_team(api, "acme", "ci")
@@ -762,7 +762,7 @@ def test_team_token_rotation_revokes_by_key_not_by_index(api: Api) -> None:
 def test_additional_team_tokens_by_id_are_for_owners_only(api: Api) -> None:
     """pytfe's multi-token endpoints: extra team tokens revoke nothing, are listed per
     organization, and only the organization's owners see or delete them by id."""
-    from chalicelib.accounts.store import TeamModel
+    from chalicelib.accounts.teams.store import TeamModel
 
     make_org(api, "acme")
     make_org(api, "other")

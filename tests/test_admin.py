@@ -110,7 +110,7 @@ def settings_item(area: str) -> dict[str, Any]:
 
 
 def new_user_client(api: Api, name: str) -> Api:
-    from chalicelib.accounts.service import create_user
+    from chalicelib.accounts.users.service import create_user
     from chalicelib.core.auth import mint_token
 
     user = create_user(name, f"{name}@x.io")

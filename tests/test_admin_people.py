@@ -10,7 +10,11 @@ from typing import Any
 
 import pytest
 
-from chalicelib.accounts import service, store
+from chalicelib.accounts.teams import service as teams_service
+from chalicelib.accounts.tokens import service as tokens_service
+from chalicelib.accounts.tokens import store as tokens_store
+from chalicelib.accounts.users import service as users_service
+from chalicelib.accounts.users import store as users_store
 from chalicelib.core.auth import Principal, verified
 from chalicelib.core.settings import get_settings
 from tests.conftest import Api, doc, make_org, make_team
@@ -23,13 +27,15 @@ ORGS = "/api/v2/admin/organizations"
 
 def make_user(name: str, *, admin: bool = False) -> tuple[str, str]:
     """A user and one of its tokens: (user id, token)."""
-    user = service.create_user(name, f"{name}@example.com", site_admin=admin)
-    _, token = service.create_user_token(Principal("user", user.id, None), user.id, None, None)
+    user = users_service.create_user(name, f"{name}@example.com", site_admin=admin)
+    _, token = tokens_service.create_user_token(
+        Principal("user", user.id, None), user.id, None, None
+    )
     return user.id, token
 
 
 def admin_id() -> str:
-    user = service.find_user_by_name("admin")
+    user = users_service.find_user_by_name("admin")
     assert user is not None
     return user.id
 
@@ -37,11 +43,13 @@ def admin_id() -> str:
 def cold() -> None:
     """Another instance, or this one after the token cache's window."""
     verified.clear()
-    store._users.clear()
+    users_store._users.clear()
 
 
 def user_snapshot() -> list[tuple[str, bool, bool]]:
-    return [(u.username, bool(u.is_site_admin), bool(u.suspended)) for u in service.all_users()]
+    return [
+        (u.username, bool(u.is_site_admin), bool(u.suspended)) for u in users_service.all_users()
+    ]
 
 
 # ----- who may call --------------------------------------------------------------------------
@@ -174,7 +182,7 @@ def test_a_user_list_page_reads_its_page_not_the_table(api: Api, monkeypatch: py
     api.get(USERS)  # warm: the admin's token is verified and cached
     few = {q: _page_reads(api, q) for q in queries}
     for number in range(8, 155):
-        service.create_user(f"user{number:03}", f"user{number:03}@example.com")
+        users_service.create_user(f"user{number:03}", f"user{number:03}@example.com")
     api.get(USERS)  # warm again (the token cache's window may have passed)
     many = {q: _page_reads(api, q) for q in queries}
     for query in queries:
@@ -193,13 +201,14 @@ def test_the_backfill_lists_users_made_before_the_directory(api: Api):
     missing from the list until ``python -m infrastructure.backfill``, which keys them and
     sets the kept count; a second run changes nothing."""
     from chalicelib.core.data import lists
+    from chalicelib.core.data.ids import now
     from infrastructure.backfill import backfill_all
 
-    old = store.UserModel(
-        "user-old", username="Zed", email="zed@example.com", created_at=service.now()
+    old = users_store.UserModel(
+        "user-old", username="Zed", email="zed@example.com", created_at=now()
     )
     old.save()
-    lists.CountModel(store.USER_DIRECTORY, lists.ALL).delete()
+    lists.CountModel(users_store.USER_DIRECTORY, lists.ALL).delete()
     assert "Zed" not in [u["attributes"]["username"] for u in api.get(USERS).data]
     report = backfill_all()["user directory"]
     assert report["listed"] == 1 and report["counted"] == 2
@@ -236,7 +245,9 @@ def test_suspend_refuses_the_users_tokens_and_unsuspend_restores_them(api: Api):
     assert "suspended" in refused.error["detail"]
     assert [u["id"] for u in api.get(f"{USERS}?filter%5Bsuspended%5D=true").data] == [user_id]
     # a token a site admin mints for the suspended user is refused too
-    _, minted = service.create_user_token(Principal("user", admin_id(), None), user_id, None, None)
+    _, minted = tokens_service.create_user_token(
+        Principal("user", admin_id(), None), user_id, None, None
+    )
     assert api.as_(minted).get("/api/v2/account/details").status == 401
     reply = api.post(f"{USERS}/{user_id}/actions/unsuspend")
     assert reply.status == 200 and reply.data["attributes"]["is-suspended"] is False
@@ -315,12 +326,12 @@ def test_the_last_admin_rule_is_one_transaction_on_a_kept_count(api: Api):
     for n in range(30):
         make_user(f"plain{n:02d}")
     other, _ = make_user("second", admin=True)
-    assert store.admin_count() == 2
+    assert users_store.admin_count() == 2
     with counting_reads() as counted:
         assert api.post(f"{USERS}/{other}/actions/revoke_admin").status == 200
     assert counted.calls.get("Scan", 0) == 0 and counted.calls.get("Query", 0) == 0
     assert counted.calls["TransactWriteItems"] == 1, counted.detail()
-    assert store.admin_count() == 1
+    assert users_store.admin_count() == 1
 
 
 def test_every_setter_keeps_the_last_site_admin(api: Api):
@@ -330,11 +341,11 @@ def test_every_setter_keeps_the_last_site_admin(api: Api):
     from chalicelib.core.api.errors import Unprocessable
 
     me = admin_id()
-    before = user_snapshot(), sorted(t.token_hash for t in service.owned_tokens("user", me))
+    before = user_snapshot(), sorted(t.token_hash for t in tokens_store.owned_tokens("user", me))
     for change in (
-        lambda: service.set_site_admin(me, False),
-        lambda: service.set_suspended(me, True),
-        lambda: service.delete_user(service.get_user(me)),
+        lambda: users_service.set_site_admin(me, False),
+        lambda: users_service.set_suspended(me, True),
+        lambda: users_service.delete_user(users_service.get_user(me)),
     ):
         with pytest.raises(Unprocessable) as refused:
             change()
@@ -342,9 +353,9 @@ def test_every_setter_keeps_the_last_site_admin(api: Api):
         assert "last site administrator" in refused.value.detail
     assert (
         user_snapshot(),
-        sorted(t.token_hash for t in service.owned_tokens("user", me)),
+        sorted(t.token_hash for t in tokens_store.owned_tokens("user", me)),
     ) == before
-    assert store.admin_count() == 1
+    assert users_store.admin_count() == 1
     assert api.get(USERS).status == 200  # still an admin, its token still works
 
 
@@ -363,12 +374,12 @@ def test_two_demotions_that_both_read_first_leave_one_admin(
 
     def demote(user_id: str) -> None:
         try:
-            service.set_site_admin(user_id, False)
+            users_service.set_site_admin(user_id, False)
             outcomes[user_id] = 200
         except Unprocessable as refused:
             outcomes[user_id] = refused.status
 
-    real_get = store.UserModel.get.__func__  # type: ignore[attr-defined]
+    real_get = users_store.UserModel.get.__func__  # type: ignore[attr-defined]
 
     def get(cls: Any, key: Any, *args: Any, **kwargs: Any) -> Any:
         item = real_get(cls, key, *args, **kwargs)
@@ -376,17 +387,17 @@ def test_two_demotions_that_both_read_first_leave_one_admin(
             demote(other)  # the other demotion, between this one's read and its write
         return item
 
-    monkeypatch.setattr(store.UserModel, "get", classmethod(get))
+    monkeypatch.setattr(users_store.UserModel, "get", classmethod(get))
     demote(me)
     if other not in outcomes:  # a setter that read nothing: the second call in turn
         demote(other)
     monkeypatch.undo()
     assert outcomes == {other: 200, me: 422}
-    assert [(u.username, bool(u.is_site_admin)) for u in service.all_users()] == [
+    assert [(u.username, bool(u.is_site_admin)) for u in users_service.all_users()] == [
         ("admin", True),
         ("second", False),
     ]
-    assert store.admin_count() == 1
+    assert users_store.admin_count() == 1
 
 
 def test_the_count_of_active_admins_is_derived_once_for_existing_data(api: Api):
@@ -398,25 +409,25 @@ def test_the_count_of_active_admins_is_derived_once_for_existing_data(api: Api):
 
     second, _ = make_user("second", admin=True)
     third, _ = make_user("third", admin=True)
-    service.set_suspended(third, True)
-    counter = store.AdminCountModel(store.ADMIN_COUNT_KEY)
+    users_service.set_suspended(third, True)
+    counter = users_store.AdminCountModel(users_store.ADMIN_COUNT_KEY)
     counter.delete()
     assert backfill_all()["site admins"] == {"counted": 2}
     assert backfill_all()["site admins"] == {"kept": 2}
 
     counter.delete()  # the first change derives it
-    service.set_site_admin(second, False)
-    assert store.admin_count() == 1
+    users_service.set_site_admin(second, False)
+    assert users_store.admin_count() == 1
     with pytest.raises(Unprocessable):
-        service.set_site_admin(admin_id(), False)
+        users_service.set_site_admin(admin_id(), False)
     counter.delete()  # a new site admin counts itself once the count is derived
     make_user("fourth", admin=True)
-    assert store.admin_count() == 2
-    service.set_suspended(third, False)
-    assert store.admin_count() == 3
+    assert users_store.admin_count() == 2
+    users_service.set_suspended(third, False)
+    assert users_store.admin_count() == 3
 
-    assert api.delete(f"{USERS}/{store.ADMIN_COUNT_KEY.replace('#', '%23')}").status == 404
-    assert "count#active-site-admins" not in [u.id for u in service.all_users()]
+    assert api.delete(f"{USERS}/{users_store.ADMIN_COUNT_KEY.replace('#', '%23')}").status == 404
+    assert "count#active-site-admins" not in [u.id for u in users_service.all_users()]
     listed = api.get(USERS)
     assert listed.json["meta"]["pagination"]["total-count"] == 4
 
@@ -432,9 +443,9 @@ def test_delete_user_removes_tokens_memberships_and_username(api: Api):
     assert api.delete(f"{USERS}/{user_id}").status == 204
     cold()
     assert api.as_(token).get("/api/v2/account/details").status == 401
-    assert user_id not in (service.find_team(team_id).user_ids or set())
-    assert service.find_user_by_name("alice") is None
-    service.create_user("alice", "new@example.com")  # the name is free again
+    assert user_id not in (teams_service.find_team(team_id).user_ids or set())
+    assert users_service.find_user_by_name("alice") is None
+    users_service.create_user("alice", "new@example.com")  # the name is free again
 
 
 # ----- organizations -------------------------------------------------------------------------
@@ -595,10 +606,10 @@ def test_module_consumers_read_the_producers_modules_only_while_shared(producer:
     _, user_token = make_user("bea")
     team_id = next(
         t.id
-        for t in service.list_teams(Principal("user", admin_id(), None), "beta", None)
+        for t in teams_service.list_teams(Principal("user", admin_id(), None), "beta", None)
         if t.name == "readers"
     )
-    service.change_membership(Principal("user", admin_id(), None), team_id, ["bea"], add=True)
+    teams_service.change_membership(Principal("user", admin_id(), None), team_id, ["bea"], add=True)
     assert not reads(api, beta) and not reads(api, user_token)
     share(api, "beta")
     assert reads(api, beta) and reads(api, user_token)
@@ -705,7 +716,7 @@ def test_a_disabled_organization_refuses_its_members_and_tokens(producer: Api):
     """``is-disabled``: its members, team and organization tokens get a 403 naming it on
     its API and on the registry protocol (another instance within the token cache's window:
     ``cold``); site admins still read it and enable it again, which restores everything."""
-    from chalicelib.accounts.store import _disabled
+    from chalicelib.accounts.organizations.store import _disabled
 
     api = producer
     _, team_token = make_team(api, "acme", "readers")
@@ -767,7 +778,7 @@ def test_the_disabled_check_adds_no_call_to_the_hot_path(producer: Api):
     """The registry protocol's hot path reads what it read before: warm, nothing more (the
     flag is known); cold, the organization item rides in the same BatchGetItem."""
     from bench.reads import counting_reads
-    from chalicelib.accounts.store import _disabled
+    from chalicelib.accounts.organizations.store import _disabled
 
     api = producer
     _, team_token = make_team(api, "acme", "readers")
@@ -827,7 +838,7 @@ def test_go_tfe_an_invited_person_is_a_user_to_site_admins(api: Api):
     assert api.get(f"{memberships}?filter%5Bstatus%5D=invited").data == []
     assert api.delete(f"{USERS}/non-existing-user-id").status == 404
 
-    jane = service.create_user("jane", "jane@example.com")
+    jane = users_service.create_user("jane", "jane@example.com")
     again = api.post(memberships, invite_body("jane@example.com"))
     assert again.status == 201
     shown = {(i["type"], i["id"]): i["attributes"] for i in again.json["included"]}

@@ -345,7 +345,7 @@ def _created(reply: Any) -> dict[str, Any]:
 def world(aws_resources: Provisioned, tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     from chalice.test import Client
 
-    from chalicelib.accounts.service import bootstrap_admin, create_user
+    from chalicelib.accounts.users.service import bootstrap_admin, create_user
     from chalicelib.core.auth import mint_token
     from chalicelib.core.settings import get_settings
 
@@ -669,8 +669,7 @@ def test_the_wrong_callers_are_refused_on_every_route_of_every_app(world: World)
 
 
 def test_each_action_is_granted_by_its_roles_only() -> None:
-    from chalicelib.accounts.authorization import GRANTS, allows
-    from chalicelib.accounts.service import OrgAccess
+    from chalicelib.accounts.authorization import GRANTS, OrgAccess, allows
 
     def granted(rights: OrgAccess) -> set[str]:
         return {action for action in GRANTS if allows(rights, action)}
@@ -755,16 +754,19 @@ def test_managing_members_is_the_manage_membership_action_of_a_user(world: World
     owners and a team with ``manage-membership`` are granted; a reader, another
     organization's owner, and a team token holding the role are refused, with the text of
     old."""
-    from chalicelib.accounts import memberships, service, store
+    from chalicelib.accounts import memberships
+    from chalicelib.accounts.teams import service as teams_service
+    from chalicelib.accounts.teams import store as teams_store
+    from chalicelib.accounts.users import service as users_service
     from chalicelib.core.api.errors import NotFound
     from chalicelib.core.auth import Principal
 
     vic = _user(world, "vic")
-    team = service.create_team(vic, VICTIM, "membership-managers", "secret", {})
+    team = teams_service.create_team(vic, VICTIM, "membership-managers", "secret", {})
     team.access.manage_membership = True
     team.save()
-    moe = service.create_user("moe", "moe@example.com")
-    store.add_team_members(team, [moe.id])
+    moe = users_service.create_user("moe", "moe@example.com")
+    teams_store.add_team_members(team, [moe.id])
     moe_ = Principal("user", moe.id, "at-test")
     assert memberships.managing(vic, VICTIM).is_owner
     assert memberships.managing(moe_, VICTIM).manage_membership
@@ -800,15 +802,17 @@ def test_owning_an_organization_or_team_is_the_own_action(
     role table's ``own``: its owners and a site admin are granted; a reader, another
     organization's owner, a team token of a team without the role and the organization
     token are refused (404, the texts of old); with the grant withdrawn, so is the owner."""
-    from chalicelib.accounts import authorization, service
+    from chalicelib.accounts import authorization
+    from chalicelib.accounts.teams import service as teams_service
+    from chalicelib.accounts.users import service as users_service
     from chalicelib.core.api.errors import NotFound
     from chalicelib.core.auth import Principal
 
     vic, team_id = _user(world, "vic"), world.values["team_id"]
-    admin = Principal("user", service.find_user_by_name("admin").id, "at-test")  # type: ignore[union-attr]
+    admin = Principal("user", users_service.find_user_by_name("admin").id, "at-test")  # type: ignore[union-attr]
     for caller in (vic, admin):
-        assert service.owned_organization(caller, VICTIM).name == VICTIM
-        assert service.owned_team(caller, team_id).id == team_id
+        assert authorization.owned_organization(caller, VICTIM).name == VICTIM
+        assert teams_service.owned_team(caller, team_id).id == team_id
     for caller in (
         _user(world, "mallory"),
         _user(world, "eve"),
@@ -816,22 +820,21 @@ def test_owning_an_organization_or_team_is_the_own_action(
         Principal("organization", VICTIM, "at-test", organization=VICTIM),
     ):
         with pytest.raises(NotFound, match=f"organization {VICTIM!r} not found"):
-            service.owned_organization(caller, VICTIM)
+            authorization.owned_organization(caller, VICTIM)
         with pytest.raises(NotFound, match=f"team {team_id} not found"):
-            service.owned_team(caller, team_id)
+            teams_service.owned_team(caller, team_id)
     monkeypatch.setitem(authorization.GRANTS, "own", lambda rights: False)
     with pytest.raises(NotFound, match="not one of its owners"):
-        service.owned_organization(vic, VICTIM)
+        authorization.owned_organization(vic, VICTIM)
     with pytest.raises(NotFound, match="not an owner of its organization"):
-        service.owned_team(vic, team_id)
+        teams_service.owned_team(vic, team_id)
 
 
 def test_the_roles_are_read_where_they_are_decided() -> None:
-    """``accounts.authorization`` reads the roles itself: the service asks it, never the
-    other way round (no import circle), and the names the rooms read from the service are
-    the very same functions."""
+    """``accounts.authorization`` reads the roles itself, from the stores: the services of
+    users, teams, organizations and tokens ask it, never the other way round (no import
+    circle)."""
     import chalicelib.accounts.authorization as authorization
-    import chalicelib.accounts.service as service
 
     imported = set()
     for node in ast.walk(ast.parse(Path(authorization.__file__).read_text(encoding="utf-8"))):
@@ -839,9 +842,9 @@ def test_the_roles_are_read_where_they_are_decided() -> None:
             imported |= {node.module, *(f"{node.module}.{a.name}" for a in node.names)}
         elif isinstance(node, ast.Import):
             imported |= {a.name for a in node.names}
-    assert "chalicelib.accounts.service" not in imported
-    for name in ("OrgAccess", "access", "organization_access", "is_site_admin"):
-        assert getattr(service, name) is getattr(authorization, name), name
+    services = {m for m in imported if m.startswith("chalicelib.accounts.") and "service" in m}
+    assert not services, services
+    assert "chalicelib.accounts.users.store" in imported
 
 
 def test_consuming_a_shared_module_is_the_consume_action(
@@ -852,8 +855,11 @@ def test_consuming_a_shared_module_is_the_consume_action(
     its organization token read the victim's module; a user of no organization does not,
     not even with global sharing; a disabled producer shares nothing; and with the table's
     grant withdrawn nobody from elsewhere reads it (the victim's own members still do)."""
-    from chalicelib.accounts import authorization, service, store
-    from chalicelib.accounts.store import OrganizationModel
+    from chalicelib.accounts import authorization
+    from chalicelib.accounts.organizations import service as organizations_service
+    from chalicelib.accounts.organizations import store as organizations_store
+    from chalicelib.accounts.organizations.store import OrganizationModel
+    from chalicelib.accounts.users import service as users_service
     from chalicelib.core.api.errors import NotFound
     from chalicelib.core.auth import Principal
     from chalicelib.modules.protocol.service import find_module
@@ -866,21 +872,21 @@ def test_consuming_a_shared_module_is_the_consume_action(
 
     eve, mallory = _user(world, "eve"), _user(world, "mallory")
     evil_token = Principal("organization", "evil", "at-test", organization="evil")
-    nobody = Principal("user", service.create_user("nobody", "nobody@example.com").id, "at-t")
+    nobody = Principal("user", users_service.create_user("nobody", "nobody@example.com").id, "at-t")
     victim = OrganizationModel.get(VICTIM)
     assert reads(mallory) and not reads(eve) and not reads(evil_token)
     try:
-        service.set_module_consumers(victim, {"evil"})
+        organizations_service.set_module_consumers(victim, {"evil"})
         assert reads(eve) and reads(evil_token) and not reads(nobody)
         assert authorization.consumer_roles(eve, VICTIM).consumer
         assert not authorization.allows(authorization.consumer_roles(eve, VICTIM), "read")
         victim.update(actions=[OrganizationModel.global_module_sharing.set(True)])
         assert reads(eve) and not reads(nobody)
         victim.update(actions=[OrganizationModel.admin_values.set({"is-disabled": True})])
-        store.forget_disabled(VICTIM)
+        organizations_store.forget_disabled(VICTIM)
         assert not reads(eve)
         victim.update(actions=[OrganizationModel.admin_values.remove()])
-        store.forget_disabled(VICTIM)
+        organizations_store.forget_disabled(VICTIM)
         assert reads(eve)
         monkeypatch.setitem(authorization.GRANTS, "consume", lambda rights: False)
         assert not reads(eve) and not reads(evil_token) and reads(mallory)
@@ -892,7 +898,7 @@ def test_consuming_a_shared_module_is_the_consume_action(
                 OrganizationModel.admin_values.remove(),
             ]
         )
-        store.forget_disabled(VICTIM)
+        organizations_store.forget_disabled(VICTIM)
 
 
 def test_who_sees_a_members_email_follows_the_manage_membership_grant(

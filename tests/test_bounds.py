@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from chalicelib.accounts.service import MAX_MEMBERS_PER_REQUEST
+from chalicelib.accounts.teams.service import MAX_MEMBERS_PER_REQUEST
 from chalicelib.core.tagbindings import MAX_BINDINGS
 from chalicelib.scim.protocol import MAX_OPERATIONS
 from chalicelib.scim.service import MAX_MEMBERS_PER_REQUEST as MAX_SCIM_MEMBERS

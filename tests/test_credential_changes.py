@@ -1,5 +1,5 @@
 """A credential change ends the user's other browser sessions; the session that made it
-stays signed in (``accounts.service.end_sessions``, the one function a password reset,
+stays signed in (``accounts.tokens.service.end_sessions``, the one function a password reset,
 a password change and two-factor turned on or off all call). The user's API tokens stay:
 they are not sessions. A refused change ends nothing."""
 
@@ -43,11 +43,11 @@ def jane_in_two_browsers(api: Api) -> tuple[str, Browser, Browser]:
 
 
 def jane_token(user_id: str) -> str:
-    from chalicelib.accounts import service
+    from chalicelib.accounts.tokens import service as tokens_service
     from chalicelib.core.auth import Principal
 
     principal = Principal("user", user_id, "none")
-    return service.create_user_token(principal, user_id, "laptop", None)[1]
+    return tokens_service.create_user_token(principal, user_id, "laptop", None)[1]
 
 
 def change_on_page(browser: Browser, current: str, new: str) -> int:

@@ -11,7 +11,9 @@ from typing import Any
 
 import pytest
 
-from chalicelib.accounts import service as accounts
+from chalicelib.accounts.teams import service as teams_service
+from chalicelib.accounts.tokens import service as tokens_service
+from chalicelib.accounts.users import service as users_service
 from chalicelib.core.auth import Principal
 from chalicelib.modules.downloads import counter, store
 from chalicelib.modules.store import ModuleModel
@@ -38,11 +40,13 @@ class Clock:
 
 def user_in_team(api: Api, team_name: str, username: str) -> tuple[str, str]:
     """A user in acme's ``team_name`` and a user token of theirs: (user id, token)."""
-    admin = Principal("user", accounts.bootstrap_admin(None)[0].id, "t")
-    user = accounts.create_user(username, f"{username}@example.com")
-    team = next(t for t in accounts.list_teams(admin, "acme", None) if t.name == team_name)
-    accounts.change_membership(admin, team.id, [user.username], add=True)
-    _, token = accounts.create_user_token(Principal("user", user.id, "t"), user.id, None, None)
+    admin = Principal("user", users_service.bootstrap_admin(None)[0].id, "t")
+    user = users_service.create_user(username, f"{username}@example.com")
+    team = next(t for t in teams_service.list_teams(admin, "acme", None) if t.name == team_name)
+    teams_service.change_membership(admin, team.id, [user.username], add=True)
+    _, token = tokens_service.create_user_token(
+        Principal("user", user.id, "t"), user.id, None, None
+    )
     return user.id, token
 
 

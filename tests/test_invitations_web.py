@@ -38,7 +38,7 @@ def test_a_new_person_accepts_once_and_is_signed_in(
     ):
         refused = browser.post(path, {**form, "password_again": PASSWORD, **bad})
         assert refused.status_code == 422, refused.text
-    from chalicelib.accounts.service import find_user_by_name
+    from chalicelib.accounts.users.service import find_user_by_name
 
     assert find_user_by_name("jane") is None
     accepted = browser.post(path, {**form, "password_again": PASSWORD})
@@ -61,8 +61,8 @@ def test_a_new_person_accepts_once_and_is_signed_in(
 def test_forged_withdrawn_expired_and_csrf_less_invitations_change_nothing(api: Api) -> None:
     from datetime import timedelta
 
-    from chalicelib.accounts.service import find_user_by_name
-    from chalicelib.accounts.store import MembershipModel
+    from chalicelib.accounts.invitations.store import MembershipModel
+    from chalicelib.accounts.users.service import find_user_by_name
     from chalicelib.core.data.ids import now
 
     make_org(api)
@@ -115,11 +115,12 @@ def test_forged_withdrawn_expired_and_csrf_less_invitations_change_nothing(api: 
 
 def person(name: str) -> tuple[str, str]:
     """A user with a password (not a site admin) and an API token of theirs: (id, token)."""
-    from chalicelib.accounts import passwords, service
-    from chalicelib.accounts.store import UserModel
+    from chalicelib.accounts import passwords
+    from chalicelib.accounts.users import service as users_service
+    from chalicelib.accounts.users.store import UserModel
     from chalicelib.core.auth import mint_token
 
-    user = service.create_user(name, f"{name}@example.com")
+    user = users_service.create_user(name, f"{name}@example.com")
     user.update(actions=[UserModel.password_hash.set(passwords.hash_password(PASSWORD))])
     return user.id, mint_token("user", user.id, description="setup")[1]
 
@@ -173,10 +174,11 @@ def test_an_owner_inviting_an_existing_user_gets_no_link_and_the_link_signs_nobo
     it: here from the mailbox once SMTP is set up) signs nobody in: in a fresh browser it
     asks to sign in and accepts nothing, her own session is refused, and only the invited
     user's own session accepts it, with no new session."""
-    from chalicelib.accounts import memberships, service
+    from chalicelib.accounts import memberships
+    from chalicelib.accounts.users import service as users_service
     from tests.admin_servers import smtp_server, use_smtp
 
-    admin = service.find_user_by_name("admin")
+    admin = users_service.find_user_by_name("admin")
     assert admin is not None and admin.email == "admin@localhost" and admin.is_site_admin
     person("kim")
     make_org(api, "acme")  # Kim's organization
@@ -225,7 +227,7 @@ def test_an_owner_inviting_an_existing_user_gets_no_link_and_the_link_signs_nobo
     assert refused.status_code == 403 and 'id="invitation-other-account"' in refused.text
     assert browser.get("/app/admin/users").status_code == 404
     assert status_of(api, "evil2", "admin@localhost") == "invited"
-    assert not any(r.startswith("evil2/") for r in service.get_user(admin.id).team_refs or ())
+    assert not any(r.startswith("evil2/") for r in users_service.get_user(admin.id).team_refs or ())
 
     # The invited user follows the page's sign-in link and comes back to it, signed in as
     # themselves: accepted, no new session or token.
@@ -242,7 +244,7 @@ def test_an_owner_inviting_an_existing_user_gets_no_link_and_the_link_signs_nobo
     assert not any("tfe_registry_session=" in c for c in own.last_set_cookies)
     assert sessions_of(admin.id) == before
     assert status_of(api, "evil2", "admin@localhost") == "active"
-    assert not service.get_user(olivia_id).is_site_admin
+    assert not users_service.get_user(olivia_id).is_site_admin
     assert status_of(api, "evil", "kim@example.com") == "invited"
 
 
@@ -262,7 +264,7 @@ def join_unmailed(api: Api, username: str, email: str, organization: str = "acme
 
 
 def test_a_new_person_joins_confirmed_through_a_mailed_link(api: Api) -> None:
-    from chalicelib.accounts import service
+    from chalicelib.accounts.users import service as users_service
     from tests.admin_servers import smtp_server, use_smtp
 
     make_org(api)
@@ -275,7 +277,7 @@ def test_a_new_person_joins_confirmed_through_a_mailed_link(api: Api) -> None:
     form = {"csrf_token": browser.csrf(link), "username": "jane", "password": PASSWORD}
     accepted = browser.post(link, {**form, "password_again": PASSWORD})
     assert accepted.status_code == 303 and browser.get("/app/account").status_code == 200
-    jane = service.find_user_by_name("jane")
+    jane = users_service.find_user_by_name("jane")
     assert jane is not None and not jane.email_unconfirmed
     assert 'id="email-unconfirmed"' not in browser.get("/app/account").text
 
@@ -286,7 +288,8 @@ def test_a_new_person_joining_through_an_unmailed_link_confirms_the_address_late
     """Without SMTP only the site admin sees the link (and is told it was not mailed); the
     account made through it has an unconfirmed email, which the account page says, until
     a link mailed to the address (once SMTP is set up) confirms it."""
-    from chalicelib.accounts import memberships, service
+    from chalicelib.accounts import memberships
+    from chalicelib.accounts.users import service as users_service
     from tests.admin_servers import smtp_server, use_smtp
 
     make_org(api)
@@ -298,7 +301,7 @@ def test_a_new_person_joining_through_an_unmailed_link_confirms_the_address_late
     browser = Browser(api.client)
     form = {"csrf_token": browser.csrf(link), "username": "jane", "password": PASSWORD}
     assert browser.post(link, {**form, "password_again": PASSWORD}).status_code == 303
-    jane = service.find_user_by_name("jane")
+    jane = users_service.find_user_by_name("jane")
     assert jane is not None and jane.email_unconfirmed and jane.email == "jane@example.com"
     page = browser.get("/app/account")
     assert 'id="email-unconfirmed"' in page.text and "cannot send mail yet" in page.text
@@ -322,10 +325,10 @@ def test_a_new_person_joining_through_an_unmailed_link_confirms_the_address_late
     text = message.get_payload(decode=True).decode()
     confirm = next(w for w in text.split() if "/confirm-email/" in w)
     confirm = confirm[confirm.index("/app/account/confirm-email/") :]
-    assert service.get_user(jane.id).email_unconfirmed  # the mail alone confirms nothing
+    assert users_service.get_user(jane.id).email_unconfirmed  # the mail alone confirms nothing
     stranger = Browser(api.client)
     done = stranger.post(confirm, {"csrf_token": stranger.csrf(confirm)})
     assert done.status_code == 200 and 'id="email-confirmed"' in done.text
-    confirmed = service.get_user(jane.id)
+    confirmed = users_service.get_user(jane.id)
     assert not confirmed.email_unconfirmed and confirmed.email == "jane@example.com"
     assert 'id="email-unconfirmed"' not in browser.get("/app/account").text

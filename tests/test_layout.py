@@ -260,7 +260,7 @@ def test_the_checks_see_a_violation(rule: str, monkeypatch: pytest.MonkeyPatch) 
         with pytest.raises(AssertionError):
             test_no_domain_reads_another_domains_store()
     else:
-        graph["chalicelib.accounts.service"].add("chalicelib.modules.service")
+        graph["chalicelib.accounts.users.service"].add("chalicelib.modules.service")
         monkeypatch.setattr(sys.modules[__name__], "GRAPH", graph)
         with pytest.raises(AssertionError):
             test_rooms_import_only_the_rooms_below_them()

@@ -450,7 +450,7 @@ def test_the_protocol_listing_answers_what_reading_every_module_answered(api: Ap
 
 
 def test_a_project_page_reads_the_claims_before_it_and_its_own_projects(api: Api):
-    from chalicelib.accounts.service import organization_access  # noqa: F401 - loads models
+    from chalicelib.accounts.authorization import organization_access  # noqa: F401 - loads models
     from chalicelib.core.api.pagination import Page
     from chalicelib.projects import service, store
 

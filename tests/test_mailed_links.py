@@ -83,7 +83,7 @@ def test_without_an_address_no_reset_link_is_made_and_the_form_says_why(
     api: Api, smtp: Any, no_public_address: None
 ) -> None:
     from chalicelib.accounts import resets
-    from chalicelib.accounts.store import UserModel
+    from chalicelib.accounts.users.store import UserModel
 
     user_id = make_user()
     browser = Browser(api.client)

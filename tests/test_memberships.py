@@ -149,7 +149,7 @@ def test_inactive_memberships_and_an_invited_users_username_are_found(api: Api) 
     ``inactive``, page 0, and expects exactly that invitation; after removing it, none.
     ``inactive`` is every membership not yet active; an invited existing user matches by
     username as well as by email."""
-    from chalicelib.accounts.service import create_user
+    from chalicelib.accounts.users.service import create_user
 
     make_org(api)
     create_user("snekuser", "other-address@example.com")
@@ -224,7 +224,7 @@ def test_the_invitation_mail_arrives_and_the_response_keeps_no_link(
     assert token.encode() not in reply.body
     ours = [r for r in caplog.records if not r.name.startswith("mail.log")]  # not the server's
     assert not any(token in r.getMessage() for r in ours)
-    from chalicelib.accounts.store import MembershipModel
+    from chalicelib.accounts.invitations.store import MembershipModel
 
     (item,) = [i for i in MembershipModel.scan() if i.status == "invited"]
     assert token not in item.token_hash and len(item.token_hash) == 64

@@ -34,9 +34,10 @@ def clock(monkeypatch: pytest.MonkeyPatch) -> SimpleNamespace:
 def make_user(
     username: str = "Jane", email: str = "Jane@Example.com", password: str | None = PASSWORD
 ) -> str:
-    from chalicelib.accounts import passwords, service
+    from chalicelib.accounts import passwords
+    from chalicelib.accounts.users import service as users_service
 
-    user = service.create_user(username, email)
+    user = users_service.create_user(username, email)
     if password is not None:
         user.update(actions=[type(user).password_hash.set(passwords.hash_password(password))])
     return user.id
@@ -90,11 +91,11 @@ def test_every_refusal_is_the_same_page_and_writes_only_the_counters(
     api: Api, clock: SimpleNamespace, caplog: pytest.LogCaptureFixture, case: str
 ):
     caplog.set_level(logging.DEBUG)
-    from chalicelib.accounts import service
+    from chalicelib.accounts.users import service as users_service
 
     user_id = make_user(password=None if case == "no password" else PASSWORD)
     if case == "suspended":
-        service.set_suspended(user_id, True)
+        users_service.set_suspended(user_id, True)
     login, password = {
         "wrong password": ("jane", "not-the-password-1"),
         "unknown user": ("nobody", PASSWORD),

@@ -475,15 +475,20 @@ def test_the_hot_path_reads_at_most_two_items_warm_and_three_cold(registry: Api)
     on a warm function and 3 on a cold one, for team and user tokens alike; the limiter's
     counter is one of them. Cold, a user's item is read with the module in one call."""
     from bench.reads import counting_reads
-    from chalicelib.accounts import service, store
+    from chalicelib.accounts.teams import service as teams_service
+    from chalicelib.accounts.tokens import service as tokens_service
+    from chalicelib.accounts.users import service as users_service
+    from chalicelib.accounts.users import store as users_store
     from chalicelib.core.auth import Principal, verified
 
     _, team_token = make_team(registry, "acme", "readers")
-    admin = Principal("user", service.bootstrap_admin(None)[0].id, None)
-    user = service.create_user("reader", "reader@example.com")
-    team = next(t for t in service.list_teams(admin, "acme", None) if t.name == "readers")
-    service.change_membership(admin, team.id, [user.username], add=True)
-    _, user_token = service.create_user_token(Principal("user", user.id, None), user.id, None, None)
+    admin = Principal("user", users_service.bootstrap_admin(None)[0].id, None)
+    user = users_service.create_user("reader", "reader@example.com")
+    team = next(t for t in teams_service.list_teams(admin, "acme", None) if t.name == "readers")
+    teams_service.change_membership(admin, team.id, [user.username], add=True)
+    _, user_token = tokens_service.create_user_token(
+        Principal("user", user.id, None), user.id, None, None
+    )
     for token in (team_token, user_token):
         caller = registry.as_(token)
         for path in (f"{V1}/acme/vpc/aws/versions", f"{V1}/acme/vpc/aws/1.0.0/download"):
@@ -491,7 +496,7 @@ def test_the_hot_path_reads_at_most_two_items_warm_and_three_cold(registry: Api)
                 caller.get(path)  # warm
                 if cold:  # a new instance: nothing verified, no user kept
                     verified.clear()
-                    store._users.clear()
+                    users_store._users.clear()
                 with counting_reads() as reads:
                     reply = caller.get(path)
                 assert reply.status in (200, 204), reply.json
@@ -499,5 +504,5 @@ def test_the_hot_path_reads_at_most_two_items_warm_and_three_cold(registry: Api)
     # a reader of another organization still gets 404, warm or cold
     make_org(registry, "other")
     _, outsider = make_team(registry, "other", "outsiders")
-    store._users.clear()
+    users_store._users.clear()
     assert registry.as_(outsider).get(f"{V1}/acme/vpc/aws/versions").status == 404

@@ -175,7 +175,10 @@ def test_the_hot_path_costs_two_calls_warm(acme: Api, signer: SigningKey) -> Non
     rate limiter's counter) and 3 cold, for team and user tokens alike, however many
     versions and platforms the provider has."""
     from bench.reads import counting_reads
-    from chalicelib.accounts import service, store
+    from chalicelib.accounts.teams import service as teams_service
+    from chalicelib.accounts.tokens import service as tokens_service
+    from chalicelib.accounts.users import service as users_service
+    from chalicelib.accounts.users import store as users_store
     from chalicelib.core.auth import Principal, verified
 
     publish(acme, signer)
@@ -185,11 +188,13 @@ def test_the_hot_path_costs_two_calls_warm(acme: Api, signer: SigningKey) -> Non
         arrive(links["shasums-upload"], sums)
         arrive(links["shasums-sig-upload"], signer.sign(sums))
     _, team_token = make_team(acme, "acme", "readers")
-    admin = Principal("user", service.bootstrap_admin(None)[0].id, None)
-    user = service.create_user("reader", "reader@example.com")
-    team = next(t for t in service.list_teams(admin, "acme", None) if t.name == "readers")
-    service.change_membership(admin, team.id, [user.username], add=True)
-    _, user_token = service.create_user_token(Principal("user", user.id, None), user.id, None, None)
+    admin = Principal("user", users_service.bootstrap_admin(None)[0].id, None)
+    user = users_service.create_user("reader", "reader@example.com")
+    team = next(t for t in teams_service.list_teams(admin, "acme", None) if t.name == "readers")
+    teams_service.change_membership(admin, team.id, [user.username], add=True)
+    _, user_token = tokens_service.create_user_token(
+        Principal("user", user.id, None), user.id, None, None
+    )
     for token in (team_token, user_token):
         caller = acme.as_(token)
         for path in (f"{V1}/acme/mycloud/versions", DOWNLOAD):
@@ -197,7 +202,7 @@ def test_the_hot_path_costs_two_calls_warm(acme: Api, signer: SigningKey) -> Non
                 caller.get(path)  # warm
                 if cold:
                     verified.clear()
-                    store._users.clear()
+                    users_store._users.clear()
                 with counting_reads() as reads:
                     reply = caller.get(path)
                 assert reply.status == 200, reply.json

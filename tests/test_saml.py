@@ -184,9 +184,9 @@ def post(browser: Browser, posted: str, relay: str = "") -> Any:
 
 
 def usernames() -> set[str]:
-    from chalicelib.accounts import service
+    from chalicelib.accounts.users import service as users_service
 
-    return {user.username for user in service.all_users()}
+    return {user.username for user in users_service.all_users()}
 
 
 def start(browser: Browser, next_: str = "/app/organizations") -> tuple[str, dict[str, list[str]]]:
@@ -256,11 +256,13 @@ def test_a_signed_response_alone_is_enough_unless_assertions_must_be_signed(saml
 
 
 def test_an_existing_user_is_the_same_person(saml: Api) -> None:
-    from chalicelib.accounts import service
+    from chalicelib.accounts.users import service as users_service
 
-    existing = service.create_user("Jane", "jane@old.example.com")
+    existing = users_service.create_user("Jane", "jane@old.example.com")
     assert post(Browser(saml.client), Claims(username="jane").posted()).status_code == 303
-    assert [u.id for u in service.all_users() if u.username.lower() == "jane"] == [existing.id]
+    assert [u.id for u in users_service.all_users() if u.username.lower() == "jane"] == [
+        existing.id
+    ]
 
 
 def test_the_old_idp_certificate_is_accepted_until_revoked(saml: Api) -> None:
@@ -430,8 +432,9 @@ def test_nothing_works_while_saml_is_disabled(api: Api) -> None:
 
 
 def test_teams_and_site_admin_follow_the_groups(saml: Api) -> None:
-    from chalicelib.accounts import service
-    from chalicelib.accounts.store import TeamModel
+    from chalicelib.accounts.teams import service as teams_service
+    from chalicelib.accounts.teams.store import TeamModel
+    from chalicelib.accounts.users import service as users_service
 
     configure(saml, **{"team-management-enabled": True})
     make_org(saml, "acme")
@@ -442,40 +445,41 @@ def test_teams_and_site_admin_follow_the_groups(saml: Api) -> None:
 
     groups = ["developers", "grp-ops", "site-admins", "no-such-team"]
     assert post(Browser(saml.client), Claims(groups=groups).posted()).status_code == 303
-    jane = service.find_user_by_name("jane")
+    jane = users_service.find_user_by_name("jane")
     assert jane.is_site_admin
     assert {ref.split("/")[1] for ref in jane.team_refs} == {developers, ops}
     # Added by hand: SAML leaves it alone.
-    service.set_team_members(service.find_team(untouched), {jane.id})
+    teams_service.set_team_members(teams_service.find_team(untouched), {jane.id})
 
     assert post(Browser(saml.client), Claims(groups=["developers"]).posted()).status_code == 303
-    jane = service.find_user_by_name("jane")
+    jane = users_service.find_user_by_name("jane")
     assert not jane.is_site_admin  # SAML gave it, SAML takes it back
     assert {ref.split("/")[1] for ref in jane.team_refs} == {developers, untouched}
-    assert jane.id not in (service.find_team(ops).user_ids or set())
+    assert jane.id not in (teams_service.find_team(ops).user_ids or set())
 
 
 def test_site_admin_from_the_attribute_and_a_flag_given_otherwise_is_kept(saml: Api) -> None:
-    from chalicelib.accounts import service
+    from chalicelib.accounts.users import service as users_service
 
     extra = {"SiteAdmin": ["true"]}
     assert post(Browser(saml.client), Claims(extra=extra).posted()).status_code == 303
-    assert service.find_user_by_name("jane").is_site_admin
+    assert users_service.find_user_by_name("jane").is_site_admin
     # The bootstrap admin (made an admin another way) signs in without the flag: kept.
     assert post(Browser(saml.client), Claims(username="admin").posted()).status_code == 303
-    assert service.find_user_by_name("admin").is_site_admin
+    assert users_service.find_user_by_name("admin").is_site_admin
 
 
 def test_an_account_whose_email_is_unconfirmed_is_never_signed_in_to(saml: Api) -> None:
     """Issue 33: "jane", made through an invitation link no mail carried (whoever held the
     link chose her password), is not the identity provider's jane until the address is
     confirmed: refused, nothing changes (no session, no flag, no team)."""
-    from chalicelib.accounts import service
+    from chalicelib.accounts.teams import service as teams_service
+    from chalicelib.accounts.users import service as users_service
     from tests.test_invitations_web import join_unmailed
 
     make_org(saml)
     jane_id = join_unmailed(saml, "jane", "jane@example.com")
-    before = service.get_user(jane_id)
+    before = users_service.get_user(jane_id)
     assert before.email_unconfirmed
     configure(saml, **{"team-management-enabled": True})
     ops, _ = make_team(saml, "acme", "ops")
@@ -485,10 +489,10 @@ def test_an_account_whose_email_is_unconfirmed_is_never_signed_in_to(saml: Api) 
     assert refused.status_code == 403, refused.text
     assert "email address is not confirmed" in html.unescape(refused.text)
     assert "tfe_registry_session" not in browser.cookies
-    after = service.get_user(jane_id)
+    after = users_service.get_user(jane_id)
     assert not after.is_site_admin and after.team_refs == before.team_refs
-    assert jane_id not in (service.find_team(ops).user_ids or set())
-    assert [u.id for u in service.all_users() if u.username.lower() == "jane"] == [jane_id]
+    assert jane_id not in (teams_service.find_team(ops).user_ids or set())
+    assert [u.id for u in users_service.all_users() if u.username.lower() == "jane"] == [jane_id]
 
 
 # ----- the SP's documents ---------------------------------------------------------------------
@@ -658,16 +662,17 @@ def test_the_bootstrap_admin_token_still_works_with_saml_enabled(saml: Api) -> N
 def test_the_owners_team_follows_groups_only_by_its_sso_team_id(saml: Api) -> None:
     """As TFE: a group named ``owners`` does not make anyone an owner; an owners team whose
     sso-team-id is set follows that group."""
-    from chalicelib.accounts import service
-    from chalicelib.accounts.store import TeamModel
+    from chalicelib.accounts.teams import service as teams_service
+    from chalicelib.accounts.teams.store import TeamModel
+    from chalicelib.accounts.users import service as users_service
 
     configure(saml, **{"team-management-enabled": True})
     make_org(saml, "acme")
     (owners,) = [t for t in TeamModel.scan() if t.name == "owners" and t.organization == "acme"]
     assert post(Browser(saml.client), Claims(groups=["owners"]).posted()).status_code == 303
-    jane = service.find_user_by_name("jane")
-    assert jane.id not in (service.find_team(owners.id).user_ids or set())
+    jane = users_service.find_user_by_name("jane")
+    assert jane.id not in (teams_service.find_team(owners.id).user_ids or set())
 
     TeamModel(owners.id).update(actions=[TeamModel.sso_team_id.set("grp-owners")])
     assert post(Browser(saml.client), Claims(groups=["grp-owners"]).posted()).status_code == 303
-    assert jane.id in (service.find_team(owners.id).user_ids or set())
+    assert jane.id in (teams_service.find_team(owners.id).user_ids or set())

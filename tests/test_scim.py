@@ -109,7 +109,7 @@ def idp(api: Api) -> Scim:
 
 def user_token(api: Api, username: str, *, admin: bool = False) -> tuple[str, str]:
     """A user of the instance and an API token of theirs: (user id, token)."""
-    from chalicelib.accounts.service import create_user
+    from chalicelib.accounts.users.service import create_user
     from chalicelib.core.auth import mint_token
 
     user = create_user(username, f"{username}@example.test", site_admin=admin)
@@ -117,13 +117,13 @@ def user_token(api: Api, username: str, *, admin: bool = False) -> tuple[str, st
 
 
 def instance_user(user_id: str) -> Any:
-    from chalicelib.accounts.service import get_user
+    from chalicelib.accounts.users.service import get_user
 
     return get_user(user_id)
 
 
 def tokens_of(user_id: str) -> list[Any]:
-    from chalicelib.accounts.service import owned_tokens
+    from chalicelib.accounts.tokens.store import owned_tokens
 
     return list(owned_tokens("user", user_id))
 
@@ -771,7 +771,7 @@ def test_edge_values_are_answered_not_crashed_on(api: Api, idp: Scim) -> None:
 
 
 def test_site_admin_grants_follow_deactivation_and_group_deletion(api: Api, idp: Scim) -> None:
-    from chalicelib.accounts.service import find_user_by_name
+    from chalicelib.accounts.users.service import find_user_by_name
 
     # a user made by hand, linked (a site admin allowed it), then made a site admin by hand:
     # SCIM never takes that flag away
@@ -779,7 +779,7 @@ def test_site_admin_grants_follow_deactivation_and_group_deletion(api: Api, idp:
     assert api.patch(SETTINGS, body(**{"link-existing-users": True})).status == 200
     boss, old_hand = idp.user("boss@example.com"), idp.user("oldhand@example.test")
     assert instance_id(old_hand) == old_id
-    from chalicelib.accounts.service import set_site_admin
+    from chalicelib.accounts.users.service import set_site_admin
 
     set_site_admin(old_id, True)
     bootstrap = find_user_by_name("oldhand")
@@ -807,7 +807,7 @@ def test_scim_cannot_take_away_the_last_site_admin(api: Api, idp: Scim) -> None:
     deactivating or deleting it, or ending its grant (leaving the site-admin group,
     deleting or unlinking that group, disabling SCIM) is a 422 that changes nothing. SCIM
     used to take the flag (the setter did not check), leaving the site without an admin."""
-    from chalicelib.accounts import store as accounts_store
+    from chalicelib.accounts.users import store as users_store
     from chalicelib.core.auth import mint_token
 
     boss = idp.user("boss@example.com")
@@ -851,7 +851,7 @@ def test_scim_cannot_take_away_the_last_site_admin(api: Api, idp: Scim) -> None:
         assert reply.status == 422, reply.json
         assert "last site administrator" in reply.error["detail"]
         assert state() == before
-    assert accounts_store.admin_count() == 1
+    assert users_store.admin_count() == 1
 
 
 def test_a_deactivated_user_cannot_sign_in_with_a_password(api: Api, idp: Scim) -> None:
@@ -859,7 +859,7 @@ def test_a_deactivated_user_cannot_sign_in_with_a_password(api: Api, idp: Scim) 
     password it had set (or reset one): deactivation now suspends, which every way in
     refuses (``UserModel.may_sign_in``); reactivation lets the password work again."""
     from chalicelib.accounts import passwords
-    from chalicelib.accounts.store import UserModel
+    from chalicelib.accounts.users.store import UserModel
     from tests.test_password_signin import PASSWORD, attempt
     from tests.web_browser import Browser
 
@@ -910,7 +910,7 @@ def test_deactivation_suspends_and_only_scims_suspension_is_lifted(api: Api, idp
 
 
 def _admin() -> Any:
-    from chalicelib.accounts.service import find_user_by_name
+    from chalicelib.accounts.users.service import find_user_by_name
 
     admin = find_user_by_name("admin")
     assert admin is not None and admin.is_site_admin
@@ -1194,18 +1194,18 @@ def test_scim_never_links_a_user_whose_email_is_unconfirmed(api: Api, idp: Scim)
     """Issue 33: with linking allowed, a SCIM user of the same username and email as an
     account made through an invitation link no mail carried is refused (409), and nothing
     changes; linking works once the address is confirmed."""
-    from chalicelib.accounts import service
-    from chalicelib.accounts.store import UserModel
+    from chalicelib.accounts.users import service as users_service
+    from chalicelib.accounts.users.store import UserModel
     from tests.test_invitations_web import join_unmailed
 
     make_org(api)
     jane_id = join_unmailed(api, "jane", "jane@example.com")
     assert api.patch(SETTINGS, body(**{"link-existing-users": True})).status == 200
-    users = len(service.all_users())
+    users = len(users_service.all_users())
     refused = idp.post("/Users", {"schemas": [USER], "userName": "jane@example.com"})
     error = scim_error(refused, 409, "uniqueness")
     assert "not confirmed" in error["detail"]
-    assert len(service.all_users()) == users
+    assert len(users_service.all_users()) == users
     assert idp.get("/Users").json["totalResults"] == 0
     UserModel(jane_id).update(actions=[UserModel.email_unconfirmed.remove()])  # confirmed
     assert instance_id(idp.user("jane@example.com")) == jane_id

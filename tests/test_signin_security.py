@@ -54,7 +54,7 @@ def code_at(secret: str, moment: float) -> str:
 
 
 def user(user_id: str) -> Any:
-    from chalicelib.accounts.store import UserModel
+    from chalicelib.accounts.users.store import UserModel
 
     return UserModel.get(user_id)
 
@@ -187,7 +187,7 @@ def test_a_reset_link_sets_a_new_password_once_and_ends_the_other_sessions(
 def test_forged_expired_and_withdrawn_reset_links_change_nothing(
     api: Api, clock: SimpleNamespace, smtp: Any
 ) -> None:
-    from chalicelib.accounts.store import UserModel
+    from chalicelib.accounts.users.store import UserModel
     from chalicelib.core.data.ids import now
 
     user_id = make_user()
@@ -508,7 +508,7 @@ def test_a_password_changed_through_the_api_withdraws_a_waiting_reset_link(
 ) -> None:
     """Someone who asked for a reset link, then changed the password with the Account API
     (the current one at hand), leaves no live link behind that could undo the change."""
-    from chalicelib.accounts import service
+    from chalicelib.accounts.tokens import service as tokens_service
     from chalicelib.core.auth import Principal
 
     user_id = make_user()
@@ -516,7 +516,9 @@ def test_a_password_changed_through_the_api_withdraws_a_waiting_reset_link(
     ask_reset(browser, "jane")
     path = mailed_path(smtp)
     assert browser.get(path).status_code == 200
-    _, token = service.create_user_token(Principal("user", user_id, None), user_id, None, None)
+    _, token = tokens_service.create_user_token(
+        Principal("user", user_id, None), user_id, None, None
+    )
     change = {
         "data": {
             "type": "users",

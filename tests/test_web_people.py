@@ -17,8 +17,12 @@ from typing import Any
 
 import pytest
 
-from chalicelib.accounts import passwords, service, signin
-from chalicelib.accounts.store import UserModel
+from chalicelib.accounts import passwords, signin
+from chalicelib.accounts.tokens import service as tokens_service
+from chalicelib.accounts.tokens import store as tokens_store
+from chalicelib.accounts.users import service as users_service
+from chalicelib.accounts.users import store as users_store
+from chalicelib.accounts.users.store import UserModel
 from chalicelib.core.auth import mint_token
 from chalicelib.core.data.ids import now
 from chalicelib.web import session
@@ -32,7 +36,7 @@ PASSWORD = "a-long-enough-secret-42"
 
 def person(api: Api, name: str, team: str | None = None) -> tuple[str, str]:
     """A user (with a password), on ``team`` of ``ORG`` if named: (user id, an API token)."""
-    user = service.create_user(name, f"{name}@example.com")
+    user = users_service.create_user(name, f"{name}@example.com")
     user.update(actions=[UserModel.password_hash.set(passwords.hash_password(PASSWORD))])
     _, secret = mint_token("user", user.id, description="setup")
     if team:
@@ -114,7 +118,7 @@ def test_the_account_creates_a_token_shown_once_and_never_logged(
     assert secret not in caplog.text and token not in caplog.text
     (made,) = [
         t
-        for t in service.owned_tokens("user", listed_user(org, secret))
+        for t in tokens_store.owned_tokens("user", listed_user(org, secret))
         if t.description == "CI pipeline"
     ]
     assert made.expired_at is not None and made.expired_at.year == 2999
@@ -130,11 +134,15 @@ def test_the_account_creates_a_token_shown_once_and_never_logged(
     after = datetime.now(UTC) + timedelta(seconds=1)
     (undated,) = [
         t
-        for t in service.owned_tokens("user", listed_user(org, secret))
+        for t in tokens_store.owned_tokens("user", listed_user(org, secret))
         if t.description == "no date"
     ]
     assert undated.expired_at is not None
-    assert service.years_later(before, 2) <= undated.expired_at <= service.years_later(after, 2)
+    assert (
+        tokens_service.years_later(before, 2)
+        <= undated.expired_at
+        <= tokens_service.years_later(after, 2)
+    )
 
 
 def listed_user(api: Api, token: str) -> str:
@@ -155,7 +163,7 @@ def test_a_bad_token_form_comes_back_with_its_message_and_makes_nothing(
 ) -> None:
     user_id, token = person(org, "jane")
     browser = signed_in(org, token)
-    before = {t.id for t in service.owned_tokens("user", user_id)}
+    before = {t.id for t in tokens_store.owned_tokens("user", user_id)}
     form = {
         "description": description,
         "expires_on": expires_on,
@@ -164,22 +172,24 @@ def test_a_bad_token_form_comes_back_with_its_message_and_makes_nothing(
     page = browser.post("/app/account/tokens", form)
     assert page.status_code == 422 and message in page.text
     assert 'id="token-secret"' not in page.text
-    assert {t.id for t in service.owned_tokens("user", user_id)} == before
+    assert {t.id for t in tokens_store.owned_tokens("user", user_id)} == before
 
 
 def test_a_token_form_without_csrf_is_refused_and_makes_nothing(org: Api) -> None:
     user_id, token = person(org, "jane")
     browser = signed_in(org, token)
-    before = {t.id for t in service.owned_tokens("user", user_id)}
+    before = {t.id for t in tokens_store.owned_tokens("user", user_id)}
     page = browser.post("/app/account/tokens", {"description": "sneaky"})
     assert page.status_code == 403 and 'id="token-secret"' not in page.text
-    assert {t.id for t in service.owned_tokens("user", user_id)} == before
+    assert {t.id for t in tokens_store.owned_tokens("user", user_id)} == before
 
 
 def test_revoking_asks_first_needs_csrf_and_ends_the_token(org: Api) -> None:
     user_id, token = person(org, "jane")
     _, spare = mint_token("user", user_id, description="laptop")
-    (spare_item,) = [t for t in service.owned_tokens("user", user_id) if t.description == "laptop"]
+    (spare_item,) = [
+        t for t in tokens_store.owned_tokens("user", user_id) if t.description == "laptop"
+    ]
     browser = signed_in(org, token)
     assert f'href="/app/account/tokens/{spare_item.id}"' in browser.get("/app/account").text
     confirm = browser.get(f"/app/account/tokens/{spare_item.id}")
@@ -196,7 +206,7 @@ def test_revoking_asks_first_needs_csrf_and_ends_the_token(org: Api) -> None:
 def test_someone_elses_token_cannot_be_seen_or_revoked(org: Api) -> None:
     _, jane = person(org, "jane")
     kim_id, kim = person(org, "kim")
-    (kims,) = list(service.owned_tokens("user", kim_id))
+    (kims,) = list(tokens_store.owned_tokens("user", kim_id))
     browser = signed_in(org, jane)
     assert browser.get(f"/app/account/tokens/{kims.id}").status_code == 404
     form = {"csrf_token": csrf(browser, "/app/account")}
@@ -587,10 +597,10 @@ def test_every_people_form_without_its_csrf_token_is_403_and_changes_nothing(
     from app import app
 
     readers = team_named(org, "readers")
-    olivia_user = service.find_user_by_name("olivia")
+    olivia_user = users_service.find_user_by_name("olivia")
     assert olivia_user is not None
     user_id = olivia_user.id
-    (token,) = [t for t in service.owned_tokens("user", user_id) if t.description == "setup"]
+    (token,) = [t for t in tokens_store.owned_tokens("user", user_id) if t.description == "setup"]
     membership = org.get(f"/api/v2/organizations/{ORG}/organization-memberships").data[0]["id"]
     values = {
         "organization": ORG,
@@ -600,15 +610,16 @@ def test_every_people_form_without_its_csrf_token_is_403_and_changes_nothing(
         "user_id": user_id,
         "secret": "s" * 43,  # a live email confirmation link of olivia's
     }
-    from chalicelib.accounts import store
     from chalicelib.core.auth import hash_token
 
     link_expires = now() + timedelta(hours=1)
-    store.start_email_change(olivia_user, "new@example.com", hash_token("s" * 43), link_expires)
+    users_store.start_email_change(
+        olivia_user, "new@example.com", hash_token("s" * 43), link_expires
+    )
     state = (
         org.get(f"/api/v2/organizations/{ORG}/organization-memberships").body,
         org.get(f"/api/v2/organizations/{ORG}/teams").body,
-        sorted(t.id for t in service.owned_tokens("user", user_id)),
+        sorted(t.id for t in tokens_store.owned_tokens("user", user_id)),
     )
     posts = [p for p, methods in app.routes.items() if "POST" in methods and is_people(p)]
     assert len(posts) >= 12, posts
@@ -628,7 +639,7 @@ def test_every_people_form_without_its_csrf_token_is_403_and_changes_nothing(
     assert state == (
         org.get(f"/api/v2/organizations/{ORG}/organization-memberships").body,
         org.get(f"/api/v2/organizations/{ORG}/teams").body,
-        sorted(t.id for t in service.owned_tokens("user", user_id)),
+        sorted(t.id for t in tokens_store.owned_tokens("user", user_id)),
     )
     assert signin.check("olivia", PASSWORD, "198.51.100.1") is not None
     assert UserModel.get(user_id).unconfirmed_email == "new@example.com"  # still waiting

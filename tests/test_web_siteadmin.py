@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from chalicelib.accounts import service as accounts
+from chalicelib.accounts.users import service as users_service
 from chalicelib.admin import store
 from tests.admin_servers import SMTP_PASSWORD, SMTP_USER, sms_provider, smtp_server
 from tests.conftest import ADMIN_TOKEN, Api, doc, make_org
@@ -144,7 +144,7 @@ def test_a_non_admin_gets_404_on_every_page_and_post(api: Api, admin: Browser):
     csrf = browser.csrf("/app/organizations")
     assert "Site administration" not in browser.get("/app/organizations").text
     assert "/app/admin" in admin.get("/app/organizations").text  # the admin's header links it
-    before = (settings_items(), [(u.username, u.is_site_admin) for u in accounts.all_users()])
+    before = (settings_items(), [(u.username, u.is_site_admin) for u in users_service.all_users()])
     posts = [f"/app/admin/settings/{area}" for area in AREAS] + [
         "/app/admin/settings/smtp/test-mail",
         "/app/admin/settings/sms/test-message",
@@ -164,9 +164,10 @@ def test_a_non_admin_gets_404_on_every_page_and_post(api: Api, admin: Browser):
     for path in posts:
         reply = browser.post(path, {"csrf_token": csrf, "enabled": "on", "global": "on"})
         assert reply.status_code == 404, path
-    assert (settings_items(), [(u.username, u.is_site_admin) for u in accounts.all_users()]) == (
-        before
-    )
+    assert (
+        settings_items(),
+        [(u.username, u.is_site_admin) for u in users_service.all_users()],
+    ) == (before)
     # Without a session: to the sign-in page, as every page of the UI.
     assert Browser(api.client).get("/app/admin/users").status_code == 303
 
@@ -243,12 +244,15 @@ def test_a_form_without_its_csrf_token_is_refused_and_changes_nothing(
     user_id, _ = make_user("victim")
     path = path.format(user=user_id)
     admin.get("/app/admin/oidc")  # the first key exists before the snapshot
-    before = (settings_items(), [(u.username, u.suspended) for u in accounts.all_users()])
+    before = (settings_items(), [(u.username, u.suspended) for u in users_service.all_users()])
     fields = {"enabled": "on", "footer": "x", "global": "on", "consumers": "beta"}
     for form in (fields, {**fields, "csrf_token": "forged"}):
         reply = admin.post(path, form)
         assert reply.status_code == 403, reply.text
-    assert (settings_items(), [(u.username, u.suspended) for u in accounts.all_users()]) == before
+    assert (
+        settings_items(),
+        [(u.username, u.suspended) for u in users_service.all_users()],
+    ) == before
     sharing = api.get(f"{ADMIN_API}/organizations/acme").data
     assert sharing["attributes"]["global-module-sharing"] is False
     assert sharing["relationships"]["module-consumers"]["data"] == []
@@ -426,11 +430,11 @@ def test_suspend_confirm_then_unsuspend(api: Api, admin: Browser):
     user_id, token = make_user("alice")
     confirm = admin.get(f"/app/admin/users/{user_id}/suspend")
     assert confirm.status_code == 200 and "Suspend alice?" in confirm.text
-    assert not accounts.get_user(user_id).suspended  # the GET changed nothing
+    assert not users_service.get_user(user_id).suspended  # the GET changed nothing
     path = f"/app/admin/users/{user_id}/suspend"
     reply = admin.post(path, form_of(admin, path))
     assert reply.status_code == 303
-    assert accounts.get_user(user_id).suspended
+    assert users_service.get_user(user_id).suspended
     assert api.as_(token).get("/api/v2/account/details").status == 401
     listed = admin.get(reply.headers["Location"])
     assert "alice: suspended." in listed.text
@@ -451,7 +455,7 @@ def test_the_last_admin_refusal_is_shown_and_changes_nothing(api: Api, admin: Br
         if action == "delete":
             refused = api.delete(f"{ADMIN_API}/users/{me}")
         assert f"Refused: {refused.error['detail']}" in text(reply)
-    user = accounts.get_user(me)
+    user = users_service.get_user(me)
     assert user.is_site_admin and not user.suspended
 
 
@@ -462,9 +466,9 @@ def test_grant_revoke_admin_disable_two_factor_and_delete(api: Api, admin: Brows
         assert admin.get(path).status_code == 200
         assert admin.post(path, form_of(admin, path)).status_code == 303, action
         if action == "grant_admin":
-            assert accounts.get_user(user_id).is_site_admin
+            assert users_service.get_user(user_id).is_site_admin
         if action == "revoke_admin":
-            assert not accounts.get_user(user_id).is_site_admin
+            assert not users_service.get_user(user_id).is_site_admin
     assert api.get(f"{ADMIN_API}/users?q=bob").data == []
     assert admin.get(f"/app/admin/users/{user_id}/delete").status_code == 404
     assert admin.get(f"/app/admin/users/{admin_id()}/explode").status_code == 404

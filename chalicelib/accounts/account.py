@@ -1,7 +1,7 @@
 """The caller's own account (TFE's Account API): ``PATCH /account/update`` and
 ``PATCH /account/password``, and the link that confirms a changed email address.
 
-* A username changes through its claim (``store.rename_user``): never two users of one
+* A username changes through its claim (``users_store.rename_user``): never two users of one
   name in any case.
 * A changed email address waits as ``unconfirmed_email``: the user keeps their email until
   they follow the one-time link mailed to the new address (a random secret, of which only
@@ -22,7 +22,7 @@
   bootstrap admin, sends none) and passes the invitations' policy (``passwords.check``).
   Wrong current passwords are throttled with the account's failed sign-ins
   (``signin.check_current``): past the bound ``signin.Throttled`` is raised unchecked.
-  The user's other browser sessions end (``service.end_sessions``); the one that made the
+  The user's other browser sessions end (``tokens_service.end_sessions``); the one that made the
   change stays signed in (an API token's change ends every browser session).
 
 Everything is checked before anything is written: a bad request is a 422 naming the field
@@ -39,8 +39,11 @@ from urllib.parse import quote
 
 from pynamodb.exceptions import UpdateError
 
-from chalicelib.accounts import memberships, passwords, service, signin, store
-from chalicelib.accounts.store import UserModel
+from chalicelib.accounts import memberships, passwords, signin
+from chalicelib.accounts.tokens import service as tokens_service
+from chalicelib.accounts.users import service as users_service
+from chalicelib.accounts.users import store as users_store
+from chalicelib.accounts.users.store import UserModel
 from chalicelib.core.api.errors import NotFound, Unprocessable
 from chalicelib.core.api.links import link_base_url
 from chalicelib.core.auth import Principal, hash_token
@@ -70,7 +73,7 @@ def _send(email: str, link: str) -> bool:
 def own_user(principal: Principal) -> UserModel:
     if not principal.is_user:
         raise NotFound("only a user token has an account")
-    return service.get_user(principal.id)
+    return users_service.get_user(principal.id)
 
 
 def update(principal: Principal, username: str | None, email: str | None) -> UserModel:
@@ -78,26 +81,28 @@ def update(principal: Principal, username: str | None, email: str | None) -> Use
     user = own_user(principal)
     renamed = username if username is not None and username != user.username else None
     if renamed is not None:
-        service.validate_username(renamed, USERNAME)
-        holder = service.find_user_by_name(renamed)
+        users_service.validate_username(renamed, USERNAME)
+        holder = users_service.find_user_by_name(renamed)
         if holder is not None and holder.id != user.id:
-            raise service.taken_username(renamed, USERNAME)
+            raise users_service.taken_username(renamed, USERNAME)
     if email is not None:
-        email = service.validate_email(email.strip()).strip()
-        others = [i for i in store.user_ids_with_email(email) if i != user.id]
+        email = users_service.validate_email(email.strip()).strip()
+        others = [i for i in users_store.user_ids_with_email(email) if i != user.id]
         if others:
             raise Unprocessable("email has already been taken", pointer=EMAIL)
     base_url = ""
-    same_address = email is not None and store.email_key(email) == store.email_key(user.email or "")
+    same_address = email is not None and users_store.email_key(email) == users_store.email_key(
+        user.email or ""
+    )
     if email is not None and (not same_address or user.email_unconfirmed):
         base_url = link_base_url("email confirmation links")  # a link is made: refuse first
     before = (user.unconfirmed_email, user.email_link_hash, user.email_link_expires_at)
     if email is not None:
         _change_email(user, email, base_url)
-    if renamed is not None and not store.rename_user(user, renamed):
+    if renamed is not None and not users_store.rename_user(user, renamed):
         _restore_email_change(user, before)
-        raise service.taken_username(renamed, USERNAME)
-    return UserModel.get(user.id, consistent_read=True)
+        raise users_service.taken_username(renamed, USERNAME)
+    return users_service.get_user(user.id, consistent=True)
 
 
 def can_mail() -> bool:
@@ -107,12 +112,12 @@ def can_mail() -> bool:
 
 
 def _change_email(user: UserModel, email: str, base_url: str) -> None:
-    if store.email_key(email) == store.email_key(user.email or ""):
+    if users_store.email_key(email) == users_store.email_key(user.email or ""):
         if user.email_unconfirmed:  # a link to the current address confirms it
             _start_link(user, email, base_url)
         elif user.unconfirmed_email or email != user.email:  # back to the current address
             user.update(actions=[UserModel.email.set(email)], condition=UserModel.id.exists())
-            store.cancel_email_change(user)
+            users_store.cancel_email_change(user)
         return
     _start_link(user, email, base_url)
 
@@ -122,7 +127,7 @@ def _start_link(user: UserModel, email: str, base_url: str) -> None:
     secret = secrets.token_urlsafe(32)
     before = (user.unconfirmed_email, user.email_link_hash, user.email_link_expires_at)
     expires = now() + timedelta(hours=EMAIL_LINK_HOURS)
-    store.start_email_change(user, email, hash_token(secret), expires)
+    users_store.start_email_change(user, email, hash_token(secret), expires)
     link = base_url + confirm_path(user.id, secret)
     try:
         _send(email, link)
@@ -134,9 +139,9 @@ def _start_link(user: UserModel, email: str, base_url: str) -> None:
 def _restore_email_change(user: UserModel, before: tuple) -> None:
     email, link_hash, expires = before
     if email and link_hash and expires:
-        store.start_email_change(user, email, link_hash, expires)
+        users_store.start_email_change(user, email, link_hash, expires)
     else:
-        store.cancel_email_change(user)
+        users_store.cancel_email_change(user)
 
 
 def email_link(user_id: str, secret: str) -> UserModel | None:
@@ -145,14 +150,14 @@ def email_link(user_id: str, secret: str) -> UserModel | None:
     taken by another user meanwhile."""
     if not secret or len(secret) > 200 or len(user_id) > 100:
         return None
-    user = service.find_user(user_id)
+    user = users_service.find_user(user_id)
     if user is None or not user.email_link_hash or not user.unconfirmed_email:
         return None
     if not hmac.compare_digest(hash_token(secret), user.email_link_hash):
         return None
     if user.email_link_expires_at is None or user.email_link_expires_at <= now():
         return None
-    if any(i != user.id for i in store.user_ids_with_email(user.unconfirmed_email)):
+    if any(i != user.id for i in users_store.user_ids_with_email(user.unconfirmed_email)):
         return None
     return user
 
@@ -161,9 +166,9 @@ def confirm_email(user_id: str, secret: str) -> UserModel | None:
     """Use a confirmation link: the waiting address becomes the user's email, once. None
     when the link is not live (``email_link``) or was used meanwhile."""
     user = email_link(user_id, secret)
-    if user is None or not store.confirm_email_change(user, hash_token(secret)):
+    if user is None or not users_store.confirm_email_change(user, hash_token(secret)):
         return None
-    return UserModel.get(user.id, consistent_read=True)
+    return users_service.get_user(user.id, consistent=True)
 
 
 def change_password(
@@ -195,5 +200,5 @@ def change_password(
                 "the password was changed meanwhile; try again", pointer=CURRENT_PASSWORD
             ) from None
         raise
-    service.end_sessions(user.id, keep_token_id=principal.token_id)
+    tokens_service.end_sessions(user.id, keep_token_id=principal.token_id)
     return user

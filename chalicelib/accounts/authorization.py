@@ -12,9 +12,10 @@ Two levels, as OTF's ``Authorize(action, resource)``:
   membership), and ``GRANTS`` says which roles allow each action. A caller without it gets
   404, as if the thing did not exist.
 
-This file reads the roles itself, from ``accounts.store``, so that ``accounts.service``
-(organizations, teams, tokens) asks it too: the service imports this file, never the other
-way round.
+This file reads the roles itself, from the stores of users, teams and organizations, so
+that the services (``accounts.organizations``, ``teams``, ``tokens``) ask it too: they import
+this file, never the other way round. Whether a user is a member of an organization is
+``UserModel.is_member``.
 
 Not here: the SCIM token (checked by ``chalicelib.scim``, a room above this one).
 """
@@ -25,11 +26,15 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from chalicelib.accounts import store
-from chalicelib.accounts.store import OrganizationModel, TeamModel, UserModel
+from chalicelib.accounts.organizations import store as organizations_store
+from chalicelib.accounts.organizations.store import OrganizationModel
+from chalicelib.accounts.teams import store as teams_store
+from chalicelib.accounts.teams.store import TeamModel
+from chalicelib.accounts.users import store as users_store
 from chalicelib.core.api.access import Access, user_token
 from chalicelib.core.api.errors import Forbidden, NotFound
 from chalicelib.core.auth import Principal
+from chalicelib.core.data import db
 from chalicelib.core.settings import get_settings
 
 NOT_FOUND = "not found: user unauthorized to perform action"
@@ -80,10 +85,8 @@ class OrgAccess:
 def is_site_admin(principal: Principal) -> bool:
     if not principal.is_user:
         return False
-    try:
-        return UserModel.get(principal.id).is_site_admin
-    except UserModel.DoesNotExist:
-        return False
+    user = users_store.read_user(principal.id)
+    return bool(user is not None and user.is_site_admin)
 
 
 def access(principal: Principal, organization: str) -> OrgAccess:
@@ -113,11 +116,11 @@ def is_disabled(name: str, org: OrganizationModel | None = None) -> bool:
     """Whether a site admin disabled the organization: as this instance knows it, else from
     ``org`` (the item, when the caller has just read it) or one GetItem, kept for the token
     cache's window."""
-    disabled = store.known_disabled(name)
+    disabled = organizations_store.known_disabled(name)
     if disabled is None:
         if org is None:
-            org = store.get_organization(name)
-        disabled = store.note_disabled(name, org)
+            org = organizations_store.get_organization(name)
+        disabled = organizations_store.note_disabled(name, org)
     return disabled
 
 
@@ -126,22 +129,17 @@ def roles(principal: Principal, organization: str) -> OrgAccess:
         readable = principal.organization == organization
         return OrgAccess(can_read=readable, read_projects=readable)
     if principal.kind == "team":
-        try:
-            team = TeamModel.get(principal.id)
-        except TeamModel.DoesNotExist:
-            return OrgAccess()
-        return _team_access([team], organization)
-    try:
-        user = UserModel.get(principal.id)
-    except UserModel.DoesNotExist:
+        team = teams_store.find_team(principal.id)
+        return _team_access([team], organization) if team is not None else OrgAccess()
+    user = users_store.read_user(principal.id)
+    if user is None:
         return OrgAccess()
     if user.is_site_admin:
         return OrgAccess.everything(site_admin=True)
-    team_ids = store.team_ids_of(user, organization)
+    team_ids = user.team_ids(organization)
     if not team_ids:  # a member through an invitation only reads
-        member = store.member_ref(organization) in (user.team_refs or ())
-        return OrgAccess(can_read=True) if member else OrgAccess()
-    return _team_access(list(TeamModel.batch_get(team_ids)), organization)
+        return OrgAccess(can_read=True) if user.is_member(organization) else OrgAccess()
+    return _team_access(teams_store.teams_by_ids(team_ids), organization)
 
 
 def _team_access(teams: Iterable[TeamModel], organization: str) -> OrgAccess:
@@ -169,7 +167,7 @@ def organization_access(principal: Principal, name: str) -> OrgAccess:
     organization token exist only while their organization does (they go with it).
     """
     rights = access(principal, name)
-    if rights.can_read and (not rights.site_admin or OrganizationModel.count(name, limit=1)):
+    if rights.can_read and (not rights.site_admin or organizations_store.organization_exists(name)):
         return rights
     raise NotFound(f"organization {name!r} not found")
 
@@ -179,8 +177,8 @@ def member_organizations(principal: Principal) -> set[str]:
     organization token's own, a user's teams (the cached user item)."""
     if principal.kind in ("team", "organization"):
         return {principal.organization} if principal.organization else set()
-    user = store.cached_user(principal.id)
-    return {ref.split("/", 1)[0] for ref in (user.team_refs or ())} if user else set()
+    user = users_store.cached_user(principal.id)
+    return set(user.organizations()) if user else set()
 
 
 def consumer_roles(principal: Principal, producer: str) -> OrgAccess:
@@ -188,11 +186,10 @@ def consumer_roles(principal: Principal, producer: str) -> OrgAccess:
     when the producer shares them with an organization of the caller (module consumers, or
     global sharing), else none. One GetItem of the producer; a disabled producer shares
     nothing. For callers who do not read the producer: its members hold more."""
-    try:
-        org = OrganizationModel.get(producer)
-    except OrganizationModel.DoesNotExist:
+    org = organizations_store.get_organization(producer)
+    if org is None:
         return OrgAccess()
-    if store.note_disabled(producer, org):
+    if organizations_store.note_disabled(producer, org):
         return OrgAccess()
     members_of = member_organizations(principal)
     shared = (
@@ -201,6 +198,86 @@ def consumer_roles(principal: Principal, producer: str) -> OrgAccess:
         else bool(set(org.module_consumers or ()) & members_of)
     )
     return OrgAccess(consumer=shared)
+
+
+# ----- an organization with the caller's access ----------------------------------------------
+
+
+def readable_organization(principal: Principal, name: str) -> tuple[OrganizationModel, OrgAccess]:
+    """The organization and the caller's access, or 404 when missing or not readable (403
+    when disabled: ``refuse_disabled``, on the item read here)."""
+    rights = roles(principal, name)
+    org = organizations_store.get_organization(name) if rights.can_read else None
+    if org is None:
+        raise NotFound(f"organization {name!r} not found")
+    if not rights.site_admin:
+        refuse_disabled(name, org)
+    return org, rights
+
+
+def can_read_organization(principal: Principal, name: str) -> bool:
+    """Whether the caller may read the existing organization ``name``, in the fewest reads
+    (see ``read_in_organization``)."""
+    return read_in_organization(principal, name, None)[0]
+
+
+def read_in_organization(
+    principal: Principal, name: str, wanted: tuple[Any, Any, Any] | None
+) -> tuple[bool, Any]:
+    """Whether the caller may read the existing organization ``name``, and the item
+    ``wanted`` (``(model, hash_key, range_key)``: what the caller reads next, None for
+    nothing; None when missing), in the fewest reads: the registry protocol asks on every
+    ``terraform init`` request.
+
+    A team or organization token carries its organization and exists only while it does
+    (no read); a user is the cached user item (``users_store.cached_user``: none on a warm
+    instance, and on a cold one read together with ``wanted``); only a site admin's answer
+    reads the organizations table. The item is read whatever the answer: the caller must
+    not show it when the answer is no. A member of a disabled organization, or its token, is
+    refused (``refuse_disabled``): while this instance does not know whether it is, the
+    organization item is read in the same call as the rest."""
+    # The organization item is read with the rest while whether it is disabled is not known.
+    unknown = organizations_store.known_disabled(name) is None
+    more = [wanted] if wanted is not None else []
+    if unknown:
+        more.append((OrganizationModel, name, None))
+    user = None
+    if principal.kind in ("team", "organization"):
+        if principal.organization != name:
+            return False, None
+        member = True
+        items = db.get_together(*more) if more else []
+    else:
+        user, items = users_store.cached_user_with(principal.id, *more)
+        member = user is not None and user.is_member(name)
+    item = items[0] if wanted is not None else None
+    if unknown:
+        organizations_store.note_disabled(name, items[-1])
+    if user is not None and user.is_site_admin:
+        return organizations_store.organization_exists(name), item
+    if member:
+        refuse_disabled(name)
+    return member, item
+
+
+def readable_organization_names(principal: Principal) -> list[str]:
+    """Names of every organization the principal can read (for cross-organization lists)."""
+    if principal.kind in ("team", "organization"):
+        return [principal.organization] if principal.organization else []
+    user = users_store.read_user(principal.id)
+    if user is None:
+        return []
+    if user.is_site_admin:
+        return [org.name for org in organizations_store.all_organizations()]
+    return user.organizations()
+
+
+def owned_organization(principal: Principal, name: str) -> OrganizationModel:
+    """The organization when the caller may ``own`` it (``require``), else 404."""
+    org, rights = readable_organization(principal, name)
+    refusal = f"organization {name!r} not found or you are not one of its owners"
+    require(rights, "own", refusal)
+    return org
 
 
 # ----- site administration -------------------------------------------------------------------
@@ -244,7 +321,7 @@ Action = Literal[
 
 # The role table: which roles (``OrgAccess``) allow each action. The owners team and site
 # admins hold every role; ``manage-projects`` includes reading projects and (in
-# ``accounts.service``) managing every workspace, as in TFE.
+# ``_team_access``) managing every workspace, as in TFE.
 GRANTS: dict[Action, Callable[[OrgAccess], bool]] = {
     "read": lambda rights: rights.can_read,
     "read-projects": lambda rights: rights.read_projects or rights.manage_projects,

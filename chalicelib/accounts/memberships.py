@@ -1,7 +1,7 @@
 """Organization memberships and invitations, as TFE's ``organization-memberships``.
 
 A member is a user with a ref to one of the organization's teams, or (joined through an
-invitation) the organization's membership ref (``store.member_ref``). An invitation is a
+invitation) the organization's membership ref (``UserModel.is_member``). An invitation is a
 ``MembershipModel`` item, ``invited`` until the link it mailed is followed, then ``active``.
 Who may invite and remove: the owners and teams with ``manage-membership`` (site admins
 too); anyone else gets 404. Readers of the organization may list and read memberships; an
@@ -34,9 +34,17 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
-from chalicelib.accounts import authorization, passwords, service, store
+from chalicelib.accounts import authorization, passwords
+from chalicelib.accounts.invitations import store as invitations_store
+from chalicelib.accounts.invitations.store import MembershipModel
+from chalicelib.accounts.organizations import service as organizations_service
 from chalicelib.accounts.render import membership_id
-from chalicelib.accounts.store import MembershipModel, TeamModel, UserModel
+from chalicelib.accounts.teams import service as teams_service
+from chalicelib.accounts.teams import store as teams_store
+from chalicelib.accounts.teams.store import TeamModel
+from chalicelib.accounts.users import service as users_service
+from chalicelib.accounts.users import store as users_store
+from chalicelib.accounts.users.store import UserModel
 from chalicelib.core.api.errors import Forbidden, NotFound, Unauthorized, Unprocessable
 from chalicelib.core.api.links import link_base_url
 from chalicelib.core.auth import Principal, hash_token
@@ -93,7 +101,7 @@ def _of_user(organization: str, user: UserModel) -> Membership:
         user.id,
         user.email,
         "active",
-        store.team_ids_of(user, organization),
+        user.team_ids(organization),
         user,
     )
 
@@ -126,40 +134,37 @@ def invitees_with_email(email: str) -> list[Invitee]:
     """The people invited as ``email`` (any case) who have no user: one Query of the
     ``by-email`` index and one BatchGetItem. Nothing for what is not an email address."""
     email = email.strip().lower()
-    if len(email) > service.MAX_EMAIL or not service.EMAIL.match(email):
+    if len(email) > users_service.MAX_EMAIL or not users_service.EMAIL.match(email):
         return []
-    reserved = {i.user_id for i in MembershipModel.by_email.query(email) if i.status == "invited"}
+    invitations = invitations_store.invitations_of_email(email)
+    reserved = {i.user_id for i in invitations if i.status == "invited"}
     if not reserved:
         return []
-    users = {u.id for u in UserModel.batch_get(sorted(reserved))}
+    users = {u.id for u in users_store.users_by_ids(sorted(reserved))}
     return [Invitee(user_id, email) for user_id in sorted(reserved - users)]
 
 
 def withdraw_invitee(user_id: str) -> bool:
     """Delete the invitations that reserved ``user_id`` for a person with no user yet (a
     site admin deleting that person). False when the user exists or nothing reserved it."""
-    if service.find_user(user_id) is not None:
+    if users_service.find_user(user_id) is not None:
         return False
-    items = [i for i in MembershipModel.by_user.query(user_id) if i.status == "invited"]
+    items = [i for i in invitations_store.invitations_of_user(user_id) if i.status == "invited"]
     for item in items:
         item.delete()
     return bool(items)
-
-
-def _is_member(user: UserModel, organization: str) -> bool:
-    return any(ref.startswith(store.member_ref(organization)) for ref in user.team_refs or ())
 
 
 def organization_memberships(organization: str) -> list[Membership]:
     """Every membership of the organization: its teams' members and its invitations (an
     accepted invitation's member once), by email."""
     user_ids: set[str] = set()
-    for team in TeamModel.by_organization.query(organization):
+    for team in teams_store.teams_of(organization):
         user_ids |= set(team.user_ids or ())
-    items = list(MembershipModel.by_organization.query(organization))
+    items = invitations_store.invitations_of_organization(organization)
     user_ids |= {i.user_id for i in items}  # an invited existing user is matched by username
-    users = {u.id: u for u in UserModel.batch_get(sorted(user_ids))} if user_ids else {}
-    found = {u.id: _of_user(organization, u) for u in users.values() if _is_member(u, organization)}
+    users = {u.id: u for u in users_store.users_by_ids(sorted(user_ids))}
+    found = {u.id: _of_user(organization, u) for u in users.values() if u.is_member(organization)}
     for item in items:
         if item.status == "invited":
             found[item.user_id] = _of_item(item, users.get(item.user_id))
@@ -172,26 +177,26 @@ def invitations_by_team(organization: str) -> dict[str, list[Membership]]:
     TestTeamMembersAddByOrganizationMembers adds an invitation to a team and finds it
     there). One Query of the organization's invitations."""
     found: dict[str, list[Membership]] = {}
-    for item in MembershipModel.by_organization.query(organization):
+    for item in invitations_store.invitations_of_organization(organization):
         if item.status == "invited":
             for team_id in sorted(item.team_ids or ()):
                 found.setdefault(team_id, []).append(_of_item(item))
     return found
 
 
-def readable(principal: Principal, organization: str) -> service.OrgAccess:
-    return service.organization_access(principal, organization)
+def readable(principal: Principal, organization: str) -> authorization.OrgAccess:
+    return authorization.organization_access(principal, organization)
 
 
-def managing(principal: Principal, organization: str) -> service.OrgAccess:
+def managing(principal: Principal, organization: str) -> authorization.OrgAccess:
     """The caller's rights when they may manage the organization's members (the action
     ``manage-membership`` of ``accounts.authorization``), else 404. Only a user does: a team
     or organization token holding the role neither invites nor removes."""
     refusal = f"organization {organization!r} not found or you may not manage its members"
     rights = authorization.require(
-        service.access(principal, organization), "manage-membership", refusal
+        authorization.access(principal, organization), "manage-membership", refusal
     )
-    if not principal.is_user or service.get_organization(organization) is None:
+    if not principal.is_user or organizations_service.get_organization(organization) is None:
         raise NotFound(refusal)
     return rights
 
@@ -202,7 +207,7 @@ def list_memberships(
     query: str,
     emails: list[str],
     statuses: list[str],
-) -> tuple[list[Membership], service.OrgAccess]:
+) -> tuple[list[Membership], authorization.OrgAccess]:
     rights = readable(principal, organization)
     found = organization_memberships(organization)
     if query:
@@ -228,39 +233,35 @@ def own_memberships(principal: Principal) -> list[Membership]:
     """The caller's memberships in every organization, invitations included."""
     if not principal.is_user:
         return []
-    user = service.get_user(principal.id)
-    organizations = sorted({ref.split("/", 1)[0] for ref in user.team_refs or ()})
-    found = {org: _of_user(org, user) for org in organizations}
-    for item in MembershipModel.by_user.query(user.id):
+    user = users_service.get_user(principal.id)
+    found = {org: _of_user(org, user) for org in user.organizations()}
+    for item in invitations_store.invitations_of_user(user.id):
         if item.status == "invited":
             found.setdefault(item.organization, _of_item(item))
     return [found[o] for o in sorted(found)]
 
 
-def find(principal: Principal, membership_id_: str) -> tuple[Membership, service.OrgAccess]:
+def find(principal: Principal, membership_id_: str) -> tuple[Membership, authorization.OrgAccess]:
     """A membership the caller may read (its organization's readers, and the invited
     person), or 404."""
     missing = NotFound(f"organization membership {membership_id_} not found")
-    try:
-        item = MembershipModel.get(membership_id_)
-    except MembershipModel.DoesNotExist:
-        item = None
+    item = invitations_store.find_invitation(membership_id_)
     if item is not None:
-        rights = service.access(principal, item.organization)
+        rights = authorization.access(principal, item.organization)
         if item.status == "invited":
             if authorization.allows(rights, "read") or principal.id == item.user_id:
                 return _of_item(item), rights
             raise missing
-        user = service.find_user(item.user_id)
+        user = users_service.find_user(item.user_id)
         readable = authorization.allows(rights, "read")
-        if readable and user is not None and _is_member(user, item.organization):
+        if readable and user is not None and user.is_member(item.organization):
             return _of_user(item.organization, user), rights
         raise missing
     # A member added straight to teams: the id is derived from the organization and user.
-    for org in service.readable_organization_names(principal):
+    for org in authorization.readable_organization_names(principal):
         for membership in organization_memberships(org):
             if membership.id == membership_id_:
-                return membership, service.access(principal, org)
+                return membership, authorization.access(principal, org)
     raise missing
 
 
@@ -294,14 +295,14 @@ def invite(
     ``Invited``)."""
     managing(principal, organization)
     base_url = link_base_url("invitation links")
-    email = service.validate_email(email).lower()
+    email = users_service.validate_email(email).lower()
     teams = _teams_of(organization, team_ids, "/data/relationships/teams/data")
-    existing = service.find_user_by_email(email)
-    if existing is not None and _is_member(existing, organization):
+    existing = users_service.find_user_by_email(email)
+    if existing is not None and existing.is_member(organization):
         raise Unprocessable(
             f"{email} is already a member of {organization}", pointer="/data/attributes/email"
         )
-    if any(MembershipModel.by_organization.query(organization, MembershipModel.email == email)):
+    if invitations_store.invitations_of_organization(organization, email):
         raise Unprocessable(
             f"{email} has already been invited to {organization}",
             pointer="/data/attributes/email",
@@ -321,7 +322,7 @@ def invite(
         invited_by=principal.id,
         created_at=moment,
     )
-    if not store.insert_membership(item):
+    if not invitations_store.insert_membership(item):
         raise Unprocessable(
             f"{email} has already been invited to {organization}",
             pointer="/data/attributes/email",
@@ -333,16 +334,16 @@ def invite(
         item.delete()  # the mail did not go out: no invitation either
         raise
     if delivered:
-        store.mark_invitation_mailed(item)
+        invitations_store.mark_invitation_mailed(item)
         item.mailed = True
-    shown = not delivered and service.is_site_admin(principal)
+    shown = not delivered and authorization.is_site_admin(principal)
     return Invited(_of_item(item), delivered, link if shown else None)
 
 
 def _teams_of(organization: str, team_ids: list[str], pointer: str) -> list[TeamModel]:
     if len(team_ids) > MAX_TEAMS:
         raise Unprocessable(f"at most {MAX_TEAMS} teams", pointer=pointer)
-    found = {t.id: t for t in TeamModel.batch_get(list(dict.fromkeys(team_ids)))}
+    found = {t.id: t for t in teams_store.teams_by_ids(list(dict.fromkeys(team_ids)))}
     for index, team_id in enumerate(team_ids):
         team = found.get(team_id)
         if team is None or team.organization != organization:
@@ -361,13 +362,13 @@ def remove(principal: Principal, membership_id_: str) -> None:
     except NotFound:
         raise NotFound(f"organization membership {membership_id_} not found") from None
     if membership.status == "active":
-        teams = list(TeamModel.batch_get(membership.team_ids)) if membership.team_ids else []
+        teams = teams_store.teams_by_ids(membership.team_ids)
         for team in teams:
             if team.is_owners and set(team.user_ids or ()) <= {membership.user_id}:
                 raise Unprocessable("the owners team must keep at least one member")
         for team in teams:
-            store.remove_team_members(team, [membership.user_id])
-        store.remove_member_ref(membership.user_id, org)
+            teams_store.remove_team_members(team, [membership.user_id])
+        users_store.remove_member_ref(membership.user_id, org)
     MembershipModel(membership.id).delete()
 
 
@@ -376,8 +377,8 @@ def change_team_members(
 ) -> None:
     """Add or remove members of a team by their membership ids (TFE's
     ``relationships/organization-memberships``); an invited person joins when accepting."""
-    team = service.owned_team(principal, team_id)
-    service.refuse_if_scim_linked(team)
+    team = teams_service.owned_team(principal, team_id)
+    teams_service.refuse_if_scim_linked(team)
     known = {m.id: m for m in organization_memberships(team.organization)}
     chosen = []
     for index, mid in enumerate(membership_ids):
@@ -389,14 +390,11 @@ def change_team_members(
     if not add and team.is_owners and set(team.user_ids or ()) <= set(active):
         raise Unprocessable("the owners team must keep at least one member")
     if add:
-        store.add_team_members(team, active)
+        teams_store.add_team_members(team, active)
     else:
-        store.remove_team_members(team, active)
+        teams_store.remove_team_members(team, active)
     for m in invited:
-        action = MembershipModel.team_ids.add if add else MembershipModel.team_ids.delete
-        MembershipModel(m.id).update(
-            actions=[action({team.id})], condition=MembershipModel.id.exists()
-        )
+        invitations_store.change_invitation_teams(m.id, team.id, add=add)
 
 
 # ----- accepting ------------------------------------------------------------------------------
@@ -422,12 +420,12 @@ def open_invitation(token: str) -> Invitation | None:
     """The live invitation of a link's token (None: unknown, used, withdrawn or expired)."""
     if not token or len(token) > 200:
         return None
-    item = next(iter(MembershipModel.by_token.query(hash_token(token))), None)
+    item = invitations_store.invitation_of_token(hash_token(token))
     if item is None or item.status != "invited" or item.expires_at is None:
         return None
     if item.expires_at <= now():
         return None
-    return Invitation(item, service.find_user(item.user_id))
+    return Invitation(item, users_service.find_user(item.user_id))
 
 
 def accept(
@@ -447,8 +445,8 @@ def accept(
 
     The single use comes first: for an existing user the invitation is marked used before
     anything is added; a new person's user is created in the same transaction that marks it
-    (``store.accept_invitation_as_new_user``), so a second accept of the same link, however
-    close, creates nothing."""
+    (``invitations_store.accept_invitation_as_new_user``), so a second accept of the same
+    link, however close, creates nothing."""
     refusal = invitation.refusal(principal)
     if refusal == "sign-in":
         raise Unauthorized("sign in as the invited user to accept this invitation")
@@ -458,19 +456,19 @@ def accept(
     user = invitation.user
     if user is None:
         passwords.check(password, again)
-        user = service.new_user(username, item.email, user_id=item.user_id)
+        user = users_service.new_user(username, item.email, user_id=item.user_id)
         user.password_hash = passwords.hash_password(password)
         if not item.mailed:  # whoever held the link chose the password: not the address's owner
             user.email_unconfirmed = True
-        outcome = store.accept_invitation_as_new_user(item, hash_token(token), user)
+        outcome = invitations_store.accept_invitation_as_new_user(item, hash_token(token), user)
         if outcome == "taken":
-            raise service.taken_username(username)
+            raise users_service.taken_username(username)
         if outcome == "used":
             return None
-    elif not store.use_invitation(item, hash_token(token)):
+    elif not invitations_store.use_invitation(item, hash_token(token)):
         return None
-    store.add_member_ref(user.id, item.organization)
-    for team in TeamModel.batch_get(sorted(item.team_ids or ())):
+    users_store.add_member_ref(user.id, item.organization)
+    for team in teams_store.teams_by_ids(sorted(item.team_ids or ())):
         if team.organization == item.organization:
-            store.add_team_members(team, [user.id])
-    return UserModel.get(user.id)
+            teams_store.add_team_members(team, [user.id])
+    return users_service.get_user(user.id)

@@ -13,13 +13,9 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
-from chalicelib.accounts.store import (
-    ACCESS_FLAGS,
-    OrganizationModel,
-    TeamModel,
-    UserModel,
-    team_ids_of,
-)
+from chalicelib.accounts.organizations.store import OrganizationModel
+from chalicelib.accounts.teams.store import ACCESS_FLAGS, TeamModel
+from chalicelib.accounts.users.store import UserModel
 from chalicelib.core.api.jsonapi import resource, to_one
 from chalicelib.core.api.names import kebab
 from chalicelib.core.auth import Principal, TokenModel, TtlCache
@@ -27,7 +23,7 @@ from chalicelib.core.data.ids import iso
 from chalicelib.core.settings import get_settings
 
 if TYPE_CHECKING:
-    from chalicelib.accounts.service import OrgAccess
+    from chalicelib.accounts.authorization import OrgAccess
 
 # The same for every organization: on for the features this registry serves, off otherwise.
 ENTITLEMENTS: dict[str, bool | None] = {
@@ -150,7 +146,7 @@ def render_organization_membership(
         user.id,
         user.email,
         "active",
-        team_ids_of(user, organization),
+        user.team_ids(organization),
         private=private,
         hidden_teams=hidden_teams,
     )

@@ -18,7 +18,7 @@
   expired). ``use(token, password, again)`` checks the password policy
   (``passwords.check``: a 422 that changes nothing), then sets the new hash and removes the
   link in one conditional update requiring the link to be still the stored one: it works once.
-  Every browser session of the user ends (``service.end_sessions``).
+  Every browser session of the user ends (``tokens_service.end_sessions``).
 """
 
 from __future__ import annotations
@@ -32,8 +32,10 @@ from typing import Any
 
 from pynamodb.exceptions import UpdateError
 
-from chalicelib.accounts import memberships, passwords, service, signin
-from chalicelib.accounts.store import UserModel
+from chalicelib.accounts import memberships, passwords, signin
+from chalicelib.accounts.tokens import service as tokens_service
+from chalicelib.accounts.users import service as users_service
+from chalicelib.accounts.users.store import UserModel
 from chalicelib.core.api.errors import ApiError
 from chalicelib.core.api.links import NoPublicAddress, can_make_links, link_base_url
 from chalicelib.core.auth import hash_token
@@ -103,7 +105,7 @@ def open_link(token: str) -> UserModel | None:
     match = _TOKEN.fullmatch(token or "")
     if match is None:
         return None
-    user = service.find_user(match.group(1))
+    user = users_service.find_user(match.group(1))
     if user is None or user.reset_hash is None or user.reset_expires_at is None:
         return None
     if not user.may_sign_in or user.reset_expires_at <= now():
@@ -133,6 +135,6 @@ def use(token: str, password: str, again: str) -> UserModel | None:
         if db.conditional_failure(exc):
             return None  # used (or replaced) meanwhile
         raise
-    service.end_sessions(user.id)
+    tokens_service.end_sessions(user.id)
     log.info("password reset for %s", user.id)
     return user

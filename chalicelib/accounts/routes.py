@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING, Any
 
 from chalice import Blueprint, Response
 
-from chalicelib.accounts import account, authorization, memberships, service, signin
+from chalicelib.accounts import account, authorization, memberships, signin
+from chalicelib.accounts.organizations import service as organizations_service
 from chalicelib.accounts.render import (
     render_entitlement_set,
     render_invited_user,
@@ -23,7 +24,13 @@ from chalicelib.accounts.render import (
     render_token,
     render_user,
 )
-from chalicelib.accounts.store import TeamModel, UserModel
+from chalicelib.accounts.teams import service as teams_service
+from chalicelib.accounts.teams import store as teams_store
+from chalicelib.accounts.teams.store import TeamModel
+from chalicelib.accounts.tokens import service as tokens_service
+from chalicelib.accounts.users import service as users_service
+from chalicelib.accounts.users import store as users_store
+from chalicelib.accounts.users.store import UserModel
 from chalicelib.core.api.access import Bearer, Public
 from chalicelib.core.api.errors import TooManyRequests, Unprocessable
 from chalicelib.core.api.http import Ctx, route
@@ -55,7 +62,7 @@ def _visibility(value: str | None) -> str | None:
 @route(bp, "/api/v2/account/details", auth=Bearer)
 def account_details(ctx: Ctx) -> Response:
     if ctx.user.is_user:
-        return document(render_user(service.get_user(ctx.user.id)))
+        return document(render_user(users_service.get_user(ctx.user.id)))
     return document(render_service_account(ctx.user))
 
 
@@ -118,8 +125,8 @@ def confirm_email(ctx: Ctx, user_id: str, secret: str) -> Response:
 
 @route(bp, "/api/v2/users/{user_id}", auth=Bearer)
 def show_user(ctx: Ctx, user_id: str) -> Response:
-    user = service.get_user(user_id)
-    private = ctx.user.id == user_id or service.is_site_admin(ctx.user)
+    user = users_service.get_user(user_id)
+    private = ctx.user.id == user_id or authorization.is_site_admin(ctx.user)
     return document(render_user(user, private=private))
 
 
@@ -156,16 +163,18 @@ ORGANIZATION = ORGANIZATIONS + "/{organization_name}"
     query=(*PAGE, Param("q", "a part of the name or email (any case)")),
 )
 def list_organizations(ctx: Ctx) -> Response:
-    orgs = service.list_organizations(ctx.user)
+    orgs = organizations_service.list_organizations(ctx.user)
     query = ctx.query.get("q", "").lower()
     if query:
         orgs = [o for o in orgs if query in o.name.lower() or query in o.email.lower()]
-    return _page_of(ctx, orgs, lambda o: render_organization(o, service.access(ctx.user, o.name)))
+    return _page_of(
+        ctx, orgs, lambda o: render_organization(o, authorization.access(ctx.user, o.name))
+    )
 
 
 @route(bp, ORGANIZATION, auth=Bearer, methods=("GET",))
 def show_organization(ctx: Ctx, organization_name: str) -> Response:
-    org, rights = service.readable_organization(ctx.user, organization_name)
+    org, rights = authorization.readable_organization(ctx.user, organization_name)
     return document(render_organization(org, rights))
 
 
@@ -178,15 +187,15 @@ def show_organization(ctx: Ctx, organization_name: str) -> Response:
 )
 def update_organization(ctx: Ctx, organization_name: str) -> Response:
     attrs = ctx.attributes()
-    org = service.update_organization(
+    org = organizations_service.update_organization(
         ctx.user, organization_name, email=attrs.email, new_name=attrs.name
     )
-    return document(render_organization(org, service.OrgAccess.everything()))
+    return document(render_organization(org, authorization.OrgAccess.everything()))
 
 
 @route(bp, ORGANIZATION + "/entitlement-set", auth=Bearer)
 def show_entitlement_set(ctx: Ctx, organization_name: str) -> Response:
-    org, _ = service.readable_organization(ctx.user, organization_name)
+    org, _ = authorization.readable_organization(ctx.user, organization_name)
     return document(render_entitlement_set(org))
 
 
@@ -201,7 +210,7 @@ TEAM_INCLUDES = ("users", "organization-memberships")
 
 def _team_includers(
     ctx: Ctx,
-    rights: service.OrgAccess,
+    rights: authorization.OrgAccess,
     invited: dict[str, list[memberships.Membership]] | None = None,
 ) -> dict[str, Includer]:
     """``users`` and ``organization-memberships`` of teams: both are the teams' members,
@@ -212,12 +221,12 @@ def _team_includers(
 
     def members(teams: Sequence[TeamModel]) -> list[UserModel]:
         if not loaded:
-            loaded.append(service.team_members(teams))
+            loaded.append(teams_service.team_members(teams))
         return loaded[0]
 
     def users(teams: Sequence[TeamModel]) -> list[dict[str, Any]]:
         found = members(teams)
-        admin = bool(found) and service.is_site_admin(ctx.user)
+        admin = bool(found) and authorization.is_site_admin(ctx.user)
         return [render_user(u, private=admin or u.id == ctx.user.id) for u in found]
 
     def memberships(teams: Sequence[TeamModel]) -> list[dict[str, Any]]:
@@ -225,7 +234,7 @@ def _team_includers(
         found = members(teams)
         hidden = (
             {  # a member's secret teams the caller is not on stay out of its teams
-                org: service.hidden_teams(ctx.user, org, rights)
+                org: teams_service.hidden_teams(ctx.user, org, rights)
                 for org in {t.organization for t in teams}
             }
             if found
@@ -246,7 +255,7 @@ def _team_includers(
 
 
 def _team_document(
-    ctx: Ctx, team: TeamModel, rights: service.OrgAccess, status: int = 200
+    ctx: Ctx, team: TeamModel, rights: authorization.OrgAccess, status: int = 200
 ) -> Response:
     invited = memberships.invitations_by_team(team.organization)
     included = ctx.included([team], _team_includers(ctx, rights, invited))
@@ -265,8 +274,8 @@ def _team_document(
 def list_teams(ctx: Ctx, organization_name: str) -> Response:
     names_filter = ctx.query.get("filter[names]")
     names = [n for n in names_filter.split(",") if n] if names_filter else None
-    found, total = service.page_teams(ctx.user, organization_name, names, ctx.page())
-    rights = service.access(ctx.user, organization_name)
+    found, total = teams_service.page_teams(ctx.user, organization_name, names, ctx.page())
+    rights = authorization.access(ctx.user, organization_name)
     invited = memberships.invitations_by_team(organization_name)
 
     def render(team: TeamModel) -> dict[str, Any]:
@@ -286,15 +295,15 @@ def list_teams(ctx: Ctx, organization_name: str) -> Response:
 )
 def create_team(ctx: Ctx, organization_name: str) -> Response:
     attrs = ctx.attributes()
-    team = service.create_team(
+    team = teams_service.create_team(
         ctx.user, organization_name, attrs.name, _visibility(attrs.visibility), attrs.flags()
     )
-    return _team_document(ctx, team, service.OrgAccess.everything(), status=201)
+    return _team_document(ctx, team, authorization.OrgAccess.everything(), status=201)
 
 
 @route(bp, TEAM, auth=Bearer, methods=("GET",), includes=TEAM_INCLUDES)
 def show_team(ctx: Ctx, team_id: str) -> Response:
-    found, rights = service.readable_team(ctx.user, team_id)
+    found, rights = teams_service.readable_team(ctx.user, team_id)
     return _team_document(ctx, found, rights)
 
 
@@ -308,34 +317,39 @@ def show_team(ctx: Ctx, team_id: str) -> Response:
 )
 def update_team(ctx: Ctx, team_id: str) -> Response:
     attrs = ctx.attributes()
-    updated = service.update_team(
+    updated = teams_service.update_team(
         ctx.user, team_id, attrs.name, _visibility(attrs.visibility), attrs.flags()
     )
-    return _team_document(ctx, TeamModel.get(updated.id), service.OrgAccess.everything())
+    team = teams_service.find_team(updated.id) or updated
+    return _team_document(ctx, team, authorization.OrgAccess.everything())
 
 
 @route(bp, TEAM, auth=Bearer, methods=("DELETE",))
 def delete_team(ctx: Ctx, team_id: str) -> Response:
-    service.delete_team(ctx.user, team_id)
+    teams_service.delete_team(ctx.user, team_id)
     return no_content()
 
 
 MEMBERS = Relationships(
     "users",
-    max_items=service.MAX_MEMBERS_PER_REQUEST,
+    max_items=teams_service.MAX_MEMBERS_PER_REQUEST,
     description="the users, by username (`id`)",
 )
 
 
 @route(bp, TEAM_USERS, auth=Bearer, methods=("POST",), body=MEMBERS, success=204)
 def add_team_members(ctx: Ctx, team_id: str) -> Response:
-    service.change_membership(ctx.user, team_id, ctx.relationship_ids("the username"), add=True)
+    teams_service.change_membership(
+        ctx.user, team_id, ctx.relationship_ids("the username"), add=True
+    )
     return no_content()
 
 
 @route(bp, TEAM_USERS, auth=Bearer, methods=("DELETE",), body=MEMBERS)
 def remove_team_members(ctx: Ctx, team_id: str) -> Response:
-    service.change_membership(ctx.user, team_id, ctx.relationship_ids("the username"), add=False)
+    teams_service.change_membership(
+        ctx.user, team_id, ctx.relationship_ids("the username"), add=False
+    )
     return no_content()
 
 
@@ -355,7 +369,7 @@ MEMBERSHIP_BODY = Body(
 def _membership(
     ctx: Ctx,
     m: memberships.Membership,
-    rights: service.OrgAccess,
+    rights: authorization.OrgAccess,
     meta: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     return render_membership(
@@ -366,7 +380,7 @@ def _membership(
         m.status,
         m.team_ids,
         private=authorization.allows(rights, "manage-membership") or m.user_id == ctx.user.id,
-        hidden_teams=service.hidden_teams(ctx.user, m.organization, rights)
+        hidden_teams=teams_service.hidden_teams(ctx.user, m.organization, rights)
         if m.team_ids
         else frozenset(),
         meta=meta,
@@ -374,7 +388,7 @@ def _membership(
 
 
 def _manages_members(principal: Principal, organization: str) -> bool:
-    return authorization.allows(service.access(principal, organization), "manage-membership")
+    return authorization.allows(authorization.access(principal, organization), "manage-membership")
 
 
 def _membership_includers(ctx: Ctx) -> dict[str, Includer]:
@@ -383,8 +397,8 @@ def _membership_includers(ctx: Ctx) -> dict[str, Includer]:
 
     def users(found: Sequence[memberships.Membership]) -> list[dict[str, Any]]:
         ids = sorted({m.user_id for m in found})
-        loaded = {u.id: u for u in UserModel.batch_get(ids)} if ids else {}
-        admin = bool(found) and service.is_site_admin(ctx.user)
+        loaded = {u.id: u for u in users_store.users_by_ids(ids)}
+        admin = bool(found) and authorization.is_site_admin(ctx.user)
         rendered = [render_user(u, private=admin or u.id == ctx.user.id) for u in loaded.values()]
         pending = {m.user_id: m for m in found if m.status == "invited"}
         # An invited new person: the user TFE would have made; its email shows as the
@@ -402,9 +416,9 @@ def _membership_includers(ctx: Ctx) -> dict[str, Includer]:
     def teams(found: Sequence[memberships.Membership]) -> list[dict[str, Any]]:
         ids = sorted({t for m in found for t in m.team_ids})
         rendered = []
-        for team in TeamModel.batch_get(ids) if ids else []:
-            rights = service.access(ctx.user, team.organization)
-            if service.sees_team(ctx.user, team, rights):
+        for team in teams_store.teams_by_ids(ids):
+            rights = authorization.access(ctx.user, team.organization)
+            if teams_service.sees_team(ctx.user, team, rights):
                 rendered.append(render_team(team, rights))
         return rendered
 
@@ -419,7 +433,7 @@ def _filter_list(ctx: Ctx, name: str, allowed: tuple[str, ...] | None = None) ->
     for value in values:
         if allowed is not None and value not in allowed:
             raise Unprocessable(f"{name} must be one of {', '.join(allowed)}", parameter=name)
-        if allowed is None and not service.EMAIL.match(value):
+        if allowed is None and not users_service.EMAIL.match(value):
             raise Unprocessable(f"{value!r} is not an email address", parameter=name)
     return values
 
@@ -463,7 +477,7 @@ def invite_member(ctx: Ctx, organization_name: str) -> Response:
     team_ids = _team_ids(ctx.json())
     invited = memberships.invite(ctx.user, organization_name, attrs.email, team_ids)
     found = invited.membership
-    rights = service.access(ctx.user, organization_name)
+    rights = authorization.access(ctx.user, organization_name)
     # The invited person's user comes with the answer, asked or not (as in TFE: go-tfe reads
     # the membership's User from it).
     asked = ["user", *(n for n in ctx.include or () if n != "user")]
@@ -515,9 +529,11 @@ def _team_ids(body: Any) -> list[str]:
 def list_own_memberships(ctx: Ctx) -> Response:
     # A disabled organization's memberships are left out (its access is refused).
     found = [
-        m for m in memberships.own_memberships(ctx.user) if not service.is_disabled(m.organization)
+        m
+        for m in memberships.own_memberships(ctx.user)
+        if not authorization.is_disabled(m.organization)
     ]
-    render = lambda m: _membership(ctx, m, service.access(ctx.user, m.organization))  # noqa: E731
+    render = lambda m: _membership(ctx, m, authorization.access(ctx.user, m.organization))  # noqa: E731
     return _page_of(ctx, found, render, _membership_includers(ctx))
 
 
@@ -536,7 +552,7 @@ def delete_membership(ctx: Ctx, membership_id: str) -> Response:
 
 MEMBERSHIP_IDS = Relationships(
     "organization-memberships",
-    max_items=service.MAX_MEMBERS_PER_REQUEST,
+    max_items=teams_service.MAX_MEMBERS_PER_REQUEST,
     description="the members, by organization membership id",
 )
 
@@ -584,43 +600,43 @@ def _created_token(token: TokenModel, secret: str) -> Response:
 
 @route(bp, TEAM_TOKEN, auth=Bearer, methods=("GET",))
 def show_team_token(ctx: Ctx, team_id: str) -> Response:
-    return document(render_token(service.team_token(ctx.user, team_id)))
+    return document(render_token(tokens_service.team_token(ctx.user, team_id)))
 
 
 @route(bp, TEAM_TOKEN, auth=Bearer, methods=("POST",), body=TOKEN_BODY)
 def create_team_token(ctx: Ctx, team_id: str) -> Response:
     attrs = _token_attributes(ctx)
-    return _created_token(*service.create_team_token(ctx.user, team_id, attrs.description))
+    return _created_token(*tokens_service.create_team_token(ctx.user, team_id, attrs.description))
 
 
 @route(bp, TEAM_TOKEN, auth=Bearer, methods=("DELETE",))
 def delete_team_token(ctx: Ctx, team_id: str) -> Response:
-    service.delete_team_token(ctx.user, team_id)
+    tokens_service.delete_team_token(ctx.user, team_id)
     return no_content()
 
 
 @route(bp, ORGANIZATION_TOKEN, auth=Bearer, methods=("GET",))
 def show_organization_token(ctx: Ctx, organization_name: str) -> Response:
-    return document(render_token(service.organization_token(ctx.user, organization_name)))
+    return document(render_token(tokens_service.organization_token(ctx.user, organization_name)))
 
 
 @route(bp, ORGANIZATION_TOKEN, auth=Bearer, methods=("POST",), body=TOKEN_BODY)
 def create_organization_token(ctx: Ctx, organization_name: str) -> Response:
     attrs = _token_attributes(ctx)
     return _created_token(
-        *service.create_organization_token(ctx.user, organization_name, attrs.description)
+        *tokens_service.create_organization_token(ctx.user, organization_name, attrs.description)
     )
 
 
 @route(bp, ORGANIZATION_TOKEN, auth=Bearer, methods=("DELETE",))
 def delete_organization_token(ctx: Ctx, organization_name: str) -> Response:
-    service.delete_organization_token(ctx.user, organization_name)
+    tokens_service.delete_organization_token(ctx.user, organization_name)
     return no_content()
 
 
 @route(bp, USER_TOKENS, auth=Bearer, methods=("GET",), query=PAGE)
 def list_user_tokens(ctx: Ctx, user_id: str) -> Response:
-    return _page_of(ctx, service.list_user_tokens(ctx.user, user_id), render_token)
+    return _page_of(ctx, tokens_service.list_user_tokens(ctx.user, user_id), render_token)
 
 
 @route(bp, USER_TOKENS, auth=Bearer, methods=("POST",), body=TOKEN_BODY)
@@ -628,7 +644,7 @@ def create_user_token(ctx: Ctx, user_id: str) -> Response:
     attrs = _token_attributes(ctx)
     expired_at: datetime | None = attrs.expired_at
     return _created_token(
-        *service.create_user_token(ctx.user, user_id, attrs.description, expired_at)
+        *tokens_service.create_user_token(ctx.user, user_id, attrs.description, expired_at)
     )
 
 
@@ -636,7 +652,7 @@ def create_user_token(ctx: Ctx, user_id: str) -> Response:
 def create_additional_team_token(ctx: Ctx, team_id: str) -> Response:
     attrs = _token_attributes(ctx)
     return _created_token(
-        *service.create_additional_team_token(
+        *tokens_service.create_additional_team_token(
             ctx.user, team_id, attrs.description, attrs.expired_at
         )
     )
@@ -644,16 +660,16 @@ def create_additional_team_token(ctx: Ctx, team_id: str) -> Response:
 
 @route(bp, ORGANIZATION + "/team-tokens", auth=Bearer, query=PAGE)
 def list_organization_team_tokens(ctx: Ctx, organization_name: str) -> Response:
-    tokens = service.list_organization_team_tokens(ctx.user, organization_name)
+    tokens = tokens_service.list_organization_team_tokens(ctx.user, organization_name)
     return _page_of(ctx, tokens, render_token)
 
 
 @route(bp, TOKEN, auth=Bearer, methods=("GET",))
 def show_token(ctx: Ctx, token_id: str) -> Response:
-    return document(render_token(service.token_by_id(ctx.user, token_id)))
+    return document(render_token(tokens_service.token_by_id(ctx.user, token_id)))
 
 
 @route(bp, TOKEN, auth=Bearer, methods=("DELETE",))
 def delete_token(ctx: Ctx, token_id: str) -> Response:
-    service.delete_token_by_id(ctx.user, token_id)
+    tokens_service.delete_token_by_id(ctx.user, token_id)
     return no_content()

@@ -2,8 +2,8 @@
 
 ``check(login, password, source)`` is the whole rule; the web room only renders the answer:
 
-* The user is found by username in any case (its claim, ``service.find_user_by_name``), else
-  by email address (``service.find_user_by_email``: one user exactly).
+* The user is found by username in any case (its claim, ``users_service.find_user_by_name``), else
+  by email address (``users_service.find_user_by_email``: one user exactly).
 * ``passwords.verify`` checks the password; without a user, or for a user without a password
   (token-only, such as the bootstrap admin), it checks a dummy hash, so the time taken does
   not tell which. A suspended user is refused even with the right password. Every refusal is
@@ -52,8 +52,9 @@ import logging
 import math
 import time
 
-from chalicelib.accounts import passwords, service, twofactor
-from chalicelib.accounts.store import UserModel
+from chalicelib.accounts import passwords, twofactor
+from chalicelib.accounts.users import service as users_service
+from chalicelib.accounts.users.store import UserModel
 from chalicelib.core.data.counters import count_request, uncount
 
 log = logging.getLogger("registry.signin")
@@ -83,10 +84,10 @@ def find_user(login: str) -> UserModel | None:
     login = login.strip()
     if not login or len(login) > MAX_LOGIN_LENGTH:
         return None
-    user = service.find_user_by_name(login) if "@" not in login else None
+    user = users_service.find_user_by_name(login) if "@" not in login else None
     if user is None and "@" in login:
-        found = service.find_user_by_email(login)  # a partial item: read the whole user
-        user = service.find_user(found.id) if found is not None else None
+        found = users_service.find_user_by_email(login)  # a partial item: read the whole user
+        user = users_service.find_user(found.id) if found is not None else None
     return user
 
 
@@ -183,7 +184,7 @@ def check_code(user_id: str, code: str, source: str) -> UserModel | None:
     theirs not used before, else None. Throttled as passwords are, per user and address."""
     address_key = _count_address("code", source)
     keys = address_key, _count_account("code", "user:" + user_id, source, address_key)
-    user = service.find_user(user_id)
+    user = users_service.find_user(user_id)
     if user is not None and user.may_sign_in and twofactor.verify(user, code):
         for key in keys:
             uncount(key)

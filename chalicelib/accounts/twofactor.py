@@ -12,7 +12,7 @@
   user's set by a conditional update that requires it to be there: it works once.
 * ``disable(user_id)`` removes all of it (the user, a site admin's action).
 * Turning two-factor on or off is a credential change: the user's other browser sessions
-  end (``service.end_sessions``; ``keep_token_id`` is the session that made the change, none
+  end (``tokens_service.end_sessions``; ``keep_token_id`` is the session that made the change, none
   for a site admin's ``disable``). On: a session opened with the password alone (by anyone
   who knew it) must now pass the code. Off: a session that turns the second factor off
   ends the others, so the owner notices.
@@ -30,8 +30,8 @@ from typing import TYPE_CHECKING
 
 from pynamodb.exceptions import UpdateError
 
-from chalicelib.accounts import service
-from chalicelib.accounts.store import UserModel
+from chalicelib.accounts.tokens import service as tokens_service
+from chalicelib.accounts.users.store import UserModel
 from chalicelib.core import secrets
 from chalicelib.core.auth import hash_token
 from chalicelib.core.data import db
@@ -131,7 +131,7 @@ def confirm(user: UserModel, code: str, *, keep_token_id: str | None = None) -> 
         if db.conditional_failure(exc):
             return None  # confirmed (or begun again) meanwhile
         raise
-    service.end_sessions(user.id, keep_token_id=keep_token_id)
+    tokens_service.end_sessions(user.id, keep_token_id=keep_token_id)
     return codes
 
 
@@ -195,4 +195,4 @@ def disable(user_id: str, *, keep_token_id: str | None = None) -> None:
             actions=[UserModel.totp_pending.remove()], condition=UserModel.id.exists()
         )
         return
-    service.end_sessions(user_id, keep_token_id=keep_token_id)
+    tokens_service.end_sessions(user_id, keep_token_id=keep_token_id)

@@ -5,7 +5,7 @@ Users: lists with search and filters, delete, suspend, unsuspend, grant and revo
 site-admin flag, disable two-factor sign-in. The site keeps one active (not suspended)
 site admin at least: removing, demoting or suspending the last one is a 422 that changes
 nothing, a rule the accounts service keeps in its setters for every caller
-(``accounts.service.set_site_admin``, ``set_suspended``, ``delete_user``). Suspending flags
+(``accounts.users.service.set_site_admin``, ``set_suspended``, ``delete_user``). Suspending flags
 the user and its tokens; ``core.auth`` refuses them.
 
 Organizations: lists, the admin attributes and module sharing (module consumers, global
@@ -20,12 +20,14 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from chalicelib.accounts import memberships, twofactor
-from chalicelib.accounts import service as accounts
+from chalicelib.accounts.organizations import service as organizations_service
+from chalicelib.accounts.users import service as users_service
 from chalicelib.core.api.errors import NotFound, Unprocessable
 from chalicelib.core.api.pagination import Page
 
 if TYPE_CHECKING:
-    from chalicelib.accounts.store import OrganizationModel, UserModel
+    from chalicelib.accounts.organizations.store import OrganizationModel
+    from chalicelib.accounts.users.store import UserModel
 
 
 # Attributes shown with their default until a site admin sets them.
@@ -62,10 +64,10 @@ def _flag(query: dict[str, str], name: str) -> bool | None:
 def list_users(query: dict[str, str], page: Page) -> tuple[list[UserModel], int]:
     """One page of the users matching ``q`` (the start of a username, or a whole email
     address, any case), ``filter[admin]`` and ``filter[suspended]``, by username, and how
-    many match (read on the user directory index: ``accounts.service.page_users``)."""
+    many match (read on the user directory index: ``accounts.users.service.page_users``)."""
     admin = _flag(query, "filter[admin]")
     suspended = _flag(query, "filter[suspended]")
-    return accounts.page_users(page, query.get("q") or "", admin, suspended)
+    return users_service.page_users(page, query.get("q") or "", admin, suspended)
 
 
 def list_users_and_invitees(
@@ -85,49 +87,49 @@ def list_users_and_invitees(
 
 
 def organizations_of(user: UserModel) -> list[str]:
-    return sorted({ref.split("/", 1)[0] for ref in user.team_refs or ()})
+    return user.organizations()
 
 
 def delete_user(user_id: str) -> None:
-    accounts.delete_user(accounts.get_user(user_id))
+    users_service.delete_user(users_service.get_user(user_id))
 
 
 def suspend(user_id: str) -> UserModel:
-    user = accounts.get_user(user_id)
-    accounts.set_suspended(user.id, True)
-    return accounts.get_user(user.id)
+    user = users_service.get_user(user_id)
+    users_service.set_suspended(user.id, True)
+    return users_service.get_user(user.id)
 
 
 def unsuspend(user_id: str) -> UserModel:
-    user = accounts.get_user(user_id)
-    accounts.set_suspended(user.id, False)
-    return accounts.get_user(user.id)
+    user = users_service.get_user(user_id)
+    users_service.set_suspended(user.id, False)
+    return users_service.get_user(user.id)
 
 
 def grant_admin(user_id: str) -> UserModel:
-    user = accounts.get_user(user_id)
-    accounts.set_site_admin(user.id, True)
-    return accounts.get_user(user.id)
+    user = users_service.get_user(user_id)
+    users_service.set_site_admin(user.id, True)
+    return users_service.get_user(user.id)
 
 
 def revoke_admin(user_id: str) -> UserModel:
-    user = accounts.get_user(user_id)
-    accounts.set_site_admin(user.id, False)
-    return accounts.get_user(user.id)
+    user = users_service.get_user(user_id)
+    users_service.set_site_admin(user.id, False)
+    return users_service.get_user(user.id)
 
 
 def disable_two_factor(user_id: str) -> UserModel:
     """Turn a user's two-factor sign-in off (they lost their device and recovery codes)."""
-    user = accounts.get_user(user_id)
+    user = users_service.get_user(user_id)
     twofactor.disable(user.id)
-    return accounts.get_user(user.id)
+    return users_service.get_user(user.id)
 
 
 # ----- organizations ----------------------------------------------------------------------------
 
 
 def get_organization(name: str) -> OrganizationModel:
-    org = accounts.get_organization(name)
+    org = organizations_service.get_organization(name)
     if org is None:
         raise NotFound(f"organization {name!r} not found")
     return org
@@ -144,7 +146,7 @@ def list_organizations(query: dict[str, str]) -> list[OrganizationModel]:
     producer = _flag(query, "filter[module_producer]")
     term = (query.get("q") or "").strip().casefold()
     found = []
-    for org in accounts.all_organizations():
+    for org in organizations_service.all_organizations():
         if term and term not in org.name.casefold() and term not in org.email.casefold():
             continue
         if producer is not None and is_module_producer(org) != producer:
@@ -168,7 +170,7 @@ def update_organization(name: str, changes: dict[str, Any]) -> OrganizationModel
                 pointer=f"/data/attributes/{alias}",
             )
     sharing = changes.pop("global-module-sharing", None)
-    accounts.set_organization_admin_values(org, changes, sharing)
+    organizations_service.set_organization_admin_values(org, changes, sharing)
     return get_organization(name)
 
 
@@ -185,17 +187,17 @@ def set_module_consumers(name: str, data: Iterable[dict[str, Any]]) -> Organizat
             raise Unprocessable(
                 "an organization cannot consume its own modules", pointer=f"/data/{index}/id"
             )
-        if consumer not in consumers and accounts.get_organization(consumer) is None:
+        if consumer not in consumers and organizations_service.get_organization(consumer) is None:
             raise Unprocessable(f"organization {consumer!r} not found", pointer=f"/data/{index}/id")
         consumers.add(consumer)
-    accounts.set_module_consumers(org, consumers)
+    organizations_service.set_module_consumers(org, consumers)
     return get_organization(name)
 
 
 def set_module_consumers_by_external_id(name: str, external_ids: list[str]) -> OrganizationModel:
     """``set_module_consumers`` for consumers named by ``external-id`` (the deprecated
     Admin Module Sharing API): each must exist (422 naming the element, nothing changed)."""
-    found = accounts.organizations_by_external_id(set(external_ids))
+    found = organizations_service.organizations_by_external_id(set(external_ids))
     named = []
     for index, external_id in enumerate(external_ids):
         if external_id not in found:
@@ -210,5 +212,5 @@ def set_module_consumers_by_external_id(name: str, external_ids: list[str]) -> O
 def module_consumers(name: str) -> list[OrganizationModel]:
     """The organizations that consume ``name``'s modules (those still existing), by name."""
     org = get_organization(name)
-    found = [accounts.get_organization(n) for n in sorted(org.module_consumers or ())]
+    found = [organizations_service.get_organization(n) for n in sorted(org.module_consumers or ())]
     return [o for o in found if o is not None]

@@ -15,6 +15,7 @@ from chalice import Blueprint, Response
 
 from chalicelib.accounts.authorization import SiteAdmin
 from chalicelib.accounts.memberships import Invitee, withdraw_invitee
+from chalicelib.accounts.organizations import service as organizations_service
 from chalicelib.accounts.render import avatar_url, scim_attributes
 from chalicelib.admin import people
 from chalicelib.admin.limits import MAX_MODULE_CONSUMERS
@@ -24,7 +25,8 @@ from chalicelib.core.api.openapi import PAGE, Body, Param, Relationships
 from chalicelib.core.data.ids import iso
 
 if TYPE_CHECKING:
-    from chalicelib.accounts.store import OrganizationModel, UserModel
+    from chalicelib.accounts.organizations.store import OrganizationModel
+    from chalicelib.accounts.users.store import UserModel
 
 bp = Blueprint(__name__)
 USERS = "/api/v2/admin/users"
@@ -129,7 +131,7 @@ USER_QUERY = (
 
 def _organizations_of(users: Any) -> list[dict[str, Any]]:
     names = sorted({name for user in users for name in people.organizations_of(user)})
-    found = [people.accounts.get_organization(name) for name in names]
+    found = [organizations_service.get_organization(name) for name in names]
     return [render_admin_organization(org) for org in found if org is not None]
 
 
@@ -193,12 +195,12 @@ ORGANIZATION_QUERY = (
 
 
 def _owners_of(orgs: Any) -> list[dict[str, Any]]:
-    users = {user.id: user for org in orgs for user in people.accounts.owners_of(org.name)}
+    users = {user.id: user for org in orgs for user in organizations_service.owners_of(org.name)}
     return [render_admin_user(user) for user in users.values()]
 
 
 def _organization_document(ctx: Ctx, org: OrganizationModel) -> Response:
-    owners = people.accounts.owners_of(org.name) if ctx.include else None
+    owners = organizations_service.owners_of(org.name) if ctx.include else None
     included = ctx.included([org], {"owners": _owners_of})
     return document(render_admin_organization(org, owners), included=included)
 
@@ -211,7 +213,7 @@ def list_admin_organizations(ctx: Ctx) -> Response:
     return document(
         [
             render_admin_organization(
-                org, people.accounts.owners_of(org.name) if wants_owners else None
+                org, organizations_service.owners_of(org.name) if wants_owners else None
             )
             for org in page.items
         ],

@@ -75,7 +75,7 @@ class TokenModel(db.Model):
     created_by = UnicodeAttribute(null=True)
     created_at = UTCDateTimeAttribute()
     expired_at = UTCDateTimeAttribute(null=True)
-    # Set on every token of a suspended user (chalicelib.accounts.service.set_suspended):
+    # Set on every token of a suspended user (chalicelib.accounts.users.service.set_suspended):
     # refused while set, so suspending costs no read on the hot path.
     suspended = BooleanAttribute(null=True)
     # When the token was last used, at most ``LAST_USED_EVERY`` behind (``note_use``).

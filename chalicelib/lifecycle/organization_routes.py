@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from chalice import Blueprint, Response
 
-from chalicelib.accounts import service
+from chalicelib.accounts import authorization
 from chalicelib.accounts.render import render_organization
 from chalicelib.accounts.routes import ORGANIZATION, ORGANIZATION_ATTRIBUTES, ORGANIZATIONS
 from chalicelib.core.api.access import Bearer
@@ -31,7 +31,7 @@ TAG = "accounts"
 def create_organization(ctx: Ctx) -> Response:
     attrs = ctx.attributes()
     org = lifecycle.create_organization(ctx.user, attrs.name, attrs.email)
-    return document(render_organization(org, service.OrgAccess.everything()), status=201)
+    return document(render_organization(org, authorization.OrgAccess.everything()), status=201)
 
 
 @route(bp, ORGANIZATION, auth=Bearer, methods=("DELETE",), tag=TAG)

@@ -13,7 +13,8 @@ Every step is idempotent, so a delete interrupted half-way can be repeated.
 
 from __future__ import annotations
 
-from chalicelib.accounts import service as accounts
+from chalicelib.accounts import authorization
+from chalicelib.accounts.organizations import service as organizations_service
 from chalicelib.core.auth import Principal
 from chalicelib.projects import service as projects
 
@@ -22,7 +23,7 @@ def create_organization(principal: Principal, name: str | None, email: str | Non
     # The site settings' service brings mail, SMS and KMS sealing: only creating needs it.
     from chalicelib.admin import service as admin
 
-    org = accounts.create_organization(
+    org = organizations_service.create_organization(
         principal, name, email, limited=admin.organization_creation_limited()
     )
     projects.ensure_default(org.name)
@@ -41,7 +42,7 @@ def delete_organization(principal: Principal, name: str) -> None:
     from chalicelib.vcs import service as vcs
     from chalicelib.workspaces import service as workspaces
 
-    accounts.owned_organization(principal, name)
+    authorization.owned_organization(principal, name)
     modules = registry.delete_all_for_organization(name)
     nocode.delete_all_for_organization(name)
     providers.delete_all_for_organization(name)  # versions, platforms, files, GPG keys
@@ -54,4 +55,4 @@ def delete_organization(principal: Principal, name: str) -> None:
         destroy_workspace(workspace)
     tags.delete_all_for_organization(name)  # leftovers of an interrupted delete
     projects.delete_all_for_organization(name)  # empty now: their workspaces are gone
-    accounts.delete_organization_records(name)
+    organizations_service.delete_organization_records(name)

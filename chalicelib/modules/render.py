@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from chalicelib.accounts.service import OrgAccess
+from chalicelib.accounts.authorization import OrgAccess
 from chalicelib.artifacts.semver import parse as parse_version
 from chalicelib.core import tagbindings
 from chalicelib.core.api.jsonapi import Includer, resource, to_one

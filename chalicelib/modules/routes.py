@@ -12,7 +12,7 @@ from typing import Any
 
 from chalice import Blueprint
 
-from chalicelib.accounts.service import OrgAccess
+from chalicelib.accounts.authorization import OrgAccess
 from chalicelib.core import tagbindings
 from chalicelib.core.api.access import Bearer
 from chalicelib.core.api.errors import NotFound, Unprocessable

@@ -15,7 +15,6 @@ from typing import Any, Protocol, TypeVar
 from urllib.parse import urlsplit
 
 from chalicelib.accounts import authorization
-from chalicelib.accounts import service as accounts
 from chalicelib.artifacts import objects, queue, semver
 from chalicelib.core import tagbindings
 from chalicelib.core.api.errors import Conflict, Forbidden, NotFound, Unprocessable
@@ -99,11 +98,11 @@ def check_registry(registry: str) -> str:
 # ----- reading ------------------------------------------------------------------------------
 
 
-def _readable(principal: Principal, organization: str) -> accounts.OrgAccess:
-    return accounts.organization_access(principal, organization)
+def _readable(principal: Principal, organization: str) -> authorization.OrgAccess:
+    return authorization.organization_access(principal, organization)
 
 
-def require_rights(rights: accounts.OrgAccess, what: str, *, owner: bool = False) -> None:
+def require_rights(rights: authorization.OrgAccess, what: str, *, owner: bool = False) -> None:
     need = "the owners team" if owner else "a team with the manage-modules permission"
     refusal = f"not found: {what} needs a user or team token of {need}"
     authorization.require(rights, "own" if owner else "manage-modules", refusal)
@@ -111,7 +110,7 @@ def require_rights(rights: accounts.OrgAccess, what: str, *, owner: bool = False
 
 def list_modules(
     principal: Principal, organization: str, q: str | None, filters: dict[str, str]
-) -> tuple[list[ModuleModel], accounts.OrgAccess]:
+) -> tuple[list[ModuleModel], authorization.OrgAccess]:
     rights = _readable(principal, organization)
     wanted_org = filters.get("organization_name")
     if wanted_org and wanted_org != organization:
@@ -140,7 +139,7 @@ def page_modules(
     filters: dict[str, str],
     page: Page,
     counts: dict[str, int] | None = None,
-) -> tuple[list[ModuleModel], int, accounts.OrgAccess]:
+) -> tuple[list[ModuleModel], int, authorization.OrgAccess]:
     """One page of the organization's modules (key order: registry, namespace, name,
     provider) and how many match, reading only what the page needs
     (``chalicelib.core.data.lists``): the kept count and the page; the lean index before a later
@@ -208,7 +207,7 @@ def providers_in_use(organization: str, counts: dict[str, int] | None = None) ->
     )
 
 
-def get_module(principal: Principal, ref: ModuleRef) -> tuple[ModuleModel, accounts.OrgAccess]:
+def get_module(principal: Principal, ref: ModuleRef) -> tuple[ModuleModel, authorization.OrgAccess]:
     check_registry(ref.registry)
     rights = _readable(principal, ref.organization)
     try:
@@ -221,7 +220,7 @@ def get_module_by_id(principal: Principal, module_id: str):
     module = store.module_by_id(module_id)
     if module is None:
         raise NotFound(f"registry module {module_id} not found")
-    rights = accounts.access(principal, module.organization)
+    rights = authorization.access(principal, module.organization)
     if not rights.can_read:
         raise NotFound(f"registry module {module_id} not found")
     return module, rights
@@ -336,7 +335,7 @@ def create_module(
     namespace: str | None,
     no_code: bool | None,
     no_code_module: Callable[[ModuleModel], Any] | None = None,
-) -> tuple[ModuleModel, accounts.OrgAccess]:
+) -> tuple[ModuleModel, authorization.OrgAccess]:
     """``no_code_module`` (the no-code sub-room's maker, which this core does not import):
     given a private module created with ``no-code: true``, the item of its no-code module,
     written in the module's transaction (go-tfe's test lists it with
@@ -414,7 +413,7 @@ def update_module(
     tests_enabled: bool | None,
     plan: Callable[[ModuleModel], ModuleChange] | None = None,
     tag_bindings: Sequence[Binding] | None = None,
-) -> tuple[ModuleModel, accounts.OrgAccess]:
+) -> tuple[ModuleModel, authorization.OrgAccess]:
     """Everything is validated before anything is written (``plan`` validates its part and
     writes nothing), then one conditional update. ``tag_bindings`` (already validated):
     the module's new set, replacing the old one (kept keys keep their ids); None leaves it.
@@ -513,7 +512,7 @@ def insert_version(
     return item
 
 
-def upload_url(version: ModuleVersionModel, rights: accounts.OrgAccess) -> str | None:
+def upload_url(version: ModuleVersionModel, rights: authorization.OrgAccess) -> str | None:
     """The upload link stays usable until the version is ok (CI retries, failed ingests), but
     only for a caller who could create the version: a presigned PUT publishes whatever it
     carries, so a reader must never receive one. VCS versions have none: their archive comes
@@ -635,7 +634,7 @@ def change_version_lifecycle(
     *,
     deprecation: LifecycleChange | None,
     revocation: LifecycleChange | None,
-) -> tuple[ModuleVersionModel, accounts.OrgAccess]:
+) -> tuple[ModuleVersionModel, authorization.OrgAccess]:
     """Deprecate, undeprecate, revoke or un-revoke one ok version of a private module (owners
     and manage-modules teams; 404 for everyone else). A version is deprecated before it can be
     revoked; un-revoking leaves it deprecated (``Unrevoked``); undeprecating a revoked version

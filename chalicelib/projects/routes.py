@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from chalice import Blueprint, Response
 
-from chalicelib.accounts.service import OrgAccess
+from chalicelib.accounts.authorization import OrgAccess
 from chalicelib.core import tagbindings
 from chalicelib.core.api.access import Bearer
 from chalicelib.core.api.http import Ctx, route

@@ -23,7 +23,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from chalicelib.accounts import authorization
-from chalicelib.accounts import service as accounts
+from chalicelib.accounts.organizations import service as organizations_service
 from chalicelib.core import tagbindings
 from chalicelib.core.api.errors import Conflict, NotFound, Unprocessable
 from chalicelib.core.api.pagination import Page
@@ -49,7 +49,7 @@ tx_add_workspace = store.tx_add_workspace
 tx_remove_workspace = store.tx_remove_workspace
 
 
-def can_read(rights: accounts.OrgAccess) -> bool:
+def can_read(rights: authorization.OrgAccess) -> bool:
     return authorization.allows(rights, "read-projects")
 
 
@@ -112,19 +112,19 @@ def _not_found(project_id: str) -> NotFound:
     return NotFound(f"project {project_id} not found")
 
 
-def readable_organization(principal: Principal, organization: str) -> accounts.OrgAccess:
+def readable_organization(principal: Principal, organization: str) -> authorization.OrgAccess:
     refusal = f"organization {organization!r} not found, or your token lacks read-projects"
     return authorization.authorize(principal, "read-projects", organization, refusal)
 
 
-def manageable_organization(principal: Principal, organization: str) -> accounts.OrgAccess:
+def manageable_organization(principal: Principal, organization: str) -> authorization.OrgAccess:
     refusal = f"organization {organization!r} not found, or your token lacks manage-projects"
     return authorization.authorize(principal, "manage-projects", organization, refusal)
 
 
-def readable(principal: Principal, project_id: str) -> tuple[ProjectModel, accounts.OrgAccess]:
+def readable(principal: Principal, project_id: str) -> tuple[ProjectModel, authorization.OrgAccess]:
     project = store.get(project_id)
-    rights = accounts.access(principal, project.organization) if project else None
+    rights = authorization.access(principal, project.organization) if project else None
     if project is None:
         raise _not_found(project_id)
     return project, authorization.require(
@@ -132,7 +132,9 @@ def readable(principal: Principal, project_id: str) -> tuple[ProjectModel, accou
     )
 
 
-def manageable(principal: Principal, project_id: str) -> tuple[ProjectModel, accounts.OrgAccess]:
+def manageable(
+    principal: Principal, project_id: str
+) -> tuple[ProjectModel, authorization.OrgAccess]:
     project, rights = readable(principal, project_id)
     refusal = f"project {project_id} not found, or your token lacks manage-projects"
     return project, authorization.require(rights, "manage-projects", refusal)
@@ -158,7 +160,7 @@ def default_id(organization: str) -> str | None:
     """The id the organization's default project has (or will have): ``prj-`` + the random
     part of the organization's ``org-`` id, so a re-created organization of the same name gets
     a new one. None when the organization does not exist."""
-    external = accounts.organization_external_id(organization)
+    external = organizations_service.organization_external_id(organization)
     return "prj-" + external.split("-", 1)[1] if external else None
 
 
@@ -193,7 +195,7 @@ def ensure_default(organization: str) -> ProjectModel:
 
 def page_projects(
     principal: Principal, organization: str, query: dict[str, str], page: Page
-) -> tuple[list[ProjectModel], int, accounts.OrgAccess]:
+) -> tuple[list[ProjectModel], int, authorization.OrgAccess]:
     """One page of ``list_projects`` and how many match, reading only what the page needs
     (``chalicelib.core.data.lists``): the name claims (``project-names``, keyed by organization
     and lower-cased name, which is the list's order) are the lean index: the kept count,
@@ -235,7 +237,7 @@ def page_projects(
 
 def list_projects(
     principal: Principal, organization: str, query: dict[str, str]
-) -> tuple[list[ProjectModel], accounts.OrgAccess]:
+) -> tuple[list[ProjectModel], authorization.OrgAccess]:
     """``filter[names]`` (comma-separated, exact, case-insensitive; wins over ``q``), ``q``
     (part of the name, case-insensitive), ``filter[tagged][i][key|value]`` (the project's
     bindings), ``sort`` (``name`` or ``-name``; default by name)."""

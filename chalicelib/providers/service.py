@@ -12,7 +12,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from chalicelib.accounts import authorization
-from chalicelib.accounts import service as accounts
 from chalicelib.artifacts import objects, queue, semver
 from chalicelib.core import tagbindings
 from chalicelib.core.api.errors import Conflict, Forbidden, NotFound, Unprocessable
@@ -72,7 +71,7 @@ def rights(principal: Principal, organization: str) -> Rights:
     """The caller's rights, or a 404 when the organization is missing or not theirs: the
     owners, site admins and teams with ``manage-providers`` publish (``OrgAccess``), as
     ``manage-modules`` decides for modules."""
-    access = accounts.organization_access(principal, organization)
+    access = authorization.organization_access(principal, organization)
     return Rights(read=True, publish=authorization.allows(access, "manage-providers"))
 
 
@@ -199,7 +198,7 @@ def get_provider(principal: Principal, ref: ProviderRef) -> tuple[ProviderModel,
 
 def get_provider_by_id(principal: Principal, provider_id: str) -> tuple[ProviderModel, Rights]:
     found = next(iter(ProviderModel.by_id.query(provider_id, limit=1)), None)
-    if found is None or not accounts.can_read_organization(principal, found.organization):
+    if found is None or not authorization.can_read_organization(principal, found.organization):
         raise NotFound(f"registry provider {provider_id!r} not found")
     return found, rights(principal, found.organization)
 

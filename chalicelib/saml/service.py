@@ -8,7 +8,7 @@
 * The username is the ``attr-username`` attribute; the email the NameID when it is an email
   address, else an ``email``/``mail`` attribute. An existing user of that username (any
   case: a SCIM-provisioned or invited one) is the same person; else the user is created.
-  Everything goes through ``accounts.service``. A suspended user is refused, and so is a
+  Everything goes through the accounts services. A suspended user is refused, and so is a
   user whose email is unconfirmed (made through an invitation link no mail carried: whoever
   held the link chose its password, so it is not known to be this person's), before
   anything changes.
@@ -34,7 +34,9 @@ from dataclasses import asdict, dataclass
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
-from chalicelib.accounts import service as accounts
+from chalicelib.accounts.organizations import service as organizations_service
+from chalicelib.accounts.teams import service as teams_service
+from chalicelib.accounts.users import service as users_service
 from chalicelib.core.api.errors import ApiError, Unprocessable
 from chalicelib.core.auth import Principal
 from chalicelib.core.data.ids import now
@@ -43,7 +45,8 @@ from chalicelib.saml.config import CLOCK_SKEW_SECONDS, SamlConfig
 from chalicelib.saml.errors import SamlRefused
 
 if TYPE_CHECKING:
-    from chalicelib.accounts.store import TeamModel, UserModel
+    from chalicelib.accounts.teams.store import TeamModel
+    from chalicelib.accounts.users.store import UserModel
 
 log = logging.getLogger("registry.saml")
 
@@ -153,10 +156,10 @@ def _person(
             "(the attr-username setting).",
             log_detail="no username attribute",
         )
-    user = accounts.find_user_by_name(username)
+    user = users_service.find_user_by_name(username)
     if user is None:
         try:
-            user = accounts.create_user(username, _email(name_id, attributes))
+            user = users_service.create_user(username, _email(name_id, attributes))
         except ApiError as refused:
             raise SamlRefused(
                 f"Your username cannot be used here: {refused.detail}",
@@ -207,11 +210,11 @@ def _site_admin(
         wanted = bool(config.text("site-admin-role")) and config.text("site-admin-role") in groups
     user_id, is_admin = user.id, bool(user.is_site_admin)
     if wanted and not is_admin:
-        accounts.set_site_admin(user_id, True)
+        users_service.set_site_admin(user_id, True)
         return True
     if not wanted and is_admin and had:
         try:
-            accounts.set_site_admin(user_id, False)  # never the last one: a 422 (kept)
+            users_service.set_site_admin(user_id, False)  # never the last one: a 422 (kept)
         except Unprocessable:
             log.warning("saml would take the site-admin flag of the last site admin: kept")
             return True
@@ -232,9 +235,9 @@ def _teams_named(groups: list[str]) -> list[TeamModel]:
     organization's teams are read as the organization sees them (all of them)."""
     wanted = set(groups)
     found = []
-    for organization in accounts.all_organizations():
+    for organization in organizations_service.all_organizations():
         viewer = Principal("organization", organization.name, "saml", organization.name)
-        for team in accounts.list_teams(viewer, organization.name, None):
+        for team in teams_service.list_teams(viewer, organization.name, None):
             if _sso_name(team) in wanted:
                 found.append(team)
     return found
@@ -260,19 +263,19 @@ def _follow_groups(
         if team.scim_group_name and not team.scim_sync_paused:
             continue  # its members follow SCIM
         if user_id not in members:
-            accounts.set_team_members(team, members | {user_id})
+            teams_service.set_team_members(team, members | {user_id})
             holds.add(team_id)
         elif team_id in granted:
             holds.add(team_id)
     for team_id in granted - set(matched):
-        held = accounts.find_team(team_id)
+        held = teams_service.find_team(team_id)
         if held is None or user_id not in (held.user_ids or ()):
             continue
         members = set(held.user_ids or ())
         if held.is_owners and members == {user_id}:
             holds.add(team_id)  # the owners team keeps a member
             continue
-        accounts.set_team_members(held, members - {user_id})
+        teams_service.set_team_members(held, members - {user_id})
     return holds, unknown
 
 

@@ -15,7 +15,7 @@ identity provider pushes, and the teams that follow a group.
   again) lifts that suspension, never one a site admin made.
 * The site keeps an active site admin: deactivating or deleting the last one, or taking
   the flag SCIM gave the last one (leaving the site-admin group, deleting or changing that
-  group, disabling SCIM), is a 422 (``accounts.service``'s setters keep the rule), made
+  group, disabling SCIM), is a 422 (``accounts.users.service``'s setters keep the rule), made
   before SCIM writes anything of that request.
 * A team linked to a group has exactly the group's active members, kept so on every change
   the identity provider makes (unless the link's sync is paused; resuming reconciles). The
@@ -34,7 +34,9 @@ from collections.abc import Callable, Iterable
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from chalicelib.accounts import service as accounts
+from chalicelib.accounts.teams import service as teams_service
+from chalicelib.accounts.tokens import service as tokens_service
+from chalicelib.accounts.users import service as users_service
 from chalicelib.core.api import bounds
 from chalicelib.core.api.bounds import utf8_length
 from chalicelib.core.api.errors import Conflict, NotFound, Unprocessable, attribute_pointer
@@ -166,7 +168,7 @@ def disable() -> ScimSettingsModel:
     for group in store.all_groups():
         for mapping in store.mappings_of_group(group.id):
             mapping.delete()
-            accounts.set_team_scim_link(mapping.team_id, None)
+            teams_service.set_team_scim_link(mapping.team_id, None)
         group.delete()
     for token in store.all_tokens():
         token.delete()
@@ -325,10 +327,10 @@ def _instance_user(user_name: str, email: str) -> str:
     link_allowed = bool(store.load_settings().link_existing_users)
     for n in range(1, 100):
         candidate = base if n == 1 else f"{base}-{n}"
-        existing = accounts.find_user_by_name(candidate)
+        existing = users_service.find_user_by_name(candidate)
         if existing is None:
             try:
-                return accounts.create_user(candidate, email, scim=True).id
+                return users_service.create_user(candidate, email, scim=True).id
             except Unprocessable:  # claimed meanwhile, in some case
                 continue
         if store.user_of_instance_user(existing.id):
@@ -364,7 +366,7 @@ def _may_link(existing: Any, email: str, link_allowed: bool) -> bool:
 def _protected(user: ScimUserModel) -> bool:
     """A site admin SCIM did not make (linked before links were refused): SCIM changes
     neither its email nor its tokens."""
-    instance = accounts.find_user(user.user_id)
+    instance = users_service.find_user(user.user_id)
     return bool(
         instance
         and instance.is_site_admin
@@ -394,9 +396,9 @@ def create_user(body: Any) -> ScimUserModel:
     if not protected:  # SCIM's own suspension follows active (a linked user may have one)
         _suspend(user, not active)
     user.save(condition=ScimUserModel.id.does_not_exist())
-    accounts.set_scim_identity(user.user_id, user_name)
+    users_service.set_scim_identity(user.user_id, user_name)
     if not active and not protected:
-        accounts.revoke_user_tokens(user.user_id)
+        tokens_service.revoke_user_tokens(user.user_id)
     return user
 
 
@@ -424,14 +426,14 @@ def _write_user(
         else ScimUserModel.external_id.remove(),
     ]
     user.update(actions=actions)
-    accounts.set_scim_identity(user.user_id, user_name)
+    users_service.set_scim_identity(user.user_id, user_name)
     email = _primary_email(user_name, attrs)
     changes_account = email != email_before or (was_active and not active)
     protected = changes_account and _protected(user)
     if email != email_before and not protected:  # the instance user's email follows
-        accounts.set_user_email(user.user_id, email)
+        users_service.set_user_email(user.user_id, email)
     if was_active and not active and not protected:
-        accounts.revoke_user_tokens(user.user_id)
+        tokens_service.revoke_user_tokens(user.user_id)
     if active and not was_active:
         _suspend(user, False)
     if was_active != active:
@@ -541,7 +543,7 @@ def delete_user(scim_id: str) -> None:
     if not _protected(user):
         # First: the last active site admin is a 422 before anything is written.
         _suspend(user, True)
-        accounts.revoke_user_tokens(user.user_id)
+        tokens_service.revoke_user_tokens(user.user_id)
     groups = store.groups_by_ids(set(user.group_ids or ()))
     for group in groups:
         group.update(actions=[ScimGroupModel.member_ids.delete({user.id})])
@@ -678,7 +680,7 @@ def _write_group(
         group.update(actions=[ScimGroupModel.member_ids.delete(removed)])
     if renamed:  # linked teams show their group's name
         for mapping in store.mappings_of_group(group.id):
-            accounts.set_team_scim_link(mapping.team_id, display, mapping.paused)
+            teams_service.set_team_scim_link(mapping.team_id, display, mapping.paused)
     _members_changed(group, added=added, removed=removed)
     return group
 
@@ -761,7 +763,7 @@ def delete_group(scim_id: str) -> None:
         _take_back_grants(store.users_by_ids(set(group.member_ids or ())))
     for mapping in store.mappings_of_group(group.id):
         mapping.delete()
-        accounts.set_team_scim_link(mapping.team_id, None)
+        teams_service.set_team_scim_link(mapping.team_id, None)
     if was_admin_group:
         item.site_admin_group_id = None
         store.save_versioned(item)
@@ -821,12 +823,12 @@ def _sync_group_teams(group: ScimGroupModel) -> None:
 
 
 def _sync_team(mapping: ScimMappingModel, group: ScimGroupModel) -> None:
-    team = accounts.find_team(mapping.team_id)
+    team = teams_service.find_team(mapping.team_id)
     if team is None:  # the team was deleted: the link goes with it
         mapping.delete()
         return
     members = store.users_by_ids(set(group.member_ids or ()))
-    accounts.set_team_members(team, {user.user_id for user in members if user.active})
+    teams_service.set_team_members(team, {user.user_id for user in members if user.active})
 
 
 def _sync_user_everywhere(user: ScimUserModel) -> None:
@@ -843,31 +845,31 @@ def _sync_site_admin(user: ScimUserModel, item: ScimSettingsModel) -> None:
         and item.site_admin_group_id in (user.group_ids or set())
     )
     if should and not user.granted_site_admin:
-        instance = accounts.get_user(user.user_id)
+        instance = users_service.get_user(user.user_id)
         if not instance.is_site_admin:
-            accounts.set_site_admin(user.user_id, True)
+            users_service.set_site_admin(user.user_id, True)
             _mark_granted(user, True)
     elif not should and user.granted_site_admin:
         _take_back_grants([user])
 
 
 def _suspend(user: ScimUserModel, flag: bool) -> None:
-    """Suspend (or restore) the instance user as SCIM (``accounts.set_suspended``: the last
+    """Suspend (or restore) the instance user as SCIM (``users_service.set_suspended``: the last
     active site admin is a 422; SCIM lifts only its own suspension). An instance user a
     site admin deleted has nothing to suspend."""
     with contextlib.suppress(NotFound):
-        accounts.set_suspended(user.user_id, flag, scim=True)
+        users_service.set_suspended(user.user_id, flag, scim=True)
 
 
 def _take_back_grants(users: Iterable[ScimUserModel]) -> None:
-    """Take back the site-admin flag SCIM gave these users (``accounts.set_site_admin``:
+    """Take back the site-admin flag SCIM gave these users (``users_service.set_site_admin``:
     the last active site admin's is a 422). Called first in a request that ends grants, so
     a refusal comes before SCIM writes anything else. A user deleted meanwhile has no flag."""
     for user in users:
         if not user.granted_site_admin:
             continue
         with contextlib.suppress(NotFound):
-            accounts.set_site_admin(user.user_id, False)
+            users_service.set_site_admin(user.user_id, False)
         _mark_granted(user, False)
 
 
@@ -890,7 +892,7 @@ def _refused(detail: str) -> Unprocessable:
 
 
 def _team(team_id: str):  # noqa: ANN202
-    team = accounts.find_team(team_id) if store.MAX_KEY >= len(team_id) > 0 else None
+    team = teams_service.find_team(team_id) if store.MAX_KEY >= len(team_id) > 0 else None
     if team is None:
         raise NotFound(f"team {team_id} not found")
     return team
@@ -908,7 +910,7 @@ def create_mapping(team_id: str, group_id: str) -> ScimMappingModel:
     mapping = ScimMappingModel(team.id, group_id=group.id, paused=False, created_at=now())
     if not store.insert_mapping(mapping):
         raise Conflict(ALREADY_LINKED)
-    accounts.set_team_scim_link(team.id, group.display_name)
+    teams_service.set_team_scim_link(team.id, group.display_name)
     _sync_team(mapping, group)
     return mapping
 
@@ -926,7 +928,7 @@ def update_mapping(team_id: str, paused: bool) -> ScimMappingModel:
     resumed = mapping.paused and not paused
     mapping.update(actions=[ScimMappingModel.paused.set(paused)])
     group = store.get_group(mapping.group_id)
-    accounts.set_team_scim_link(team_id, group.display_name if group else None, paused)
+    teams_service.set_team_scim_link(team_id, group.display_name if group else None, paused)
     if resumed and group is not None:  # resuming reconciles what changed while paused
         _sync_team(mapping, group)
     return mapping
@@ -935,7 +937,7 @@ def update_mapping(team_id: str, paused: bool) -> ScimMappingModel:
 def delete_mapping(team_id: str) -> None:
     """Unlink: the team keeps its members, and stops following the group."""
     mapping_of(team_id).delete()
-    accounts.set_team_scim_link(team_id, None)
+    teams_service.set_team_scim_link(team_id, None)
 
 
 def team_link(team_id: str) -> tuple[ScimMappingModel | None, ScimGroupModel | None]:

@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from chalicelib.accounts import authorization
-from chalicelib.accounts import service as accounts
 from chalicelib.core.api.errors import Conflict, NotFound, Unprocessable
 from chalicelib.core.api.pagination import Page
 from chalicelib.core.auth import Principal
@@ -116,7 +115,7 @@ def page_tags(
     tags before a later page (a tag item is about 100 bytes: lean already, no index), and
     for ``q`` or ``filter[exclude][taggable][id]`` (or while no count is kept: before the
     backfill) the organization's tags, then the page."""
-    accounts.organization_access(principal, organization)
+    authorization.organization_access(principal, organization)
     needle = q.lower() if q else None
     excluded: set[str] = set()
     if exclude_workspace:
@@ -259,7 +258,7 @@ def _check_ids(organization: str, ids: list[str]) -> None:
 def add_workspaces_to_tag(principal: Principal, tag_id: str, items: list[dict]) -> None:
     ids = ids_of(items, "workspace")
     known = _tag_ids([tag_id]).get(tag_id)
-    rights = accounts.access(principal, known.organization) if known else None
+    rights = authorization.access(principal, known.organization) if known else None
     if known is None or rights is None or not rights.can_read:
         raise NotFound(f"tag {tag_id} not found")
     refusal = f"tag {tag_id} not found, or your token lacks manage-workspaces"

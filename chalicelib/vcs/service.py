@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from chalicelib.accounts import authorization
-from chalicelib.accounts import service as accounts
+from chalicelib.accounts.organizations import service as organizations_service
 from chalicelib.core import secrets
 from chalicelib.core.api.errors import Conflict, NotFound, Unprocessable
 from chalicelib.core.auth import Principal
@@ -103,7 +103,7 @@ def _provider(value: str | None) -> providers.Provider:
 def _current(item: OAuthClientModel | OAuthTokenModel) -> bool:
     """Whether ``item`` belongs to the organization of that name that exists now (not to a
     deleted one whose name was reused)."""
-    return item.organization_id == accounts.organization_external_id(item.organization)
+    return item.organization_id == organizations_service.organization_external_id(item.organization)
 
 
 def _require_owner(principal: Principal, organization: str, what: str) -> None:
@@ -124,7 +124,7 @@ def _visible(
         item = model.get(item_id, consistent_read=True)
     except model.DoesNotExist:
         raise NotFound(f"{label} {item_id} not found") from None
-    rights = accounts.access(principal, item.organization)
+    rights = authorization.access(principal, item.organization)
     if not authorization.allows(rights, "own" if owner else "read") or not _current(item):
         raise NotFound(f"{label} {item_id} not found")
     return item
@@ -145,7 +145,7 @@ def create_client(
     principal: Principal, organization: str, attrs: ClientAttributes
 ) -> tuple[OAuthClientModel, list[OAuthTokenModel]]:
     _require_owner(principal, organization, "creating an OAuth client")
-    organization_id = accounts.organization_external_id(organization)
+    organization_id = organizations_service.organization_external_id(organization)
     if organization_id is None:
         raise NotFound(f"organization {organization!r} not found")
     provider = _provider(attrs.service_provider)
@@ -202,8 +202,8 @@ def _new_token(client: OAuthClientModel, token_string: str) -> OAuthTokenModel:
 
 
 def list_clients(principal: Principal, organization: str) -> list[OAuthClientModel]:
-    accounts.organization_access(principal, organization)
-    current = accounts.organization_external_id(organization)
+    authorization.organization_access(principal, organization)
+    current = organizations_service.organization_external_id(organization)
     clients = OAuthClientModel.by_organization.query(organization)
     return [c for c in clients if c.organization_id == current]
 
@@ -333,7 +333,7 @@ def token_organization(principal: Principal, token_id: str) -> str:
     organization: the token does); the same 422 when there is no such token and when the
     caller cannot read its organization, so an ``ot-`` id never tells whose it is."""
     organization = _publishing_token(token_id).organization
-    if not accounts.access(principal, organization).can_read:
+    if not authorization.access(principal, organization).can_read:
         raise Unprocessable(f"oauth token {token_id!r} not found", pointer=POINTER_TOKEN)
     return organization
 

@@ -24,7 +24,8 @@ from typing import TYPE_CHECKING
 
 from chalice import Blueprint, Response
 
-from chalicelib.accounts import resets, service, signin, twofactor
+from chalicelib.accounts import resets, signin, twofactor
+from chalicelib.accounts.users import service as users_service
 from chalicelib.artifacts import queue
 from chalicelib.core.api.errors import NotFound, Unprocessable
 from chalicelib.core.api.openapi import Reply
@@ -42,7 +43,7 @@ from chalicelib.web.view import (
 )
 
 if TYPE_CHECKING:
-    from chalicelib.accounts.store import UserModel
+    from chalicelib.accounts.users.store import UserModel
 
 bp = Blueprint(__name__)
 
@@ -178,7 +179,7 @@ def _account_user(ctx: WebCtx) -> UserModel:
     principal = ctx.principal_or_sign_in()
     if not principal.is_user:
         raise NotFound("a team token has no account page")
-    return service.get_user(principal.id)
+    return users_service.get_user(principal.id)
 
 
 def _account_page(ctx: WebCtx, user: UserModel, status: int = 200, **extra: object) -> Response:
@@ -245,7 +246,7 @@ def two_factor_confirm(ctx: WebCtx) -> Response:
     codes = None if twofactor.enabled(user) else twofactor.confirm(user, code, keep_token_id=keep)
     if codes is None:
         return _account_page(ctx, user, 422, error=WRONG_CODE)
-    return _account_page(ctx, service.get_user(user.id), recovery_codes=codes)
+    return _account_page(ctx, users_service.get_user(user.id), recovery_codes=codes)
 
 
 @page(

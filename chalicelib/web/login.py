@@ -23,7 +23,7 @@ from urllib.parse import quote, unquote, urlencode
 
 from chalice import Blueprint, Response
 
-from chalicelib.accounts import service as accounts
+from chalicelib.accounts.users import service as users_service
 from chalicelib.core.api.access import Public
 from chalicelib.core.api.errors import ApiError
 from chalicelib.core.api.http import Ctx, route
@@ -83,7 +83,7 @@ def _consent(ctx: WebCtx, request: oauth.AuthorizationRequest) -> Response:
         request=request,
         action=oauth.AUTHZ_PATH,
         host=ctx.host,
-        username=accounts.get_user(principal.id).username,
+        username=users_service.get_user(principal.id).username,
         description=oauth.token_description(),
     )
     # Chromium applies form-action to the redirect that follows the POST too: allow exactly

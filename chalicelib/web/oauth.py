@@ -42,7 +42,7 @@ from urllib.parse import urlencode
 from pynamodb.attributes import TTLAttribute, UnicodeAttribute, UTCDateTimeAttribute
 from pynamodb.exceptions import PynamoDBException, UpdateError
 
-from chalicelib.accounts import service as accounts
+from chalicelib.accounts.tokens import service as tokens_service
 from chalicelib.core.api.errors import NotFound
 from chalicelib.core.auth import Principal, hash_token
 from chalicelib.core.data import db
@@ -241,7 +241,7 @@ def _replayed(code: str) -> None:
     if item.token_id:
         owner = Principal(kind="user", id=item.user_id, token_id=item.approved_with)
         with contextlib.suppress(NotFound):  # already revoked
-            accounts.delete_token_by_id(owner, item.token_id)
+            tokens_service.delete_token_by_id(owner, item.token_id)
 
 
 def token_description(moment: datetime | None = None) -> str:
@@ -278,7 +278,9 @@ def exchange(form: Mapping[str, str], basic_client_id: str | None = None) -> str
         raise OAuthError("invalid_grant", "code_verifier does not match the code_challenge")
     owner = Principal(kind="user", id=item.user_id, token_id=item.approved_with)
     try:
-        token, secret = accounts.create_user_token(owner, item.user_id, token_description(), None)
+        token, secret = tokens_service.create_user_token(
+            owner, item.user_id, token_description(), None
+        )
     except NotFound:
         raise OAuthError("invalid_grant", "the user who approved no longer exists") from None
     try:  # for a replay to revoke; losing it must not lose the token just minted

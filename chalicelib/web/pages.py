@@ -13,7 +13,7 @@ from datetime import datetime
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
-from chalicelib.accounts import service as accounts
+from chalicelib.accounts.organizations import service as organizations_service
 from chalicelib.artifacts import objects, semver
 from chalicelib.core.api.errors import BadRequest, NotFound
 from chalicelib.core.api.http import host_of
@@ -66,7 +66,7 @@ def _order(text: str) -> tuple[int, str]:
 def organizations(principal: Principal) -> list[dict[str, Any]]:
     return [
         {"name": org.name, "email": getattr(org, "email", None)}
-        for org in sorted(accounts.list_organizations(principal), key=lambda o: o.name)
+        for org in sorted(organizations_service.list_organizations(principal), key=lambda o: o.name)
     ]
 
 

@@ -17,7 +17,7 @@ How it works (for other pages of the UI, e.g. ``terraform login``'s authorize pa
   it when it opened with a password or an invitation (``start_for_user``); the cookie is
   cleared too. ``end_session(hash)`` does the same for another browser's session (SAML
   single logout started by the identity provider). A credential change ends the user's other
-  sessions through the same tokens (``accounts.service.end_sessions``, called by the
+  sessions through the same tokens (``accounts.tokens.service.end_sessions``, called by the
   accounts services that change a password or two-factor: accounts may not import web).
 * Two-factor sign-in: after the password, ``start_second_step`` stores a short-lived item
   (``store.SecondStepModel``) bound to a random secret in the cookie ``STEP_COOKIE``;
@@ -50,7 +50,7 @@ from typing import Any
 
 from pynamodb.exceptions import DeleteError
 
-from chalicelib.accounts.service import SESSION_TOKEN
+from chalicelib.accounts.tokens.service import SESSION_TOKEN
 from chalicelib.core.api.errors import Unauthorized
 from chalicelib.core.auth import (
     Principal,

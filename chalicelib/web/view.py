@@ -136,7 +136,7 @@ def shows_site_admin(principal: Principal | None) -> bool:
     edition (the cached user: no read on a warm instance)."""
     if principal is None or not principal.is_user or get_settings().hosted:
         return False
-    from chalicelib.accounts.service import shown_as_site_admin
+    from chalicelib.accounts.users.service import shown_as_site_admin
 
     return shown_as_site_admin(principal)
 

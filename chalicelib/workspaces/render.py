@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from chalicelib.accounts.service import OrgAccess
+from chalicelib.accounts.authorization import OrgAccess
 from chalicelib.core import tagbindings
 from chalicelib.core.api.jsonapi import resource, to_one
 from chalicelib.core.data.ids import iso

@@ -8,8 +8,9 @@ from typing import TYPE_CHECKING, Any
 
 from chalice import Blueprint, Response
 
+from chalicelib.accounts.authorization import OrgAccess
+from chalicelib.accounts.organizations.service import get_organization
 from chalicelib.accounts.render import render_organization
-from chalicelib.accounts.service import OrgAccess, get_organization
 from chalicelib.core import tagbindings
 from chalicelib.core.api.access import Bearer
 from chalicelib.core.api.errors import Unprocessable

@@ -22,7 +22,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from chalicelib.accounts import authorization
-from chalicelib.accounts import service as accounts
 from chalicelib.core import tagbindings
 from chalicelib.core.api.errors import Conflict, NotFound, Unprocessable
 from chalicelib.core.api.pagination import Page
@@ -156,15 +155,17 @@ def tag_entries(workspace: WorkspaceModel) -> list[tuple[str, str]]:
     return store.tag_entries(workspace)
 
 
-def readable(principal: Principal, ref: WorkspaceRef) -> tuple[WorkspaceModel, accounts.OrgAccess]:
+def readable(
+    principal: Principal, ref: WorkspaceRef
+) -> tuple[WorkspaceModel, authorization.OrgAccess]:
     if ref.organization:
-        rights: accounts.OrgAccess | None = accounts.organization_access(
+        rights: authorization.OrgAccess | None = authorization.organization_access(
             principal, ref.organization
         )
         workspace = find(ref)
     else:
         workspace = find(ref)
-        rights = accounts.access(principal, workspace.organization) if workspace else None
+        rights = authorization.access(principal, workspace.organization) if workspace else None
     if workspace is None or rights is None or not rights.can_read:
         raise NotFound(f"workspace {ref.describe()} not found")
     return workspace, rights
@@ -172,27 +173,27 @@ def readable(principal: Principal, ref: WorkspaceRef) -> tuple[WorkspaceModel, a
 
 def manageable(
     principal: Principal, ref: WorkspaceRef
-) -> tuple[WorkspaceModel, accounts.OrgAccess]:
+) -> tuple[WorkspaceModel, authorization.OrgAccess]:
     workspace, rights = readable(principal, ref)
     refusal = f"workspace {ref.describe()} not found, or your token lacks manage-workspaces"
     return workspace, authorization.require(rights, "manage-workspaces", refusal)
 
 
-def require_manage(principal: Principal, organization: str) -> accounts.OrgAccess:
+def require_manage(principal: Principal, organization: str) -> authorization.OrgAccess:
     refusal = f"organization {organization!r} not found, or your token lacks manage-workspaces"
     return authorization.authorize(principal, "manage-workspaces", organization, refusal)
 
 
 def page_workspaces(
     principal: Principal, organization: str, query: dict[str, str], page: Page
-) -> tuple[list[WorkspaceModel], int, accounts.OrgAccess]:
+) -> tuple[list[WorkspaceModel], int, authorization.OrgAccess]:
     """One page of ``list_workspaces`` and how many match, reading only what the page needs
     (``chalicelib.core.data.lists``): the name claims (``workspace-names``, keyed by organization
     and name: the list's order) are the lean index, so a page reads the kept count, the
     claims up to its end and its own workspaces by id; ``search[name]`` reads every claim,
     then the page's workspaces. The filters on what only the workspaces hold (project, tag
     bindings, tags) read them all, as before."""
-    rights = accounts.organization_access(principal, organization)
+    rights = authorization.organization_access(principal, organization)
     tagged = tagbindings.tagged_filters(query)
     whole = (
         tagged
@@ -222,10 +223,10 @@ def page_workspaces(
 
 def list_workspaces(
     principal: Principal, organization: str, query: dict[str, str]
-) -> tuple[list[WorkspaceModel], accounts.OrgAccess]:
+) -> tuple[list[WorkspaceModel], authorization.OrgAccess]:
     """``search[name]``, ``search[tags]`` / ``search[exclude-tags]`` (organization tags),
     ``filter[project][id]`` and ``filter[tagged][i][key|value]`` (effective bindings)."""
-    rights = accounts.organization_access(principal, organization)
+    rights = authorization.organization_access(principal, organization)
     tagged = tagbindings.tagged_filters(query)
     items = [w for w in WorkspaceModel.by_organization.query(organization) if not w.deleting]
     if needle := (query.get("search[name]") or "").lower():
@@ -411,7 +412,7 @@ def move_to_project(principal: Principal, project_id: str, workspace_ids: list[s
     if project is None:
         raise NotFound(refusal)
     authorization.require(
-        accounts.access(principal, project.organization), "manage-workspaces", refusal
+        authorization.access(principal, project.organization), "manage-workspaces", refusal
     )
     found = workspaces_by_ids(workspace_ids) if workspace_ids else {}
     for index, workspace_id in enumerate(workspace_ids):

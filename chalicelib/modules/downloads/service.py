@@ -8,7 +8,7 @@ from datetime import timedelta
 from typing import Any
 
 from chalicelib.accounts import authorization
-from chalicelib.accounts import service as accounts
+from chalicelib.accounts.teams import service as teams_service
 from chalicelib.artifacts import semver
 from chalicelib.core.auth import Principal
 from chalicelib.core.data.ids import now
@@ -53,7 +53,7 @@ def report(principal: Principal, ref: registry.ModuleRef, days: int = DEFAULT_DA
     return module_report(module, days)
 
 
-def may_see(rights: accounts.OrgAccess) -> bool:
+def may_see(rights: authorization.OrgAccess) -> bool:
     """Whether these rights see a module's downloads (the web page asks before reading)."""
     return authorization.allows(rights, "manage-modules")
 
@@ -71,7 +71,7 @@ def module_report(module: Any, days: int = DEFAULT_DAYS) -> Report:
     for item in found.values():
         for kind, principal_id in item.consumers:
             wanted.get(kind, set()).add(principal_id)
-    names = accounts.display_names(wanted["team"], wanted["user"])
+    names = teams_service.display_names(wanted["team"], wanted["user"])
     today = now().date()
     window = [(today - timedelta(days=back)).isoformat() for back in range(days - 1, -1, -1)]
     versions = []

@@ -33,7 +33,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from chalicelib.accounts import service as accounts
+from chalicelib.accounts import authorization
 from chalicelib.artifacts import objects, semver
 from chalicelib.core.api.errors import Conflict, NotFound, Unprocessable
 from chalicelib.core.auth import Principal
@@ -201,12 +201,14 @@ def _text(value: Any, field: str, pointer: str) -> str:
 # ----- reading ------------------------------------------------------------------------------
 
 
-def readable(principal: Principal, no_code_id: str) -> tuple[NoCodeModuleModel, accounts.OrgAccess]:
+def readable(
+    principal: Principal, no_code_id: str
+) -> tuple[NoCodeModuleModel, authorization.OrgAccess]:
     """The no-code module and the caller's rights in its organization; 404 when it does not
     exist or the caller cannot read that organization."""
     item = store.get(no_code_id) if 0 < len(no_code_id) <= MAX_ID else None
     if item is not None:
-        rights = accounts.access(principal, item.organization)
+        rights = authorization.access(principal, item.organization)
         if rights.can_read:
             return item, rights
     raise NotFound(f"no-code module {no_code_id[:64]!r} not found")
@@ -255,7 +257,7 @@ def create(
 ) -> NoCodeModuleModel:
     """Everything is checked before the one transaction that writes the no-code module and
     the module's pointer to it."""
-    rights = accounts.organization_access(principal, organization)
+    rights = authorization.organization_access(principal, organization)
     registry.require_rights(rights, "creating a no-code module")
     if relationships.registry_module_id is None:
         raise Unprocessable(

@@ -28,7 +28,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from chalicelib.accounts import authorization
-from chalicelib.accounts import service as accounts
 from chalicelib.artifacts import objects, semver
 from chalicelib.core.api.errors import BadGateway, NotFound
 from chalicelib.core.auth import Principal
@@ -84,7 +83,7 @@ def find_module(principal: Principal, namespace: str, name: str, provider: str) 
     """A private module by its protocol address (namespace = organization), or 404."""
     key = module_key("private", namespace, name, provider)
     # The module is read with the caller's user item when that is not cached (one call).
-    readable, module = accounts.read_in_organization(
+    readable, module = authorization.read_in_organization(
         principal, namespace, (ModuleModel, namespace, key)
     )
     # An outsider may read it when the organization shares its modules (module consumers,
@@ -237,10 +236,10 @@ def listing(
     module's summary is the upstream's (cached); one the upstream does not answer for is
     left out, as before."""
     if namespace is not None:
-        accounts.organization_access(principal, namespace)
+        authorization.organization_access(principal, namespace)
         organizations = [namespace]
     else:
-        organizations = accounts.readable_organization_names(principal)
+        organizations = authorization.readable_organization_names(principal)
     terms = [t for t in (query or "").lower().split() if t]
 
     def wanted(entry: ProtocolEntryModel) -> bool:

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from chalicelib.accounts import service as accounts
+from chalicelib.accounts import authorization
 from chalicelib.artifacts import queue, semver
 from chalicelib.core import secrets
 from chalicelib.core.api.errors import BadGateway, NotFound, Unprocessable
@@ -154,7 +154,7 @@ def _check_credentials(repo: VcsRepoAttributes) -> str:
 
 def publish(
     principal: Principal, organization: str | None, attrs: PublishAttributes
-) -> tuple[ModuleModel, accounts.OrgAccess, str]:
+) -> tuple[ModuleModel, authorization.OrgAccess, str]:
     """Create a VCS-backed module and queue its first sync and the webhook's registration at
     the VCS host; returns the webhook secret too (shown once). ``organization`` is None on
     the deprecated path: the token names it. The VCS host sends deliveries to the configured
@@ -167,7 +167,7 @@ def publish(
         raise Unprocessable("identifier is required", pointer=POINTER + "identifier")
     if organization is None:
         organization = repo.organization_name or vcs.token_organization(principal, token_id)
-    rights = accounts.organization_access(principal, organization)
+    rights = authorization.organization_access(principal, organization)
     service.require_rights(rights, "publishing a module")
     fields = _connection_fields(organization, token_id, repo.identifier)
     branch = _branch(repo.branch)
@@ -355,7 +355,7 @@ def plan_update(module: ModuleModel, repo: VcsRepoAttributes) -> VcsUpdate:
 
 def _vcs_module(
     principal: Principal, module_id: str, what: str
-) -> tuple[ModuleModel, accounts.OrgAccess]:
+) -> tuple[ModuleModel, authorization.OrgAccess]:
     module, rights = service.get_module_by_id(principal, module_id)
     service.require_rights(rights, what)
     if not module.vcs_repo:
@@ -363,7 +363,7 @@ def _vcs_module(
     return module, rights
 
 
-def resync(principal: Principal, module_id: str) -> tuple[ModuleModel, accounts.OrgAccess]:
+def resync(principal: Principal, module_id: str) -> tuple[ModuleModel, authorization.OrgAccess]:
     """Read the repository's tags again and publish the new ones."""
     module, rights = _vcs_module(principal, module_id, "resyncing a module")
     if module.vcs_repo.get("branch"):
@@ -375,7 +375,7 @@ def resync(principal: Principal, module_id: str) -> tuple[ModuleModel, accounts.
     return module, rights
 
 
-def retry(principal: Principal, module_id: str) -> tuple[ModuleModel, accounts.OrgAccess]:
+def retry(principal: Principal, module_id: str) -> tuple[ModuleModel, authorization.OrgAccess]:
     """Run every version that is not ok again: fetch it again for a VCS module (and redo a
     failed sync or webhook registration), ingest its uploaded archive again otherwise."""
     module, rights = service.get_module_by_id(principal, module_id)

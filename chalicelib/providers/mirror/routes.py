@@ -14,7 +14,7 @@ from typing import Any
 
 from chalice import Blueprint, Response
 
-from chalicelib.accounts import service as accounts
+from chalicelib.accounts import authorization
 from chalicelib.artifacts import objects
 from chalicelib.core.api.access import Bearer
 from chalicelib.core.api.errors import NotFound, registry_error_response
@@ -111,7 +111,7 @@ def mirror_file(ctx: Ctx, hostname: str, namespace: str, type: str, file: str): 
 )
 def seed_mirror(ctx: Ctx):
     """Seed the cache with ``terraform providers mirror``'s output (site admins only)."""
-    if not accounts.is_site_admin(ctx.user):
+    if not authorization.is_site_admin(ctx.user):
         raise NotFound("not found: seeding the mirror is for site admins")
     # tarfile loads with the first seed, not with every cold start of the function.
     from chalicelib.providers.mirror import seed

@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from chalicelib.accounts import service as accounts
+from chalicelib.accounts import authorization
 from chalicelib.artifacts import objects, semver
 from chalicelib.core.api.errors import NotFound
 from chalicelib.core.auth import Principal
@@ -37,7 +37,7 @@ class Served:
 def find_provider(principal: Principal, namespace: str, type_: str) -> Served:
     """A private provider by its protocol address, with what it serves; or a 404."""
     key = store.provider_key("private", namespace, type_)
-    readable, provider = accounts.read_in_organization(
+    readable, provider = authorization.read_in_organization(
         principal, namespace, (ProviderModel, namespace, key)
     )
     if not readable or provider is None:

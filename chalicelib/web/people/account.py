@@ -9,7 +9,7 @@ two-factor sign-in (``account_routes``), and the caller's own API tokens.
 * The link mailed to a new email address (``account.CONFIRM_PATH``): a page showing the
   account and the address, whose button (a POST with the CSRF token, no session needed)
   confirms it, once (``account.email_link`` / ``confirm_email``); a dead link is a 410 page.
-* Tokens: ``service.list_user_tokens`` / ``create_user_token`` / ``token_by_id`` /
+* Tokens: ``tokens_service.list_user_tokens`` / ``create_user_token`` / ``token_by_id`` /
   ``delete_token_by_id``. The secret of a new token is in the answer to the create form only
   (never stored, logged or put in a URL). The tokens ``terraform login`` made are marked; the
   tokens browser sessions open with (``session.SESSION_TOKEN``) are not listed (signing out
@@ -22,7 +22,8 @@ from typing import TYPE_CHECKING, Any
 
 from chalice import Blueprint, Response
 
-from chalicelib.accounts import account, service, signin, twofactor
+from chalicelib.accounts import account, signin, twofactor
+from chalicelib.accounts.tokens import service as tokens_service
 from chalicelib.core.api.errors import NotFound, Unprocessable
 from chalicelib.core.api.openapi import Param, Reply
 from chalicelib.core.auth import Principal, TokenModel
@@ -36,7 +37,7 @@ from chalicelib.web.people.common import (
 from chalicelib.web.view import THROTTLED, PublicPage, SignedIn, WebCtx, page, posted, redirect
 
 if TYPE_CHECKING:
-    from chalicelib.accounts.store import UserModel
+    from chalicelib.accounts.users.store import UserModel
 
 # Its own blueprint: the everyday web function serves it, without the people pages.
 bp = Blueprint(__name__)
@@ -53,7 +54,7 @@ def _tokens(principal: Principal) -> tuple[list[dict[str, Any]], int]:
     listed: list[dict[str, Any]] = []
     sessions = 0
     for token in sorted(
-        service.list_user_tokens(principal, principal.id),
+        tokens_service.list_user_tokens(principal, principal.id),
         key=lambda t: t.created_at,
         reverse=True,
     ):
@@ -190,7 +191,7 @@ def create_token(ctx: WebCtx) -> Response:
     if error or isinstance(expiry, str):
         wanted = {"description": description, "expires_on": expires_on}
         return _account_page(ctx, principal, 422, token_error=error, token_form=wanted)
-    token, secret = service.create_user_token(principal, principal.id, description, expiry)
+    token, secret = tokens_service.create_user_token(principal, principal.id, description, expiry)
     return ctx.render(
         "people/token_created.html",
         title="Your new API token",
@@ -204,7 +205,7 @@ def create_token(ctx: WebCtx) -> Response:
 
 def _own_token(principal: Principal, token_id: str) -> TokenModel:
     """One of the caller's own user tokens (a team token they may manage is not theirs)."""
-    token = service.token_by_id(principal, token_id)
+    token = tokens_service.token_by_id(principal, token_id)
     if token.kind != "user" or token.owner_id != principal.id:
         raise NotFound(f"authentication token {token_id} not found")
     return token
@@ -234,5 +235,5 @@ def revoke_token(ctx: WebCtx, token_id: str) -> Response:
         return form
     principal = signed_in_user(ctx)
     _own_token(principal, token_id)
-    service.delete_token_by_id(principal, token_id)
+    tokens_service.delete_token_by_id(principal, token_id)
     return redirect(ACCOUNT + "?revoked=1#tokens")

@@ -3,7 +3,7 @@ organization-access flags as labelled checkboxes. (The CSRF-checked form with re
 ``view.posted``, is every web page's: the provider pages, which the everyday web function
 serves, use it without loading these pages.)
 
-Every read and write goes through the accounts services (``accounts.service``,
+Every read and write goes through the accounts services (``accounts.*.service``,
 ``memberships``, ``account``): the same permissions, the same 404 for who may not see a
 thing, the same 422 messages as the API. A handler catches ``Unprocessable`` only to show
 the form again with its message; anything else reaches ``view.page``'s error pages.

@@ -16,7 +16,8 @@ from typing import Any
 
 from chalice import Response
 
-from chalicelib.accounts import memberships, service
+from chalicelib.accounts import memberships
+from chalicelib.accounts.teams import service as teams_service
 from chalicelib.core.api.errors import NotFound, Unprocessable
 from chalicelib.core.api.openapi import Param, Reply
 from chalicelib.core.auth import Principal
@@ -37,7 +38,7 @@ def may_manage(principal: Principal, organization: str) -> bool:
 def _members_page(ctx: WebCtx, organization: str, status: int = 200, **extra: Any) -> Response:
     principal = ctx.principal_or_sign_in()
     found, rights = memberships.list_memberships(principal, organization, "", [], [])
-    teams = service.list_teams(principal, organization, None)
+    teams = teams_service.list_teams(principal, organization, None)
     names = {t.id: t.name for t in teams}
     manage = may_manage(principal, organization)
     rows = [

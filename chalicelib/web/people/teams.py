@@ -1,9 +1,9 @@
 """An organization's teams and tokens: ``/app/<org>/teams`` (the teams the caller may see,
-``service.list_teams``; owners create one), ``/app/<org>/teams/<team id>`` (its members and
+``teams_service.list_teams``; owners create one), ``/app/<org>/teams/<team id>`` (its members and
 organization access; owners add and remove members by username, tick the access, manage the
 team's token and delete the team) and ``/app/<org>/settings`` (owners: the organization's
 token). The same services as ``/api/v2/teams`` and ``/organizations/:org/authentication-token``:
-owners only (``service.owned_team`` / ``owned_organization``), 404 for anyone else. A new
+owners only (``teams_service.owned_team`` / ``owned_organization``), 404 for anyone else. A new
 token's secret is shown once, in the answer to the form that made it.
 """
 
@@ -13,7 +13,10 @@ from typing import TYPE_CHECKING, Any
 
 from chalice import Response
 
-from chalicelib.accounts import service
+from chalicelib.accounts import authorization
+from chalicelib.accounts.teams import service as teams_service
+from chalicelib.accounts.tokens import service as tokens_service
+from chalicelib.accounts.users import service as users_service
 from chalicelib.core.api.errors import NotFound, Unprocessable
 from chalicelib.core.api.openapi import Param, Reply
 from chalicelib.core.auth import Principal, TokenModel
@@ -21,7 +24,7 @@ from chalicelib.web.people.common import ACCESS_FLAGS, bp, description_error
 from chalicelib.web.view import Form, SignedIn, WebCtx, page, posted, redirect
 
 if TYPE_CHECKING:
-    from chalicelib.accounts.store import TeamModel
+    from chalicelib.accounts.teams.store import TeamModel
 
 TEAMS = "/app/{organization}/teams"
 TEAM = TEAMS + "/{team_id}"
@@ -45,8 +48,8 @@ def _visibility(form: Form) -> str:
 
 def _teams_page(ctx: WebCtx, organization: str, status: int = 200, **extra: Any) -> Response:
     principal = ctx.principal_or_sign_in()
-    teams = sorted(service.list_teams(principal, organization, None), key=lambda t: t.name)
-    rights = service.organization_access(principal, organization)
+    teams = sorted(teams_service.list_teams(principal, organization, None), key=lambda t: t.name)
+    rights = authorization.organization_access(principal, organization)
     return ctx.render(
         "people/teams.html",
         status,
@@ -72,7 +75,7 @@ def create_team(ctx: WebCtx, organization: str) -> Response:
         return form
     principal = ctx.principal_or_sign_in()
     try:
-        team = service.create_team(
+        team = teams_service.create_team(
             principal, organization, form.get("name"), _visibility(form), _flags(form)
         )
     except Unprocessable as refused:
@@ -83,7 +86,7 @@ def create_team(ctx: WebCtx, organization: str) -> Response:
 
 def _team(principal: Principal, organization: str, team_id: str) -> tuple[TeamModel, bool]:
     """The team (of this organization) and whether the caller is an owner, or 404."""
-    team, rights = service.readable_team(principal, team_id)
+    team, rights = teams_service.readable_team(principal, team_id)
     if team.organization != organization:
         raise NotFound(f"team {team_id} not found")
     return team, rights.is_owner
@@ -106,10 +109,10 @@ def _team_page(
         status,
         organization=organization,
         team=team,
-        members=service.team_members([team]),
+        members=teams_service.team_members([team]),
         is_owner=is_owner,
         scim_linked=team.scim_group_name is not None and not team.scim_sync_paused,
-        token=_held(service.team_token, principal, team.id) if is_owner else None,
+        token=_held(tokens_service.team_token, principal, team.id) if is_owner else None,
         flags=ACCESS_FLAGS,
         **extra,
     )
@@ -142,11 +145,11 @@ def change_members(ctx: WebCtx, organization: str, team_id: str) -> Response:
     form, principal = found
     remove = form.get("remove")
     username = remove or form.get("username")
-    if not username or service.find_user_by_name(username) is None:
+    if not username or users_service.find_user_by_name(username) is None:
         error = f"no user is named {username!r}" if username else "a username is required"
         return _team_page(ctx, organization, team_id, 422, member_error=error, username=username)
     try:
-        service.change_membership(principal, team_id, [username], add=not remove)
+        teams_service.change_membership(principal, team_id, [username], add=not remove)
     except Unprocessable as refused:
         return _team_page(ctx, organization, team_id, 422, member_error=refused.detail)
     return redirect(f"/app/{organization}/teams/{team_id}#members")
@@ -160,7 +163,7 @@ def change_access(ctx: WebCtx, organization: str, team_id: str) -> Response:
         return found
     form, principal = found
     try:
-        service.update_team(principal, team_id, None, _visibility(form), _flags(form))
+        teams_service.update_team(principal, team_id, None, _visibility(form), _flags(form))
     except Unprocessable as refused:
         return _team_page(ctx, organization, team_id, 422, access_error=refused.detail)
     return redirect(f"/app/{organization}/teams/{team_id}?saved=1#access")
@@ -192,7 +195,7 @@ def delete_team(ctx: WebCtx, organization: str, team_id: str) -> Response:
         return found
     _, principal = found
     try:
-        service.delete_team(principal, team_id)
+        teams_service.delete_team(principal, team_id)
     except Unprocessable as refused:
         return _team_page(ctx, organization, team_id, 422, delete_error=refused.detail)
     return redirect(f"/app/{organization}/teams")
@@ -221,7 +224,7 @@ def team_token(ctx: WebCtx, organization: str, team_id: str) -> Response:
     error = description_error(description)
     if error:
         return _team_page(ctx, organization, team_id, 422, token_error=error)
-    token, secret = service.create_team_token(principal, team_id, description)
+    token, secret = tokens_service.create_team_token(principal, team_id, description)
     back = f"/app/{organization}/teams/{team_id}#token"
     return _shown_once(ctx, f"The team token “{token.description}”", secret, back)
 
@@ -232,7 +235,7 @@ def revoke_team_token(ctx: WebCtx, organization: str, team_id: str) -> Response:
     found = _owned(ctx, organization, team_id)
     if isinstance(found, Response):
         return found
-    service.delete_team_token(found[1], team_id)
+    tokens_service.delete_team_token(found[1], team_id)
     return redirect(f"/app/{organization}/teams/{team_id}#token")
 
 
@@ -241,13 +244,13 @@ def revoke_team_token(ctx: WebCtx, organization: str, team_id: str) -> Response:
 
 def _settings_page(ctx: WebCtx, organization: str, status: int = 200, **extra: Any) -> Response:
     principal = ctx.principal_or_sign_in()
-    org = service.owned_organization(principal, organization)
+    org = authorization.owned_organization(principal, organization)
     return ctx.render(
         "people/settings.html",
         status,
         organization=organization,
         org=org,
-        token=_held(service.organization_token, principal, organization),
+        token=_held(tokens_service.organization_token, principal, organization),
         **extra,
     )
 
@@ -263,7 +266,7 @@ def _owner_form(ctx: WebCtx, organization: str) -> tuple[Form, Principal] | Resp
     if isinstance(form, Response):
         return form
     principal = ctx.principal_or_sign_in()
-    service.owned_organization(principal, organization)
+    authorization.owned_organization(principal, organization)
     return form, principal
 
 
@@ -278,7 +281,7 @@ def organization_token(ctx: WebCtx, organization: str) -> Response:
     error = description_error(description)
     if error:
         return _settings_page(ctx, organization, 422, token_error=error)
-    token, secret = service.create_organization_token(principal, organization, description)
+    token, secret = tokens_service.create_organization_token(principal, organization, description)
     back = f"/app/{organization}/settings"
     return _shown_once(ctx, f"The organization token “{token.description}”", secret, back)
 
@@ -289,5 +292,5 @@ def revoke_organization_token(ctx: WebCtx, organization: str) -> Response:
     found = _owner_form(ctx, organization)
     if isinstance(found, Response):
         return found
-    service.delete_organization_token(found[1], organization)
+    tokens_service.delete_organization_token(found[1], organization)
     return redirect(f"/app/{organization}/settings")

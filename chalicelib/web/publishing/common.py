@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 
 from chalice import Blueprint, Response
 
-from chalicelib.accounts import service as accounts
+from chalicelib.accounts import authorization
 from chalicelib.core.auth import Principal
 from chalicelib.modules import service as registry
 from chalicelib.modules.service import ModuleRef
@@ -44,11 +44,11 @@ def module_url(ref: ModuleRef, version: str | None = None) -> str:
     return f"{path}/{version}" if version else path
 
 
-def publisher(ctx: WebCtx, organization: str) -> tuple[Principal, accounts.OrgAccess]:
+def publisher(ctx: WebCtx, organization: str) -> tuple[Principal, authorization.OrgAccess]:
     """The caller and their rights, who must be allowed to publish in ``organization``
     (owners, manage-modules teams): anyone else gets the API's 404."""
     principal = ctx.principal_or_sign_in()
-    rights = accounts.organization_access(principal, organization)
+    rights = authorization.organization_access(principal, organization)
     registry.require_rights(rights, "publishing a module")
     return principal, rights
 
@@ -68,7 +68,7 @@ def connections(principal: Principal, organization: str) -> list[dict[str, str]]
 
 def publishable(
     ctx: WebCtx, ref: ModuleRef, *, owner: bool = False
-) -> tuple[ModuleModel, accounts.OrgAccess]:
+) -> tuple[ModuleModel, authorization.OrgAccess]:
     """The module and the caller's rights, who must be allowed to publish it (``owner``:
     to delete it, which is the owners'): anyone else gets the API's 404."""
     module, rights = registry.get_module(ctx.principal_or_sign_in(), ref)

@@ -20,6 +20,8 @@ from urllib.parse import quote
 
 from chalice import Blueprint, Response
 
+from chalicelib.accounts.organizations import service as organizations_service
+from chalicelib.accounts.users import service as users_service
 from chalicelib.admin import people
 from chalicelib.admin.limits import MAX_MODULE_CONSUMERS
 from chalicelib.core.api.errors import NotFound, Unprocessable
@@ -36,7 +38,7 @@ from chalicelib.web.siteadmin.common import (
 from chalicelib.web.view import SiteAdminPage, WebCtx, page, page_number, redirect
 
 if TYPE_CHECKING:
-    from chalicelib.accounts.store import UserModel
+    from chalicelib.accounts.users.store import UserModel
 
 bp = Blueprint(__name__)
 USERS = ADMIN + "/users"
@@ -177,7 +179,7 @@ def confirm_user_action(ctx: WebCtx, user_id: str, action: str) -> Response:
     """Are you sure? The action's confirmation page, its form POSTs to the same address."""
     site_admin(ctx)
     _action(action)
-    return _confirm(ctx, people.accounts.get_user(user_id), action)
+    return _confirm(ctx, users_service.get_user(user_id), action)
 
 
 @admin_post(bp, USERS + "/{user_id}/{action}")
@@ -186,7 +188,7 @@ def user_action(
 ) -> Response:
     """Do the action (the last active site admin is refused: the message is shown)."""
     about = _action(action)
-    user = people.accounts.get_user(user_id)
+    user = users_service.get_user(user_id)
     try:
         about["do"](user.id)
     except Unprocessable as refused:
@@ -225,7 +227,7 @@ def _organization_page(ctx: WebCtx, name: str, status: int = 200, **extra: Any) 
         org=org,
         values=people.organization_values(org),
         consumers=sorted(org.module_consumers or ()),
-        owners=people.accounts.owners_of(org.name),
+        owners=organizations_service.owners_of(org.name),
         saved=ctx.query.get("saved") == "1",
         **extra,
     )

@@ -1,12 +1,13 @@
-"""PynamoDB models of organizations, users and teams.
+"""The users table: users, their username claims and the kept count of active site admins.
 
 Memberships are kept on both sides (``TeamModel.user_ids`` and ``UserModel.team_refs``) so
 that a permission check is a GetItem of the user plus a BatchGet of their teams in one
-organization, and a team's member list is a single GetItem.
+organization, and a team's member list is a single GetItem. Whether a user is a member of
+an organization is decided by ``UserModel.is_member`` (its refs), and nowhere else.
 
-The writes that carry a condition live here too: each does the DynamoDB write and reports
-the outcome (a ``bool`` where a failed condition is an expected answer); the service
-decides which error the caller gets.
+Every read of the table happens here; the writes that carry a condition live here too: each
+does the DynamoDB write and reports the outcome (a ``bool`` where a failed condition is an
+expected answer); the services decide which error the caller gets.
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ from typing import Any
 from pynamodb.attributes import (
     BooleanAttribute,
     JSONAttribute,
-    MapAttribute,
     NumberAttribute,
     UnicodeAttribute,
     UnicodeSetAttribute,
@@ -32,48 +32,9 @@ from pynamodb.indexes import (
 )
 from pynamodb.transactions import TransactWrite
 
-from chalicelib.core.auth import TokenModel, TtlCache
+from chalicelib.core.auth import TtlCache
 from chalicelib.core.data import db, lists
 from chalicelib.core.settings import get_settings
-
-DIRECTORY = "organizations"
-
-
-class OrganizationDirectory(GlobalSecondaryIndex):
-    """Every organization under one constant key, so listing all of them is a Query."""
-
-    class Meta:
-        index_name = "directory"
-        projection = AllProjection()
-
-    directory = UnicodeAttribute(hash_key=True)
-    name = UnicodeAttribute(range_key=True)
-
-
-@db.register
-class OrganizationModel(db.Model):
-    Meta = db.table("organizations")
-
-    name = UnicodeAttribute(hash_key=True)
-    external_id = UnicodeAttribute()
-    email = UnicodeAttribute()
-    directory = UnicodeAttribute(default=DIRECTORY)
-    collaborator_auth_policy = UnicodeAttribute(default="password")
-    cost_estimation_enabled = BooleanAttribute(default=False)
-    session_timeout = UnicodeAttribute(null=True)
-    # The organization's single token: its id and the hash it is stored under.
-    token_id = UnicodeAttribute(null=True)
-    token_hash = UnicodeAttribute(null=True)
-    created_at = UTCDateTimeAttribute()
-    updated_at = UTCDateTimeAttribute()
-    # Module sharing (site admins set it, chalicelib.admin): the organizations that may read
-    # this one's private modules through the registry protocol, or every one of them.
-    module_consumers = UnicodeSetAttribute(null=True)
-    global_module_sharing = BooleanAttribute(null=True)
-    # The other attributes the admin API sets and shows (kebab names: access-beta-tools,
-    # is-disabled, the worker timeouts ...).
-    admin_values = JSONAttribute(null=True)
-    by_directory = OrganizationDirectory()
 
 
 class UserByName(GlobalSecondaryIndex):
@@ -138,15 +99,16 @@ class UserModel(db.Model):
     # Set on the users SCIM provisioned (chalicelib.scim): only those may it link again.
     scim_provisioned = BooleanAttribute(null=True)
     # SCIM's userName for the user and when SCIM last wrote it (``scim-username``,
-    # ``scim-updated-at``), kept by chalicelib.scim through ``service.set_scim_identity``.
+    # ``scim-updated-at``), kept by chalicelib.scim through ``users.service.set_scim_identity``.
     scim_username = UnicodeAttribute(null=True)
     scim_updated_at = UTCDateTimeAttribute(null=True)
     # Set while a site admin suspends the user: its tokens carry the flag too (core.auth).
     suspended = BooleanAttribute(null=True)
     # Set while the suspension is SCIM's (its identity provider deactivated or deleted it):
-    # SCIM lifts only a suspension of its own (``accounts.service.set_suspended``).
+    # SCIM lifts only a suspension of its own (``users.service.set_suspended``).
     suspended_by_scim = BooleanAttribute(null=True)
-    # "<organization>/<team id>" for every team the user belongs to.
+    # "<organization>/<team id>" for every team the user belongs to, and "<organization>/"
+    # (``member_ref``) for an organization joined through an invitation: ``is_member``.
     team_refs = UnicodeSetAttribute(default=set)
     created_at = UTCDateTimeAttribute()
     # The argon2id hash of the user's password (accounts.passwords); None: no password.
@@ -210,10 +172,36 @@ class UserModel(db.Model):
         suspension themselves (``core.auth``)."""
         return not self.suspended
 
+    def is_member(self, organization: str) -> bool:
+        """Whether the user is a member of ``organization``: on one of its teams, or joined
+        through an invitation (``member_ref``). The one place that decides it."""
+        prefix = member_ref(organization)
+        return any(ref.startswith(prefix) for ref in self.team_refs or ())
+
+    def organizations(self) -> list[str]:
+        """The names of the organizations the user is a member of (``is_member``), sorted."""
+        return sorted({ref.split("/", 1)[0] for ref in self.team_refs or ()})
+
+    def team_ids(self, organization: str) -> list[str]:
+        """The ids of ``organization``'s teams the user is on (the membership ref left out)."""
+        prefix = member_ref(organization)
+        return sorted(
+            ref[len(prefix) :]
+            for ref in self.team_refs or ()
+            if ref.startswith(prefix) and ref != prefix
+        )
+
     def two_factor(self) -> dict[str, bool]:
         """The ``two-factor`` attribute of a rendered user (TFE's shape)."""
         on = self.totp_secret is not None
         return {"enabled": on, "verified": on}
+
+
+def member_ref(organization: str) -> str:
+    """The ``team_refs`` entry of a member who joined through an invitation: the
+    organization's prefix with no team id. ``UserModel.is_member`` counts it as every team
+    ref; ``UserModel.team_ids`` skips it."""
+    return f"{organization}/"
 
 
 CLAIM_PREFIX = "username#"
@@ -332,10 +320,7 @@ def backfill_admin_count() -> dict[str, int]:
 
 def read_for_change(user_id: str) -> UserModel | None:
     """The user as a flag change reads it (consistently: its condition is what it read)."""
-    try:
-        return UserModel.get(user_id, consistent_read=True)
-    except UserModel.DoesNotExist:
-        return None
+    return read_user(user_id, consistent=True)
 
 
 def write_admin_change(
@@ -381,6 +366,38 @@ def user_id_of_name(username: str) -> str | None:
         return None
 
 
+def read_user(user_id: str, *, consistent: bool = False) -> UserModel | None:
+    """The user of that id (None: none). The caller checks ``is_user_key`` first where the
+    id comes from a request."""
+    try:
+        return UserModel.get(user_id, consistent_read=consistent)
+    except UserModel.DoesNotExist:
+        return None
+
+
+def user_by_username(username: str) -> UserModel | None:
+    """The user of exactly ``username`` on the ``by-username`` index (users made before the
+    claims; ``user_id_of_name`` first)."""
+    return next(iter(UserModel.by_username.query(username)), None)
+
+
+def users_by_ids(user_ids: list[str]) -> list[UserModel]:
+    """The users of those ids (one BatchGetItem per hundred; gone ones left out)."""
+    return list(UserModel.batch_get(user_ids)) if user_ids else []
+
+
+def all_users() -> list[UserModel]:
+    """Every user (a Scan of the users table, its claims and count left out)."""
+    return list(UserModel.scan(filter_condition=UserModel.username.exists()))
+
+
+def directory_entries(prefix: str = "") -> list[Any]:
+    """The ``user-directory`` index's entries (their usernames starting ``prefix`` in any
+    case), by username: the projected flags only, not full users."""
+    condition = UserModel.username_key.startswith(username_key(prefix)) if prefix else None
+    return list(UserModel.user_directory.query(USER_DIRECTORY, condition))
+
+
 # user id -> UserModel | None, for the token cache's window (see ``cached_user``).
 _users = TtlCache(lambda: get_settings().token_cache_ttl)
 
@@ -406,104 +423,6 @@ def cached_user_with(user_id: str, *wanted: tuple[Any, Any, Any]) -> tuple[Any, 
     elif wanted:
         items = db.get_together(*wanted)
     return found or None, items
-
-
-def get_organization(name: str) -> OrganizationModel | None:
-    try:
-        return OrganizationModel.get(name)
-    except OrganizationModel.DoesNotExist:
-        return None
-
-
-# organization name -> whether a site admin disabled it (``is-disabled``), for the token
-# cache's window: ``accounts.authorization.refuse_disabled`` reads it on every organization
-# access.
-_disabled = TtlCache(lambda: get_settings().token_cache_ttl)
-
-
-def is_disabled(org: OrganizationModel | None) -> bool:
-    return bool(org is not None and (org.admin_values or {}).get("is-disabled"))
-
-
-def known_disabled(name: str) -> bool | None:
-    """Whether ``name`` is disabled as this instance last read it (None: not known)."""
-    return _disabled.get(name)
-
-
-def note_disabled(name: str, org: OrganizationModel | None) -> bool:
-    """Remember what an organization item just read says (a missing one: not disabled)."""
-    flag = is_disabled(org)
-    _disabled.put(name, flag)
-    return flag
-
-
-def forget_disabled(name: str) -> None:
-    _disabled.forget(name)
-
-
-class TeamsByOrganization(GlobalSecondaryIndex):
-    class Meta:
-        index_name = "by-organization"
-        projection = AllProjection()
-
-    organization = UnicodeAttribute(hash_key=True)
-    name = UnicodeAttribute(range_key=True)
-
-
-class TeamList(GlobalSecondaryIndex):
-    """The lean index of an organization's teams (``chalicelib.core.data.lists``): keys only
-    (organization, name, id: about 60 bytes a team), in the list's order."""
-
-    class Meta:
-        index_name = "list"
-        projection = KeysOnlyProjection()
-
-    organization = UnicodeAttribute(hash_key=True)
-    name = UnicodeAttribute(range_key=True)
-
-
-class OrganizationAccess(MapAttribute):
-    manage_modules = BooleanAttribute(default=False)
-    manage_workspaces = BooleanAttribute(default=False)
-    manage_policies = BooleanAttribute(default=False)
-    manage_providers = BooleanAttribute(default=False)
-    manage_vcs_settings = BooleanAttribute(default=False)
-    manage_membership = BooleanAttribute(default=False)
-    manage_projects = BooleanAttribute(default=False)
-    read_workspaces = BooleanAttribute(default=False)
-    read_projects = BooleanAttribute(default=False)
-
-
-ACCESS_FLAGS = [name for name in OrganizationAccess.get_attributes()]
-
-
-@db.register
-class TeamModel(db.Model):
-    Meta = db.table("teams")
-
-    id = UnicodeAttribute(hash_key=True)
-    organization = UnicodeAttribute()
-    name = UnicodeAttribute()
-    visibility = UnicodeAttribute(default="secret")
-    sso_team_id = UnicodeAttribute(null=True)
-    access = OrganizationAccess(default=OrganizationAccess)
-    user_ids = UnicodeSetAttribute(default=set)
-    # The team's single token: its id and the hash it is stored under.
-    token_id = UnicodeAttribute(null=True)
-    token_hash = UnicodeAttribute(null=True)
-    created_at = UTCDateTimeAttribute()
-    # Set while the team follows a SCIM group (chalicelib.scim keeps its members in step).
-    scim_group_name = UnicodeAttribute(null=True)
-    scim_sync_paused = BooleanAttribute(null=True)
-    by_organization = TeamsByOrganization()
-    listed = TeamList()
-
-    @property
-    def is_owners(self) -> bool:
-        return self.name == "owners"
-
-
-# ----- writes -------------------------------------------------------------------------------
 
 
 def insert_user(user: UserModel) -> bool:
@@ -619,351 +538,9 @@ def confirm_email_change(user: UserModel, link_hash: str) -> bool:
     return True
 
 
-def backfill_email_keys() -> dict[str, int]:
-    """Give every user made before the ``by-email`` index its ``email_key``: idempotent."""
-    report = {"keyed": 0, "kept": 0}
-    for user in UserModel.scan(filter_condition=UserModel.username.exists()):
-        wanted = email_key(user.email or "")
-        if user.email_key == wanted:
-            report["kept"] += 1
-            continue
-        try:
-            user.update(
-                actions=[UserModel.email_key.set(wanted)],
-                condition=UserModel.email == user.email,
-            )
-            report["keyed"] += 1
-        except UpdateError as exc:  # changed meanwhile: that write set the key
-            if not db.conditional_failure(exc):
-                raise
-    return report
-
-
 def user_count() -> int | None:
     """The kept number of users (None before ``backfill_user_directory`` or any new user)."""
     return lists.counts(USER_DIRECTORY).get(lists.ALL)
-
-
-def backfill_user_directory() -> dict[str, int]:
-    """Put every user made before the ``user-directory`` index in it (its ``directory`` and
-    ``username_key``), then set the kept count of users to the index's size: idempotent."""
-    report = {"listed": 0, "kept": 0}
-    for user in UserModel.scan(filter_condition=UserModel.username.exists()):
-        wanted = username_key(user.username)
-        if user.directory == USER_DIRECTORY and user.username_key == wanted:
-            report["kept"] += 1
-            continue
-        try:
-            user.update(
-                actions=[
-                    UserModel.directory.set(USER_DIRECTORY),
-                    UserModel.username_key.set(wanted),
-                ],
-                condition=UserModel.username == user.username,
-            )
-            report["listed"] += 1
-        except UpdateError as exc:  # renamed meanwhile: that write set the key
-            if not db.conditional_failure(exc):
-                raise
-    total = sum(1 for _ in UserModel.user_directory.query(USER_DIRECTORY))
-    lists.set_counts(USER_DIRECTORY, {lists.ALL: total})
-    report["counted"] = total
-    return report
-
-
-def backfill_username_claims() -> dict[str, int]:
-    """Claim every existing user's username (users made before the claims were): idempotent.
-    Two users whose names differ only in case cannot both hold the claim: the second is
-    counted as ``conflicts`` (rename one by hand)."""
-    report = {"claimed": 0, "kept": 0, "conflicts": 0}
-    for user in UserModel.scan(filter_condition=UserModel.username.exists()):
-        holder = user_id_of_name(user.username)
-        if holder == user.id:
-            report["kept"] += 1
-            continue
-        if holder is not None:
-            report["conflicts"] += 1
-            continue
-        try:
-            UsernameClaimModel(claim_key(user.username), user_id=user.id).save(
-                condition=UsernameClaimModel.id.does_not_exist()
-            )
-            report["claimed"] += 1
-        except PutError as exc:
-            if not db.conditional_failure(exc):
-                raise
-            report["conflicts"] += 1
-    return report
-
-
-def insert_organization(org: OrganizationModel) -> bool:
-    """Save a new organization; False when its name (the key) is already taken."""
-    try:
-        org.save(condition=OrganizationModel.name.does_not_exist())
-    except PutError as exc:
-        if db.conditional_failure(exc):
-            return False
-        raise
-    return True
-
-
-def insert_team(team: TeamModel) -> None:
-    """Save a new team. Its id is freshly minted; names are checked unique before."""
-    team.save(condition=TeamModel.id.does_not_exist())
-
-
-def add_team_members(team: TeamModel, user_ids: list[str]) -> None:
-    """Record membership on both sides: each user's ``team_refs``, then the team's ``user_ids``.
-
-    The user updates require the user to exist: an UpdateItem on a missing key would create
-    a stub user item. A user gone meanwhile fails the call.
-    """
-    ref = f"{team.organization}/{team.id}"
-    for user_id in user_ids:
-        UserModel(user_id).update(
-            actions=[UserModel.team_refs.add({ref})], condition=UserModel.id.exists()
-        )
-    if user_ids:
-        team.update(actions=[TeamModel.user_ids.add(set(user_ids))])
-
-
-def remove_team_members(team: TeamModel, user_ids: list[str]) -> None:
-    """Undo ``add_team_members``. A user gone meanwhile is skipped (without re-creating it)."""
-    ref = f"{team.organization}/{team.id}"
-    for user_id in user_ids:
-        try:
-            UserModel(user_id).update(
-                actions=[UserModel.team_refs.delete({ref})], condition=UserModel.id.exists()
-            )
-        except UpdateError as exc:
-            if not db.conditional_failure(exc):
-                raise
-    if user_ids:
-        team.update(actions=[TeamModel.user_ids.delete(set(user_ids))])
-
-
-def set_scim_link(team_id: str, group_name: str | None, paused: bool) -> None:
-    """Record (or, with no group, forget) the SCIM group a team follows; a team deleted
-    meanwhile is left alone (never re-created as a stub)."""
-    actions: list[Action]
-    if group_name is None:
-        actions = [TeamModel.scim_group_name.remove(), TeamModel.scim_sync_paused.remove()]
-    else:
-        actions = [
-            TeamModel.scim_group_name.set(group_name),
-            TeamModel.scim_sync_paused.set(paused),
-        ]
-    try:
-        TeamModel(team_id).update(actions=actions, condition=TeamModel.id.exists())
-    except UpdateError as exc:
-        if not db.conditional_failure(exc):
-            raise
-
-
-def delete_token(token_hash: str | None) -> None:
-    if token_hash:
-        TokenModel(token_hash).delete()
-
-
-def replace_held_token(holder: TeamModel | OrganizationModel, token: TokenModel) -> bool:
-    """Make the freshly minted ``token`` the single token of a team or organization, and
-    delete the one it held before.
-
-    The swap is conditional on the hash ``holder`` was read with, so two concurrent rotations
-    cannot both succeed and leave an untracked live token. When the swap fails, ``token`` is
-    deleted; the result is False when another rotation won.
-    """
-    model = type(holder)
-    old_hash = holder.token_hash
-    expected = model.token_hash == old_hash if old_hash else model.token_hash.does_not_exist()
-    try:
-        holder.update(
-            actions=[model.token_id.set(token.id), model.token_hash.set(token.token_hash)],
-            condition=expected,
-        )
-    except UpdateError as exc:
-        token.delete()
-        if db.conditional_failure(exc):
-            return False
-        raise
-    delete_token(old_hash)
-    return True
-
-
-def drop_held_token(holder: TeamModel | OrganizationModel, token: TokenModel) -> None:
-    """Forget a team's or organization's single ``token``, then delete it."""
-    model = type(holder)
-    holder.update(actions=[model.token_id.remove(), model.token_hash.remove()])
-    token.delete()
-
-
-# ----- organization memberships and invitations ----------------------------------------------
-
-
-def member_ref(organization: str) -> str:
-    """The ``team_refs`` entry of a member who joined through an invitation: the
-    organization's prefix with no team id. Readers that ask "is this user in the
-    organization?" (a ref starting ``<organization>/``) count it as every team ref; readers
-    of team ids skip it (``team_ids_of``)."""
-    return f"{organization}/"
-
-
-def team_ids_of(user: UserModel, organization: str) -> list[str]:
-    """The ids of ``organization``'s teams the user is on (the membership ref left out)."""
-    prefix = member_ref(organization)
-    return sorted(
-        ref[len(prefix) :]
-        for ref in user.team_refs or ()
-        if ref.startswith(prefix) and ref != prefix
-    )
-
-
-class MembershipsByOrganization(GlobalSecondaryIndex):
-    class Meta:
-        index_name = "by-organization"
-        projection = AllProjection()
-
-    organization = UnicodeAttribute(hash_key=True)
-    email = UnicodeAttribute(range_key=True)
-
-
-class MembershipsByUser(GlobalSecondaryIndex):
-    class Meta:
-        index_name = "by-user"
-        projection = AllProjection()
-
-    user_id = UnicodeAttribute(hash_key=True)
-
-
-class MembershipsByEmail(GlobalSecondaryIndex):
-    """The invitations of an email address (lower case), in every organization: a site
-    admin finds a person invited by email before they have a user."""
-
-    class Meta:
-        index_name = "by-email"
-        projection = AllProjection()
-
-    email = UnicodeAttribute(hash_key=True)
-
-
-class MembershipsByToken(GlobalSecondaryIndex):
-    """Sparse: only invitations not yet accepted carry a ``token_hash``."""
-
-    class Meta:
-        index_name = "by-token"
-        projection = AllProjection()
-
-    token_hash = UnicodeAttribute(hash_key=True)
-
-
-@db.register
-class MembershipModel(db.Model):
-    """A membership that began as an invitation (members added straight to teams have no
-    item: their membership is their team refs). Its id is ``membership_id(organization,
-    user_id)`` (accounts.render): for a new email the user id is reserved at invitation and
-    the user created with it on acceptance, so the id never changes.
-
-    ``team_ids``: the teams the invitation puts the person on when accepted. Only the
-    SHA-256 of the invitation link's token is stored, until it is used."""
-
-    Meta = db.table("organization-memberships")
-
-    id = UnicodeAttribute(hash_key=True)
-    organization = UnicodeAttribute()
-    email = UnicodeAttribute()  # lower case
-    user_id = UnicodeAttribute()
-    status = UnicodeAttribute()  # "invited", then "active"
-    team_ids = UnicodeSetAttribute(default=set)
-    token_hash = UnicodeAttribute(null=True)
-    expires_at = UTCDateTimeAttribute(null=True)
-    invited_by = UnicodeAttribute(null=True)
-    # True once the link went out by mail (to the invited address). Unset: no mail carried it
-    # (no SMTP), so whoever holds the link may not own the address: a person who joins
-    # through it gets an account whose email is unconfirmed (``UserModel.email_unconfirmed``).
-    mailed = BooleanAttribute(null=True)
-    created_at = UTCDateTimeAttribute()
-    by_organization = MembershipsByOrganization()
-    by_user = MembershipsByUser()
-    by_token = MembershipsByToken()
-    by_email = MembershipsByEmail()
-
-
-def insert_membership(item: MembershipModel) -> bool:
-    """Save a new invitation; False when its id (the organization and user) is taken."""
-    try:
-        item.save(condition=MembershipModel.id.does_not_exist())
-    except PutError as exc:
-        if db.conditional_failure(exc):
-            return False
-        raise
-    return True
-
-
-def mark_invitation_mailed(item: MembershipModel) -> None:
-    """Record that the invitation's link went out by mail (nothing when it was withdrawn
-    meanwhile)."""
-    try:
-        item.update(
-            actions=[MembershipModel.mailed.set(True)], condition=MembershipModel.id.exists()
-        )
-    except UpdateError as exc:
-        if not db.conditional_failure(exc):
-            raise
-
-
-def use_invitation(item: MembershipModel, token_hash: str) -> bool:
-    """Mark the invitation accepted and forget its token, once: False when another request
-    used it first (the condition is the token it was read with)."""
-    try:
-        item.update(
-            actions=[
-                MembershipModel.status.set("active"),
-                MembershipModel.token_hash.remove(),
-                MembershipModel.expires_at.remove(),
-            ],
-            condition=(MembershipModel.token_hash == token_hash)
-            & (MembershipModel.status == "invited"),
-        )
-    except UpdateError as exc:
-        if db.conditional_failure(exc):
-            return False
-        raise
-    return True
-
-
-def accept_invitation_as_new_user(item: MembershipModel, token_hash: str, user: UserModel) -> str:
-    """Use the invitation and create the person it invited, in one transaction: mark it
-    accepted (on the token it was read with, as ``use_invitation``), claim the username and
-    put the user (its id the one the invitation reserved). ``"ok"``; ``"used"`` when another
-    request used (or an owner withdrew) the invitation first: nothing is written;
-    ``"taken"`` when the username is taken in any case."""
-    claim = UsernameClaimModel(claim_key(user.username), user_id=user.id)
-    try:
-        with TransactWrite(connection=db.connection()) as tx:
-            tx.update(
-                item,
-                actions=[
-                    MembershipModel.status.set("active"),
-                    MembershipModel.token_hash.remove(),
-                    MembershipModel.expires_at.remove(),
-                ],
-                condition=(MembershipModel.token_hash == token_hash)
-                & (MembershipModel.status == "invited"),
-            )
-            tx.save(claim, condition=UsernameClaimModel.id.does_not_exist())
-            tx.save(user, condition=UserModel.id.does_not_exist())
-            lists.count_update(tx, USER_DIRECTORY, lists.ALL, 1)
-    except TransactWriteError as exc:
-        # PynamoDB sends puts before updates: the claim, the user, the invitation, the count.
-        claimed, put, used = (db.cancellation_codes(exc) + [None] * 3)[:3]
-        if used == db.TRANSACTION_CONDITION_FAILED:
-            return "used"
-        if claimed == db.TRANSACTION_CONDITION_FAILED:
-            return "taken"
-        if put == db.TRANSACTION_CONDITION_FAILED:
-            return "used"  # the reserved user exists: the invitation was used
-        raise
-    return "ok"
 
 
 def add_member_ref(user_id: str, organization: str) -> None:

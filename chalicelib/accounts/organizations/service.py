@@ -1,0 +1,172 @@
+"""Organizations: creating one (its owners team with its creator), the caller's list, the
+settings its owners and site admins change, module sharing by name, and the last step of
+deleting one (``lifecycle`` deletes what hangs off it first).
+
+Permissions follow SPEC.md's Authentication section: a caller without a permission gets
+404, as if the thing did not exist; the roles are read, and each action decided, in
+``accounts.authorization`` (this file asks it).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pynamodb.expressions.update import Action
+
+from chalicelib.accounts.authorization import is_site_admin, owned_organization
+from chalicelib.accounts.organizations import store
+from chalicelib.accounts.organizations.store import OrganizationModel
+from chalicelib.accounts.teams import store as teams_store
+from chalicelib.accounts.teams.service import OWNERS, delete_team_records, new_team, team_members
+from chalicelib.accounts.tokens import store as tokens_store
+from chalicelib.accounts.users.service import NAME, get_user, validate_email
+from chalicelib.accounts.users.store import UserModel
+from chalicelib.core.api.errors import NotFound, Unprocessable
+from chalicelib.core.auth import Principal
+from chalicelib.core.data.ids import new_id, now
+
+
+def get_organization(name: str) -> OrganizationModel | None:
+    """The organization of that name (None: none), with no access check: for callers that
+    checked it, or that only ask whether it exists."""
+    return store.get_organization(name)
+
+
+def validate_org_name(name: str | None) -> str:
+    if not name:
+        raise Unprocessable("name is required", pointer="/data/attributes/name")
+    if len(name) > 64 or not NAME.match(name):
+        raise Unprocessable(
+            "name must be 1 to 64 letters, numbers, - or _, starting with a letter or number",
+            pointer="/data/attributes/name",
+        )
+    return name
+
+
+def create_organization(
+    principal: Principal, name: str | None, email: str | None, *, limited: bool
+) -> OrganizationModel:
+    """``limited``: the site lets only site admins create organizations."""
+    admin = is_site_admin(principal)
+    if not principal.is_user:
+        raise NotFound("organizations can only be created with a user token")
+    if limited and not admin:
+        raise NotFound("only site administrators may create organizations on this instance")
+    name = validate_org_name(name)
+    email = validate_email(email)
+    moment = now()
+    org = OrganizationModel(
+        name, external_id=new_id("org"), email=email, created_at=moment, updated_at=moment
+    )
+    if not store.insert_organization(org):
+        raise Unprocessable("name has already been taken", pointer="/data/attributes/name")
+    owners = new_team(name, OWNERS, "secret", {})
+    teams_store.insert_team(owners)
+    teams_store.add_team_members(owners, [principal.id])
+    return org
+
+
+def list_organizations(principal: Principal) -> list[OrganizationModel]:
+    """The organizations the caller reads: a site admin every one, anyone else those it
+    belongs to that are not disabled (``refuse_disabled``; the items read say it)."""
+    if is_site_admin(principal):
+        return store.all_organizations()
+    if principal.kind in ("team", "organization"):
+        name = principal.organization
+        found = store.organizations_named([name] if name else [])
+    else:
+        user = get_user(principal.id)
+        found = store.organizations_named(user.organizations())
+    return [org for org in found if not store.note_disabled(org.name, org)]
+
+
+def update_organization(
+    principal: Principal, name: str, *, email: str | None, new_name: str | None
+) -> OrganizationModel:
+    org = owned_organization(principal, name)
+    if new_name is not None and new_name != name:
+        raise Unprocessable(
+            "renaming an organization is not supported", pointer="/data/attributes/name"
+        )
+    if email is not None:
+        org.update(
+            actions=[
+                OrganizationModel.email.set(validate_email(email)),
+                OrganizationModel.updated_at.set(now()),
+            ]
+        )
+    return org
+
+
+def organization_external_id(name: str) -> str | None:
+    """The ``org-`` id of the organization of that name now (None when there is none): tells
+    a reused name from the organization that had it before."""
+    return store.external_id_of(name)
+
+
+def organizations_by_external_id(external_ids: set[str]) -> dict[str, OrganizationModel]:
+    """The organizations whose ``external-id`` is among ``external_ids`` (bounded by the
+    caller), by external id. Reads the organization directory with a filter: only the
+    deprecated Admin Module Sharing API names organizations this way."""
+    if not external_ids:
+        return {}
+    found = store.organizations_with_external_ids(external_ids)
+    return {org.external_id: org for org in found}
+
+
+def delete_organization_records(name: str) -> None:
+    """The last step of deleting an organization (``lifecycle.delete_organization``): its
+    teams, tokens and record, once what hung off it is gone."""
+    org = get_organization(name)
+    if org is None:
+        return
+    for team in teams_store.teams_of(name):
+        delete_team_records(team)
+    tokens_store.delete_token(org.token_hash)
+    for token in tokens_store.owned_tokens("organization", name):  # any the index still shows
+        token.delete()
+    forget_module_consumer(name)
+    org.delete()
+
+
+def all_organizations() -> list[OrganizationModel]:
+    """Every organization, by name (one Query of the directory index)."""
+    return store.all_organizations()
+
+
+def owners_of(org: str) -> list[UserModel]:
+    """The members of an organization's owners team."""
+    teams = [t for t in teams_store.teams_of(org) if t.is_owners]
+    return team_members(teams)
+
+
+def set_organization_admin_values(
+    org: OrganizationModel, values: dict[str, Any], global_sharing: bool | None
+) -> None:
+    """The admin attributes of an organization (merged over what is stored)."""
+    actions: list[Action] = [OrganizationModel.updated_at.set(now())]
+    if values:
+        merged = {**(org.admin_values or {}), **values}
+        actions.append(OrganizationModel.admin_values.set(merged))
+    if global_sharing is not None:
+        actions.append(OrganizationModel.global_module_sharing.set(global_sharing))
+    org.update(actions=actions, condition=OrganizationModel.name.exists())
+    store.forget_disabled(org.name)  # this instance at once, others within the window
+
+
+def set_module_consumers(org: OrganizationModel, consumers: set[str]) -> None:
+    """Exactly ``consumers`` may read ``org``'s private modules (besides global sharing)."""
+    action = (
+        OrganizationModel.module_consumers.set(consumers)
+        if consumers
+        else OrganizationModel.module_consumers.remove()
+    )
+    org.update(actions=[action], condition=OrganizationModel.name.exists())
+
+
+def forget_module_consumer(name: str) -> None:
+    """Take a deleted organization out of every producer's module consumers: sharing is by
+    name, and a new organization of that name must not inherit it."""
+    for org in all_organizations():
+        if name in (org.module_consumers or ()):
+            org.update(actions=[OrganizationModel.module_consumers.delete({name})])

@@ -1,0 +1,205 @@
+"""Tokens: users' own (and the browser sessions opened with them), the single token a team
+or an organization holds, a team's additional tokens, and finding one by id for whoever
+may see it. The secret of a token is shown once, when minted (``core.auth.mint_token``).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from chalicelib.accounts.authorization import is_site_admin, owned_organization
+from chalicelib.accounts.organizations.store import OrganizationModel
+from chalicelib.accounts.teams import store as teams_store
+from chalicelib.accounts.teams.service import owned_team
+from chalicelib.accounts.teams.store import TeamModel
+from chalicelib.accounts.tokens import store
+from chalicelib.accounts.users.service import get_user
+from chalicelib.accounts.users.store import UserModel
+from chalicelib.core.api.errors import Conflict, NotFound
+from chalicelib.core.auth import Principal, PrincipalKind, TokenModel, mint_token
+from chalicelib.core.data.ids import now
+
+# A user token created without ``expired-at`` expires this many years later, as in TFE
+# (go-tfe's ``defaultTokenExpirationYears``); an explicit date is kept as given.
+USER_TOKEN_DEFAULT_YEARS = 2
+
+
+# The description of the user tokens browser sessions are opened with (``web.session``'s
+# ``start_for_user``: a password, an invitation or SAML proved who the user is); a session
+# lives as long as its token.
+SESSION_TOKEN = "browser session"
+
+
+def end_sessions(user_id: str, *, keep_token_id: str | None = None) -> int:
+    """End the user's browser sessions, because a credential of theirs changed (a password
+    set or reset, two-factor turned on or off): the tokens minted for them are deleted, so
+    each session is refused at once on this instance and within the token cache's seconds
+    (``token_cache_ttl``) on the others. ``keep_token_id``: the token of the session that
+    made the change, which stays signed in. The user's API tokens (and a session opened by
+    pasting one) are theirs and stay. How many ended."""
+    ended = 0
+    for token in store.owned_tokens("user", user_id):
+        if token.description == SESSION_TOKEN and token.id != keep_token_id:
+            token.delete()
+            ended += 1
+    return ended
+
+
+def _rotate_single_token(
+    holder: TeamModel | OrganizationModel,
+    kind: PrincipalKind,
+    owner: str,
+    organization: str,
+    principal: Principal,
+    description: str | None,
+) -> tuple[TokenModel, str]:
+    """Teams and organizations hold one token, found by the hash kept on their own item.
+
+    The new token is minted first, then swapped in (``store.replace_held_token``): 409 when
+    a concurrent rotation swapped its own in first.
+    """
+    token, secret = mint_token(
+        kind, owner, organization=organization, description=description, created_by=principal.id
+    )
+    if not store.replace_held_token(holder, token):
+        raise Conflict("the token was rotated concurrently; try again")
+    return token, secret
+
+
+def _held_token(holder: TeamModel | OrganizationModel, what: str) -> TokenModel:
+    token = store.token_of_hash(holder.token_hash) if holder.token_hash else None
+    if token is not None:
+        return token
+    raise NotFound(f"{what} has no token")
+
+
+def _revoke_held_token(holder: TeamModel | OrganizationModel, what: str) -> None:
+    store.drop_held_token(holder, _held_token(holder, what))
+
+
+def create_team_token(
+    principal: Principal, team_id: str, description: str | None
+) -> tuple[TokenModel, str]:
+    """A team has one token; creating a new one revokes the old one."""
+    team = owned_team(principal, team_id)
+    return _rotate_single_token(team, "team", team.id, team.organization, principal, description)
+
+
+def team_token(principal: Principal, team_id: str) -> TokenModel:
+    return _held_token(owned_team(principal, team_id), f"team {team_id}")
+
+
+def delete_team_token(principal: Principal, team_id: str) -> None:
+    _revoke_held_token(owned_team(principal, team_id), f"team {team_id}")
+
+
+def create_organization_token(
+    principal: Principal, org: str, description: str | None
+) -> tuple[TokenModel, str]:
+    holder = owned_organization(principal, org)
+    return _rotate_single_token(holder, "organization", org, org, principal, description)
+
+
+def organization_token(principal: Principal, org: str) -> TokenModel:
+    return _held_token(owned_organization(principal, org), f"organization {org!r}")
+
+
+def delete_organization_token(principal: Principal, org: str) -> None:
+    _revoke_held_token(owned_organization(principal, org), f"organization {org!r}")
+
+
+def _own_user(principal: Principal, user_id: str) -> UserModel:
+    if principal.is_user and (principal.id == user_id or is_site_admin(principal)):
+        return get_user(user_id)
+    raise NotFound(f"user {user_id} not found")
+
+
+def years_later(moment: datetime, years: int) -> datetime:
+    """The same instant ``years`` calendar years on (29 February gives 28 February)."""
+    try:
+        return moment.replace(year=moment.year + years)
+    except ValueError:
+        return moment.replace(year=moment.year + years, day=28)
+
+
+def create_user_token(
+    principal: Principal, user_id: str, description: str | None, expired_at: datetime | None
+) -> tuple[TokenModel, str]:
+    """A token of the user's own. Without ``expired_at`` it expires
+    ``USER_TOKEN_DEFAULT_YEARS`` years from now."""
+    user = _own_user(principal, user_id)
+    if expired_at is None:
+        expired_at = years_later(now(), USER_TOKEN_DEFAULT_YEARS)
+    token, secret = mint_token(
+        "user", user.id, description=description, created_by=principal.id, expired_at=expired_at
+    )
+    if user.suspended:  # a site admin minting for a suspended user: refused until unsuspended
+        store.mark_suspended(token, True)
+    return token, secret
+
+
+def list_user_tokens(principal: Principal, user_id: str) -> list[TokenModel]:
+    user = _own_user(principal, user_id)
+    return list(store.owned_tokens("user", user.id))
+
+
+def create_additional_team_token(
+    principal: Principal, team_id: str, description: str | None, expired_at: datetime | None
+) -> tuple[TokenModel, str]:
+    """One more token for a team (``/teams/:id/authentication-tokens``): unlike the team's
+    single legacy token, creating it revokes nothing."""
+    team = owned_team(principal, team_id)
+    return mint_token(
+        "team",
+        team.id,
+        organization=team.organization,
+        description=description,
+        created_by=principal.id,
+        expired_at=expired_at,
+    )
+
+
+def list_organization_team_tokens(principal: Principal, org: str) -> list[TokenModel]:
+    """Every team token of the organization (one Query per team)."""
+    owned_organization(principal, org)
+    tokens: list[TokenModel] = []
+    for team in teams_store.teams_of(org):
+        tokens += store.owned_tokens("team", team.id)
+    return sorted(tokens, key=lambda t: t.created_at)
+
+
+def token_by_id(principal: Principal, token_id: str) -> TokenModel:
+    """A user token for its user (or a site admin), a team token for the organization's
+    owners, a SCIM token for site admins; anything else is 404."""
+    token = store.token_of_id(token_id)
+    if token is None or token.kind not in ("user", "team", "scim"):
+        raise NotFound(f"authentication token {token_id} not found")
+    if token.kind == "scim":  # SCIM provisioning tokens: site admins only
+        if not is_site_admin(principal):
+            raise NotFound(f"authentication token {token_id} not found")
+    elif token.kind == "user":
+        _own_user(principal, token.owner_id)
+    else:
+        try:
+            owned_team(principal, token.owner_id)
+        except NotFound:
+            raise NotFound(f"authentication token {token_id} not found") from None
+    return token
+
+
+def delete_token_by_id(principal: Principal, token_id: str) -> None:
+    token = token_by_id(principal, token_id)
+    if token.kind == "team":
+        team = teams_store.find_team(token.owner_id)
+        if team is not None and team.token_hash == token.token_hash:
+            _revoke_held_token(team, f"team {team.id}")
+            return
+    token.delete()
+
+
+def revoke_user_tokens(user_id: str) -> int:
+    """Delete every API token of a user (a deprovisioned user keeps no way in)."""
+    tokens = list(store.owned_tokens("user", user_id))
+    for token in tokens:
+        token.delete()
+    return len(tokens)

@@ -1,0 +1,82 @@
+"""The reads and writes of the tokens table (``core.auth.TokenModel``) that accounts makes:
+the tokens of an owner, a token by id or hash, and the single token a team or organization
+holds (swapped in on the condition of the hash it was read with)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+from pynamodb.exceptions import UpdateError
+
+from chalicelib.core.auth import TokenModel, verified
+from chalicelib.core.data import db
+
+if TYPE_CHECKING:
+    from chalicelib.accounts.organizations.store import OrganizationModel
+    from chalicelib.accounts.teams.store import TeamModel
+
+
+def delete_token(token_hash: str | None) -> None:
+    if token_hash:
+        TokenModel(token_hash).delete()
+
+
+def replace_held_token(holder: TeamModel | OrganizationModel, token: TokenModel) -> bool:
+    """Make the freshly minted ``token`` the single token of a team or organization, and
+    delete the one it held before.
+
+    The swap is conditional on the hash ``holder`` was read with, so two concurrent rotations
+    cannot both succeed and leave an untracked live token. When the swap fails, ``token`` is
+    deleted; the result is False when another rotation won.
+    """
+    model = type(holder)
+    old_hash = holder.token_hash
+    expected = model.token_hash == old_hash if old_hash else model.token_hash.does_not_exist()
+    try:
+        holder.update(
+            actions=[model.token_id.set(token.id), model.token_hash.set(token.token_hash)],
+            condition=expected,
+        )
+    except UpdateError as exc:
+        token.delete()
+        if db.conditional_failure(exc):
+            return False
+        raise
+    delete_token(old_hash)
+    return True
+
+
+def drop_held_token(holder: TeamModel | OrganizationModel, token: TokenModel) -> None:
+    """Forget a team's or organization's single ``token``, then delete it."""
+    model = type(holder)
+    holder.update(actions=[model.token_id.remove(), model.token_hash.remove()])
+    token.delete()
+
+
+def owned_tokens(kind: str, owner_id: str) -> Iterable[TokenModel]:
+    """The tokens of one owner. Owner ids share one key space (an organization may be named
+    like a user or team id), so the kind must always be part of the lookup."""
+    return TokenModel.by_owner.query(owner_id, filter_condition=TokenModel.kind == kind)
+
+
+def token_of_hash(token_hash: str) -> TokenModel | None:
+    try:
+        return TokenModel.get(token_hash)
+    except TokenModel.DoesNotExist:
+        return None
+
+
+def token_of_id(token_id: str) -> TokenModel | None:
+    return next(iter(TokenModel.by_id.query(token_id)), None)
+
+
+def mark_suspended(token: TokenModel, flag: bool) -> None:
+    """Set (or lift) a token's suspension; this instance forgets it at once."""
+    action = TokenModel.suspended.set(True) if flag else TokenModel.suspended.remove()
+    try:
+        token.update(actions=[action], condition=TokenModel.token_hash.exists())
+    except UpdateError as exc:  # deleted meanwhile: nothing to refuse
+        if not db.conditional_failure(exc):
+            raise
+    verified.forget(token.token_hash)
