@@ -5,9 +5,10 @@ that a permission check is a GetItem of the user plus a BatchGet of their teams 
 organization, and a team's member list is a single GetItem. Whether a user is a member of
 an organization is decided by ``UserModel.is_member`` (its refs), and nowhere else.
 
-Every read of the table happens here; the writes that carry a condition live here too: each
-does the DynamoDB write and reports the outcome (a ``bool`` where a failed condition is an
-expected answer); the services decide which error the caller gets.
+Every read of the table happens here (and in ``backfill``, run once per deployment); the
+writes that carry a condition live here too: each does the DynamoDB write and reports the
+outcome (a ``bool`` where a failed condition is an expected answer); the services decide
+which error the caller gets.
 """
 
 from __future__ import annotations
