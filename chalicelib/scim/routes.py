@@ -13,10 +13,8 @@ from typing import Any
 
 from chalice import Blueprint, Response
 
-from chalicelib.core.api.access import Access
 from chalicelib.core.api.http import Ctx, HandlerT, route
 from chalicelib.core.api.openapi import Param, Payload, Reply
-from chalicelib.core.settings import get_settings
 from chalicelib.scim import groups, protocol, render, resources, service, users
 from chalicelib.scim.errors import SCIM_JSON, ScimError, not_found, scim_error_response
 
@@ -109,22 +107,6 @@ def _reply(status: int, schema: dict[str, Any] = OBJECT, description: str = "") 
     return Reply(status, schema, media_type=SCIM_JSON, description=description)
 
 
-def _scim_token(request: Any) -> None:
-    """The ``Scim`` caller: a valid SCIM token (a SCIM 401), never on the hosted edition (404,
-    before the token is read)."""
-    if get_settings().hosted:
-        raise not_found("SCIM is served by the self-hosted edition only")
-    service.authenticate(request.headers.get("authorization"))
-
-
-Scim = Access(
-    "scim",
-    _scim_token,
-    scheme="scimToken",
-    description="a SCIM token (404 on the hosted edition)",
-)
-
-
 def scim_route(
     path: str, methods: tuple[str, ...], errors: dict[int, str] | None = None, **kw: Any
 ) -> Callable[[HandlerT], HandlerT]:
@@ -132,7 +114,7 @@ def scim_route(
         bp,
         BASE + path,
         methods=methods,
-        auth=Scim,
+        auth=service.Scim,
         render_error=scim_error_response,
         content_types=CONTENT_TYPES,
         errors={403: "SCIM provisioning is disabled or paused", **(errors or {})},

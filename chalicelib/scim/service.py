@@ -9,8 +9,8 @@ and what follows their groups ``scim.sync``.
 * The site keeps an active site admin: taking the flag SCIM gave the last one (changing the
   site-admin group, disabling SCIM) is a 422 (``accounts.service``'s setters keep the rule),
   made before SCIM writes anything of that request.
-* A SCIM token authenticates ``/scim/v2`` requests only (``authenticate``), never an API
-  request; it expires 29 to 365 days after it is made.
+* A SCIM token authenticates ``/scim/v2`` requests only (the ``Scim`` caller those routes
+  declare), never an API request; it expires 29 to 365 days after it is made.
 """
 
 from __future__ import annotations
@@ -19,11 +19,13 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from chalicelib.accounts import service as accounts
+from chalicelib.core.api.access import Access
 from chalicelib.core.api.errors import NotFound, Unprocessable, attribute_pointer
 from chalicelib.core.auth import TokenModel, generate_token
 from chalicelib.core.data.ids import new_id, now
+from chalicelib.core.settings import get_settings
 from chalicelib.scim import store, sync
-from chalicelib.scim.errors import ScimError
+from chalicelib.scim.errors import ScimError, not_found
 from chalicelib.scim.store import ScimGroupModel, ScimSettingsModel
 
 TOKEN_MIN_DAYS = 29
@@ -131,7 +133,7 @@ def ensure_provisioning(path: str) -> None:
 # ----- tokens ----------------------------------------------------------------------------------
 
 
-def authenticate(header: str | None) -> TokenModel:
+def _authenticate(header: str | None) -> TokenModel:
     """The SCIM token of an ``Authorization: Bearer`` header, or a SCIM 401."""
     scheme, _, secret = (header or "").strip().partition(" ")
     secret = secret.strip()
@@ -143,6 +145,24 @@ def authenticate(header: str | None) -> TokenModel:
     if token.expired_at is not None and token.expired_at <= now():
         raise ScimError(401, "the SCIM token has expired")
     return token
+
+
+def _admit(request: Any) -> None:
+    """The ``Scim`` caller: a valid SCIM token (a SCIM 401), never on the hosted edition (404,
+    before the token is read)."""
+    if get_settings().hosted:
+        raise not_found("SCIM is served by the self-hosted edition only")
+    _authenticate(request.headers.get("authorization"))
+
+
+# What every ``/scim/v2`` route declares (``scim.routes.scim_route``): the route wrapper admits
+# the caller before the handler runs, as for every other kind (``chalicelib.core.api.access``).
+Scim = Access(
+    "scim",
+    _admit,
+    scheme="scimToken",
+    description="a SCIM token (404 on the hosted edition)",
+)
 
 
 def create_token(
