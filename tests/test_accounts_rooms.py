@@ -1,6 +1,6 @@
-"""The shape of ``chalicelib.accounts``: rooms split by concern (users, teams, tokens,
-organizations, invitations), each store the only reader of its table, and "is a member of
-an organization" decided in one place (``UserModel.is_member``)."""
+"""The shape of ``chalicelib.accounts``: "is a member of an organization" decided in one
+place (``UserModel.is_member``). That each store is the only reader of its tables is the
+layout test's rule (``tests/test_layout.py``), for every room."""
 
 from __future__ import annotations
 
@@ -12,47 +12,6 @@ from tests.test_accounts import add_member, new_user, team_id_by_name
 
 ROOT = Path(__file__).resolve().parent.parent
 ACCOUNTS = ROOT / "chalicelib" / "accounts"
-# The models of the tables accounts owns (and the tokens table it reads for their owners).
-MODELS = {
-    "UserModel",
-    "UsernameClaimModel",
-    "AdminCountModel",
-    "TeamModel",
-    "OrganizationModel",
-    "MembershipModel",
-    "TokenModel",
-}
-READS = {"get", "query", "scan", "batch_get", "count"}
-# The stores, and the users store's backfills (Scans of the users table made once).
-STORES = ("store.py", "backfill.py")
-
-
-def _model_reads(path: Path) -> list[str]:
-    """``Model.get(...)``, ``Model.index.query(...)`` and the like in ``path``."""
-    found = []
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
-            continue
-        if node.func.attr not in READS:
-            continue
-        target = node.func.value
-        if isinstance(target, ast.Attribute):  # an index: Model.by_x.query(...)
-            target = target.value
-        if isinstance(target, ast.Name) and target.id in MODELS:
-            found.append(f"{path.relative_to(ROOT)}:{node.lineno}")
-    return found
-
-
-def test_only_the_stores_read_the_accounts_tables() -> None:
-    reads = [
-        read
-        for path in sorted(ACCOUNTS.rglob("*.py"))
-        if path.name not in STORES
-        for read in _model_reads(path)
-    ]
-    assert not reads, reads
-    # The check sees a read: the stores themselves hold them.
-    assert _model_reads(ACCOUNTS / "users" / "store.py")
 
 
 def test_membership_refs_are_read_only_where_is_a_member_is_decided() -> None:

@@ -20,8 +20,8 @@ import pytest
 
 from chalicelib.accounts.teams.service import MAX_MEMBERS_PER_REQUEST
 from chalicelib.core.tagbindings import MAX_BINDINGS
+from chalicelib.scim.groups import MAX_MEMBERS_PER_REQUEST as MAX_SCIM_MEMBERS
 from chalicelib.scim.protocol import MAX_OPERATIONS
-from chalicelib.scim.service import MAX_MEMBERS_PER_REQUEST as MAX_SCIM_MEMBERS
 from chalicelib.tags.service import MAX_TAGS_PER_REQUEST, MAX_WORKSPACES_PER_REQUEST
 from chalicelib.workspaces.service import (
     MAX_MOVED_WORKSPACES,

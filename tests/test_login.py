@@ -18,6 +18,7 @@ import pytest
 
 from chalicelib.core.data.ids import now
 from chalicelib.web import oauth
+from chalicelib.web.store import LoginCodeModel
 from tests.conftest import ADMIN_TOKEN, Api, make_org, make_team
 from tests.web_browser import Browser
 
@@ -185,7 +186,7 @@ def test_a_bad_request_is_a_400_page_that_never_redirects(
         assert "evil" not in page.headers.get("Content-Security-Policy", "")
         posted = browser.post(oauth.AUTHZ_PATH, {**login.params, "decision": "approve"})
         assert posted.status_code == 400 and "Location" not in posted.headers
-    assert not list(oauth.LoginCodeModel.scan())
+    assert not list(LoginCodeModel.scan())
 
 
 def test_a_team_token_cannot_log_a_user_in(api: Api, browser: Browser):
@@ -201,7 +202,7 @@ def test_a_team_token_cannot_log_a_user_in(api: Api, browser: Browser):
         oauth.AUTHZ_PATH, {**login.params, "csrf_token": csrf, "decision": "approve"}
     )
     assert posted.status_code == 403 and "Location" not in posted.headers
-    assert not list(oauth.LoginCodeModel.scan())
+    assert not list(LoginCodeModel.scan())
 
 
 def test_approving_needs_the_sessions_csrf_token(browser: Browser):
@@ -210,7 +211,7 @@ def test_approving_needs_the_sessions_csrf_token(browser: Browser):
     for forged in ({}, {"csrf_token": "forged-" + "x" * 40}):
         reply = browser.post(oauth.AUTHZ_PATH, {**login.params, **forged, "decision": "approve"})
         assert reply.status_code == 403 and "Location" not in reply.headers
-    assert not list(oauth.LoginCodeModel.scan())
+    assert not list(LoginCodeModel.scan())
 
 
 def test_a_session_that_ended_before_approving_signs_in_again(browser: Browser):
@@ -249,7 +250,7 @@ def test_cancel_tells_terraform_access_denied(browser: Browser):
     assert reply.headers["Location"] == (
         f"{REDIRECT}?{urlencode({'error': 'access_denied', 'state': login.state})}"
     )
-    assert not list(oauth.LoginCodeModel.scan())
+    assert not list(LoginCodeModel.scan())
 
 
 # ----- the code and the token endpoint ------------------------------------------------------
@@ -258,7 +259,7 @@ def test_cancel_tells_terraform_access_denied(browser: Browser):
 def test_the_whole_flow_gives_a_new_user_token_that_works(api: Api, browser: Browser):
     login, code = signed_in_code(browser)
     assert len(code) >= 43  # 256 random bits
-    (stored,) = list(oauth.LoginCodeModel.scan())
+    (stored,) = list(LoginCodeModel.scan())
     assert code not in json.dumps(stored.attribute_values, default=str)  # only its hash
     assert stored.code_hash == hashlib.sha256(code.encode()).hexdigest()
     lifetime = stored.expires - stored.created_at

@@ -451,16 +451,17 @@ def test_a_query_parameter_past_its_bound_is_a_422_naming_it(api: Api, org: str)
 
 
 def test_scim_group_strings_are_bounded(api: Api) -> None:
-    from chalicelib.scim import service
+    from chalicelib.scim.groups import MAX_ID
+    from chalicelib.scim.resources import MAX_NAME
     from tests.test_scim import GROUP, SETTINGS, Scim, body, enable_saml, new_token, scim_error
 
     enable_saml(api)
     assert api.patch(SETTINGS, body(enabled=True)).status == 200
     idp = Scim(api, new_token(api, description="okta").data["attributes"]["token"])
-    long_id = [{"value": "u" * (service.MAX_ID + 1)}]
+    long_id = [{"value": "u" * (MAX_ID + 1)}]
     for document in (
-        {"schemas": [GROUP], "displayName": "d" * (service.MAX_NAME + 1)},
-        {"schemas": [GROUP], "displayName": "ops", "externalId": "e" * (service.MAX_NAME + 1)},
+        {"schemas": [GROUP], "displayName": "d" * (MAX_NAME + 1)},
+        {"schemas": [GROUP], "displayName": "ops", "externalId": "e" * (MAX_NAME + 1)},
         {"schemas": [GROUP], "displayName": "ops", "members": long_id},
     ):
         before = snapshot()

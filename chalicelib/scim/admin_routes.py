@@ -15,7 +15,7 @@ from chalicelib.accounts.authorization import SiteAdmin
 from chalicelib.core.api.http import Ctx, HandlerT, route
 from chalicelib.core.api.jsonapi import document, no_content
 from chalicelib.core.api.openapi import PAGE, Body, Param, Reply
-from chalicelib.scim import render, service
+from chalicelib.scim import groups, render, service
 
 bp = Blueprint(__name__)
 ADMIN = "/api/v2/admin"
@@ -134,7 +134,7 @@ def delete_scim_token(ctx: Ctx, token_id: str) -> Response:
 )
 def list_scim_groups(ctx: Ctx) -> Response:
     """List the groups the identity provider provisioned."""
-    page = ctx.paginate(service.search_groups(ctx.query.get("q")))
+    page = ctx.paginate(groups.search_groups(ctx.query.get("q")))
     return document(
         [render.group_resource(g) for g in page.items], links=page.links, meta=page.meta
     )
@@ -154,7 +154,7 @@ MAPPING = "teams/{team_id}/scim-group-mapping"
 def link_team_to_scim_group(ctx: Ctx, team_id: str) -> Response:
     """Link a team to a SCIM group: its membership follows the group's from now on."""
     attributes = ctx.attributes()
-    service.create_mapping(team_id, attributes.scim_group_id)
+    groups.create_mapping(team_id, attributes.scim_group_id)
     return no_content()
 
 
@@ -167,12 +167,12 @@ def link_team_to_scim_group(ctx: Ctx, team_id: str) -> Response:
 def update_team_scim_group_mapping(ctx: Ctx, team_id: str) -> Response:
     """Pause or resume a team's sync with its SCIM group (resuming reconciles)."""
     attributes = ctx.attributes()
-    service.update_mapping(team_id, attributes.scim_sync_paused)
+    groups.update_mapping(team_id, attributes.scim_sync_paused)
     return no_content()
 
 
 @admin_route(MAPPING, ("DELETE",))
 def unlink_team_from_scim_group(ctx: Ctx, team_id: str) -> Response:
     """Unlink a team from its SCIM group; the team keeps its members."""
-    service.delete_mapping(team_id)
+    groups.delete_mapping(team_id)
     return no_content()

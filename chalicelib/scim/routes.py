@@ -13,11 +13,9 @@ from typing import Any
 
 from chalice import Blueprint, Response
 
-from chalicelib.core.api.access import Access
 from chalicelib.core.api.http import Ctx, HandlerT, route
 from chalicelib.core.api.openapi import Param, Payload, Reply
-from chalicelib.core.settings import get_settings
-from chalicelib.scim import protocol, render, service
+from chalicelib.scim import groups, protocol, render, resources, service, users
 from chalicelib.scim.errors import SCIM_JSON, ScimError, not_found, scim_error_response
 
 bp = Blueprint(__name__)
@@ -25,7 +23,7 @@ BASE = render.SCIM_BASE
 CONTENT_TYPES = ["application/scim+json", "application/json"]
 OBJECT = {"type": "object"}
 STRING = {"type": "string"}
-NAME = {"type": "string", "maxLength": service.MAX_NAME}
+NAME = {"type": "string", "maxLength": resources.MAX_NAME}
 LIST = {
     "type": "object",
     "required": ["schemas", "totalResults", "Resources"],
@@ -57,11 +55,11 @@ MEDIA = ("application/scim+json", "application/json")
 USER_BODY = Payload(MEDIA, "a SCIM User resource")
 _MEMBERS = {
     "type": "array",
-    "maxItems": service.MAX_MEMBERS_PER_REQUEST,
+    "maxItems": groups.MAX_MEMBERS_PER_REQUEST,
     "items": {
         "type": "object",
         "required": ["value"],
-        "properties": {"value": {"type": "string", "maxLength": service.MAX_ID}},
+        "properties": {"value": {"type": "string", "maxLength": groups.MAX_ID}},
     },
 }
 GROUP_BODY = Payload(
@@ -76,7 +74,7 @@ GROUP_BODY = Payload(
 PATCH_BODY = Payload(
     MEDIA,
     "a SCIM PatchOp message (a Group's operations name at most "
-    f"{service.MAX_MEMBERS_PER_REQUEST} members in all)",
+    f"{groups.MAX_MEMBERS_PER_REQUEST} members in all)",
     schema={
         "type": "object",
         "required": ["Operations"],
@@ -109,22 +107,6 @@ def _reply(status: int, schema: dict[str, Any] = OBJECT, description: str = "") 
     return Reply(status, schema, media_type=SCIM_JSON, description=description)
 
 
-def _scim_token(request: Any) -> None:
-    """The ``Scim`` caller: a valid SCIM token (a SCIM 401), never on the hosted edition (404,
-    before the token is read)."""
-    if get_settings().hosted:
-        raise not_found("SCIM is served by the self-hosted edition only")
-    service.authenticate(request.headers.get("authorization"))
-
-
-Scim = Access(
-    "scim",
-    _scim_token,
-    scheme="scimToken",
-    description="a SCIM token (404 on the hosted edition)",
-)
-
-
 def scim_route(
     path: str, methods: tuple[str, ...], errors: dict[int, str] | None = None, **kw: Any
 ) -> Callable[[HandlerT], HandlerT]:
@@ -132,7 +114,7 @@ def scim_route(
         bp,
         BASE + path,
         methods=methods,
-        auth=Scim,
+        auth=service.Scim,
         render_error=scim_error_response,
         content_types=CONTENT_TYPES,
         errors={403: "SCIM provisioning is disabled or paused", **(errors or {})},
@@ -183,7 +165,7 @@ def list_scim_users(ctx: Ctx) -> Response:
     """List or find (filter) provisioned users."""
     base = _provisioning(ctx)
     node = protocol.parse_filter(ctx.query.get("filter"))  # a bad filter: 400, nothing read
-    return _listing(ctx, render.scim_users(service.list_users(node), base), node)
+    return _listing(ctx, render.scim_users(users.list_users(node), base), node)
 
 
 @scim_route(
@@ -197,7 +179,7 @@ def list_scim_users(ctx: Ctx) -> Response:
 def create_scim_user(ctx: Ctx) -> Response:
     """Provision a user: it becomes a user of this instance."""
     base = _provisioning(ctx)
-    user = service.create_user(_body(ctx))
+    user = users.create_user(_body(ctx))
     return _one(ctx, render.scim_users([user], base)[0], 201)
 
 
@@ -205,14 +187,14 @@ def create_scim_user(ctx: Ctx) -> Response:
 def get_scim_user(ctx: Ctx, scim_id: str) -> Response:
     """Show a provisioned user."""
     base = _provisioning(ctx)
-    return _one(ctx, render.scim_users([service.get_user(scim_id)], base)[0])
+    return _one(ctx, render.scim_users([users.get_user(scim_id)], base)[0])
 
 
 @scim_route("/Users/{scim_id}", ("PUT",), body=USER_BODY, query=SELECT, success=_reply(200))
 def replace_scim_user(ctx: Ctx, scim_id: str) -> Response:
     """Replace a user's attributes (``active: false`` deactivates it)."""
     base = _provisioning(ctx)
-    user = service.replace_user(scim_id, _body(ctx))
+    user = users.replace_user(scim_id, _body(ctx))
     return _one(ctx, render.scim_users([user], base)[0])
 
 
@@ -227,7 +209,7 @@ def replace_scim_user(ctx: Ctx, scim_id: str) -> Response:
 def patch_scim_user(ctx: Ctx, scim_id: str) -> Response:
     """Change some of a user's attributes (PatchOp add/replace/remove)."""
     base = _provisioning(ctx)
-    user = service.patch_user(scim_id, _body(ctx))
+    user = users.patch_user(scim_id, _body(ctx))
     return _one(ctx, render.scim_users([user], base)[0])
 
 
@@ -235,7 +217,7 @@ def patch_scim_user(ctx: Ctx, scim_id: str) -> Response:
 def delete_scim_user(ctx: Ctx, scim_id: str) -> Response:
     """Deprovision a user: its API tokens are deleted, it leaves linked teams."""
     _provisioning(ctx)
-    service.delete_user(scim_id)
+    users.delete_user(scim_id)
     return _deleted()
 
 
@@ -252,8 +234,8 @@ def list_scim_groups(ctx: Ctx) -> Response:
     """List or find (filter) provisioned groups."""
     base = _provisioning(ctx)
     node = protocol.parse_filter(ctx.query.get("filter"))
-    groups = service.list_groups(node)
-    return _listing(ctx, render.scim_groups(groups, base, members=_wants_members(ctx)), node)
+    found = groups.list_groups(node)
+    return _listing(ctx, render.scim_groups(found, base, members=_wants_members(ctx)), node)
 
 
 @scim_route(
@@ -267,7 +249,7 @@ def list_scim_groups(ctx: Ctx) -> Response:
 def create_scim_group(ctx: Ctx) -> Response:
     """Provision a group (with members)."""
     base = _provisioning(ctx)
-    group = service.create_group(_body(ctx))
+    group = groups.create_group(_body(ctx))
     return _one(ctx, render.scim_groups([group], base)[0], 201)
 
 
@@ -275,7 +257,7 @@ def create_scim_group(ctx: Ctx) -> Response:
 def get_scim_group(ctx: Ctx, scim_id: str) -> Response:
     """Show a provisioned group."""
     base = _provisioning(ctx)
-    group = service.get_group(scim_id)
+    group = groups.get_group(scim_id)
     return _one(ctx, render.scim_groups([group], base, members=_wants_members(ctx))[0])
 
 
@@ -285,7 +267,7 @@ def get_scim_group(ctx: Ctx, scim_id: str) -> Response:
 def replace_scim_group(ctx: Ctx, scim_id: str) -> Response:
     """Replace a group's name and members; linked teams follow."""
     base = _provisioning(ctx)
-    group = service.replace_group(scim_id, _body(ctx))
+    group = groups.replace_group(scim_id, _body(ctx))
     return _one(ctx, render.scim_groups([group], base)[0])
 
 
@@ -300,8 +282,8 @@ def replace_scim_group(ctx: Ctx, scim_id: str) -> Response:
 def patch_scim_group(ctx: Ctx, scim_id: str) -> Response:
     """Change a group's name or members (PatchOp); linked teams follow."""
     base = _provisioning(ctx)
-    group = service.patch_group(scim_id, _body(ctx))
-    fresh = service.get_group(group.id)
+    group = groups.patch_group(scim_id, _body(ctx))
+    fresh = groups.get_group(group.id)
     return _one(ctx, render.scim_groups([fresh], base, members=_wants_members(ctx))[0])
 
 
@@ -309,7 +291,7 @@ def patch_scim_group(ctx: Ctx, scim_id: str) -> Response:
 def delete_scim_group(ctx: Ctx, scim_id: str) -> Response:
     """Delete a group: linked teams are unlinked and keep their members."""
     _provisioning(ctx)
-    service.delete_group(scim_id)
+    groups.delete_group(scim_id)
     return _deleted()
 
 

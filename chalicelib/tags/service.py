@@ -22,7 +22,7 @@ from chalicelib.core.api.pagination import Page
 from chalicelib.core.auth import Principal
 from chalicelib.core.data import lists
 from chalicelib.tags import store
-from chalicelib.tags.store import TagIdModel, TagModel, TagWorkspaceModel
+from chalicelib.tags.store import TagModel
 from chalicelib.workspaces import service as workspaces
 from chalicelib.workspaces.service import WorkspaceRef, tag_entries
 
@@ -91,18 +91,6 @@ def ids_of(items: list[dict[str, Any]], what: str) -> list[str]:
 # ----- reading ------------------------------------------------------------------------------
 
 
-def _tag(organization: str, name: str) -> TagModel | None:
-    try:
-        return TagModel.get(organization, name, consistent_read=True)
-    except TagModel.DoesNotExist:
-        return None
-
-
-def _tag_ids(ids: list[str]) -> dict[str, TagIdModel]:
-    unique = list(dict.fromkeys(ids))
-    return {t.id: t for t in TagIdModel.batch_get(unique, consistent_read=True)} if unique else {}
-
-
 def page_tags(
     principal: Principal,
     organization: str,
@@ -145,8 +133,7 @@ def workspace_tags(
     entries = tag_entries(workspace)
     if name_filter:
         entries = [(i, n) for i, n in entries if name_filter.lower() in n.lower()]
-    keys = [(workspace.organization, name) for _, name in entries]
-    found = {t.id: t for t in TagModel.batch_get(keys)} if keys else {}
+    found = store.tags_named(workspace.organization, [name for _, name in entries])
     return [found[tag_id] for tag_id, _ in entries if tag_id in found]
 
 
@@ -161,14 +148,14 @@ def attach(organization: str, workspace_id: str, ref: TagRef) -> bool:
     """Attach one tag (by id or name) to one workspace. True if a pair was created."""
     for attempt in range(MAX_ATTEMPTS):
         if ref.id:
-            known = _tag_ids([ref.id]).get(ref.id)
+            known = store.tag_ids([ref.id]).get(ref.id)
             if known is None or known.organization != organization:
                 raise NotFound(f"tag {ref.id} not found")
             name = known.name
         else:
             assert ref.name
             name = ref.name
-        tag = _tag(organization, name)
+        tag = store.get_tag(organization, name)
         if ref.id and (tag is None or tag.id != ref.id):
             raise NotFound(f"tag {ref.id} not found")
         if tag is not None and tag.deleting:
@@ -246,7 +233,7 @@ def remove_workspace_tags(principal: Principal, workspace_id: str, items: list[d
 
 
 def _check_ids(organization: str, ids: list[str]) -> None:
-    known = _tag_ids(ids)
+    known = store.tag_ids(ids)
     for tag_id in ids:
         if tag_id not in known or known[tag_id].organization != organization:
             raise NotFound(f"tag {tag_id} not found")
@@ -257,7 +244,7 @@ def _check_ids(organization: str, ids: list[str]) -> None:
 
 def add_workspaces_to_tag(principal: Principal, tag_id: str, items: list[dict]) -> None:
     ids = ids_of(items, "workspace")
-    known = _tag_ids([tag_id]).get(tag_id)
+    known = store.tag_ids([tag_id]).get(tag_id)
     rights = authorization.access(principal, known.organization) if known else None
     if known is None or rights is None or not rights.can_read:
         raise NotFound(f"tag {tag_id} not found")
@@ -281,7 +268,7 @@ def delete_tags(principal: Principal, organization: str, items: list[dict]) -> N
             raise Unprocessable("type must be 'tags'", pointer=f"/data/{index}/type")
     ids = ids_of(items, "tag")
     workspaces.require_manage(principal, organization)
-    known = [t for t in _tag_ids(ids).values() if t.organization == organization]
+    known = [t for t in store.tag_ids(ids).values() if t.organization == organization]
     for tag in known:
         _delete_tag(organization, tag.id, tag.name)
 
@@ -290,7 +277,7 @@ def _delete_tag(organization: str, tag_id: str, name: str) -> None:
     if not store.fence_tag(organization, tag_id, name):  # already gone with its last workspace
         store.delete_tag_id(tag_id)
         return
-    pairs = list(TagWorkspaceModel.query(tag_id, consistent_read=True))
+    pairs = store.tag_pairs(tag_id)
     for remaining, pair in enumerate(reversed(pairs), start=1):
         detach(organization, pair.workspace_id, tag_id, name, last=remaining == len(pairs))
     if pairs:
@@ -302,5 +289,5 @@ def _delete_tag(organization: str, tag_id: str, name: str) -> None:
 
 def delete_all_for_organization(organization: str) -> None:
     """Cascade of an organization delete, after its workspaces: normally nothing is left."""
-    for tag in TagModel.query(organization, consistent_read=True):
+    for tag in store.organization_tags(organization):
         _delete_tag(organization, tag.id, tag.name)

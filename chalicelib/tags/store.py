@@ -108,6 +108,38 @@ class TagWorkspaceModel(db.Model):
     created_at = UTCDateTimeAttribute()
 
 
+# ----- reading ------------------------------------------------------------------------------
+
+
+def get_tag(organization: str, name: str) -> TagModel | None:
+    try:
+        return TagModel.get(organization, name, consistent_read=True)
+    except TagModel.DoesNotExist:
+        return None
+
+
+def tag_ids(ids: list[str]) -> dict[str, TagIdModel]:
+    """The id items of these tag ids (strongly consistent), by id; unknown ids are left out."""
+    unique = list(dict.fromkeys(ids))
+    return {t.id: t for t in TagIdModel.batch_get(unique, consistent_read=True)} if unique else {}
+
+
+def tags_named(organization: str, names: list[str]) -> dict[str, TagModel]:
+    """The organization's tags of these names, by tag id (one BatchGet)."""
+    keys = [(organization, name) for name in names]
+    return {t.id: t for t in TagModel.batch_get(keys)} if keys else {}
+
+
+def organization_tags(organization: str) -> list[TagModel]:
+    """Every tag of the organization, name-ordered (strongly consistent)."""
+    return list(TagModel.query(organization, consistent_read=True))
+
+
+def tag_pairs(tag_id: str) -> list[TagWorkspaceModel]:
+    """The (tag, workspace) pairs of a tag (strongly consistent: a bulk delete sees every pair)."""
+    return list(TagWorkspaceModel.query(tag_id, consistent_read=True))
+
+
 # ----- the pair transactions ----------------------------------------------------------------
 
 

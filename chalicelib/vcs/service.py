@@ -11,6 +11,7 @@ team. Anything else is a 404, as for the rest of the API.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
@@ -112,7 +113,7 @@ def _require_owner(principal: Principal, organization: str, what: str) -> None:
 
 
 def _visible(
-    model: type[OAuthClientModel] | type[OAuthTokenModel],
+    get: Callable[[str], OAuthClientModel | OAuthTokenModel | None],
     item_id: str,
     label: str,
     principal: Principal,
@@ -120,10 +121,9 @@ def _visible(
 ) -> Any:
     """The client or token ``item_id`` if ``principal`` may see it (or, with ``owner``,
     change it) and it belongs to the organization of that name that exists now; else 404."""
-    try:
-        item = model.get(item_id, consistent_read=True)
-    except model.DoesNotExist:
-        raise NotFound(f"{label} {item_id} not found") from None
+    item = get(item_id)
+    if item is None:
+        raise NotFound(f"{label} {item_id} not found")
     rights = authorization.access(principal, item.organization)
     if not authorization.allows(rights, "own" if owner else "read") or not _current(item):
         raise NotFound(f"{label} {item_id} not found")
@@ -131,11 +131,11 @@ def _visible(
 
 
 def _client(principal: Principal, client_id: str, *, owner: bool = False) -> OAuthClientModel:
-    return _visible(OAuthClientModel, client_id, "oauth client", principal, owner)
+    return _visible(store.get_client, client_id, "oauth client", principal, owner)
 
 
 def _token(principal: Principal, token_id: str, *, owner: bool = False) -> OAuthTokenModel:
-    return _visible(OAuthTokenModel, token_id, "oauth token", principal, owner)
+    return _visible(store.get_token, token_id, "oauth token", principal, owner)
 
 
 # ----- clients ------------------------------------------------------------------------------
@@ -204,7 +204,7 @@ def _new_token(client: OAuthClientModel, token_string: str) -> OAuthTokenModel:
 def list_clients(principal: Principal, organization: str) -> list[OAuthClientModel]:
     authorization.organization_access(principal, organization)
     current = organizations_service.organization_external_id(organization)
-    clients = OAuthClientModel.by_organization.query(organization)
+    clients = store.clients_of_organization(organization)
     return [c for c in clients if c.organization_id == current]
 
 
@@ -213,7 +213,7 @@ def get_client(principal: Principal, client_id: str) -> OAuthClientModel:
 
 
 def client_tokens(client: OAuthClientModel) -> list[OAuthTokenModel]:
-    return list(OAuthTokenModel.by_client.query(client.id))
+    return store.tokens_of_client(client.id)
 
 
 def update_client(
@@ -280,7 +280,7 @@ def delete_client(principal: Principal, client_id: str) -> None:
 
 def delete_all_for_organization(organization: str) -> None:
     """Remove every connection of an organization being deleted (idempotent)."""
-    for client in OAuthClientModel.by_organization.query(organization):
+    for client in store.clients_of_organization(organization):
         for token in client_tokens(client):
             token.delete()
         client.delete()
@@ -319,11 +319,8 @@ POINTER_TOKEN = "/data/attributes/vcs-repo/oauth-token-id"
 
 
 def _publishing_token(token_id: str) -> OAuthTokenModel:
-    try:
-        token = OAuthTokenModel.get(token_id, consistent_read=True)
-    except OAuthTokenModel.DoesNotExist:
-        raise Unprocessable(f"oauth token {token_id!r} not found", pointer=POINTER_TOKEN) from None
-    if not _current(token):
+    token = store.get_token(token_id)
+    if token is None or not _current(token):
         raise Unprocessable(f"oauth token {token_id!r} not found", pointer=POINTER_TOKEN)
     return token
 
@@ -342,10 +339,10 @@ def _token_and_client(organization: str, token_id: str) -> tuple[OAuthTokenModel
     token = _publishing_token(token_id)
     if token.organization != organization:
         raise Unprocessable(f"oauth token {token_id!r} not found", pointer=POINTER_TOKEN)
-    try:
-        return token, OAuthClientModel.get(token.client_id, consistent_read=True)
-    except OAuthClientModel.DoesNotExist:
-        raise Unprocessable(f"oauth token {token_id!r} not found", pointer=POINTER_TOKEN) from None
+    client = store.get_client(token.client_id)
+    if client is None:
+        raise Unprocessable(f"oauth token {token_id!r} not found", pointer=POINTER_TOKEN)
+    return token, client
 
 
 def resolve_connection(organization: str, token_id: str, *, unseal: bool = True) -> Connection:

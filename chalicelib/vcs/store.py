@@ -95,6 +95,33 @@ class OAuthTokenModel(db.Model):
 TABLES = ("oauth-clients", "oauth-tokens")
 
 
+# ----- reads --------------------------------------------------------------------------------
+
+
+def get_client(client_id: str) -> OAuthClientModel | None:
+    try:
+        return OAuthClientModel.get(client_id, consistent_read=True)
+    except OAuthClientModel.DoesNotExist:
+        return None
+
+
+def get_token(token_id: str) -> OAuthTokenModel | None:
+    try:
+        return OAuthTokenModel.get(token_id, consistent_read=True)
+    except OAuthTokenModel.DoesNotExist:
+        return None
+
+
+def clients_of_organization(organization: str) -> list[OAuthClientModel]:
+    """The clients filed under the organization's name, in creation order (those of a deleted
+    organization of the same name too: the service tells them apart)."""
+    return list(OAuthClientModel.by_organization.query(organization))
+
+
+def tokens_of_client(client_id: str) -> list[OAuthTokenModel]:
+    return list(OAuthTokenModel.by_client.query(client_id))
+
+
 # ----- conditional and transactional writes ---------------------------------------------------
 
 

@@ -39,7 +39,6 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from urllib.parse import urlencode
 
-from pynamodb.attributes import TTLAttribute, UnicodeAttribute, UTCDateTimeAttribute
 from pynamodb.exceptions import PynamoDBException, UpdateError
 
 from chalicelib.accounts.tokens import service as tokens_service
@@ -47,6 +46,8 @@ from chalicelib.core.api.errors import NotFound
 from chalicelib.core.auth import Principal, hash_token
 from chalicelib.core.data import db
 from chalicelib.core.data.ids import now
+from chalicelib.web import store
+from chalicelib.web.store import LoginCodeModel
 
 log = logging.getLogger("registry.web")
 
@@ -92,26 +93,6 @@ class OAuthError(Exception):
 
     def to_dict(self) -> dict[str, str]:
         return {"error": self.error, "error_description": self.description}
-
-
-@db.register
-class LoginCodeModel(db.Model):
-    """One authorization code, keyed by its SHA-256 (the code itself is never stored)."""
-
-    Meta = db.table("login-codes")
-
-    code_hash = UnicodeAttribute(hash_key=True)
-    client_id = UnicodeAttribute()
-    redirect_uri = UnicodeAttribute()
-    code_challenge = UnicodeAttribute()
-    user_id = UnicodeAttribute()
-    # The id of the API token behind the session that approved (the new token's creator).
-    approved_with = UnicodeAttribute()
-    created_at = UTCDateTimeAttribute()
-    # Refused by ``exchange`` once past; DynamoDB's TTL deletes the item eventually.
-    expires = TTLAttribute()
-    used_at = UTCDateTimeAttribute(null=True)
-    token_id = UnicodeAttribute(null=True)  # the token the code was exchanged for
 
 
 # ----- the authorization request ----------------------------------------------------------
@@ -234,11 +215,8 @@ def _consume(code: str) -> LoginCodeModel:
 
 def _replayed(code: str) -> None:
     """A used code presented again: revoke the token its first use got (RFC 6749 4.1.2)."""
-    try:
-        item = LoginCodeModel.get(hash_token(code))
-    except LoginCodeModel.DoesNotExist:
-        return
-    if item.token_id:
+    item = store.login_code(hash_token(code))
+    if item is not None and item.token_id:
         owner = Principal(kind="user", id=item.user_id, token_id=item.approved_with)
         with contextlib.suppress(NotFound):  # already revoked
             tokens_service.delete_token_by_id(owner, item.token_id)

@@ -264,11 +264,8 @@ def second_step(request: Any) -> store.SecondStepModel | None:
     secret = cookies(request).get(STEP_COOKIE)
     if not secret or len(secret) > 100:
         return None
-    try:
-        item = store.SecondStepModel.get("step:" + hash_token(secret))
-    except store.SecondStepModel.DoesNotExist:
-        return None
-    return item if item.expires > now() else None
+    item = store.second_step("step:" + hash_token(secret))
+    return item if item is not None and item.expires > now() else None
 
 
 def take_second_step(item: store.SecondStepModel) -> bool:

@@ -1,4 +1,5 @@
-"""The web UI's one table: browser sessions, keyed by the SHA-256 of the session cookie.
+"""The web UI's tables: browser sessions, keyed by the SHA-256 of the session cookie, and
+``terraform login``'s authorization codes (``LoginCodeModel``, ``chalicelib.web.oauth``).
 
 The cookie's value (a random secret) is never stored, only its hash; the session holds the
 hash of the API token it was opened with (never the token), a CSRF token, and when it ends.
@@ -8,6 +9,10 @@ It keeps the second steps of two-factor sign-ins (``SecondStepModel``) too, and 
 item: the key that signs the sign-in form's CSRF tokens
 (``signing_key``), sealed with KMS like every secret at rest (``chalicelib.core.secrets``),
 under a key no session can have (a session's is 64 hex digits).
+
+``login-codes`` holds one item per authorization code, keyed by the code's SHA-256 (the code
+itself is never stored); DynamoDB's TTL deletes it eventually, ``oauth.py`` refuses it once
+expired.
 """
 
 from __future__ import annotations
@@ -73,10 +78,45 @@ class WebKeyModel(db.Model):
     created_at = UTCDateTimeAttribute()
 
 
+@db.register
+class LoginCodeModel(db.Model):
+    """One authorization code, keyed by its SHA-256 (the code itself is never stored)."""
+
+    Meta = db.table("login-codes")
+
+    code_hash = UnicodeAttribute(hash_key=True)
+    client_id = UnicodeAttribute()
+    redirect_uri = UnicodeAttribute()
+    code_challenge = UnicodeAttribute()
+    user_id = UnicodeAttribute()
+    # The id of the API token behind the session that approved (the new token's creator).
+    approved_with = UnicodeAttribute()
+    created_at = UTCDateTimeAttribute()
+    # Refused by ``exchange`` once past; DynamoDB's TTL deletes the item eventually.
+    expires = TTLAttribute()
+    used_at = UTCDateTimeAttribute(null=True)
+    token_id = UnicodeAttribute(null=True)  # the token the code was exchanged for
+
+
 def get(session_hash: str) -> WebSessionModel | None:
     try:
         return WebSessionModel.get(session_hash)
     except WebSessionModel.DoesNotExist:
+        return None
+
+
+def second_step(step_key: str) -> SecondStepModel | None:
+    """The second step stored under ``step_key`` (expired or not: the caller decides)."""
+    try:
+        return SecondStepModel.get(step_key)
+    except SecondStepModel.DoesNotExist:
+        return None
+
+
+def login_code(code_hash: str) -> LoginCodeModel | None:
+    try:
+        return LoginCodeModel.get(code_hash)
+    except LoginCodeModel.DoesNotExist:
         return None
 
 

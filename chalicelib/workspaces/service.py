@@ -123,28 +123,13 @@ def clean_settings(values: dict[str, Any]) -> dict[str, Any]:
 # ----- reading ------------------------------------------------------------------------------
 
 
-def _get(workspace_id: str) -> WorkspaceModel | None:
-    try:
-        return WorkspaceModel.get(workspace_id, consistent_read=True)
-    except WorkspaceModel.DoesNotExist:
-        return None
-
-
-def _by_name(organization: str, name: str) -> WorkspaceModel | None:
-    try:
-        claim = WorkspaceNameModel.get(organization, name, consistent_read=True)
-    except WorkspaceNameModel.DoesNotExist:
-        return None
-    return _get(claim.workspace_id)
-
-
 def find(ref: WorkspaceRef) -> WorkspaceModel | None:
     """The workspace (not being deleted) or None; no permission check."""
     if ref.id:
-        workspace = _get(ref.id)
+        workspace = store.get(ref.id)
     else:
         assert ref.organization and ref.name
-        workspace = _by_name(ref.organization, ref.name)
+        workspace = store.by_name(ref.organization, ref.name)
     if workspace is None or workspace.deleting:
         return None
     return workspace
@@ -208,7 +193,7 @@ def page_workspaces(
     total = None if needle else store.workspace_count(organization)
 
     def fetch(claims: list[WorkspaceNameModel]) -> list[WorkspaceModel]:
-        by_id = {w.id: w for w in WorkspaceModel.batch_get([c.workspace_id for c in claims])}
+        by_id = {w.id: w for w in store.by_ids([c.workspace_id for c in claims])}
         return [by_id[c.workspace_id] for c in claims if c.workspace_id in by_id]
 
     source = lists.ClaimList(WorkspaceNameModel, organization, fetch)
@@ -228,7 +213,7 @@ def list_workspaces(
     ``filter[project][id]`` and ``filter[tagged][i][key|value]`` (effective bindings)."""
     rights = authorization.organization_access(principal, organization)
     tagged = tagbindings.tagged_filters(query)
-    items = [w for w in WorkspaceModel.by_organization.query(organization) if not w.deleting]
+    items = [w for w in store.of_organization(organization) if not w.deleting]
     if needle := (query.get("search[name]") or "").lower():
         items = [w for w in items if needle in w.name.lower()]
     if project_id := query.get("filter[project][id]"):
@@ -291,7 +276,7 @@ def effective_bindings(
 
 
 def workspaces_by_ids(ids: list[str]) -> dict[str, WorkspaceModel]:
-    found = WorkspaceModel.batch_get(list(dict.fromkeys(ids)), consistent_read=True)
+    found = store.by_ids(ids, consistent_read=True)
     return {w.id: w for w in found if not w.deleting}
 
 
@@ -386,7 +371,7 @@ def update_workspace(
         raise _project_missing(str(project_id)) from None
     if not changed:
         raise Conflict("the workspace changed concurrently; try again")
-    return _get(workspace.id) or workspace
+    return store.get(workspace.id) or workspace
 
 
 def add_bindings(
@@ -428,7 +413,7 @@ def move_to_project(principal: Principal, project_id: str, workspace_ids: list[s
 
 def all_in_organization(organization: str) -> list[WorkspaceModel]:
     """Every workspace of the organization, those being deleted included."""
-    return list(WorkspaceModel.by_organization.query(organization))
+    return store.of_organization(organization)
 
 
 def fence(workspace: WorkspaceModel) -> bool:

@@ -101,6 +101,37 @@ def tag_entries(workspace: WorkspaceModel) -> list[tuple[str, str]]:
     return [(tag_id, str(entry["name"])) for tag_id, entry in ordered]
 
 
+# ----- reads --------------------------------------------------------------------------------
+
+
+def get(workspace_id: str) -> WorkspaceModel | None:
+    try:
+        return WorkspaceModel.get(workspace_id, consistent_read=True)
+    except WorkspaceModel.DoesNotExist:
+        return None
+
+
+def by_name(organization: str, name: str) -> WorkspaceModel | None:
+    """The workspace holding the name claim (strongly consistent)."""
+    try:
+        claim = WorkspaceNameModel.get(organization, name, consistent_read=True)
+    except WorkspaceNameModel.DoesNotExist:
+        return None
+    return get(claim.workspace_id)
+
+
+def by_ids(ids: list[str], *, consistent_read: bool = False) -> list[WorkspaceModel]:
+    """The workspaces of these ids (one BatchGet, duplicates read once); unknown ids are
+    left out."""
+    unique = list(dict.fromkeys(ids))
+    return list(WorkspaceModel.batch_get(unique, consistent_read=consistent_read)) if unique else []
+
+
+def of_organization(organization: str) -> list[WorkspaceModel]:
+    """Every workspace of the organization (those being deleted too), name-ordered."""
+    return list(WorkspaceModel.by_organization.query(organization))
+
+
 # ----- writes -------------------------------------------------------------------------------
 
 

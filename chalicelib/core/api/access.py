@@ -10,7 +10,8 @@ kinds are few:
   may not see, as if it did not exist.
 * ``SiteAdmin`` (``chalicelib.accounts.authorization``): a site admin's user token; 404 for
   anyone else, and 404 on the hosted edition before the token is read.
-* ``Scim`` (``chalicelib.scim.routes``): a SCIM token; 404 on the hosted edition.
+* ``Scim`` (``chalicelib.scim.service``, beside the SCIM tokens' rules): a SCIM token; 404 on
+  the hosted edition.
 * ``Signed``: the request carries its own proof, checked by the route's service before anything
   else (a VCS webhook's signature over its body).
 
