@@ -8,7 +8,6 @@ blocks (what the caller may do), never decides what is shown.
 from __future__ import annotations
 
 import hashlib
-import importlib
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
@@ -187,26 +186,22 @@ def render_membership(
     return document
 
 
-# Whether SCIM provisioning is on: the ``module:function`` the entry modules name (SCIM's
-# settings sit above accounts), remembered for the token cache's window.
-_scim_probe: list[str] = []
+# Whether SCIM provisioning is on: scim's service answers (SCIM sits above accounts; the app
+# factory gives the answer's source), remembered for the token cache's window.
+_scim_probe: list[Callable[[], bool]] = []
 _scim_enabled = TtlCache(lambda: get_settings().token_cache_ttl)
 
 
-def use_scim_probe(path: str) -> None:
-    """``path`` (``module:function``) returns SCIM's settings (``.enabled``); imported when
-    a SCIM-provisioned user is first rendered."""
-    _scim_probe[:] = [path]
+def use_scim_probe(probe: Callable[[], bool]) -> None:
+    """``probe()`` says whether SCIM provisioning is on (called by the app factory for the
+    apps that render users); asked when a user is first rendered."""
+    _scim_probe[:] = [probe]
 
 
 def scim_enabled() -> bool:
     found = _scim_enabled.get("enabled")
     if found is None:
-        found = False
-        if _scim_probe:
-            module, _, name = _scim_probe[0].partition(":")
-            probe: Callable[[], Any] = getattr(importlib.import_module(module), name)
-            found = bool(getattr(probe(), "enabled", False))
+        found = bool(_scim_probe and _scim_probe[0]())
         _scim_enabled.put("enabled", found)
     return found
 

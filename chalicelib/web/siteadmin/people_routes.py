@@ -28,7 +28,6 @@ from chalicelib.core.api.openapi import Param
 from chalicelib.core.api.pagination import Page
 from chalicelib.web.siteadmin.common import (
     ADMIN,
-    ADMIN_SCHEMAS,
     admin_post,
     site_admin,
     validated,
@@ -245,9 +244,11 @@ def module_sharing(ctx: WebCtx, _admin: Any, form: dict[str, str], name: str) ->
     people.get_organization(name)
     names = [n for n in re.split(r"[\s,]+", form.get("consumers", "")) if n]
     unique = list(dict.fromkeys(names))
+    from chalicelib.admin.schemas import AdminOrganization  # with the first form posted
+
     try:
         sharing = validated(
-            ADMIN_SCHEMAS + "AdminOrganization",
+            AdminOrganization,
             {"global-module-sharing": form.get("global") == "on"},
         )
         data = relationship_list(
