@@ -19,7 +19,7 @@ from chalicelib.accounts.store import (
     UserModel,
     team_ids_of,
 )
-from chalicelib.core.api.jsonapi import resource, to_one
+from chalicelib.core.api.jsonapi import resource, to_many, to_one
 from chalicelib.core.api.names import kebab
 from chalicelib.core.auth import Principal, TokenModel, TtlCache
 from chalicelib.core.data.ids import iso
@@ -111,14 +111,11 @@ def render_team(
         },
         relationships={
             "organization": to_one("organizations", team.organization),
-            "users": {"data": [{"id": u, "type": "users"} for u in members]},
-            "organization-memberships": {
-                "data": [
-                    {"id": membership_id(team.organization, u), "type": "organization-memberships"}
-                    for u in members
-                ]
-                + [{"id": i, "type": "organization-memberships"} for i in invited]
-            },
+            "users": to_many("users", members),
+            "organization-memberships": to_many(
+                "organization-memberships",
+                [*(membership_id(team.organization, u) for u in members), *invited],
+            ),
             "authentication-token": to_one("authentication-tokens", team.token_id),
         },
         links={"self": f"/api/v2/teams/{team.id}"},
@@ -176,9 +173,7 @@ def render_membership(
         relationships={
             "user": to_one("users", user_id),
             "organization": to_one("organizations", organization),
-            "teams": {
-                "data": [{"id": t, "type": "teams"} for t in team_ids if t not in hidden_teams]
-            },
+            "teams": to_many("teams", (t for t in team_ids if t not in hidden_teams)),
         },
     )
     if meta:

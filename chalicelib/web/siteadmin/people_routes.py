@@ -23,7 +23,7 @@ from chalice import Blueprint, Response
 from chalicelib.admin import people
 from chalicelib.admin.limits import MAX_MODULE_CONSUMERS
 from chalicelib.core.api.errors import NotFound, Unprocessable
-from chalicelib.core.api.jsonapi import relationship_list
+from chalicelib.core.api.jsonapi import relationship_list, to_many
 from chalicelib.core.api.openapi import Param
 from chalicelib.core.api.pagination import Page
 from chalicelib.web.siteadmin.common import (
@@ -252,7 +252,7 @@ def module_sharing(ctx: WebCtx, _admin: Any, form: dict[str, str], name: str) ->
             {"global-module-sharing": form.get("global") == "on"},
         )
         data = relationship_list(
-            {"data": [{"type": "organizations", "id": n} for n in unique]},
+            to_many("organizations", unique),
             type_="organizations",
             max_items=MAX_MODULE_CONSUMERS,
         )
