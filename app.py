@@ -5,12 +5,12 @@ and key-maintenance handlers of ``chalicelib/entry`` (registered here too, not c
 per route group from ``chalicelib/entry`` (see infrastructure/).
 """
 
-from chalicelib.accounts import memberships, render
 from chalicelib.accounts.routes import bp as accounts_routes
 from chalicelib.admin.people_routes import bp as admin_people_routes
 from chalicelib.admin.routes import bp as admin_routes
 from chalicelib.entry import ingest, oidc
 from chalicelib.entry.factory import create_app
+from chalicelib.entry.wiring import Uses
 from chalicelib.lifecycle.admin_routes import bp as admin_organization_lifecycle
 from chalicelib.lifecycle.organization_routes import bp as organization_lifecycle
 from chalicelib.lifecycle.workspace_routes import bp as workspace_lifecycle
@@ -43,12 +43,6 @@ from chalicelib.web.siteadmin.settings_routes import bp as siteadmin_settings_ro
 from chalicelib.web.sso import bp as sso_routes
 from chalicelib.workspaces.routes import bp as workspace_routes
 
-# Invitations, password resets and email confirmations go out through the site's SMTP
-# settings (accounts may not import admin).
-memberships.use_mail("chalicelib.admin.mail")
-# Users show ``is-scim-managed`` while SCIM is on (accounts may not import scim).
-render.use_scim_probe("chalicelib.scim.store:load_settings")
-
 app = create_app(
     "tfe-module-registry",
     [meta_routes, accounts_routes, registry_routes, protocol_routes, workspace_routes, tag_routes]
@@ -59,6 +53,7 @@ app = create_app(
     + [admin_people_routes, admin_organization_lifecycle, sso_routes]
     + [provider_routes, gpg_key_routes, provider_protocol_routes, mirror_routes]
     + [siteadmin_people_routes, siteadmin_settings_routes, siteadmin_keys_routes],
+    Uses(mail=True, scim=True),
 )
 
 

@@ -36,6 +36,7 @@ from moto.core import DEFAULT_ACCOUNT_ID
 from moto.dynamodb.models import dynamodb_backends
 
 import chalicelib.entry
+from chalicelib.accounts import memberships
 from tests.conftest import ADMIN_TOKEN, Api, Provisioned, doc, forget_cached_state
 from tests.web_browser import Browser
 
@@ -231,30 +232,27 @@ def test_the_openapi_security_follows_the_declaration() -> None:
 # ----- wiring ----------------------------------------------------------------------------------
 
 
-def _calls_mail(module: str) -> bool:
-    """Whether the module sends mail itself (calls the mail sender ``use_mail`` wires)."""
+def _calls(module: str, *names: str) -> bool:
+    """Whether the module calls a function of one of ``names`` itself."""
     from tests.test_layout import MODULES
 
     for node in ast.walk(ast.parse(MODULES[module].read_text())):
         if isinstance(node, ast.Call):
             func = node.func
             name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
-            if name == "mail":
+            if name in names:
                 return True
     return False
 
 
-def _wires_mail(module: str) -> str | None:
-    """The mail module the entry module names with ``memberships.use_mail(...)``, if any."""
-    source = (ROOT / (module.replace(".", "/") + ".py")).read_text()
-    for node in ast.parse(source).body:
-        call = getattr(node, "value", None)
-        func = call.func if isinstance(call, ast.Call) else None
-        if isinstance(func, ast.Attribute) and func.attr == "use_mail" and call.args:
-            argument = call.args[0]
-            assert isinstance(argument, ast.Constant)
-            return str(argument.value)
-    return None
+def _calls_mail(module: str) -> bool:
+    """Whether the module sends mail itself (calls the mailer the app factory wires)."""
+    return _calls(module, "mail")
+
+
+def _wires_mail(module: str) -> bool:
+    """Whether the entry module's app declares that it mails (``Uses(mail=True)``)."""
+    return bool(importlib.import_module(module).app.uses.mail)
 
 
 def test_every_entry_app_that_sends_mail_has_mail_wired() -> None:
@@ -282,25 +280,43 @@ def test_every_entry_app_that_sends_mail_has_mail_wired() -> None:
             for methods in app.routes.values()
             for entry in methods.values()
         }
-        if reaches(handlers) & senders:
-            wired = _wires_mail(name)
-            if wired is None:
-                missing.append(name)
-            else:
-                sender = importlib.import_module(wired)
-                assert callable(sender.send_invitation) and callable(sender.send_password_reset)
+        if reaches(handlers) & senders and not _wires_mail(name):
+            missing.append(name)
     assert missing == []
+    assert memberships.mail() is importlib.import_module("chalicelib.admin.mail")
 
 
 def test_the_mail_check_sees_an_app_without_mail(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Not vacuous: the check fails for the webadmin app with its ``use_mail`` line gone."""
+    """Not vacuous: the check fails for the webadmin app without ``Uses(mail=True)``."""
     module = "chalicelib.entry.api.webadmin"
     real = _wires_mail
-    monkeypatch.setitem(
-        globals(), "_wires_mail", lambda name: None if name == module else real(name)
-    )
+    monkeypatch.setitem(globals(), "_wires_mail", lambda name: name != module and real(name))
     with pytest.raises(AssertionError):
         test_every_entry_app_that_sends_mail_has_mail_wired()
+
+
+def test_every_entry_app_that_renders_users_has_the_scim_status_wired() -> None:
+    """An app serving routes that render users (``is-scim-managed`` while SCIM is on)
+    declares ``Uses(scim=True)``: without it users would show as never SCIM-managed."""
+    from tests.test_layout import GRAPH
+
+    renderers = {
+        name
+        for name in GRAPH
+        if name != "chalicelib.accounts.render"
+        and _calls(name, "render_user", "render_invited_user", "scim_attributes")
+    }
+    assert {"chalicelib.accounts.routes", "chalicelib.admin.people_routes"} <= renderers
+    missing = []
+    for name, app in entry_apps().items():
+        handlers = {
+            entry.view_function.__module__
+            for methods in app.routes.values()
+            for entry in methods.values()
+        }
+        if handlers & renderers and not app.uses.scim:
+            missing.append(name)
+    assert missing == []
 
 
 # ----- the walk --------------------------------------------------------------------------------

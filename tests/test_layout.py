@@ -15,11 +15,16 @@ dependency at run time: they are left out.
   compose them.
 * No circle between files at all, and no folder of more than twelve files (a room that
   grows past that splits by concern, as ``core`` did).
+* An import by string is an import: ``importlib.import_module("chalicelib.x")``,
+  ``__import__`` and a string naming a module (``"chalicelib.x.y"``, ``"chalicelib.x.y:Name"``)
+  count as the import they hide, for every rule above; and no import hides behind a string at
+  all (wiring goes through typed interfaces, given by the app factory: ``entry.wiring``).
 """
 
 from __future__ import annotations
 
 import ast
+import re
 import sys
 from collections import defaultdict
 from pathlib import Path
@@ -100,6 +105,7 @@ DOMAINS = {"accounts", "admin", "projects", "workspaces", "vcs", "tags", "module
 DOMAINS |= {"scim", "saml", "providers"}
 MODULE_SUB_ROOMS = ("chalicelib.modules.protocol", "chalicelib.modules.ingest")
 MODULE_SUB_ROOMS += ("chalicelib.modules.publishing", "chalicelib.modules.nocode")
+MODULE_SUB_ROOMS += ("chalicelib.modules.downloads",)
 # The request bodies of the registry routes nest publishing's vcs-repo body, as the routes do.
 MODULE_COMPOSERS = {
     "chalicelib.modules.routes",
@@ -128,9 +134,42 @@ def _type_checking_only(node: ast.AST, parents: dict[ast.AST, ast.AST]) -> bool:
     return False
 
 
-def imports_of(name: str) -> set[str]:
-    """The chalicelib modules ``name`` imports (a package's module when one is named)."""
-    tree = ast.parse(MODULES[name].read_text())
+# A string naming a chalicelib module (``"chalicelib.x.y"``) or a name in one
+# (``"chalicelib.x.y:Name"``): an import by string.
+MODULE_STRING = re.compile(r"chalicelib(?:\.\w+)+(?::\w*)?")
+IMPORTERS = {"import_module", "__import__"}
+
+
+def _named_module(text: str) -> str | None:
+    """The chalicelib module a string names (the longest known prefix of its path)."""
+    parts = text.partition(":")[0].split(".")
+    while parts:
+        if ".".join(parts) in MODULES:
+            return ".".join(parts)
+        parts.pop()
+    return None
+
+
+def string_imports(tree: ast.AST) -> list[tuple[str, str | None]]:
+    """The imports ``tree`` hides behind strings: (the string, or the call when its argument
+    is computed; the module it names, None when it names none or is computed)."""
+    found: list[tuple[str, str | None]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            if MODULE_STRING.fullmatch(node.value):
+                found.append((node.value, _named_module(node.value)))
+        elif isinstance(node, ast.Call):
+            func = node.func
+            called = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+            computed = not (node.args and isinstance(node.args[0], ast.Constant))
+            if called in IMPORTERS and computed:
+                found.append((ast.unparse(node), None))
+    return found
+
+
+def imports_in(tree: ast.AST, name: str) -> set[str]:
+    """The chalicelib modules the code of module ``name`` imports (a package's module when
+    one is named), by string too."""
     parents = {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
     found: set[str] = set()
     for node in ast.walk(tree):
@@ -142,7 +181,13 @@ def imports_of(name: str) -> set[str]:
             for alias in node.names:
                 candidate = f"{node.module}.{alias.name}"
                 found.add(candidate if candidate in MODULES else node.module)
+    found |= {module for _, module in string_imports(tree) if module is not None}
     return {m for m in found if m in MODULES and m != name}
+
+
+def imports_of(name: str) -> set[str]:
+    """The chalicelib modules ``name`` imports."""
+    return imports_in(ast.parse(MODULES[name].read_text()), name)
 
 
 GRAPH = {name: imports_of(name) for name in MODULES}
@@ -203,7 +248,21 @@ def test_core_imports_no_domain() -> None:
     assert not wrong, wrong
 
 
-def test_the_registry_core_does_not_reach_into_its_sub_rooms() -> None:
+@pytest.mark.parametrize(
+    "sub_room",
+    [
+        *MODULE_SUB_ROOMS[:-1],
+        pytest.param(
+            "chalicelib.modules.downloads",
+            marks=pytest.mark.xfail(
+                strict=True,
+                reason="modules.service imports modules.downloads.store (and downloads.service "
+                "imports modules.service): the circle the `modules` branch removes",
+            ),
+        ),
+    ],
+)
+def test_the_registry_core_does_not_reach_into_its_sub_rooms(sub_room: str) -> None:
     core = [
         name
         for name in MODULES
@@ -211,7 +270,7 @@ def test_the_registry_core_does_not_reach_into_its_sub_rooms() -> None:
         and not name.startswith(MODULE_SUB_ROOMS)
         and name not in MODULE_COMPOSERS
     ]
-    wrong = [f"{a} -> {b}" for a in core for b in GRAPH[a] if b.startswith(MODULE_SUB_ROOMS)]
+    wrong = [f"{a} -> {b}" for a in core for b in GRAPH[a] if b.startswith(sub_room)]
     assert not wrong, wrong
 
 
@@ -264,6 +323,90 @@ def test_the_checks_see_a_violation(rule: str, monkeypatch: pytest.MonkeyPatch) 
         monkeypatch.setattr(sys.modules[__name__], "GRAPH", graph)
         with pytest.raises(AssertionError):
             test_rooms_import_only_the_rooms_below_them()
+
+
+# TEMPORARY (issue 34): the request bodies that still name their model by string, and the
+# import_module that loads them (core.api.openapi). The `typedbodies` branch replaces them
+# with typed bodies; the lead deletes this list when merging it.
+TEMPORARY_BODY_MODEL_STRINGS: dict[str, set[str]] = {
+    "chalicelib.accounts.routes": {
+        "chalicelib.accounts.schemas:OrganizationAttributes",
+        "chalicelib.accounts.schemas:TeamAttributes",
+        "chalicelib.accounts.schemas:AccountAttributes",
+        "chalicelib.accounts.schemas:PasswordAttributes",
+        "chalicelib.accounts.schemas:MembershipAttributes",
+        "chalicelib.accounts.schemas:TokenAttributes",
+    },
+    "chalicelib.admin.people_routes": {
+        "chalicelib.admin.schemas:AdminOrganization",
+        "chalicelib.admin.schemas:ModulePartnerships",
+    },
+    "chalicelib.admin.routes": {"chalicelib.admin.schemas:"},
+    "chalicelib.core.api.openapi": {"importlib.import_module(module)"},
+    "chalicelib.modules.nocode.routes": {"chalicelib.modules.nocode.schemas:NoCodeAttributes"},
+    "chalicelib.modules.publishing.routes": {
+        "chalicelib.modules.publishing.schemas:PublishAttributes"
+    },
+    "chalicelib.modules.routes": {
+        "chalicelib.modules.schemas:CreateModule",
+        "chalicelib.modules.schemas:UpdateModule",
+        "chalicelib.modules.schemas:CreateVersion",
+        "chalicelib.modules.schemas:UpdateVersion",
+    },
+    "chalicelib.projects.routes": {"chalicelib.projects.schemas:ProjectBody"},
+    "chalicelib.providers.gpg_routes": {
+        "chalicelib.providers.schemas:CreateGpgKey",
+        "chalicelib.providers.schemas:UpdateGpgKey",
+    },
+    "chalicelib.providers.routes": {
+        "chalicelib.providers.schemas:CreateProvider",
+        "chalicelib.providers.schemas:UpdateProvider",
+        "chalicelib.providers.schemas:CreateVersion",
+        "chalicelib.providers.schemas:CreatePlatform",
+    },
+    "chalicelib.scim.admin_routes": {"chalicelib.scim.schemas:"},
+    "chalicelib.vcs.routes": {
+        "chalicelib.vcs.schemas:ClientAttributes",
+        "chalicelib.vcs.schemas:TokenAttributes",
+    },
+    "chalicelib.workspaces.routes": {"chalicelib.workspaces.schemas:WorkspaceBody"},
+}
+
+
+def hidden_imports(name: str, source: str) -> list[str]:
+    """The imports by string in module ``name``'s ``source``, as ``module: string``."""
+    allowed = TEMPORARY_BODY_MODEL_STRINGS.get(name, set())
+    return [
+        f"{name}: {text}" for text, _ in string_imports(ast.parse(source)) if text not in allowed
+    ]
+
+
+def test_no_import_hides_behind_a_string() -> None:
+    """What a module uses it imports, where a reader and these rules see it; what a room
+    may not import is given to it through a typed interface (``entry.wiring``)."""
+    hidden = [h for name, path in MODULES.items() for h in hidden_imports(name, path.read_text())]
+    assert not hidden, hidden
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        'importlib.import_module("chalicelib.scim.store").load_settings()',
+        '__import__("chalicelib.scim.store")',
+        'PROBE = "chalicelib.scim.store:load_settings"',
+    ],
+)
+def test_an_import_by_string_is_an_import(source: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Not vacuous: accounts loading scim's store by a string breaks the store rule, and
+    the string rule sees it, as does a computed ``import_module``."""
+    name = "chalicelib.accounts.render"
+    assert hidden_imports(name, source)
+    assert hidden_imports(name, "importlib.import_module(path)")
+    graph = defaultdict(set, {k: set(v) for k, v in GRAPH.items()})
+    graph[name] |= imports_in(ast.parse(source), name)
+    monkeypatch.setattr(sys.modules[__name__], "GRAPH", graph)
+    with pytest.raises(AssertionError):
+        test_no_domain_reads_another_domains_store()
 
 
 MAX_FILES_PER_FOLDER = 12

@@ -532,3 +532,39 @@ def test_a_password_changed_through_the_api_withdraws_a_waiting_reset_link(
     assert api.as_(token).patch("/api/v2/account/password", change).status == 200
     assert browser.get(path).status_code == 410
     assert attempt(Browser(api.client), "jane", NEW_PASSWORD).status_code == 303
+
+
+def test_wrong_passwords_to_disable_two_factor_are_throttled(
+    api: Api, clock: SimpleNamespace
+) -> None:
+    """The disabling form's guesses count as sign-ins do: past the bound the form again, a
+    429 with ``Retry-After`` (``signin.Throttled``, answered by ``web.view.with_error``),
+    the right password too, and two-factor stays on."""
+    from chalicelib.accounts import signin
+
+    user_id, secret, _ = enable_two_factor(api, clock)
+    clock.value += 30
+    browser = start_sign_in(api)
+    assert send_code(browser, code_at(secret, clock.value)).status_code == 303
+    disable = ACCOUNT + "/disable"
+    csrf = csrf_of(browser, ACCOUNT)
+    for guess in range(signin.ACCOUNT_LIMIT):
+        answer = browser.post(disable, {"csrf_token": csrf, "password": f"wrong-{guess}"})
+        assert answer.status_code == 401
+    throttled = browser.post(disable, {"csrf_token": csrf, "password": PASSWORD})
+    assert throttled.status_code == 429 and "too many attempts" in throttled.text
+    assert int(throttled.headers["Retry-After"]) % 60 == 0
+    assert 0 < int(throttled.headers["Retry-After"]) <= signin.WINDOW_SECONDS
+    assert user(user_id).totp_secret is not None
+
+
+def test_throttled_is_a_429_with_retry_after_on_the_type() -> None:
+    """One home for the rule: the API's route wrapper and the pages read the status and
+    header from the exception (before, each handler wrote them)."""
+    from chalicelib.accounts.signin import Throttled
+    from chalicelib.core.api.errors import TooManyRequests
+
+    throttled = Throttled(14)
+    assert isinstance(throttled, TooManyRequests) and throttled.status == 429
+    assert throttled.headers == {"Retry-After": str(14 * 60)}
+    assert str(throttled) == throttled.detail == "too many attempts, try again in 14 minutes"

@@ -11,8 +11,8 @@
   older API link (``API_CONFIRM_PATH``) redirects to that page.
   The link names the configured public address (``core.api.links.link_base_url``), never
   the request's host; without one the change is refused (503) before anything is written.
-  Mail goes through the site's SMTP settings (``chalicelib.admin.mail``, wired in by the
-  entry modules through ``memberships.use_mail``, since accounts may not import admin). Without SMTP
+  Mail goes through the site's SMTP settings (``memberships.Mailer``, given by the app factory:
+  ``entry.wiring``, since accounts may not import admin). Without SMTP
   the change waits and no link exists anywhere; asking again once SMTP is set up sends one.
   Sending the current address again drops a waiting change; for an account whose email is
   unconfirmed (``UserModel.email_unconfirmed``: made through an invitation link no mail

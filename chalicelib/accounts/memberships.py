@@ -10,9 +10,9 @@ email address shows to those who manage membership and to the member.
 The invitation link carries a random token (``secrets.token_urlsafe(32)``); only its
 SHA-256 is stored, it works once and for ``INVITATION_DAYS``. It names the configured public
 address (``core.api.links.link_base_url``), never the request's host; without one no
-invitation is made (503, before any write). Delivery is the site's SMTP
-(``chalicelib.admin.mail``, wired in by the entry modules through ``use_mail``, since
-accounts may not import admin).
+invitation is made (503, before any write). Delivery is the ``Mailer`` the app factory
+gives (``entry.factory``: the site's SMTP, ``chalicelib.admin.mail``, since accounts may not
+import admin).
 
 A link never authenticates its holder (``accept``):
 
@@ -28,11 +28,11 @@ A link never authenticates its holder (``accept``):
 
 from __future__ import annotations
 
-import importlib
 import secrets
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any
+from typing import Protocol
 
 from chalicelib.accounts import authorization, passwords
 from chalicelib.accounts.invitations import store as invitations_store
@@ -61,20 +61,34 @@ MAX_TEAMS = 100
 # answers with it: every membership not yet active.
 STATUSES = ("invited", "active", "inactive")
 
-_mail: list[str] = []
+
+class Mailer(Protocol):
+    """What accounts mails its links through (invitations, password resets, email
+    confirmations). The app factory gives the site's SMTP (``chalicelib.admin.mail``, a
+    module that is one); each ``send_*`` is False when no mail is set up."""
+
+    def configured(self) -> object | None: ...
+
+    def send_invitation(self, recipient: str, organization: str, link: str) -> bool: ...
+
+    def send_email_confirmation(self, recipient: str, link: str) -> bool: ...
+
+    def send_password_reset(self, recipient: str, link: str) -> bool: ...
 
 
-def use_mail(module: str) -> None:
-    """Send mail (invitations, password resets) with the module at ``module`` (the entry
-    modules name ``chalicelib.admin.mail``: ``configured()``, ``send_invitation(recipient,
-    organization, link)``, ``send_password_reset(recipient, link)``). Imported with the
-    first mail, so smtplib never loads with a function's cold start."""
-    _mail[:] = [module]
+_mailer: list[Callable[[], Mailer]] = []
 
 
-def mail() -> Any | None:
-    """The mail module ``use_mail`` named (None: none, as in some tests)."""
-    return importlib.import_module(_mail[0]) if _mail else None
+def use_mail(load: Callable[[], Mailer]) -> None:
+    """Send mail with the ``Mailer`` that ``load`` gives (called by the app factory for the
+    apps that declare they mail). Called with the first mail, so that the mailer (smtplib)
+    never loads with a function's cold start."""
+    _mailer[:] = [load]
+
+
+def mail() -> Mailer | None:
+    """The mailer ``use_mail`` was given (None: none, as in some tests)."""
+    return _mailer[0]() if _mailer else None
 
 
 def _send(email: str, organization: str, link: str) -> bool:

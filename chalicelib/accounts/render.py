@@ -8,7 +8,6 @@ blocks (what the caller may do), never decides what is shown.
 from __future__ import annotations
 
 import hashlib
-import importlib
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
@@ -16,7 +15,7 @@ from urllib.parse import quote
 from chalicelib.accounts.organizations.store import OrganizationModel
 from chalicelib.accounts.teams.store import ACCESS_FLAGS, TeamModel
 from chalicelib.accounts.users.store import UserModel
-from chalicelib.core.api.jsonapi import resource, to_one
+from chalicelib.core.api.jsonapi import resource, to_many, to_one
 from chalicelib.core.api.names import kebab
 from chalicelib.core.auth import Principal, TokenModel, TtlCache
 from chalicelib.core.data.ids import iso
@@ -108,14 +107,11 @@ def render_team(
         },
         relationships={
             "organization": to_one("organizations", team.organization),
-            "users": {"data": [{"id": u, "type": "users"} for u in members]},
-            "organization-memberships": {
-                "data": [
-                    {"id": membership_id(team.organization, u), "type": "organization-memberships"}
-                    for u in members
-                ]
-                + [{"id": i, "type": "organization-memberships"} for i in invited]
-            },
+            "users": to_many("users", members),
+            "organization-memberships": to_many(
+                "organization-memberships",
+                [*(membership_id(team.organization, u) for u in members), *invited],
+            ),
             "authentication-token": to_one("authentication-tokens", team.token_id),
         },
         links={"self": f"/api/v2/teams/{team.id}"},
@@ -173,9 +169,7 @@ def render_membership(
         relationships={
             "user": to_one("users", user_id),
             "organization": to_one("organizations", organization),
-            "teams": {
-                "data": [{"id": t, "type": "teams"} for t in team_ids if t not in hidden_teams]
-            },
+            "teams": to_many("teams", (t for t in team_ids if t not in hidden_teams)),
         },
     )
     if meta:
@@ -183,26 +177,22 @@ def render_membership(
     return document
 
 
-# Whether SCIM provisioning is on: the ``module:function`` the entry modules name (SCIM's
-# settings sit above accounts), remembered for the token cache's window.
-_scim_probe: list[str] = []
+# Whether SCIM provisioning is on: scim's service answers (SCIM sits above accounts; the app
+# factory gives the answer's source), remembered for the token cache's window.
+_scim_probe: list[Callable[[], bool]] = []
 _scim_enabled = TtlCache(lambda: get_settings().token_cache_ttl)
 
 
-def use_scim_probe(path: str) -> None:
-    """``path`` (``module:function``) returns SCIM's settings (``.enabled``); imported when
-    a SCIM-provisioned user is first rendered."""
-    _scim_probe[:] = [path]
+def use_scim_probe(probe: Callable[[], bool]) -> None:
+    """``probe()`` says whether SCIM provisioning is on (called by the app factory for the
+    apps that render users); asked when a user is first rendered."""
+    _scim_probe[:] = [probe]
 
 
 def scim_enabled() -> bool:
     found = _scim_enabled.get("enabled")
     if found is None:
-        found = False
-        if _scim_probe:
-            module, _, name = _scim_probe[0].partition(":")
-            probe: Callable[[], Any] = getattr(importlib.import_module(module), name)
-            found = bool(getattr(probe(), "enabled", False))
+        found = bool(_scim_probe and _scim_probe[0]())
         _scim_enabled.put("enabled", found)
     return found
 

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from chalice import Blueprint, Response
 
-from chalicelib.accounts import account, authorization, memberships, signin
+from chalicelib.accounts import account, authorization, memberships
 from chalicelib.accounts.organizations import service as organizations_service
 from chalicelib.accounts.render import (
     render_entitlement_set,
@@ -32,7 +32,7 @@ from chalicelib.accounts.users import service as users_service
 from chalicelib.accounts.users import store as users_store
 from chalicelib.accounts.users.store import UserModel
 from chalicelib.core.api.access import Bearer, Public
-from chalicelib.core.api.errors import TooManyRequests, Unprocessable
+from chalicelib.core.api.errors import Unprocessable
 from chalicelib.core.api.http import Ctx, route
 from chalicelib.core.api.jsonapi import Includer, collect_included, document, no_content
 from chalicelib.core.api.openapi import PAGE, Body, Param, Relationships, Reply
@@ -96,17 +96,9 @@ def change_password(ctx: Ctx) -> Response:
     """Change your password (``current-password``, ``password``, ``password-confirmation``).
     Wrong current passwords count with the account's failed sign-ins: past the bound, 429."""
     attrs = ctx.attributes()
-    try:
-        user = account.change_password(
-            ctx.user,
-            attrs.current_password,
-            attrs.password,
-            attrs.password_confirmation,
-            ctx.source_ip,
-        )
-    except signin.Throttled as throttled:
-        headers = {"Retry-After": throttled.retry_after}
-        raise TooManyRequests(str(throttled), headers=headers) from None
+    user = account.change_password(
+        ctx.user, attrs.current_password, attrs.password, attrs.password_confirmation, ctx.source_ip
+    )
     return document(render_user(user))
 
 

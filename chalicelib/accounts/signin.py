@@ -55,6 +55,7 @@ import time
 from chalicelib.accounts import passwords, twofactor
 from chalicelib.accounts.users import service as users_service
 from chalicelib.accounts.users.store import UserModel
+from chalicelib.core.api.errors import TooManyRequests
 from chalicelib.core.data.counters import count_request, uncount
 
 log = logging.getLogger("registry.signin")
@@ -66,17 +67,17 @@ _TTL_GRACE_SECONDS = 60
 MAX_LOGIN_LENGTH = 256
 
 
-class Throttled(Exception):
-    """Too many failed attempts: try again in ``minutes``."""
+class Throttled(TooManyRequests):
+    """Too many failed attempts: a 429 saying to try again in ``minutes``, with the
+    ``Retry-After`` header (seconds). The API's route wrapper answers it as every ApiError;
+    a page shows its form again with it (``web.view.with_error``)."""
 
     def __init__(self, minutes: int) -> None:
-        super().__init__(f"too many attempts, try again in {minutes} minutes")
+        super().__init__(
+            f"too many attempts, try again in {minutes} minutes",
+            headers={"Retry-After": str(minutes * 60)},
+        )
         self.minutes = minutes
-
-    @property
-    def retry_after(self) -> str:
-        """The ``Retry-After`` header's value (seconds)."""
-        return str(self.minutes * 60)
 
 
 def find_user(login: str) -> UserModel | None:

@@ -20,7 +20,7 @@ from chalicelib.accounts.render import avatar_url, scim_attributes
 from chalicelib.admin import people
 from chalicelib.admin.limits import MAX_MODULE_CONSUMERS
 from chalicelib.core.api.http import Ctx, route
-from chalicelib.core.api.jsonapi import document, no_content, resource
+from chalicelib.core.api.jsonapi import document, no_content, resource, to_many
 from chalicelib.core.api.openapi import PAGE, Body, Param, Relationships
 from chalicelib.core.data.ids import iso
 
@@ -48,7 +48,7 @@ def admin_route(path: str, methods: tuple[str, ...], **kw: Any) -> Any:
 
 
 def _organization_ids(names: list[str]) -> dict[str, Any]:
-    return {"data": [{"type": "organizations", "id": name} for name in names]}
+    return to_many("organizations", names)
 
 
 def render_admin_user(user: UserModel) -> dict[str, Any]:
@@ -97,7 +97,7 @@ def render_admin_organization(
         "module-consumers": _organization_ids(sorted(org.module_consumers or ()))
     }
     if owners is not None:
-        relationships["owners"] = {"data": [{"type": "users", "id": u.id} for u in owners]}
+        relationships["owners"] = to_many("users", (u.id for u in owners))
     return resource(
         "organizations",
         org.name,

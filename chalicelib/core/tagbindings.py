@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from pynamodb.attributes import ListAttribute, MapAttribute, UnicodeAttribute
 
 from chalicelib.core.api.errors import Unprocessable
-from chalicelib.core.api.jsonapi import resource
+from chalicelib.core.api.jsonapi import identifiers, resource
 from chalicelib.core.api.openapi import Payload
 from chalicelib.core.data.ids import new_id
 
@@ -296,5 +296,5 @@ def effective_relationship(related_url: str, items: list[dict[str, Any]] | None)
     ``items`` when they are included (``?include=effective_tag_bindings``)."""
     relation: dict[str, Any] = {"links": {"related": related_url}}
     if items is not None:
-        relation["data"] = [{"id": i["id"], "type": i["type"]} for i in items]
+        relation["data"] = identifiers(EFFECTIVE_TYPE, (i["id"] for i in items))
     return relation

@@ -10,6 +10,7 @@ from chalice import Blueprint, Chalice
 
 from chalicelib.admin.ratelimit import rate_limit
 from chalicelib.core.api.http import install_middleware, install_request_log
+from chalicelib.entry.wiring import Uses, wire
 
 
 class RegistryApp(Chalice):
@@ -21,6 +22,7 @@ class RegistryApp(Chalice):
     """
 
     _requests = threading.local()
+    uses = Uses()  # what ``create_app`` wired for this app's handlers
 
     @property
     def current_request(self) -> Any:
@@ -39,8 +41,12 @@ class RegistryApp(Chalice):
         super()._register_route(name, user_handler, copied, **unused)
 
 
-def create_app(name: str, blueprints: list[Blueprint]) -> Chalice:
+def create_app(name: str, blueprints: list[Blueprint], uses: Uses | None = None) -> Chalice:
+    """The app of ``blueprints``, with what its handlers reach wired in (``uses``: mail, the
+    SCIM status; see ``entry.wiring``)."""
     app = RegistryApp(app_name=name)
+    app.uses = uses or Uses()
+    wire(app.uses)
     app.log.setLevel(logging.INFO)
     logging.getLogger("registry").setLevel(logging.INFO)
     # JSON:API clients send their own media type; Chalice must pass bodies through as-is.

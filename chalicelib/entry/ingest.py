@@ -13,10 +13,10 @@ from typing import Any, TypedDict
 
 from chalice import Chalice
 
-from chalicelib.accounts import memberships
 from chalicelib.artifacts import events, queue
 from chalicelib.core import observe
 from chalicelib.core.settings import get_settings
+from chalicelib.entry.wiring import Uses, wire
 from chalicelib.modules.keys import UPLOAD_PREFIX
 from chalicelib.providers.keys import UPLOAD_PREFIX as PROVIDER_UPLOAD_PREFIX
 
@@ -51,9 +51,8 @@ def _run_job(job: dict[str, Any]) -> object:
     return worker.run(job)  # logs its outcome
 
 
-# Password reset links go out through the site's SMTP settings (accounts may not import
-# admin).
-memberships.use_mail("chalicelib.admin.mail")
+# Password reset links are mailed (this function is no HTTP app: it wires for itself).
+wire(Uses(mail=True))
 
 
 UPLOADS = {UPLOAD_PREFIX: _module_uploads, PROVIDER_UPLOAD_PREFIX: _provider_uploads}

@@ -8,7 +8,7 @@ from typing import Any
 from chalicelib.accounts.authorization import OrgAccess
 from chalicelib.artifacts.semver import parse as parse_version
 from chalicelib.core import tagbindings
-from chalicelib.core.api.jsonapi import Includer, resource, to_one
+from chalicelib.core.api.jsonapi import Includer, identifiers, resource, to_one
 from chalicelib.core.data.ids import iso
 from chalicelib.modules.statuses import is_revoked
 from chalicelib.modules.store import ModuleModel, ModuleVersionModel
@@ -133,9 +133,8 @@ def tag_bindings_path(module_id: str) -> str:
 def no_code_identifiers(module: ModuleModel) -> list[dict[str, str]]:
     """The ``no-code-modules`` relationship's data: the module's no-code module, whose id
     the module item carries (one per module), so no other read is needed."""
-    if not module.no_code_module_id:
-        return []
-    return [{"id": module.no_code_module_id, "type": "no-code-modules"}]
+    ids = [module.no_code_module_id] if module.no_code_module_id else []
+    return identifiers("no-code-modules", ids)
 
 
 # What a module's list and read serve for ``?include=`` (go-tfe's

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from chalicelib.core import tagbindings
-from chalicelib.core.api.jsonapi import resource, to_one
+from chalicelib.core.api.jsonapi import resource, to_many, to_one
 from chalicelib.core.data.ids import iso
 from chalicelib.providers import service, store
 from chalicelib.providers.service import Rights
@@ -66,7 +66,7 @@ def render_provider(
         "tag-bindings": tagbindings.relationship(tag_bindings_path(provider.id)),
     }
     if versions is not None:
-        relationships[VERSIONS] = {"data": [{"id": v.id, "type": VERSIONS} for v in versions]}
+        relationships[VERSIONS] = to_many(VERSIONS, (v.id for v in versions))
     return resource(
         PROVIDERS,
         provider.id,
@@ -91,7 +91,7 @@ def render_version(
 ) -> dict[str, Any]:
     relationships: dict[str, Any] = {"registry-provider": to_one(PROVIDERS, provider.id)}
     if platforms is not None:
-        relationships["platforms"] = {"data": [{"id": p.id, "type": PLATFORMS} for p in platforms]}
+        relationships["platforms"] = to_many(PLATFORMS, (p.id for p in platforms))
     return resource(
         VERSIONS,
         version.id,

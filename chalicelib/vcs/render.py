@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from chalicelib.core.api.http import Ctx
-from chalicelib.core.api.jsonapi import resource, to_one
+from chalicelib.core.api.jsonapi import resource, to_many, to_one
 from chalicelib.core.data.ids import iso
 from chalicelib.vcs import providers
 from chalicelib.vcs.store import OAuthClientModel, OAuthTokenModel
@@ -44,10 +44,11 @@ def render_client(
         },
         relationships={
             "organization": to_one("organizations", client.organization),
-            "oauth-tokens": {
-                "data": [{"id": t.id, "type": "oauth-tokens"} for t in tokens],
-                "links": {"related": f"{V2}/oauth-clients/{client.id}/oauth-tokens"},
-            },
+            "oauth-tokens": to_many(
+                "oauth-tokens",
+                (t.id for t in tokens),
+                links={"related": f"{V2}/oauth-clients/{client.id}/oauth-tokens"},
+            ),
         },
         links={"self": f"{V2}/oauth-clients/{client.id}"},
     )

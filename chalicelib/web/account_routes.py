@@ -40,6 +40,7 @@ from chalicelib.web.view import (
     csrf_refused,
     page,
     redirect,
+    with_error,
 )
 
 if TYPE_CHECKING:
@@ -52,11 +53,6 @@ STEP = "/app/sign-in/two-factor"
 ACCOUNT = "/app/account/two-factor"
 GONE = Reply(410, description="the link or the sign-in step is used, withdrawn or expired")
 WRONG_CODE = "wrong or already used code"
-
-
-def _retry_after(answer: Response, throttled: signin.Throttled) -> Response:
-    answer.headers["Retry-After"] = throttled.retry_after
-    return answer
 
 
 # ----- password reset ---------------------------------------------------------------------------
@@ -82,8 +78,8 @@ def reset_request(ctx: WebCtx) -> Response:
     try:
         job = resets.request(login, ctx.source_ip)
     except signin.Throttled as throttled:
-        page_ = ctx.render("password_reset_request.html", 429, available=True, error=str(throttled))
-        return _retry_after(page_, throttled)
+        page_ = ctx.render("password_reset_request.html", available=True, error=str(throttled))
+        return with_error(throttled, page_)
     if job is not None:  # the ingest function looks the account up and mails the link
         queue.enqueue(queue.PASSWORD_RESET, **job)
     return ctx.render("password_reset_request.html", available=True, sent=True)
@@ -160,8 +156,7 @@ def second_step(ctx: WebCtx) -> Response:
     try:
         user = signin.check_code(step.user_id, form.get("code") or "", ctx.source_ip)
     except signin.Throttled as throttled:
-        answer = ctx.render("two_factor_step.html", 429, error=str(throttled))
-        return _retry_after(answer, throttled)
+        return with_error(throttled, ctx.render("two_factor_step.html", error=str(throttled)))
     if user is None:
         return ctx.render("two_factor_step.html", 401, error=WRONG_CODE)
     if not session.take_second_step(step):
@@ -270,7 +265,7 @@ def two_factor_disable(ctx: WebCtx) -> Response:
         else:
             proven = signin.check(user.username, password, ctx.source_ip) if password else None
     except signin.Throttled as throttled:
-        return _retry_after(_account_page(ctx, user, 429, error=str(throttled)), throttled)
+        return with_error(throttled, _account_page(ctx, user, error=str(throttled)))
     if proven is None or proven.id != user.id:
         return _account_page(ctx, user, 401, error="wrong password or code")
     twofactor.disable(user.id, keep_token_id=ctx.principal_or_sign_in().token_id)

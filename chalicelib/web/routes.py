@@ -31,6 +31,7 @@ from chalicelib.web.view import (
     page_number,
     redirect,
     safe_next,
+    with_error,
 )
 
 bp = Blueprint(__name__)
@@ -119,11 +120,8 @@ def sign_in_with_password(ctx: WebCtx) -> Response:
     try:
         user = signin.check(login, form.get("password") or "", ctx.source_ip)
     except signin.Throttled as throttled:
-        answer = ctx.render(
-            "sign_in.html", 429, next=target, login=login, password_error=str(throttled)
-        )
-        answer.headers["Retry-After"] = throttled.retry_after
-        return answer
+        page_ = ctx.render("sign_in.html", next=target, login=login, password_error=str(throttled))
+        return with_error(throttled, page_)
     if user is None:
         return ctx.render(
             "sign_in.html", 401, next=target, login=login, password_error=WRONG_PASSWORD

@@ -277,6 +277,14 @@ def safe_next(target: str | None, default: str = DEFAULT_PAGE) -> str:
     return target
 
 
+def with_error(error: ApiError, answer: Response) -> Response:
+    """``answer`` (the page again, saying why) with ``error``'s status and headers: a
+    throttled sign-in (``signin.Throttled``) is a 429 with its ``Retry-After``."""
+    answer.status_code = error.status
+    answer.headers.update(error.headers)
+    return answer
+
+
 def error_page(request: Any, status: int, message: str | None = None) -> Response:
     """The error page (404, 400, 500, ...) in the UI's layout."""
     ctx = WebCtx(request)

@@ -10,7 +10,7 @@ from typing import Any
 
 from chalicelib.accounts.authorization import OrgAccess
 from chalicelib.core import tagbindings
-from chalicelib.core.api.jsonapi import resource, to_one
+from chalicelib.core.api.jsonapi import resource, to_many, to_one
 from chalicelib.core.data.ids import iso
 from chalicelib.workspaces.store import WorkspaceModel, tag_entries
 
@@ -93,7 +93,7 @@ def render_workspace(
         attributes,
         relationships={
             "organization": to_one("organizations", workspace.organization),
-            "tags": {"data": [{"id": i, "type": "tags"} for i, _ in tag_entries(workspace)]},
+            "tags": to_many("tags", (i for i, _ in tag_entries(workspace))),
             "project": to_one("projects", project_id),
             "tag-bindings": tagbindings.relationship(path + "/tag-bindings"),
             "effective-tag-bindings": tagbindings.effective_relationship(

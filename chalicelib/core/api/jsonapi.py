@@ -209,6 +209,22 @@ def to_one(type_: str, id_: str | None) -> dict[str, Any]:
     return {"data": {"id": id_, "type": type_} if id_ is not None else None}
 
 
+def identifiers(type_: str, ids: Iterable[str]) -> list[dict[str, str]]:
+    """Resource identifiers of one type: ``[{"id": ..., "type": type_}, ...]``."""
+    return [{"id": id_, "type": type_} for id_ in ids]
+
+
+def to_many(
+    type_: str, ids: Iterable[str], *, links: dict[str, str] | None = None
+) -> dict[str, Any]:
+    """A to-many relationship: ``{"data": [{"id": ..., "type": type_}, ...]}``, and its
+    ``links`` when given."""
+    relation: dict[str, Any] = {"data": identifiers(type_, ids)}
+    if links is not None:
+        relation["links"] = links
+    return relation
+
+
 # ----- compound documents (``?include=``) ----------------------------------------------------
 
 # An include's loader: the primary models of a response -> the related resources, rendered.

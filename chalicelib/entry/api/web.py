@@ -5,8 +5,8 @@ The rarer, heavier pages (site administration, people management, publishing) ar
 ``webadmin`` group's, so a cold start here loads none of their services.
 """
 
-from chalicelib.accounts import memberships
 from chalicelib.entry.factory import create_app
+from chalicelib.entry.wiring import Uses
 from chalicelib.web.account_routes import bp as account_bp
 from chalicelib.web.login import bp as login_bp
 from chalicelib.web.people.account import bp as account_page_bp
@@ -14,8 +14,9 @@ from chalicelib.web.providers import bp as providers_bp
 from chalicelib.web.routes import bp
 from chalicelib.web.sso import bp as sso_bp
 
-# Password reset and email confirmation links go out through the site's SMTP settings (accounts
-# may not import admin).
-memberships.use_mail("chalicelib.admin.mail")
-
-app = create_app("registry-web", [bp, account_bp, account_page_bp, login_bp, sso_bp, providers_bp])
+# Password reset and email confirmation links are mailed.
+app = create_app(
+    "registry-web",
+    [bp, account_bp, account_page_bp, login_bp, sso_bp, providers_bp],
+    Uses(mail=True),
+)

@@ -3,8 +3,8 @@ people management (members, teams, invitations, the organization's token) and pu
 (modules, versions, VCS connections). The everyday pages are the ``web`` group's.
 """
 
-from chalicelib.accounts import memberships
 from chalicelib.entry.factory import create_app
+from chalicelib.entry.wiring import Uses
 from chalicelib.web.people import members, teams  # noqa: F401 - register their pages on bp
 from chalicelib.web.people.common import bp as people_bp
 from chalicelib.web.publishing import bp as publishing_bp
@@ -12,10 +12,9 @@ from chalicelib.web.siteadmin.keys_routes import bp as siteadmin_keys_bp
 from chalicelib.web.siteadmin.people_routes import bp as siteadmin_people_bp
 from chalicelib.web.siteadmin.settings_routes import bp as siteadmin_settings_bp
 
-# Invitations go out through the site's SMTP settings (accounts may not import admin).
-memberships.use_mail("chalicelib.admin.mail")
-
+# Invitations are mailed.
 app = create_app(
     "registry-webadmin",
     [people_bp, publishing_bp, siteadmin_people_bp, siteadmin_settings_bp, siteadmin_keys_bp],
+    Uses(mail=True),
 )

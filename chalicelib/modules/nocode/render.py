@@ -6,7 +6,7 @@ import hashlib
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from chalicelib.core.api.jsonapi import resource, to_one
+from chalicelib.core.api.jsonapi import resource, to_many, to_one
 from chalicelib.modules.nocode.store import NoCodeModuleModel, VariableOptionAttribute
 from chalicelib.modules.store import ModuleVersionModel
 
@@ -30,7 +30,7 @@ def render_no_code_module(item: NoCodeModuleModel) -> dict[str, Any]:
         relationships={
             "organization": to_one("organizations", item.organization),
             "registry-module": to_one("registry-modules", item.registry_module_id),
-            "variable-options": {"data": [{"id": o.id, "type": OPTION_TYPE} for o in options]},
+            "variable-options": to_many(OPTION_TYPE, (o.id for o in options)),
         },
         links={"self": path(item.id)},
     )

@@ -34,7 +34,16 @@ from chalicelib.web.people.common import (
     expiry_from,
     signed_in_user,
 )
-from chalicelib.web.view import THROTTLED, PublicPage, SignedIn, WebCtx, page, posted, redirect
+from chalicelib.web.view import (
+    THROTTLED,
+    PublicPage,
+    SignedIn,
+    WebCtx,
+    page,
+    posted,
+    redirect,
+    with_error,
+)
 
 if TYPE_CHECKING:
     from chalicelib.accounts.users.store import UserModel
@@ -145,9 +154,7 @@ def change_password(ctx: WebCtx) -> Response:
     except Unprocessable as refused:
         return _account_page(ctx, principal, 422, password_error=refused.detail)
     except signin.Throttled as throttled:
-        answer = _account_page(ctx, principal, 429, password_error=str(throttled))
-        answer.headers["Retry-After"] = throttled.retry_after
-        return answer
+        return with_error(throttled, _account_page(ctx, principal, password_error=str(throttled)))
     return _account_page(ctx, principal, password_notice="Your password is changed.")
 
 

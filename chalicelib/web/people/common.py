@@ -19,7 +19,7 @@ from chalicelib.core.api.errors import NotFound
 from chalicelib.core.auth import Principal
 from chalicelib.web.view import WebCtx
 
-bp = Blueprint("chalicelib.web.people")
+bp = Blueprint(__name__)
 
 # A team's organization access as the API names it (``organization-access``), in TFE's order.
 ACCESS_FLAGS = (

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 # the first provider page: WebFunction serves the module pages and sign-in too, whose cold
 # start need none of them (each handler imports them).
 
-bp = Blueprint("chalicelib.web.providers")
+bp = Blueprint(__name__)
 
 PROVIDERS = "/app/{organization}/registry/providers"
 PROVIDER = PROVIDERS + "/private/{namespace}/{name}"  # web.providers.pages.REGISTRY

@@ -26,7 +26,7 @@ from chalicelib.web.view import WebCtx
 if TYPE_CHECKING:  # the registry's records, read only through its service
     from chalicelib.modules.store import ModuleModel
 
-bp = Blueprint("chalicelib.web.publishing")
+bp = Blueprint(__name__)
 
 PUBLISH = "/app/{organization}/registry/publish"
 MODULE = PUBLISH + "/{registry}/{namespace}/{name}/{provider}"

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from chalice import Blueprint, Response
 
@@ -19,11 +19,11 @@ from chalicelib.core.auth import Principal
 from chalicelib.web import session
 from chalicelib.web.view import SiteAdminPage, WebCtx, csrf_refused, page
 
+if TYPE_CHECKING:
+    from chalicelib.core.api.attributes import Attributes
+
 ADMIN = "/app/admin"
 _INTEGER = re.compile(r"^-?[0-9]{1,12}$")
-# The API's request models, by name (pydantic loads with the first form posted).
-ADMIN_SCHEMAS = "chalicelib.admin.schemas:"
-SCIM_SCHEMAS = "chalicelib.scim.schemas:"
 SAVED = (
     Reply(303, description="done: back to the page, which says so"),
     Reply(422, description="refused: the form again, with the reason"),
@@ -101,18 +101,14 @@ def form_attributes(fields: tuple[Field, ...], form: dict[str, str]) -> dict[str
     return out
 
 
-def validated(model: str, attributes: dict[str, Any]) -> dict[str, Any]:
-    """``attributes`` checked by the API's request model (``model``: ``module:Class``, as
-    the API's routes name it), with its 422 and message as the API gives them; returned as
-    the changes the service takes: kebab names, nulls dropped."""
-    # pydantic loads with the first form posted, not with the function (as for the API).
-    from importlib import import_module
-
+def validated(model: type[Attributes], attributes: dict[str, Any]) -> dict[str, Any]:
+    """``attributes`` checked by the API's request model, with its 422 and message as the
+    API gives them; returned as the changes the service takes: kebab names, nulls dropped.
+    (The pages import the models where a form is posted: pydantic loads with the first form
+    posted, not with the function, as for the API.)"""
     from chalicelib.admin.schemas import changes
 
-    module, _, name = model.partition(":")
-    found = getattr(import_module(module), name)
-    return changes(validate(found, attributes, pointer_prefix="/data/attributes"))
+    return changes(validate(model, attributes, pointer_prefix="/data/attributes"))
 
 
 Poster = Callable[..., Response]

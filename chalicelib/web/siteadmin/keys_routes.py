@@ -18,7 +18,7 @@ from chalicelib.core.api.errors import Unprocessable
 from chalicelib.core.api.openapi import Reply
 from chalicelib.core.auth import Principal
 from chalicelib.core.data.ids import iso, now
-from chalicelib.web.siteadmin.common import ADMIN, SCIM_SCHEMAS, admin_post, site_admin, validated
+from chalicelib.web.siteadmin.common import ADMIN, admin_post, site_admin, validated
 from chalicelib.web.view import SiteAdminPage, WebCtx, page, redirect
 
 bp = Blueprint(__name__)
@@ -61,11 +61,12 @@ def scim_settings(ctx: WebCtx) -> Response:
 @admin_post(bp, SCIM)
 def scim_save(ctx: WebCtx, _admin: Any, form: dict[str, str]) -> Response:
     """Enable, pause, or let SCIM link existing users (the SCIM service's rules)."""
+    from chalicelib.scim import schemas
     from chalicelib.scim import service as scim  # the SCIM pages' own, not the cold start's
 
     sent = {name: form.get(name) == "on" for name in ("enabled", "paused", "link-existing-users")}
     try:
-        scim.update_settings(validated(SCIM_SCHEMAS + "ScimSettings", sent))
+        scim.update_settings(validated(schemas.ScimSettings, sent))
     except Unprocessable as refused:
         return _scim_page(ctx, 422, error=refused.detail)
     return redirect(SCIM + "?saved=settings")
@@ -74,6 +75,7 @@ def scim_save(ctx: WebCtx, _admin: Any, form: dict[str, str]) -> Response:
 @admin_post(bp, SCIM + "/tokens", success=CREATED)
 def scim_token_create(ctx: WebCtx, admin: Principal, form: dict[str, str]) -> Response:
     """A new SCIM token for the identity provider: its value is on this answer only."""
+    from chalicelib.scim import schemas
     from chalicelib.scim import service as scim  # the SCIM pages' own, not the cold start's
 
     days = (form.get("days") or "").strip()
@@ -83,7 +85,7 @@ def scim_token_create(ctx: WebCtx, admin: Principal, form: dict[str, str]) -> Re
             if not days.isdigit() or len(days) > 4:
                 raise Unprocessable("expired-at: the expiry must be a whole number of days")
             attributes["expired-at"] = iso(now() + timedelta(days=int(days)))
-        given = validated(SCIM_SCHEMAS + "ScimTokenCreate", attributes)
+        given = validated(schemas.ScimTokenCreate, attributes)
         token, secret = scim.create_token(
             given.get("description"), given.get("expired-at"), admin.id
         )

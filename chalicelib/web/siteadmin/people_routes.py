@@ -25,12 +25,11 @@ from chalicelib.accounts.users import service as users_service
 from chalicelib.admin import people
 from chalicelib.admin.limits import MAX_MODULE_CONSUMERS
 from chalicelib.core.api.errors import NotFound, Unprocessable
-from chalicelib.core.api.jsonapi import relationship_list
+from chalicelib.core.api.jsonapi import relationship_list, to_many
 from chalicelib.core.api.openapi import Param
 from chalicelib.core.api.pagination import Page
 from chalicelib.web.siteadmin.common import (
     ADMIN,
-    ADMIN_SCHEMAS,
     admin_post,
     site_admin,
     validated,
@@ -247,13 +246,15 @@ def module_sharing(ctx: WebCtx, _admin: Any, form: dict[str, str], name: str) ->
     people.get_organization(name)
     names = [n for n in re.split(r"[\s,]+", form.get("consumers", "")) if n]
     unique = list(dict.fromkeys(names))
+    from chalicelib.admin.schemas import AdminOrganization  # with the first form posted
+
     try:
         sharing = validated(
-            ADMIN_SCHEMAS + "AdminOrganization",
+            AdminOrganization,
             {"global-module-sharing": form.get("global") == "on"},
         )
         data = relationship_list(
-            {"data": [{"type": "organizations", "id": n} for n in unique]},
+            to_many("organizations", unique),
             type_="organizations",
             max_items=MAX_MODULE_CONSUMERS,
         )

@@ -24,7 +24,6 @@ from chalicelib.core.api.openapi import Reply
 from chalicelib.saml.config import SLO_PATH
 from chalicelib.web.siteadmin.common import (
     ADMIN,
-    ADMIN_SCHEMAS,
     Field,
     admin_post,
     form_attributes,
@@ -45,7 +44,7 @@ class Area:
     slug: str
     title: str
     intro: str
-    model: str  # the API's request model (chalicelib.admin.schemas)
+    model: str  # the name of the API's request model in chalicelib.admin.schemas
     fields: tuple[Field, ...]
     shown: Callable[[WebCtx], dict[str, Any]]  # what the API shows
     sealed: Callable[[], set[str]]  # the secret fields that hold a value
@@ -68,7 +67,7 @@ AREAS: dict[str, Area] = {
             "general",
             "General settings",
             "Who may create organizations, API rate limiting and the worker timeouts.",
-            ADMIN_SCHEMAS + "GeneralSettings",
+            "GeneralSettings",
             (
                 Field(
                     "limit-user-organization-creation",
@@ -112,7 +111,7 @@ AREAS: dict[str, Area] = {
             "SAML single sign-on",
             "The identity provider this site trusts. Give the identity provider the ACS URL "
             "and the metadata URL below.",
-            ADMIN_SCHEMAS + "SamlSettings",
+            "SamlSettings",
             (
                 Field("enabled", "SAML single sign-on enabled", _BOOL),
                 Field("sso-endpoint-url", "IdP single sign-on URL", help="https:// only."),
@@ -154,7 +153,7 @@ AREAS: dict[str, Area] = {
             "Invitations and password reset links go out through this server. Saving with "
             "SMTP enabled first sends a test mail to the address you give; nothing is stored "
             "unless it is delivered.",
-            ADMIN_SCHEMAS + "SmtpSettings",
+            "SmtpSettings",
             (
                 Field("enabled", "SMTP enabled", _BOOL),
                 Field("host", "Host"),
@@ -178,7 +177,7 @@ AREAS: dict[str, Area] = {
             "sms",
             "SMS (Twilio)",
             "The SMS provider's account.",
-            ADMIN_SCHEMAS + "SmsSettings",
+            "SmsSettings",
             (
                 Field("enabled", "SMS enabled", _BOOL),
                 Field("account-sid", "Account SID"),
@@ -193,7 +192,7 @@ AREAS: dict[str, Area] = {
             "cost-estimation",
             "Cost estimation",
             "Cloud credentials for cost estimation: enabling needs at least one complete set.",
-            ADMIN_SCHEMAS + "CostEstimationSettings",
+            "CostEstimationSettings",
             (
                 Field("enabled", "Cost estimation enabled", _BOOL),
                 Field("cloud-a-access-key-id", "AWS access key id"),
@@ -219,7 +218,7 @@ AREAS: dict[str, Area] = {
             "Texts shown to everyone (Markdown, sanitized as READMEs are): the sign-in help, "
             "the footer of every page, the error pages' text and the text for a signed-in "
             "person who belongs to no organization.",
-            ADMIN_SCHEMAS + "CustomizationSettings",
+            "CustomizationSettings",
             (
                 Field("support-email-address", "Support email address"),
                 Field("login-help", "Sign-in help", "textarea"),
@@ -291,10 +290,12 @@ def _status(error: ApiError) -> int:
 @admin_post(bp, SETTINGS + "/{area}")
 def settings_save(ctx: WebCtx, _admin: Any, form: dict[str, str], area: str) -> Response:
     """Store the form through the admin service (the API's model and rules)."""
+    from chalicelib.admin import schemas  # pydantic loads with the first form posted
+
     found = _area(area)
     sent = form_attributes(found.fields, form)
     try:
-        found.save(validated(found.model, dict(sent)))
+        found.save(validated(getattr(schemas, found.model), dict(sent)))
     except ApiError as refused:
         return _form(ctx, found, _status(refused), sent, error=refused.detail)
     return redirect(f"{SETTINGS}/{found.slug}?saved=1")
@@ -303,7 +304,7 @@ def settings_save(ctx: WebCtx, _admin: Any, form: dict[str, str], area: str) -> 
 @admin_post(bp, SETTINGS + "/smtp/test-mail", success=SENT)
 def smtp_test_mail(ctx: WebCtx, _admin: Any, form: dict[str, str]) -> Response:
     """Send a test mail through the stored SMTP settings; the page says what happened."""
-    from chalicelib.admin import mail
+    from chalicelib.admin import mail, schemas
 
     area = AREAS["smtp"]
     recipient = (form.get("recipient") or "").strip()
@@ -311,7 +312,7 @@ def smtp_test_mail(ctx: WebCtx, _admin: Any, form: dict[str, str]) -> Response:
     if config is None:
         return _form(ctx, area, 422, test_error="SMTP is not enabled: save it enabled first.")
     try:
-        validated(ADMIN_SCHEMAS + "SmtpSettings", {"test-email-address": recipient})
+        validated(schemas.SmtpSettings, {"test-email-address": recipient})
         if not recipient:
             raise Unprocessable("test-email-address is required")
         service.check_email("test-email-address", recipient)
@@ -324,10 +325,12 @@ def smtp_test_mail(ctx: WebCtx, _admin: Any, form: dict[str, str]) -> Response:
 @admin_post(bp, SETTINGS + "/sms/test-message", success=SENT)
 def sms_test_message(ctx: WebCtx, _admin: Any, form: dict[str, str]) -> Response:
     """Send a test SMS through the stored settings (the API's ``verify``)."""
+    from chalicelib.admin import schemas  # pydantic loads with the first form posted
+
     area = AREAS["sms"]
     number = (form.get("test-number") or "").strip()
     try:
-        validated(ADMIN_SCHEMAS + "SmsVerify", {"test-number": number})
+        validated(schemas.SmsVerify, {"test-number": number})
         service.verify_sms(number)
     except ApiError as failed:
         return _form(ctx, area, _status(failed), test_error=failed.detail, recipient=number)

@@ -1,0 +1,55 @@
+"""What accounts calls but may not import, given once per function by what it declares.
+
+Accounts sits below admin and scim, yet it mails links (invitations, password resets, email
+confirmations: through admin's SMTP) and shows whether SCIM provisioned a user (while
+scim's service says provisioning is on). It declares what it needs as typed interfaces
+(``memberships.Mailer``, ``render.use_scim_probe``'s probe); here, above every room, they
+are given their implementations. Each entry app declares what it uses (``Uses``, through
+``factory.create_app``; ``entry.ingest`` through ``wire``): an app that declares nothing
+loads none of it. The implementations load with their first use, not with the cold start.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from chalicelib.accounts.memberships import Mailer
+
+
+@dataclass(frozen=True)
+class Uses:
+    """What an app's handlers reach that accounts cannot give by itself."""
+
+    # Invitations, password resets and email confirmations, mailed by the site's SMTP.
+    mail: bool = False
+    # Users rendered with ``is-scim-managed`` and its kin while SCIM is on.
+    scim: bool = False
+
+
+def site_mail() -> Mailer:
+    """The site's SMTP settings' mailer (smtplib loads with the first mail)."""
+    from chalicelib.admin import mail
+
+    return mail
+
+
+def scim_enabled() -> bool:
+    """Whether SCIM provisioning is on, as scim's service says."""
+    from chalicelib.scim import service
+
+    return bool(service.settings().enabled)
+
+
+def wire(uses: Uses) -> None:
+    """Give accounts the implementations ``uses`` declares (those not declared stay as
+    they are: ``app.py`` and the entry apps share one process in the tests)."""
+    if uses.mail:
+        from chalicelib.accounts import memberships
+
+        memberships.use_mail(site_mail)
+    if uses.scim:
+        from chalicelib.accounts import render
+
+        render.use_scim_probe(scim_enabled)
