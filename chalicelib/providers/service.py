@@ -22,7 +22,6 @@ from chalicelib.core.settings import get_settings
 from chalicelib.core.tagbindings import Binding
 from chalicelib.providers import keys, store
 from chalicelib.providers.store import (
-    GpgKeyModel,
     ProviderModel,
     ProviderPlatformModel,
     ProviderVersionModel,
@@ -181,8 +180,7 @@ def list_providers(
     principal: Principal, organization: str, registry: str | None, q: str | None
 ) -> tuple[list[ProviderModel], Rights]:
     rights_ = rights(principal, organization)
-    condition = ProviderModel.key.startswith(f"{registry}#") if registry else None
-    found = list(ProviderModel.query(organization, range_key_condition=condition))
+    found = store.providers_of(organization, registry)
     if q:
         needle = q.lower()
         found = [p for p in found if needle in p.name or needle in p.namespace.lower()]
@@ -191,14 +189,14 @@ def list_providers(
 
 def get_provider(principal: Principal, ref: ProviderRef) -> tuple[ProviderModel, Rights]:
     rights_ = rights(principal, ref.organization)
-    try:
-        return ProviderModel.get(ref.organization, ref.key), rights_
-    except ProviderModel.DoesNotExist:
-        raise NotFound(f"provider {ref.namespace}/{ref.name} not found") from None
+    found = store.provider(ref.organization, ref.key)
+    if found is None:
+        raise NotFound(f"provider {ref.namespace}/{ref.name} not found")
+    return found, rights_
 
 
 def get_provider_by_id(principal: Principal, provider_id: str) -> tuple[ProviderModel, Rights]:
-    found = next(iter(ProviderModel.by_id.query(provider_id, limit=1)), None)
+    found = store.provider_by_id(provider_id)
     if found is None or not accounts.can_read_organization(principal, found.organization):
         raise NotFound(f"registry provider {provider_id!r} not found")
     return found, rights(principal, found.organization)
@@ -240,9 +238,9 @@ def _delete_provider_record(provider: ProviderModel) -> None:
 def delete_all_for_organization(organization: str) -> None:
     """Every provider (public entries too) and GPG key of an organization being deleted
     (``lifecycle.delete_organization``): a new organization of that name starts empty."""
-    for provider in ProviderModel.query(organization):
+    for provider in store.providers_of(organization):
         _delete_provider_record(provider)
-    store.delete_all(GpgKeyModel.query(organization))
+    store.delete_all(store.gpg_keys(organization))
 
 
 # ----- versions -----------------------------------------------------------------------------
@@ -308,13 +306,10 @@ def list_versions(
 
 
 def _version_of(provider: ProviderModel, version: str) -> ProviderVersionModel:
-    try:
-        order_key = semver.parse(version).order_key
-        return ProviderVersionModel.get(provider.id, order_key)
-    except (semver.InvalidVersion, ProviderVersionModel.DoesNotExist):
-        raise NotFound(
-            f"version {version} of {provider.namespace}/{provider.name} not found"
-        ) from None
+    found = store.version_of(provider.id, version)
+    if found is None:
+        raise NotFound(f"version {version} of {provider.namespace}/{provider.name} not found")
+    return found
 
 
 def get_version(
@@ -411,10 +406,9 @@ def get_platform(
     principal: Principal, ref: ProviderRef, version: str, os_: str, arch: str
 ) -> tuple[ProviderModel, ProviderVersionModel, ProviderPlatformModel, Rights]:
     provider, found, rights_ = get_version(principal, ref, version)
-    try:
-        platform = ProviderPlatformModel.get(found.id, store.platform_key(os_, arch))
-    except ProviderPlatformModel.DoesNotExist:
-        raise NotFound(f"platform {os_}/{arch} of version {version} not found") from None
+    platform = store.platform_of(found.id, os_, arch)
+    if platform is None:
+        raise NotFound(f"platform {os_}/{arch} of version {version} not found")
     return provider, found, platform, rights_
 
 

@@ -39,6 +39,7 @@ from pynamodb.exceptions import PutError, TransactWriteError, UpdateError
 from pynamodb.indexes import AllProjection, GlobalSecondaryIndex
 from pynamodb.transactions import TransactWrite
 
+from chalicelib.artifacts import semver
 from chalicelib.core.data import db
 from chalicelib.core.data.ids import now
 from chalicelib.core.tagbindings import TagBindingsAttribute
@@ -183,13 +184,63 @@ def move_key(old: GpgKeyModel, new: GpgKeyModel) -> None:
         raise
 
 
+# ----- reads (every read of these tables is here) ------------------------------------------
+
+
+def gpg_keys(namespace: str) -> list[GpgKeyModel]:
+    return list(GpgKeyModel.query(namespace))
+
+
+def gpg_key(namespace: str, key_id: str, consistent: bool = False) -> GpgKeyModel | None:
+    """The namespace's key of that id (ids compare case-insensitively: kept in upper case)."""
+    try:
+        return GpgKeyModel.get(namespace, key_id.upper(), consistent_read=consistent)
+    except GpgKeyModel.DoesNotExist:
+        return None
+
+
+def providers_of(organization: str, registry: str | None = None) -> list[ProviderModel]:
+    """The organization's providers, of one registry (``private``, ``public``) or all."""
+    condition = ProviderModel.key.startswith(f"{registry}#") if registry else None
+    return list(ProviderModel.query(organization, range_key_condition=condition))
+
+
+def provider(organization: str, key: str) -> ProviderModel | None:
+    try:
+        return ProviderModel.get(organization, key)
+    except ProviderModel.DoesNotExist:
+        return None
+
+
+def provider_by_id(provider_id: str) -> ProviderModel | None:
+    return next(iter(ProviderModel.by_id.query(provider_id, limit=1)), None)
+
+
+def version_of(
+    provider_id: str, version: str, consistent: bool = False
+) -> ProviderVersionModel | None:
+    """The provider's version ``version`` (None when it is not one, or not a version)."""
+    try:
+        order_key = semver.parse(version).order_key
+        return ProviderVersionModel.get(provider_id, order_key, consistent_read=consistent)
+    except (semver.InvalidVersion, ProviderVersionModel.DoesNotExist):
+        return None
+
+
 def versions_of(provider_id: str) -> list[ProviderVersionModel]:
     """Newest first."""
     return list(ProviderVersionModel.query(provider_id, scan_index_forward=False))
 
 
-def platforms_of(version_id: str) -> list[ProviderPlatformModel]:
-    return list(ProviderPlatformModel.query(version_id))
+def platform_of(version_id: str, os_: str, arch: str) -> ProviderPlatformModel | None:
+    try:
+        return ProviderPlatformModel.get(version_id, platform_key(os_, arch))
+    except ProviderPlatformModel.DoesNotExist:
+        return None
+
+
+def platforms_of(version_id: str, consistent: bool = False) -> list[ProviderPlatformModel]:
+    return list(ProviderPlatformModel.query(version_id, consistent_read=consistent))
 
 
 def delete_all(items: Iterable[db.Model]) -> None:

@@ -14,7 +14,7 @@ from typing import Any
 
 from pynamodb.exceptions import UpdateError
 
-from chalicelib.artifacts import events, semver
+from chalicelib.artifacts import events
 from chalicelib.artifacts.events import record_key
 from chalicelib.core.data import db
 from chalicelib.core.data.ids import now
@@ -46,11 +46,8 @@ def handle_s3_record(record: events.Record) -> str:
         # The update returned the item as written: the second of the two files sees both.
         return verify.check_version(provider, version)
     os_, _, arch = uploaded.platform.partition("_")
-    try:
-        platform = ProviderPlatformModel.get(version.id, store.platform_key(os_, arch))
-    except ProviderPlatformModel.DoesNotExist:
-        return "ignored"
-    if platform.filename != uploaded.file:
+    platform = store.platform_of(version.id, os_, arch)
+    if platform is None or platform.filename != uploaded.file:
         return "ignored"  # a key the registry did not hand out
     if _mark(platform, ProviderPlatformModel.provider_binary_uploaded) != "uploaded":
         return "ignored"
@@ -60,14 +57,9 @@ def handle_s3_record(record: events.Record) -> str:
 def _version(
     uploaded: keys.UploadedKey,
 ) -> tuple[ProviderModel, ProviderVersionModel] | None:
-    provider = next(iter(ProviderModel.by_id.query(uploaded.provider_id, limit=1)), None)
-    if provider is None:
-        return None
-    try:
-        order_key = semver.parse(uploaded.version).order_key
-        return provider, ProviderVersionModel.get(provider.id, order_key)
-    except (semver.InvalidVersion, ProviderVersionModel.DoesNotExist):
-        return None
+    provider = store.provider_by_id(uploaded.provider_id)
+    version = store.version_of(provider.id, uploaded.version) if provider else None
+    return (provider, version) if provider and version else None
 
 
 def _mark(item: Any, flag: Any) -> str:

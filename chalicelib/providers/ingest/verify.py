@@ -31,7 +31,6 @@ from chalicelib.providers import keys, store
 from chalicelib.providers.ingest import checks
 from chalicelib.providers.ingest.checks import Refused
 from chalicelib.providers.store import (
-    GpgKeyModel,
     ProviderModel,
     ProviderPlatformModel,
     ProviderVersionModel,
@@ -135,7 +134,7 @@ def check_version(provider: ProviderModel, version: ProviderVersionModel) -> str
         return "gone"
     store.serve_version(provider, version, sums, armor)
     _report("verified", version)
-    for platform in ProviderPlatformModel.query(version.id, consistent_read=True):
+    for platform in store.platforms_of(version.id, consistent=True):
         if platform.provider_binary_uploaded:
             _check_platform(provider, version, platform, shasums)
     return "verified"
@@ -151,13 +150,12 @@ def _verified_shasums(provider: ProviderModel, version: ProviderVersionModel) ->
         checks.MAX_SIGNATURE_BYTES,
         "SHA256SUMS.sig",
     )
-    try:
-        key = GpgKeyModel.get(provider.namespace, version.key_id.upper(), consistent_read=True)
-    except GpgKeyModel.DoesNotExist:
+    key = store.gpg_key(provider.namespace, version.key_id, consistent=True)
+    if key is None:
         raise Refused(
             f"GPG key {version.key_id.upper()} is not a key of namespace {provider.namespace}: "
             "add it (POST /api/registry/private/v2/gpg-keys) and upload SHA256SUMS.sig again"
-        ) from None
+        )
     try:
         checks.verify_signature(key.ascii_armor, key.key_id, shasums, signature)
         checks.parse_shasums(shasums)
@@ -176,12 +174,10 @@ def check_uploaded_platform(
 ) -> str:
     """An archive arrived (its flag already written): check it if its version verified;
     otherwise the version's check will. The version is read again, strongly consistent."""
-    try:
-        version = ProviderVersionModel.get(
-            version.provider_id, version.order_key, consistent_read=True
-        )
-    except ProviderVersionModel.DoesNotExist:
+    found = store.version_of(version.provider_id, version.version, consistent=True)
+    if found is None:
         return "gone"
+    version = found
     if version.status != store.VERIFIED:
         return "waiting"
     try:
