@@ -8,7 +8,7 @@ as if the organization did not exist.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from chalicelib.accounts import authorization
@@ -303,6 +303,14 @@ def list_versions(
 ) -> tuple[ProviderModel, list[ProviderVersionModel], Rights]:
     provider, rights_ = get_provider(principal, ref)
     return provider, store.versions_of(provider.id), rights_
+
+
+def latest_verified(versions: Iterable[ProviderVersionModel]) -> ProviderVersionModel | None:
+    """The provider's latest version: among the verified ones, ``semver.latest_of`` (a
+    release before any pre-release), as for modules; None when none verified."""
+    verified = {v.version: v for v in versions if v.status == store.VERIFIED}
+    latest = semver.latest_of(semver.parse(text) for text in verified)
+    return verified[latest.text] if latest else None
 
 
 def _version_of(provider: ProviderModel, version: str) -> ProviderVersionModel:

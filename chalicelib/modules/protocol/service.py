@@ -56,7 +56,7 @@ class Published:
 
     @property
     def latest(self) -> semver.Version | None:
-        return store.latest_of(self.versions)
+        return semver.latest_of(self.versions)
 
     def published_at(self, version: str) -> str | None:
         return self.statuses.get(version, {}).get("published-at")

@@ -53,7 +53,7 @@ class ProviderRow:
     name: str
     namespace: str
     url: str
-    latest: str | None  # the newest verified version
+    latest: str | None  # the latest verified version (``providers.latest_verified``)
     versions: int
     failure: str | None  # "1.2.0: <reason>" for the newest failed version
     updated_at: datetime
@@ -72,14 +72,14 @@ class ProviderList:
 def _row(principal: Principal, provider: ProviderModel) -> ProviderRow:
     ref = ProviderRef(provider.organization, REGISTRY, provider.namespace, provider.name)
     _, versions, _ = providers.list_versions(principal, ref)  # newest first
-    latest = next((v.version for v in versions if v.status == VERIFIED), None)
+    latest = providers.latest_verified(versions)
     failed = next((v for v in versions if v.status == FAILED), None)
     moments = [provider.updated_at, *(v.updated_at for v in versions)]
     return ProviderRow(
         name=provider.name,
         namespace=provider.namespace,
         url=provider_path(provider.organization, provider.namespace, provider.name),
-        latest=latest,
+        latest=latest.version if latest else None,
         versions=len(versions),
         failure=f"{failed.version}: {failed.error or 'failed'}" if failed else None,
         updated_at=max(moments),
@@ -218,7 +218,7 @@ def provider_page(
 ) -> ProviderPage:
     provider, stored, rights = providers.list_versions(principal, ref)  # newest first
     if version is None:
-        chosen = next((v for v in stored if v.status == VERIFIED), stored[0] if stored else None)
+        chosen = providers.latest_verified(stored) or (stored[0] if stored else None)
     else:
         chosen = next((v for v in stored if v.version == version), None)
         if chosen is None:
