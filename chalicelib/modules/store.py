@@ -30,10 +30,11 @@ from pynamodb.indexes import AllProjection, GlobalSecondaryIndex, KeysOnlyProjec
 from pynamodb.transactions import TransactWrite
 
 from chalicelib.artifacts import semver
+from chalicelib.artifacts.statuses import VersionStatus
 from chalicelib.core.data import db, lists
 from chalicelib.core.data.ids import iso
 from chalicelib.core.tagbindings import TagBindingsAttribute
-from chalicelib.modules.statuses import ModuleStatus, VersionStatus, is_servable
+from chalicelib.modules.statuses import ModuleStatus, is_servable
 
 log = logging.getLogger("registry.store")
 

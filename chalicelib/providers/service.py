@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from chalicelib.accounts import authorization
 from chalicelib.accounts import service as accounts
 from chalicelib.artifacts import objects, queue, semver
+from chalicelib.artifacts.statuses import VersionStatus
 from chalicelib.core import tagbindings
 from chalicelib.core.api.errors import Conflict, Forbidden, NotFound, Unprocessable
 from chalicelib.core.auth import Principal
@@ -308,7 +309,7 @@ def list_versions(
 def latest_verified(versions: Iterable[ProviderVersionModel]) -> ProviderVersionModel | None:
     """The provider's latest version: among the verified ones, ``semver.latest_of`` (a
     release before any pre-release), as for modules; None when none verified."""
-    verified = {v.version: v for v in versions if v.status == store.VERIFIED}
+    verified = {v.version: v for v in versions if v.status == VersionStatus.VERIFIED}
     latest = semver.latest_of(semver.parse(text) for text in verified)
     return verified[latest.text] if latest else None
 
@@ -441,7 +442,7 @@ def retry_platform(
     provider, found, platform, rights_ = get_platform(principal, ref, version, os_, arch)
     require_publish(rights_, "retrying a provider platform's check")
     what = f"platform {platform.os}/{platform.arch} of version {found.version}"
-    if platform.status == store.VERIFIED:
+    if platform.status == VersionStatus.VERIFIED:
         raise Conflict(f"{what} is verified: there is nothing to retry")
     archive = _binary_key(provider, found, platform)
     if not objects.exists(archive):
@@ -449,7 +450,7 @@ def retry_platform(
             f"{what} has no uploaded archive to check: upload it to its provider-binary-upload link"
         )
     again = [archive]
-    if found.status != store.VERIFIED:
+    if found.status != VersionStatus.VERIFIED:
         files = [
             keys.shasums_key(provider.id, found.version),
             keys.shasums_sig_key(provider.id, found.version),

@@ -6,9 +6,9 @@
   lists an organization's providers); ``by-id`` finds it from its id.
 * A version lives in its provider's partition, ordered by a SemVer sort key; a platform in
   its version's partition, keyed ``<os>#<arch>`` (one per pair, as TFE has it).
-* Verification (``providers.ingest``) leaves ``status`` (``pending``, ``verified``,
-  ``failed``) and ``error`` on a version and a platform, and what the protocol serves on the
-  provider item, so ``versions`` and ``download`` each read that one item: ``served``
+* Verification (``providers.ingest``) leaves ``status`` (``VersionStatus``: ``pending``,
+  ``verified``, ``failed``) and ``error`` on a version and a platform, and what the protocol
+  serves on the provider item, so ``versions`` and ``download`` each read that one item: ``served``
   (version -> ``{key-id, protocols, sums}``), ``served_platforms``
   (``<version>/<os>_<arch>`` -> ``<sums>:<shasum>[:<filename>]``, the filename only when it
   is not the conventional one) and ``served_keys`` (key id -> the armored key that verified
@@ -40,6 +40,7 @@ from pynamodb.indexes import AllProjection, GlobalSecondaryIndex
 from pynamodb.transactions import TransactWrite
 
 from chalicelib.artifacts import semver
+from chalicelib.artifacts.statuses import VersionStatus
 from chalicelib.core.data import db
 from chalicelib.core.data.ids import now
 from chalicelib.core.tagbindings import TagBindingsAttribute
@@ -250,10 +251,6 @@ def delete_all(items: Iterable[db.Model]) -> None:
 
 # ----- verification (providers.ingest) and what the protocol serves -------------------------
 
-PENDING = "pending"
-VERIFIED = "verified"
-FAILED = "failed"
-
 
 def served_platform_key(version: str, os_: str, arch: str) -> str:
     return f"{version}/{os_}_{arch}"
@@ -283,13 +280,13 @@ def _update_existing(item: db.Model, actions: list[Any]) -> bool:
 
 def set_status(
     item: ProviderVersionModel | ProviderPlatformModel,
-    status: str,
+    status: VersionStatus,
     error: str | None = None,
     sums_sha256: str | None = None,
 ) -> bool:
     """A version's or platform's verification outcome (``error`` only when failed)."""
     model = type(item)
-    actions: list[Any] = [model.status.set(status), model.updated_at.set(now())]
+    actions: list[Any] = [model.status.set(str(status)), model.updated_at.set(now())]
     actions.append(model.error.set(error) if error else model.error.remove())
     if isinstance(item, ProviderVersionModel):
         sums = ProviderVersionModel.sums_sha256

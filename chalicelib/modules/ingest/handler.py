@@ -21,12 +21,12 @@ from botocore.exceptions import ClientError
 
 from chalicelib.artifacts import objects, semver
 from chalicelib.artifacts.events import record_key
+from chalicelib.artifacts.statuses import VersionStatus
 from chalicelib.core import observe
 from chalicelib.core.data.aws import client
 from chalicelib.core.settings import get_settings
 from chalicelib.modules import keys
 from chalicelib.modules import service as registry
-from chalicelib.modules.statuses import VersionStatus
 from chalicelib.modules.store import ModuleVersionModel
 
 log = logging.getLogger("registry.ingest")

@@ -18,13 +18,14 @@ import logging
 from typing import Any
 
 from chalicelib.artifacts import queue, semver
+from chalicelib.artifacts.statuses import VersionStatus
 from chalicelib.core.api.errors import NotFound, Unprocessable
 from chalicelib.core.data.aws import client
 from chalicelib.core.data.ids import iso, now
 from chalicelib.core.settings import get_settings
 from chalicelib.modules import service, store
 from chalicelib.modules.publishing.versions import semver_tags
-from chalicelib.modules.statuses import SYNC_MAY_SET, ModuleStatus, SyncStatus, VersionStatus
+from chalicelib.modules.statuses import SYNC_MAY_SET, ModuleStatus, SyncStatus
 from chalicelib.modules.store import ModuleModel, ModuleVersionModel
 from chalicelib.vcs import git
 from chalicelib.vcs import service as vcs

@@ -25,6 +25,7 @@ from typing import IO, Any
 from botocore.exceptions import ClientError
 
 from chalicelib.artifacts import objects
+from chalicelib.artifacts.statuses import VersionStatus
 from chalicelib.core import observe
 from chalicelib.core.data.aws import client
 from chalicelib.providers import keys, store
@@ -126,11 +127,11 @@ def check_version(provider: ProviderModel, version: ProviderVersionModel) -> str
         return "gone"
     except Refused as refused:
         reason = _reason(refused.reason)
-        store.set_status(version, store.FAILED, error=reason)
+        store.set_status(version, VersionStatus.FAILED, error=reason)
         store.unserve_version(provider, version.version)
         return _report("failed", version, reason)
     sums = hashlib.sha256(shasums).hexdigest()
-    if not store.set_status(version, store.VERIFIED, sums_sha256=sums):
+    if not store.set_status(version, VersionStatus.VERIFIED, sums_sha256=sums):
         return "gone"
     store.serve_version(provider, version, sums, armor)
     _report("verified", version)
@@ -178,7 +179,7 @@ def check_uploaded_platform(
     if found is None:
         return "gone"
     version = found
-    if version.status != store.VERIFIED:
+    if version.status != VersionStatus.VERIFIED:
         return "waiting"
     try:
         shasums = _read_small(
@@ -206,10 +207,10 @@ def _check_platform(
         return "gone"
     except Refused as refused:
         reason = _reason(refused.reason)
-        store.set_status(platform, store.FAILED, error=reason)
+        store.set_status(platform, VersionStatus.FAILED, error=reason)
         store.serve_platform(provider, version.version, platform, None)
         return _report("failed", platform, reason)
-    if not store.set_status(platform, store.VERIFIED):
+    if not store.set_status(platform, VersionStatus.VERIFIED):
         return "gone"
     sums = hashlib.sha256(shasums).hexdigest()
     try:
@@ -219,7 +220,7 @@ def _check_platform(
             "the provider serves too many platforms to list them all (DynamoDB's 400 KB "
             "item limit): delete old versions, then upload this archive again"
         )
-        store.set_status(platform, store.FAILED, error=reason)
+        store.set_status(platform, VersionStatus.FAILED, error=reason)
         return _report("failed", platform, reason)
     return _report("verified", platform)
 
