@@ -278,6 +278,11 @@ def _update_existing(item: db.Model, actions: list[Any]) -> bool:
     return True
 
 
+def mark_uploaded(item: ProviderVersionModel | ProviderPlatformModel, flag: Any) -> bool:
+    """Set an ``*_uploaded`` flag; False when the item was deleted meanwhile."""
+    return _update_existing(item, [flag.set(True), type(item).updated_at.set(now())])
+
+
 def set_status(
     item: ProviderVersionModel | ProviderPlatformModel,
     status: VersionStatus,
