@@ -211,6 +211,7 @@ def environment() -> dict[str, Any]:
             "EDITION": {"Ref": "Edition"},
             "REGISTRY_PUBLIC_URL": {"Ref": "InstanceAddress"},
             "REGISTRY_MAX_ARCHIVE_BYTES": {"Ref": "MaxArchiveBytes"},
+            "REGISTRY_PROVIDER_MAX_ARCHIVE_BYTES": {"Ref": "MaxProviderArchiveBytes"},
             "REGISTRY_TABLE_PREFIX": sub("${AWS::StackName}-"),
             "REGISTRY_BUCKET": sub(BUCKET),
             "REGISTRY_INGEST_QUEUE": {"Fn::GetAtt": ["IngestQueue", "QueueName"]},
@@ -775,6 +776,13 @@ PARAMETERS = {
         "Default": 52428800,
         "MinValue": 1024,
         "Description": "Largest module archive accepted, in bytes",
+    },
+    "MaxProviderArchiveBytes": {
+        "Type": "Number",
+        "Default": 419430400,
+        "MinValue": 1024,
+        # Checked in the Ingest function's /tmp (512 MB, groups.INGEST): keep it below that.
+        "Description": "Largest provider platform archive accepted, in bytes",
     },
     "ArchiveVersionDays": {
         "Type": "Number",

@@ -383,3 +383,26 @@ def test_retry_verifies_a_version_refused_before_its_key_was_added(acme: Api) ->
     assert acme.post(RETRY).status == 200
     assert sorted(drain()) == ["s3", "s3", "s3"]
     assert (version_state(acme), platform_state(acme)) == (("verified", None), ("verified", None))
+
+
+def test_the_archive_size_limit_is_a_setting(
+    acme: Api, signer: SigningKey, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """REGISTRY_PROVIDER_MAX_ARCHIVE_BYTES, as REGISTRY_MAX_ARCHIVE_BYTES is for modules."""
+    from tests.test_publishing import drain
+
+    size = len(GOOD_ZIP)
+    monkeypatch.setenv("REGISTRY_PROVIDER_MAX_ARCHIVE_BYTES", str(size - 1))
+    get_settings.cache_clear()
+    publish(acme, signer)
+    assert version_state(acme) == ("verified", None)
+    assert platform_state(acme) == (
+        "failed",
+        f"the archive is {size} bytes, over the limit of {size - 1} bytes",
+    )
+    monkeypatch.setenv("REGISTRY_PROVIDER_MAX_ARCHIVE_BYTES", str(size))
+    get_settings.cache_clear()
+    drain(run=False)
+    assert acme.post(RETRY).status == 200
+    assert drain() == ["s3"]
+    assert platform_state(acme) == ("verified", None)

@@ -596,7 +596,7 @@ def test_an_s3_failure_while_reading_the_archive_stays_retryable(
 ):
     from botocore.exceptions import ReadTimeoutError
 
-    from chalicelib.modules.ingest import handler
+    from chalicelib.artifacts import objects
 
     class DroppingBody:
         def __init__(self, body) -> None:
@@ -624,7 +624,7 @@ def test_an_s3_failure_while_reading_the_archive_stays_retryable(
 
     create_module(acme)
     created = create_version(acme, "1.0.0")
-    monkeypatch.setattr(handler, "client", lambda name: FlakyS3(client(name)))
+    monkeypatch.setattr(objects, "client", lambda name: FlakyS3(client(name)))
     with pytest.raises(ReadTimeoutError):  # SQS will deliver the message again
         upload_and_ingest(created, {"main.tf": MAIN_TF, "README.md": "x" * 100_000})
     assert _version_attributes(acme, "1.0.0")["status"] == "reg_ingressing"

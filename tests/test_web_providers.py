@@ -255,3 +255,22 @@ def test_the_provider_page_reads_the_provider_and_the_version_once(
         assert reply.status_code == 200
         assert "linux/amd64" in reply.text
         assert reads.total_calls <= 6, (path, reads.detail())
+
+
+def test_the_latest_version_is_the_highest_verified_release_before_any_pre_release(
+    api: Api, signer: SigningKey, browser: Browser
+) -> None:
+    """ "Latest" is ``semver.latest_of``, as for modules: a verified 2.0.0-beta.1 newer than
+    the verified 1.0.0 is not the latest (terraform picks no pre-release unasked)."""
+    provider_org(api, signer)
+    for version in ("1.0.0", "2.0.0-beta.1"):
+        links = new_version(api, signer.key_id, version)
+        sums = shasums({f"terraform-provider-mycloud_{version}_linux_amd64.zip": GOOD})
+        arrive(links["shasums-upload"], sums)
+        arrive(links["shasums-sig-upload"], signer.sign(sums))
+    browser.sign_in(ADMIN_TOKEN)
+    assert re.search(r"mycloud acme 1\.0\.0 ", text_of(browser.get(LIST)))
+    page = browser.get(PAGE)
+    assert "version 1.0.0" in text_of(page)
+    assert f'<a href="{PAGE}/1.0.0" aria-current="page">1.0.0</a>' in page.text
+    assert "2.0.0-beta.1 Verified" in text_of(page)  # listed, not chosen

@@ -9,6 +9,7 @@ precedence but is appended so two builds of one version still get distinct keys.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from chalicelib.core.api import bounds
@@ -93,3 +94,11 @@ def is_valid(text: str) -> bool:
     except InvalidVersion:
         return False
     return True
+
+
+def latest_of(versions: Iterable[Version]) -> Version | None:
+    """What "latest" means for every artifact type: the highest release, else (only
+    pre-releases) the highest pre-release; None for none. Precedence is ``order_key``'s."""
+    found = list(versions)
+    releases = [v for v in found if not v.is_prerelease]
+    return max(releases or found, key=lambda v: v.order_key, default=None)

@@ -110,6 +110,8 @@ class Settings:
     max_text_bytes: int
     max_name_bytes: int
     max_metadata_bytes: int
+    # A private provider's platform archive (terraform-provider-aws is about 150 MB zipped).
+    provider_max_archive_bytes: int = 400 * 1024 * 1024
     # The provider network mirror's pull-through cache (chalicelib.providers.mirror).
     mirror_upstream_url: str | None = None
     mirror_cache_ttl: int = 3600
@@ -178,6 +180,7 @@ def get_settings() -> Settings:
         max_text_bytes=_int("REGISTRY_MAX_TEXT_BYTES", DEFAULT_MAX_TEXT_BYTES),
         max_name_bytes=_int("REGISTRY_MAX_NAME_BYTES", DEFAULT_MAX_NAME_BYTES),
         max_metadata_bytes=_int("REGISTRY_MAX_METADATA_BYTES", DEFAULT_MAX_METADATA_BYTES),
+        provider_max_archive_bytes=_int("REGISTRY_PROVIDER_MAX_ARCHIVE_BYTES", 400 * 1024 * 1024),
         # The public registries' base URL for the mirror's pull-through cache: unset, each
         # public host name is its own upstream (https://registry.terraform.io).
         mirror_upstream_url=(os.environ.get("REGISTRY_MIRROR_UPSTREAM_URL") or "").rstrip("/")

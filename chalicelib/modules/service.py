@@ -16,6 +16,7 @@ from urllib.parse import urlsplit
 
 from chalicelib.accounts import authorization
 from chalicelib.artifacts import objects, queue, semver
+from chalicelib.artifacts.statuses import VersionStatus
 from chalicelib.core import tagbindings
 from chalicelib.core.api.errors import Conflict, Forbidden, NotFound, Unprocessable
 from chalicelib.core.api.pagination import Page
@@ -30,7 +31,6 @@ from chalicelib.modules.statuses import (
     DeprecationStatus,
     ModuleStatus,
     RevocationStatus,
-    VersionStatus,
     is_revoked,
 )
 from chalicelib.modules.store import ModuleModel, ModuleVersionModel, module_key, name_prefix

@@ -1,5 +1,5 @@
-"""Every status a module, a version (and its deprecation and revocation), a tag sync and a
-webhook registration can have.
+"""Every status a module, a version's deprecation and revocation, a tag sync and a webhook
+registration can have (a version's own status is every artifact's: ``artifacts.statuses``).
 
 The values are what TFE reports (``reg_ingressing`` and friends), so clients that compare
 them keep working. They are ``StrEnum``s: equal to their text, and stored as that text
@@ -12,22 +12,14 @@ from collections.abc import Mapping
 from enum import StrEnum
 from typing import Any
 
+from chalicelib.artifacts.statuses import VersionStatus
+
 
 class ModuleStatus(StrEnum):
     PENDING = "pending"
     NO_VERSION_TAGS = "no_version_tags"  # a tag sync found no version tag
     SETUP_FAILED = "setup_failed"  # a tag sync could not read the repository
     SETUP_COMPLETE = "setup_complete"  # at least one version is ok (public modules: always)
-
-
-class VersionStatus(StrEnum):
-    PENDING = "pending"
-    CLONING = "cloning"  # VCS versions: the commit is being fetched and packed
-    CLONE_FAILED = "clone_failed"
-    INGRESS_REQUEST_FAILED = "reg_ingress_req_failed"
-    INGRESSING = "reg_ingressing"
-    INGRESS_FAILED = "reg_ingress_failed"
-    OK = "ok"
 
 
 # Module statuses a tag sync may still change (a first ok version's setup_complete stays).

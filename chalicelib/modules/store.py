@@ -30,10 +30,11 @@ from pynamodb.indexes import AllProjection, GlobalSecondaryIndex, KeysOnlyProjec
 from pynamodb.transactions import TransactWrite
 
 from chalicelib.artifacts import semver
+from chalicelib.artifacts.statuses import VersionStatus
 from chalicelib.core.data import db, lists
 from chalicelib.core.data.ids import iso
 from chalicelib.core.tagbindings import TagBindingsAttribute
-from chalicelib.modules.statuses import ModuleStatus, VersionStatus, is_servable
+from chalicelib.modules.statuses import ModuleStatus, is_servable
 
 log = logging.getLogger("registry.store")
 
@@ -173,8 +174,8 @@ class ModuleModel(db.Model):
 
     def latest_servable(self) -> str | None:
         """The version ``terraform`` gets without a constraint: the highest servable release,
-        else the highest servable pre-release (``servable_versions``, ``latest_of``)."""
-        latest = latest_of(servable_versions(self.statuses()))
+        else the highest servable pre-release (``servable_versions``, ``semver.latest_of``)."""
+        latest = semver.latest_of(servable_versions(self.statuses()))
         return latest.text if latest else None
 
 
@@ -311,20 +312,13 @@ def servable_versions(statuses: dict[str, dict[str, Any]]) -> list[semver.Versio
     return versions
 
 
-def latest_of(versions: list[semver.Version]) -> semver.Version | None:
-    """The highest release, else the highest pre-release (``versions`` newest first)."""
-    releases = [v for v in versions if not v.is_prerelease]
-    candidates = releases or versions
-    return candidates[0] if candidates else None
-
-
 def protocol_entry(module: ModuleModel) -> tuple[str | None, str | None] | None:
     """(latest version, its publication time) of the module's protocol list entry, None
     when the protocol does not list it (a curated public module: no version of its own)."""
     if module.registry_name == "public":
         return None, None
     statuses = module.statuses()
-    latest = latest_of(servable_versions(statuses))
+    latest = semver.latest_of(servable_versions(statuses))
     if latest is None:
         return None
     return latest.text, statuses.get(latest.text, {}).get("published-at")

@@ -33,7 +33,7 @@ def list_keys(principal: Principal, namespaces: list[str]) -> list[GpgKeyModel]:
     found: list[GpgKeyModel] = []
     for namespace in namespaces:
         service.rights(principal, namespace)  # a 404 for one the caller cannot read
-        found += GpgKeyModel.query(namespace)
+        found += store.gpg_keys(namespace)
     return found
 
 
@@ -64,11 +64,10 @@ def create_key(principal: Principal, namespace: str | None, armor: str | None) -
 
 
 def _find(namespace: str, key_id: str) -> GpgKeyModel:
-    """Key ids compare case-insensitively: they are kept in upper case."""
-    try:
-        return GpgKeyModel.get(namespace, key_id.upper())
-    except GpgKeyModel.DoesNotExist:
-        raise NotFound(f"GPG key {key_id} not found in {namespace}") from None
+    found = store.gpg_key(namespace, key_id)
+    if found is None:
+        raise NotFound(f"GPG key {key_id} not found in {namespace}")
+    return found
 
 
 def get_key(principal: Principal, namespace: str, key_id: str) -> GpgKeyModel:

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from chalicelib.artifacts.statuses import VersionStatus
 from chalicelib.core import tagbindings
 from chalicelib.core.api.jsonapi import resource, to_many, to_one
 from chalicelib.core.data.ids import iso
-from chalicelib.providers import service, store
+from chalicelib.providers import service
 from chalicelib.providers.service import Rights
 from chalicelib.providers.store import (
     GpgKeyModel,
@@ -106,7 +107,7 @@ def render_version(
             "shasums-sig-uploaded": version.shasums_sig_uploaded,
             # Not TFE's: the checks after upload (providers.ingest), as module versions
             # show theirs. pending, verified or failed (with the reason in error).
-            "status": version.status or store.PENDING,
+            "status": version.status or VersionStatus.PENDING,
             "error": version.error,
         },
         relationships=relationships,
@@ -130,7 +131,7 @@ def render_platform(
             "shasum": platform.shasum,
             "permissions": {"can-delete": rights.publish, "can-upload-asset": rights.publish},
             "provider-binary-uploaded": platform.provider_binary_uploaded,
-            "status": platform.status or store.PENDING,
+            "status": platform.status or VersionStatus.PENDING,
             "error": platform.error,
         },
         relationships={"registry-provider-version": to_one(VERSIONS, version.id)},

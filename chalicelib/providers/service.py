@@ -8,11 +8,12 @@ as if the organization did not exist.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from chalicelib.accounts import authorization
 from chalicelib.artifacts import objects, queue, semver
+from chalicelib.artifacts.statuses import VersionStatus
 from chalicelib.core import tagbindings
 from chalicelib.core.api.errors import Conflict, Forbidden, NotFound, Unprocessable
 from chalicelib.core.auth import Principal
@@ -21,7 +22,6 @@ from chalicelib.core.settings import get_settings
 from chalicelib.core.tagbindings import Binding
 from chalicelib.providers import keys, store
 from chalicelib.providers.store import (
-    GpgKeyModel,
     ProviderModel,
     ProviderPlatformModel,
     ProviderVersionModel,
@@ -180,8 +180,7 @@ def list_providers(
     principal: Principal, organization: str, registry: str | None, q: str | None
 ) -> tuple[list[ProviderModel], Rights]:
     rights_ = rights(principal, organization)
-    condition = ProviderModel.key.startswith(f"{registry}#") if registry else None
-    found = list(ProviderModel.query(organization, range_key_condition=condition))
+    found = store.providers_of(organization, registry)
     if q:
         needle = q.lower()
         found = [p for p in found if needle in p.name or needle in p.namespace.lower()]
@@ -190,14 +189,14 @@ def list_providers(
 
 def get_provider(principal: Principal, ref: ProviderRef) -> tuple[ProviderModel, Rights]:
     rights_ = rights(principal, ref.organization)
-    try:
-        return ProviderModel.get(ref.organization, ref.key), rights_
-    except ProviderModel.DoesNotExist:
-        raise NotFound(f"provider {ref.namespace}/{ref.name} not found") from None
+    found = store.provider(ref.organization, ref.key)
+    if found is None:
+        raise NotFound(f"provider {ref.namespace}/{ref.name} not found")
+    return found, rights_
 
 
 def get_provider_by_id(principal: Principal, provider_id: str) -> tuple[ProviderModel, Rights]:
-    found = next(iter(ProviderModel.by_id.query(provider_id, limit=1)), None)
+    found = store.provider_by_id(provider_id)
     if found is None or not authorization.can_read_organization(principal, found.organization):
         raise NotFound(f"registry provider {provider_id!r} not found")
     return found, rights(principal, found.organization)
@@ -239,9 +238,9 @@ def _delete_provider_record(provider: ProviderModel) -> None:
 def delete_all_for_organization(organization: str) -> None:
     """Every provider (public entries too) and GPG key of an organization being deleted
     (``lifecycle.delete_organization``): a new organization of that name starts empty."""
-    for provider in ProviderModel.query(organization):
+    for provider in store.providers_of(organization):
         _delete_provider_record(provider)
-    store.delete_all(GpgKeyModel.query(organization))
+    store.delete_all(store.gpg_keys(organization))
 
 
 # ----- versions -----------------------------------------------------------------------------
@@ -306,14 +305,19 @@ def list_versions(
     return provider, store.versions_of(provider.id), rights_
 
 
+def latest_verified(versions: Iterable[ProviderVersionModel]) -> ProviderVersionModel | None:
+    """The provider's latest version: among the verified ones, ``semver.latest_of`` (a
+    release before any pre-release), as for modules; None when none verified."""
+    verified = {v.version: v for v in versions if v.status == VersionStatus.VERIFIED}
+    latest = semver.latest_of(semver.parse(text) for text in verified)
+    return verified[latest.text] if latest else None
+
+
 def _version_of(provider: ProviderModel, version: str) -> ProviderVersionModel:
-    try:
-        order_key = semver.parse(version).order_key
-        return ProviderVersionModel.get(provider.id, order_key)
-    except (semver.InvalidVersion, ProviderVersionModel.DoesNotExist):
-        raise NotFound(
-            f"version {version} of {provider.namespace}/{provider.name} not found"
-        ) from None
+    found = store.version_of(provider.id, version)
+    if found is None:
+        raise NotFound(f"version {version} of {provider.namespace}/{provider.name} not found")
+    return found
 
 
 def get_version(
@@ -410,10 +414,9 @@ def get_platform(
     principal: Principal, ref: ProviderRef, version: str, os_: str, arch: str
 ) -> tuple[ProviderModel, ProviderVersionModel, ProviderPlatformModel, Rights]:
     provider, found, rights_ = get_version(principal, ref, version)
-    try:
-        platform = ProviderPlatformModel.get(found.id, store.platform_key(os_, arch))
-    except ProviderPlatformModel.DoesNotExist:
-        raise NotFound(f"platform {os_}/{arch} of version {version} not found") from None
+    platform = store.platform_of(found.id, os_, arch)
+    if platform is None:
+        raise NotFound(f"platform {os_}/{arch} of version {version} not found")
     return provider, found, platform, rights_
 
 
@@ -438,7 +441,7 @@ def retry_platform(
     provider, found, platform, rights_ = get_platform(principal, ref, version, os_, arch)
     require_publish(rights_, "retrying a provider platform's check")
     what = f"platform {platform.os}/{platform.arch} of version {found.version}"
-    if platform.status == store.VERIFIED:
+    if platform.status == VersionStatus.VERIFIED:
         raise Conflict(f"{what} is verified: there is nothing to retry")
     archive = _binary_key(provider, found, platform)
     if not objects.exists(archive):
@@ -446,7 +449,7 @@ def retry_platform(
             f"{what} has no uploaded archive to check: upload it to its provider-binary-upload link"
         )
     again = [archive]
-    if found.status != store.VERIFIED:
+    if found.status != VersionStatus.VERIFIED:
         files = [
             keys.shasums_key(provider.id, found.version),
             keys.shasums_sig_key(provider.id, found.version),

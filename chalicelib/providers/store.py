@@ -6,9 +6,9 @@
   lists an organization's providers); ``by-id`` finds it from its id.
 * A version lives in its provider's partition, ordered by a SemVer sort key; a platform in
   its version's partition, keyed ``<os>#<arch>`` (one per pair, as TFE has it).
-* Verification (``providers.ingest``) leaves ``status`` (``pending``, ``verified``,
-  ``failed``) and ``error`` on a version and a platform, and what the protocol serves on the
-  provider item, so ``versions`` and ``download`` each read that one item: ``served``
+* Verification (``providers.ingest``) leaves ``status`` (``VersionStatus``: ``pending``,
+  ``verified``, ``failed``) and ``error`` on a version and a platform, and what the protocol
+  serves on the provider item, so ``versions`` and ``download`` each read that one item: ``served``
   (version -> ``{key-id, protocols, sums}``), ``served_platforms``
   (``<version>/<os>_<arch>`` -> ``<sums>:<shasum>[:<filename>]``, the filename only when it
   is not the conventional one) and ``served_keys`` (key id -> the armored key that verified
@@ -39,6 +39,8 @@ from pynamodb.exceptions import PutError, TransactWriteError, UpdateError
 from pynamodb.indexes import AllProjection, GlobalSecondaryIndex
 from pynamodb.transactions import TransactWrite
 
+from chalicelib.artifacts import semver
+from chalicelib.artifacts.statuses import VersionStatus
 from chalicelib.core.data import db
 from chalicelib.core.data.ids import now
 from chalicelib.core.tagbindings import TagBindingsAttribute
@@ -183,13 +185,63 @@ def move_key(old: GpgKeyModel, new: GpgKeyModel) -> None:
         raise
 
 
+# ----- reads (every read of these tables is here) ------------------------------------------
+
+
+def gpg_keys(namespace: str) -> list[GpgKeyModel]:
+    return list(GpgKeyModel.query(namespace))
+
+
+def gpg_key(namespace: str, key_id: str, consistent: bool = False) -> GpgKeyModel | None:
+    """The namespace's key of that id (ids compare case-insensitively: kept in upper case)."""
+    try:
+        return GpgKeyModel.get(namespace, key_id.upper(), consistent_read=consistent)
+    except GpgKeyModel.DoesNotExist:
+        return None
+
+
+def providers_of(organization: str, registry: str | None = None) -> list[ProviderModel]:
+    """The organization's providers, of one registry (``private``, ``public``) or all."""
+    condition = ProviderModel.key.startswith(f"{registry}#") if registry else None
+    return list(ProviderModel.query(organization, range_key_condition=condition))
+
+
+def provider(organization: str, key: str) -> ProviderModel | None:
+    try:
+        return ProviderModel.get(organization, key)
+    except ProviderModel.DoesNotExist:
+        return None
+
+
+def provider_by_id(provider_id: str) -> ProviderModel | None:
+    return next(iter(ProviderModel.by_id.query(provider_id, limit=1)), None)
+
+
+def version_of(
+    provider_id: str, version: str, consistent: bool = False
+) -> ProviderVersionModel | None:
+    """The provider's version ``version`` (None when it is not one, or not a version)."""
+    try:
+        order_key = semver.parse(version).order_key
+        return ProviderVersionModel.get(provider_id, order_key, consistent_read=consistent)
+    except (semver.InvalidVersion, ProviderVersionModel.DoesNotExist):
+        return None
+
+
 def versions_of(provider_id: str) -> list[ProviderVersionModel]:
     """Newest first."""
     return list(ProviderVersionModel.query(provider_id, scan_index_forward=False))
 
 
-def platforms_of(version_id: str) -> list[ProviderPlatformModel]:
-    return list(ProviderPlatformModel.query(version_id))
+def platform_of(version_id: str, os_: str, arch: str) -> ProviderPlatformModel | None:
+    try:
+        return ProviderPlatformModel.get(version_id, platform_key(os_, arch))
+    except ProviderPlatformModel.DoesNotExist:
+        return None
+
+
+def platforms_of(version_id: str, consistent: bool = False) -> list[ProviderPlatformModel]:
+    return list(ProviderPlatformModel.query(version_id, consistent_read=consistent))
 
 
 def delete_all(items: Iterable[db.Model]) -> None:
@@ -198,10 +250,6 @@ def delete_all(items: Iterable[db.Model]) -> None:
 
 
 # ----- verification (providers.ingest) and what the protocol serves -------------------------
-
-PENDING = "pending"
-VERIFIED = "verified"
-FAILED = "failed"
 
 
 def served_platform_key(version: str, os_: str, arch: str) -> str:
@@ -230,15 +278,20 @@ def _update_existing(item: db.Model, actions: list[Any]) -> bool:
     return True
 
 
+def mark_uploaded(item: ProviderVersionModel | ProviderPlatformModel, flag: Any) -> bool:
+    """Set an ``*_uploaded`` flag; False when the item was deleted meanwhile."""
+    return _update_existing(item, [flag.set(True), type(item).updated_at.set(now())])
+
+
 def set_status(
     item: ProviderVersionModel | ProviderPlatformModel,
-    status: str,
+    status: VersionStatus,
     error: str | None = None,
     sums_sha256: str | None = None,
 ) -> bool:
     """A version's or platform's verification outcome (``error`` only when failed)."""
     model = type(item)
-    actions: list[Any] = [model.status.set(status), model.updated_at.set(now())]
+    actions: list[Any] = [model.status.set(str(status)), model.updated_at.set(now())]
     actions.append(model.error.set(error) if error else model.error.remove())
     if isinstance(item, ProviderVersionModel):
         sums = ProviderVersionModel.sums_sha256

@@ -12,12 +12,9 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from pynamodb.exceptions import UpdateError
-
-from chalicelib.artifacts import events, semver
+from chalicelib.artifacts import events
 from chalicelib.artifacts.events import record_key
-from chalicelib.core.data import db
-from chalicelib.core.data.ids import now
+from chalicelib.artifacts.pipeline import Outcome
 from chalicelib.providers import keys, store
 from chalicelib.providers.ingest import verify
 from chalicelib.providers.store import ProviderModel, ProviderPlatformModel, ProviderVersionModel
@@ -30,10 +27,10 @@ def handle_s3_record(record: events.Record) -> str:
     key = record_key(record)
     uploaded = keys.UploadedKey.parse(key)
     if uploaded is None:
-        return "ignored"
+        return Outcome.IGNORED
     found = _version(uploaded)
     if found is None:
-        return "ignored"
+        return Outcome.IGNORED
     provider, version = found
     if uploaded.platform is None:
         flag = (
@@ -41,46 +38,30 @@ def handle_s3_record(record: events.Record) -> str:
             if uploaded.file == keys.SHASUMS
             else ProviderVersionModel.shasums_sig_uploaded
         )
-        if _mark(version, flag) != "uploaded":
-            return "ignored"
+        if not _mark(version, flag):
+            return Outcome.IGNORED
         # The update returned the item as written: the second of the two files sees both.
         return verify.check_version(provider, version)
     os_, _, arch = uploaded.platform.partition("_")
-    try:
-        platform = ProviderPlatformModel.get(version.id, store.platform_key(os_, arch))
-    except ProviderPlatformModel.DoesNotExist:
-        return "ignored"
-    if platform.filename != uploaded.file:
-        return "ignored"  # a key the registry did not hand out
-    if _mark(platform, ProviderPlatformModel.provider_binary_uploaded) != "uploaded":
-        return "ignored"
+    platform = store.platform_of(version.id, os_, arch)
+    if platform is None or platform.filename != uploaded.file:
+        return Outcome.IGNORED  # a key the registry did not hand out
+    if not _mark(platform, ProviderPlatformModel.provider_binary_uploaded):
+        return Outcome.IGNORED
     return verify.check_uploaded_platform(provider, version, platform)
 
 
 def _version(
     uploaded: keys.UploadedKey,
 ) -> tuple[ProviderModel, ProviderVersionModel] | None:
-    provider = next(iter(ProviderModel.by_id.query(uploaded.provider_id, limit=1)), None)
-    if provider is None:
-        return None
-    try:
-        order_key = semver.parse(uploaded.version).order_key
-        return provider, ProviderVersionModel.get(provider.id, order_key)
-    except (semver.InvalidVersion, ProviderVersionModel.DoesNotExist):
-        return None
+    provider = store.provider_by_id(uploaded.provider_id)
+    version = store.version_of(provider.id, uploaded.version) if provider else None
+    return (provider, version) if provider and version else None
 
 
-def _mark(item: Any, flag: Any) -> str:
-    """Set ``flag`` on ``item`` unless it was deleted meanwhile (an update would recreate it)."""
-    model = type(item)
-    try:
-        item.update(
-            actions=[flag.set(True), model.updated_at.set(now())],
-            condition=model._hash_key_attribute().exists(),
-        )
-    except UpdateError as exc:
-        if db.conditional_failure(exc):
-            return "ignored"
-        raise
+def _mark(item: Any, flag: Any) -> bool:
+    """Set ``flag`` on ``item`` unless it was deleted meanwhile (False then)."""
+    if not store.mark_uploaded(item, flag):
+        return False
     log.info("provider upload arrived", extra={"item": item.id, "flag": flag.attr_name})
-    return "uploaded"
+    return True

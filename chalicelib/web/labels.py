@@ -3,7 +3,7 @@ the publishing pages share them, without either loading the other's services."""
 
 from __future__ import annotations
 
-from chalicelib.modules.statuses import VersionStatus
+from chalicelib.artifacts.statuses import VersionStatus
 
 FAILED = {
     VersionStatus.INGRESS_FAILED,

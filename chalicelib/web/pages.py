@@ -15,13 +15,14 @@ from typing import TYPE_CHECKING, Any
 
 from chalicelib.accounts.organizations import service as organizations_service
 from chalicelib.artifacts import objects, semver
+from chalicelib.artifacts.statuses import VersionStatus
 from chalicelib.core.api.errors import BadRequest, NotFound
 from chalicelib.core.api.http import host_of
 from chalicelib.core.api.pagination import Page
 from chalicelib.core.auth import Principal
 from chalicelib.modules import service as registry
 from chalicelib.modules.downloads import service as downloads
-from chalicelib.modules.statuses import VersionStatus, is_deprecated, is_revoked
+from chalicelib.modules.statuses import is_deprecated, is_revoked
 from chalicelib.web import markdown
 from chalicelib.web.labels import FAILED, status_label
 

@@ -60,3 +60,19 @@ def test_v_prefix_gets_a_hint():
 def test_prerelease_flag():
     assert semver.parse("1.0.0-rc.1").is_prerelease
     assert not semver.parse("1.0.0+build").is_prerelease
+
+
+@pytest.mark.parametrize(
+    ("texts", "latest"),
+    [
+        (["1.0.0", "2.0.0-rc.1", "1.1.0"], "1.1.0"),  # a release before any pre-release
+        (["2.0.0-rc.1", "2.0.0-beta.2"], "2.0.0-rc.1"),  # only pre-releases: the highest
+        (["0.9.0", "0.10.0"], "0.10.0"),  # precedence, not text order
+        ([], None),
+    ],
+)
+def test_latest_of_is_the_highest_release_else_the_highest_pre_release(
+    texts: list[str], latest: str | None
+):
+    found = semver.latest_of(semver.parse(t) for t in texts)
+    assert (found.text if found else None) == latest

@@ -10,11 +10,11 @@ from typing import Any
 from chalicelib.accounts import authorization
 from chalicelib.accounts.teams import service as teams_service
 from chalicelib.artifacts import semver
+from chalicelib.artifacts.statuses import VersionStatus
 from chalicelib.core.auth import Principal
 from chalicelib.core.data.ids import now
 from chalicelib.modules import service as registry
 from chalicelib.modules.downloads import store
-from chalicelib.modules.statuses import VersionStatus
 
 DEFAULT_DAYS = 30
 MAX_DAYS = store.DAYS_KEPT

@@ -1,7 +1,8 @@
 """Defensive reading of uploaded module archives (.tar.gz).
 
-The archive comes straight from S3 as a non-seekable stream and is untrusted, so it is read
-strictly sequentially and every size is bounded while the bytes are being read:
+The archive is untrusted (the upload pipeline hands it over as fetched from S3, see
+``artifacts.pipeline``), so it is read strictly sequentially, as a non-seekable stream would
+be, and every size is bounded while the bytes are being read:
 
 * compressed bytes are hashed and counted as they pass (cap: ``max_compressed``);
 * gzip is decoded by our own reader (``zlib`` with gzip framing) and fed to ``tarfile`` in

@@ -1,35 +1,42 @@
-"""The ingest handler: one S3 ObjectCreated record in, one version ``ok`` or failed out.
+"""The ingest of a module archive: one S3 ObjectCreated record in, one version ``ok`` or
+failed out, through the upload pipeline every artifact shares (``artifacts.pipeline``:
+the archive read under ``REGISTRY_MAX_ARCHIVE_BYTES``, the outcome recorded and reported).
 
 The SQS Lambda and the local poller both call ``handle_s3_record``; it is safe to run twice
 for the same object (SQS delivers at least once): a version already ``ok`` ignores new
 uploads, a missing object means the work was done, and every write is conditional on the
 version still existing with the same id.
 
-What is the archive's fault is refused, never retried: every exception raised while reading
-or parsing its content (our own ArchiveError/HclError reasons, and any other exception, such as
-a parser bug hit by hostile bytes) marks the version ``reg_ingress_failed`` with a short reason
-and logs one line. Failures of S3 or DynamoDB themselves (including the S3 stream breaking
-mid-read) propagate, so SQS delivers the message again.
+A module's own checks (``ModuleArchive.check``): the archive is a safe gzip tarball
+(``archive``), its Terraform files parse (``hcl``) and its metadata fits (``limits``). What
+is the archive's fault is refused, never retried: every exception raised while reading or
+parsing its content (our own ArchiveError/HclError reasons, and any other exception, such as
+a parser bug hit by hostile bytes) marks the version ``reg_ingress_failed`` with a short
+reason and logs one line. Failures of S3 or DynamoDB themselves propagate, so SQS delivers
+the message again.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
-from botocore.exceptions import ClientError
-
-from chalicelib.artifacts import objects, semver
+from chalicelib.artifacts import objects, pipeline, semver
 from chalicelib.artifacts.events import record_key
-from chalicelib.core import observe
-from chalicelib.core.data.aws import client
+from chalicelib.artifacts.objects import Fetched
+from chalicelib.artifacts.pipeline import Outcome, Refused, Subject, Wanted
+from chalicelib.artifacts.statuses import VersionStatus
 from chalicelib.core.settings import get_settings
 from chalicelib.modules import keys
 from chalicelib.modules import service as registry
-from chalicelib.modules.statuses import VersionStatus
 from chalicelib.modules.store import ModuleVersionModel
 
 log = logging.getLogger("registry.ingest")
+# Counts ``ok`` and ``failed`` by Outcome (the others are retries and races, logged only).
+METRIC = "Ingest"
+_UNFORESEEN = "; check its Terraform files, or report this to the registry's operators"
 
 
 def handle_s3_record(record: dict[str, Any]) -> str:
@@ -38,44 +45,23 @@ def handle_s3_record(record: dict[str, Any]) -> str:
     upload = keys.UploadKey.parse(key)
     if upload is None:
         log.info("ignoring object %s: not an upload key", key)
-        return "ignored"
+        return Outcome.IGNORED
     version = _find_version(upload)
     if version is None:
         objects.delete_objects([key])
-        return _report("stale", upload, None)
+        return pipeline.report(_subject(upload, None), Outcome.STALE)
     if version.status == VersionStatus.OK:
         # Published archives are immutable: drop the late re-upload, keep the archive.
         objects.delete_objects([key])
-        return _report("already-ok", upload, version)
+        return pipeline.report(_subject(upload, version), Outcome.ALREADY_OK)
     if not registry.mark_version(version, VersionStatus.INGRESSING):
-        return _report("stale", upload, version)
-    try:
-        outcome = _ingest(version, upload)
-    except _Rejected as rejected:
-        registry.mark_version(version, VersionStatus.INGRESS_FAILED, error=rejected.reason)
-        objects.delete_objects([key])
-        # One line, no traceback: the bytes are the publisher's.
-        return _report("failed", upload, version, rejected.reason, rejected.unexpected)
-    except _Gone:
-        return _report("gone", upload, version)
-    return _report(outcome, upload, version)
+        return pipeline.report(_subject(upload, version), Outcome.STALE)
+    return pipeline.run(ModuleArchive(upload, version))
 
 
-# The outcomes counted by the Ingest metric (the others are retries and races, logged only).
-_COUNTED = {"ok", "failed"}
-
-
-def _report(
-    outcome: str,
-    upload: keys.UploadKey,
-    version: ModuleVersionModel | None,
-    reason: str = "",
-    unexpected: str = "",
-) -> str:
-    """One line per ingest outcome: which module version, what happened and why; ``ok`` and
-    ``failed`` also count in the Ingest metric (by Outcome)."""
-    fields: dict[str, Any] = {"outcome": outcome, "module_id": upload.module_id}
-    fields["version"] = upload.version
+def _subject(upload: keys.UploadKey, version: ModuleVersionModel | None) -> Subject:
+    """The module version an outcome is about, in the log: which one, whose, where."""
+    fields: dict[str, Any] = {"module_id": upload.module_id, "version": upload.version}
     if version is not None:
         registry_name, namespace, name, provider = version.module_key.split("#")
         fields.update(
@@ -85,43 +71,8 @@ def _report(
             name=name,
             provider=provider,
         )
-    if reason:
-        fields["reason"] = reason
-    if unexpected:
-        fields["unexpected"] = unexpected
     label = version.id if version is not None else upload.version_id
-    message = f"ingest of version {label}: {outcome}" + (f": {reason}" if reason else "")
-    message += f" [{unexpected}]" if unexpected else ""
-    metrics = [observe.Metric("Ingest", dimensions={"Outcome": outcome})]
-    observe.emit(
-        log,
-        logging.WARNING if unexpected else logging.INFO,
-        message,
-        fields,
-        metrics if outcome in _COUNTED else (),
-    )
-    return outcome
-
-
-# The reason is stored on the version and in the module's item (DynamoDB items are <= 400 KB).
-_MAX_REASON = 500
-
-
-class _Rejected(Exception):
-    """The archive is refused; ``unexpected`` describes an unforeseen exception (for the log)."""
-
-    def __init__(self, reason: str, unexpected: str = "") -> None:
-        self.unexpected = unexpected
-        # Valid UTF-8 whatever the archive held (a lone surrogate would fail DynamoDB's write).
-        reason = reason.encode("utf-8", "backslashreplace").decode("utf-8")
-        if len(reason) > _MAX_REASON:
-            reason = reason[: _MAX_REASON - 1] + "\u2026"
-        super().__init__(reason)
-        self.reason = reason
-
-
-class _Gone(Exception):
-    """The uploaded object disappeared (already processed by another delivery)."""
+    return Subject(log, METRIC, f"ingest of version {label}", fields)
 
 
 def _find_version(upload: keys.UploadKey) -> ModuleVersionModel | None:
@@ -133,74 +84,91 @@ def _find_version(upload: keys.UploadKey) -> ModuleVersionModel | None:
     return version if version.id == upload.version_id else None
 
 
-def _ingest(version: ModuleVersionModel, upload: keys.UploadKey) -> str:
-    from chalicelib.modules.describe import summary
-    from chalicelib.modules.ingest.archive import ArchiveError, StreamError, read_archive
-    from chalicelib.modules.ingest.hcl import HclError, parse_module
-    from chalicelib.modules.ingest.limits import Limits, MetadataTooLarge, fit_metadata
+@dataclass(frozen=True)
+class Ingested:
+    """What a module version keeps of an archive that passed its checks."""
 
-    settings = get_settings()
-    s3 = client("s3")
-    try:
-        obj = s3.get_object(Bucket=settings.bucket, Key=upload.key)
-    except ClientError as exc:
-        if exc.response["Error"]["Code"] in ("NoSuchKey", "404"):
-            raise _Gone() from None
-        raise
-    length = obj.get("ContentLength") or 0
-    if length > settings.max_archive_bytes:
-        obj["Body"].close()
-        raise _Rejected(
-            f"archive is {length} bytes, over the limit of {settings.max_archive_bytes} bytes"
-        )
-    name = version.module_key.split("#")[2]
-    try:
-        contents = read_archive(
-            obj["Body"],
-            max_compressed=settings.max_archive_bytes,
-            max_unpacked=settings.max_unpacked_bytes,
-        )
-        metadata = parse_module(contents.files, Limits.from_settings(settings))
-        metadata["root"]["name"] = name
-        metadata["sha256"] = contents.sha256
-        fit_metadata(metadata, settings.max_metadata_bytes)
+    metadata: dict[str, Any]
+    sha256: str
+    size: int
+    description: str
+    etag: str  # of the object checked: only those bytes are published
+
+
+@dataclass(frozen=True)
+class ModuleArchive:
+    """A module version's uploaded archive, as the pipeline takes it (``reg_ingressing``)."""
+
+    upload: keys.UploadKey
+    version: ModuleVersionModel
+
+    @property
+    def subject(self) -> Subject:
+        return _subject(self.upload, self.version)
+
+    def wanted(self) -> Sequence[Wanted]:
+        return [Wanted(self.upload.key, get_settings().max_archive_bytes, "archive")]
+
+    def check(self, files: Sequence[Fetched]) -> Ingested:
+        from chalicelib.modules.ingest.archive import StreamError
+
+        (archive,) = files
+        try:
+            with pipeline.unforeseen(
+                "the archive could not be parsed", _UNFORESEEN, retried=(StreamError,)
+            ):
+                return self._parsed(archive)
+        except StreamError as failed:
+            raise failed.error from None  # reading the fetched bytes broke off: retried
+
+    def _parsed(self, archive: Fetched) -> Ingested:
+        """The archive read (``archive``), parsed (``hcl``) and fitted (``limits``)."""
+        from chalicelib.modules.describe import summary
+        from chalicelib.modules.ingest.archive import ArchiveError, read_archive
+        from chalicelib.modules.ingest.hcl import HclError, parse_module
+        from chalicelib.modules.ingest.limits import Limits, MetadataTooLarge, fit_metadata
+
+        settings = get_settings()
+        try:
+            contents = read_archive(
+                archive.file,
+                max_compressed=settings.max_archive_bytes,
+                max_unpacked=settings.max_unpacked_bytes,
+            )
+            metadata = parse_module(contents.files, Limits.from_settings(settings))
+            metadata["root"]["name"] = self.version.module_key.split("#")[2]
+            metadata["sha256"] = contents.sha256
+            fit_metadata(metadata, settings.max_metadata_bytes)
+        except (ArchiveError, HclError, MetadataTooLarge) as exc:
+            raise Refused(exc.message) from None
         description = summary(metadata["root"].get("readme"))
-    except StreamError as failed:
-        raise failed.error from None  # S3 broke off mid-read: let SQS deliver it again
-    except (ArchiveError, HclError, MetadataTooLarge) as exc:
-        raise _Rejected(exc.message) from None
-    except Exception as exc:  # hostile bytes hit something we did not foresee: still refused
-        raise _Rejected(
-            f"the archive could not be parsed (unexpected {type(exc).__name__}); "
-            "check its Terraform files, or report this to the registry's operators",
-            unexpected=f"{type(exc).__name__}: {str(exc)[:200]!r} in {upload.key}",
-        ) from None
-    objects.put_metadata(upload.metadata_key, metadata)
-    # Copy exactly the bytes we validated: a re-upload racing with us fails the ETag check.
-    try:
-        s3.copy_object(
-            Bucket=settings.bucket,
-            Key=upload.archive_key,
-            CopySource={"Bucket": settings.bucket, "Key": upload.key},
-            CopySourceIfMatch=obj["ETag"],
-            ContentType="application/x-gzip",
-            MetadataDirective="REPLACE",
+        return Ingested(
+            metadata, contents.sha256, contents.compressed_size, description, archive.etag
         )
-    except ClientError as exc:
-        if exc.response["Error"]["Code"] in ("PreconditionFailed", "NoSuchKey", "412"):
-            return "superseded"  # the newer upload has its own event and will be ingested
-        raise
-    done = registry.mark_version(
-        version,
-        VersionStatus.OK,
-        sha256=contents.sha256,
-        size=contents.compressed_size,
-        archive_key=upload.archive_key,
-        metadata_key=upload.metadata_key,
-        description=description,
-    )
-    objects.delete_objects([upload.key])
-    if not done:
-        objects.delete_objects([upload.archive_key, upload.metadata_key])
-        return "stale"
-    return "ok"
+
+    def accept(self, result: Ingested) -> str:
+        upload = self.upload
+        objects.put_metadata(upload.metadata_key, result.metadata)
+        # Copy exactly the bytes we validated: a re-upload racing with us fails the ETag check.
+        if not objects.copy_if_unchanged(
+            upload.key, upload.archive_key, result.etag, "application/x-gzip"
+        ):
+            return Outcome.SUPERSEDED  # the newer upload has its own event and will be ingested
+        done = registry.mark_version(
+            self.version,
+            VersionStatus.OK,
+            sha256=result.sha256,
+            size=result.size,
+            archive_key=upload.archive_key,
+            metadata_key=upload.metadata_key,
+            description=result.description,
+        )
+        objects.delete_objects([upload.key])
+        if not done:
+            objects.delete_objects([upload.archive_key, upload.metadata_key])
+            return Outcome.STALE
+        return Outcome.OK
+
+    def refuse(self, reason: str) -> None:
+        registry.mark_version(self.version, VersionStatus.INGRESS_FAILED, error=reason)
+        objects.delete_objects([self.upload.key])

@@ -35,13 +35,14 @@ from typing import Any
 
 from chalicelib.accounts import authorization
 from chalicelib.artifacts import objects, semver
+from chalicelib.artifacts.statuses import VersionStatus
 from chalicelib.core.api.errors import Conflict, NotFound, Unprocessable
 from chalicelib.core.auth import Principal
 from chalicelib.core.data.ids import new_id, now
 from chalicelib.modules import service as registry
 from chalicelib.modules.nocode import store
 from chalicelib.modules.nocode.store import NoCodeModuleModel, VariableOptionAttribute
-from chalicelib.modules.statuses import VersionStatus, is_revoked
+from chalicelib.modules.statuses import is_revoked
 from chalicelib.modules.store import ModuleModel, ModuleVersionModel, module_by_id
 
 OPTION_TYPE = "variable-options"

@@ -29,6 +29,7 @@ from typing import Any
 
 from chalicelib.accounts import authorization
 from chalicelib.artifacts import objects, semver
+from chalicelib.artifacts.statuses import VersionStatus
 from chalicelib.core.api.errors import BadGateway, NotFound
 from chalicelib.core.auth import Principal
 from chalicelib.core.data import db
@@ -36,7 +37,7 @@ from chalicelib.core.settings import get_settings
 from chalicelib.modules import store
 from chalicelib.modules.downloads import counter as downloads
 from chalicelib.modules.ingest.limits import MetadataTooLarge, fit_metadata
-from chalicelib.modules.statuses import VersionStatus, is_revoked
+from chalicelib.modules.statuses import is_revoked
 from chalicelib.modules.store import ModuleModel, ModuleVersionModel, ProtocolEntryModel, module_key
 
 MAX_LIMIT = 100
@@ -55,7 +56,7 @@ class Published:
 
     @property
     def latest(self) -> semver.Version | None:
-        return store.latest_of(self.versions)
+        return semver.latest_of(self.versions)
 
     def published_at(self, version: str) -> str | None:
         return self.statuses.get(version, {}).get("published-at")

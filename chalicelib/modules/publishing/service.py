@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from chalicelib.accounts import authorization
 from chalicelib.artifacts import queue, semver
+from chalicelib.artifacts.statuses import VersionStatus
 from chalicelib.core import secrets
 from chalicelib.core.api.errors import BadGateway, NotFound, Unprocessable
 from chalicelib.core.api.links import link_base_url
@@ -42,7 +43,6 @@ from chalicelib.modules.statuses import (
     HookStatus,
     ModuleStatus,
     SyncStatus,
-    VersionStatus,
 )
 from chalicelib.modules.store import ModuleModel, ModuleVersionModel, module_key
 from chalicelib.vcs import git, providers

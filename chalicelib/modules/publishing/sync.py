@@ -17,14 +17,14 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from chalicelib.artifacts import queue, semver
+from chalicelib.artifacts import objects, queue, semver
+from chalicelib.artifacts.statuses import VersionStatus
 from chalicelib.core.api.errors import NotFound, Unprocessable
-from chalicelib.core.data.aws import client
 from chalicelib.core.data.ids import iso, now
 from chalicelib.core.settings import get_settings
 from chalicelib.modules import service, store
 from chalicelib.modules.publishing.versions import semver_tags
-from chalicelib.modules.statuses import SYNC_MAY_SET, ModuleStatus, SyncStatus, VersionStatus
+from chalicelib.modules.statuses import SYNC_MAY_SET, ModuleStatus, SyncStatus
 from chalicelib.modules.store import ModuleModel, ModuleVersionModel
 from chalicelib.vcs import git
 from chalicelib.vcs import service as vcs
@@ -227,7 +227,5 @@ def fetch_version(module_id: str, version: str, version_id: str) -> str:
         return CLONE_FAILED
     if item.commit_sha != sha:
         service.mark_version(item, VersionStatus.CLONING, commit_sha=sha)
-    client("s3").put_object(
-        Bucket=settings.bucket, Key=item.upload_key, Body=data, ContentType="application/x-gzip"
-    )
+    objects.put(item.upload_key, data, "application/x-gzip")
     return "fetched"

@@ -10,8 +10,10 @@
   a backslash, a symbolic link or other special file); entries, their unpacked bytes and
   their CRCs are checked while reading, so a zip bomb stops at the cap.
 
-Every refusal is ``Refused`` with a reason for the publisher; any other exception a parser
-raises on hostile bytes is turned into one by the caller.
+Every refusal is the pipeline's ``Refused`` with a reason for the publisher; any other
+exception a parser raises on hostile bytes is turned into one by the caller
+(``pipeline.unforeseen``). The archive's own size limit is a setting
+(``REGISTRY_PROVIDER_MAX_ARCHIVE_BYTES``), applied as it is read.
 """
 
 from __future__ import annotations
@@ -23,24 +25,16 @@ import zipfile
 import zlib
 from typing import IO, Any
 
+from chalicelib.artifacts.pipeline import Refused
+
 # SHA256SUMS of a provider lists one line per platform archive (and maybe a manifest).
 MAX_SHASUMS_BYTES = 1024 * 1024
 MAX_SIGNATURE_BYTES = 64 * 1024
 # A provider archive: terraform-provider-aws is about 150 MB zipped and 600 MB unpacked.
-MAX_ARCHIVE_BYTES = 400 * 1024 * 1024
 MAX_UNPACKED_BYTES = 2 * 1024 * 1024 * 1024
 MAX_ENTRIES = 1000
 _CHUNK = 1024 * 1024
 _SHASUM_LINE = re.compile(r"^([0-9a-fA-F]{64}) [ *]?(\S(?:.*\S)?)$")
-
-
-class Refused(Exception):
-    """The upload is refused; ``reason`` is shown to the publisher on the version or
-    platform."""
-
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
 
 
 def _pgpy() -> Any:

@@ -1,7 +1,10 @@
-"""Checks after upload, run by the upload's S3 event (``providers.uploads``), like module
-ingest: a version's SHA256SUMS signature once both files are there, a platform's archive
-once its version verified. The outcome is ``status`` and ``error`` on the version or
-platform and, when verified, an entry of what the protocol serves (``store.serve_*``).
+"""Checks after upload, run by the upload's S3 event (``providers.uploads``) through the
+upload pipeline every artifact shares (``artifacts.pipeline``), as a module's archive is: a
+version's SHA256SUMS signature once both files are there (``SignedSums``), a platform's
+archive once its version verified (``PlatformArchive``, under
+``REGISTRY_PROVIDER_MAX_ARCHIVE_BYTES``). The outcome is ``status`` and ``error`` on the
+version or platform and, when verified, an entry of what the protocol serves
+(``store.serve_*``).
 
 Order makes concurrent events safe: a version is written ``verified`` *before* its platforms
 are listed, and an archive's flag is written *before* its version is read (both strongly
@@ -19,98 +22,30 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import tempfile
-from typing import IO, Any
+from collections.abc import Sequence
+from dataclasses import dataclass
 
-from botocore.exceptions import ClientError
-
-from chalicelib.artifacts import objects
-from chalicelib.core import observe
-from chalicelib.core.data.aws import client
+from chalicelib.artifacts import objects, pipeline
+from chalicelib.artifacts.objects import Fetched
+from chalicelib.artifacts.pipeline import Outcome, Refused, Subject, Wanted
+from chalicelib.artifacts.statuses import VersionStatus
+from chalicelib.core.settings import get_settings
 from chalicelib.providers import keys, store
 from chalicelib.providers.ingest import checks
-from chalicelib.providers.ingest.checks import Refused
-from chalicelib.providers.store import (
-    GpgKeyModel,
-    ProviderModel,
-    ProviderPlatformModel,
-    ProviderVersionModel,
-)
+from chalicelib.providers.store import ProviderModel, ProviderPlatformModel, ProviderVersionModel
 
 log = logging.getLogger("registry.providers.verify")
-
-# Kept on the item; DynamoDB items are <= 400 KB.
-MAX_REASON = 500
-_CHUNK = 1024 * 1024
-# Archives up to this size are checked in memory; larger ones spill to /tmp.
-_IN_MEMORY = 16 * 1024 * 1024
+# Counts ``verified`` and ``failed`` by Outcome.
+METRIC = "ProviderCheck"
 
 
-class _Gone(Exception):
-    """The object was deleted meanwhile (its version or platform with it)."""
+def _subject(item: ProviderVersionModel | ProviderPlatformModel) -> Subject:
+    return Subject(log, METRIC, f"provider check of {item.id}", {"item": item.id})
 
 
-def _reason(reason: str) -> str:
-    reason = reason.encode("utf-8", "backslashreplace").decode("utf-8")
-    return reason if len(reason) <= MAX_REASON else reason[: MAX_REASON - 1] + "\u2026"
-
-
-def _unexpected(exc: Exception, what: str) -> Refused:
-    log.warning("unexpected %s while checking %s: %.200r", type(exc).__name__, what, str(exc))
-    return Refused(f"{what} could not be read (unexpected {type(exc).__name__})")
-
-
-def _read_small(key: str, limit: int, what: str) -> bytes:
-    """An object's bytes, refused over ``limit``."""
-    try:
-        obj = client("s3").get_object(Bucket=objects.bucket(), Key=key)
-    except ClientError as exc:
-        if exc.response["Error"]["Code"] in ("NoSuchKey", "404"):
-            raise _Gone() from None
-        raise
-    body = obj["Body"]
-    if (obj.get("ContentLength") or 0) > limit:
-        body.close()
-        raise Refused(f"{what} is {obj['ContentLength']} bytes, over the limit of {limit}")
-    data: bytes = body.read(limit + 1)
-    if len(data) > limit:
-        raise Refused(f"{what} is over the limit of {limit} bytes")
-    return data
-
-
-def _spool(key: str) -> tuple[IO[bytes], str]:
-    """The archive in a temporary file (memory, then /tmp) and its sha256, size-capped."""
-    try:
-        obj = client("s3").get_object(Bucket=objects.bucket(), Key=key)
-    except ClientError as exc:
-        if exc.response["Error"]["Code"] in ("NoSuchKey", "404"):
-            raise _Gone() from None
-        raise
-    limit = checks.MAX_ARCHIVE_BYTES
-    if (obj.get("ContentLength") or 0) > limit:
-        obj["Body"].close()
-        raise Refused(f"the archive is {obj['ContentLength']} bytes, over the limit of {limit}")
-    spool = tempfile.SpooledTemporaryFile(max_size=_IN_MEMORY)  # noqa: SIM115 - returned
-    digest, size = hashlib.sha256(), 0
-    while chunk := obj["Body"].read(_CHUNK):
-        size += len(chunk)
-        if size > limit:
-            spool.close()
-            raise Refused(f"the archive is over the limit of {limit} bytes")
-        digest.update(chunk)
-        spool.write(chunk)
-    spool.seek(0)
-    return spool, digest.hexdigest()
-
-
-def _report(outcome: str, item: Any, reason: str = "") -> str:
-    fields = {"outcome": outcome, "item": item.id}
-    if reason:
-        fields["reason"] = reason
-    message = f"provider check of {item.id}: {outcome}" + (f": {reason}" if reason else "")
-    metrics = [observe.Metric("ProviderCheck", dimensions={"Outcome": outcome})]
-    observe.emit(log, logging.INFO, message, fields, metrics)
-    return outcome
+def _shasums(provider: ProviderModel, version: ProviderVersionModel) -> Wanted:
+    key = keys.shasums_key(provider.id, version.version)
+    return Wanted(key, checks.MAX_SHASUMS_BYTES, "SHA256SUMS")
 
 
 # ----- a version: its SHA256SUMS signature --------------------------------------------------
@@ -120,52 +55,66 @@ def check_version(provider: ProviderModel, version: ProviderVersionModel) -> str
     """Verify the version's signature once both files are there, then check its uploaded
     platforms against the SHA256SUMS; returns the version's outcome."""
     if not (version.shasums_uploaded and version.shasums_sig_uploaded):
-        return "waiting"
-    try:
-        shasums, armor = _verified_shasums(provider, version)
-    except _Gone:
-        return "gone"
-    except Refused as refused:
-        reason = _reason(refused.reason)
-        store.set_status(version, store.FAILED, error=reason)
-        store.unserve_version(provider, version.version)
-        return _report("failed", version, reason)
-    sums = hashlib.sha256(shasums).hexdigest()
-    if not store.set_status(version, store.VERIFIED, sums_sha256=sums):
-        return "gone"
-    store.serve_version(provider, version, sums, armor)
-    _report("verified", version)
-    for platform in ProviderPlatformModel.query(version.id, consistent_read=True):
-        if platform.provider_binary_uploaded:
-            _check_platform(provider, version, platform, shasums)
-    return "verified"
+        return Outcome.WAITING
+    signed = SignedSums(provider, version)
+    outcome = pipeline.run(signed)
+    if outcome == Outcome.VERIFIED:
+        for platform in store.platforms_of(version.id, consistent=True):
+            if platform.provider_binary_uploaded:
+                pipeline.run(PlatformArchive(provider, version, platform, signed.shasums))
+    return outcome
 
 
-def _verified_shasums(provider: ProviderModel, version: ProviderVersionModel) -> tuple[bytes, str]:
-    """SHA256SUMS and the armored key its signature verified with."""
-    shasums = _read_small(
-        keys.shasums_key(provider.id, version.version), checks.MAX_SHASUMS_BYTES, "SHA256SUMS"
-    )
-    signature = _read_small(
-        keys.shasums_sig_key(provider.id, version.version),
-        checks.MAX_SIGNATURE_BYTES,
-        "SHA256SUMS.sig",
-    )
-    try:
-        key = GpgKeyModel.get(provider.namespace, version.key_id.upper(), consistent_read=True)
-    except GpgKeyModel.DoesNotExist:
-        raise Refused(
-            f"GPG key {version.key_id.upper()} is not a key of namespace {provider.namespace}: "
-            "add it (POST /api/registry/private/v2/gpg-keys) and upload SHA256SUMS.sig again"
-        ) from None
-    try:
-        checks.verify_signature(key.ascii_armor, key.key_id, shasums, signature)
-        checks.parse_shasums(shasums)
-    except Refused:
-        raise
-    except Exception as exc:  # hostile bytes hit something PGPy did not foresee
-        raise _unexpected(exc, "SHA256SUMS.sig") from None
-    return shasums, key.ascii_armor
+@dataclass(frozen=True)
+class Verified:
+    shasums: bytes
+    armor: str  # the key that verified the signature, as it was then
+
+
+@dataclass
+class SignedSums:
+    """A version's SHA256SUMS and its detached signature, checked together."""
+
+    provider: ProviderModel
+    version: ProviderVersionModel
+    shasums: bytes = b""  # once verified: what its platforms are checked against
+
+    @property
+    def subject(self) -> Subject:
+        return _subject(self.version)
+
+    def wanted(self) -> Sequence[Wanted]:
+        signature = keys.shasums_sig_key(self.provider.id, self.version.version)
+        return [
+            _shasums(self.provider, self.version),
+            Wanted(signature, checks.MAX_SIGNATURE_BYTES, "SHA256SUMS.sig"),
+        ]
+
+    def check(self, files: Sequence[Fetched]) -> Verified:
+        shasums, signature = (found.read() for found in files)
+        namespace, key_id = self.provider.namespace, self.version.key_id.upper()
+        key = store.gpg_key(namespace, key_id, consistent=True)
+        if key is None:
+            raise Refused(
+                f"GPG key {key_id} is not a key of namespace {namespace}: add it "
+                "(POST /api/registry/private/v2/gpg-keys) and upload SHA256SUMS.sig again"
+            )
+        with pipeline.unforeseen("SHA256SUMS.sig could not be read"):
+            checks.verify_signature(key.ascii_armor, key.key_id, shasums, signature)
+            checks.parse_shasums(shasums)
+        return Verified(shasums, key.ascii_armor)
+
+    def accept(self, result: Verified) -> str:
+        sums = hashlib.sha256(result.shasums).hexdigest()
+        if not store.set_status(self.version, VersionStatus.VERIFIED, sums_sha256=sums):
+            return Outcome.GONE
+        store.serve_version(self.provider, self.version, sums, result.armor)
+        self.shasums = result.shasums
+        return Outcome.VERIFIED
+
+    def refuse(self, reason: str) -> None:
+        store.set_status(self.version, VersionStatus.FAILED, error=reason)
+        store.unserve_version(self.provider, self.version.version)
 
 
 # ----- a platform: its archive --------------------------------------------------------------
@@ -176,79 +125,72 @@ def check_uploaded_platform(
 ) -> str:
     """An archive arrived (its flag already written): check it if its version verified;
     otherwise the version's check will. The version is read again, strongly consistent."""
+    found = store.version_of(version.provider_id, version.version, consistent=True)
+    if found is None:
+        return Outcome.GONE
+    if found.status != VersionStatus.VERIFIED:
+        return Outcome.WAITING
     try:
-        version = ProviderVersionModel.get(
-            version.provider_id, version.order_key, consistent_read=True
-        )
-    except ProviderVersionModel.DoesNotExist:
-        return "gone"
-    if version.status != store.VERIFIED:
-        return "waiting"
-    try:
-        shasums = _read_small(
-            keys.shasums_key(provider.id, version.version), checks.MAX_SHASUMS_BYTES, "SHA256SUMS"
-        )
-    except (_Gone, Refused):
-        return "waiting"  # being replaced: its own event verifies it and checks the platforms
-    if hashlib.sha256(shasums).hexdigest() != version.sums_sha256:
-        return "waiting"  # likewise
-    return _check_platform(provider, version, platform, shasums)
+        shasums = pipeline.read_small(_shasums(provider, found))
+    except (objects.Gone, Refused):
+        return Outcome.WAITING  # being replaced: its own event verifies it, then the platforms
+    if hashlib.sha256(shasums).hexdigest() != found.sums_sha256:
+        return Outcome.WAITING  # likewise
+    return pipeline.run(PlatformArchive(provider, found, platform, shasums))
 
 
-def _check_platform(
-    provider: ProviderModel,
-    version: ProviderVersionModel,
-    platform: ProviderPlatformModel,
-    shasums: bytes,
-) -> str:
-    key = keys.binary_key(
-        provider.id, version.version, platform.os, platform.arch, platform.filename
-    )
-    try:
-        _check_archive(provider, platform, key, shasums)
-    except _Gone:
-        return "gone"
-    except Refused as refused:
-        reason = _reason(refused.reason)
-        store.set_status(platform, store.FAILED, error=reason)
-        store.serve_platform(provider, version.version, platform, None)
-        return _report("failed", platform, reason)
-    if not store.set_status(platform, store.VERIFIED):
-        return "gone"
-    sums = hashlib.sha256(shasums).hexdigest()
-    try:
-        store.serve_platform(provider, version.version, platform, sums)
-    except store.TooLarge:
-        reason = (
-            "the provider serves too many platforms to list them all (DynamoDB's 400 KB "
-            "item limit): delete old versions, then upload this archive again"
-        )
-        store.set_status(platform, store.FAILED, error=reason)
-        return _report("failed", platform, reason)
-    return _report("verified", platform)
+@dataclass(frozen=True)
+class PlatformArchive:
+    """A platform's zip, checked against the SHA256SUMS its version verified."""
 
+    provider: ProviderModel
+    version: ProviderVersionModel
+    platform: ProviderPlatformModel
+    shasums: bytes
 
-def _check_archive(
-    provider: ProviderModel, platform: ProviderPlatformModel, key: str, shasums: bytes
-) -> None:
-    listed = checks.parse_shasums(shasums).get(platform.filename)
-    if listed is None:
-        raise Refused(f"SHA256SUMS has no line for {platform.filename}")
-    if listed != platform.shasum.lower():
-        raise Refused(
-            f"SHA256SUMS lists {listed} for {platform.filename}, "
-            f"not the platform's shasum {platform.shasum}"
-        )
-    archive, sha256 = _spool(key)
-    with archive:
-        if sha256 != platform.shasum.lower():
+    @property
+    def subject(self) -> Subject:
+        return _subject(self.platform)
+
+    def wanted(self) -> Sequence[Wanted]:
+        """The archive, once SHA256SUMS lists it with the platform's shasum."""
+        platform = self.platform
+        listed = checks.parse_shasums(self.shasums).get(platform.filename)
+        if listed is None:
+            raise Refused(f"SHA256SUMS has no line for {platform.filename}")
+        if listed != platform.shasum.lower():
             raise Refused(
-                f"the uploaded archive's sha256 is {sha256}, not the platform's shasum "
-                f"{platform.shasum}"
+                f"SHA256SUMS lists {listed} for {platform.filename}, "
+                f"not the platform's shasum {platform.shasum}"
             )
+        key = keys.binary_key(
+            self.provider.id, self.version.version, platform.os, platform.arch, platform.filename
+        )
+        return [Wanted(key, get_settings().provider_max_archive_bytes, "the archive")]
+
+    def check(self, files: Sequence[Fetched]) -> None:
+        (archive,) = files
+        if archive.sha256 != self.platform.shasum.lower():
+            raise Refused(
+                f"the uploaded archive's sha256 is {archive.sha256}, not the platform's shasum "
+                f"{self.platform.shasum}"
+            )
+        with pipeline.unforeseen("the archive could not be read"):
+            checks.check_archive(archive.file, self.provider.name)
+
+    def accept(self, result: None) -> str:
+        if not store.set_status(self.platform, VersionStatus.VERIFIED):
+            return Outcome.GONE
+        sums = hashlib.sha256(self.shasums).hexdigest()
         try:
-            checks.check_archive(archive, provider.name)
-        except Refused:
-            raise
-        except Exception as exc:  # a zip parser bug hit by hostile bytes: still refused
-            raise _unexpected(exc, "the archive") from None
+            store.serve_platform(self.provider, self.version.version, self.platform, sums)
+        except store.TooLarge:
+            raise Refused(
+                "the provider serves too many platforms to list them all (DynamoDB's 400 KB "
+                "item limit): delete old versions, then upload this archive again"
+            ) from None
+        return Outcome.VERIFIED
+
+    def refuse(self, reason: str) -> None:
+        store.set_status(self.platform, VersionStatus.FAILED, error=reason)
+        store.serve_platform(self.provider, self.version.version, self.platform, None)

@@ -25,12 +25,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import IO, Any
 
-from botocore.exceptions import ClientError
-
-from chalicelib.artifacts import semver
+from chalicelib.artifacts import objects, semver
 from chalicelib.core.api.errors import ApiError, BadGateway, NotFound
 from chalicelib.core.auth import Principal
-from chalicelib.core.data.aws import client
 from chalicelib.core.settings import get_settings
 from chalicelib.providers import keys
 from chalicelib.providers.mirror import hashes, signed, store, upstream
@@ -143,31 +140,16 @@ def _private_h1(cache: str, stamp: str, key: str) -> str | None:
         return str(kept.body["h1"]) if kept.body else None
     found: dict[str, str] = {}
     try:
-        body = client("s3").get_object(Bucket=get_settings().bucket, Key=key)
-    except ClientError as exc:
-        if exc.response["Error"]["Code"] in ("404", "NoSuchKey", "NotFound"):
-            return None  # deleted meanwhile: nothing to serve, nothing to keep
-        raise
-    if body["ContentLength"] <= get_settings().mirror_max_archive_bytes:
-        with tempfile.TemporaryFile() as spool:
-            _copy(body["Body"], spool)
-            try:
-                found = {"h1": hashes.h1(spool)}
-            except hashes.NotAZip as exc:
-                log.warning("private provider archive %s is no zip: %s", cache, exc)
+        with objects.fetch(key, get_settings().mirror_max_archive_bytes) as archive:
+            found = {"h1": hashes.h1(archive.file)}
+    except objects.Gone:
+        return None  # deleted meanwhile: nothing to serve, nothing to keep
+    except objects.TooLarge:
+        pass  # kept as unreadable: served without its h1
+    except hashes.NotAZip as exc:
+        log.warning("private provider archive %s is no zip: %s", cache, exc)
     store.keep_private_check(cache, stamp, found)
     return found.get("h1")
-
-
-def _copy(stream: Any, sink: IO[bytes]) -> str:
-    import hashlib
-
-    digest = hashlib.sha256()
-    while chunk := stream.read(upstream.CHUNK):
-        digest.update(chunk)
-        sink.write(chunk)
-    sink.seek(0)
-    return digest.hexdigest()
 
 
 # ----- public providers: the pull-through cache -----------------------------------------------
@@ -277,9 +259,7 @@ def keep_archive(
         raise BadGateway(f"the archive of {where.key} {version} {platform}: {exc}") from None
     archive.seek(0)
     key = store.archive_key(where.hostname, where.namespace, where.type, version, filename)
-    client("s3").upload_fileobj(
-        archive, get_settings().bucket, key, ExtraArgs={"ContentType": "application/zip"}
-    )
+    objects.upload(archive, key, "application/zip")
     entry = {"key": key, "filename": filename, "zh": sha256, "h1": h1, "size": size}
     store.add_archive(where.key, version, platform, entry)
     return entry

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+from chalicelib.artifacts.statuses import VersionStatus
 from chalicelib.core.api.errors import NotFound
 from chalicelib.core.api.http import host_of
 from chalicelib.core.auth import Principal
@@ -30,10 +31,11 @@ if TYPE_CHECKING:  # the provider registry's records, read only through its serv
     )
 
 REGISTRY = "private"  # the pages show the organization's own providers
-VERIFIED = "verified"
-FAILED = "failed"
-PENDING = "pending"
-STATUS_LABELS = {VERIFIED: "Verified", FAILED: "Failed", PENDING: "Pending"}
+STATUS_LABELS: dict[str, str] = {
+    VersionStatus.VERIFIED: "Verified",
+    VersionStatus.FAILED: "Failed",
+    VersionStatus.PENDING: "Pending",
+}
 
 
 def provider_path(organization: str, namespace: str, name: str, version: str | None = None) -> str:
@@ -42,7 +44,7 @@ def provider_path(organization: str, namespace: str, name: str, version: str | N
 
 
 def _status(status: str | None) -> str:
-    return status or PENDING
+    return status or VersionStatus.PENDING
 
 
 # ----- the provider list ------------------------------------------------------------------
@@ -53,7 +55,7 @@ class ProviderRow:
     name: str
     namespace: str
     url: str
-    latest: str | None  # the newest verified version
+    latest: str | None  # the latest verified version (``providers.latest_verified``)
     versions: int
     failure: str | None  # "1.2.0: <reason>" for the newest failed version
     updated_at: datetime
@@ -72,14 +74,14 @@ class ProviderList:
 def _row(principal: Principal, provider: ProviderModel) -> ProviderRow:
     ref = ProviderRef(provider.organization, REGISTRY, provider.namespace, provider.name)
     _, versions, _ = providers.list_versions(principal, ref)  # newest first
-    latest = next((v.version for v in versions if v.status == VERIFIED), None)
-    failed = next((v for v in versions if v.status == FAILED), None)
+    latest = providers.latest_verified(versions)
+    failed = next((v for v in versions if v.status == VersionStatus.FAILED), None)
     moments = [provider.updated_at, *(v.updated_at for v in versions)]
     return ProviderRow(
         name=provider.name,
         namespace=provider.namespace,
         url=provider_path(provider.organization, provider.namespace, provider.name),
-        latest=latest,
+        latest=latest.version if latest else None,
         versions=len(versions),
         failure=f"{failed.version}: {failed.error or 'failed'}" if failed else None,
         updated_at=max(moments),
@@ -218,7 +220,7 @@ def provider_page(
 ) -> ProviderPage:
     provider, stored, rights = providers.list_versions(principal, ref)  # newest first
     if version is None:
-        chosen = next((v for v in stored if v.status == VERIFIED), stored[0] if stored else None)
+        chosen = providers.latest_verified(stored) or (stored[0] if stored else None)
     else:
         chosen = next((v for v in stored if v.version == version), None)
         if chosen is None:

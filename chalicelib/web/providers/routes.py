@@ -48,7 +48,7 @@ def providers(ctx: WebCtx, organization: str) -> Response:
 
 @page(bp, PROVIDER, auth=SignedIn)
 def provider(ctx: WebCtx, organization: str, namespace: str, name: str) -> Response:
-    """A provider's page at its newest verified version (the newest one if none is)."""
+    """A provider's page at its latest verified version (the newest one if none is)."""
     return _provider_page(ctx, organization, namespace, name, None)
 
 

@@ -15,11 +15,12 @@ from typing import TYPE_CHECKING, Any
 
 from chalice import Response
 
+from chalicelib.artifacts.statuses import VersionStatus
 from chalicelib.core.api.errors import Unprocessable
 from chalicelib.core.api.openapi import Param, Reply
 from chalicelib.modules import service
 from chalicelib.modules.service import ModuleRef
-from chalicelib.modules.statuses import VersionStatus, is_deprecated, is_revoked
+from chalicelib.modules.statuses import is_deprecated, is_revoked
 from chalicelib.web.labels import status_label
 from chalicelib.web.publishing.common import (
     MODULE,

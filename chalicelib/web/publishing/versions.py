@@ -21,11 +21,11 @@ from typing import Any
 
 from chalice import Response
 
+from chalicelib.artifacts.statuses import VersionStatus
 from chalicelib.core.api.errors import NotFound, Unprocessable
 from chalicelib.core.api.openapi import Reply
 from chalicelib.modules import service
 from chalicelib.modules.service import LifecycleChange, ModuleRef
-from chalicelib.modules.statuses import VersionStatus
 from chalicelib.web.labels import FAILED, status_label
 from chalicelib.web.publishing.common import (
     VERSION,
