@@ -20,8 +20,8 @@ from chalicelib.core.api.http import Ctx, route
 from chalicelib.core.api.jsonapi import document, no_content
 from chalicelib.core.api.openapi import PAGE, Body, Param
 from chalicelib.core.api.pagination import int_param
-from chalicelib.modules import service
-from chalicelib.modules.composed import forget_deleted, version_from_vcs
+from chalicelib.modules import composed, service
+from chalicelib.modules.composed import version_from_vcs
 from chalicelib.modules.downloads import service as downloads
 from chalicelib.modules.downloads.render import render_report
 from chalicelib.modules.nocode import service as nocode
@@ -340,7 +340,7 @@ def _delete(ctx: Ctx, organization: str, segments: list[str]):
     segments = [segment for segment in segments if segment]
     if len(segments) < 3:
         raise NotFound("module not found: the path needs registry, namespace and name")
-    forget_deleted(service.delete(ctx.user, organization, segments))
+    composed.delete(ctx.user, organization, segments)
     return no_content()
 
 
@@ -401,7 +401,7 @@ DEPRECATED_DELETE = "/api/v2/registry-modules/actions/delete/{organization_name}
 def delete_name_deprecated(ctx: Ctx, organization_name: str, name: str):
     """Every module of that name in the organization: the private one and, on the hosted
     edition, curated public ones (go-tfe cleans public modules up this way)."""
-    forget_deleted(service.delete_name_deprecated(ctx.user, organization_name, name))
+    composed.delete_named(ctx.user, organization_name, name)
     return no_content()
 
 

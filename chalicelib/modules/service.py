@@ -26,7 +26,6 @@ from chalicelib.core.data.ids import new_id, now
 from chalicelib.core.settings import get_settings
 from chalicelib.core.tagbindings import Binding
 from chalicelib.modules import keys, store
-from chalicelib.modules.downloads import store as downloads
 from chalicelib.modules.statuses import (
     DeprecationStatus,
     ModuleStatus,
@@ -715,11 +714,16 @@ def _apply_revocation(
 
 
 # ----- deleting -----------------------------------------------------------------------------
+# What goes with a deleted module or version (its download counts, no-code module, webhook) is
+# the composer's (``chalicelib.modules.composed``): this core never imports its sub-rooms.
 
 
-def delete(principal: Principal, organization: str, parts: list[str]) -> list[ModuleModel]:
-    """Delete by ``[registry, namespace, name]`` + optional ``provider`` + optional ``version``;
-    returns the module records deleted (their webhooks are the caller's to remove)."""
+def to_delete(
+    principal: Principal, organization: str, parts: list[str]
+) -> tuple[list[ModuleModel], str | None]:
+    """What a delete by ``[registry, namespace, name]`` + optional ``provider`` + optional
+    ``version`` takes (owners only): the module records, or one module and the version to
+    delete of it; 404 when there is nothing of that name."""
     registry, namespace, name, *rest = parts
     check_registry(registry)
     rights = _readable(principal, organization)
@@ -728,29 +732,31 @@ def delete(principal: Principal, organization: str, parts: list[str]) -> list[Mo
         raise NotFound("public modules can only be deleted by namespace and name")
     if not rest:
         named = _modules_named(organization, registry, namespace, name)
-        return _delete_records(named, f"module {namespace}/{name} not found")
+        if not named:
+            raise NotFound(f"module {namespace}/{name} not found")
+        return named, None
     provider = rest[0]
     try:
         module = ModuleModel.get(organization, module_key(registry, namespace, name, provider))
     except ModuleModel.DoesNotExist:
         raise NotFound(f"module {namespace}/{name}/{provider} not found") from None
-    if len(rest) == 1:
-        delete_module_record(module)
-        return [module]
-    return [module] if delete_version(module, version_of(module, rest[1])) else []
+    return [module], (rest[1] if len(rest) > 1 else None)
 
 
-def delete_name_deprecated(principal: Principal, organization: str, name: str) -> list[ModuleModel]:
-    """``POST /registry-modules/actions/delete/:org/:name``: the private module of that name
-    and, where public curation is on, every curated public module of that name (any
-    namespace), as SPEC's name-level delete applies to both registries."""
+def named_to_delete(principal: Principal, organization: str, name: str) -> list[ModuleModel]:
+    """``POST /registry-modules/actions/delete/:org/:name`` takes the private module of that
+    name and, where public curation is on, every curated public module of that name (any
+    namespace), as SPEC's name-level delete applies to both registries (owners only; 404
+    when there is none)."""
     rights = _readable(principal, organization)
     require_rights(rights, "deleting a module", owner=True)
     modules = _modules_named(organization, "private", organization, name)
     if get_settings().hosted:
         public = ModuleModel.query(organization, ModuleModel.key.startswith("public#"))
         modules += [module for module in public if module.name == name]
-    return _delete_records(modules, f"module {name} not found")
+    if not modules:
+        raise NotFound(f"module {name} not found")
+    return modules
 
 
 def _modules_named(
@@ -761,38 +767,26 @@ def _modules_named(
     return list(ModuleModel.query(organization, ModuleModel.key.startswith(prefix)))
 
 
-def _delete_records(modules: list[ModuleModel], missing: str) -> list[ModuleModel]:
-    """Delete the module records (404 ``missing`` when there are none); returns them."""
-    if not modules:
-        raise NotFound(missing)
-    for module in modules:
-        delete_module_record(module)
-    return modules
+def modules_of(organization: str) -> list[ModuleModel]:
+    """Every module of an organization (its deletion's cascade)."""
+    return list(ModuleModel.query(organization))
 
 
 def delete_version(module: ModuleModel, version: ModuleVersionModel) -> bool:
-    """Delete one version; True when it was the last one and took the module with it."""
+    """Delete one version and its objects; True when it was the last one and took the module
+    with it."""
     module_gone = store.delete_version(module, version, now())
-    downloads.forget(module.id, [version.version])
     objects.delete_objects([version.upload_key, version.archive_key, version.metadata_key])
     return module_gone
 
 
-def delete_module_record(module: ModuleModel) -> None:
-    """Delete the module, its versions and their objects."""
+def delete_module_record(module: ModuleModel) -> list[str]:
+    """Delete the module, its versions and their objects; returns the versions deleted."""
     versions = store.delete_module(module)
-    downloads.forget(module.id, [v.version for v in versions])
     objects.delete_objects(
         [k for v in versions for k in (v.upload_key, v.archive_key, v.metadata_key)]
     )
-
-
-def delete_all_for_organization(organization: str) -> list[ModuleModel]:
-    """Delete every module of an organization being deleted; returns them."""
-    modules = list(ModuleModel.query(organization))
-    for module in modules:
-        delete_module_record(module)
-    return modules
+    return [v.version for v in versions]
 
 
 # ----- ingestion outcome --------------------------------------------------------------------

@@ -5,8 +5,8 @@ with the actions the caller may take, a new version, retry, delete the provider)
 The same services as the API: ``service.create_module`` (with the no-code maker, as
 ``POST /organizations/:org/registry-modules``), ``service.create_version`` (a VCS branch
 module's version comes from its repository, as the API's), ``publishing.retry`` (``POST
-/registry-modules/:id/actions/retry``) and ``service.delete`` with the API's cascade
-(``modules.composed.forget_deleted``).
+/registry-modules/:id/actions/retry``) and the API's delete with its cascade
+(``modules.composed.delete``).
 """
 
 from __future__ import annotations
@@ -239,8 +239,8 @@ def delete_module(
     publishable(ctx, ref, owner=True)
     principal = ctx.principal_or_sign_in()
     # The composer (no-code modules' service, VCS publishing): the pages that delete or create.
-    from chalicelib.modules.composed import forget_deleted
+    from chalicelib.modules import composed
 
     parts = [ref.registry, ref.namespace, ref.name, ref.provider]
-    forget_deleted(service.delete(principal, organization, parts))
+    composed.delete(principal, organization, parts)
     return redirect(f"/app/{organization}/registry/modules")

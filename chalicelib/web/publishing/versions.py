@@ -10,7 +10,7 @@ origin and nothing else more. Without JavaScript the page gives the curl command
 
 Actions go through the API's services: ``change_version_lifecycle`` (deprecate with a
 reason and link, undeprecate, revoke with a message and link, un-revoke: ``PATCH
-…/registry-modules/…/:version``) and ``service.delete`` (``DELETE …/:version``, owners).
+…/registry-modules/…/:version``) and ``composed.delete`` (``DELETE …/:version``, owners).
 """
 
 from __future__ import annotations
@@ -267,11 +267,10 @@ def do_action(
     principal = ctx.principal_or_sign_in()
     if action == "delete":
         # The composer (no-code modules' service, VCS publishing): the pages that delete or create.
-        from chalicelib.modules.composed import forget_deleted
+        from chalicelib.modules import composed
 
         parts = [ref.registry, ref.namespace, ref.name, ref.provider, version]
-        gone = service.delete(principal, organization, parts)  # the module, with its last one
-        forget_deleted(gone)
+        gone = composed.delete(principal, organization, parts)  # the module, with its last one
         if gone:
             return redirect(f"/app/{organization}/registry/modules")
         return redirect(module_url(ref) + "?deleted=1")
