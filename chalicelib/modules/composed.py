@@ -10,7 +10,7 @@ publishing only when a VCS module needs it.
 from __future__ import annotations
 
 from chalicelib.core.auth import Principal
-from chalicelib.modules import service
+from chalicelib.modules import service, versions
 from chalicelib.modules.downloads import store as downloads
 from chalicelib.modules.nocode import service as nocode
 from chalicelib.modules.store import ModuleModel, ModuleVersionModel
@@ -19,7 +19,7 @@ from chalicelib.modules.store import ModuleModel, ModuleVersionModel
 def version_from_vcs(
     module: ModuleModel, version: str, commit_sha: str | None
 ) -> ModuleVersionModel:
-    """``service.create_version``'s ``from_vcs``: publishing is imported here, so only
+    """``versions.create_version``'s ``from_vcs``: publishing is imported here, so only
     versions of VCS modules load it."""
     from chalicelib.modules.publishing import service as publishing
 
@@ -34,8 +34,8 @@ def delete(principal: Principal, organization: str, parts: list[str]) -> list[Mo
     if version is None:
         return _delete_modules(modules)
     (module,) = modules
-    item = service.version_of(module, version)
-    gone = service.delete_version(module, item)
+    item = versions.version_of(module, version)
+    gone = versions.delete_version(module, item)
     downloads.forget(module.id, [item.version])
     deleted = [module] if gone else []
     _forget_deleted(deleted)

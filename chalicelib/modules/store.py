@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -227,7 +227,7 @@ class ModuleVersionModel(db.Model):
     metadata_key = UnicodeAttribute(null=True)
     sha256 = UnicodeAttribute(null=True)
     size = NumberAttribute(null=True)
-    # Lifecycle of an ok version (chalicelib.modules.service.change_version_lifecycle), also
+    # Lifecycle of an ok version (chalicelib.modules.versions.change_version_lifecycle), also
     # kept in its entry of the module's ``version_statuses`` for the registry protocol:
     # {"id", "deprecated-status", "reason"?, "link"?} and {"status", "message"?, "link"?}.
     deprecation = JSONAttribute(null=True)
@@ -258,9 +258,74 @@ class VersionChanged(Exception):
     """The version item was deleted, left ``ok`` or was changed since it was read."""
 
 
+# ----- reads ---------------------------------------------------------------------------------
+
+
 def module_by_id(module_id: str) -> ModuleModel | None:
     """The module with this id (one Query of the ``by-id`` index), None when there is none."""
     return next(iter(ModuleModel.by_id.query(module_id)), None)
+
+
+def find_module(organization: str, key: str, *, consistent: bool = False) -> ModuleModel | None:
+    """The module of that key (``module_key``), None when there is none."""
+    try:
+        return ModuleModel.get(organization, key, consistent_read=consistent)
+    except ModuleModel.DoesNotExist:
+        return None
+
+
+def modules_of(organization: str, key_prefix: str | None = None) -> list[ModuleModel]:
+    """The organization's modules, in key order; with ``key_prefix``, those whose key starts
+    with it (``name_prefix``: every provider of a name; ``public#``: the curated ones)."""
+    condition = ModuleModel.key.startswith(key_prefix) if key_prefix else None
+    return list(ModuleModel.query(organization, condition))
+
+
+def module_keys(organization: str) -> list[str]:
+    """The keys of the organization's modules, from the lean index (``ModuleList``)."""
+    return [entry.key for entry in ModuleModel.listed.query(organization)]
+
+
+def module_list(organization: str, registry: str | None = None) -> lists.KeyedList:
+    """The organization's modules (of one registry) for ``lists.read_page``: the table in
+    key order, with the lean index to skip and filter with."""
+    return lists.KeyedList(
+        ModuleModel,
+        organization,
+        lean=ModuleModel.listed,
+        condition=ModuleModel.key.startswith(f"{registry}#") if registry else None,
+    )
+
+
+def every_module() -> Iterator[ModuleModel]:
+    """Every module of every organization: a scan, for the one-off backfills only."""
+    return iter(ModuleModel.scan())
+
+
+def find_version(
+    module_id: str, order_key: str, *, consistent: bool = False
+) -> ModuleVersionModel | None:
+    """The module's version of that order key (``semver.Version.order_key``), or None."""
+    try:
+        return ModuleVersionModel.get(module_id, order_key, consistent_read=consistent)
+    except ModuleVersionModel.DoesNotExist:
+        return None
+
+
+def versions_of(module_id: str) -> list[ModuleVersionModel]:
+    """Every version of the module, oldest first."""
+    return list(ModuleVersionModel.query(module_id))
+
+
+def versions_after(module_id: str, order_key: str | None, size: int) -> list[ModuleVersionModel]:
+    """Up to ``size`` of the module's versions, newest first, from just after (older than)
+    the version of ``order_key`` (from the newest when None): one Query."""
+    source = lists.KeyedList(ModuleVersionModel, module_id, forward=False)
+    before = ModuleVersionModel(module_id, order_key) if order_key is not None else None
+    return source.after(before, size)
+
+
+# ----- writes ---------------------------------------------------------------------------------
 
 
 def insert_module(module: ModuleModel, companions: Sequence[db.Model] = ()) -> None:

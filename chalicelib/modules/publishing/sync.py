@@ -22,7 +22,7 @@ from chalicelib.core.api.errors import NotFound, Unprocessable
 from chalicelib.core.data.aws import client
 from chalicelib.core.data.ids import iso, now
 from chalicelib.core.settings import get_settings
-from chalicelib.modules import service, store
+from chalicelib.modules import service, store, versions
 from chalicelib.modules.publishing.versions import semver_tags
 from chalicelib.modules.statuses import SYNC_MAY_SET, ModuleStatus, SyncStatus, VersionStatus
 from chalicelib.modules.store import ModuleModel, ModuleVersionModel
@@ -105,7 +105,7 @@ def sync_tags(module_id: str) -> str:
         return _sync_failed(module, f"could not read the repository's tags: {exc}", started)
 
     found, skipped = semver_tags(tags, repo.get("tag-prefix"))
-    existing = {v.version: v for v in service.list_versions(module)}
+    existing = {v.version: v for v in versions.list_versions(module)}
     published: list[str] = []
     fetches: list[dict[str, str]] = []
     reported = [{"tag": s.tag, "reason": s.reason} for s in skipped]
@@ -127,7 +127,7 @@ def sync_tags(module_id: str) -> str:
                 )
             continue
         try:
-            item = service.insert_version(
+            item = versions.insert_version(
                 module,
                 tag.version,
                 commit_sha=tag.sha,

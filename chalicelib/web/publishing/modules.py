@@ -3,7 +3,7 @@ provider, no-code) and ``…/publish/<registry>/<namespace>/<name>/<provider>`` 
 with the actions the caller may take, a new version, retry, delete the provider).
 
 The same services as the API: ``service.create_module`` (with the no-code maker, as
-``POST /organizations/:org/registry-modules``), ``service.create_version`` (a VCS branch
+``POST /organizations/:org/registry-modules``), ``versions.create_version`` (a VCS branch
 module's version comes from its repository, as the API's), ``publishing.retry`` (``POST
 /registry-modules/:id/actions/retry``) and the API's delete with its cascade
 (``modules.composed.delete``).
@@ -17,7 +17,7 @@ from chalice import Response
 
 from chalicelib.core.api.errors import Unprocessable
 from chalicelib.core.api.openapi import Param, Reply
-from chalicelib.modules import service
+from chalicelib.modules import service, versions
 from chalicelib.modules.service import ModuleRef
 from chalicelib.modules.statuses import VersionStatus, is_deprecated, is_revoked
 from chalicelib.web.labels import status_label
@@ -116,7 +116,7 @@ def _ref(organization: str, registry_: str, namespace: str, name: str, provider:
 
 def _module_page(ctx: WebCtx, ref: ModuleRef, status: int = 200, **extra: Any) -> Response:
     module, rights = publishable(ctx, ref)
-    stored = sorted(service.list_versions(module), key=lambda v: v.order_key, reverse=True)
+    stored = sorted(versions.list_versions(module), key=lambda v: v.order_key, reverse=True)
     rows = [
         {
             "version": v.version,
@@ -180,7 +180,9 @@ def create_version(
 
     wanted = form.get("version")
     try:
-        version, _ = service.create_version(principal, ref, wanted, None, from_vcs=version_from_vcs)
+        version, _ = versions.create_version(
+            principal, ref, wanted, None, from_vcs=version_from_vcs
+        )
     except Unprocessable as refused:
         return _module_page(ctx, ref, 422, version_error=refused.detail, wanted=wanted)
     return redirect(module_url(ref, version.version))

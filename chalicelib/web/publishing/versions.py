@@ -4,7 +4,7 @@ status as JSON, which the upload page's script polls) and ``…/<version>/<actio
 that asks first, then the form's POST does it.
 
 The upload goes from the browser straight to the version's presigned S3 link
-(``service.upload_url``: only for who may publish, only until the version is ok), by
+(``versions.upload_url``: only for who may publish, only until the version is ok), by
 ``static/publish.js`` with a progress bar; that page's CSP lets it connect to the link's
 origin and nothing else more. Without JavaScript the page gives the curl command instead.
 
@@ -23,9 +23,10 @@ from chalice import Response
 
 from chalicelib.core.api.errors import NotFound, Unprocessable
 from chalicelib.core.api.openapi import Reply
-from chalicelib.modules import service
-from chalicelib.modules.service import LifecycleChange, ModuleRef
+from chalicelib.modules import versions
+from chalicelib.modules.service import ModuleRef
 from chalicelib.modules.statuses import VersionStatus
+from chalicelib.modules.versions import LifecycleChange
 from chalicelib.web.labels import FAILED, status_label
 from chalicelib.web.publishing.common import (
     VERSION,
@@ -130,8 +131,8 @@ def version_page(
     """A version: its status, the upload of its archive while it is not ok, its actions."""
     ref = _ref(organization, registry, namespace, name, provider)
     module, rights = publishable(ctx, ref)
-    item = service.version_of(module, version)
-    upload = service.upload_url(item, rights)
+    item = versions.version_of(module, version)
+    upload = versions.upload_url(item, rights)
     url = module_url(ref, item.version)
     response = ctx.render(
         "publishing/version.html",
@@ -176,7 +177,7 @@ def version_status(
     if ctx.principal is None:  # JSON for the polling script, not the sign-in page
         return _json({"error": "signed out: sign in again"}, 401)
     module, _ = publishable(ctx, _ref(organization, registry, namespace, name, provider))
-    return _json(_status(service.version_of(module, version)))
+    return _json(_status(versions.version_of(module, version)))
 
 
 def _json(body: dict[str, Any], status: int = 200) -> Response:
@@ -200,7 +201,7 @@ def _confirm_page(
 ) -> Response:
     action = _action(name)
     module, _ = publishable(ctx, ref, owner=action.owner)
-    item = service.version_of(module, version)
+    item = versions.version_of(module, version)
     return ctx.render(
         "publishing/confirm.html",
         status,
@@ -275,7 +276,7 @@ def do_action(
             return redirect(f"/app/{organization}/registry/modules")
         return redirect(module_url(ref) + "?deleted=1")
     try:
-        service.change_version_lifecycle(principal, ref, version, **_change(action, form))
+        versions.change_version_lifecycle(principal, ref, version, **_change(action, form))
     except Unprocessable as refused:
         values = {f.name: form.get(f.name) for f in wanted.fields}
         return _confirm_page(ctx, ref, version, action, 422, error=refused.detail, values=values)
