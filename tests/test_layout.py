@@ -275,7 +275,6 @@ STILL_LONG = {
     "chalicelib/accounts/routes.py",
     "chalicelib/accounts/service.py",
     "chalicelib/accounts/store.py",
-    "chalicelib/modules/store.py",
     "chalicelib/scim/service.py",
 }
 

@@ -976,18 +976,18 @@ def test_a_lifecycle_write_on_a_stale_or_deleted_version_changes_nothing(acme: A
     """The store's condition: the version is still the ok one that was read. A request that
     lost a race decides again on the fresh item; one whose version went away is a 404."""
     from chalicelib.core.data.ids import now
-    from chalicelib.modules import store
+    from chalicelib.modules import writes
     from chalicelib.modules.store import ModuleVersionModel
 
     module = published_module(acme, "1.0.0", "1.1.0")
     stale = next(v for v in ModuleVersionModel.query(module["id"]) if v.version == "1.0.0")
     assert change_version(acme, "1.0.0", DEPRECATE).status == 200
-    with pytest.raises(store.VersionChanged):
-        store.record_version_lifecycle(stale, None, None, now())
+    with pytest.raises(writes.VersionChanged):
+        writes.record_version_lifecycle(stale, None, None, now())
     assert _lifecycle(acme, "1.0.0") == (DEPRECATED, None)
     assert acme.delete(f"{ORG}/private/acme/vpc/aws/1.0.0").status == 204
-    with pytest.raises(store.VersionChanged):
-        store.record_version_lifecycle(stale, {"deprecated-status": "Deprecated"}, None, now())
+    with pytest.raises(writes.VersionChanged):
+        writes.record_version_lifecycle(stale, {"deprecated-status": "Deprecated"}, None, now())
     statuses = acme.get(f"{ORG}/private/acme/vpc/aws").data["attributes"]["version-statuses"]
     assert statuses == [{"version": "1.1.0", "status": "ok"}]
 
@@ -998,21 +998,21 @@ def test_a_change_that_lost_a_race_is_decided_again_on_the_fresh_version(
     """The first write finds the version changed by a concurrent revoke: the request reads it
     again and applies its rule to what it finds (undeprecating a revoked version is refused);
     a version that keeps changing is a 409."""
-    from chalicelib.modules import store
+    from chalicelib.modules import writes
 
     published_module(acme, "1.0.0")
     assert change_version(acme, "1.0.0", DEPRECATE).status == 200
-    real = store.record_version_lifecycle
+    real = writes.record_version_lifecycle
     calls = []
 
     def revoked_meanwhile(version, *args):
         calls.append(version.revocation)
         if len(calls) == 1:
             real(version, version.deprecation, {"status": "Revoked"}, *args[2:])
-            raise store.VersionChanged
+            raise writes.VersionChanged
         return real(version, *args)
 
-    monkeypatch.setattr(store, "record_version_lifecycle", revoked_meanwhile)
+    monkeypatch.setattr(writes, "record_version_lifecycle", revoked_meanwhile)
     refused = change_version(acme, "1.0.0", UNDEPRECATE)
     assert refused.status == 422, refused.json
     assert refused.error["source"]["pointer"] == "/data/attributes/deprecation/deprecated-status"
@@ -1020,9 +1020,9 @@ def test_a_change_that_lost_a_race_is_decided_again_on_the_fresh_version(
     assert _lifecycle(acme, "1.0.0")[1]["status"] == "Revoked"
 
     def always_changed(*args):
-        raise store.VersionChanged
+        raise writes.VersionChanged
 
-    monkeypatch.setattr(store, "record_version_lifecycle", always_changed)
+    monkeypatch.setattr(writes, "record_version_lifecycle", always_changed)
     busy = change_version(acme, "1.0.0", UNREVOKE)
     assert busy.status == 409, busy.json
     assert _lifecycle(acme, "1.0.0")[1]["status"] == "Revoked"

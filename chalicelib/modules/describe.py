@@ -12,7 +12,7 @@ from functools import cache
 from typing import TYPE_CHECKING
 
 from chalicelib.artifacts import objects, semver
-from chalicelib.modules import store
+from chalicelib.modules import store, writes
 from chalicelib.modules.statuses import VersionStatus
 from chalicelib.modules.store import ModuleModel, ModuleVersionModel
 
@@ -103,7 +103,7 @@ def backfill_descriptions() -> dict[str, int]:
             if version is None:
                 continue
             missing = version.description is None
-            if missing and store.record_description(version, _description(version)):
+            if missing and writes.record_description(version, _description(version)):
                 report["descriptions written"] += 1
         store.refresh_listing(module.organization, module.key)
         report["summaries written"] += 1

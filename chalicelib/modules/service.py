@@ -24,7 +24,7 @@ from chalicelib.core.data import lists
 from chalicelib.core.data.ids import new_id, now
 from chalicelib.core.settings import get_settings
 from chalicelib.core.tagbindings import Binding
-from chalicelib.modules import store
+from chalicelib.modules import store, writes
 from chalicelib.modules.statuses import ModuleStatus, VersionStatus
 from chalicelib.modules.store import ModuleModel, ModuleVersionModel, module_key
 
@@ -274,8 +274,8 @@ def save_new_module(module: ModuleModel, companions: Sequence[Any] = ()) -> None
     """Store a new module record (and ``companions``, new items of other tables, in the
     same transaction); 422 when that registry/namespace/name/provider exists."""
     try:
-        store.insert_module(module, companions)
-    except store.ModuleTaken:
+        writes.insert_module(module, companions)
+    except writes.ModuleTaken:
         raise Unprocessable(
             f"module {module.namespace}/{module.name}/{module.provider} already exists "
             f"in the {module.registry_name} registry",
@@ -321,8 +321,8 @@ def update_module(
         config = module.test_config or {"id": new_id("tc")}
         actions.append(ModuleModel.test_config.set({**config, "tests-enabled": tests_enabled}))
     try:
-        store.update_module(module, actions)
-    except store.ModuleGone:
+        writes.update_module(module, actions)
+    except writes.ModuleGone:
         raise NotFound("the module was deleted while it was being updated") from None
     if change is not None:
         change.queue_jobs(module)
@@ -388,7 +388,7 @@ def modules_of(organization: str) -> list[ModuleModel]:
 
 def delete_module_record(module: ModuleModel) -> list[str]:
     """Delete the module, its versions and their objects; returns the versions deleted."""
-    versions = store.delete_module(module)
+    versions = writes.delete_module(module)
     objects.delete_objects(
         [k for v in versions for k in (v.upload_key, v.archive_key, v.metadata_key)]
     )
@@ -402,4 +402,4 @@ def mark_version(
     version: ModuleVersionModel, status: VersionStatus, *, error: str | None = None, **fields: Any
 ) -> bool:
     """Record a status on the version and the module; False if either is gone."""
-    return store.record_version_status(version, status, now(), error=error, fields=fields)
+    return writes.record_version_status(version, status, now(), error=error, fields=fields)

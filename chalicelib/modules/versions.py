@@ -19,7 +19,7 @@ from chalicelib.core.api.errors import Conflict, Forbidden, NotFound, Unprocessa
 from chalicelib.core.api.pagination import Page
 from chalicelib.core.auth import Principal
 from chalicelib.core.data.ids import new_id, now
-from chalicelib.modules import keys, store
+from chalicelib.modules import keys, store, writes
 from chalicelib.modules.service import ModuleRef, check_registry, get_module, require_rights
 from chalicelib.modules.statuses import (
     DeprecationStatus,
@@ -132,14 +132,14 @@ def insert_version(
         updated_at=moment,
     )
     try:
-        store.insert_version(module, item, moment)
-    except store.VersionTaken:
+        writes.insert_version(module, item, moment)
+    except writes.VersionTaken:
         raise Unprocessable(
             f"version {parsed.text} already exists",
             pointer="/data/attributes/version",
             title="version has already been taken",
         ) from None
-    except store.ModuleGone:
+    except writes.ModuleGone:
         raise NotFound("the module was deleted while the version was being created") from None
     return item
 
@@ -299,11 +299,11 @@ def change_version_lifecycle(
             new_revocation = _apply_revocation(item, *wanted_revocation)
         moment = now()
         try:
-            store.record_version_lifecycle(item, new_deprecation, new_revocation, moment)
-        except store.VersionChanged:
+            writes.record_version_lifecycle(item, new_deprecation, new_revocation, moment)
+        except writes.VersionChanged:
             item = version_of(module, version)  # 404 when it was deleted meanwhile
             continue
-        except store.ModuleGone:
+        except writes.ModuleGone:
             raise NotFound("the module was deleted while the version was being changed") from None
         item.deprecation, item.revocation, item.updated_at = new_deprecation, new_revocation, moment
         return item, rights
@@ -351,6 +351,6 @@ def _apply_revocation(
 def delete_version(module: ModuleModel, version: ModuleVersionModel) -> bool:
     """Delete one version and its objects; True when it was the last one and took the module
     with it."""
-    module_gone = store.delete_version(module, version, now())
+    module_gone = writes.delete_version(module, version, now())
     objects.delete_objects([version.upload_key, version.archive_key, version.metadata_key])
     return module_gone

@@ -34,7 +34,7 @@ from chalicelib.core.api.errors import BadGateway, NotFound, Unprocessable
 from chalicelib.core.api.links import link_base_url
 from chalicelib.core.auth import Principal
 from chalicelib.core.data.ids import iso, new_id, now
-from chalicelib.modules import render, service, store, versions
+from chalicelib.modules import render, service, versions, writes
 from chalicelib.modules.publishing.hooks import WEBHOOK_SECRET_PURPOSE, registered_hook
 from chalicelib.modules.publishing.sync import queue_sync, repository, request_sync
 from chalicelib.modules.statuses import (
@@ -420,8 +420,8 @@ def regenerate_webhook_secret(principal: Principal, module_id: str) -> tuple[Mod
         ModuleModel.updated_at.set(now()),
     ]
     try:
-        store.update_module(module, actions)
-    except store.ModuleGone:
+        writes.update_module(module, actions)
+    except writes.ModuleGone:
         raise NotFound(f"registry module {module_id} not found") from None
     queue.enqueue(queue.HOOK, module_id=module.id)
     return module, secret

@@ -22,7 +22,7 @@ from chalicelib.core.api.errors import NotFound, Unprocessable
 from chalicelib.core.data.aws import client
 from chalicelib.core.data.ids import iso, now
 from chalicelib.core.settings import get_settings
-from chalicelib.modules import service, store, versions
+from chalicelib.modules import service, store, versions, writes
 from chalicelib.modules.publishing.versions import semver_tags
 from chalicelib.modules.statuses import SYNC_MAY_SET, ModuleStatus, SyncStatus, VersionStatus
 from chalicelib.modules.store import ModuleModel, ModuleVersionModel
@@ -53,13 +53,13 @@ def record_sync(
     """Store the sync report (and move the module status from ``pending``-like states
     only: a concurrent first ok version's ``setup_complete`` is never overwritten)."""
     try:
-        store.update_module(
+        writes.update_module(
             module, [ModuleModel.vcs_sync.set(report), ModuleModel.updated_at.set(now())]
         )
-    except store.ModuleGone:
+    except writes.ModuleGone:
         return False
     if status:
-        store.update_module_if(module, [ModuleModel.status.set(str(status))], SYNC_MAY_SET)
+        writes.update_module_if(module, [ModuleModel.status.set(str(status))], SYNC_MAY_SET)
     return True
 
 
