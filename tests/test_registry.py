@@ -763,6 +763,57 @@ def test_deprecation_and_revocation_rules(
         assert _version_attributes(acme, "1.0.0") == previous
 
 
+def _moved(before: tuple, after: tuple) -> bool:
+    """Whether a version's lifecycle changed between two (deprecation, revocation) reads:
+    deprecated or not, revoked or not (a new reason or an ``Unrevoked`` again is no move)."""
+
+    def state(lifecycle: tuple) -> tuple[bool, bool]:
+        deprecation, revocation = lifecycle
+        return deprecation is not None, (revocation or {}).get("status") == "Revoked"
+
+    return state(before) != state(after)
+
+
+def test_a_version_page_offers_exactly_the_changes_the_service_makes(acme: Api):
+    """One rule (``statuses.TRANSITIONS``), asked by the pages (``versions.offered_actions``)
+    and enforced by the API: in every state, a lifecycle change the page offers is accepted
+    and moves the version; one it does not offer is refused or moves nothing. A version not
+    yet ok offers its upload and no lifecycle change."""
+    from chalicelib.modules import store, versions
+
+    create_module(acme)
+    module = store.find_module("acme", store.module_key("private", "acme", "vpc", "aws"))
+    assert module is not None
+    pending = versions.version_of(
+        module, create_version(acme, "0.1.0").data["attributes"]["version"]
+    )
+    assert versions.offered_actions(pending, owner=True) == ["upload", "delete"]
+    assert change_version(acme, "0.1.0", DEPRECATE).status == 422
+    paths = {
+        "published": [],
+        "deprecated": [DEPRECATE],
+        "revoked": [DEPRECATE, REVOKE],
+        "un-revoked": [DEPRECATE, REVOKE, UNREVOKE],
+    }
+    changes = {"deprecate": DEPRECATE, "undeprecate": UNDEPRECATE}
+    changes |= {"revoke": REVOKE, "unrevoke": UNREVOKE}
+    minor = 0
+    for path, steps in paths.items():
+        for action, change in changes.items():
+            minor += 1
+            version = f"1.{minor}.0"
+            assert upload_and_ingest(create_version(acme, version), {"main.tf": MAIN_TF}) == "ok"
+            for step in steps:
+                assert change_version(acme, version, step).status == 200
+            offered = versions.offered_actions(versions.version_of(module, version), owner=False)
+            assert "upload" not in offered and "delete" not in offered
+            before = _lifecycle(acme, version)
+            reply = change_version(acme, version, change)
+            moved = reply.status == 200 and _moved(before, _lifecycle(acme, version))
+            assert (action in offered) == moved, (path, action, offered, reply.status)
+            assert reply.status in (200, 422), reply.json
+
+
 @pytest.mark.parametrize(
     ("body", "pointer"),
     [

@@ -237,6 +237,12 @@ class ModuleVersionModel(db.Model):
     created_at = UTCDateTimeAttribute()
     updated_at = UTCDateTimeAttribute()
 
+    @property
+    def awaits_upload(self) -> bool:
+        """Whether its archive may still be uploaded: until it is ok (CI retries, failed
+        ingests); never for a VCS version, whose archive comes from the repository."""
+        return self.status != VersionStatus.OK and self.source == "tfe-api"
+
 
 # ----- reads ---------------------------------------------------------------------------------
 

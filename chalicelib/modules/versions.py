@@ -22,10 +22,15 @@ from chalicelib.core.data.ids import new_id, now
 from chalicelib.modules import keys, store, writes
 from chalicelib.modules.service import ModuleRef, check_registry, get_module, require_rights
 from chalicelib.modules.statuses import (
+    TRANSITIONS,
     DeprecationStatus,
+    Lifecycle,
     RevocationStatus,
+    VersionAction,
     VersionStatus,
     is_revoked,
+    lifecycle,
+    lifecycle_moves,
 )
 from chalicelib.modules.store import ModuleModel, ModuleVersionModel
 
@@ -149,11 +154,7 @@ def upload_url(version: ModuleVersionModel, rights: accounts.OrgAccess) -> str |
     only for a caller who could create the version: a presigned PUT publishes whatever it
     carries, so a reader must never receive one. VCS versions have none: their archive comes
     from the repository."""
-    if (
-        not authorization.allows(rights, "manage-modules")
-        or version.status == VersionStatus.OK
-        or version.source != "tfe-api"
-    ):
+    if not authorization.allows(rights, "manage-modules") or not version.awaits_upload:
         return None
     return objects.presigned_upload_url(version.upload_key)
 
@@ -259,6 +260,27 @@ def _revocation(change: LifecycleChange) -> tuple[RevocationStatus, dict[str, st
     return status, _compact(fields)
 
 
+def _wanted(
+    deprecation: LifecycleChange | None, revocation: LifecycleChange | None
+) -> tuple[VersionAction, dict[str, str]]:
+    """The one change a PATCH asks for, and its texts, checked."""
+    if deprecation is not None and revocation is not None:
+        raise Unprocessable(
+            "send either deprecation or revocation, not both", pointer="/data/attributes"
+        )
+    if deprecation is not None:
+        deprecated, fields = _deprecation(deprecation)
+        if deprecated == DeprecationStatus.DEPRECATED:
+            return VersionAction.DEPRECATE, fields
+        return VersionAction.UNDEPRECATE, fields
+    if revocation is not None:
+        revoked, fields = _revocation(revocation)
+        if revoked == RevocationStatus.REVOKED:
+            return VersionAction.REVOKE, fields
+        return VersionAction.UNREVOKE, fields
+    raise Unprocessable("deprecation or revocation is required", pointer="/data/attributes")
+
+
 def change_version_lifecycle(
     principal: Principal,
     ref: ModuleRef,
@@ -277,26 +299,10 @@ def change_version_lifecycle(
     if module.registry_name != "private":
         raise NotFound("only versions of private modules can be deprecated or revoked")
     item = version_of(module, version)
-    if deprecation is None and revocation is None:
-        raise Unprocessable("deprecation or revocation is required", pointer="/data/attributes")
-    if deprecation is not None and revocation is not None:
-        raise Unprocessable(
-            "send either deprecation or revocation, not both", pointer="/data/attributes"
-        )
-    wanted_deprecation = _deprecation(deprecation) if deprecation is not None else None
-    wanted_revocation = _revocation(revocation) if revocation is not None else None
+    action, fields = _wanted(deprecation, revocation)
     for _ in range(3):
-        if item.status != VersionStatus.OK:
-            raise Unprocessable(
-                f"only published versions can be deprecated or revoked: {item.version} is "
-                f"{item.status}",
-                pointer="/data/attributes",
-            )
-        new_deprecation, new_revocation = item.deprecation, item.revocation
-        if wanted_deprecation is not None:
-            new_deprecation, new_revocation = _apply_deprecation(item, *wanted_deprecation)
-        if wanted_revocation is not None:
-            new_revocation = _apply_revocation(item, *wanted_revocation)
+        _check_transition(item, action)
+        new_deprecation, new_revocation = _changed(item, action, fields)
         moment = now()
         try:
             writes.record_version_lifecycle(item, new_deprecation, new_revocation, moment)
@@ -310,39 +316,56 @@ def change_version_lifecycle(
     raise Conflict(f"version {item.version} is being changed by another request: try again")
 
 
-def _apply_deprecation(
-    item: ModuleVersionModel, status: DeprecationStatus, fields: dict[str, str]
-) -> tuple[dict[str, str] | None, dict[str, str] | None]:
-    """The (deprecation, revocation) after ``status``: deprecating again replaces the reason
-    and link (a revoked version stays revoked)."""
-    if status == DeprecationStatus.DEPRECATED:
-        kept_id = (item.deprecation or {}).get("id") or new_id("dep")
-        deprecation = {"id": kept_id, "deprecated-status": str(status), **fields}
-        return deprecation, item.revocation
-    if is_revoked(item.revocation):
+def _check_transition(item: ModuleVersionModel, action: VersionAction) -> None:
+    """Refuse a change the version's lifecycle does not allow now (``statuses.TRANSITIONS``)."""
+    state = lifecycle(item.status, item.deprecation, item.revocation)
+    if (state, action) in TRANSITIONS:
+        return
+    if state == Lifecycle.UNPUBLISHED:
         raise Unprocessable(
-            f"version {item.version} is revoked: un-revoke it (revocation status 'Unrevoked') "
-            "before undeprecating it",
-            pointer=f"{DEPRECATION}/deprecated-status",
+            f"only published versions can be deprecated or revoked: {item.version} is "
+            f"{item.status}",
+            pointer="/data/attributes",
         )
-    return None, None
+    if action == VersionAction.REVOKE:
+        raise Unprocessable(
+            f"version {item.version} must be deprecated before it can be revoked",
+            pointer=f"{REVOCATION}/status",
+        )
+    raise Unprocessable(
+        f"version {item.version} is revoked: un-revoke it (revocation status 'Unrevoked') "
+        "before undeprecating it",
+        pointer=f"{DEPRECATION}/deprecated-status",
+    )
 
 
-def _apply_revocation(
-    item: ModuleVersionModel, status: RevocationStatus, fields: dict[str, str]
-) -> dict[str, str] | None:
-    """The revocation after ``status``: only a deprecated version can be revoked; un-revoking
-    a version that is not revoked changes nothing."""
-    if status == RevocationStatus.REVOKED:
-        if not item.deprecation:
-            raise Unprocessable(
-                f"version {item.version} must be deprecated before it can be revoked",
-                pointer=f"{REVOCATION}/status",
-            )
-        return {"status": str(status), **fields}
+def _changed(
+    item: ModuleVersionModel, action: VersionAction, fields: dict[str, str]
+) -> tuple[dict[str, str] | None, dict[str, str] | None]:
+    """The (deprecation, revocation) after an allowed ``action``: deprecating again replaces
+    the reason and link (a revoked version stays revoked), revoking again the message and
+    link; undeprecating clears both; un-revoking a version that is not revoked changes
+    nothing."""
+    if action == VersionAction.DEPRECATE:
+        kept_id = (item.deprecation or {}).get("id") or new_id("dep")
+        status = str(DeprecationStatus.DEPRECATED)
+        return {"id": kept_id, "deprecated-status": status, **fields}, item.revocation
+    if action == VersionAction.UNDEPRECATE:
+        return None, None
+    if action == VersionAction.REVOKE:
+        return item.deprecation, {"status": str(RevocationStatus.REVOKED), **fields}
     if is_revoked(item.revocation):
-        return {"status": str(status)}
-    return item.revocation
+        return item.deprecation, {"status": str(RevocationStatus.UNREVOKED)}
+    return item.deprecation, item.revocation
+
+
+def offered_actions(version: ModuleVersionModel, *, owner: bool) -> list[VersionAction]:
+    """What may be done to a version now, in the order a page offers it (the service
+    decides again when it is asked): its upload while it awaits one, the lifecycle changes
+    that move it, and for owners its deletion."""
+    actions = [VersionAction.UPLOAD] if version.awaits_upload else []
+    actions += lifecycle_moves(lifecycle(version.status, version.deprecation, version.revocation))
+    return [*actions, VersionAction.DELETE] if owner else actions
 
 
 # ----- deleting -----------------------------------------------------------------------------

@@ -11,7 +11,7 @@ module's version comes from its repository, as the API's), ``publishing.retry`` 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from chalice import Response
 
@@ -32,28 +32,7 @@ from chalicelib.web.publishing.common import (
 )
 from chalicelib.web.view import SignedIn, WebCtx, page, posted, redirect
 
-if TYPE_CHECKING:  # the registry's records, read only through its service
-    from chalicelib.modules.store import ModuleVersionModel
-
 REFUSED = (Reply(303), Reply(422))
-
-
-def version_actions(version: ModuleVersionModel, is_owner: bool) -> list[str]:
-    """What may be done to a version now, in the order the page offers it (the service
-    decides again when the form is sent)."""
-    actions = []
-    if version.status != VersionStatus.OK:
-        if version.source == "tfe-api":
-            actions.append("upload")
-    elif is_revoked(version.revocation):
-        actions.append("unrevoke")
-    elif is_deprecated(version.deprecation):
-        actions += ["undeprecate", "revoke"]
-    else:
-        actions.append("deprecate")
-    if is_owner:
-        actions.append("delete")
-    return actions
 
 
 # ----- a new module -----------------------------------------------------------------------
@@ -125,7 +104,7 @@ def _module_page(ctx: WebCtx, ref: ModuleRef, status: int = 200, **extra: Any) -
             "error": v.error,
             "deprecated": is_deprecated(v.deprecation),
             "revoked": is_revoked(v.revocation),
-            "actions": version_actions(v, rights.is_owner),
+            "actions": versions.offered_actions(v, owner=rights.is_owner),
             "url": module_url(ref, v.version),
         }
         for v in stored

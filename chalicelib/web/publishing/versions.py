@@ -25,7 +25,7 @@ from chalicelib.core.api.errors import NotFound, Unprocessable
 from chalicelib.core.api.openapi import Reply
 from chalicelib.modules import versions
 from chalicelib.modules.service import ModuleRef
-from chalicelib.modules.statuses import VersionStatus
+from chalicelib.modules.statuses import VersionAction, VersionStatus
 from chalicelib.modules.versions import LifecycleChange
 from chalicelib.web.labels import FAILED, status_label
 from chalicelib.web.publishing.common import (
@@ -36,7 +36,6 @@ from chalicelib.web.publishing.common import (
     module_url,
     publishable,
 )
-from chalicelib.web.publishing.modules import version_actions
 from chalicelib.web.view import Form, PublicPage, SignedIn, WebCtx, page, posted, redirect
 
 # Statuses after which nothing changes until someone acts (a new upload, a retry).
@@ -141,7 +140,11 @@ def version_page(
         url=url,
         state=_status(item),
         upload=upload,
-        actions=[a for a in version_actions(item, rights.is_owner) if a != "upload"],
+        actions=[
+            a
+            for a in versions.offered_actions(item, owner=rights.is_owner)
+            if a != VersionAction.UPLOAD
+        ],
         labels={key: action.button for key, action in ACTIONS.items()},
     )
     return allow_connect(response, connect_origin(upload)) if upload else response
