@@ -12,6 +12,8 @@ from collections.abc import Mapping
 from enum import StrEnum
 from typing import Any
 
+from chalicelib.artifacts import semver
+
 
 class ModuleStatus(StrEnum):
     PENDING = "pending"
@@ -95,6 +97,35 @@ def is_servable(entry: Mapping[str, Any]) -> bool:
     """A version the registry protocol serves: ingested (``ok``) and not revoked. ``entry``
     is a module's ``version-statuses`` entry or anything with ``status`` and ``revocation``."""
     return entry.get("status") == VersionStatus.OK and not is_revoked(entry.get("revocation"))
+
+
+# ----- "latest" (one home: the protocol, the lists, the pages and the backfills call it) -----
+
+
+def servable_versions(statuses: Mapping[str, Mapping[str, Any]]) -> list[semver.Version]:
+    """The versions the registry protocol serves (ok, not revoked, SemVer), newest first;
+    ``statuses``: a module's ``version_statuses``."""
+    versions = [
+        semver.parse(text)
+        for text, entry in statuses.items()
+        if is_servable(entry) and semver.is_valid(text)
+    ]
+    versions.sort(key=lambda v: v.order_key, reverse=True)
+    return versions
+
+
+def latest_servable(statuses: Mapping[str, Mapping[str, Any]]) -> semver.Version | None:
+    """A module's latest version: what ``terraform`` gets without a constraint, the protocol
+    lists and the pages open on. The highest servable release, else (only pre-releases) the
+    highest servable pre-release (Terraform picks a pre-release only when it is pinned)."""
+    return _latest_of(servable_versions(statuses))
+
+
+def _latest_of(versions: list[semver.Version]) -> semver.Version | None:
+    """The highest release, else the highest pre-release (``versions`` newest first)."""
+    releases = [v for v in versions if not v.is_prerelease]
+    candidates = releases or versions
+    return candidates[0] if candidates else None
 
 
 # ----- the version lifecycle (one home: the service enforces it, the pages offer it) -------

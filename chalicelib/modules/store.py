@@ -32,7 +32,7 @@ from pynamodb.transactions import TransactWrite
 from chalicelib.artifacts import semver
 from chalicelib.core.data import db, lists
 from chalicelib.core.tagbindings import TagBindingsAttribute
-from chalicelib.modules.statuses import ModuleStatus, VersionStatus, is_servable
+from chalicelib.modules.statuses import ModuleStatus, VersionStatus, latest_servable
 
 log = logging.getLogger("registry.store")
 
@@ -171,9 +171,8 @@ class ModuleModel(db.Model):
         return sum(int(count) for count in kept.values())
 
     def latest_servable(self) -> str | None:
-        """The version ``terraform`` gets without a constraint: the highest servable release,
-        else the highest servable pre-release (``servable_versions``, ``latest_of``)."""
-        latest = latest_of(servable_versions(self.statuses()))
+        """The version ``terraform`` gets without a constraint (``statuses.latest_servable``)."""
+        latest = latest_servable(self.statuses())
         return latest.text if latest else None
 
 
@@ -314,31 +313,13 @@ def versions_after(module_id: str, order_key: str | None, size: int) -> list[Mod
 # ----- the protocol list's entry ------------------------------------------------------------
 
 
-def servable_versions(statuses: dict[str, dict[str, Any]]) -> list[semver.Version]:
-    """The versions the registry protocol serves (ok, not revoked, SemVer), newest first."""
-    versions = [
-        semver.parse(text)
-        for text, entry in statuses.items()
-        if is_servable(entry) and semver.is_valid(text)
-    ]
-    versions.sort(key=lambda v: v.order_key, reverse=True)
-    return versions
-
-
-def latest_of(versions: list[semver.Version]) -> semver.Version | None:
-    """The highest release, else the highest pre-release (``versions`` newest first)."""
-    releases = [v for v in versions if not v.is_prerelease]
-    candidates = releases or versions
-    return candidates[0] if candidates else None
-
-
 def protocol_entry(module: ModuleModel) -> tuple[str | None, str | None] | None:
     """(latest version, its publication time) of the module's protocol list entry, None
     when the protocol does not list it (a curated public module: no version of its own)."""
     if module.registry_name == "public":
         return None, None
     statuses = module.statuses()
-    latest = latest_of(servable_versions(statuses))
+    latest = latest_servable(statuses)
     if latest is None:
         return None
     return latest.text, statuses.get(latest.text, {}).get("published-at")

@@ -34,10 +34,14 @@ from chalicelib.core.api.errors import BadGateway, NotFound
 from chalicelib.core.auth import Principal
 from chalicelib.core.data import db
 from chalicelib.core.settings import get_settings
-from chalicelib.modules import store
 from chalicelib.modules.downloads import counter as downloads
 from chalicelib.modules.ingest.limits import MetadataTooLarge, fit_metadata
-from chalicelib.modules.statuses import VersionStatus, is_revoked
+from chalicelib.modules.statuses import (
+    VersionStatus,
+    is_revoked,
+    latest_servable,
+    servable_versions,
+)
 from chalicelib.modules.store import ModuleModel, ModuleVersionModel, ProtocolEntryModel, module_key
 
 MAX_LIMIT = 100
@@ -56,7 +60,7 @@ class Published:
 
     @property
     def latest(self) -> semver.Version | None:
-        return store.latest_of(self.versions)
+        return latest_servable(self.statuses)
 
     def published_at(self, version: str) -> str | None:
         return self.statuses.get(version, {}).get("published-at")
@@ -77,7 +81,7 @@ def _revocation(entry: dict[str, Any]) -> dict[str, Any] | None:
 
 def published(module: ModuleModel) -> Published:
     statuses = module.statuses()
-    return Published(module, store.servable_versions(statuses), statuses)
+    return Published(module, servable_versions(statuses), statuses)
 
 
 def find_module(principal: Principal, namespace: str, name: str, provider: str) -> Published:
