@@ -12,6 +12,7 @@ change of a module's versions, and its backfill); every other write is ``writes`
 
 from __future__ import annotations
 
+import itertools
 import logging
 from collections import Counter, defaultdict
 from collections.abc import Iterator
@@ -251,6 +252,11 @@ def module_by_id(module_id: str) -> ModuleModel | None:
     return next(iter(ModuleModel.by_id.query(module_id)), None)
 
 
+def module_by_webhook(webhook_id: str) -> ModuleModel | None:
+    """The VCS module of this webhook id (one Query of the sparse ``by-webhook`` index)."""
+    return next(iter(ModuleModel.by_webhook.query(webhook_id)), None)
+
+
 def find_module(organization: str, key: str, *, consistent: bool = False) -> ModuleModel | None:
     """The module of that key (``module_key``), None when there is none."""
     try:
@@ -311,6 +317,30 @@ def versions_after(module_id: str, order_key: str | None, size: int) -> list[Mod
 
 
 # ----- the protocol list's entry ------------------------------------------------------------
+
+# The most protocol list entries (about 75 bytes each) one Query of a listing asks for.
+MAX_ENTRIES_READ = 10_000
+
+
+def protocol_entries(
+    organization: str, key_prefix: str | None, want: int
+) -> Iterator[ProtocolEntryModel]:
+    """An organization's protocol list entries in order (those whose ``protocol_key`` starts
+    with ``key_prefix``, when given), read in Queries of ``want`` entries (what the caller
+    expects to consume), then 4, 16, 64 times more, at most 10,000 (about 750 KB): a page
+    costs one Query of what it shows, a search that skips most entries a few."""
+    condition = ProtocolEntryModel.protocol_key.startswith(key_prefix) if key_prefix else None
+    start = None
+    first = max(1, min(want, MAX_ENTRIES_READ))
+    sizes = (min(MAX_ENTRIES_READ, first * 4**n) for n in itertools.count())
+    for size in sizes:
+        result = ProtocolEntryModel.query(
+            organization, condition, limit=size, last_evaluated_key=start
+        )
+        yield from result
+        start = result.last_evaluated_key
+        if start is None:
+            return
 
 
 def protocol_entry(module: ModuleModel) -> tuple[str | None, str | None] | None:

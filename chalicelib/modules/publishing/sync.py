@@ -25,7 +25,7 @@ from chalicelib.core.settings import get_settings
 from chalicelib.modules import service, store, versions, writes
 from chalicelib.modules.publishing.versions import semver_tags
 from chalicelib.modules.statuses import SYNC_MAY_SET, ModuleStatus, SyncStatus, VersionStatus
-from chalicelib.modules.store import ModuleModel, ModuleVersionModel
+from chalicelib.modules.store import ModuleModel
 from chalicelib.vcs import git
 from chalicelib.vcs import service as vcs
 
@@ -41,10 +41,7 @@ def find_module(module_id: str) -> ModuleModel | None:
     found = store.module_by_id(module_id)
     if found is None:
         return None
-    try:
-        return ModuleModel.get(found.organization, found.key, consistent_read=True)
-    except ModuleModel.DoesNotExist:
-        return None
+    return store.find_module(found.organization, found.key, consistent=True)
 
 
 def record_sync(
@@ -186,10 +183,10 @@ def fetch_version(module_id: str, version: str, version_id: str) -> str:
     if module is None or not module.vcs_repo:
         return "gone"
     try:
-        item = ModuleVersionModel.get(module_id, semver.parse(version).order_key)
-    except (semver.InvalidVersion, ModuleVersionModel.DoesNotExist):
+        item = store.find_version(module_id, semver.parse(version).order_key)
+    except semver.InvalidVersion:
         return "gone"
-    if item.id != version_id:
+    if item is None or item.id != version_id:
         return "gone"
     if item.status in (VersionStatus.OK, VersionStatus.INGRESSING):
         return f"already {item.status}"
