@@ -33,7 +33,7 @@ def backfill_all() -> dict[str, dict[str, int]]:
     """Every list's backfill; what each did (also run by ``make run`` on restored state)."""
     from chalicelib.accounts.users import backfill as users_backfill
     from chalicelib.accounts.users import store as users_store
-    from chalicelib.modules import service as modules
+    from chalicelib.modules import describe
     from chalicelib.modules import store as registry
     from chalicelib.modules.downloads import totals
     from chalicelib.projects import store as projects
@@ -43,7 +43,7 @@ def backfill_all() -> dict[str, dict[str, int]]:
     return {
         "registry modules": registry.backfill_lists(),
         # The web UI's module list shows the description kept on each module item.
-        "module descriptions": modules.backfill_descriptions(),
+        "module descriptions": describe.backfill_descriptions(),
         # The web UI's module list shows the download totals kept on each module item.
         "download totals": totals.backfill(),
         "tags": tags.backfill_counts(),

@@ -237,6 +237,19 @@ def test_deleting_a_module_deletes_its_download_items(module: Api):
     assert store.module_downloads(module_id) == []
 
 
+def test_deleting_a_version_or_the_organization_deletes_their_download_items(module: Api):
+    """The composer's cascade (``modules.composed``): the core deletes the records, and what
+    the downloads sub-room kept of them goes too."""
+    _, token = make_team(module, "acme", "ci")
+    download(module, token)
+    download(module, token, "1.1.0")
+    module_id = _module_id(module)
+    assert module.delete(f"{REPORT.removesuffix('/downloads')}/1.0.0").status == 204
+    assert [found.version for found in store.module_downloads(module_id)] == ["1.1.0"]
+    assert module.delete("/api/v2/organizations/acme").status == 204
+    assert store.module_downloads(module_id) == []
+
+
 def _module_id(api: Api) -> str:
     return api.get("/api/v2/organizations/acme/registry-modules/private/acme/vpc/aws").data["id"]
 

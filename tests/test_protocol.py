@@ -506,3 +506,29 @@ def test_the_hot_path_reads_at_most_two_items_warm_and_three_cold(registry: Api)
     _, outsider = make_team(registry, "other", "outsiders")
     users_store._users.clear()
     assert registry.as_(outsider).get(f"{V1}/acme/vpc/aws/versions").status == 404
+
+
+def test_latest_is_one_rule_for_the_protocol_the_lists_and_the_pages():
+    """``statuses.latest_servable``: the highest ok, unrevoked release, else the highest such
+    pre-release; the module (lists, pages), the protocol and its list entry all ask it."""
+    from chalicelib.modules import store
+    from chalicelib.modules.protocol.service import published
+    from chalicelib.modules.statuses import latest_servable
+    from chalicelib.modules.store import ModuleModel
+
+    ok = {"status": "ok", "published-at": "2026-11-28T10:00:00Z"}
+    statuses = {
+        "1.0.0": ok,
+        "1.1.0": ok,
+        "1.2.0": {**ok, "revocation": {"status": "Revoked"}},
+        "1.3.0": {"status": "reg_ingress_failed"},
+        "2.0.0-rc.1": ok,
+    }
+    assert latest_servable(statuses).text == "1.1.0"
+    assert latest_servable({"1.0.0-beta": ok, "2.0.0-rc.1": ok}).text == "2.0.0-rc.1"
+    assert latest_servable({"1.0.0": {"status": "pending"}}) is None
+    module = ModuleModel("acme", "private#acme#vpc#aws", registry_name="private")
+    module.version_statuses = statuses
+    assert module.latest_servable() == "1.1.0"
+    assert published(module).latest.text == "1.1.0"
+    assert store.protocol_entry(module) == ("1.1.0", ok["published-at"])

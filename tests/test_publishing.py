@@ -271,11 +271,11 @@ def test_import_failures_are_visible_and_retryable(
     assert statuses(acme)["1.0.0"]["status"] == "ok"
 
     # A version whose fetch failed is fetched again by retry.
-    from chalicelib.modules import service
+    from chalicelib.modules import service, versions
     from chalicelib.modules.store import ModuleModel
 
     record = next(ModuleModel.by_id.query(created.data["id"]))
-    version = next(v for v in service.list_versions(record) if v.version == "1.1.0")
+    version = next(v for v in versions.list_versions(record) if v.version == "1.1.0")
     service.mark_version(version, "clone_failed", error="the server hung up")
     assert statuses(acme)["1.1.0"] == {
         "version": "1.1.0",

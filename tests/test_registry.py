@@ -763,6 +763,57 @@ def test_deprecation_and_revocation_rules(
         assert _version_attributes(acme, "1.0.0") == previous
 
 
+def _moved(before: tuple, after: tuple) -> bool:
+    """Whether a version's lifecycle changed between two (deprecation, revocation) reads:
+    deprecated or not, revoked or not (a new reason or an ``Unrevoked`` again is no move)."""
+
+    def state(lifecycle: tuple) -> tuple[bool, bool]:
+        deprecation, revocation = lifecycle
+        return deprecation is not None, (revocation or {}).get("status") == "Revoked"
+
+    return state(before) != state(after)
+
+
+def test_a_version_page_offers_exactly_the_changes_the_service_makes(acme: Api):
+    """One rule (``statuses.TRANSITIONS``), asked by the pages (``versions.offered_actions``)
+    and enforced by the API: in every state, a lifecycle change the page offers is accepted
+    and moves the version; one it does not offer is refused or moves nothing. A version not
+    yet ok offers its upload and no lifecycle change."""
+    from chalicelib.modules import store, versions
+
+    create_module(acme)
+    module = store.find_module("acme", store.module_key("private", "acme", "vpc", "aws"))
+    assert module is not None
+    pending = versions.version_of(
+        module, create_version(acme, "0.1.0").data["attributes"]["version"]
+    )
+    assert versions.offered_actions(pending, owner=True) == ["upload", "delete"]
+    assert change_version(acme, "0.1.0", DEPRECATE).status == 422
+    paths = {
+        "published": [],
+        "deprecated": [DEPRECATE],
+        "revoked": [DEPRECATE, REVOKE],
+        "un-revoked": [DEPRECATE, REVOKE, UNREVOKE],
+    }
+    changes = {"deprecate": DEPRECATE, "undeprecate": UNDEPRECATE}
+    changes |= {"revoke": REVOKE, "unrevoke": UNREVOKE}
+    minor = 0
+    for path, steps in paths.items():
+        for action, change in changes.items():
+            minor += 1
+            version = f"1.{minor}.0"
+            assert upload_and_ingest(create_version(acme, version), {"main.tf": MAIN_TF}) == "ok"
+            for step in steps:
+                assert change_version(acme, version, step).status == 200
+            offered = versions.offered_actions(versions.version_of(module, version), owner=False)
+            assert "upload" not in offered and "delete" not in offered
+            before = _lifecycle(acme, version)
+            reply = change_version(acme, version, change)
+            moved = reply.status == 200 and _moved(before, _lifecycle(acme, version))
+            assert (action in offered) == moved, (path, action, offered, reply.status)
+            assert reply.status in (200, 422), reply.json
+
+
 @pytest.mark.parametrize(
     ("body", "pointer"),
     [
@@ -976,18 +1027,18 @@ def test_a_lifecycle_write_on_a_stale_or_deleted_version_changes_nothing(acme: A
     """The store's condition: the version is still the ok one that was read. A request that
     lost a race decides again on the fresh item; one whose version went away is a 404."""
     from chalicelib.core.data.ids import now
-    from chalicelib.modules import store
+    from chalicelib.modules import writes
     from chalicelib.modules.store import ModuleVersionModel
 
     module = published_module(acme, "1.0.0", "1.1.0")
     stale = next(v for v in ModuleVersionModel.query(module["id"]) if v.version == "1.0.0")
     assert change_version(acme, "1.0.0", DEPRECATE).status == 200
-    with pytest.raises(store.VersionChanged):
-        store.record_version_lifecycle(stale, None, None, now())
+    with pytest.raises(writes.VersionChanged):
+        writes.record_version_lifecycle(stale, None, None, now())
     assert _lifecycle(acme, "1.0.0") == (DEPRECATED, None)
     assert acme.delete(f"{ORG}/private/acme/vpc/aws/1.0.0").status == 204
-    with pytest.raises(store.VersionChanged):
-        store.record_version_lifecycle(stale, {"deprecated-status": "Deprecated"}, None, now())
+    with pytest.raises(writes.VersionChanged):
+        writes.record_version_lifecycle(stale, {"deprecated-status": "Deprecated"}, None, now())
     statuses = acme.get(f"{ORG}/private/acme/vpc/aws").data["attributes"]["version-statuses"]
     assert statuses == [{"version": "1.1.0", "status": "ok"}]
 
@@ -998,21 +1049,21 @@ def test_a_change_that_lost_a_race_is_decided_again_on_the_fresh_version(
     """The first write finds the version changed by a concurrent revoke: the request reads it
     again and applies its rule to what it finds (undeprecating a revoked version is refused);
     a version that keeps changing is a 409."""
-    from chalicelib.modules import store
+    from chalicelib.modules import writes
 
     published_module(acme, "1.0.0")
     assert change_version(acme, "1.0.0", DEPRECATE).status == 200
-    real = store.record_version_lifecycle
+    real = writes.record_version_lifecycle
     calls = []
 
     def revoked_meanwhile(version, *args):
         calls.append(version.revocation)
         if len(calls) == 1:
             real(version, version.deprecation, {"status": "Revoked"}, *args[2:])
-            raise store.VersionChanged
+            raise writes.VersionChanged
         return real(version, *args)
 
-    monkeypatch.setattr(store, "record_version_lifecycle", revoked_meanwhile)
+    monkeypatch.setattr(writes, "record_version_lifecycle", revoked_meanwhile)
     refused = change_version(acme, "1.0.0", UNDEPRECATE)
     assert refused.status == 422, refused.json
     assert refused.error["source"]["pointer"] == "/data/attributes/deprecation/deprecated-status"
@@ -1020,9 +1071,9 @@ def test_a_change_that_lost_a_race_is_decided_again_on_the_fresh_version(
     assert _lifecycle(acme, "1.0.0")[1]["status"] == "Revoked"
 
     def always_changed(*args):
-        raise store.VersionChanged
+        raise writes.VersionChanged
 
-    monkeypatch.setattr(store, "record_version_lifecycle", always_changed)
+    monkeypatch.setattr(writes, "record_version_lifecycle", always_changed)
     busy = change_version(acme, "1.0.0", UNREVOKE)
     assert busy.status == 409, busy.json
     assert _lifecycle(acme, "1.0.0")[1]["status"] == "Revoked"

@@ -35,7 +35,7 @@ def delete_organization(principal: Principal, name: str) -> None:
     # Every domain of an organization, imported here: the accounts function's other
     # requests (users, teams, tokens, reading organizations) never load them.
     from chalicelib.lifecycle.workspaces import destroy_workspace
-    from chalicelib.modules import service as registry
+    from chalicelib.modules import composed as registry
     from chalicelib.modules.nocode import service as nocode
     from chalicelib.providers import service as providers
     from chalicelib.tags import service as tags

@@ -20,8 +20,8 @@ from chalicelib.core.api.http import Ctx, route
 from chalicelib.core.api.jsonapi import document, no_content
 from chalicelib.core.api.openapi import PAGE, Body, Param
 from chalicelib.core.api.pagination import int_param
-from chalicelib.modules import service
-from chalicelib.modules.composed import forget_deleted, version_from_vcs
+from chalicelib.modules import composed, service, versions
+from chalicelib.modules.composed import version_from_vcs
 from chalicelib.modules.downloads import service as downloads
 from chalicelib.modules.downloads.render import render_report
 from chalicelib.modules.nocode import service as nocode
@@ -217,16 +217,16 @@ VERSION_BODY = Body("chalicelib.modules.schemas:CreateVersion", "registry-module
 
 def _create_version(ctx: Ctx, ref: ModuleRef):
     attrs = ctx.attributes()
-    version, upload = service.create_version(
+    version, upload = versions.create_version(
         ctx.user, ref, attrs.version, attrs.commit_sha, from_vcs=version_from_vcs
     )
     return document(render_version(version, upload), status=201)
 
 
 def _list_versions(ctx: Ctx, found: ModuleModel, rights: OrgAccess):
-    versions, total = service.page_versions(found, ctx.page())
-    page = ctx.paginate_read(versions, total)
-    data = [render_version(v, service.upload_url(v, rights)) for v in page.items]
+    items, total = versions.page_versions(found, ctx.page())
+    page = ctx.paginate_read(items, total)
+    data = [render_version(v, versions.upload_url(v, rights)) for v in page.items]
     return document(data, links=page.links, meta=page.meta)
 
 
@@ -280,8 +280,8 @@ def version_lookup(
             "the module_version query parameter is required", parameter="module_version"
         )
     ref = ModuleRef(organization_name, registry_name, namespace, name, provider)
-    version, rights = service.find_version(ctx.user, ref, wanted)
-    return document(render_version(version, service.upload_url(version, rights)))
+    version, rights = versions.find_version(ctx.user, ref, wanted)
+    return document(render_version(version, versions.upload_url(version, rights)))
 
 
 # TFE documents ``module-versions``; its responses (and some clients) say
@@ -318,15 +318,15 @@ def update_version(
     deprecation = revocation = None
     if attrs.deprecation is not None:
         d = attrs.deprecation
-        deprecation = service.LifecycleChange(d.deprecated_status, d.reason, d.link)
+        deprecation = versions.LifecycleChange(d.deprecated_status, d.reason, d.link)
     if attrs.revocation is not None:
         r = attrs.revocation
-        revocation = service.LifecycleChange(r.status, r.message, r.link)
-    item, rights = service.change_version_lifecycle(
+        revocation = versions.LifecycleChange(r.status, r.message, r.link)
+    item, rights = versions.change_version_lifecycle(
         ctx.user, ref, version, deprecation=deprecation, revocation=revocation
     )
     return document(
-        render_version(item, service.upload_url(item, rights)),
+        render_version(item, versions.upload_url(item, rights)),
         included=render_deprecation_included(item) or None,
     )
 
@@ -340,7 +340,7 @@ def _delete(ctx: Ctx, organization: str, segments: list[str]):
     segments = [segment for segment in segments if segment]
     if len(segments) < 3:
         raise NotFound("module not found: the path needs registry, namespace and name")
-    forget_deleted(service.delete(ctx.user, organization, segments))
+    composed.delete(ctx.user, organization, segments)
     return no_content()
 
 
@@ -401,7 +401,7 @@ DEPRECATED_DELETE = "/api/v2/registry-modules/actions/delete/{organization_name}
 def delete_name_deprecated(ctx: Ctx, organization_name: str, name: str):
     """Every module of that name in the organization: the private one and, on the hosted
     edition, curated public ones (go-tfe cleans public modules up this way)."""
-    forget_deleted(service.delete_name_deprecated(ctx.user, organization_name, name))
+    composed.delete_named(ctx.user, organization_name, name)
     return no_content()
 
 

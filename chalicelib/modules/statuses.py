@@ -1,5 +1,6 @@
 """Every status a module, a version's deprecation and revocation, a tag sync and a webhook
-registration can have (a version's own status is every artifact's: ``artifacts.statuses``).
+registration can have (a version's own status is every artifact's: ``artifacts.statuses``),
+and the version lifecycle.
 
 The values are what TFE reports (``reg_ingressing`` and friends), so clients that compare
 them keep working. They are ``StrEnum``s: equal to their text, and stored as that text
@@ -12,6 +13,7 @@ from collections.abc import Mapping
 from enum import StrEnum
 from typing import Any
 
+from chalicelib.artifacts import semver
 from chalicelib.artifacts.statuses import VersionStatus
 
 
@@ -87,3 +89,85 @@ def is_servable(entry: Mapping[str, Any]) -> bool:
     """A version the registry protocol serves: ingested (``ok``) and not revoked. ``entry``
     is a module's ``version-statuses`` entry or anything with ``status`` and ``revocation``."""
     return entry.get("status") == VersionStatus.OK and not is_revoked(entry.get("revocation"))
+
+
+# ----- "latest" (one home: the protocol, the lists, the pages and the backfills call it) -----
+
+
+def servable_versions(statuses: Mapping[str, Mapping[str, Any]]) -> list[semver.Version]:
+    """The versions the registry protocol serves (ok, not revoked, SemVer), newest first;
+    ``statuses``: a module's ``version_statuses``."""
+    versions = [
+        semver.parse(text)
+        for text, entry in statuses.items()
+        if is_servable(entry) and semver.is_valid(text)
+    ]
+    versions.sort(key=lambda v: v.order_key, reverse=True)
+    return versions
+
+
+def latest_servable(statuses: Mapping[str, Mapping[str, Any]]) -> semver.Version | None:
+    """A module's latest version: what ``terraform`` gets without a constraint, the protocol
+    lists and the pages open on. The highest servable release, else (only pre-releases) the
+    highest servable pre-release (Terraform picks a pre-release only when it is pinned)."""
+    return semver.latest_of(servable_versions(statuses))
+
+
+# ----- the version lifecycle (one home: the service enforces it, the pages offer it) -------
+
+
+class VersionAction(StrEnum):
+    """What may be done to a version: upload its archive, change its lifecycle, delete it."""
+
+    UPLOAD = "upload"
+    DEPRECATE = "deprecate"
+    UNDEPRECATE = "undeprecate"
+    REVOKE = "revoke"
+    UNREVOKE = "unrevoke"
+    DELETE = "delete"
+
+
+class Lifecycle(StrEnum):
+    """Where a version is in its lifecycle (``lifecycle``)."""
+
+    UNPUBLISHED = "unpublished"  # not ok: pending, being ingested or fetched, or failed
+    PUBLISHED = "published"
+    DEPRECATED = "deprecated"  # also once un-revoked (``Unrevoked``)
+    REVOKED = "revoked"  # deprecated too
+
+
+def lifecycle(
+    status: str, deprecation: Mapping[str, Any] | None, revocation: Mapping[str, Any] | None
+) -> Lifecycle:
+    if status != VersionStatus.OK:
+        return Lifecycle.UNPUBLISHED
+    if is_revoked(revocation):
+        return Lifecycle.REVOKED
+    return Lifecycle.DEPRECATED if is_deprecated(deprecation) else Lifecycle.PUBLISHED
+
+
+_A, _L = VersionAction, Lifecycle
+# Every lifecycle change a version accepts, by where it is, and where the change leaves it; a
+# change missing here is refused. Only published versions change. A version is deprecated
+# before it is revoked; un-revoking leaves it deprecated; a revoked version is un-revoked
+# before it is undeprecated. A change that leaves it where it is records the new reason,
+# message or link (deprecating or revoking again), or changes nothing.
+TRANSITIONS: dict[tuple[Lifecycle, VersionAction], Lifecycle] = {
+    (_L.PUBLISHED, _A.DEPRECATE): _L.DEPRECATED,
+    (_L.PUBLISHED, _A.UNDEPRECATE): _L.PUBLISHED,
+    (_L.PUBLISHED, _A.UNREVOKE): _L.PUBLISHED,
+    (_L.DEPRECATED, _A.DEPRECATE): _L.DEPRECATED,
+    (_L.DEPRECATED, _A.UNDEPRECATE): _L.PUBLISHED,
+    (_L.DEPRECATED, _A.REVOKE): _L.REVOKED,
+    (_L.DEPRECATED, _A.UNREVOKE): _L.DEPRECATED,
+    (_L.REVOKED, _A.DEPRECATE): _L.REVOKED,
+    (_L.REVOKED, _A.REVOKE): _L.REVOKED,
+    (_L.REVOKED, _A.UNREVOKE): _L.DEPRECATED,
+}
+LIFECYCLE_ACTIONS = (_A.DEPRECATE, _A.UNDEPRECATE, _A.REVOKE, _A.UNREVOKE)
+
+
+def lifecycle_moves(state: Lifecycle) -> list[VersionAction]:
+    """The lifecycle changes that move a version from ``state`` elsewhere, in the order a
+    page offers them."""
+    return [a for a in LIFECYCLE_ACTIONS if TRANSITIONS.get((state, a), state) != state]

@@ -5,14 +5,17 @@ one Query lists an organization's modules and a ``begins_with`` finds every prov
 name. Versions live one item each in the module's partition, ordered by a SemVer sort key.
 The module keeps ``version_statuses`` (version -> status, error, deprecation, revocation) so
 reads of a module (and the registry protocol's version lists) never touch the versions table.
+
+Here: the models, every read, and the protocol's list (``refresh_listing``, kept after each
+change of a module's versions, and its backfill); every other write is ``writes``'.
 """
 
 from __future__ import annotations
 
+import itertools
 import logging
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Sequence
-from datetime import datetime
+from collections.abc import Iterator
 from typing import Any
 
 from pynamodb.attributes import (
@@ -23,18 +26,15 @@ from pynamodb.attributes import (
     UnicodeAttribute,
     UTCDateTimeAttribute,
 )
-from pynamodb.exceptions import TransactWriteError, UpdateError
-from pynamodb.expressions.condition import size
-from pynamodb.expressions.update import Action
+from pynamodb.exceptions import TransactWriteError
 from pynamodb.indexes import AllProjection, GlobalSecondaryIndex, KeysOnlyProjection
 from pynamodb.transactions import TransactWrite
 
 from chalicelib.artifacts import semver
 from chalicelib.artifacts.statuses import VersionStatus
 from chalicelib.core.data import db, lists
-from chalicelib.core.data.ids import iso
 from chalicelib.core.tagbindings import TagBindingsAttribute
-from chalicelib.modules.statuses import ModuleStatus, is_servable
+from chalicelib.modules.statuses import ModuleStatus, latest_servable
 
 log = logging.getLogger("registry.store")
 
@@ -61,7 +61,7 @@ def provider_part(provider: str) -> str:
     return f"provider:{provider}"
 
 
-def _count_module(tx: TransactWrite, module: ModuleModel, delta: int) -> None:
+def count_module(tx: TransactWrite, module: ModuleModel, delta: int) -> None:
     scope = count_scope(module.organization)
     lists.count_update(tx, scope, module.registry_name, delta)
     lists.count_update(tx, scope, provider_part(module.provider), delta)
@@ -173,9 +173,8 @@ class ModuleModel(db.Model):
         return sum(int(count) for count in kept.values())
 
     def latest_servable(self) -> str | None:
-        """The version ``terraform`` gets without a constraint: the highest servable release,
-        else the highest servable pre-release (``servable_versions``, ``semver.latest_of``)."""
-        latest = semver.latest_of(servable_versions(self.statuses()))
+        """The version ``terraform`` gets without a constraint (``statuses.latest_servable``)."""
+        latest = latest_servable(self.statuses())
         return latest.text if latest else None
 
 
@@ -228,7 +227,7 @@ class ModuleVersionModel(db.Model):
     metadata_key = UnicodeAttribute(null=True)
     sha256 = UnicodeAttribute(null=True)
     size = NumberAttribute(null=True)
-    # Lifecycle of an ok version (chalicelib.modules.service.change_version_lifecycle), also
+    # Lifecycle of an ok version (chalicelib.modules.versions.change_version_lifecycle), also
     # kept in its entry of the module's ``version_statuses`` for the registry protocol:
     # {"id", "deprecated-status", "reason"?, "link"?} and {"status", "message"?, "link"?}.
     deprecation = JSONAttribute(null=True)
@@ -239,24 +238,14 @@ class ModuleVersionModel(db.Model):
     created_at = UTCDateTimeAttribute()
     updated_at = UTCDateTimeAttribute()
 
-
-# ----- writes: every condition and transaction of the registry ------------------------------
-
-
-class ModuleGone(Exception):
-    """The module item was deleted while it was being written."""
-
-
-class ModuleTaken(Exception):
-    """A module with that registry, namespace, name and provider exists."""
+    @property
+    def awaits_upload(self) -> bool:
+        """Whether its archive may still be uploaded: until it is ok (CI retries, failed
+        ingests); never for a VCS version, whose archive comes from the repository."""
+        return self.status != VersionStatus.OK and self.source == "tfe-api"
 
 
-class VersionTaken(Exception):
-    """The module has that version already."""
-
-
-class VersionChanged(Exception):
-    """The version item was deleted, left ``ok`` or was changed since it was read."""
+# ----- reads ---------------------------------------------------------------------------------
 
 
 def module_by_id(module_id: str) -> ModuleModel | None:
@@ -264,52 +253,95 @@ def module_by_id(module_id: str) -> ModuleModel | None:
     return next(iter(ModuleModel.by_id.query(module_id)), None)
 
 
-def insert_module(module: ModuleModel, companions: Sequence[db.Model] = ()) -> None:
-    """The module and one more in its organization's count, in one transaction (a curated
-    public module is listed by the protocol from the start). ``companions``: new items
-    written with it (a no-code module), under fresh random ids, so they need no condition
-    of their own: the module's decides for all."""
-    try:
-        with TransactWrite(connection=db.connection()) as tx:
-            tx.save(module, condition=ModuleModel.key.does_not_exist())
-            _count_module(tx, module, 1)
-            if module.registry_name == "public":
-                tx.save(protocol_item(module, protocol_entry(module)))
-            for item in companions:
-                tx.save(item)
-    except TransactWriteError as exc:
-        if db.cancellation_codes(exc)[:1] == [db.TRANSACTION_CONDITION_FAILED]:
-            raise ModuleTaken from None
-        raise
+def module_by_webhook(webhook_id: str) -> ModuleModel | None:
+    """The VCS module of this webhook id (one Query of the sparse ``by-webhook`` index)."""
+    return next(iter(ModuleModel.by_webhook.query(webhook_id)), None)
 
 
-def _delete_counted(module: ModuleModel, condition: Any) -> bool:
-    """Delete the module under ``condition`` and count one less, in one transaction; False
-    when the condition failed (gone already, or not deletable)."""
+def find_module(organization: str, key: str, *, consistent: bool = False) -> ModuleModel | None:
+    """The module of that key (``module_key``), None when there is none."""
     try:
-        with TransactWrite(connection=db.connection()) as tx:
-            tx.delete(module, condition=condition)
-            _count_module(tx, module, -1)
-            tx.delete(protocol_item(module, None))
-    except TransactWriteError as exc:
-        if db.cancellation_codes(exc)[:1] == [db.TRANSACTION_CONDITION_FAILED]:
-            return False
-        raise
-    return True
+        return ModuleModel.get(organization, key, consistent_read=consistent)
+    except ModuleModel.DoesNotExist:
+        return None
+
+
+def modules_of(organization: str, key_prefix: str | None = None) -> list[ModuleModel]:
+    """The organization's modules, in key order; with ``key_prefix``, those whose key starts
+    with it (``name_prefix``: every provider of a name; ``public#``: the curated ones)."""
+    condition = ModuleModel.key.startswith(key_prefix) if key_prefix else None
+    return list(ModuleModel.query(organization, condition))
+
+
+def module_keys(organization: str) -> list[str]:
+    """The keys of the organization's modules, from the lean index (``ModuleList``)."""
+    return [entry.key for entry in ModuleModel.listed.query(organization)]
+
+
+def module_list(organization: str, registry: str | None = None) -> lists.KeyedList:
+    """The organization's modules (of one registry) for ``lists.read_page``: the table in
+    key order, with the lean index to skip and filter with."""
+    return lists.KeyedList(
+        ModuleModel,
+        organization,
+        lean=ModuleModel.listed,
+        condition=ModuleModel.key.startswith(f"{registry}#") if registry else None,
+    )
+
+
+def every_module() -> Iterator[ModuleModel]:
+    """Every module of every organization: a scan, for the one-off backfills only."""
+    return iter(ModuleModel.scan())
+
+
+def find_version(
+    module_id: str, order_key: str, *, consistent: bool = False
+) -> ModuleVersionModel | None:
+    """The module's version of that order key (``semver.Version.order_key``), or None."""
+    try:
+        return ModuleVersionModel.get(module_id, order_key, consistent_read=consistent)
+    except ModuleVersionModel.DoesNotExist:
+        return None
+
+
+def versions_of(module_id: str) -> list[ModuleVersionModel]:
+    """Every version of the module, oldest first."""
+    return list(ModuleVersionModel.query(module_id))
+
+
+def versions_after(module_id: str, order_key: str | None, size: int) -> list[ModuleVersionModel]:
+    """Up to ``size`` of the module's versions, newest first, from just after (older than)
+    the version of ``order_key`` (from the newest when None): one Query."""
+    source = lists.KeyedList(ModuleVersionModel, module_id, forward=False)
+    before = ModuleVersionModel(module_id, order_key) if order_key is not None else None
+    return source.after(before, size)
 
 
 # ----- the protocol list's entry ------------------------------------------------------------
 
+# The most protocol list entries (about 75 bytes each) one Query of a listing asks for.
+MAX_ENTRIES_READ = 10_000
 
-def servable_versions(statuses: dict[str, dict[str, Any]]) -> list[semver.Version]:
-    """The versions the registry protocol serves (ok, not revoked, SemVer), newest first."""
-    versions = [
-        semver.parse(text)
-        for text, entry in statuses.items()
-        if is_servable(entry) and semver.is_valid(text)
-    ]
-    versions.sort(key=lambda v: v.order_key, reverse=True)
-    return versions
+
+def protocol_entries(
+    organization: str, key_prefix: str | None, want: int
+) -> Iterator[ProtocolEntryModel]:
+    """An organization's protocol list entries in order (those whose ``protocol_key`` starts
+    with ``key_prefix``, when given), read in Queries of ``want`` entries (what the caller
+    expects to consume), then 4, 16, 64 times more, at most 10,000 (about 750 KB): a page
+    costs one Query of what it shows, a search that skips most entries a few."""
+    condition = ProtocolEntryModel.protocol_key.startswith(key_prefix) if key_prefix else None
+    start = None
+    first = max(1, min(want, MAX_ENTRIES_READ))
+    sizes = (min(MAX_ENTRIES_READ, first * 4**n) for n in itertools.count())
+    for size in sizes:
+        result = ProtocolEntryModel.query(
+            organization, condition, limit=size, last_evaluated_key=start
+        )
+        yield from result
+        start = result.last_evaluated_key
+        if start is None:
+            return
 
 
 def protocol_entry(module: ModuleModel) -> tuple[str | None, str | None] | None:
@@ -318,7 +350,7 @@ def protocol_entry(module: ModuleModel) -> tuple[str | None, str | None] | None:
     if module.registry_name == "public":
         return None, None
     statuses = module.statuses()
-    latest = semver.latest_of(servable_versions(statuses))
+    latest = latest_servable(statuses)
     if latest is None:
         return None
     return latest.text, statuses.get(latest.text, {}).get("published-at")
@@ -465,197 +497,3 @@ def backfill_lists() -> dict[str, int]:
             report["counts written"] += 1
     report["organizations"] = len(counted)
     return dict(report)
-
-
-def record_description(version: ModuleVersionModel, description: str) -> bool:
-    """Set the description of a version ingested before they were kept (the backfill), only
-    while it is the same version and has none; False otherwise."""
-    try:
-        version.update(
-            actions=[ModuleVersionModel.description.set(description)],
-            condition=(ModuleVersionModel.id == version.id)
-            & ModuleVersionModel.description.does_not_exist(),
-        )
-    except UpdateError as exc:
-        if db.conditional_failure(exc):
-            return False
-        raise
-    return True
-
-
-def update_module(module: ModuleModel, actions: list[Any]) -> None:
-    """Apply ``actions`` to a module that still exists (the same one: same id)."""
-    try:
-        module.update(actions=actions, condition=ModuleModel.id == module.id)
-    except UpdateError as exc:
-        if db.conditional_failure(exc):
-            raise ModuleGone from None
-        raise
-
-
-def update_module_if(module: ModuleModel, actions: list[Any], allowed: Iterable[str]) -> bool:
-    """Apply ``actions`` only while the module exists with a status in ``allowed``."""
-    statuses = [str(status) for status in allowed]
-    try:
-        module.update(
-            actions=actions,
-            condition=(ModuleModel.id == module.id) & ModuleModel.status.is_in(*statuses),
-        )
-    except UpdateError as exc:
-        if db.conditional_failure(exc):
-            return False
-        raise
-    return True
-
-
-def insert_version(module: ModuleModel, item: ModuleVersionModel, moment: datetime) -> None:
-    """The version item and its ``pending`` entry in the module's statuses, in one
-    transaction: ``VersionTaken`` or ``ModuleGone`` when a condition fails."""
-    entry = {"status": str(VersionStatus.PENDING)}
-    try:
-        with TransactWrite(connection=db.connection()) as tx:
-            tx.save(item, condition=ModuleVersionModel.order_key.does_not_exist())
-            tx.update(
-                module,
-                actions=[
-                    ModuleModel.version_statuses[item.version].set(entry),
-                    ModuleModel.updated_at.set(moment),
-                ],
-                condition=ModuleModel.id == module.id,
-            )
-    except TransactWriteError as exc:
-        reasons = db.cancellation_codes(exc)
-        if reasons[:1] == [db.TRANSACTION_CONDITION_FAILED]:
-            raise VersionTaken from None
-        if reasons[1:2] == [db.TRANSACTION_CONDITION_FAILED]:
-            raise ModuleGone from None
-        raise
-
-
-def record_version_status(
-    version: ModuleVersionModel,
-    status: VersionStatus,
-    moment: datetime,
-    *,
-    error: str | None = None,
-    fields: dict[str, Any] | None = None,
-) -> bool:
-    """The status on the version item and in the module's statuses, in one transaction (an
-    ok version also makes the module ``setup_complete``); False if either item is gone. The
-    entry is written whole: a deprecation or revocation the version carries is kept in it."""
-    entry: dict[str, Any] = {"status": str(status), **({"error": error} if error else {})}
-    if status == VersionStatus.OK:
-        entry["published-at"] = iso(moment)
-        # Where the archive is, beside its status: a download reads the module item only.
-        archive = (fields or {}).get("archive_key") or version.archive_key
-        if archive:
-            entry["archive"] = archive
-    for key in ("deprecation", "revocation"):
-        if getattr(version, key, None):
-            entry[key] = getattr(version, key)
-    actions: list[Action] = [
-        ModuleVersionModel.status.set(str(status)),
-        ModuleVersionModel.updated_at.set(moment),
-        ModuleVersionModel.error.set(error) if error else ModuleVersionModel.error.remove(),
-    ]
-    for name, value in (fields or {}).items():
-        actions.append(getattr(ModuleVersionModel, name).set(value))
-    module = ModuleModel(version.organization, version.module_key)
-    module_actions: list[Action] = [
-        ModuleModel.version_statuses[version.version].set(entry),
-        ModuleModel.updated_at.set(moment),
-    ]
-    if status == VersionStatus.OK:
-        module_actions.append(ModuleModel.status.set(str(ModuleStatus.SETUP_COMPLETE)))
-    # Only a version becoming ok, or leaving ok, can change the protocol's list entry.
-    servable_changed = VersionStatus.OK in (status, version.status)
-    try:
-        with TransactWrite(connection=db.connection()) as tx:
-            tx.update(version, actions=actions, condition=ModuleVersionModel.id == version.id)
-            tx.update(module, actions=module_actions, condition=ModuleModel.id == version.module_id)
-    except TransactWriteError as exc:
-        if db.TRANSACTION_CONDITION_FAILED in db.cancellation_codes(exc):
-            return False
-        raise
-    if servable_changed:
-        refresh_listing(version.organization, version.module_key)
-    return True
-
-
-def record_version_lifecycle(
-    version: ModuleVersionModel,
-    deprecation: dict[str, str] | None,
-    revocation: dict[str, str] | None,
-    moment: datetime,
-) -> None:
-    """A version's deprecation and revocation (``None``: none) on the version item and in its
-    entry of the module's statuses (per key: the entry's status is left alone), in one
-    transaction, only while the version is the ``ok`` one that was read, unchanged since
-    (``VersionChanged``: read it again and decide again), and the module still lists it
-    (``ModuleGone``)."""
-
-    def assign(path: Any, value: dict[str, str] | None) -> Any:
-        return path.set(value) if value else path.remove()
-
-    entry = ModuleModel.version_statuses[version.version]
-    module = ModuleModel(version.organization, version.module_key)
-    try:
-        with TransactWrite(connection=db.connection()) as tx:
-            tx.update(
-                version,
-                actions=[
-                    assign(ModuleVersionModel.deprecation, deprecation),
-                    assign(ModuleVersionModel.revocation, revocation),
-                    ModuleVersionModel.updated_at.set(moment),
-                ],
-                condition=(ModuleVersionModel.id == version.id)
-                & (ModuleVersionModel.status == str(VersionStatus.OK))
-                & (ModuleVersionModel.updated_at == version.updated_at),
-            )
-            tx.update(
-                module,
-                actions=[
-                    assign(entry["deprecation"], deprecation),
-                    assign(entry["revocation"], revocation),
-                    ModuleModel.updated_at.set(moment),
-                ],
-                condition=(ModuleModel.id == version.module_id) & entry.exists(),
-            )
-    except TransactWriteError as exc:
-        reasons = db.cancellation_codes(exc)
-        if reasons[:1] == [db.TRANSACTION_CONDITION_FAILED]:
-            raise VersionChanged from None
-        if reasons[1:2] == [db.TRANSACTION_CONDITION_FAILED]:
-            raise ModuleGone from None
-        raise
-    refresh_listing(version.organization, version.module_key)
-
-
-def delete_version(module: ModuleModel, version: ModuleVersionModel, moment: datetime) -> bool:
-    """Delete the version and its status entry; the last version takes its module with it
-    (a concurrent new version keeps it alive). True when the module went too."""
-    with TransactWrite(connection=db.connection()) as tx:
-        tx.delete(version)
-        tx.update(
-            module,
-            actions=[
-                ModuleModel.version_statuses[version.version].remove(),
-                ModuleModel.updated_at.set(moment),
-            ],
-        )
-    if _delete_counted(module, size(ModuleModel.version_statuses) == 0):
-        return True
-    refresh_listing(module.organization, module.key)
-    return False
-
-
-def delete_module(module: ModuleModel) -> list[ModuleVersionModel]:
-    """Delete the module item first (it disappears from every read), then its versions;
-    returns the versions (their objects are the caller's to delete)."""
-    if not _delete_counted(module, ModuleModel.id == module.id):
-        log.warning("module %s was already gone", module.id)
-    versions = list(ModuleVersionModel.query(module.id))
-    with ModuleVersionModel.batch_write() as batch:
-        for version in versions:
-            batch.delete(version)
-    return versions

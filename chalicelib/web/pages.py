@@ -20,6 +20,7 @@ from chalicelib.core.api.errors import BadRequest, NotFound
 from chalicelib.core.api.http import host_of
 from chalicelib.core.api.pagination import Page
 from chalicelib.core.auth import Principal
+from chalicelib.modules import describe, versions
 from chalicelib.modules import service as registry
 from chalicelib.modules.downloads import service as downloads
 from chalicelib.modules.statuses import is_deprecated, is_revoked
@@ -125,7 +126,7 @@ def _row(module: ModuleModel) -> ModuleRow:
         status_label=status_label(module.status),
         latest=latest,
         # Kept on the module item: the row reads no version (nor S3) once backfilled.
-        description=registry.latest_description(module),
+        description=describe.latest_description(module),
         # Kept on the module item from the downloads table's stream (seconds behind).
         downloads=module.total_downloads(),
         updated_at=module.updated_at,
@@ -353,7 +354,7 @@ def module_page(
     principal: Principal, ref: registry.ModuleRef, version: str | None, base_url: str
 ) -> ModulePage:
     module, rights = registry.get_module(principal, ref)
-    stored = registry.list_versions(module)
+    stored = versions.list_versions(module)
     stored.sort(key=lambda v: v.order_key, reverse=True)
     if version is None:
         chosen = _default_version(module, stored)

@@ -141,7 +141,7 @@ def list_total(module: ModuleModel) -> None:
 def backfill() -> dict[str, int]:
     """Give every module without the map its map (a scan: the backfill's, never a request's)."""
     filled = 0
-    for module in ModuleModel.scan():
+    for module in store_of_modules.every_module():
         if module.version_downloads is None:
             filled += fill_module(module)
     return {"modules filled": filled}

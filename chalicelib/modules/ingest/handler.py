@@ -29,7 +29,7 @@ from chalicelib.artifacts.objects import Fetched
 from chalicelib.artifacts.pipeline import Outcome, Refused, Subject, Wanted
 from chalicelib.artifacts.statuses import VersionStatus
 from chalicelib.core.settings import get_settings
-from chalicelib.modules import keys
+from chalicelib.modules import keys, store
 from chalicelib.modules import service as registry
 from chalicelib.modules.store import ModuleVersionModel
 
@@ -78,10 +78,10 @@ def _subject(upload: keys.UploadKey, version: ModuleVersionModel | None) -> Subj
 def _find_version(upload: keys.UploadKey) -> ModuleVersionModel | None:
     try:
         order_key = semver.parse(upload.version).order_key
-        version = ModuleVersionModel.get(upload.module_id, order_key)
-    except (semver.InvalidVersion, ModuleVersionModel.DoesNotExist):
+    except semver.InvalidVersion:
         return None
-    return version if version.id == upload.version_id else None
+    version = store.find_version(upload.module_id, order_key)
+    return version if version is not None and version.id == upload.version_id else None
 
 
 @dataclass(frozen=True)

@@ -43,7 +43,13 @@ from chalicelib.modules import service as registry
 from chalicelib.modules.nocode import store
 from chalicelib.modules.nocode.store import NoCodeModuleModel, VariableOptionAttribute
 from chalicelib.modules.statuses import is_revoked
-from chalicelib.modules.store import ModuleModel, ModuleVersionModel, module_by_id
+from chalicelib.modules.store import (
+    ModuleModel,
+    ModuleVersionModel,
+    find_module,
+    find_version,
+    module_by_id,
+)
 
 OPTION_TYPE = "variable-options"
 LATEST = "latest"
@@ -239,10 +245,10 @@ def _registry_module(organization: str, module_id: str) -> ModuleModel:
 
 
 def _module_of(item: NoCodeModuleModel) -> ModuleModel:
-    try:
-        return ModuleModel.get(item.organization, item.module_key)
-    except ModuleModel.DoesNotExist:
-        raise NotFound("the no-code module's registry module was deleted") from None
+    module = find_module(item.organization, item.module_key)
+    if module is None:
+        raise NotFound("the no-code module's registry module was deleted")
+    return module
 
 
 # ----- creating, changing, deleting ---------------------------------------------------------
@@ -281,10 +287,10 @@ def create(
     try:
         store.insert(item, module)
     except store.ModuleUnavailable:
-        try:
-            _check_free(ModuleModel.get(module.organization, module.key))
-        except ModuleModel.DoesNotExist:
+        current = find_module(module.organization, module.key)
+        if current is None:
             raise NotFound("the registry module was deleted meanwhile") from None
+        _check_free(current)
         raise Conflict(
             "the registry module's no-code module changed meanwhile: try again"
         ) from None
@@ -466,10 +472,9 @@ def module_variables(
         raise missing from None
     if module.statuses().get(parsed.text, {}).get("status") != VersionStatus.OK:
         raise missing
-    try:
-        stored = ModuleVersionModel.get(module.id, parsed.order_key)
-    except ModuleVersionModel.DoesNotExist:
-        raise missing from None
+    stored = find_version(module.id, parsed.order_key)
+    if stored is None:
+        raise missing
     metadata = objects.get_metadata(stored.metadata_key) if stored.metadata_key else {}
     inputs = (metadata.get("root") or {}).get("inputs") or []
     return item, stored, [i for i in inputs if isinstance(i, dict) and i.get("name")]

@@ -13,33 +13,18 @@ import json
 import logging
 import time
 from dataclasses import dataclass
-from datetime import timedelta
 from urllib.parse import quote
-
-from pynamodb.attributes import NumberAttribute, TTLAttribute, UnicodeAttribute
 
 from chalicelib.core import outbound
 from chalicelib.core.api.errors import BadGateway, NotFound
-from chalicelib.core.data import db
 from chalicelib.core.settings import get_settings
+from chalicelib.modules.protocol import store
 
 log = logging.getLogger("registry.public")
 
 IMMUTABLE_TTL = 24 * 3600
 TIMEOUT_SECONDS = 5
 MAX_ANSWER_BYTES = 4 * 1024 * 1024
-
-
-@db.register
-class PublicCacheModel(db.Model):
-    Meta = db.table("public-registry-cache")
-
-    path = UnicodeAttribute(hash_key=True)
-    status = NumberAttribute()
-    body = UnicodeAttribute()
-    fresh_until = NumberAttribute()
-    # DynamoDB's TTL deletes long-stale entries; fresh_until decides what is served.
-    expires_at = TTLAttribute()
 
 
 @dataclass(frozen=True)
@@ -68,10 +53,7 @@ def version(namespace: str, name: str, provider: str, wanted: str) -> Answer:
 def fetch(path: str, ttl: int) -> Answer:
     """The upstream's answer for ``path``: from the cache while fresh, else fetched."""
     now = time.time()
-    try:
-        cached = PublicCacheModel.get(path)
-    except PublicCacheModel.DoesNotExist:
-        cached = None
+    cached = store.cached(path)
     if cached is not None and cached.fresh_until > now:
         return _answer(cached, cached=True)
     base = get_settings().public_registry_url
@@ -89,17 +71,11 @@ def fetch(path: str, ttl: int) -> Answer:
             return _answer(cached, cached=True)
         raise BadGateway(f"the public registry at {base} answered {status}")
     if status in (200, 404):
-        PublicCacheModel(
-            path,
-            status=status,
-            body=body,
-            fresh_until=int(now + ttl),
-            expires_at=timedelta(seconds=ttl + IMMUTABLE_TTL),
-        ).save()
+        store.keep(path, status, body, fresh_until=now + ttl, expires_in=ttl + IMMUTABLE_TTL)
     return Answer(status, body, cached=False)
 
 
-def _answer(item: PublicCacheModel, *, cached: bool) -> Answer:
+def _answer(item: store.PublicCacheModel, *, cached: bool) -> Answer:
     return Answer(int(item.status), item.body, cached)
 
 

@@ -22,14 +22,12 @@ a second late), so they read nothing more.
 from __future__ import annotations
 
 import heapq
-import itertools
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from chalicelib.accounts import authorization
 from chalicelib.artifacts import objects, semver
-from chalicelib.artifacts.statuses import VersionStatus
 from chalicelib.core.api.errors import BadGateway, NotFound
 from chalicelib.core.auth import Principal
 from chalicelib.core.data import db
@@ -37,13 +35,16 @@ from chalicelib.core.settings import get_settings
 from chalicelib.modules import store
 from chalicelib.modules.downloads import counter as downloads
 from chalicelib.modules.ingest.limits import MetadataTooLarge, fit_metadata
-from chalicelib.modules.statuses import is_revoked
+from chalicelib.modules.statuses import (
+    VersionStatus,
+    is_revoked,
+    latest_servable,
+    servable_versions,
+)
 from chalicelib.modules.store import ModuleModel, ModuleVersionModel, ProtocolEntryModel, module_key
 
 MAX_LIMIT = 100
 DEFAULT_LIMIT = 15
-# The most protocol list entries (about 75 bytes each) one Query of a listing asks for.
-MAX_ENTRIES_READ = 10_000
 
 
 @dataclass(frozen=True)
@@ -56,7 +57,7 @@ class Published:
 
     @property
     def latest(self) -> semver.Version | None:
-        return semver.latest_of(self.versions)
+        return latest_servable(self.statuses)
 
     def published_at(self, version: str) -> str | None:
         return self.statuses.get(version, {}).get("published-at")
@@ -77,7 +78,7 @@ def _revocation(entry: dict[str, Any]) -> dict[str, Any] | None:
 
 def published(module: ModuleModel) -> Published:
     statuses = module.statuses()
-    return Published(module, store.servable_versions(statuses), statuses)
+    return Published(module, servable_versions(statuses), statuses)
 
 
 def find_module(principal: Principal, namespace: str, name: str, provider: str) -> Published:
@@ -106,10 +107,10 @@ def find_version(found: Published, version: str | None) -> ModuleVersionModel:
     wanted = found.latest if version is None else _servable(found, version)
     if wanted is None:
         raise NotFound(f"module {module.namespace}/{module.name}/{module.provider} has no versions")
-    try:
-        return ModuleVersionModel.get(module.id, wanted.order_key)
-    except ModuleVersionModel.DoesNotExist:
-        raise NotFound(f"version {wanted.text} not found") from None
+    stored = store.find_version(module.id, wanted.order_key)
+    if stored is None:
+        raise NotFound(f"version {wanted.text} not found")
+    return stored
 
 
 def _servable(found: Published, version: str) -> semver.Version:
@@ -254,33 +255,13 @@ def listing(
 
     streams = []
     for rank, organization in enumerate(organizations):
-        condition = None
-        if name is not None:
-            condition = ProtocolEntryModel.protocol_key.startswith(f"{organization}#{name}#")
-        entries = _entries(organization, condition, want)
+        prefix = f"{organization}#{name}#" if name is not None else None
+        entries = store.protocol_entries(organization, prefix, want)
         streams.append(((entry.protocol_key, rank), entry) for entry in entries if wanted(entry))
     for _, entry in heapq.merge(*streams, key=lambda pair: pair[0]):
         found = _entry_summary(entry)
         if found is not None:
             yield found
-
-
-def _entries(organization: str, condition: Any, want: int) -> Iterator[ProtocolEntryModel]:
-    """An organization's protocol list entries in order, read in Queries of ``want``
-    entries (what the caller expects to consume), then 4, 16, 64 times more, at most
-    10,000 (about 750 KB): a page costs one Query of what it shows, a search that skips
-    most entries a few."""
-    start = None
-    first = max(1, min(want, MAX_ENTRIES_READ))
-    sizes = (min(MAX_ENTRIES_READ, first * 4**n) for n in itertools.count())
-    for size in sizes:
-        result = ProtocolEntryModel.query(
-            organization, condition, limit=size, last_evaluated_key=start
-        )
-        yield from result
-        start = result.last_evaluated_key
-        if start is None:
-            return
 
 
 def _entry_summary(entry: ProtocolEntryModel) -> dict[str, Any] | None:

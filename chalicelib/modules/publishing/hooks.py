@@ -14,7 +14,7 @@ from typing import Any
 from chalicelib.artifacts import queue
 from chalicelib.core import secrets
 from chalicelib.core.api.errors import NotFound, Unauthorized, Unprocessable
-from chalicelib.modules import store
+from chalicelib.modules import store, writes
 from chalicelib.modules.publishing.sync import find_module, request_sync
 from chalicelib.modules.statuses import HookStatus
 from chalicelib.modules.store import ModuleModel
@@ -79,8 +79,8 @@ def register_webhook(module_id: str, previous: dict[str, Any] | None) -> str:
     except Unprocessable:
         registration.update(status=HookStatus.FAILED, detail="the module's VCS connection is gone")
     try:
-        store.update_module(module, [ModuleModel.webhook_registration.set(registration)])
-    except store.ModuleGone:
+        writes.update_module(module, [ModuleModel.webhook_registration.set(registration)])
+    except writes.ModuleGone:
         module.webhook_registration = registration
         added = registered_hook(module)
         if added:  # the module was deleted meanwhile: take the new hook away again
@@ -107,7 +107,7 @@ def remove_webhook(previous: dict[str, Any]) -> str:
 
 def receive_webhook(webhook_id: str, headers: Any, body: bytes) -> tuple[int, dict[str, str]]:
     """Verify a VCS host's delivery and queue a tag sync when it is about tags."""
-    module = next(iter(ModuleModel.by_webhook.query(webhook_id)), None)
+    module = store.module_by_webhook(webhook_id)
     if module is None or not module.webhook_secret or not module.vcs_repo:
         raise NotFound(f"webhook {webhook_id} not found")
     provider = module.vcs_repo["service-provider"]

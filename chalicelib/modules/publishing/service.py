@@ -35,7 +35,7 @@ from chalicelib.core.api.errors import BadGateway, NotFound, Unprocessable
 from chalicelib.core.api.links import link_base_url
 from chalicelib.core.auth import Principal
 from chalicelib.core.data.ids import iso, new_id, now
-from chalicelib.modules import render, service, store
+from chalicelib.modules import render, service, versions, writes
 from chalicelib.modules.publishing.hooks import WEBHOOK_SECRET_PURPOSE, registered_hook
 from chalicelib.modules.publishing.sync import queue_sync, repository, request_sync
 from chalicelib.modules.statuses import (
@@ -263,7 +263,7 @@ def create_branch_version(
             "commit-sha must be a full commit sha (40 hex characters)",
             pointer="/data/attributes/commit-sha",
         )
-    item = service.insert_version(
+    item = versions.insert_version(
         module, version, commit_sha=commit_sha or None, source=repo["service-provider"]
     )
     queue.enqueue(queue.FETCH, module_id=module.id, version=item.version, version_id=item.id)
@@ -383,11 +383,11 @@ def retry(principal: Principal, module_id: str) -> tuple[ModuleModel, authorizat
     if module.registry_name != "private":
         raise Unprocessable("public modules have no versions to retry")
     if not module.vcs_repo:
-        service.requeue_uploads(module)
+        versions.requeue_uploads(module)
         return module, rights
     fetches = [
         {"module_id": module.id, "version": version.version, "version_id": version.id}
-        for version in service.list_versions(module)
+        for version in versions.list_versions(module)
         if version.status in RETRYABLE and service.mark_version(version, VersionStatus.PENDING)
     ]
     queue.enqueue_many(queue.FETCH, fetches)
@@ -420,8 +420,8 @@ def regenerate_webhook_secret(principal: Principal, module_id: str) -> tuple[Mod
         ModuleModel.updated_at.set(now()),
     ]
     try:
-        store.update_module(module, actions)
-    except store.ModuleGone:
+        writes.update_module(module, actions)
+    except writes.ModuleGone:
         raise NotFound(f"registry module {module_id} not found") from None
     queue.enqueue(queue.HOOK, module_id=module.id)
     return module, secret

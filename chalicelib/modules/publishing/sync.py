@@ -22,10 +22,10 @@ from chalicelib.artifacts.statuses import VersionStatus
 from chalicelib.core.api.errors import NotFound, Unprocessable
 from chalicelib.core.data.ids import iso, now
 from chalicelib.core.settings import get_settings
-from chalicelib.modules import service, store
+from chalicelib.modules import service, store, versions, writes
 from chalicelib.modules.publishing.versions import semver_tags
 from chalicelib.modules.statuses import SYNC_MAY_SET, ModuleStatus, SyncStatus
-from chalicelib.modules.store import ModuleModel, ModuleVersionModel
+from chalicelib.modules.store import ModuleModel
 from chalicelib.vcs import git
 from chalicelib.vcs import service as vcs
 
@@ -41,10 +41,7 @@ def find_module(module_id: str) -> ModuleModel | None:
     found = store.module_by_id(module_id)
     if found is None:
         return None
-    try:
-        return ModuleModel.get(found.organization, found.key, consistent_read=True)
-    except ModuleModel.DoesNotExist:
-        return None
+    return store.find_module(found.organization, found.key, consistent=True)
 
 
 def record_sync(
@@ -53,13 +50,13 @@ def record_sync(
     """Store the sync report (and move the module status from ``pending``-like states
     only: a concurrent first ok version's ``setup_complete`` is never overwritten)."""
     try:
-        store.update_module(
+        writes.update_module(
             module, [ModuleModel.vcs_sync.set(report), ModuleModel.updated_at.set(now())]
         )
-    except store.ModuleGone:
+    except writes.ModuleGone:
         return False
     if status:
-        store.update_module_if(module, [ModuleModel.status.set(str(status))], SYNC_MAY_SET)
+        writes.update_module_if(module, [ModuleModel.status.set(str(status))], SYNC_MAY_SET)
     return True
 
 
@@ -105,7 +102,7 @@ def sync_tags(module_id: str) -> str:
         return _sync_failed(module, f"could not read the repository's tags: {exc}", started)
 
     found, skipped = semver_tags(tags, repo.get("tag-prefix"))
-    existing = {v.version: v for v in service.list_versions(module)}
+    existing = {v.version: v for v in versions.list_versions(module)}
     published: list[str] = []
     fetches: list[dict[str, str]] = []
     reported = [{"tag": s.tag, "reason": s.reason} for s in skipped]
@@ -127,7 +124,7 @@ def sync_tags(module_id: str) -> str:
                 )
             continue
         try:
-            item = service.insert_version(
+            item = versions.insert_version(
                 module,
                 tag.version,
                 commit_sha=tag.sha,
@@ -186,10 +183,10 @@ def fetch_version(module_id: str, version: str, version_id: str) -> str:
     if module is None or not module.vcs_repo:
         return "gone"
     try:
-        item = ModuleVersionModel.get(module_id, semver.parse(version).order_key)
-    except (semver.InvalidVersion, ModuleVersionModel.DoesNotExist):
+        item = store.find_version(module_id, semver.parse(version).order_key)
+    except semver.InvalidVersion:
         return "gone"
-    if item.id != version_id:
+    if item is None or item.id != version_id:
         return "gone"
     if item.status in (VersionStatus.OK, VersionStatus.INGRESSING):
         return f"already {item.status}"

@@ -7,8 +7,8 @@ from typing import Any
 
 from chalicelib.artifacts import queue, semver
 from chalicelib.core import observe
+from chalicelib.modules import store
 from chalicelib.modules.publishing import hooks, sync
-from chalicelib.modules.store import ModuleVersionModel
 
 log = logging.getLogger("registry.publishing")
 
@@ -52,9 +52,10 @@ def _reason(message: dict[str, Any], module: Any) -> str | None:
         return (module.vcs_sync or {}).get("error")
     try:
         order_key = semver.parse(message["version"]).order_key
-        return ModuleVersionModel.get(module.id, order_key).error
-    except (KeyError, semver.InvalidVersion, ModuleVersionModel.DoesNotExist):
+    except (KeyError, semver.InvalidVersion):
         return None
+    version = store.find_version(module.id, order_key)
+    return version.error if version is not None else None
 
 
 def _run(message: dict[str, Any]) -> str:

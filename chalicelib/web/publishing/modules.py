@@ -3,22 +3,22 @@ provider, no-code) and ``…/publish/<registry>/<namespace>/<name>/<provider>`` 
 with the actions the caller may take, a new version, retry, delete the provider).
 
 The same services as the API: ``service.create_module`` (with the no-code maker, as
-``POST /organizations/:org/registry-modules``), ``service.create_version`` (a VCS branch
+``POST /organizations/:org/registry-modules``), ``versions.create_version`` (a VCS branch
 module's version comes from its repository, as the API's), ``publishing.retry`` (``POST
-/registry-modules/:id/actions/retry``) and ``service.delete`` with the API's cascade
-(``modules.composed.forget_deleted``).
+/registry-modules/:id/actions/retry``) and the API's delete with its cascade
+(``modules.composed.delete``).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from chalice import Response
 
 from chalicelib.artifacts.statuses import VersionStatus
 from chalicelib.core.api.errors import Unprocessable
 from chalicelib.core.api.openapi import Param, Reply
-from chalicelib.modules import service
+from chalicelib.modules import service, versions
 from chalicelib.modules.service import ModuleRef
 from chalicelib.modules.statuses import is_deprecated, is_revoked
 from chalicelib.web.labels import status_label
@@ -33,28 +33,7 @@ from chalicelib.web.publishing.common import (
 )
 from chalicelib.web.view import SignedIn, WebCtx, page, posted, redirect
 
-if TYPE_CHECKING:  # the registry's records, read only through its service
-    from chalicelib.modules.store import ModuleVersionModel
-
 REFUSED = (Reply(303), Reply(422))
-
-
-def version_actions(version: ModuleVersionModel, is_owner: bool) -> list[str]:
-    """What may be done to a version now, in the order the page offers it (the service
-    decides again when the form is sent)."""
-    actions = []
-    if version.status != VersionStatus.OK:
-        if version.source == "tfe-api":
-            actions.append("upload")
-    elif is_revoked(version.revocation):
-        actions.append("unrevoke")
-    elif is_deprecated(version.deprecation):
-        actions += ["undeprecate", "revoke"]
-    else:
-        actions.append("deprecate")
-    if is_owner:
-        actions.append("delete")
-    return actions
 
 
 # ----- a new module -----------------------------------------------------------------------
@@ -117,7 +96,7 @@ def _ref(organization: str, registry_: str, namespace: str, name: str, provider:
 
 def _module_page(ctx: WebCtx, ref: ModuleRef, status: int = 200, **extra: Any) -> Response:
     module, rights = publishable(ctx, ref)
-    stored = sorted(service.list_versions(module), key=lambda v: v.order_key, reverse=True)
+    stored = sorted(versions.list_versions(module), key=lambda v: v.order_key, reverse=True)
     rows = [
         {
             "version": v.version,
@@ -126,7 +105,7 @@ def _module_page(ctx: WebCtx, ref: ModuleRef, status: int = 200, **extra: Any) -
             "error": v.error,
             "deprecated": is_deprecated(v.deprecation),
             "revoked": is_revoked(v.revocation),
-            "actions": version_actions(v, rights.is_owner),
+            "actions": versions.offered_actions(v, owner=rights.is_owner),
             "url": module_url(ref, v.version),
         }
         for v in stored
@@ -181,7 +160,9 @@ def create_version(
 
     wanted = form.get("version")
     try:
-        version, _ = service.create_version(principal, ref, wanted, None, from_vcs=version_from_vcs)
+        version, _ = versions.create_version(
+            principal, ref, wanted, None, from_vcs=version_from_vcs
+        )
     except Unprocessable as refused:
         return _module_page(ctx, ref, 422, version_error=refused.detail, wanted=wanted)
     return redirect(module_url(ref, version.version))
@@ -240,8 +221,8 @@ def delete_module(
     publishable(ctx, ref, owner=True)
     principal = ctx.principal_or_sign_in()
     # The composer (no-code modules' service, VCS publishing): the pages that delete or create.
-    from chalicelib.modules.composed import forget_deleted
+    from chalicelib.modules import composed
 
     parts = [ref.registry, ref.namespace, ref.name, ref.provider]
-    forget_deleted(service.delete(principal, organization, parts))
+    composed.delete(principal, organization, parts)
     return redirect(f"/app/{organization}/registry/modules")

@@ -4,13 +4,13 @@ status as JSON, which the upload page's script polls) and ``…/<version>/<actio
 that asks first, then the form's POST does it.
 
 The upload goes from the browser straight to the version's presigned S3 link
-(``service.upload_url``: only for who may publish, only until the version is ok), by
+(``versions.upload_url``: only for who may publish, only until the version is ok), by
 ``static/publish.js`` with a progress bar; that page's CSP lets it connect to the link's
 origin and nothing else more. Without JavaScript the page gives the curl command instead.
 
 Actions go through the API's services: ``change_version_lifecycle`` (deprecate with a
 reason and link, undeprecate, revoke with a message and link, un-revoke: ``PATCH
-…/registry-modules/…/:version``) and ``service.delete`` (``DELETE …/:version``, owners).
+…/registry-modules/…/:version``) and ``composed.delete`` (``DELETE …/:version``, owners).
 """
 
 from __future__ import annotations
@@ -24,8 +24,10 @@ from chalice import Response
 from chalicelib.artifacts.statuses import VersionStatus
 from chalicelib.core.api.errors import NotFound, Unprocessable
 from chalicelib.core.api.openapi import Reply
-from chalicelib.modules import service
-from chalicelib.modules.service import LifecycleChange, ModuleRef
+from chalicelib.modules import versions
+from chalicelib.modules.service import ModuleRef
+from chalicelib.modules.statuses import VersionAction
+from chalicelib.modules.versions import LifecycleChange
 from chalicelib.web.labels import FAILED, status_label
 from chalicelib.web.publishing.common import (
     VERSION,
@@ -35,7 +37,6 @@ from chalicelib.web.publishing.common import (
     module_url,
     publishable,
 )
-from chalicelib.web.publishing.modules import version_actions
 from chalicelib.web.view import Form, PublicPage, SignedIn, WebCtx, page, posted, redirect
 
 # Statuses after which nothing changes until someone acts (a new upload, a retry).
@@ -130,8 +131,8 @@ def version_page(
     """A version: its status, the upload of its archive while it is not ok, its actions."""
     ref = _ref(organization, registry, namespace, name, provider)
     module, rights = publishable(ctx, ref)
-    item = service.version_of(module, version)
-    upload = service.upload_url(item, rights)
+    item = versions.version_of(module, version)
+    upload = versions.upload_url(item, rights)
     url = module_url(ref, item.version)
     response = ctx.render(
         "publishing/version.html",
@@ -140,7 +141,11 @@ def version_page(
         url=url,
         state=_status(item),
         upload=upload,
-        actions=[a for a in version_actions(item, rights.is_owner) if a != "upload"],
+        actions=[
+            a
+            for a in versions.offered_actions(item, owner=rights.is_owner)
+            if a != VersionAction.UPLOAD
+        ],
         labels={key: action.button for key, action in ACTIONS.items()},
     )
     return allow_connect(response, connect_origin(upload)) if upload else response
@@ -176,7 +181,7 @@ def version_status(
     if ctx.principal is None:  # JSON for the polling script, not the sign-in page
         return _json({"error": "signed out: sign in again"}, 401)
     module, _ = publishable(ctx, _ref(organization, registry, namespace, name, provider))
-    return _json(_status(service.version_of(module, version)))
+    return _json(_status(versions.version_of(module, version)))
 
 
 def _json(body: dict[str, Any], status: int = 200) -> Response:
@@ -200,7 +205,7 @@ def _confirm_page(
 ) -> Response:
     action = _action(name)
     module, _ = publishable(ctx, ref, owner=action.owner)
-    item = service.version_of(module, version)
+    item = versions.version_of(module, version)
     return ctx.render(
         "publishing/confirm.html",
         status,
@@ -267,16 +272,15 @@ def do_action(
     principal = ctx.principal_or_sign_in()
     if action == "delete":
         # The composer (no-code modules' service, VCS publishing): the pages that delete or create.
-        from chalicelib.modules.composed import forget_deleted
+        from chalicelib.modules import composed
 
         parts = [ref.registry, ref.namespace, ref.name, ref.provider, version]
-        gone = service.delete(principal, organization, parts)  # the module, with its last one
-        forget_deleted(gone)
+        gone = composed.delete(principal, organization, parts)  # the module, with its last one
         if gone:
             return redirect(f"/app/{organization}/registry/modules")
         return redirect(module_url(ref) + "?deleted=1")
     try:
-        service.change_version_lifecycle(principal, ref, version, **_change(action, form))
+        versions.change_version_lifecycle(principal, ref, version, **_change(action, form))
     except Unprocessable as refused:
         values = {f.name: form.get(f.name) for f in wanted.fields}
         return _confirm_page(ctx, ref, version, action, 422, error=refused.detail, values=values)

@@ -1,0 +1,378 @@
+"""Registry module versions: reading them, creating them (an upload link, or a VCS branch's
+commit), their lifecycle (deprecating, revoking) and deleting one.
+
+A version of a private module is created ``pending`` with a presigned upload link; ingest
+(``ingest.handler``) or VCS publishing makes it ``ok`` or failed (``service.mark_version``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TypeVar
+from urllib.parse import urlsplit
+
+from chalicelib.accounts import authorization
+from chalicelib.artifacts import objects, queue, semver
+from chalicelib.core.api.errors import Conflict, Forbidden, NotFound, Unprocessable
+from chalicelib.core.api.pagination import Page
+from chalicelib.core.auth import Principal
+from chalicelib.core.data.ids import new_id, now
+from chalicelib.modules import keys, store, writes
+from chalicelib.modules.service import ModuleRef, check_registry, get_module, require_rights
+from chalicelib.modules.statuses import (
+    TRANSITIONS,
+    DeprecationStatus,
+    Lifecycle,
+    RevocationStatus,
+    VersionAction,
+    VersionStatus,
+    is_revoked,
+    lifecycle,
+    lifecycle_moves,
+)
+from chalicelib.modules.store import ModuleModel, ModuleVersionModel
+
+# ----- reading ------------------------------------------------------------------------------
+
+
+def list_versions(module: ModuleModel) -> list[ModuleVersionModel]:
+    return store.versions_of(module.id)
+
+
+def page_versions(module: ModuleModel, page: Page) -> tuple[list[ModuleVersionModel], int]:
+    """One page of the module's versions, newest first, and how many there are. The module
+    item (read already) names every version in its statuses, which the transactions that
+    create and delete versions keep: that is the count, and the order key of the version
+    just before the page, so a page is one Query of its own versions
+    (``chalicelib.core.data.lists``) and nothing else is read."""
+    order_keys = sorted(
+        (semver.parse(v).order_key for v in module.statuses() if semver.is_valid(v)),
+        reverse=True,
+    )
+    total = len(order_keys)
+    if page.offset >= total:
+        return [], total
+    before = order_keys[page.offset - 1] if page.offset else None
+    return store.versions_after(module.id, before, page.size), total
+
+
+def find_version(principal: Principal, ref: ModuleRef, version: str):
+    module, rights = get_module(principal, ref)
+    return version_of(module, version), rights
+
+
+def version_of(module: ModuleModel, version: str) -> ModuleVersionModel:
+    missing = NotFound(f"version {version!r} of {module.name}/{module.provider} not found")
+    try:
+        parsed = semver.parse(version)
+    except semver.InvalidVersion:
+        raise missing from None
+    found = store.find_version(module.id, parsed.order_key)
+    if found is None:
+        raise missing
+    return found
+
+
+# ----- creating -----------------------------------------------------------------------------
+
+
+BranchVersion = Callable[[ModuleModel, str, "str | None"], ModuleVersionModel]
+
+
+def create_version(
+    principal: Principal,
+    ref: ModuleRef,
+    version: str | None,
+    commit_sha: str | None,
+    *,
+    from_vcs: BranchVersion,
+) -> tuple[ModuleVersionModel, str | None]:
+    """A pending version and its presigned upload URL. A VCS-backed module's version is
+    ``from_vcs``'s (publishing fetches its archive from the repository: no upload URL)."""
+    if ref.registry == "public":
+        check_registry("public")
+    module, rights = get_module(principal, ref)
+    if module.registry_name != "private":
+        raise Forbidden("versions cannot be created for public modules")
+    require_rights(rights, "creating a version")
+    if not version:
+        raise Unprocessable("version is required", pointer="/data/attributes/version")
+    if module.vcs_repo:
+        return from_vcs(module, version, commit_sha), None
+    item = insert_version(module, version, commit_sha=commit_sha)
+    return item, objects.presigned_upload_url(item.upload_key)
+
+
+def insert_version(
+    module: ModuleModel,
+    version: str,
+    *,
+    commit_sha: str | None = None,
+    source: str = "tfe-api",
+    tag: str | None = None,
+) -> ModuleVersionModel:
+    """Create a pending version item and its entry in the module's statuses, in one
+    transaction; 422 when the version exists, 404 when the module went away."""
+    try:
+        parsed = semver.parse(version)
+    except semver.InvalidVersion as exc:
+        raise Unprocessable(str(exc), pointer="/data/attributes/version") from None
+    moment = now()
+    version_id = new_id("modver")
+    upload = keys.UploadKey(module.id, parsed.text, version_id)
+    item = ModuleVersionModel(
+        module.id,
+        parsed.order_key,
+        id=version_id,
+        version=parsed.text,
+        source=source,
+        commit_sha=commit_sha,
+        tag=tag,
+        organization=module.organization,
+        module_key=module.key,
+        upload_key=upload.key,
+        created_at=moment,
+        updated_at=moment,
+    )
+    try:
+        writes.insert_version(module, item, moment)
+    except writes.VersionTaken:
+        raise Unprocessable(
+            f"version {parsed.text} already exists",
+            pointer="/data/attributes/version",
+            title="version has already been taken",
+        ) from None
+    except writes.ModuleGone:
+        raise NotFound("the module was deleted while the version was being created") from None
+    return item
+
+
+def upload_url(version: ModuleVersionModel, rights: authorization.OrgAccess) -> str | None:
+    """The upload link stays usable until the version is ok (CI retries, failed ingests), but
+    only for a caller who could create the version: a presigned PUT publishes whatever it
+    carries, so a reader must never receive one. VCS versions have none: their archive comes
+    from the repository."""
+    if not authorization.allows(rights, "manage-modules") or not version.awaits_upload:
+        return None
+    return objects.presigned_upload_url(version.upload_key)
+
+
+def requeue_uploads(module: ModuleModel) -> list[str]:
+    """Ingest again the uploaded archives of versions that are not ok (their S3 event was
+    lost, or ingest crashed and the event went to the dead-letter queue). A refused archive
+    was deleted when it was refused: that version needs a new upload, which its upload link
+    still takes."""
+    stuck = [
+        version
+        for version in list_versions(module)
+        if version.status != VersionStatus.OK and objects.exists(version.upload_key)
+    ]
+    queue.enqueue_upload_events(version.upload_key for version in stuck)
+    return [version.version for version in stuck]
+
+
+# ----- deprecating and revoking -------------------------------------------------------------
+
+# Caps on what a deprecation or revocation stores (each copy lives in the version item and in
+# the module item, and a revocation message is what ``terraform init`` prints).
+MAX_LIFECYCLE_TEXT = 1000
+MAX_LIFECYCLE_LINK = 2048
+DEPRECATION = "/data/attributes/deprecation"
+REVOCATION = "/data/attributes/revocation"
+
+
+@dataclass(frozen=True)
+class LifecycleChange:
+    """``attributes.deprecation`` (``deprecated-status``, ``reason``, ``link``) or
+    ``attributes.revocation`` (``status``, ``message``, ``link``) of a version PATCH."""
+
+    status: str | None
+    text: str | None
+    link: str | None
+
+
+S = TypeVar("S", DeprecationStatus, RevocationStatus)
+
+
+def _lifecycle_status(value: str | None, kind: type[S], pointer: str) -> S:
+    names = " or ".join(repr(str(member)) for member in kind)
+    field = pointer.rsplit("/", 1)[1]
+    if not value:
+        raise Unprocessable(f"{field} is required: {names}", pointer=pointer)
+    for member in kind:
+        if member.lower() == value.lower():
+            return member
+    raise Unprocessable(f"{field} must be {names}, not {value[:64]!r}", pointer=pointer)
+
+
+def _lifecycle_text(value: str | None, pointer: str) -> str | None:
+    if value and len(value) > MAX_LIFECYCLE_TEXT:
+        field = pointer.rsplit("/", 1)[1]
+        raise Unprocessable(
+            f"{field} must be at most {MAX_LIFECYCLE_TEXT} characters", pointer=pointer
+        )
+    return value or None
+
+
+def _lifecycle_link(value: str | None, pointer: str) -> str | None:
+    if not value:
+        return None
+    problem = None
+    if len(value) > MAX_LIFECYCLE_LINK:
+        problem = f"must be at most {MAX_LIFECYCLE_LINK} characters"
+    elif any(ch.isspace() or not ch.isprintable() for ch in value):
+        problem = "must not contain spaces or control characters"
+    else:
+        try:
+            parts = urlsplit(value)
+            valid = parts.scheme in ("http", "https") and bool(parts.hostname)
+        except ValueError:
+            valid = False
+        if not valid:
+            problem = "must be an http:// or https:// URL"
+    if problem:
+        raise Unprocessable(f"link {problem}", pointer=pointer)
+    return value
+
+
+def _compact(values: dict[str, str | None]) -> dict[str, str]:
+    """Only the keys with a value (DynamoDB maps of the module item hold plain strings)."""
+    return {key: value for key, value in values.items() if value}
+
+
+def _deprecation(change: LifecycleChange) -> tuple[DeprecationStatus, dict[str, str]]:
+    status = _lifecycle_status(change.status, DeprecationStatus, f"{DEPRECATION}/deprecated-status")
+    fields = {
+        "reason": _lifecycle_text(change.text, f"{DEPRECATION}/reason"),
+        "link": _lifecycle_link(change.link, f"{DEPRECATION}/link"),
+    }
+    return status, _compact(fields)
+
+
+def _revocation(change: LifecycleChange) -> tuple[RevocationStatus, dict[str, str]]:
+    status = _lifecycle_status(change.status, RevocationStatus, f"{REVOCATION}/status")
+    fields = {
+        "message": _lifecycle_text(change.text, f"{REVOCATION}/message"),
+        "link": _lifecycle_link(change.link, f"{REVOCATION}/link"),
+    }
+    return status, _compact(fields)
+
+
+def _wanted(
+    deprecation: LifecycleChange | None, revocation: LifecycleChange | None
+) -> tuple[VersionAction, dict[str, str]]:
+    """The one change a PATCH asks for, and its texts, checked."""
+    if deprecation is not None and revocation is not None:
+        raise Unprocessable(
+            "send either deprecation or revocation, not both", pointer="/data/attributes"
+        )
+    if deprecation is not None:
+        deprecated, fields = _deprecation(deprecation)
+        if deprecated == DeprecationStatus.DEPRECATED:
+            return VersionAction.DEPRECATE, fields
+        return VersionAction.UNDEPRECATE, fields
+    if revocation is not None:
+        revoked, fields = _revocation(revocation)
+        if revoked == RevocationStatus.REVOKED:
+            return VersionAction.REVOKE, fields
+        return VersionAction.UNREVOKE, fields
+    raise Unprocessable("deprecation or revocation is required", pointer="/data/attributes")
+
+
+def change_version_lifecycle(
+    principal: Principal,
+    ref: ModuleRef,
+    version: str,
+    *,
+    deprecation: LifecycleChange | None,
+    revocation: LifecycleChange | None,
+) -> tuple[ModuleVersionModel, authorization.OrgAccess]:
+    """Deprecate, undeprecate, revoke or un-revoke one ok version of a private module (owners
+    and manage-modules teams; 404 for everyone else). A version is deprecated before it can be
+    revoked; un-revoking leaves it deprecated (``Unrevoked``); undeprecating a revoked version
+    is refused; undeprecating clears both. Everything is checked before the one conditional
+    write, which is decided again on the fresh item if the version changed meanwhile."""
+    module, rights = get_module(principal, ref)
+    require_rights(rights, "deprecating or revoking a version")
+    if module.registry_name != "private":
+        raise NotFound("only versions of private modules can be deprecated or revoked")
+    item = version_of(module, version)
+    action, fields = _wanted(deprecation, revocation)
+    for _ in range(3):
+        _check_transition(item, action)
+        new_deprecation, new_revocation = _changed(item, action, fields)
+        moment = now()
+        try:
+            writes.record_version_lifecycle(item, new_deprecation, new_revocation, moment)
+        except writes.VersionChanged:
+            item = version_of(module, version)  # 404 when it was deleted meanwhile
+            continue
+        except writes.ModuleGone:
+            raise NotFound("the module was deleted while the version was being changed") from None
+        item.deprecation, item.revocation, item.updated_at = new_deprecation, new_revocation, moment
+        return item, rights
+    raise Conflict(f"version {item.version} is being changed by another request: try again")
+
+
+def _check_transition(item: ModuleVersionModel, action: VersionAction) -> None:
+    """Refuse a change the version's lifecycle does not allow now (``statuses.TRANSITIONS``)."""
+    state = lifecycle(item.status, item.deprecation, item.revocation)
+    if (state, action) in TRANSITIONS:
+        return
+    if state == Lifecycle.UNPUBLISHED:
+        raise Unprocessable(
+            f"only published versions can be deprecated or revoked: {item.version} is "
+            f"{item.status}",
+            pointer="/data/attributes",
+        )
+    if action == VersionAction.REVOKE:
+        raise Unprocessable(
+            f"version {item.version} must be deprecated before it can be revoked",
+            pointer=f"{REVOCATION}/status",
+        )
+    raise Unprocessable(
+        f"version {item.version} is revoked: un-revoke it (revocation status 'Unrevoked') "
+        "before undeprecating it",
+        pointer=f"{DEPRECATION}/deprecated-status",
+    )
+
+
+def _changed(
+    item: ModuleVersionModel, action: VersionAction, fields: dict[str, str]
+) -> tuple[dict[str, str] | None, dict[str, str] | None]:
+    """The (deprecation, revocation) after an allowed ``action``: deprecating again replaces
+    the reason and link (a revoked version stays revoked), revoking again the message and
+    link; undeprecating clears both; un-revoking a version that is not revoked changes
+    nothing."""
+    if action == VersionAction.DEPRECATE:
+        kept_id = (item.deprecation or {}).get("id") or new_id("dep")
+        status = str(DeprecationStatus.DEPRECATED)
+        return {"id": kept_id, "deprecated-status": status, **fields}, item.revocation
+    if action == VersionAction.UNDEPRECATE:
+        return None, None
+    if action == VersionAction.REVOKE:
+        return item.deprecation, {"status": str(RevocationStatus.REVOKED), **fields}
+    if is_revoked(item.revocation):
+        return item.deprecation, {"status": str(RevocationStatus.UNREVOKED)}
+    return item.deprecation, item.revocation
+
+
+def offered_actions(version: ModuleVersionModel, *, owner: bool) -> list[VersionAction]:
+    """What may be done to a version now, in the order a page offers it (the service
+    decides again when it is asked): its upload while it awaits one, the lifecycle changes
+    that move it, and for owners its deletion."""
+    actions = [VersionAction.UPLOAD] if version.awaits_upload else []
+    actions += lifecycle_moves(lifecycle(version.status, version.deprecation, version.revocation))
+    return [*actions, VersionAction.DELETE] if owner else actions
+
+
+# ----- deleting -----------------------------------------------------------------------------
+
+
+def delete_version(module: ModuleModel, version: ModuleVersionModel) -> bool:
+    """Delete one version and its objects; True when it was the last one and took the module
+    with it."""
+    module_gone = writes.delete_version(module, version, now())
+    objects.delete_objects([version.upload_key, version.archive_key, version.metadata_key])
+    return module_gone

@@ -1,0 +1,279 @@
+"""Every write of the registry's modules and versions: each condition and transaction.
+
+A version's status, lifecycle and deletion are written on the version item and in its entry
+of the module's ``version_statuses`` in one transaction; what the protocol's list and the
+module's ``latest_summary`` show follows in ``store.refresh_listing``. A module is created
+and deleted with its organization's count and its protocol list entry in one transaction.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+from typing import Any
+
+from pynamodb.exceptions import TransactWriteError, UpdateError
+from pynamodb.expressions.condition import size
+from pynamodb.expressions.update import Action
+from pynamodb.transactions import TransactWrite
+
+from chalicelib.artifacts.statuses import VersionStatus
+from chalicelib.core.data import db
+from chalicelib.core.data.ids import iso
+from chalicelib.modules.statuses import ModuleStatus
+from chalicelib.modules.store import (
+    ModuleModel,
+    ModuleVersionModel,
+    count_module,
+    protocol_entry,
+    protocol_item,
+    refresh_listing,
+    versions_of,
+)
+
+log = logging.getLogger("registry.store")
+
+
+class ModuleGone(Exception):
+    """The module item was deleted while it was being written."""
+
+
+class ModuleTaken(Exception):
+    """A module with that registry, namespace, name and provider exists."""
+
+
+class VersionTaken(Exception):
+    """The module has that version already."""
+
+
+class VersionChanged(Exception):
+    """The version item was deleted, left ``ok`` or was changed since it was read."""
+
+
+def insert_module(module: ModuleModel, companions: Sequence[db.Model] = ()) -> None:
+    """The module and one more in its organization's count, in one transaction (a curated
+    public module is listed by the protocol from the start). ``companions``: new items
+    written with it (a no-code module), under fresh random ids, so they need no condition
+    of their own: the module's decides for all."""
+    try:
+        with TransactWrite(connection=db.connection()) as tx:
+            tx.save(module, condition=ModuleModel.key.does_not_exist())
+            count_module(tx, module, 1)
+            if module.registry_name == "public":
+                tx.save(protocol_item(module, protocol_entry(module)))
+            for item in companions:
+                tx.save(item)
+    except TransactWriteError as exc:
+        if db.cancellation_codes(exc)[:1] == [db.TRANSACTION_CONDITION_FAILED]:
+            raise ModuleTaken from None
+        raise
+
+
+def _delete_counted(module: ModuleModel, condition: Any) -> bool:
+    """Delete the module under ``condition`` and count one less, in one transaction; False
+    when the condition failed (gone already, or not deletable)."""
+    try:
+        with TransactWrite(connection=db.connection()) as tx:
+            tx.delete(module, condition=condition)
+            count_module(tx, module, -1)
+            tx.delete(protocol_item(module, None))
+    except TransactWriteError as exc:
+        if db.cancellation_codes(exc)[:1] == [db.TRANSACTION_CONDITION_FAILED]:
+            return False
+        raise
+    return True
+
+
+def record_description(version: ModuleVersionModel, description: str) -> bool:
+    """Set the description of a version ingested before they were kept (the backfill), only
+    while it is the same version and has none; False otherwise."""
+    try:
+        version.update(
+            actions=[ModuleVersionModel.description.set(description)],
+            condition=(ModuleVersionModel.id == version.id)
+            & ModuleVersionModel.description.does_not_exist(),
+        )
+    except UpdateError as exc:
+        if db.conditional_failure(exc):
+            return False
+        raise
+    return True
+
+
+def update_module(module: ModuleModel, actions: list[Any]) -> None:
+    """Apply ``actions`` to a module that still exists (the same one: same id)."""
+    try:
+        module.update(actions=actions, condition=ModuleModel.id == module.id)
+    except UpdateError as exc:
+        if db.conditional_failure(exc):
+            raise ModuleGone from None
+        raise
+
+
+def update_module_if(module: ModuleModel, actions: list[Any], allowed: Iterable[str]) -> bool:
+    """Apply ``actions`` only while the module exists with a status in ``allowed``."""
+    statuses = [str(status) for status in allowed]
+    try:
+        module.update(
+            actions=actions,
+            condition=(ModuleModel.id == module.id) & ModuleModel.status.is_in(*statuses),
+        )
+    except UpdateError as exc:
+        if db.conditional_failure(exc):
+            return False
+        raise
+    return True
+
+
+def insert_version(module: ModuleModel, item: ModuleVersionModel, moment: datetime) -> None:
+    """The version item and its ``pending`` entry in the module's statuses, in one
+    transaction: ``VersionTaken`` or ``ModuleGone`` when a condition fails."""
+    entry = {"status": str(VersionStatus.PENDING)}
+    try:
+        with TransactWrite(connection=db.connection()) as tx:
+            tx.save(item, condition=ModuleVersionModel.order_key.does_not_exist())
+            tx.update(
+                module,
+                actions=[
+                    ModuleModel.version_statuses[item.version].set(entry),
+                    ModuleModel.updated_at.set(moment),
+                ],
+                condition=ModuleModel.id == module.id,
+            )
+    except TransactWriteError as exc:
+        reasons = db.cancellation_codes(exc)
+        if reasons[:1] == [db.TRANSACTION_CONDITION_FAILED]:
+            raise VersionTaken from None
+        if reasons[1:2] == [db.TRANSACTION_CONDITION_FAILED]:
+            raise ModuleGone from None
+        raise
+
+
+def record_version_status(
+    version: ModuleVersionModel,
+    status: VersionStatus,
+    moment: datetime,
+    *,
+    error: str | None = None,
+    fields: dict[str, Any] | None = None,
+) -> bool:
+    """The status on the version item and in the module's statuses, in one transaction (an
+    ok version also makes the module ``setup_complete``); False if either item is gone. The
+    entry is written whole: a deprecation or revocation the version carries is kept in it."""
+    entry: dict[str, Any] = {"status": str(status), **({"error": error} if error else {})}
+    if status == VersionStatus.OK:
+        entry["published-at"] = iso(moment)
+        # Where the archive is, beside its status: a download reads the module item only.
+        archive = (fields or {}).get("archive_key") or version.archive_key
+        if archive:
+            entry["archive"] = archive
+    for key in ("deprecation", "revocation"):
+        if getattr(version, key, None):
+            entry[key] = getattr(version, key)
+    actions: list[Action] = [
+        ModuleVersionModel.status.set(str(status)),
+        ModuleVersionModel.updated_at.set(moment),
+        ModuleVersionModel.error.set(error) if error else ModuleVersionModel.error.remove(),
+    ]
+    for name, value in (fields or {}).items():
+        actions.append(getattr(ModuleVersionModel, name).set(value))
+    module = ModuleModel(version.organization, version.module_key)
+    module_actions: list[Action] = [
+        ModuleModel.version_statuses[version.version].set(entry),
+        ModuleModel.updated_at.set(moment),
+    ]
+    if status == VersionStatus.OK:
+        module_actions.append(ModuleModel.status.set(str(ModuleStatus.SETUP_COMPLETE)))
+    # Only a version becoming ok, or leaving ok, can change the protocol's list entry.
+    servable_changed = VersionStatus.OK in (status, version.status)
+    try:
+        with TransactWrite(connection=db.connection()) as tx:
+            tx.update(version, actions=actions, condition=ModuleVersionModel.id == version.id)
+            tx.update(module, actions=module_actions, condition=ModuleModel.id == version.module_id)
+    except TransactWriteError as exc:
+        if db.TRANSACTION_CONDITION_FAILED in db.cancellation_codes(exc):
+            return False
+        raise
+    if servable_changed:
+        refresh_listing(version.organization, version.module_key)
+    return True
+
+
+def record_version_lifecycle(
+    version: ModuleVersionModel,
+    deprecation: dict[str, str] | None,
+    revocation: dict[str, str] | None,
+    moment: datetime,
+) -> None:
+    """A version's deprecation and revocation (``None``: none) on the version item and in its
+    entry of the module's statuses (per key: the entry's status is left alone), in one
+    transaction, only while the version is the ``ok`` one that was read, unchanged since
+    (``VersionChanged``: read it again and decide again), and the module still lists it
+    (``ModuleGone``)."""
+
+    def assign(path: Any, value: dict[str, str] | None) -> Any:
+        return path.set(value) if value else path.remove()
+
+    entry = ModuleModel.version_statuses[version.version]
+    module = ModuleModel(version.organization, version.module_key)
+    try:
+        with TransactWrite(connection=db.connection()) as tx:
+            tx.update(
+                version,
+                actions=[
+                    assign(ModuleVersionModel.deprecation, deprecation),
+                    assign(ModuleVersionModel.revocation, revocation),
+                    ModuleVersionModel.updated_at.set(moment),
+                ],
+                condition=(ModuleVersionModel.id == version.id)
+                & (ModuleVersionModel.status == str(VersionStatus.OK))
+                & (ModuleVersionModel.updated_at == version.updated_at),
+            )
+            tx.update(
+                module,
+                actions=[
+                    assign(entry["deprecation"], deprecation),
+                    assign(entry["revocation"], revocation),
+                    ModuleModel.updated_at.set(moment),
+                ],
+                condition=(ModuleModel.id == version.module_id) & entry.exists(),
+            )
+    except TransactWriteError as exc:
+        reasons = db.cancellation_codes(exc)
+        if reasons[:1] == [db.TRANSACTION_CONDITION_FAILED]:
+            raise VersionChanged from None
+        if reasons[1:2] == [db.TRANSACTION_CONDITION_FAILED]:
+            raise ModuleGone from None
+        raise
+    refresh_listing(version.organization, version.module_key)
+
+
+def delete_version(module: ModuleModel, version: ModuleVersionModel, moment: datetime) -> bool:
+    """Delete the version and its status entry; the last version takes its module with it
+    (a concurrent new version keeps it alive). True when the module went too."""
+    with TransactWrite(connection=db.connection()) as tx:
+        tx.delete(version)
+        tx.update(
+            module,
+            actions=[
+                ModuleModel.version_statuses[version.version].remove(),
+                ModuleModel.updated_at.set(moment),
+            ],
+        )
+    if _delete_counted(module, size(ModuleModel.version_statuses) == 0):
+        return True
+    refresh_listing(module.organization, module.key)
+    return False
+
+
+def delete_module(module: ModuleModel) -> list[ModuleVersionModel]:
+    """Delete the module item first (it disappears from every read), then its versions;
+    returns the versions (their objects are the caller's to delete)."""
+    if not _delete_counted(module, ModuleModel.id == module.id):
+        log.warning("module %s was already gone", module.id)
+    versions = versions_of(module.id)
+    with ModuleVersionModel.batch_write() as batch:
+        for version in versions:
+            batch.delete(version)
+    return versions
