@@ -9,7 +9,7 @@ organization is ``chalicelib.lifecycle.admin_routes`` (the cascade lives above t
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from chalice import Blueprint, Response
 
@@ -18,9 +18,10 @@ from chalicelib.accounts.memberships import Invitee, withdraw_invitee
 from chalicelib.accounts.render import avatar_url, scim_attributes
 from chalicelib.admin import people
 from chalicelib.admin.limits import MAX_MODULE_CONSUMERS
+from chalicelib.admin.schemas import AdminOrganization, ModulePartnerships, changes
 from chalicelib.core.api.http import Ctx, route
 from chalicelib.core.api.jsonapi import document, no_content, resource
-from chalicelib.core.api.openapi import PAGE, Body, Param, Relationships
+from chalicelib.core.api.openapi import PAGE, JsonApi, Param, Relationships
 from chalicelib.core.data.ids import iso
 
 if TYPE_CHECKING:
@@ -231,18 +232,14 @@ def show_admin_organization(ctx: Ctx, organization_name: str) -> Response:
     ORGANIZATION,
     ("PATCH",),
     includes=("owners",),
-    body=Body(
-        "chalicelib.admin.schemas:AdminOrganization",
-        "organizations",
-        type_check="off",
-        required=False,
-    ),
 )
-def update_admin_organization(ctx: Ctx, organization_name: str) -> Response:
+def update_admin_organization(
+    ctx: Ctx,
+    organization_name: str,
+    attrs: Annotated[AdminOrganization, JsonApi("organizations", type_check="off", required=False)],
+) -> Response:
     """Update an organization's admin attributes (module sharing among them)"""
-    from chalicelib.admin.schemas import changes
-
-    org = people.update_organization(organization_name, changes(ctx.attributes()))
+    org = people.update_organization(organization_name, changes(attrs))
     return _organization_document(ctx, org)
 
 
@@ -284,15 +281,16 @@ def render_module_partnership(producer: OrganizationModel, consumer: Organizatio
 @admin_route(
     PARTNERSHIPS,
     ("PUT", "PATCH"),
-    body=Body("chalicelib.admin.schemas:ModulePartnerships", "module-partnerships"),
     success=200,
     errors={422: "an unknown organization id (the pointer names it)"},
 )
-def update_module_partnerships(ctx: Ctx, organization_name: str) -> Response:
+def update_module_partnerships(
+    ctx: Ctx,
+    organization_name: str,
+    attrs: Annotated[ModulePartnerships, JsonApi("module-partnerships")],
+) -> Response:
     """Replace the consumers by their external ids (TFE's deprecated Admin Module Sharing API)"""
-    from chalicelib.admin.schemas import ModulePartnerships
-
-    wanted = ctx.attributes(ModulePartnerships).module_consuming_organization_ids
+    wanted = attrs.module_consuming_organization_ids
     producer = people.set_module_consumers_by_external_id(organization_name, wanted)
     consumers = people.module_consumers(organization_name)
     return document([render_module_partnership(producer, c) for c in consumers])

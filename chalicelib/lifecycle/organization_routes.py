@@ -5,15 +5,18 @@ they are organization routes."""
 
 from __future__ import annotations
 
+from typing import Annotated
+
 from chalice import Blueprint, Response
 
 from chalicelib.accounts import service
 from chalicelib.accounts.render import render_organization
-from chalicelib.accounts.routes import ORGANIZATION, ORGANIZATION_ATTRIBUTES, ORGANIZATIONS
+from chalicelib.accounts.routes import ORGANIZATION, ORGANIZATIONS
+from chalicelib.accounts.schemas import OrganizationAttributes
 from chalicelib.core.api.access import Bearer
 from chalicelib.core.api.http import Ctx, route
 from chalicelib.core.api.jsonapi import document, no_content
-from chalicelib.core.api.openapi import Body
+from chalicelib.core.api.openapi import JsonApi
 from chalicelib.lifecycle import organizations as lifecycle
 
 bp = Blueprint(__name__)
@@ -25,11 +28,11 @@ TAG = "accounts"
     ORGANIZATIONS,
     auth=Bearer,
     methods=("POST",),
-    body=Body(ORGANIZATION_ATTRIBUTES, "organizations"),
     tag=TAG,
 )
-def create_organization(ctx: Ctx) -> Response:
-    attrs = ctx.attributes()
+def create_organization(
+    ctx: Ctx, attrs: Annotated[OrganizationAttributes, JsonApi("organizations")]
+) -> Response:
     org = lifecycle.create_organization(ctx.user, attrs.name, attrs.email)
     return document(render_organization(org, service.OrgAccess.everything()), status=201)
 

@@ -15,9 +15,9 @@ from chalicelib.workspaces import service
 from chalicelib.workspaces.routes import (
     BY_ID,
     BY_NAME,
-    CREATE,
     INCLUDES,
     ORG_WORKSPACES,
+    Create,
     project_ref,
     reply,
     settings_of,
@@ -28,11 +28,10 @@ bp = Blueprint(__name__)
 TAG = "workspaces"
 
 
-@route(bp, ORG_WORKSPACES, auth=Bearer, methods=("POST",), includes=INCLUDES, body=CREATE, tag=TAG)
-def create_workspace(ctx: Ctx, organization_name: str) -> Response:
+@route(bp, ORG_WORKSPACES, auth=Bearer, methods=("POST",), includes=INCLUDES, tag=TAG)
+def create_workspace(ctx: Ctx, organization_name: str, body: Create) -> Response:
     """Create a workspace, in ``relationships.project`` (default: the default project), with
     its tag bindings (``relationships.tag-bindings``)."""
-    body = ctx.attributes()
     workspace = lifecycle.create_workspace(
         ctx.user,
         organization_name,

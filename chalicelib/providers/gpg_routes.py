@@ -3,15 +3,16 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 from chalice import Blueprint
 
 from chalicelib.core.api.access import Bearer
 from chalicelib.core.api.http import Ctx, route
 from chalicelib.core.api.jsonapi import document, no_content
-from chalicelib.core.api.openapi import PAGE, Body, Param
+from chalicelib.core.api.openapi import PAGE, JsonApi, Param
 from chalicelib.providers import gpgkeys, render
+from chalicelib.providers.schemas import CreateGpgKey, UpdateGpgKey
 
 bp = Blueprint(__name__)
 
@@ -47,12 +48,12 @@ def list_gpg_keys(ctx: Ctx):
     KEYS,
     auth=Bearer,
     methods=("POST",),
-    body=Body("chalicelib.providers.schemas:CreateGpgKey", render.GPG_KEYS, type_check="lenient"),
     tag="providers",
 )
-def create_gpg_key(ctx: Ctx):
+def create_gpg_key(
+    ctx: Ctx, attrs: Annotated[CreateGpgKey, JsonApi(render.GPG_KEYS, type_check="lenient")]
+):
     """Add a public key (RSA or DSA) to a namespace, to sign its providers' versions."""
-    attrs = ctx.attributes()
     key = gpgkeys.create_key(ctx.user, attrs.namespace, attrs.ascii_armor)
     return document(render.render_gpg_key(key), status=201)
 
@@ -67,12 +68,15 @@ def show_gpg_key(ctx: Ctx, namespace: str, key_id: str):
     KEY,
     auth=Bearer,
     methods=("PATCH",),
-    body=Body("chalicelib.providers.schemas:UpdateGpgKey", render.GPG_KEYS, type_check="lenient"),
     tag="providers",
 )
-def update_gpg_key(ctx: Ctx, namespace: str, key_id: str):
+def update_gpg_key(
+    ctx: Ctx,
+    namespace: str,
+    key_id: str,
+    attrs: Annotated[UpdateGpgKey, JsonApi(render.GPG_KEYS, type_check="lenient")],
+):
     """Move a key to another namespace the caller publishes in."""
-    attrs = ctx.attributes()
     key = gpgkeys.update_key(ctx.user, namespace, key_id, attrs.namespace)
     return document(render.render_gpg_key(key))
 

@@ -1,8 +1,10 @@
 """The base of request attribute models (pydantic), apart from ``chalicelib.core.api.jsonapi``.
 
-Building pydantic models costs about 40 ms of a cold start (pydantic's model machinery and
-each model's validator), so only the modules that declare request bodies import this one;
-``chalicelib.core.api.jsonapi`` parses documents without it and validates through the model.
+The routes that take a body import their models (a handler's body parameter names its model's
+type), so every function that serves one loads pydantic at its cold start; ``defer_build``
+leaves each model's validator to be built when a request first sends that body.
+``chalicelib.core.api.jsonapi`` parses documents without pydantic and validates through the
+model.
 
 The string types here are the one place each kind of value gets its bound
 (``chalicelib.core.api.bounds``): every string attribute of every request model is one of
@@ -43,6 +45,8 @@ class Attributes(BaseModel):
         extra="ignore",
         strict=True,
         frozen=True,
+        # Each model's validator is built when first used, not when its module is imported.
+        defer_build=True,
     )
 
 

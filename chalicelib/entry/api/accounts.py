@@ -3,6 +3,7 @@ administration (``/api/v2/admin/users``, ``/api/v2/admin/organizations``)."""
 
 from chalicelib.accounts import memberships, render
 from chalicelib.accounts.routes import bp
+from chalicelib.accounts.teams.routes import bp as teams
 from chalicelib.admin.people_routes import bp as admin_people
 from chalicelib.entry.factory import create_app
 from chalicelib.lifecycle.admin_routes import bp as admin_organization_lifecycle
@@ -15,5 +16,6 @@ memberships.use_mail("chalicelib.admin.mail")
 render.use_scim_probe("chalicelib.scim.store:load_settings")
 
 app = create_app(
-    "registry-accounts", [bp, organization_lifecycle, admin_people, admin_organization_lifecycle]
+    "registry-accounts",
+    [bp, teams, organization_lifecycle, admin_people, admin_organization_lifecycle],
 )
