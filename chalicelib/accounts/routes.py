@@ -7,7 +7,8 @@ One handler per path and method; rendering lives in ``chalicelib.accounts.render
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Annotated, Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Annotated, Any
 
 from chalice import Blueprint, Response
 
@@ -19,12 +20,6 @@ from chalicelib.accounts.render import (
     render_token,
     render_user,
 )
-from chalicelib.accounts.schemas import (
-    AccountAttributes,
-    OrganizationAttributes,
-    PasswordAttributes,
-    TokenAttributes,
-)
 from chalicelib.core.api.access import Bearer, Public
 from chalicelib.core.api.errors import TooManyRequests
 from chalicelib.core.api.http import Ctx, route
@@ -32,7 +27,25 @@ from chalicelib.core.api.jsonapi import Includer, document, no_content
 from chalicelib.core.api.openapi import PAGE, JsonApi, Param, Reply
 from chalicelib.core.auth import TokenModel
 
+if TYPE_CHECKING:
+    from chalicelib.accounts.schemas import (
+        AccountAttributes,
+        OrganizationAttributes,
+        PasswordAttributes,
+        TokenAttributes,
+    )
+
 bp = Blueprint(__name__)
+
+
+def body_models() -> ModuleType:
+    """The models of this file's typed bodies (``chalicelib.core.api.http.typed_body``),
+    imported with a route's first request that sends one: pydantic stays out of the cold
+    start."""
+    from chalicelib.accounts import schemas
+
+    return schemas
+
 
 # ----- meta ---------------------------------------------------------------------------------
 
@@ -184,7 +197,7 @@ TOKEN = "/api/v2/authentication-tokens/{token_id}"
 
 # Creating a token needs no body: every attribute is optional.
 TokenBody = Annotated[
-    TokenAttributes, JsonApi("authentication-tokens", type_check="off", required=False)
+    "TokenAttributes", JsonApi("authentication-tokens", type_check="off", required=False)
 ]
 
 

@@ -9,6 +9,7 @@ organization is ``chalicelib.lifecycle.admin_routes`` (the cascade lives above t
 
 from __future__ import annotations
 
+from types import ModuleType
 from typing import TYPE_CHECKING, Annotated, Any
 
 from chalice import Blueprint, Response
@@ -18,16 +19,29 @@ from chalicelib.accounts.memberships import Invitee, withdraw_invitee
 from chalicelib.accounts.render import avatar_url, scim_attributes
 from chalicelib.admin import people
 from chalicelib.admin.limits import MAX_MODULE_CONSUMERS
-from chalicelib.admin.schemas import AdminOrganization, ModulePartnerships, changes
 from chalicelib.core.api.http import Ctx, route
 from chalicelib.core.api.jsonapi import document, no_content, resource
 from chalicelib.core.api.openapi import PAGE, JsonApi, Param, Relationships
 from chalicelib.core.data.ids import iso
 
 if TYPE_CHECKING:
+    from chalicelib.admin.schemas import AdminOrganization, ModulePartnerships
+
+if TYPE_CHECKING:
     from chalicelib.accounts.store import OrganizationModel, UserModel
 
 bp = Blueprint(__name__)
+
+
+def body_models() -> ModuleType:
+    """The models of this file's typed bodies (``chalicelib.core.api.http.typed_body``),
+    imported with a route's first request that sends one: pydantic stays out of the cold
+    start."""
+    from chalicelib.admin import schemas
+
+    return schemas
+
+
 USERS = "/api/v2/admin/users"
 USER = USERS + "/{user_id}"
 ORGANIZATIONS = "/api/v2/admin/organizations"
@@ -239,6 +253,8 @@ def update_admin_organization(
     attrs: Annotated[AdminOrganization, JsonApi("organizations", type_check="off", required=False)],
 ) -> Response:
     """Update an organization's admin attributes (module sharing among them)"""
+    from chalicelib.admin.schemas import changes  # loaded with the body's model anyway
+
     org = people.update_organization(organization_name, changes(attrs))
     return _organization_document(ctx, org)
 

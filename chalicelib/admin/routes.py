@@ -9,7 +9,8 @@ SMS settings are reachable under two type names.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Annotated, Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Annotated, Any
 
 from chalice import Blueprint, Response
 
@@ -26,24 +27,43 @@ from chalicelib.admin.render import (
     retention_document,
     singleton,
 )
-from chalicelib.admin.schemas import (
-    CostEstimationSettings,
-    CustomizationSettings,
-    DataRetentionPolicy,
-    GeneralSettings,
-    SamlSettings,
-    SmsSettings,
-    SmsVerify,
-    SmtpSettings,
-    changes,
-)
 from chalicelib.core.api.access import Public
 from chalicelib.core.api.http import Ctx, HandlerT, route
 from chalicelib.core.api.jsonapi import no_content
 from chalicelib.core.api.openapi import JsonApi, Reply
 
+if TYPE_CHECKING:
+    from chalicelib.admin.schemas import (
+        CostEstimationSettings,
+        CustomizationSettings,
+        DataRetentionPolicy,
+        GeneralSettings,
+        SamlSettings,
+        SmsSettings,
+        SmsVerify,
+        SmtpSettings,
+    )
+    from chalicelib.core.api.attributes import Attributes
+
 bp = Blueprint(__name__)
+
+
+def body_models() -> ModuleType:
+    """The models of this file's typed bodies (``chalicelib.core.api.http.typed_body``),
+    imported with a route's first request that sends one: pydantic stays out of the cold
+    start."""
+    from chalicelib.admin import schemas
+
+    return schemas
+
+
 ADMIN = "/api/v2/admin"
+
+
+def _changes(attrs: Attributes) -> dict[str, Any]:
+    from chalicelib.admin.schemas import changes  # loaded with the body's model anyway
+
+    return changes(attrs)
 
 
 def _settings(type_: str) -> JsonApi:
@@ -74,7 +94,7 @@ def get_general_settings(ctx: Ctx) -> Response:
 def update_general_settings(
     ctx: Ctx, attrs: Annotated[GeneralSettings, _settings("general-settings")]
 ) -> Response:
-    attributes = render_general(service.update_general(changes(attrs)))
+    attributes = render_general(service.update_general(_changes(attrs)))
     return singleton("general-settings", "general", attributes)
 
 
@@ -94,7 +114,7 @@ def get_cost_estimation_settings(ctx: Ctx) -> Response:
 def update_cost_estimation_settings(
     ctx: Ctx, attrs: Annotated[CostEstimationSettings, _settings("cost-estimation-settings")]
 ) -> Response:
-    attributes = render_cost_estimation(service.update_cost_estimation(changes(attrs)))
+    attributes = render_cost_estimation(service.update_cost_estimation(_changes(attrs)))
     return singleton("cost-estimation-settings", "cost-estimation", attributes)
 
 
@@ -110,7 +130,7 @@ def get_saml_settings(ctx: Ctx) -> Response:
 def update_saml_settings(
     ctx: Ctx, attrs: Annotated[SamlSettings, _settings("saml-settings")]
 ) -> Response:
-    attributes = render_saml(service.update_saml(changes(attrs)), ctx.base_url)
+    attributes = render_saml(service.update_saml(_changes(attrs)), ctx.base_url)
     return singleton("saml-settings", "saml", attributes)
 
 
@@ -140,7 +160,7 @@ def get_smtp_settings(ctx: Ctx) -> Response:
 def update_smtp_settings(
     ctx: Ctx, attrs: Annotated[SmtpSettings, _settings("smtp-settings")]
 ) -> Response:
-    return singleton("smtp-settings", "smtp", render_smtp(service.update_smtp(changes(attrs))))
+    return singleton("smtp-settings", "smtp", render_smtp(service.update_smtp(_changes(attrs))))
 
 
 # ----- SMS (also served under the real API's twilio name) --------------------------------------
@@ -155,7 +175,7 @@ def _get_sms(ctx: Ctx) -> Response:
 
 
 def _update_sms(ctx: Ctx, attrs: Annotated[SmsSettings, _settings(SMS)]) -> Response:
-    return singleton(_sms_type(ctx), "twilio", render_sms(service.update_sms(changes(attrs))))
+    return singleton(_sms_type(ctx), "twilio", render_sms(service.update_sms(_changes(attrs))))
 
 
 def _verify_sms(ctx: Ctx, attrs: Annotated[SmsVerify, _settings(SMS)]) -> Response:
@@ -198,7 +218,7 @@ def get_customization_settings(ctx: Ctx) -> Response:
 def update_customization_settings(
     ctx: Ctx, attrs: Annotated[CustomizationSettings, _settings("customization-settings")]
 ) -> Response:
-    attributes = render_customization(service.update_customization(changes(attrs)))
+    attributes = render_customization(service.update_customization(_changes(attrs)))
     return singleton("customization-settings", "customization", attributes)
 
 

@@ -5,21 +5,35 @@ they are organization routes."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from types import ModuleType
+from typing import TYPE_CHECKING, Annotated
 
 from chalice import Blueprint, Response
 
 from chalicelib.accounts import service
 from chalicelib.accounts.render import render_organization
 from chalicelib.accounts.routes import ORGANIZATION, ORGANIZATIONS
-from chalicelib.accounts.schemas import OrganizationAttributes
 from chalicelib.core.api.access import Bearer
 from chalicelib.core.api.http import Ctx, route
 from chalicelib.core.api.jsonapi import document, no_content
 from chalicelib.core.api.openapi import JsonApi
 from chalicelib.lifecycle import organizations as lifecycle
 
+if TYPE_CHECKING:
+    from chalicelib.accounts.schemas import OrganizationAttributes
+
 bp = Blueprint(__name__)
+
+
+def body_models() -> ModuleType:
+    """The models of this file's typed bodies (``chalicelib.core.api.http.typed_body``),
+    imported with a route's first request that sends one: pydantic stays out of the cold
+    start."""
+    from chalicelib.accounts import schemas
+
+    return schemas
+
+
 TAG = "accounts"
 
 

@@ -4,6 +4,8 @@ the workspaces room's OpenAPI tag: to a client they are workspace routes."""
 
 from __future__ import annotations
 
+from types import ModuleType
+
 from chalice import Blueprint, Response
 
 from chalicelib.core import tagbindings
@@ -25,6 +27,16 @@ from chalicelib.workspaces.routes import (
 from chalicelib.workspaces.service import WorkspaceRef
 
 bp = Blueprint(__name__)
+
+
+def body_models() -> ModuleType:
+    """The model of ``Create`` (``chalicelib.core.api.http.typed_body``), imported with the
+    first request that sends one: pydantic stays out of the cold start."""
+    from chalicelib.workspaces import schemas
+
+    return schemas
+
+
 TAG = "workspaces"
 
 

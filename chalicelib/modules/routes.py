@@ -8,7 +8,8 @@ Empty path segments (``//``, a trailing ``/``) are dropped before dispatching de
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Annotated, Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Annotated, Any
 
 from chalice import Blueprint
 
@@ -34,11 +35,22 @@ from chalicelib.modules.render import (
     render_module,
     render_version,
 )
-from chalicelib.modules.schemas import CreateModule, CreateVersion, UpdateModule, UpdateVersion
 from chalicelib.modules.service import ModuleRef
 from chalicelib.modules.store import ModuleModel
 
+if TYPE_CHECKING:
+    from chalicelib.modules.schemas import CreateModule, CreateVersion, UpdateModule, UpdateVersion
+
 bp = Blueprint(__name__)
+
+
+def body_models() -> ModuleType:
+    """The models of this file's typed bodies (``chalicelib.core.api.http.typed_body``),
+    imported with a route's first request that sends one: pydantic stays out of the cold
+    start."""
+    from chalicelib.modules import schemas
+
+    return schemas
 
 
 def _no_code_modules(modules: Sequence[ModuleModel]) -> list[dict[str, Any]]:
@@ -220,7 +232,7 @@ def module_downloads(
 # ----- versions -----------------------------------------------------------------------------
 
 
-VersionBody = Annotated[CreateVersion, JsonApi("registry-module-versions")]
+VersionBody = Annotated["CreateVersion", JsonApi("registry-module-versions")]
 
 
 def _create_version(ctx: Ctx, ref: ModuleRef, attrs: CreateVersion):

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Annotated, Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Annotated, Any
 
 from chalice import Blueprint, Response
 
@@ -15,10 +16,22 @@ from chalicelib.core.api.jsonapi import Includer, document, no_content
 from chalicelib.core.api.openapi import PAGE, JsonApi, Param
 from chalicelib.projects import service
 from chalicelib.projects.render import render_effective, render_project
-from chalicelib.projects.schemas import ProjectBody
 from chalicelib.projects.store import ProjectModel
 
+if TYPE_CHECKING:
+    from chalicelib.projects.schemas import ProjectBody
+
 bp = Blueprint(__name__)
+
+
+def body_models() -> ModuleType:
+    """The models of this file's typed bodies (``chalicelib.core.api.http.typed_body``),
+    imported with a route's first request that sends one: pydantic stays out of the cold
+    start."""
+    from chalicelib.projects import schemas
+
+    return schemas
+
 
 ORG_PROJECTS = "/api/v2/organizations/{organization_name}/projects"
 BY_ID = "/api/v2/projects/{project_id}"
@@ -32,8 +45,8 @@ TAGGED = (
 CONFLICT = {409: "the project is the default one, or still holds workspaces"}
 
 
-Create = Annotated[ProjectBody, JsonApi("projects", type_check="lenient")]
-Update = Annotated[ProjectBody, JsonApi("projects", type_check="lenient", required=False)]
+Create = Annotated["ProjectBody", JsonApi("projects", type_check="lenient")]
+Update = Annotated["ProjectBody", JsonApi("projects", type_check="lenient", required=False)]
 
 
 def _settings(body: ProjectBody) -> tuple[dict[str, Any], set[str]]:

@@ -3,7 +3,8 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Annotated, Any
 
 from chalice import Blueprint
 
@@ -12,9 +13,21 @@ from chalicelib.core.api.http import Ctx, route
 from chalicelib.core.api.jsonapi import document, no_content
 from chalicelib.core.api.openapi import PAGE, JsonApi, Param
 from chalicelib.providers import gpgkeys, render
-from chalicelib.providers.schemas import CreateGpgKey, UpdateGpgKey
+
+if TYPE_CHECKING:
+    from chalicelib.providers.schemas import CreateGpgKey, UpdateGpgKey
 
 bp = Blueprint(__name__)
+
+
+def body_models() -> ModuleType:
+    """The models of this file's typed bodies (``chalicelib.core.api.http.typed_body``),
+    imported with a route's first request that sends one: pydantic stays out of the cold
+    start."""
+    from chalicelib.providers import schemas
+
+    return schemas
+
 
 KEYS = "/api/registry/private/v2/gpg-keys"
 KEY = KEYS + "/{namespace}/{key_id}"

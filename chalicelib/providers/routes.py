@@ -3,7 +3,8 @@ and platforms, as TFE serves them. One handler per method; the rules are the ser
 
 from __future__ import annotations
 
-from typing import Annotated
+from types import ModuleType
+from typing import TYPE_CHECKING, Annotated
 
 from chalice import Blueprint
 
@@ -14,15 +15,27 @@ from chalicelib.core.api.http import Ctx, route
 from chalicelib.core.api.jsonapi import document, no_content
 from chalicelib.core.api.openapi import PAGE, JsonApi, Param
 from chalicelib.providers import render, service, store
-from chalicelib.providers.schemas import (
-    CreatePlatform,
-    CreateProvider,
-    CreateVersion,
-    UpdateProvider,
-)
 from chalicelib.providers.service import ProviderRef
 
+if TYPE_CHECKING:
+    from chalicelib.providers.schemas import (
+        CreatePlatform,
+        CreateProvider,
+        CreateVersion,
+        UpdateProvider,
+    )
+
 bp = Blueprint(__name__)
+
+
+def body_models() -> ModuleType:
+    """The models of this file's typed bodies (``chalicelib.core.api.http.typed_body``),
+    imported with a route's first request that sends one: pydantic stays out of the cold
+    start."""
+    from chalicelib.providers import schemas
+
+    return schemas
+
 
 ORG_PROVIDERS = "/api/v2/organizations/{organization_name}/registry-providers"
 PROVIDER = ORG_PROVIDERS + "/{registry_name}/{namespace}/{name}"

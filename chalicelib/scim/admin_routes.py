@@ -7,7 +7,8 @@ token; otherwise a site admin's token is needed (others get 404).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Annotated, Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Annotated, Any
 
 from chalice import Blueprint, Response
 
@@ -16,14 +17,27 @@ from chalicelib.core.api.http import Ctx, HandlerT, route
 from chalicelib.core.api.jsonapi import document, no_content
 from chalicelib.core.api.openapi import PAGE, JsonApi, Param, Reply
 from chalicelib.scim import render, service
-from chalicelib.scim.schemas import (
-    ScimGroupMappingCreate,
-    ScimGroupMappingUpdate,
-    ScimSettings,
-    ScimTokenCreate,
-)
+
+if TYPE_CHECKING:
+    from chalicelib.scim.schemas import (
+        ScimGroupMappingCreate,
+        ScimGroupMappingUpdate,
+        ScimSettings,
+        ScimTokenCreate,
+    )
 
 bp = Blueprint(__name__)
+
+
+def body_models() -> ModuleType:
+    """The models of this file's typed bodies (``chalicelib.core.api.http.typed_body``),
+    imported with a route's first request that sends one: pydantic stays out of the cold
+    start."""
+    from chalicelib.scim import schemas
+
+    return schemas
+
+
 ADMIN = "/api/v2/admin"
 
 

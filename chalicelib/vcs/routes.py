@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from types import ModuleType
+from typing import TYPE_CHECKING, Annotated
 
 from chalice import Blueprint, Response
 
@@ -12,15 +13,27 @@ from chalicelib.core.api.jsonapi import document, no_content
 from chalicelib.core.api.openapi import PAGE, JsonApi
 from chalicelib.vcs import service
 from chalicelib.vcs.render import V2, render_client, render_token
-from chalicelib.vcs.schemas import ClientAttributes, TokenAttributes
+
+if TYPE_CHECKING:
+    from chalicelib.vcs.schemas import ClientAttributes, TokenAttributes
 
 bp = Blueprint(__name__)
+
+
+def body_models() -> ModuleType:
+    """The models of this file's typed bodies (``chalicelib.core.api.http.typed_body``),
+    imported with a route's first request that sends one: pydantic stays out of the cold
+    start."""
+    from chalicelib.vcs import schemas
+
+    return schemas
+
 
 ORG_CLIENTS = V2 + "/organizations/{organization_name}/oauth-clients"
 CLIENT = V2 + "/oauth-clients/{client_id}"
 CLIENT_TOKENS = V2 + "/oauth-clients/{client_id}/oauth-tokens"
 TOKEN = V2 + "/oauth-tokens/{token_id}"
-ClientBody = Annotated[ClientAttributes, JsonApi("oauth-clients")]
+ClientBody = Annotated["ClientAttributes", JsonApi("oauth-clients")]
 
 
 @route(bp, ORG_CLIENTS, auth=Bearer, methods=("GET",), query=PAGE)

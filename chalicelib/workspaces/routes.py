@@ -4,7 +4,8 @@ key/value tag bindings; moving workspaces into a project."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Annotated, Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Annotated, Any
 
 from chalice import Blueprint, Response
 
@@ -20,11 +21,23 @@ from chalicelib.projects import service as projects
 from chalicelib.projects.render import render_project
 from chalicelib.workspaces import service
 from chalicelib.workspaces.render import render_workspace
-from chalicelib.workspaces.schemas import WorkspaceBody
 from chalicelib.workspaces.service import WorkspaceRef
 from chalicelib.workspaces.store import WorkspaceModel
 
+if TYPE_CHECKING:
+    from chalicelib.workspaces.schemas import WorkspaceBody
+
 bp = Blueprint(__name__)
+
+
+def body_models() -> ModuleType:
+    """The models of this file's typed bodies (``chalicelib.core.api.http.typed_body``),
+    imported with a route's first request that sends one: pydantic stays out of the cold
+    start."""
+    from chalicelib.workspaces import schemas
+
+    return schemas
+
 
 ORG_WORKSPACES = "/api/v2/organizations/{organization_name}/workspaces"
 BY_NAME = ORG_WORKSPACES + "/{workspace_name}"
@@ -37,8 +50,8 @@ EFFECTIVE = "effective-tag-bindings"
 INCLUDES = ("organization", "project", EFFECTIVE, "readme")
 
 
-Create = Annotated[WorkspaceBody, JsonApi("workspaces", type_check="lenient")]
-Update = Annotated[WorkspaceBody, JsonApi("workspaces", type_check="lenient", required=False)]
+Create = Annotated["WorkspaceBody", JsonApi("workspaces", type_check="lenient")]
+Update = Annotated["WorkspaceBody", JsonApi("workspaces", type_check="lenient", required=False)]
 
 
 def settings_of(body: WorkspaceBody) -> dict[str, Any]:

@@ -9,7 +9,8 @@ tag these keep; rendering lives in ``chalicelib.accounts.render``.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Annotated, Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Annotated, Any
 
 from chalice import Blueprint, Response
 
@@ -22,7 +23,6 @@ from chalicelib.accounts.render import (
     render_user,
 )
 from chalicelib.accounts.routes import NO_ADDRESS, ORGANIZATION, TEAM, page_of
-from chalicelib.accounts.schemas import MembershipAttributes, TeamAttributes
 from chalicelib.accounts.store import TeamModel, UserModel
 from chalicelib.core.api.access import Bearer
 from chalicelib.core.api.errors import Unprocessable
@@ -31,7 +31,21 @@ from chalicelib.core.api.jsonapi import Includer, collect_included, document, no
 from chalicelib.core.api.openapi import PAGE, JsonApi, Param, Relationships
 from chalicelib.core.auth import Principal
 
+if TYPE_CHECKING:
+    from chalicelib.accounts.schemas import MembershipAttributes, TeamAttributes
+
 bp = Blueprint(__name__)
+
+
+def body_models() -> ModuleType:
+    """The models of this file's typed bodies (``chalicelib.core.api.http.typed_body``),
+    imported with a route's first request that sends one: pydantic stays out of the cold
+    start."""
+    from chalicelib.accounts import schemas
+
+    return schemas
+
+
 TAG = "accounts"
 
 

@@ -5,7 +5,8 @@ Handlers stay short: ``def handler(ctx: Ctx, **path_params) -> Response``. A han
 takes a request document says so in its signature, with its model's type
 (``body: Annotated[CreateModule, JsonApi("registry-modules")]``, see ``typed_body``): the
 wrapper parses the document into that model before the handler runs, and mypy checks the
-handler's use of it.
+handler's use of it. The routes module imports its models for type checking only and
+defines ``body_models()``, which loads them with a body's first request.
 
 Includes (JSON:API compound documents): a route declares the names it serves
 (``@route(bp, path, includes=("users",))``); the wrapper checks the ``include`` query
@@ -22,6 +23,7 @@ summary and a tag.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import json
 import logging
@@ -221,28 +223,41 @@ HandlerT = TypeVar("HandlerT", bound=Handler)
 _PATH_PARAMETER = re.compile(r"\{(\w+)\+?\}")
 
 
-def typed_body(handler: Handler, path: str) -> tuple[str, Body] | None:
-    """The handler's body parameter and what it declares, from its signature: after ``ctx``,
-    each parameter is one of ``path``'s or the one typed body,
+def typed_body(handler: Handler, path: str) -> tuple[str, Callable[[], Body]] | None:
+    """The handler's body parameter and, resolved on first use, what it declares: after
+    ``ctx``, each parameter is one of ``path``'s or the one typed body,
     ``body: Annotated[Model, JsonApi("type")]`` (a mypy-checked model, parsed by the wrapper
-    before the handler runs). None when the handler takes no typed body."""
+    before the handler runs). None when the handler takes no body.
+
+    The annotation is text (``from __future__ import annotations``), evaluated as mypy reads
+    it, in the handler's module; when that module imports its models only for type checking
+    (pydantic is 40 to 60 ms of a cold start), it defines ``body_models()``, which imports
+    and returns their module (a real import, which the layout test sees): the annotation is
+    then resolved with it when the route first gets a request (or the OpenAPI document is
+    built), so a function's other requests never load pydantic."""
     in_path = set(_PATH_PARAMETER.findall(path))
-    namespace = getattr(handler, "__globals__", {})
-    found: tuple[str, Body] | None = None
-    for name, parameter in list(inspect.signature(handler).parameters.items())[1:]:
-        if name in in_path or parameter.kind is parameter.VAR_KEYWORD:
-            continue
-        # The annotation is text (``from __future__ import annotations``): evaluated in the
-        # handler's module, as mypy reads it.
-        holder = SimpleNamespace(__annotations__={name: parameter.annotation})
+    parameters = list(inspect.signature(handler).parameters.values())[1:]
+    others = [p for p in parameters if p.name not in in_path and p.kind is not p.VAR_KEYWORD]
+    if not others:
+        return None
+    assert len(others) == 1, f"{handler.__name__} on {path}: one body parameter at most"
+    name, annotation = others[0].name, others[0].annotation
+
+    @functools.cache
+    def resolve() -> Body:
+        module: dict[str, Any] = getattr(handler, "__globals__", {})
+        models = module.get("body_models")
+        namespace = {**(vars(models()) if models else {}), **module}
+        holder = SimpleNamespace(__annotations__={name: annotation})
         hint = get_type_hints(holder, namespace, include_extras=True)[name]
         how = [m for m in get_args(hint)[1:] if isinstance(m, JsonApi)]
-        assert get_origin(hint) is Annotated and how and found is None, (
+        assert get_origin(hint) is Annotated and how, (
             f"{handler.__name__}({name}) on {path}: a parameter after ctx is a path parameter "
-            "or the one body, Annotated[Model, JsonApi(...)]"
+            "or the body, Annotated[Model, JsonApi(...)]"
         )
-        found = (name, Body(get_args(hint)[0], how[0]))
-    return found
+        return Body(get_args(hint)[0], how[0])
+
+    return name, resolve
 
 
 def check_lengths(request: Request, query: Iterable[Param], params: Mapping[str, str]) -> None:
@@ -311,14 +326,13 @@ def route(
     def decorate(handler: HandlerT) -> HandlerT:
         typed = typed_body(handler, path)
         assert typed is None or body is None, f"{path}: the body is the handler's parameter"
-        declared_body = typed[1] if typed else body
 
         def view(**params: str) -> Response:
             request = bp.current_request
             assert request is not None, "Chalice sets the request before it calls a view"
             try:
                 principal = auth.admit(request)
-                ctx = Ctx(request, principal, body=declared_body)
+                ctx = Ctx(request, principal, body=body)
                 check_lengths(request, query, params)
                 if jsonapi:
                     ctx.include = parse_include(ctx.include_values(), declared)
@@ -326,7 +340,9 @@ def route(
                 # The body checked once the caller is admitted, before the handler reads
                 # anything (a refused caller's body is never parsed).
                 if typed is not None:
-                    arguments[typed[0]] = ctx.parse_body()
+                    name, resolve = typed
+                    ctx.body = resolve()
+                    arguments[name] = ctx.parse_body()
                 elif principal is not None:
                     ctx.parse_body()
                 return handler(ctx, **arguments)
@@ -349,7 +365,7 @@ def route(
             jsonapi=jsonapi,
             protocol_errors=render_error is registry_error_response,
             error_style=getattr(render_error, "error_style", None),
-            body=declared_body,
+            body=typed[1] if typed else body,
             includes=declared,
             query=tuple(query),
             success=success,

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import inspect
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -198,7 +198,8 @@ class RouteSpec:
     scheme: str | None
     jsonapi: bool
     protocol_errors: bool
-    body: RequestBody | None
+    # The request body, or how to resolve a handler's typed body (``http.typed_body``).
+    declared_body: RequestBody | Callable[[], Body] | None
     includes: tuple[str, ...]
     query: tuple[Param, ...]
     success: tuple[Reply, ...]
@@ -210,6 +211,11 @@ class RouteSpec:
     # Another error document the route's ``render_error`` names (its ``error_style``
     # attribute): ``scim`` (SCIM 2.0's Error message).
     error_style: str | None = None
+
+    @property
+    def body(self) -> RequestBody | None:
+        body = self.declared_body
+        return body() if callable(body) else body
 
 
 # (path, method) -> spec; a module imported twice registers the same keys again.
@@ -260,7 +266,7 @@ def record(
     access: Access,
     jsonapi: bool,
     protocol_errors: bool,
-    body: RequestBody | None,
+    body: RequestBody | Callable[[], Body] | None,
     includes: Sequence[str],
     query: Sequence[Param],
     success: Success | None,
@@ -286,7 +292,7 @@ def record(
             scheme=access.scheme,
             jsonapi=jsonapi,
             protocol_errors=protocol_errors,
-            body=body,
+            declared_body=body,
             includes=tuple(includes),
             query=tuple(query),
             success=_replies(success, method),

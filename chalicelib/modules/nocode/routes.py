@@ -4,7 +4,8 @@ and the two provisioning endpoints, which this registry answers with a refusal."
 
 from __future__ import annotations
 
-from typing import Annotated
+from types import ModuleType
+from typing import TYPE_CHECKING, Annotated
 
 from chalice import Blueprint, Response
 
@@ -18,9 +19,21 @@ from chalicelib.modules.nocode.render import (
     render_no_code_module,
     render_variable_options,
 )
-from chalicelib.modules.nocode.schemas import NoCodeAttributes
+
+if TYPE_CHECKING:
+    from chalicelib.modules.nocode.schemas import NoCodeAttributes
 
 bp = Blueprint(__name__)
+
+
+def body_models() -> ModuleType:
+    """The models of this file's typed bodies (``chalicelib.core.api.http.typed_body``),
+    imported with a route's first request that sends one: pydantic stays out of the cold
+    start."""
+    from chalicelib.modules.nocode import schemas
+
+    return schemas
+
 
 BY_ID = "/api/v2/no-code-modules/{no_code_module_id}"
 INCLUDES = ("variable-options",)
@@ -28,7 +41,7 @@ INCLUDERS = {"variable-options": render_variable_options}
 PROVISIONING_ERRORS = {422: "provisioning needs TFE's runs: this registry does not offer it"}
 
 
-NoCodeBody = Annotated[NoCodeAttributes, JsonApi("no-code-modules")]
+NoCodeBody = Annotated["NoCodeAttributes", JsonApi("no-code-modules")]
 
 
 def _reply(ctx: Ctx, item, status: int = 200) -> Response:

@@ -4,7 +4,8 @@ registry routes never load the VCS machinery (git, the VCS hosts' APIs, KMS seal
 
 from __future__ import annotations
 
-from typing import Annotated
+from types import ModuleType
+from typing import TYPE_CHECKING, Annotated
 
 from chalice import Blueprint
 
@@ -14,14 +15,25 @@ from chalicelib.core.api.jsonapi import document, resource
 from chalicelib.core.api.openapi import JsonApi
 from chalicelib.modules.paths import MODULE, ORG_MODULES
 from chalicelib.modules.publishing import service as publishing
-from chalicelib.modules.publishing.schemas import PublishAttributes
 from chalicelib.modules.render import render_module, render_vcs_repo
 from chalicelib.modules.service import ModuleRef
+
+if TYPE_CHECKING:
+    from chalicelib.modules.publishing.schemas import PublishAttributes
 
 bp = Blueprint(__name__)
 
 
-Publish = Annotated[PublishAttributes, JsonApi("registry-modules")]
+def body_models() -> ModuleType:
+    """The models of this file's typed bodies (``chalicelib.core.api.http.typed_body``),
+    imported with a route's first request that sends one: pydantic stays out of the cold
+    start."""
+    from chalicelib.modules.publishing import schemas
+
+    return schemas
+
+
+Publish = Annotated["PublishAttributes", JsonApi("registry-modules")]
 COMMITS_ERRORS = {502: "the VCS host failed or refused to list the commits"}
 NO_ADDRESS = {503: "no public address is configured for the webhook (REGISTRY_PUBLIC_URL)"}
 
