@@ -6,6 +6,7 @@ per route group from ``chalicelib/entry`` (see infrastructure/).
 """
 
 from chalicelib.accounts.routes import bp as accounts_routes
+from chalicelib.accounts.teams.routes import bp as team_routes
 from chalicelib.admin.people_routes import bp as admin_people_routes
 from chalicelib.admin.routes import bp as admin_routes
 from chalicelib.entry import ingest, oidc
@@ -45,7 +46,8 @@ from chalicelib.workspaces.routes import bp as workspace_routes
 
 app = create_app(
     "tfe-module-registry",
-    [meta_routes, accounts_routes, registry_routes, protocol_routes, workspace_routes, tag_routes]
+    [meta_routes, accounts_routes, team_routes, registry_routes, protocol_routes]
+    + [workspace_routes, tag_routes]
     + [admin_routes, vcs_routes, publishing_routes, webhook_routes, project_routes]
     + [nocode_routes, web_routes, account_routes, login_routes, scim_routes, scim_admin_routes]
     + [people_routes, account_page, web_publishing_routes, provider_pages]

@@ -312,60 +312,9 @@ def test_the_checks_see_a_violation(rule: str, monkeypatch: pytest.MonkeyPatch) 
             test_rooms_import_only_the_rooms_below_them()
 
 
-# TEMPORARY (issue 34): the request bodies that still name their model by string, and the
-# import_module that loads them (core.api.openapi). The `typedbodies` branch replaces them
-# with typed bodies; the lead deletes this list when merging it.
-TEMPORARY_BODY_MODEL_STRINGS: dict[str, set[str]] = {
-    "chalicelib.accounts.routes": {
-        "chalicelib.accounts.schemas:OrganizationAttributes",
-        "chalicelib.accounts.schemas:TeamAttributes",
-        "chalicelib.accounts.schemas:AccountAttributes",
-        "chalicelib.accounts.schemas:PasswordAttributes",
-        "chalicelib.accounts.schemas:MembershipAttributes",
-        "chalicelib.accounts.schemas:TokenAttributes",
-    },
-    "chalicelib.admin.people_routes": {
-        "chalicelib.admin.schemas:AdminOrganization",
-        "chalicelib.admin.schemas:ModulePartnerships",
-    },
-    "chalicelib.admin.routes": {"chalicelib.admin.schemas:"},
-    "chalicelib.core.api.openapi": {"importlib.import_module(module)"},
-    "chalicelib.modules.nocode.routes": {"chalicelib.modules.nocode.schemas:NoCodeAttributes"},
-    "chalicelib.modules.publishing.routes": {
-        "chalicelib.modules.publishing.schemas:PublishAttributes"
-    },
-    "chalicelib.modules.routes": {
-        "chalicelib.modules.schemas:CreateModule",
-        "chalicelib.modules.schemas:UpdateModule",
-        "chalicelib.modules.schemas:CreateVersion",
-        "chalicelib.modules.schemas:UpdateVersion",
-    },
-    "chalicelib.projects.routes": {"chalicelib.projects.schemas:ProjectBody"},
-    "chalicelib.providers.gpg_routes": {
-        "chalicelib.providers.schemas:CreateGpgKey",
-        "chalicelib.providers.schemas:UpdateGpgKey",
-    },
-    "chalicelib.providers.routes": {
-        "chalicelib.providers.schemas:CreateProvider",
-        "chalicelib.providers.schemas:UpdateProvider",
-        "chalicelib.providers.schemas:CreateVersion",
-        "chalicelib.providers.schemas:CreatePlatform",
-    },
-    "chalicelib.scim.admin_routes": {"chalicelib.scim.schemas:"},
-    "chalicelib.vcs.routes": {
-        "chalicelib.vcs.schemas:ClientAttributes",
-        "chalicelib.vcs.schemas:TokenAttributes",
-    },
-    "chalicelib.workspaces.routes": {"chalicelib.workspaces.schemas:WorkspaceBody"},
-}
-
-
 def hidden_imports(name: str, source: str) -> list[str]:
     """The imports by string in module ``name``'s ``source``, as ``module: string``."""
-    allowed = TEMPORARY_BODY_MODEL_STRINGS.get(name, set())
-    return [
-        f"{name}: {text}" for text, _ in string_imports(ast.parse(source)) if text not in allowed
-    ]
+    return [f"{name}: {text}" for text, _ in string_imports(ast.parse(source))]
 
 
 def test_no_import_hides_behind_a_string() -> None:
@@ -398,11 +347,6 @@ def test_an_import_by_string_is_an_import(source: str, monkeypatch: pytest.Monke
 
 MAX_FILES_PER_FOLDER = 12
 MAX_LINES = 600
-# Files still past MAX_LINES, each being split by concern (issue #34); an entry no longer
-# needed fails the test too, so that this list only shrinks.
-STILL_LONG = {
-    "chalicelib/accounts/routes.py",
-}
 
 
 def test_no_file_passes_six_hundred_lines() -> None:
@@ -412,8 +356,7 @@ def test_no_file_passes_six_hundred_lines() -> None:
         for path in PACKAGE.rglob("*.py")
         if len(path.read_text().splitlines()) > MAX_LINES
     }
-    assert long <= STILL_LONG, sorted(long - STILL_LONG)
-    assert long >= STILL_LONG, f"no longer long: {sorted(STILL_LONG - long)}: drop them"
+    assert not long, sorted(long)
 
 
 def test_no_folder_holds_more_than_twelve_files() -> None:

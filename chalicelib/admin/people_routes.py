@@ -9,7 +9,8 @@ organization is ``chalicelib.lifecycle.admin_routes`` (the cascade lives above t
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Annotated, Any
 
 from chalice import Blueprint, Response
 
@@ -21,14 +22,28 @@ from chalicelib.admin import people
 from chalicelib.admin.limits import MAX_MODULE_CONSUMERS
 from chalicelib.core.api.http import Ctx, route
 from chalicelib.core.api.jsonapi import document, no_content, resource, to_many
-from chalicelib.core.api.openapi import PAGE, Body, Param, Relationships
+from chalicelib.core.api.openapi import PAGE, JsonApi, Param, Relationships
 from chalicelib.core.data.ids import iso
+
+if TYPE_CHECKING:
+    from chalicelib.admin.schemas import AdminOrganization, ModulePartnerships
 
 if TYPE_CHECKING:
     from chalicelib.accounts.organizations.store import OrganizationModel
     from chalicelib.accounts.users.store import UserModel
 
 bp = Blueprint(__name__)
+
+
+def body_models() -> ModuleType:
+    """The models of this file's typed bodies (``chalicelib.core.api.http.typed_body``),
+    imported with a route's first request that sends one: pydantic stays out of the cold
+    start."""
+    from chalicelib.admin import schemas
+
+    return schemas
+
+
 USERS = "/api/v2/admin/users"
 USER = USERS + "/{user_id}"
 ORGANIZATIONS = "/api/v2/admin/organizations"
@@ -233,18 +248,16 @@ def show_admin_organization(ctx: Ctx, organization_name: str) -> Response:
     ORGANIZATION,
     ("PATCH",),
     includes=("owners",),
-    body=Body(
-        "chalicelib.admin.schemas:AdminOrganization",
-        "organizations",
-        type_check="off",
-        required=False,
-    ),
 )
-def update_admin_organization(ctx: Ctx, organization_name: str) -> Response:
+def update_admin_organization(
+    ctx: Ctx,
+    organization_name: str,
+    attrs: Annotated[AdminOrganization, JsonApi("organizations", type_check="off", required=False)],
+) -> Response:
     """Update an organization's admin attributes (module sharing among them)"""
-    from chalicelib.admin.schemas import changes
+    from chalicelib.admin.schemas import changes  # loaded with the body's model anyway
 
-    org = people.update_organization(organization_name, changes(ctx.attributes()))
+    org = people.update_organization(organization_name, changes(attrs))
     return _organization_document(ctx, org)
 
 
@@ -286,15 +299,16 @@ def render_module_partnership(producer: OrganizationModel, consumer: Organizatio
 @admin_route(
     PARTNERSHIPS,
     ("PUT", "PATCH"),
-    body=Body("chalicelib.admin.schemas:ModulePartnerships", "module-partnerships"),
     success=200,
     errors={422: "an unknown organization id (the pointer names it)"},
 )
-def update_module_partnerships(ctx: Ctx, organization_name: str) -> Response:
+def update_module_partnerships(
+    ctx: Ctx,
+    organization_name: str,
+    attrs: Annotated[ModulePartnerships, JsonApi("module-partnerships")],
+) -> Response:
     """Replace the consumers by their external ids (TFE's deprecated Admin Module Sharing API)"""
-    from chalicelib.admin.schemas import ModulePartnerships
-
-    wanted = ctx.attributes(ModulePartnerships).module_consuming_organization_ids
+    wanted = attrs.module_consuming_organization_ids
     producer = people.set_module_consumers_by_external_id(organization_name, wanted)
     consumers = people.module_consumers(organization_name)
     return document([render_module_partnership(producer, c) for c in consumers])

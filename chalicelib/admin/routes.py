@@ -9,7 +9,8 @@ SMS settings are reachable under two type names.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Annotated, Any
 
 from chalice import Blueprint, Response
 
@@ -27,29 +28,52 @@ from chalicelib.admin.render import (
     singleton,
 )
 from chalicelib.core.api.access import Public
-from chalicelib.core.api.errors import Unprocessable
 from chalicelib.core.api.http import Ctx, HandlerT, route
 from chalicelib.core.api.jsonapi import no_content
-from chalicelib.core.api.openapi import Body, Reply
+from chalicelib.core.api.openapi import JsonApi, Reply
+
+if TYPE_CHECKING:
+    from chalicelib.admin.schemas import (
+        CostEstimationSettings,
+        CustomizationSettings,
+        DataRetentionPolicy,
+        GeneralSettings,
+        SamlSettings,
+        SmsSettings,
+        SmsVerify,
+        SmtpSettings,
+    )
+    from chalicelib.core.api.attributes import Attributes
 
 bp = Blueprint(__name__)
+
+
+def body_models() -> ModuleType:
+    """The models of this file's typed bodies (``chalicelib.core.api.http.typed_body``),
+    imported with a route's first request that sends one: pydantic stays out of the cold
+    start."""
+    from chalicelib.admin import schemas
+
+    return schemas
+
+
 ADMIN = "/api/v2/admin"
 
 
-# Request bodies by path (chalicelib.admin.schemas): pydantic loads with the first one sent.
-SCHEMAS = "chalicelib.admin.schemas:"
-
-
-def _attributes(ctx: Ctx) -> dict[str, Any]:
+def _changes(attrs: Attributes) -> dict[str, Any]:
     from chalicelib.admin.schemas import changes  # loaded with the body's model anyway
 
-    return changes(ctx.attributes())
+    return changes(attrs)
 
 
-def _settings(model: str, type_: str) -> Body:
-    """A settings update (``model``: its name in chalicelib.admin.schemas): every attribute
-    optional, ``data.type`` not checked."""
-    return Body(SCHEMAS + model, type_, type_check="off", required=False)
+def _settings(type_: str) -> JsonApi:
+    """A settings update: every attribute optional, ``data.type`` not checked."""
+    return JsonApi(type_, type_check="off", required=False)
+
+
+# The SMS settings answer under two type names (the second is the real API's twilio name):
+# their bodies document the first.
+SMS = "sms-settings"
 
 
 def admin_route(path: str, methods: tuple[str, ...], **kw: Any) -> Callable[[HandlerT], HandlerT]:
@@ -66,10 +90,11 @@ def get_general_settings(ctx: Ctx) -> Response:
     return singleton("general-settings", "general", render_general(service.general()))
 
 
-@admin_route("general-settings", ("PATCH",), body=_settings("GeneralSettings", "general-settings"))
-def update_general_settings(ctx: Ctx) -> Response:
-    changes = _attributes(ctx)
-    attributes = render_general(service.update_general(changes))
+@admin_route("general-settings", ("PATCH",))
+def update_general_settings(
+    ctx: Ctx, attrs: Annotated[GeneralSettings, _settings("general-settings")]
+) -> Response:
+    attributes = render_general(service.update_general(_changes(attrs)))
     return singleton("general-settings", "general", attributes)
 
 
@@ -85,11 +110,11 @@ def get_cost_estimation_settings(ctx: Ctx) -> Response:
 @admin_route(
     "cost-estimation-settings",
     ("PATCH",),
-    body=_settings("CostEstimationSettings", "cost-estimation-settings"),
 )
-def update_cost_estimation_settings(ctx: Ctx) -> Response:
-    changes = _attributes(ctx)
-    attributes = render_cost_estimation(service.update_cost_estimation(changes))
+def update_cost_estimation_settings(
+    ctx: Ctx, attrs: Annotated[CostEstimationSettings, _settings("cost-estimation-settings")]
+) -> Response:
+    attributes = render_cost_estimation(service.update_cost_estimation(_changes(attrs)))
     return singleton("cost-estimation-settings", "cost-estimation", attributes)
 
 
@@ -101,10 +126,11 @@ def get_saml_settings(ctx: Ctx) -> Response:
     return singleton("saml-settings", "saml", render_saml(service.saml(), ctx.base_url))
 
 
-@admin_route("saml-settings", ("PATCH",), body=_settings("SamlSettings", "saml-settings"))
-def update_saml_settings(ctx: Ctx) -> Response:
-    changes = _attributes(ctx)
-    attributes = render_saml(service.update_saml(changes), ctx.base_url)
+@admin_route("saml-settings", ("PATCH",))
+def update_saml_settings(
+    ctx: Ctx, attrs: Annotated[SamlSettings, _settings("saml-settings")]
+) -> Response:
+    attributes = render_saml(service.update_saml(_changes(attrs)), ctx.base_url)
     return singleton("saml-settings", "saml", attributes)
 
 
@@ -125,16 +151,16 @@ def get_smtp_settings(ctx: Ctx) -> Response:
 @admin_route(
     "smtp-settings",
     ("PATCH",),
-    body=_settings("SmtpSettings", "smtp-settings"),
     errors={
         401: "missing or invalid token, or the SMTP server refused the credentials",
         500: "the SMTP server answered the test message with an error",
         504: "the SMTP server did not answer in time",
     },
 )
-def update_smtp_settings(ctx: Ctx) -> Response:
-    changes = _attributes(ctx)
-    return singleton("smtp-settings", "smtp", render_smtp(service.update_smtp(changes)))
+def update_smtp_settings(
+    ctx: Ctx, attrs: Annotated[SmtpSettings, _settings("smtp-settings")]
+) -> Response:
+    return singleton("smtp-settings", "smtp", render_smtp(service.update_smtp(_changes(attrs))))
 
 
 # ----- SMS (also served under the real API's twilio name) --------------------------------------
@@ -148,14 +174,12 @@ def _get_sms(ctx: Ctx) -> Response:
     return singleton(_sms_type(ctx), "twilio", render_sms(service.sms_settings()))
 
 
-def _update_sms(ctx: Ctx) -> Response:
-    changes = _attributes(ctx)
-    return singleton(_sms_type(ctx), "twilio", render_sms(service.update_sms(changes)))
+def _update_sms(ctx: Ctx, attrs: Annotated[SmsSettings, _settings(SMS)]) -> Response:
+    return singleton(_sms_type(ctx), "twilio", render_sms(service.update_sms(_changes(attrs))))
 
 
-def _verify_sms(ctx: Ctx) -> Response:
-    attributes = ctx.attributes()
-    service.verify_sms(attributes.test_number)
+def _verify_sms(ctx: Ctx, attrs: Annotated[SmsVerify, _settings(SMS)]) -> Response:
+    service.verify_sms(attrs.test_number)
     return Response(body="", status_code=200, headers={})
 
 
@@ -164,13 +188,11 @@ for _name in ("sms-settings", "twilio-settings"):
     admin_route(
         _name,
         ("PATCH",),
-        body=_settings("SmsSettings", _name),
         summary="Update the SMS settings",
     )(_update_sms)
     admin_route(
         f"{_name}/verify",
         ("POST", "PATCH"),
-        body=Body(SCHEMAS + "SmsVerify", _name, type_check="off", required=False),
         success=Reply(200, empty=True, description="the provider accepted the test message"),
         errors={
             502: "the SMS provider failed or refused",
@@ -192,11 +214,11 @@ def get_customization_settings(ctx: Ctx) -> Response:
 @admin_route(
     "customization-settings",
     ("PATCH",),
-    body=_settings("CustomizationSettings", "customization-settings"),
 )
-def update_customization_settings(ctx: Ctx) -> Response:
-    changes = _attributes(ctx)
-    attributes = render_customization(service.update_customization(changes))
+def update_customization_settings(
+    ctx: Ctx, attrs: Annotated[CustomizationSettings, _settings("customization-settings")]
+) -> Response:
+    attributes = render_customization(service.update_customization(_changes(attrs)))
     return singleton("customization-settings", "customization", attributes)
 
 
@@ -211,20 +233,13 @@ def get_data_retention_policy(ctx: Ctx) -> Response:
 @admin_route(
     "data-retention-policy-settings",
     ("POST",),
-    body=Body(SCHEMAS + "DataRetentionPolicy", service.RETENTION_TYPE, type_check="lenient"),
     success=(Reply(200, description="replaced"), Reply(201, description="created")),
 )
-def set_data_retention_policy(ctx: Ctx) -> Response:
-    body = ctx.json()
-    data = body.get("data") if isinstance(body, dict) else None
-    given = data.get("type") if isinstance(data, dict) else None
-    if given not in (None, "", service.RETENTION_TYPE):
-        raise Unprocessable(
-            f"only {service.RETENTION_TYPE!r} policies can be set for the site, not {given!r}",
-            pointer="/data/type",
-        )
-    attributes = ctx.attributes()
-    policy, created = service.set_retention_policy(attributes.delete_older_than_n_days)
+def set_data_retention_policy(
+    ctx: Ctx,
+    attrs: Annotated[DataRetentionPolicy, JsonApi(service.RETENTION_TYPE, type_check="lenient")],
+) -> Response:
+    policy, created = service.set_retention_policy(attrs.delete_older_than_n_days)
     return retention_document(policy, 201 if created else 200)
 
 

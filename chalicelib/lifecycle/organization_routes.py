@@ -5,18 +5,35 @@ they are organization routes."""
 
 from __future__ import annotations
 
+from types import ModuleType
+from typing import TYPE_CHECKING, Annotated
+
 from chalice import Blueprint, Response
 
 from chalicelib.accounts import authorization
 from chalicelib.accounts.render import render_organization
-from chalicelib.accounts.routes import ORGANIZATION, ORGANIZATION_ATTRIBUTES, ORGANIZATIONS
+from chalicelib.accounts.routes import ORGANIZATION, ORGANIZATIONS
 from chalicelib.core.api.access import Bearer
 from chalicelib.core.api.http import Ctx, route
 from chalicelib.core.api.jsonapi import document, no_content
-from chalicelib.core.api.openapi import Body
+from chalicelib.core.api.openapi import JsonApi
 from chalicelib.lifecycle import organizations as lifecycle
 
+if TYPE_CHECKING:
+    from chalicelib.accounts.schemas import OrganizationAttributes
+
 bp = Blueprint(__name__)
+
+
+def body_models() -> ModuleType:
+    """The models of this file's typed bodies (``chalicelib.core.api.http.typed_body``),
+    imported with a route's first request that sends one: pydantic stays out of the cold
+    start."""
+    from chalicelib.accounts import schemas
+
+    return schemas
+
+
 TAG = "accounts"
 
 
@@ -25,11 +42,11 @@ TAG = "accounts"
     ORGANIZATIONS,
     auth=Bearer,
     methods=("POST",),
-    body=Body(ORGANIZATION_ATTRIBUTES, "organizations"),
     tag=TAG,
 )
-def create_organization(ctx: Ctx) -> Response:
-    attrs = ctx.attributes()
+def create_organization(
+    ctx: Ctx, attrs: Annotated[OrganizationAttributes, JsonApi("organizations")]
+) -> Response:
     org = lifecycle.create_organization(ctx.user, attrs.name, attrs.email)
     return document(render_organization(org, authorization.OrgAccess.everything()), status=201)
 

@@ -4,6 +4,8 @@ the workspaces room's OpenAPI tag: to a client they are workspace routes."""
 
 from __future__ import annotations
 
+from types import ModuleType
+
 from chalice import Blueprint, Response
 
 from chalicelib.core import tagbindings
@@ -15,9 +17,9 @@ from chalicelib.workspaces import service
 from chalicelib.workspaces.routes import (
     BY_ID,
     BY_NAME,
-    CREATE,
     INCLUDES,
     ORG_WORKSPACES,
+    Create,
     project_ref,
     reply,
     settings_of,
@@ -25,14 +27,23 @@ from chalicelib.workspaces.routes import (
 from chalicelib.workspaces.service import WorkspaceRef
 
 bp = Blueprint(__name__)
+
+
+def body_models() -> ModuleType:
+    """The model of ``Create`` (``chalicelib.core.api.http.typed_body``), imported with the
+    first request that sends one: pydantic stays out of the cold start."""
+    from chalicelib.workspaces import schemas
+
+    return schemas
+
+
 TAG = "workspaces"
 
 
-@route(bp, ORG_WORKSPACES, auth=Bearer, methods=("POST",), includes=INCLUDES, body=CREATE, tag=TAG)
-def create_workspace(ctx: Ctx, organization_name: str) -> Response:
+@route(bp, ORG_WORKSPACES, auth=Bearer, methods=("POST",), includes=INCLUDES, tag=TAG)
+def create_workspace(ctx: Ctx, organization_name: str, body: Create) -> Response:
     """Create a workspace, in ``relationships.project`` (default: the default project), with
     its tag bindings (``relationships.tag-bindings``)."""
-    body = ctx.attributes()
     workspace = lifecycle.create_workspace(
         ctx.user,
         organization_name,

@@ -8,7 +8,8 @@ Empty path segments (``//``, a trailing ``/``) are dropped before dispatching de
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Annotated, Any
 
 from chalice import Blueprint
 
@@ -18,7 +19,7 @@ from chalicelib.core.api.access import Bearer
 from chalicelib.core.api.errors import NotFound, Unprocessable
 from chalicelib.core.api.http import Ctx, route
 from chalicelib.core.api.jsonapi import document, no_content
-from chalicelib.core.api.openapi import PAGE, Body, Param
+from chalicelib.core.api.openapi import PAGE, JsonApi, Param
 from chalicelib.core.api.pagination import int_param
 from chalicelib.modules import composed, service, versions
 from chalicelib.modules.composed import version_from_vcs
@@ -37,7 +38,19 @@ from chalicelib.modules.render import (
 from chalicelib.modules.service import ModuleRef
 from chalicelib.modules.store import ModuleModel
 
+if TYPE_CHECKING:
+    from chalicelib.modules.schemas import CreateModule, CreateVersion, UpdateModule, UpdateVersion
+
 bp = Blueprint(__name__)
+
+
+def body_models() -> ModuleType:
+    """The models of this file's typed bodies (``chalicelib.core.api.http.typed_body``),
+    imported with a route's first request that sends one: pydantic stays out of the cold
+    start."""
+    from chalicelib.modules import schemas
+
+    return schemas
 
 
 def _no_code_modules(modules: Sequence[ModuleModel]) -> list[dict[str, Any]]:
@@ -56,10 +69,12 @@ INCLUDERS = module_includers(_no_code_modules)
     ORG_MODULES,
     auth=Bearer,
     methods=("POST",),
-    body=Body("chalicelib.modules.schemas:CreateModule", "registry-modules"),
 )
-def create_module(ctx: Ctx, organization_name: str):
-    attrs = ctx.attributes()
+def create_module(
+    ctx: Ctx,
+    organization_name: str,
+    attrs: Annotated[CreateModule, JsonApi("registry-modules")],
+):
     module, rights = service.create_module(
         ctx.user,
         organization_name,
@@ -126,25 +141,30 @@ def show_module(
     MODULE,
     auth=Bearer,
     methods=("PATCH",),
-    body=Body("chalicelib.modules.schemas:UpdateModule", "registry-modules", type_check="lenient"),
 )
 def update_module(
-    ctx: Ctx, organization_name: str, registry_name: str, namespace: str, name: str, provider: str
+    ctx: Ctx,
+    organization_name: str,
+    registry_name: str,
+    namespace: str,
+    name: str,
+    provider: str,
+    attrs: Annotated[UpdateModule, JsonApi("registry-modules", type_check="lenient")],
 ):
     """Update a module (private, or a curated public one on the hosted edition).
 
     ``relationships.tag-bindings`` replaces its tag bindings (``[]`` clears them, leaving it
     out keeps them)."""
     ref = ModuleRef(organization_name, registry_name, namespace, name, provider)
-    attrs = ctx.attributes()
     bindings = tagbindings.from_relationship(ctx.json())
     tests = attrs.test_config.tests_enabled if attrs.test_config else None
     plan = None
-    if attrs.vcs_repo is not None:
+    repo = attrs.vcs_repo
+    if repo is not None:
         from chalicelib.modules.publishing import service as publishing  # VCS changes only
 
         def plan(module: ModuleModel) -> service.ModuleChange:
-            return publishing.plan_update(module, attrs.vcs_repo)
+            return publishing.plan_update(module, repo)
 
     found, rights = service.update_module(
         ctx.user, ref, no_code=attrs.no_code, tests_enabled=tests, plan=plan, tag_bindings=bindings
@@ -212,11 +232,10 @@ def module_downloads(
 # ----- versions -----------------------------------------------------------------------------
 
 
-VERSION_BODY = Body("chalicelib.modules.schemas:CreateVersion", "registry-module-versions")
+VersionBody = Annotated["CreateVersion", JsonApi("registry-module-versions")]
 
 
-def _create_version(ctx: Ctx, ref: ModuleRef):
-    attrs = ctx.attributes()
+def _create_version(ctx: Ctx, ref: ModuleRef, attrs: CreateVersion):
     version, upload = versions.create_version(
         ctx.user, ref, attrs.version, attrs.commit_sha, from_vcs=version_from_vcs
     )
@@ -230,12 +249,18 @@ def _list_versions(ctx: Ctx, found: ModuleModel, rights: OrgAccess):
     return document(data, links=page.links, meta=page.meta)
 
 
-@route(bp, MODULE + "/versions", auth=Bearer, methods=("POST",), body=VERSION_BODY)
+@route(bp, MODULE + "/versions", auth=Bearer, methods=("POST",))
 def create_version(
-    ctx: Ctx, organization_name: str, registry_name: str, namespace: str, name: str, provider: str
+    ctx: Ctx,
+    organization_name: str,
+    registry_name: str,
+    namespace: str,
+    name: str,
+    provider: str,
+    attrs: VersionBody,
 ):
     return _create_version(
-        ctx, ModuleRef(organization_name, registry_name, namespace, name, provider)
+        ctx, ModuleRef(organization_name, registry_name, namespace, name, provider), attrs
     )
 
 
@@ -253,10 +278,12 @@ def list_versions(
     "/api/v2/registry-modules/{module_ref}/{name}/{provider}/versions",
     auth=Bearer,
     methods=("POST",),
-    body=VERSION_BODY,
 )
-def create_version_deprecated(ctx: Ctx, module_ref: str, name: str, provider: str):
-    return _create_version(ctx, ModuleRef(module_ref, "private", module_ref, name, provider))
+def create_version_deprecated(
+    ctx: Ctx, module_ref: str, name: str, provider: str, attrs: VersionBody
+):
+    ref = ModuleRef(module_ref, "private", module_ref, name, provider)
+    return _create_version(ctx, ref, attrs)
 
 
 @route(bp, "/api/v2/registry-modules/{module_ref}/versions", auth=Bearer, query=PAGE)
@@ -294,7 +321,6 @@ VERSION_UPDATE_TYPES = ("module-versions", "registry-module-versions")
     MODULE + "/{version}",
     auth=Bearer,
     methods=("PATCH",),
-    body=Body("chalicelib.modules.schemas:UpdateVersion", "module-versions", type_check="off"),
     summary="Deprecate, revoke, un-revoke or undeprecate a version",
 )
 def update_version(
@@ -305,8 +331,8 @@ def update_version(
     name: str,
     provider: str,
     version: str,
+    attrs: Annotated[UpdateVersion, JsonApi("module-versions", type_check="off")],
 ):
-    attrs = ctx.attributes()
     given = ctx.json()["data"].get("type")
     if given not in VERSION_UPDATE_TYPES:
         raise Unprocessable(

@@ -1,6 +1,5 @@
-"""Request bodies of the registry-modules routes, in a module of their own: the routes name
-them by path (``Body("chalicelib.modules.schemas:...")``), so pydantic loads with the first
-request that sends one and the function's reads never pay for it."""
+"""Request bodies of the registry-modules routes: each handler that takes one names its type
+(``chalicelib.core.api.http.typed_body``)."""
 
 from __future__ import annotations
 

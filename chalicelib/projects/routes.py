@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Annotated, Any
 
 from chalice import Blueprint, Response
 
@@ -12,7 +13,7 @@ from chalicelib.core import tagbindings
 from chalicelib.core.api.access import Bearer
 from chalicelib.core.api.http import Ctx, route
 from chalicelib.core.api.jsonapi import Includer, document, no_content
-from chalicelib.core.api.openapi import PAGE, Body, Param
+from chalicelib.core.api.openapi import PAGE, JsonApi, Param
 from chalicelib.projects import service
 from chalicelib.projects.render import render_effective, render_project
 from chalicelib.projects.store import ProjectModel
@@ -21,6 +22,16 @@ if TYPE_CHECKING:
     from chalicelib.projects.schemas import ProjectBody
 
 bp = Blueprint(__name__)
+
+
+def body_models() -> ModuleType:
+    """The models of this file's typed bodies (``chalicelib.core.api.http.typed_body``),
+    imported with a route's first request that sends one: pydantic stays out of the cold
+    start."""
+    from chalicelib.projects import schemas
+
+    return schemas
+
 
 ORG_PROJECTS = "/api/v2/organizations/{organization_name}/projects"
 BY_ID = "/api/v2/projects/{project_id}"
@@ -34,10 +45,8 @@ TAGGED = (
 CONFLICT = {409: "the project is the default one, or still holds workspaces"}
 
 
-CREATE = Body("chalicelib.projects.schemas:ProjectBody", "projects", type_check="lenient")
-UPDATE = Body(
-    "chalicelib.projects.schemas:ProjectBody", "projects", type_check="lenient", required=False
-)
+Create = Annotated["ProjectBody", JsonApi("projects", type_check="lenient")]
+Update = Annotated["ProjectBody", JsonApi("projects", type_check="lenient", required=False)]
 
 
 def _settings(body: ProjectBody) -> tuple[dict[str, Any], set[str]]:
@@ -89,10 +98,9 @@ def list_projects(ctx: Ctx, organization_name: str) -> Response:
     )
 
 
-@route(bp, ORG_PROJECTS, auth=Bearer, methods=("POST",), includes=INCLUDES, body=CREATE)
-def create_project(ctx: Ctx, organization_name: str) -> Response:
+@route(bp, ORG_PROJECTS, auth=Bearer, methods=("POST",), includes=INCLUDES)
+def create_project(ctx: Ctx, organization_name: str, body: Create) -> Response:
     """Create a project, with its tag bindings (``relationships.tag-bindings``)."""
-    body = ctx.attributes()
     bindings = tagbindings.from_relationship(ctx.json())
     settings, given = _settings(body)
     project = service.create_project(
@@ -108,11 +116,10 @@ def show_project(ctx: Ctx, project_id: str) -> Response:
     return _reply(ctx, project, rights)
 
 
-@route(bp, BY_ID, auth=Bearer, methods=("PATCH",), includes=INCLUDES, body=UPDATE)
-def update_project(ctx: Ctx, project_id: str) -> Response:
+@route(bp, BY_ID, auth=Bearer, methods=("PATCH",), includes=INCLUDES)
+def update_project(ctx: Ctx, project_id: str, body: Update) -> Response:
     """Update a project; ``relationships.tag-bindings`` replaces its bindings (``[]`` clears
     them, leaving it out keeps them)."""
-    body = ctx.attributes()
     bindings = tagbindings.from_relationship(ctx.json())
     settings, given = _settings(body)
     service.update_project(ctx.user, project_id, body.name, settings, given, bindings)

@@ -3,17 +3,31 @@
 
 from __future__ import annotations
 
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Annotated, Any
 
 from chalice import Blueprint
 
 from chalicelib.core.api.access import Bearer
 from chalicelib.core.api.http import Ctx, route
 from chalicelib.core.api.jsonapi import document, no_content
-from chalicelib.core.api.openapi import PAGE, Body, Param
+from chalicelib.core.api.openapi import PAGE, JsonApi, Param
 from chalicelib.providers import gpgkeys, render
 
+if TYPE_CHECKING:
+    from chalicelib.providers.schemas import CreateGpgKey, UpdateGpgKey
+
 bp = Blueprint(__name__)
+
+
+def body_models() -> ModuleType:
+    """The models of this file's typed bodies (``chalicelib.core.api.http.typed_body``),
+    imported with a route's first request that sends one: pydantic stays out of the cold
+    start."""
+    from chalicelib.providers import schemas
+
+    return schemas
+
 
 KEYS = "/api/registry/private/v2/gpg-keys"
 KEY = KEYS + "/{namespace}/{key_id}"
@@ -47,12 +61,12 @@ def list_gpg_keys(ctx: Ctx):
     KEYS,
     auth=Bearer,
     methods=("POST",),
-    body=Body("chalicelib.providers.schemas:CreateGpgKey", render.GPG_KEYS, type_check="lenient"),
     tag="providers",
 )
-def create_gpg_key(ctx: Ctx):
+def create_gpg_key(
+    ctx: Ctx, attrs: Annotated[CreateGpgKey, JsonApi(render.GPG_KEYS, type_check="lenient")]
+):
     """Add a public key (RSA or DSA) to a namespace, to sign its providers' versions."""
-    attrs = ctx.attributes()
     key = gpgkeys.create_key(ctx.user, attrs.namespace, attrs.ascii_armor)
     return document(render.render_gpg_key(key), status=201)
 
@@ -67,12 +81,15 @@ def show_gpg_key(ctx: Ctx, namespace: str, key_id: str):
     KEY,
     auth=Bearer,
     methods=("PATCH",),
-    body=Body("chalicelib.providers.schemas:UpdateGpgKey", render.GPG_KEYS, type_check="lenient"),
     tag="providers",
 )
-def update_gpg_key(ctx: Ctx, namespace: str, key_id: str):
+def update_gpg_key(
+    ctx: Ctx,
+    namespace: str,
+    key_id: str,
+    attrs: Annotated[UpdateGpgKey, JsonApi(render.GPG_KEYS, type_check="lenient")],
+):
     """Move a key to another namespace the caller publishes in."""
-    attrs = ctx.attributes()
     key = gpgkeys.update_key(ctx.user, namespace, key_id, attrs.namespace)
     return document(render.render_gpg_key(key))
 

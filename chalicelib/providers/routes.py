@@ -3,6 +3,9 @@ and platforms, as TFE serves them. One handler per method; the rules are the ser
 
 from __future__ import annotations
 
+from types import ModuleType
+from typing import TYPE_CHECKING, Annotated
+
 from chalice import Blueprint
 
 from chalicelib.core import tagbindings
@@ -10,11 +13,29 @@ from chalicelib.core.api.access import Bearer
 from chalicelib.core.api.errors import Unprocessable
 from chalicelib.core.api.http import Ctx, route
 from chalicelib.core.api.jsonapi import document, no_content
-from chalicelib.core.api.openapi import PAGE, Body, Param
+from chalicelib.core.api.openapi import PAGE, JsonApi, Param
 from chalicelib.providers import render, service, store
 from chalicelib.providers.service import ProviderRef
 
+if TYPE_CHECKING:
+    from chalicelib.providers.schemas import (
+        CreatePlatform,
+        CreateProvider,
+        CreateVersion,
+        UpdateProvider,
+    )
+
 bp = Blueprint(__name__)
+
+
+def body_models() -> ModuleType:
+    """The models of this file's typed bodies (``chalicelib.core.api.http.typed_body``),
+    imported with a route's first request that sends one: pydantic stays out of the cold
+    start."""
+    from chalicelib.providers import schemas
+
+    return schemas
+
 
 ORG_PROVIDERS = "/api/v2/organizations/{organization_name}/registry-providers"
 PROVIDER = ORG_PROVIDERS + "/{registry_name}/{namespace}/{name}"
@@ -47,10 +68,12 @@ def _ref(organization_name: str, registry_name: str, namespace: str, name: str) 
     ORG_PROVIDERS,
     auth=Bearer,
     methods=("POST",),
-    body=Body("chalicelib.providers.schemas:CreateProvider", render.PROVIDERS),
 )
-def create_provider(ctx: Ctx, organization_name: str):
-    attrs = ctx.attributes()
+def create_provider(
+    ctx: Ctx,
+    organization_name: str,
+    attrs: Annotated[CreateProvider, JsonApi(render.PROVIDERS)],
+):
     provider, rights = service.create_provider(
         ctx.user, organization_name, attrs.registry_name, attrs.namespace, attrs.name
     )
@@ -110,16 +133,18 @@ def show_provider(ctx: Ctx, organization_name: str, registry_name: str, namespac
     PROVIDER,
     auth=Bearer,
     methods=("PATCH",),
-    body=Body(
-        "chalicelib.providers.schemas:UpdateProvider", render.PROVIDERS, type_check="lenient"
-    ),
 )
 def update_provider(
-    ctx: Ctx, organization_name: str, registry_name: str, namespace: str, name: str
+    ctx: Ctx,
+    organization_name: str,
+    registry_name: str,
+    namespace: str,
+    name: str,
+    attrs: Annotated[UpdateProvider, JsonApi(render.PROVIDERS, type_check="lenient")],
 ):
     """Update a provider: ``relationships.tag-bindings`` replaces its tag bindings (``[]``
     clears them, leaving it out keeps them)."""
-    ctx.attributes()  # the document's shape and type
+    # ``attrs`` change nothing: the wrapper checked the document's shape and type.
     bindings = tagbindings.from_relationship(ctx.json())
     ref = _ref(organization_name, registry_name, namespace, name)
     provider, rights = service.update_provider(ctx.user, ref, bindings)
@@ -156,12 +181,17 @@ def provider_tag_bindings(ctx: Ctx, provider_id: str):
     VERSIONS,
     auth=Bearer,
     methods=("POST",),
-    body=Body("chalicelib.providers.schemas:CreateVersion", render.VERSIONS, type_check="lenient"),
 )
-def create_version(ctx: Ctx, organization_name: str, registry_name: str, namespace: str, name: str):
+def create_version(
+    ctx: Ctx,
+    organization_name: str,
+    registry_name: str,
+    namespace: str,
+    name: str,
+    attrs: Annotated[CreateVersion, JsonApi(render.VERSIONS, type_check="lenient")],
+):
     """Create a version; its links are the presigned uploads of SHA256SUMS and its
     signature."""
-    attrs = ctx.attributes()
     ref = _ref(organization_name, registry_name, namespace, name)
     provider, version = service.create_version(
         ctx.user, ref, attrs.version, attrs.key_id, attrs.protocols
@@ -206,20 +236,20 @@ def delete_version(
     PLATFORMS,
     auth=Bearer,
     methods=("POST",),
-    body=Body(
-        "chalicelib.providers.schemas:CreatePlatform",
-        render.PLATFORMS_IN_REQUESTS,
-        type_check="off",
-    ),
 )
 def create_platform(
-    ctx: Ctx, organization_name: str, registry_name: str, namespace: str, name: str, version: str
+    ctx: Ctx,
+    organization_name: str,
+    registry_name: str,
+    namespace: str,
+    name: str,
+    version: str,
+    attrs: Annotated[CreatePlatform, JsonApi(render.PLATFORMS_IN_REQUESTS, type_check="off")],
 ):
     """Create a platform of a version (``data.type``: ``registry-provider-version-platforms``
     as TFE's docs send it, or ``registry-provider-platforms``); its link is the presigned
     upload of the binary archive."""
     check_type(ctx.json(), PLATFORM_TYPES)
-    attrs = ctx.attributes()
     ref = _ref(organization_name, registry_name, namespace, name)
     provider, found, platform = service.create_platform(
         ctx.user, ref, version, attrs.os, attrs.arch, attrs.shasum, attrs.filename

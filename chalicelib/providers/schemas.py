@@ -1,5 +1,5 @@
-"""Request bodies of the provider registry's routes, named by path from the routes (so
-pydantic loads with the first request that sends one)."""
+"""Request bodies of the provider registry's routes (the types of their handlers' body
+parameters)."""
 
 from __future__ import annotations
 

@@ -7,20 +7,38 @@ token; otherwise a site admin's token is needed (others get 404).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Annotated, Any
 
 from chalice import Blueprint, Response
 
 from chalicelib.accounts.authorization import SiteAdmin
 from chalicelib.core.api.http import Ctx, HandlerT, route
 from chalicelib.core.api.jsonapi import document, no_content
-from chalicelib.core.api.openapi import PAGE, Body, Param, Reply
+from chalicelib.core.api.openapi import PAGE, JsonApi, Param, Reply
 from chalicelib.scim import groups, render, service
 
+if TYPE_CHECKING:
+    from chalicelib.scim.schemas import (
+        ScimGroupMappingCreate,
+        ScimGroupMappingUpdate,
+        ScimSettings,
+        ScimTokenCreate,
+    )
+
 bp = Blueprint(__name__)
+
+
+def body_models() -> ModuleType:
+    """The models of this file's typed bodies (``chalicelib.core.api.http.typed_body``),
+    imported with a route's first request that sends one: pydantic stays out of the cold
+    start."""
+    from chalicelib.scim import schemas
+
+    return schemas
+
+
 ADMIN = "/api/v2/admin"
-# Request models by path: pydantic loads with the first request that sends a body.
-SCHEMAS = "chalicelib.scim.schemas:"
 
 
 def admin_route(path: str, methods: tuple[str, ...], **kw: Any) -> Callable[[HandlerT], HandlerT]:
@@ -52,16 +70,17 @@ def get_scim_settings(ctx: Ctx) -> Response:
 @admin_route(
     "scim-settings",
     ("PATCH",),
-    body=Body(SCHEMAS + "ScimSettings", "scim-settings", type_check="off", required=False),
 )
-def update_scim_settings(ctx: Ctx) -> Response:
+def update_scim_settings(
+    ctx: Ctx,
+    attributes: Annotated[ScimSettings, JsonApi("scim-settings", type_check="off", required=False)],
+) -> Response:
     """Enable (SAML must be enabled), pause or resume SCIM, or link the site-admin group.
 
     ``site-admin-group-scim-id: null`` unlinks the group: the site admins SCIM made lose the
     flag. ``link-existing-users`` (ours, off by default) lets a new SCIM user be linked to an
     existing user of the same username and email that SCIM did not make (never a site
     admin)."""
-    attributes = ctx.attributes()
     changes: dict[str, Any] = {}
     if attributes.enabled is not None:
         changes["enabled"] = attributes.enabled
@@ -95,16 +114,17 @@ def list_scim_tokens(ctx: Ctx) -> Response:
 @admin_route(
     "scim-tokens",
     ("POST",),
-    body=Body(
-        SCHEMAS + "ScimTokenCreate", "authentication-tokens", type_check="off", required=False
-    ),
 )
-def create_scim_token(ctx: Ctx) -> Response:
+def create_scim_token(
+    ctx: Ctx,
+    attributes: Annotated[
+        ScimTokenCreate, JsonApi("authentication-tokens", type_check="off", required=False)
+    ],
+) -> Response:
     """Create a SCIM token for an identity provider: its value is shown once, here.
 
     ``expired-at`` defaults to a year from now and must be 29 to 365 days away."""
     principal = ctx.user
-    attributes = ctx.attributes()
     token, secret = service.create_token(
         attributes.description, attributes.expired_at, principal.id
     )
@@ -148,12 +168,16 @@ MAPPING = "teams/{team_id}/scim-group-mapping"
 @admin_route(
     MAPPING,
     ("POST",),
-    body=Body(SCHEMAS + "ScimGroupMappingCreate", "scim-group-mappings", type_check="lenient"),
     success=Reply(204, description="linked: the team's members are now the group's"),
 )
-def link_team_to_scim_group(ctx: Ctx, team_id: str) -> Response:
+def link_team_to_scim_group(
+    ctx: Ctx,
+    team_id: str,
+    attributes: Annotated[
+        ScimGroupMappingCreate, JsonApi("scim-group-mappings", type_check="lenient")
+    ],
+) -> Response:
     """Link a team to a SCIM group: its membership follows the group's from now on."""
-    attributes = ctx.attributes()
     groups.create_mapping(team_id, attributes.scim_group_id)
     return no_content()
 
@@ -161,12 +185,16 @@ def link_team_to_scim_group(ctx: Ctx, team_id: str) -> Response:
 @admin_route(
     MAPPING,
     ("PATCH",),
-    body=Body(SCHEMAS + "ScimGroupMappingUpdate", "scim-group-mappings", type_check="lenient"),
     success=Reply(204, description="updated"),
 )
-def update_team_scim_group_mapping(ctx: Ctx, team_id: str) -> Response:
+def update_team_scim_group_mapping(
+    ctx: Ctx,
+    team_id: str,
+    attributes: Annotated[
+        ScimGroupMappingUpdate, JsonApi("scim-group-mappings", type_check="lenient")
+    ],
+) -> Response:
     """Pause or resume a team's sync with its SCIM group (resuming reconciles)."""
-    attributes = ctx.attributes()
     groups.update_mapping(team_id, attributes.scim_sync_paused)
     return no_content()
 

@@ -2,22 +2,38 @@
 
 from __future__ import annotations
 
+from types import ModuleType
+from typing import TYPE_CHECKING, Annotated
+
 from chalice import Blueprint, Response
 
 from chalicelib.core.api.access import Bearer
 from chalicelib.core.api.http import Ctx, route
 from chalicelib.core.api.jsonapi import document, no_content
-from chalicelib.core.api.openapi import PAGE, Body
+from chalicelib.core.api.openapi import PAGE, JsonApi
 from chalicelib.vcs import service
 from chalicelib.vcs.render import V2, render_client, render_token
 
+if TYPE_CHECKING:
+    from chalicelib.vcs.schemas import ClientAttributes, TokenAttributes
+
 bp = Blueprint(__name__)
+
+
+def body_models() -> ModuleType:
+    """The models of this file's typed bodies (``chalicelib.core.api.http.typed_body``),
+    imported with a route's first request that sends one: pydantic stays out of the cold
+    start."""
+    from chalicelib.vcs import schemas
+
+    return schemas
+
 
 ORG_CLIENTS = V2 + "/organizations/{organization_name}/oauth-clients"
 CLIENT = V2 + "/oauth-clients/{client_id}"
 CLIENT_TOKENS = V2 + "/oauth-clients/{client_id}/oauth-tokens"
 TOKEN = V2 + "/oauth-tokens/{token_id}"
-CLIENT_BODY = Body("chalicelib.vcs.schemas:ClientAttributes", "oauth-clients")
+ClientBody = Annotated["ClientAttributes", JsonApi("oauth-clients")]
 
 
 @route(bp, ORG_CLIENTS, auth=Bearer, methods=("GET",), query=PAGE)
@@ -27,9 +43,8 @@ def list_clients(ctx: Ctx, organization_name: str) -> Response:
     return document(data, links=page.links, meta=page.meta)
 
 
-@route(bp, ORG_CLIENTS, auth=Bearer, methods=("POST",), body=CLIENT_BODY)
-def create_client(ctx: Ctx, organization_name: str) -> Response:
-    attrs = ctx.attributes()
+@route(bp, ORG_CLIENTS, auth=Bearer, methods=("POST",))
+def create_client(ctx: Ctx, organization_name: str, attrs: ClientBody) -> Response:
     client, tokens = service.create_client(ctx.user, organization_name, attrs)
     return document(render_client(ctx, client, tokens), status=201)
 
@@ -40,9 +55,8 @@ def get_client(ctx: Ctx, client_id: str) -> Response:
     return document(render_client(ctx, client, service.client_tokens(client)))
 
 
-@route(bp, CLIENT, auth=Bearer, methods=("PATCH",), body=CLIENT_BODY)
-def update_client(ctx: Ctx, client_id: str) -> Response:
-    attrs = ctx.attributes()
+@route(bp, CLIENT, auth=Bearer, methods=("PATCH",))
+def update_client(ctx: Ctx, client_id: str, attrs: ClientBody) -> Response:
     client = service.update_client(ctx.user, client_id, attrs)
     return document(render_client(ctx, client, service.client_tokens(client)))
 
@@ -64,12 +78,10 @@ def get_token(ctx: Ctx, token_id: str) -> Response:
     return document(render_token(service.get_token(ctx.user, token_id)))
 
 
-TOKEN_BODY = Body("chalicelib.vcs.schemas:TokenAttributes", "oauth-tokens")
-
-
-@route(bp, TOKEN, auth=Bearer, methods=("PATCH",), body=TOKEN_BODY)
-def update_token(ctx: Ctx, token_id: str) -> Response:
-    attrs = ctx.attributes()
+@route(bp, TOKEN, auth=Bearer, methods=("PATCH",))
+def update_token(
+    ctx: Ctx, token_id: str, attrs: Annotated[TokenAttributes, JsonApi("oauth-tokens")]
+) -> Response:
     return document(render_token(service.update_token(ctx.user, token_id, attrs)))
 
 

@@ -1,6 +1,5 @@
-"""Request bodies of VCS connections, in a module of their own: the routes name them by path
-(``Body("chalicelib.vcs.schemas:...")``), so pydantic loads with the first request that sends
-one, and the functions that only read connections (publishing, webhooks) never load it."""
+"""Request bodies of VCS connections, in a module of their own: the functions that only read
+connections (publishing, webhooks) never load them."""
 
 from __future__ import annotations
 

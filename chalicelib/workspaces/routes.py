@@ -4,7 +4,8 @@ key/value tag bindings; moving workspaces into a project."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Annotated, Any
 
 from chalice import Blueprint, Response
 
@@ -16,7 +17,7 @@ from chalicelib.core.api.access import Bearer
 from chalicelib.core.api.errors import Unprocessable
 from chalicelib.core.api.http import Ctx, route
 from chalicelib.core.api.jsonapi import Includer, document, no_content
-from chalicelib.core.api.openapi import PAGE, Body, Param, Relationships
+from chalicelib.core.api.openapi import PAGE, JsonApi, Param, Relationships
 from chalicelib.projects import service as projects
 from chalicelib.projects.render import render_project
 from chalicelib.workspaces import service
@@ -29,6 +30,16 @@ if TYPE_CHECKING:
 
 bp = Blueprint(__name__)
 
+
+def body_models() -> ModuleType:
+    """The models of this file's typed bodies (``chalicelib.core.api.http.typed_body``),
+    imported with a route's first request that sends one: pydantic stays out of the cold
+    start."""
+    from chalicelib.workspaces import schemas
+
+    return schemas
+
+
 ORG_WORKSPACES = "/api/v2/organizations/{organization_name}/workspaces"
 BY_NAME = ORG_WORKSPACES + "/{workspace_name}"
 BY_ID = "/api/v2/workspaces/{workspace_id}"
@@ -40,13 +51,8 @@ EFFECTIVE = "effective-tag-bindings"
 INCLUDES = ("organization", "project", EFFECTIVE, "readme")
 
 
-CREATE = Body("chalicelib.workspaces.schemas:WorkspaceBody", "workspaces", type_check="lenient")
-UPDATE = Body(
-    "chalicelib.workspaces.schemas:WorkspaceBody",
-    "workspaces",
-    type_check="lenient",
-    required=False,
-)
+Create = Annotated["WorkspaceBody", JsonApi("workspaces", type_check="lenient")]
+Update = Annotated["WorkspaceBody", JsonApi("workspaces", type_check="lenient", required=False)]
 
 
 def settings_of(body: WorkspaceBody) -> dict[str, Any]:
@@ -150,8 +156,7 @@ def _show(ctx: Ctx, ref: WorkspaceRef) -> Response:
     return reply(ctx, workspace, rights)
 
 
-def _update(ctx: Ctx, ref: WorkspaceRef) -> Response:
-    body = ctx.attributes()
+def _update(ctx: Ctx, ref: WorkspaceRef, body: WorkspaceBody) -> Response:
     project_id = project_ref(ctx.json())
     bindings = tagbindings.from_relationship(ctx.json())
     workspace = service.update_workspace(
@@ -171,14 +176,17 @@ def show_workspace_by_name(ctx: Ctx, organization_name: str, workspace_name: str
     return _show(ctx, WorkspaceRef(organization=organization_name, name=workspace_name))
 
 
-@route(bp, BY_ID, auth=Bearer, methods=("PATCH",), includes=INCLUDES, body=UPDATE)
-def update_workspace(ctx: Ctx, workspace_id: str) -> Response:
-    return _update(ctx, WorkspaceRef(id=workspace_id))
+@route(bp, BY_ID, auth=Bearer, methods=("PATCH",), includes=INCLUDES)
+def update_workspace(ctx: Ctx, workspace_id: str, body: Update) -> Response:
+    return _update(ctx, WorkspaceRef(id=workspace_id), body)
 
 
-@route(bp, BY_NAME, auth=Bearer, methods=("PATCH",), includes=INCLUDES, body=UPDATE)
-def update_workspace_by_name(ctx: Ctx, organization_name: str, workspace_name: str) -> Response:
-    return _update(ctx, WorkspaceRef(organization=organization_name, name=workspace_name))
+@route(bp, BY_NAME, auth=Bearer, methods=("PATCH",), includes=INCLUDES)
+def update_workspace_by_name(
+    ctx: Ctx, organization_name: str, workspace_name: str, body: Update
+) -> Response:
+    ref = WorkspaceRef(organization=organization_name, name=workspace_name)
+    return _update(ctx, ref, body)
 
 
 # ----- key/value tag bindings ---------------------------------------------------------------

@@ -1,5 +1,4 @@
-"""A workspace's request body, named by path by the routes (pydantic loads with the first
-request that sends one)."""
+"""A workspace's request body (the type of its handlers' body parameter)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,11 @@
 """The base of request attribute models (pydantic), apart from ``chalicelib.core.api.jsonapi``.
 
-Building pydantic models costs about 40 ms of a cold start (pydantic's model machinery and
-each model's validator), so only the modules that declare request bodies import this one;
-``chalicelib.core.api.jsonapi`` parses documents without it and validates through the model.
+Building pydantic models costs 40 to 60 ms of a cold start (pydantic itself, each model's
+class), so the routes import their models for type checking only and load them with a body's
+first request (``body_models()``, see ``chalicelib.core.api.http.typed_body``);
+``defer_build`` then leaves each model's validator to be built when it is first used.
+``chalicelib.core.api.jsonapi`` parses documents without pydantic and validates through the
+model.
 
 The string types here are the one place each kind of value gets its bound
 (``chalicelib.core.api.bounds``): every string attribute of every request model is one of
@@ -43,6 +46,8 @@ class Attributes(BaseModel):
         extra="ignore",
         strict=True,
         frozen=True,
+        # Each model's validator is built when first used, not when its module is imported.
+        defer_build=True,
     )
 
 

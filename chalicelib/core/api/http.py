@@ -1,7 +1,12 @@
 """Routes: one wrapper that authenticates, hands the handler a request context and turns
 every ``ApiError`` (and every unexpected exception) into a JSON:API error document.
 
-Handlers stay short: ``def handler(ctx: Ctx, **path_params) -> Response``.
+Handlers stay short: ``def handler(ctx: Ctx, **path_params) -> Response``. A handler that
+takes a request document says so in its signature, with its model's type
+(``body: Annotated[CreateModule, JsonApi("registry-modules")]``, see ``typed_body``): the
+wrapper parses the document into that model before the handler runs, and mypy checks the
+handler's use of it. The routes module imports its models for type checking only and
+defines ``body_models()``, which loads them with a body's first request.
 
 Includes (JSON:API compound documents): a route declares the names it serves
 (``@route(bp, path, includes=("users",))``); the wrapper checks the ``include`` query
@@ -11,19 +16,23 @@ undeclared name is a 400, so a route that declares none refuses any), and the ha
 and ``/.well-known`` are not JSON:API and are left alone.
 
 Every registration is also recorded in ``chalicelib.core.api.openapi`` (the OpenAPI document is
-built from those records): the request body a route takes (``body=``, parsed by the handler
-with ``ctx.attributes(Model)`` from that same declaration), its query parameters, the
-success statuses it answers, its own error statuses, a summary and a tag.
+built from those records): the request body a route takes (the handler's typed body, or
+``body=``), its query parameters, the success statuses it answers, its own error statuses, a
+summary and a tag.
 """
 
 from __future__ import annotations
 
+import functools
+import inspect
 import json
 import logging
+import re
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeVar, overload
+from types import SimpleNamespace
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar, get_args, get_origin, get_type_hints
 
 from chalice.app import Blueprint, Chalice, Request, Response
 
@@ -46,12 +55,19 @@ from chalicelib.core.api.errors import (
     registry_error_response,
 )
 from chalicelib.core.api.jsonapi import Includer, collect_included, load_json, parse_include
-from chalicelib.core.api.openapi import Body, Param, Relationships, RequestBody, Success, record
+from chalicelib.core.api.openapi import (
+    Body,
+    JsonApi,
+    Param,
+    Relationships,
+    RequestBody,
+    Success,
+    record,
+)
 from chalicelib.core.api.pagination import Page, Paged, paged, paginate
 from chalicelib.core.settings import get_settings
 
 log = logging.getLogger("registry")
-A = TypeVar("A", bound="Attributes")
 
 CONTENT_TYPES = ["application/vnd.api+json", "application/json"]
 # Routes under this prefix answer JSON:API documents (and have their includes checked).
@@ -128,7 +144,8 @@ class Ctx(RequestContext):
     # The include names asked for, checked against the route's declaration (kebab-case, in
     # the order asked); None when the request asks none.
     include: tuple[str, ...] | None = None
-    # The request body the route declares (``route(body=...)``).
+    # The request body the route declares (``route(body=...)``, or the handler's typed
+    # body parameter).
     body: RequestBody | None = None
 
     @property
@@ -138,28 +155,6 @@ class Ctx(RequestContext):
 
     def json(self) -> Any:
         return load_json(self.request.raw_body)
-
-    @overload
-    def attributes(self) -> Any: ...  # the model declared by path: its type is not known here
-
-    @overload
-    def attributes(self, model: type[A]) -> A: ...
-
-    def attributes(self, model: type[A] | None = None) -> A:
-        """``data.attributes`` of the request document, validated as the route's ``body=``
-        declares (type check, optional body, every string's bound); ``model``, when given,
-        must be the declared one (routes that declare their model by path leave it out)."""
-        declared = self.body
-        assert isinstance(declared, Body), f"the route declares body={declared!r}"
-        expected = declared.model_class
-        assert model is None or expected is model, (
-            f"the route declares body={declared!r}, not {model.__name__}"
-        )
-        if "attributes" not in self.cache:
-            self.cache["attributes"] = declared.parse(self.json())
-        parsed = self.cache["attributes"]
-        assert isinstance(parsed, expected)
-        return parsed  # type: ignore[return-value]
 
     def relationships(self) -> list[dict[str, Any]]:
         """``data`` of a relationship document, as the route's ``Relationships`` declares it
@@ -171,13 +166,15 @@ class Ctx(RequestContext):
         items: list[dict[str, Any]] = self.cache["relationships"]
         return items
 
-    def parse_body(self) -> None:
+    def parse_body(self) -> Attributes | None:
         """Validate the declared body now (the wrapper does, before the handler runs: a
-        value past its bound is refused before anything is read or written)."""
+        value past its bound is refused before anything is read or written): the model of
+        a typed body, which the handler receives; None for the others."""
         if isinstance(self.body, Body):
-            self.attributes()
-        elif isinstance(self.body, Relationships):
+            return self.body.parse(self.json())
+        if isinstance(self.body, Relationships):
             self.relationships()
+        return None
 
     def relationship_ids(self, named: str) -> list[str]:
         """The ``id`` of every element of the relationship document (``relationships()``),
@@ -221,6 +218,46 @@ class Ctx(RequestContext):
 Handler = Callable[..., Response]
 # A route's handler, whose own signature the decorator keeps (``route`` returns it as is).
 HandlerT = TypeVar("HandlerT", bound=Handler)
+
+
+_PATH_PARAMETER = re.compile(r"\{(\w+)\+?\}")
+
+
+def typed_body(handler: Handler, path: str) -> tuple[str, Callable[[], Body]] | None:
+    """The handler's body parameter and, resolved on first use, what it declares: after
+    ``ctx``, each parameter is one of ``path``'s or the one typed body,
+    ``body: Annotated[Model, JsonApi("type")]`` (a mypy-checked model, parsed by the wrapper
+    before the handler runs). None when the handler takes no body.
+
+    The annotation is text (``from __future__ import annotations``), evaluated as mypy reads
+    it, in the handler's module; when that module imports its models only for type checking
+    (pydantic is 40 to 60 ms of a cold start), it defines ``body_models()``, which imports
+    and returns their module (a real import, which the layout test sees): the annotation is
+    then resolved with it when the route first gets a request (or the OpenAPI document is
+    built), so a function's other requests never load pydantic."""
+    in_path = set(_PATH_PARAMETER.findall(path))
+    parameters = list(inspect.signature(handler).parameters.values())[1:]
+    others = [p for p in parameters if p.name not in in_path and p.kind is not p.VAR_KEYWORD]
+    if not others:
+        return None
+    assert len(others) == 1, f"{handler.__name__} on {path}: one body parameter at most"
+    name, annotation = others[0].name, others[0].annotation
+
+    @functools.cache
+    def resolve() -> Body:
+        module: dict[str, Any] = getattr(handler, "__globals__", {})
+        models = module.get("body_models")
+        namespace = {**(vars(models()) if models else {}), **module}
+        holder = SimpleNamespace(__annotations__={name: annotation})
+        hint = get_type_hints(holder, namespace, include_extras=True)[name]
+        how = [m for m in get_args(hint)[1:] if isinstance(m, JsonApi)]
+        assert get_origin(hint) is Annotated and how, (
+            f"{handler.__name__}({name}) on {path}: a parameter after ctx is a path parameter "
+            "or the body, Annotated[Model, JsonApi(...)]"
+        )
+        return Body(get_args(hint)[0], how[0])
+
+    return name, resolve
 
 
 def check_lengths(request: Request, query: Iterable[Param], params: Mapping[str, str]) -> None:
@@ -273,9 +310,9 @@ def route(
     bodies accepted (others answer 415). ``includes`` are the include names the route serves
     (kebab-case); on a JSON:API route any other name asked is a 400 before the handler runs.
 
-    For the OpenAPI document (``chalicelib.core.api.openapi``): ``body`` is the request body
-    (``Body(Model, "type")``: the handler reads it with ``ctx.attributes(Model)``;
-    ``Relationships``; ``Payload``), ``query`` the query parameters the handler reads (the
+    For the OpenAPI document (``chalicelib.core.api.openapi``): ``body`` is a request body
+    that is not a typed one (``Relationships``: the handler reads it with
+    ``ctx.relationships()``; ``Payload``), ``query`` the query parameters the handler reads (the
     ``include`` parameter comes from ``includes``), ``success`` the success status(es) or
     ``Reply``s (default: 201 for POST, 204 for DELETE, else 200), ``errors`` the error
     statuses besides those every route may give (status -> description, "" for the usual
@@ -287,6 +324,9 @@ def route(
     assert jsonapi or not declared, f"{path} is not a JSON:API route: it cannot serve includes"
 
     def decorate(handler: HandlerT) -> HandlerT:
+        typed = typed_body(handler, path)
+        assert typed is None or body is None, f"{path}: the body is the handler's parameter"
+
         def view(**params: str) -> Response:
             request = bp.current_request
             assert request is not None, "Chalice sets the request before it calls a view"
@@ -296,9 +336,16 @@ def route(
                 check_lengths(request, query, params)
                 if jsonapi:
                     ctx.include = parse_include(ctx.include_values(), declared)
-                if principal is not None:  # the body checked before the handler reads anything
+                arguments: dict[str, Any] = dict(params)
+                # The body checked once the caller is admitted, before the handler reads
+                # anything (a refused caller's body is never parsed).
+                if typed is not None:
+                    name, resolve = typed
+                    ctx.body = resolve()
+                    arguments[name] = ctx.parse_body()
+                elif principal is not None:
                     ctx.parse_body()
-                return handler(ctx, **params)
+                return handler(ctx, **arguments)
             except ApiError as error:
                 return render_error(error)
             except Exception:  # noqa: BLE001 - the one place unexpected errors become a 500
@@ -318,7 +365,7 @@ def route(
             jsonapi=jsonapi,
             protocol_errors=render_error is registry_error_response,
             error_style=getattr(render_error, "error_style", None),
-            body=body,
+            body=typed[1] if typed else body,
             includes=declared,
             query=tuple(query),
             success=success,

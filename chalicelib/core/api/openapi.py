@@ -4,9 +4,10 @@ Every route registers through ``chalicelib.core.api.http.route``, which records 
 here (``SPECS``): the handler (its docstring gives the summary), the room it lives in (the
 tag), who may call it (its declared ``Access``: the operation's security), its request
 body, its query parameters, the success responses it really gives and its own error
-statuses (an outside host failing). Request bodies are declared once and parsed from that
-declaration (``Body`` + ``Ctx.attributes``), so the document shows exactly the pydantic
-model the handler validates.
+statuses (an outside host failing). A request body is declared once, as the type of the
+handler's body parameter (``Annotated[Model, JsonApi(...)]``), and parsed from that
+declaration before the handler runs, so the document shows exactly the pydantic model the
+handler receives.
 
 ``chalicelib.core.api.openapi_build`` turns the records into the OpenAPI 3.1 document; every
 Lambda function loads this module (the route wrapper needs it), none loads the builder. This
@@ -18,10 +19,9 @@ generated at package time into ``chalicelib/meta/openapi.json``
 
 from __future__ import annotations
 
-import importlib
 import inspect
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -38,40 +38,55 @@ METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
 # ----- what a route declares ------------------------------------------------------------------
 
 
+TypeCheck = Literal["strict", "lenient", "off"]
+
+
 @dataclass(frozen=True)
-class Body:
-    """A JSON:API request document ``{"data": {"type": type_, "attributes": {...}}}`` whose
-    attributes are ``model``.
+class JsonApi:
+    """How a handler's typed body is sent: the marker of its parameter,
+    ``body: Annotated[CreateModule, JsonApi("registry-modules")]``. The route wrapper finds
+    the parameter by this marker, parses the request document into the model before the
+    handler runs (``Body``) and records it for the document.
 
-    ``type_check``: ``strict`` (``data.type`` must be ``type_``), ``lenient`` (it may also be
-    missing or empty, as go-tfe sends singletons) or ``off`` (not checked; ``type_`` is only
-    documented). ``required=False``: the whole body may be left out (every attribute is
-    optional). The handler gets the parsed model from ``ctx.attributes()``.
+    ``type_``: the document's ``data.type``. ``type_check``: ``strict`` (``data.type`` must
+    be ``type_``), ``lenient`` (it may also be missing or empty, as go-tfe sends singletons)
+    or ``off`` (not checked; ``type_`` is only documented). ``required=False``: the whole
+    body may be left out (every attribute is optional).
 
-    ``model`` may be the model's path, ``"package.module:Model"``: the module (and pydantic,
-    about 40 ms of a cold start) is then imported when a request first sends this body, so
-    a function's GET requests never pay for building its request models.
-    """
+    The marker belongs to the route, not the model: one model may be sent with different
+    checks (a team is created with any type, updated with ``teams`` or none)."""
 
-    model: type[Attributes] | str
     type_: str | None = None
-    type_check: Literal["strict", "lenient", "off"] = "strict"
+    type_check: TypeCheck = "strict"
     required: bool = True
 
+
+@dataclass(frozen=True)
+class Body:
+    """A JSON:API request document ``{"data": {"type": ..., "attributes": {...}}}`` whose
+    attributes are ``model``, sent as ``how`` says: what ``route()`` derives from a
+    handler's ``Annotated[Model, JsonApi(...)]`` parameter, and records."""
+
+    model: type[Attributes]
+    how: JsonApi
+
     @property
-    def model_class(self) -> type[Attributes]:
-        """``model``, imported when it is given by its path."""
-        if not isinstance(self.model, str):
-            return self.model
-        module, _, name = self.model.partition(":")
-        model: type[Attributes] = getattr(importlib.import_module(module), name)
-        return model
+    def type_(self) -> str | None:
+        return self.how.type_
+
+    @property
+    def type_check(self) -> TypeCheck:
+        return self.how.type_check
+
+    @property
+    def required(self) -> bool:
+        return self.how.required
 
     def parse(self, body: Any) -> Attributes:
         checked = self.type_ if self.type_check != "off" else None
         return parse_attributes(
             body,
-            self.model_class,
+            self.model,
             type_=checked,
             lenient_type=self.type_check == "lenient",
             required=self.required,
@@ -183,7 +198,8 @@ class RouteSpec:
     scheme: str | None
     jsonapi: bool
     protocol_errors: bool
-    body: RequestBody | None
+    # The request body, or how to resolve a handler's typed body (``http.typed_body``).
+    declared_body: RequestBody | Callable[[], Body] | None
     includes: tuple[str, ...]
     query: tuple[Param, ...]
     success: tuple[Reply, ...]
@@ -195,6 +211,11 @@ class RouteSpec:
     # Another error document the route's ``render_error`` names (its ``error_style``
     # attribute): ``scim`` (SCIM 2.0's Error message).
     error_style: str | None = None
+
+    @property
+    def body(self) -> RequestBody | None:
+        body = self.declared_body
+        return body() if callable(body) else body
 
 
 # (path, method) -> spec; a module imported twice registers the same keys again.
@@ -245,7 +266,7 @@ def record(
     access: Access,
     jsonapi: bool,
     protocol_errors: bool,
-    body: RequestBody | None,
+    body: RequestBody | Callable[[], Body] | None,
     includes: Sequence[str],
     query: Sequence[Param],
     success: Success | None,
@@ -271,7 +292,7 @@ def record(
             scheme=access.scheme,
             jsonapi=jsonapi,
             protocol_errors=protocol_errors,
-            body=body,
+            declared_body=body,
             includes=tuple(includes),
             query=tuple(query),
             success=_replies(success, method),

@@ -163,7 +163,7 @@ def _type_schema(body: Body) -> dict[str, Any]:
 
 
 def _attributes_document(body: Body, attributes: Mapping[str, Any]) -> dict[str, Any]:
-    has_required = bool(body.model_class.model_json_schema(mode="validation").get("required"))
+    has_required = bool(body.model.model_json_schema(mode="validation").get("required"))
     data: dict[str, Any] = {
         "type": "object",
         "properties": {"type": _type_schema(body), "attributes": dict(attributes)},
@@ -204,7 +204,7 @@ def _request_body(spec: RouteSpec, attributes: dict[type[Attributes], Any]) -> d
         content = {media: {"schema": schema} for media in body.media_types}
         return {"required": True, "description": body.description, "content": content}
     if isinstance(body, Body):
-        schema = _attributes_document(body, attributes[body.model_class])
+        schema = _attributes_document(body, attributes[body.model])
         required = body.required
         description = ""
     else:
@@ -357,7 +357,7 @@ def _attribute_schemas(
     from pydantic.json_schema import models_json_schema  # only when building the document
 
     models = sorted(
-        {s.body.model_class for s in specs if isinstance(s.body, Body)},
+        {s.body.model for s in specs if isinstance(s.body, Body)},
         key=lambda m: (m.__module__, m.__qualname__),
     )
     if not models:

@@ -2,6 +2,7 @@
 administration (``/api/v2/admin/users``, ``/api/v2/admin/organizations``)."""
 
 from chalicelib.accounts.routes import bp
+from chalicelib.accounts.teams.routes import bp as teams
 from chalicelib.admin.people_routes import bp as admin_people
 from chalicelib.entry.factory import create_app
 from chalicelib.entry.wiring import Uses
@@ -12,6 +13,6 @@ from chalicelib.lifecycle.organization_routes import bp as organization_lifecycl
 # ``is-scim-managed`` while SCIM is on.
 app = create_app(
     "registry-accounts",
-    [bp, organization_lifecycle, admin_people, admin_organization_lifecycle],
+    [bp, teams, organization_lifecycle, admin_people, admin_organization_lifecycle],
     Uses(mail=True, scim=True),
 )

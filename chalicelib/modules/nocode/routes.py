@@ -4,12 +4,15 @@ and the two provisioning endpoints, which this registry answers with a refusal."
 
 from __future__ import annotations
 
+from types import ModuleType
+from typing import TYPE_CHECKING, Annotated
+
 from chalice import Blueprint, Response
 
 from chalicelib.core.api.access import Bearer
 from chalicelib.core.api.http import Ctx, route
 from chalicelib.core.api.jsonapi import document, no_content
-from chalicelib.core.api.openapi import Body
+from chalicelib.core.api.openapi import JsonApi
 from chalicelib.modules.nocode import service
 from chalicelib.modules.nocode.render import (
     render_module_variables,
@@ -17,7 +20,20 @@ from chalicelib.modules.nocode.render import (
     render_variable_options,
 )
 
+if TYPE_CHECKING:
+    from chalicelib.modules.nocode.schemas import NoCodeAttributes
+
 bp = Blueprint(__name__)
+
+
+def body_models() -> ModuleType:
+    """The models of this file's typed bodies (``chalicelib.core.api.http.typed_body``),
+    imported with a route's first request that sends one: pydantic stays out of the cold
+    start."""
+    from chalicelib.modules.nocode import schemas
+
+    return schemas
+
 
 BY_ID = "/api/v2/no-code-modules/{no_code_module_id}"
 INCLUDES = ("variable-options",)
@@ -25,7 +41,7 @@ INCLUDERS = {"variable-options": render_variable_options}
 PROVISIONING_ERRORS = {422: "provisioning needs TFE's runs: this registry does not offer it"}
 
 
-BODY = Body("chalicelib.modules.nocode.schemas:NoCodeAttributes", "no-code-modules")
+NoCodeBody = Annotated["NoCodeAttributes", JsonApi("no-code-modules")]
 
 
 def _reply(ctx: Ctx, item, status: int = 200) -> Response:
@@ -37,15 +53,13 @@ def _reply(ctx: Ctx, item, status: int = 200) -> Response:
     "/api/v2/organizations/{organization_name}/no-code-modules",
     auth=Bearer,
     methods=("POST",),
-    body=BODY,
     success=200,
 )
-def create_no_code_module(ctx: Ctx, organization_name: str) -> Response:
+def create_no_code_module(ctx: Ctx, organization_name: str, attrs: NoCodeBody) -> Response:
     """Enable no-code provisioning for a registry module of the organization.
 
     ``relationships.registry-module`` names the module; ``variable-options`` (inline) give
     the allowed values of its variables. Answers 200, as TFE documents."""
-    attrs = ctx.attributes()
     relationships = service.parse_relationships(ctx.json())
     item = service.create(
         ctx.user,
@@ -64,11 +78,10 @@ def show_no_code_module(ctx: Ctx, no_code_module_id: str) -> Response:
     return _reply(ctx, item)
 
 
-@route(bp, BY_ID, auth=Bearer, methods=("PATCH",), body=BODY)
-def update_no_code_module(ctx: Ctx, no_code_module_id: str) -> Response:
+@route(bp, BY_ID, auth=Bearer, methods=("PATCH",))
+def update_no_code_module(ctx: Ctx, no_code_module_id: str, attrs: NoCodeBody) -> Response:
     """Update a no-code module: ``version-pin``, ``enabled``, and ``variable-options``,
     which replace the set when given."""
-    attrs = ctx.attributes()
     relationships = service.parse_relationships(ctx.json())
     item = service.update(
         ctx.user,

@@ -1,5 +1,4 @@
-"""The no-code module's request body, named by path by the routes (pydantic loads with the
-first request that sends one)."""
+"""The no-code module's request body (the type of its handlers' body parameter)."""
 
 from __future__ import annotations
 

@@ -4,27 +4,41 @@ registry routes never load the VCS machinery (git, the VCS hosts' APIs, KMS seal
 
 from __future__ import annotations
 
+from types import ModuleType
+from typing import TYPE_CHECKING, Annotated
+
 from chalice import Blueprint
 
 from chalicelib.core.api.access import Bearer
 from chalicelib.core.api.http import Ctx, route
 from chalicelib.core.api.jsonapi import document, resource
-from chalicelib.core.api.openapi import Body
+from chalicelib.core.api.openapi import JsonApi
 from chalicelib.modules.paths import MODULE, ORG_MODULES
 from chalicelib.modules.publishing import service as publishing
 from chalicelib.modules.render import render_module, render_vcs_repo
 from chalicelib.modules.service import ModuleRef
 
+if TYPE_CHECKING:
+    from chalicelib.modules.publishing.schemas import PublishAttributes
+
 bp = Blueprint(__name__)
 
 
-PUBLISH = Body("chalicelib.modules.publishing.schemas:PublishAttributes", "registry-modules")
+def body_models() -> ModuleType:
+    """The models of this file's typed bodies (``chalicelib.core.api.http.typed_body``),
+    imported with a route's first request that sends one: pydantic stays out of the cold
+    start."""
+    from chalicelib.modules.publishing import schemas
+
+    return schemas
+
+
+Publish = Annotated["PublishAttributes", JsonApi("registry-modules")]
 COMMITS_ERRORS = {502: "the VCS host failed or refused to list the commits"}
 NO_ADDRESS = {503: "no public address is configured for the webhook (REGISTRY_PUBLIC_URL)"}
 
 
-def _publish(ctx: Ctx, organization: str | None):
-    attrs = ctx.attributes()
+def _publish(ctx: Ctx, organization: str | None, attrs: PublishAttributes):
     module, rights, secret = publishing.publish(ctx.user, organization, attrs)
     rendered = render_module(module, rights, ctx.base_url)
     # Shown once, like a token: the VCS host signs webhook deliveries with it.
@@ -32,9 +46,9 @@ def _publish(ctx: Ctx, organization: str | None):
     return document(rendered, status=201)
 
 
-@route(bp, ORG_MODULES + "/vcs", auth=Bearer, methods=("POST",), body=PUBLISH, errors=NO_ADDRESS)
-def publish_from_vcs(ctx: Ctx, organization_name: str):
-    return _publish(ctx, organization_name)
+@route(bp, ORG_MODULES + "/vcs", auth=Bearer, methods=("POST",), errors=NO_ADDRESS)
+def publish_from_vcs(ctx: Ctx, organization_name: str, attrs: Publish):
+    return _publish(ctx, organization_name, attrs)
 
 
 @route(
@@ -42,13 +56,12 @@ def publish_from_vcs(ctx: Ctx, organization_name: str):
     "/api/v2/registry-modules",
     auth=Bearer,
     methods=("POST",),
-    body=PUBLISH,
     summary="Publish from VCS (deprecated path)",
     errors=NO_ADDRESS,
 )
-def publish_from_vcs_deprecated(ctx: Ctx):
+def publish_from_vcs_deprecated(ctx: Ctx, attrs: Publish):
     """The organization is the one the oauth-token-id belongs to."""
-    return _publish(ctx, None)
+    return _publish(ctx, None, attrs)
 
 
 def _commits(ctx: Ctx, ref: ModuleRef):

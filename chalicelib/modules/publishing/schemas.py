@@ -1,6 +1,5 @@
 """Request bodies of VCS publishing (``vcs-repo`` and friends), in a module of their own so
-the registry routes can parse a PATCH's ``vcs-repo`` without importing the VCS machinery, and
-the publishing routes name them by path (pydantic loads with the first body)."""
+the registry routes can parse a PATCH's ``vcs-repo`` without importing the VCS machinery."""
 
 from __future__ import annotations
 
