@@ -154,7 +154,7 @@ def aws(aws_resources: Provisioned) -> Iterator[None]:
 @pytest.fixture
 def smtp(api: Api) -> Iterator[Any]:
     """The site's SMTP settings point at a local SMTP server; its mailbox, empty."""
-    from tests.admin_servers import smtp_server, use_smtp
+    from tests.support.admin_servers import smtp_server, use_smtp
 
     with smtp_server() as (port, mailbox):
         use_smtp(api, port)

@@ -452,7 +452,7 @@ def test_a_query_parameter_past_its_bound_is_a_422_naming_it(api: Api, org: str)
 
 def test_scim_group_strings_are_bounded(api: Api) -> None:
     from chalicelib.scim import service
-    from tests.test_scim import GROUP, SETTINGS, Scim, body, enable_saml, new_token, scim_error
+    from tests.scim.test_scim import GROUP, SETTINGS, Scim, body, enable_saml, new_token, scim_error
 
     enable_saml(api)
     assert api.patch(SETTINGS, body(enabled=True)).status == 200
@@ -490,7 +490,7 @@ def test_a_web_form_field_past_its_bound_is_refused_before_the_handler(api: Api)
 def test_scim_user_strings_that_become_keys_are_bounded(api: Api) -> None:
     """A SCIM User's primary email becomes the user's email (the key of the by-email index):
     a longer one than an email may be is refused, the user not provisioned."""
-    from tests.test_scim import SETTINGS, USER, Scim, body, enable_saml, new_token, scim_error
+    from tests.scim.test_scim import SETTINGS, USER, Scim, body, enable_saml, new_token, scim_error
 
     enable_saml(api)
     assert api.patch(SETTINGS, body(enabled=True)).status == 200
@@ -509,7 +509,7 @@ def test_a_web_form_value_that_is_looked_up_never_makes_an_oversized_key(
     """Form fields are bounded generously (free text); one looked up by key (a new team
     member's username, a sign-in's login) is bounded where it is looked up: no 5xx."""
     from tests.conftest import ADMIN_TOKEN
-    from tests.web_browser import Browser
+    from tests.support.web_browser import Browser
 
     make_org(api, "acme")
     team, _ = make_team(api, "acme", "devs")

@@ -14,7 +14,7 @@ import pytest
 import requests
 
 from infrastructure import spawn
-from tests.mirror_upstream import Upstream
+from tests.support.mirror_upstream import Upstream
 
 ADMIN_TOKEN = "e2e-admin-token"
 

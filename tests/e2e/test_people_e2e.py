@@ -20,11 +20,11 @@ import pytest
 import requests
 from playwright.sync_api import Browser, Page, expect, sync_playwright
 
-from tests.admin_servers import SMTP_PASSWORD, SMTP_USER, Mailbox, smtp_server
 from tests.conftest import doc, tar_gz
 from tests.e2e.conftest import ADMIN_TOKEN, Stack, wait_for
 from tests.e2e.test_terraform_login import approve_on, terraform_get, terraform_login
 from tests.e2e.test_web_ui import check_accessibility
+from tests.support.admin_servers import SMTP_PASSWORD, SMTP_USER, Mailbox, smtp_server
 
 pytestmark = pytest.mark.e2e
 

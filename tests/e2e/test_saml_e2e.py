@@ -43,7 +43,7 @@ from tests.e2e.test_terraform_login import (
     terraform_get,
     terraform_login,
 )
-from tests.saml_idp import Idp, IdpUser, saml_idp
+from tests.support.saml_idp import Idp, IdpUser, saml_idp
 
 pytestmark = pytest.mark.e2e
 

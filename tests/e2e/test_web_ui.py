@@ -31,7 +31,7 @@ from playwright.sync_api import Browser, BrowserContext, Page, expect, sync_play
 from tests.conftest import doc
 from tests.e2e.conftest import ADMIN_TOKEN, Stack, wait_for
 from tests.e2e.test_terraform_providers import machine, put
-from tests.provider_files import SigningKey, new_signing_key, provider_zip, sha256, shasums
+from tests.support.provider_files import SigningKey, new_signing_key, provider_zip, sha256, shasums
 
 ORG = "webui"
 SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
