@@ -180,15 +180,32 @@ def no_public_address(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     get_settings.cache_clear()  # the variable comes back with monkeypatch's teardown
 
 
+@dataclass
+class Clock:
+    """A time source that moves only when the test moves it."""
+
+    now: float
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
 @pytest.fixture
-def rate_limited(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """API rate limiting on by default, as in production."""
+def rate_limited(monkeypatch: pytest.MonkeyPatch) -> Iterator[Clock]:
+    """API rate limiting on by default, as in production, and the limiter's clock held still
+    a quarter into a second (``advance`` moves it): a burst stays in one window however slow
+    the machine."""
+    from chalicelib.admin import ratelimit
     from chalicelib.admin.store import forget_cached_settings
 
     monkeypatch.setenv("REGISTRY_RATE_LIMITING", "on")
+    monkeypatch.setattr(ratelimit, "clock", Clock(1_800_000_000.25))
     get_settings.cache_clear()
     forget_cached_settings()
-    yield
+    yield ratelimit.clock
     monkeypatch.setenv("REGISTRY_RATE_LIMITING", "off")
     get_settings.cache_clear()
     forget_cached_settings()

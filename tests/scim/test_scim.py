@@ -234,7 +234,7 @@ def test_scim_tokens_go_tfe_sequence(api: Api) -> None:
     assert described.status == 201
     assert described.data["attributes"]["description"] == "Test Description"
     assert new_token(api, **{"expired-at": in_days(29) + ""}).status in (201, 422)
-    edge = (datetime.now(UTC) + timedelta(days=29, seconds=10)).isoformat()
+    edge = (datetime.now(UTC) + timedelta(days=29, minutes=10)).isoformat()
     assert new_token(api, **{"expired-at": edge}).status == 201
     assert new_token(api, **{"expired-at": in_days(365)}).status == 201
     for bad in (in_days(20), in_days(400), "next tuesday", 12):
