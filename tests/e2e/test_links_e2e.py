@@ -17,8 +17,7 @@ import requests
 
 from tests.conftest import doc
 from tests.e2e.conftest import Stack, wait_for
-from tests.e2e.test_people_e2e import text_of
-from tests.support.admin_servers import Mailbox, smtp_server
+from tests.support.admin_servers import Mailbox, smtp_server, text_of
 
 pytestmark = pytest.mark.e2e
 

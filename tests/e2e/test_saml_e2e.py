@@ -32,11 +32,11 @@ from pathlib import Path
 
 import pytest
 import requests
-from playwright.sync_api import Browser, BrowserContext, Page, expect, sync_playwright
+from playwright.sync_api import Browser, BrowserContext, Page, expect
 
 from tests.conftest import doc
 from tests.e2e.conftest import Stack
-from tests.e2e.test_people_e2e import check_page
+from tests.e2e.pages import TIMEOUT_MS, check_page
 from tests.e2e.test_terraform_login import (
     approve_on,
     publish_module,
@@ -47,7 +47,6 @@ from tests.support.saml_idp import Idp, IdpUser, saml_idp
 
 pytestmark = pytest.mark.e2e
 
-TIMEOUT_MS = 60_000
 ORG = "saml-co"
 TEAM = "saml-platform"
 
@@ -100,17 +99,6 @@ def site(stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sit
             yield Site(stack, idp, team.json()["data"]["id"])
         finally:
             configure_saml(stack, **{"enabled": False, "team-management-enabled": False})
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    executable = shutil.which("chromium")
-    if executable is None:
-        pytest.fail("Debian's chromium is missing: `make browser` installs it")
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=executable, headless=True)
-        yield launched
-        launched.close()
 
 
 @pytest.fixture

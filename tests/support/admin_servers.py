@@ -208,3 +208,14 @@ def self_signed_certificate(common_name: str = "idp.example.test") -> str:
         .sign(key, hashes.SHA256())
     )
     return cert.public_bytes(serialization.Encoding.PEM).decode()
+
+
+def text_of(message: Message) -> str:
+    parts = message.walk() if message.is_multipart() else [message]
+    found = []
+    for part in parts:
+        if part.get_content_type() == "text/plain":
+            payload = part.get_payload(decode=True)
+            assert isinstance(payload, bytes)
+            found.append(payload.decode(part.get_content_charset() or "utf-8"))
+    return "\n".join(found)

@@ -55,11 +55,6 @@ class Login:
         return f"{oauth.AUTHZ_PATH}?{urlencode(self.params)}"
 
 
-@pytest.fixture
-def browser(api: Api) -> Browser:
-    return Browser(api.client)
-
-
 def hidden_fields(html: str) -> dict[str, str]:
     return dict(re.findall(r'<input type="hidden" name="([^"]+)" value="([^"]*)">', html))
 

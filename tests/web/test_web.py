@@ -106,11 +106,6 @@ def test_summary_is_the_first_prose_paragraph():
 
 
 @pytest.fixture
-def browser(api: Api) -> Browser:
-    return Browser(api.client)
-
-
-@pytest.fixture
 def warm(monkeypatch: pytest.MonkeyPatch) -> None:
     """A warm instance whatever moto's pace: the settings and verified tokens stay cached
     for the test (5 s by default, which a slow request under moto can outlast)."""

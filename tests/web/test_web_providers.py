@@ -69,11 +69,6 @@ def published(api: Api, signer: SigningKey) -> Api:
     return api
 
 
-@pytest.fixture
-def browser(api: Api) -> Browser:
-    return Browser(api.client)
-
-
 def text_of(page: Any) -> str:
     """The page's text with tags dropped and entities read, spaces collapsed."""
     return " ".join(html.unescape(re.sub(r"<[^>]+>", " ", page.text)).split())
