@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.accounts.test_memberships import MEMBERSHIPS, invite_body
+from tests.accounts.helpers import MEMBERSHIPS, invite_body
 from tests.conftest import Api, make_org
 from tests.support.web_browser import Browser
 
@@ -152,7 +152,7 @@ def users_doc(**attributes: Any) -> dict[str, Any]:
 
 def test_the_account_carries_what_go_tfe_reads_and_leaks_nothing(api: Api) -> None:
     from chalicelib.accounts import service
-    from tests.accounts.test_accounts import new_user
+    from tests.accounts.helpers import new_user
 
     user_id, jane = new_user(api, "jane")
     me = jane.get(ACCOUNT).data
@@ -181,7 +181,7 @@ def test_the_account_carries_what_go_tfe_reads_and_leaks_nothing(api: Api) -> No
 
 
 def _owners(api: Api) -> str:
-    from tests.accounts.test_accounts import team_id_by_name
+    from tests.accounts.helpers import team_id_by_name
 
     return team_id_by_name(api, "acme", "owners")
 
@@ -210,7 +210,7 @@ def test_scim_provisioned_users_are_scim_managed_while_scim_is_enabled(api: Api)
 
 
 def test_users_update_as_go_tfe_tests_it(api: Api) -> None:
-    from tests.accounts.test_accounts import new_user
+    from tests.accounts.helpers import new_user
 
     _, jane = new_user(api, "jane")
     before = jane.get(ACCOUNT).data
@@ -243,7 +243,7 @@ def test_users_update_as_go_tfe_tests_it(api: Api) -> None:
 
 def test_a_username_change_goes_through_the_claims(api: Api) -> None:
     from chalicelib.accounts import service
-    from tests.accounts.test_accounts import new_user
+    from tests.accounts.helpers import new_user
 
     jane_id, jane = new_user(api, "jane")
     new_user(api, "bob")
@@ -283,7 +283,7 @@ def test_a_new_email_is_confirmed_by_a_one_time_mailed_link(
 
     from chalicelib.accounts import service
     from chalicelib.accounts.store import UserModel
-    from tests.accounts.test_accounts import new_user
+    from tests.accounts.helpers import new_user
     from tests.support.admin_servers import smtp_server, use_smtp
 
     caplog.set_level(logging.DEBUG)
@@ -340,7 +340,7 @@ def test_an_email_link_expires_and_a_newer_one_replaces_it(api: Api) -> None:
     from chalicelib.accounts import account
     from chalicelib.accounts.store import UserModel
     from chalicelib.core.data.ids import now
-    from tests.accounts.test_accounts import new_user
+    from tests.accounts.helpers import new_user
     from tests.support.admin_servers import smtp_server, use_smtp
 
     jane_id, jane = new_user(api, "jane")
@@ -360,7 +360,7 @@ def test_an_email_link_expires_and_a_newer_one_replaces_it(api: Api) -> None:
 
 
 def test_an_email_another_user_has_is_refused_and_changes_nothing(api: Api) -> None:
-    from tests.accounts.test_accounts import new_user
+    from tests.accounts.helpers import new_user
 
     _, jane = new_user(api, "jane")
     new_user(api, "bob")
@@ -373,7 +373,7 @@ def test_an_email_another_user_has_is_refused_and_changes_nothing(api: Api) -> N
 
 
 def test_a_failed_confirmation_mail_changes_nothing(api: Api) -> None:
-    from tests.accounts.test_accounts import new_user
+    from tests.accounts.helpers import new_user
     from tests.support.admin_servers import smtp_server, use_smtp
 
     _, jane = new_user(api, "jane")
@@ -396,7 +396,7 @@ def test_a_password_change_checks_the_current_one_and_the_policy(
 
     from chalicelib.accounts import passwords
     from chalicelib.accounts.store import UserModel
-    from tests.accounts.test_accounts import new_user
+    from tests.accounts.helpers import new_user
 
     caplog.set_level(logging.DEBUG)
     jane_id, jane = new_user(api, "jane")
@@ -447,8 +447,7 @@ def test_wrong_current_passwords_are_throttled_per_user_as_sign_in_is(
 
     from chalicelib.accounts import passwords, signin
     from chalicelib.accounts.store import UserModel
-    from tests.accounts.test_accounts import new_user
-    from tests.accounts.test_password_signin import WINDOW_START
+    from tests.accounts.helpers import WINDOW_START, new_user
 
     clock = SimpleNamespace(value=WINDOW_START + 60.0)
     monkeypatch.setattr(signin, "time", SimpleNamespace(time=lambda: clock.value))
@@ -479,8 +478,7 @@ def test_successful_password_changes_are_not_counted_as_guesses(
     from types import SimpleNamespace
 
     from chalicelib.accounts import signin
-    from tests.accounts.test_accounts import new_user
-    from tests.accounts.test_password_signin import WINDOW_START, counters
+    from tests.accounts.helpers import WINDOW_START, counters, new_user
 
     monkeypatch.setattr(signin, "time", SimpleNamespace(time=lambda: WINDOW_START + 60.0))
     _, jane = new_user(api, "jane")
@@ -505,7 +503,7 @@ def test_user_tokens_keep_the_expiry_asked_and_default_to_two_years(api: Api) ->
     from datetime import UTC, datetime, timedelta
 
     from chalicelib.accounts.service import years_later
-    from tests.accounts.test_accounts import admin_id
+    from tests.accounts.helpers import admin_id
     from tests.conftest import doc
 
     path = f"/api/v2/users/{admin_id(api)}/authentication-tokens"
@@ -543,7 +541,7 @@ def test_a_tokens_last_use_is_recorded_at_most_once_an_hour(api: Api) -> None:
 
     from bench.reads import counting_reads
     from chalicelib.core.auth import TokenModel, hash_token, verified
-    from tests.accounts.test_accounts import admin_id
+    from tests.accounts.helpers import admin_id
     from tests.conftest import doc
 
     created = api.post(

@@ -9,50 +9,18 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
 import pytest
 
+from tests.accounts.helpers import (
+    JSONAPI,
+    add_member,
+    admin_id,
+    assert_error,
+    new_user,
+    team_id_by_name,
+)
 from tests.conftest import ADMIN_TOKEN, Api, Reply, doc, make_org, make_team
-
-JSONAPI = "application/vnd.api+json"
-
-
-def new_user(api: Api, username: str) -> tuple[str, Api]:
-    """A non-admin user and a client acting with a fresh token of theirs: (user id, client)."""
-    from chalicelib.accounts.service import create_user
-    from chalicelib.core.auth import mint_token
-
-    user = create_user(username, f"{username}@example.com")
-    _, secret = mint_token("user", user.id)
-    return user.id, api.as_(secret)
-
-
-def admin_id(api: Api) -> str:
-    return api.get("/api/v2/account/details").data["id"]
-
-
-def add_member(api: Api, team_id: str, *usernames: str) -> Reply:
-    body = {"data": [{"type": "users", "id": name} for name in usernames]}
-    return api.post(f"/api/v2/teams/{team_id}/relationships/users", body)
-
-
-def team_id_by_name(api: Api, org: str, name: str) -> str:
-    reply = api.get(f"/api/v2/organizations/{org}/teams?filter[names]={name}")
-    assert reply.status == 200, reply.json
-    (team,) = reply.data
-    return team["id"]
-
-
-def assert_error(reply: Reply, status: int) -> dict[str, Any]:
-    """A JSON:API error document with a *string* status (go-tfe fails to decode a number)."""
-    assert reply.status == status, (reply.status, reply.body)
-    assert reply.headers.get("Content-Type", "").startswith(JSONAPI), reply.headers
-    error = reply.error
-    assert error["status"] == str(status)
-    assert isinstance(error["title"], str) and error["title"]
-    return error
-
 
 # ----- meta: ping, discovery, 401 -----------------------------------------------------------
 

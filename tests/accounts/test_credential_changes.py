@@ -10,13 +10,14 @@ from types import SimpleNamespace
 
 import pytest
 
-from tests.accounts.test_password_signin import attempt, make_user
-from tests.accounts.test_signin_security import (
+from tests.accounts.helpers import (
     ACCOUNT,
     NEW_PASSWORD,
     PASSWORD,
+    attempt,
     code_at,
     fake_clock,
+    make_user,
     send_code,
     signed_in,
     start_sign_in,

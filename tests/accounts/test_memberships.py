@@ -11,19 +11,17 @@ from typing import Any
 
 import pytest
 
-from tests.accounts.test_accounts import add_member, assert_error, new_user, team_id_by_name
+from tests.accounts.helpers import (
+    MEMBERSHIPS,
+    ORG,
+    add_member,
+    assert_error,
+    invite_body,
+    new_user,
+    team_id_by_name,
+)
 from tests.conftest import Api, make_org, make_team
 from tests.support.admin_servers import smtp_server, use_smtp
-
-ORG = "acme"
-MEMBERSHIPS = f"/api/v2/organizations/{ORG}/organization-memberships"
-
-
-def invite_body(email: Any, teams: list[str] | None = None) -> dict[str, Any]:
-    data: dict[str, Any] = {"type": "organization-memberships", "attributes": {"email": email}}
-    if teams is not None:
-        data["relationships"] = {"teams": {"data": [{"type": "teams", "id": t} for t in teams]}}
-    return {"data": data}
 
 
 def listed(api: Api, query: str = "") -> list[dict[str, Any]]:

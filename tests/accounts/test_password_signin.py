@@ -5,19 +5,26 @@ it holds), the pre-sign-in CSRF token and ``next`` as the token form has them.""
 
 from __future__ import annotations
 
-import json
 import logging
 from types import SimpleNamespace
-from typing import Any
 
 import pytest
 
+from tests.accounts.helpers import (
+    ATTACKER,
+    FORM,
+    OWNER,
+    PASSWORD,
+    WINDOW_START,
+    attempt,
+    counters,
+    from_address,
+    items,
+    make_user,
+)
 from tests.conftest import ADMIN_TOKEN, Api
 from tests.support.web_browser import Browser
 
-PASSWORD = "correct-horse-battery"
-FORM = "/app/sign-in/password"
-WINDOW_START = 1_800_000_000 - 1_800_000_000 % 900  # a window's first second
 WRONG = "wrong username or password"
 
 
@@ -29,41 +36,6 @@ def clock(monkeypatch: pytest.MonkeyPatch) -> SimpleNamespace:
     now = SimpleNamespace(value=WINDOW_START + 60.0)
     monkeypatch.setattr(signin, "time", SimpleNamespace(time=lambda: now.value))
     return now
-
-
-def make_user(
-    username: str = "Jane", email: str = "Jane@Example.com", password: str | None = PASSWORD
-) -> str:
-    from chalicelib.accounts import passwords, service
-
-    user = service.create_user(username, email)
-    if password is not None:
-        user.update(actions=[type(user).password_hash.set(passwords.hash_password(password))])
-    return user.id
-
-
-def attempt(browser: Browser, login: str, password: str, next_: str = "") -> Any:
-    form = {"csrf_token": browser.csrf(), "login": login, "password": password, "next": next_}
-    return browser.post(FORM, form)
-
-
-def items() -> dict[str, list[str]]:
-    """Every item of every table but the rate-limit counters (to see a refusal wrote nothing)."""
-    from chalicelib.core.data.aws import client
-
-    dynamodb = client("dynamodb")
-    found = {}
-    for table in dynamodb.list_tables()["TableNames"]:
-        if not table.endswith("rate-limits"):
-            rows = dynamodb.scan(TableName=table)["Items"]
-            found[table] = sorted(json.dumps(row, sort_keys=True) for row in rows)
-    return found
-
-
-def counters() -> dict[str, int]:
-    from chalicelib.core.data.counters import RateLimitModel
-
-    return {item.key: int(item.hits) for item in RateLimitModel.scan()}
 
 
 @pytest.mark.parametrize("login", ["Jane", "jane", "JANE", "jane@example.com", "JANE@example.COM"])
@@ -162,16 +134,6 @@ def test_twenty_failures_lock_the_address(api: Api, clock: SimpleNamespace):
     # Counted per address: another source still signs Jane in, and 21 stays the count.
     assert signin.check("jane", PASSWORD, "198.51.100.7") is not None
     assert max(counters().values()) == 20
-
-
-def from_address(monkeypatch: pytest.MonkeyPatch, address: str) -> None:
-    """The source address API Gateway reports for the next requests of the test client."""
-    from chalice.local import LambdaEventConverter
-
-    monkeypatch.setattr(LambdaEventConverter, "LOCAL_SOURCE_IP", address)
-
-
-ATTACKER, OWNER = "203.0.113.9", "198.51.100.7"
 
 
 def test_five_wrong_passwords_from_one_address_do_not_keep_the_owner_out(

@@ -18,17 +18,27 @@ import pytest
 
 from chalicelib.core.data.aws import client
 from chalicelib.core.settings import get_settings
-from tests.accounts.test_password_signin import WINDOW_START, attempt, counters, items, make_user
+from tests.accounts.helpers import (
+    ACCOUNT,
+    NEW_PASSWORD,
+    PASSWORD,
+    STEP,
+    attempt,
+    code_at,
+    counters,
+    fake_clock,
+    items,
+    make_user,
+    send_code,
+    signed_in,
+    start_sign_in,
+)
 from tests.conftest import ADMIN_TOKEN, Api
-from tests.modules.test_publishing import drain
+from tests.modules.publishing import drain
 from tests.support.admin_servers import smtp_server, use_smtp
 from tests.support.web_browser import Browser
 
-PASSWORD = "correct-horse-battery"
-NEW_PASSWORD = "another-long-passphrase"
 RESET = "/app/password-reset"
-STEP = "/app/sign-in/two-factor"
-ACCOUNT = "/app/account/two-factor"
 
 
 @pytest.fixture
@@ -36,31 +46,10 @@ def clock(monkeypatch: pytest.MonkeyPatch) -> SimpleNamespace:
     return fake_clock(monkeypatch)
 
 
-def fake_clock(monkeypatch: pytest.MonkeyPatch) -> SimpleNamespace:
-    """One clock for the throttle and the TOTP steps, a minute into a throttle window."""
-    from chalicelib.accounts import signin, twofactor
-
-    now = SimpleNamespace(value=WINDOW_START + 60.0)
-    fake = SimpleNamespace(time=lambda: now.value)
-    monkeypatch.setattr(signin, "time", fake)
-    monkeypatch.setattr(twofactor, "time", fake)
-    return now
-
-
-def code_at(secret: str, moment: float) -> str:
-    import pyotp
-
-    return pyotp.TOTP(secret).at(int(moment))
-
-
 def user(user_id: str) -> Any:
     from chalicelib.accounts.store import UserModel
 
     return UserModel.get(user_id)
-
-
-def signed_in(browser: Browser) -> bool:
-    return browser.get("/app/organizations").status_code == 200
 
 
 def session_tokens(user_id: str) -> list[Any]:
@@ -313,24 +302,6 @@ def enable_two_factor(api: Api, clock: SimpleNamespace) -> tuple[str, str, list[
     return user_id, secret, codes
 
 
-def start_sign_in(api: Api) -> Browser:
-    browser = Browser(api.client)
-    first = attempt(browser, "jane", PASSWORD, "/app/organizations?from=2fa")
-    assert first.status_code == 303 and first.headers["Location"] == STEP
-    assert "tfe_registry_session" not in browser.cookies  # not signed in yet
-    assert not signed_in(browser)
-    page = browser.get(STEP)
-    assert page.status_code == 200 and 'autocomplete="one-time-code"' in page.text
-    return browser
-
-
-def send_code(browser: Browser, code: str, csrf: bool = True) -> Any:
-    form = {"code": code}
-    if csrf:
-        form["csrf_token"] = browser.csrf()
-    return browser.post(STEP, form)
-
-
 def test_two_factor_sign_in_asks_for_a_code_that_works_once(
     api: Api, clock: SimpleNamespace, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -410,7 +381,7 @@ def test_wrong_codes_from_one_address_do_not_keep_the_owner_out(
     """The code throttle follows the password's rule: five wrong codes from address A (a
     thief who has the password) throttle A only; the owner signs in from B with the
     password and a code; A stays throttled, the right code too."""
-    from tests.accounts.test_password_signin import ATTACKER, OWNER, from_address
+    from tests.accounts.helpers import ATTACKER, OWNER, from_address
 
     user_id, secret, _ = enable_two_factor(api, clock)
     clock.value += 30
@@ -472,7 +443,7 @@ def test_a_site_admin_disables_two_factor(api: Api, clock: SimpleNamespace) -> N
 
 
 def test_an_invitation_link_is_no_second_factor(api: Api, clock: SimpleNamespace) -> None:
-    from tests.accounts.test_memberships import MEMBERSHIPS, invite_body
+    from tests.accounts.helpers import MEMBERSHIPS, invite_body
     from tests.conftest import make_org
 
     user_id, _, _ = enable_two_factor(api, clock)

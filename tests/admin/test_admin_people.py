@@ -13,25 +13,12 @@ import pytest
 from chalicelib.accounts import service, store
 from chalicelib.core.auth import Principal, verified
 from chalicelib.core.settings import get_settings
+from tests.admin.helpers import admin_id, make_user
 from tests.conftest import Api, doc, make_org, make_team
-from tests.modules.test_protocol import V1, publish
-from tests.modules.test_registry import create_module
+from tests.modules.helpers import V1, create_module, publish
 
 USERS = "/api/v2/admin/users"
 ORGS = "/api/v2/admin/organizations"
-
-
-def make_user(name: str, *, admin: bool = False) -> tuple[str, str]:
-    """A user and one of its tokens: (user id, token)."""
-    user = service.create_user(name, f"{name}@example.com", site_admin=admin)
-    _, token = service.create_user_token(Principal("user", user.id, None), user.id, None, None)
-    return user.id, token
-
-
-def admin_id() -> str:
-    user = service.find_user_by_name("admin")
-    assert user is not None
-    return user.id
 
 
 def cold() -> None:
@@ -802,7 +789,7 @@ def test_go_tfe_an_invited_person_is_a_user_to_site_admins(api: Api):
     deletes that user by id: the same list is then empty (total 0), and deleting
     ``non-existing-user-id`` is an error. Here the person has no user until they accept:
     deleting them withdraws their invitations. An existing user invited is listed once."""
-    from tests.accounts.test_memberships import invite_body
+    from tests.accounts.helpers import invite_body
 
     make_org(api, "acme")
     memberships = "/api/v2/organizations/acme/organization-memberships"

@@ -12,13 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.accounts.test_accounts import (
-    add_member,
-    admin_id,
-    assert_error,
-    new_user,
-    team_id_by_name,
-)
+from tests.accounts.helpers import add_member, admin_id, assert_error, new_user, team_id_by_name
 from tests.conftest import Api, Reply, doc, make_org
 
 V2 = "/api/v2"

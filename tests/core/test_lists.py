@@ -13,61 +13,14 @@ import pytest
 
 from bench.reads import counting_reads
 from tests.conftest import Api, doc, make_org
-from tests.modules.test_protocol import publish
-from tests.modules.test_registry import create_module
+from tests.core.helpers import LEAN, seed
+from tests.modules.helpers import create_module, publish
 
 V1 = "/api/registry/v1/modules"
-LEAN = 128  # bytes per lean entry the lists may read for each item before a page
-VERSIONS = 30
 
 
 def modules_url(org: str) -> str:
     return f"/api/v2/organizations/{org}/registry-modules"
-
-
-def seed(org: str, count: int, *, kept: bool = True) -> None:
-    """``count`` private modules of ``VERSIONS`` ok versions each (about 2.6 KB an item),
-    written straight to the table; ``kept``: with their protocol list entries and count as
-    the writes keep them, else as a stack deployed before the lists has them (the backfill
-    makes those)."""
-    from chalicelib.core.data import lists
-    from chalicelib.core.data.ids import iso, new_id, now
-    from chalicelib.modules import store
-    from chalicelib.modules.store import ModuleModel, ProtocolEntryModel, module_key
-
-    moment = now()
-    statuses = {
-        f"1.{v}.0": {
-            "status": "ok",
-            "published-at": iso(moment),
-            "archive": f"v1/object/{new_id('modver')}.tar.gz",
-        }
-        for v in range(VERSIONS)
-    }
-    with ModuleModel.batch_write() as batch, ProtocolEntryModel.batch_write() as entries:
-        for index in range(count):
-            name, provider = f"mod{index:05d}", ("aws", "google")[index % 2]
-            module = ModuleModel(
-                org,
-                module_key("private", org, name, provider),
-                id=new_id("mod"),
-                registry_name="private",
-                namespace=org,
-                name=name,
-                provider=provider,
-                status="setup_complete",
-                version_statuses=statuses,
-                created_at=moment,
-                updated_at=moment,
-            )
-            if kept:  # what the web UI's list shows of the latest version
-                module.latest_summary = {"version": module.latest_servable(), "description": ""}
-            batch.save(module)
-            if kept:
-                entries.save(store.protocol_item(module, store.protocol_entry(module)))
-    if kept:
-        providers = {"provider:aws": (count + 1) // 2, "provider:google": count // 2}
-        lists.set_counts(store.count_scope(org), {"private": count, **providers})
 
 
 def read(api: Api, path: str) -> tuple[Any, int]:
@@ -322,7 +275,7 @@ def test_a_tag_page_reads_its_own_tags_whatever_the_organization_size(api: Api):
 
 
 def test_the_tag_count_follows_creates_and_deletes(api: Api):
-    from tests.tags.test_tags import add, make_ws, remove, tag_ids
+    from tests.tags.helpers import add, make_ws, remove, tag_ids
 
     org = make_org(api, "acme")
     one, two = make_ws(api, org, "one"), make_ws(api, org, "two")
@@ -346,7 +299,7 @@ def test_the_tag_count_follows_creates_and_deletes(api: Api):
 
 def test_a_version_page_reads_the_module_and_its_own_versions(api: Api):
     """The module item names every version: the count and where the page starts."""
-    from tests.modules.test_registry import create_version
+    from tests.modules.helpers import create_version
 
     make_org(api, "acme")
     create_module(api, "vpc", "aws")
@@ -500,7 +453,7 @@ def test_a_project_page_reads_the_claims_before_it_and_its_own_projects(api: Api
 def test_a_workspace_page_reads_the_claims_before_it_and_its_own_workspaces(api: Api):
     from chalicelib.core.api.pagination import Page
     from chalicelib.workspaces import service, store
-    from tests.tags.test_tags import add, make_ws
+    from tests.tags.helpers import add, make_ws
 
     for org, count in (("small", 5), ("large", 40)):
         make_org(api, org)
@@ -538,7 +491,7 @@ def test_deleting_an_organization_leaves_every_count_exact(api: Api):
     """The cascade deletes through the same counted writes: a new organization of the same
     name starts from zero, and the backfill finds nothing to correct."""
     from infrastructure.backfill import backfill_all
-    from tests.tags.test_tags import add, make_ws
+    from tests.tags.helpers import add, make_ws
 
     def totals() -> list[int]:
         paths = ("registry-modules", "tags", "projects", "workspaces")

@@ -13,10 +13,9 @@ from typing import Any
 
 import pytest
 
-from tests.accounts.test_memberships import MEMBERSHIPS, invite_body
-from tests.accounts.test_password_signin import make_user
+from tests.accounts.helpers import MEMBERSHIPS, invite_body, make_user
 from tests.conftest import ADMIN_TOKEN, Api, make_org
-from tests.modules.test_publishing import drain
+from tests.modules.publishing import drain
 from tests.support.web_browser import Browser
 
 CONFIGURED = "http://registry.test"  # tests/conftest.py's REGISTRY_PUBLIC_URL
@@ -159,7 +158,7 @@ def test_the_webhook_a_vcs_host_is_given_names_the_configured_address(
     api: Api, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from chalicelib.core.settings import get_settings
-    from tests.modules.test_publishing import NET, V2, connect, publish
+    from tests.modules.publishing import NET, V2, connect, publish
     from tests.support.vcs_api_server import VcsApi
     from tests.support.vcs_git_server import serve
 

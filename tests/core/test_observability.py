@@ -13,8 +13,8 @@ import pytest
 
 from chalicelib.core import observe
 from tests.conftest import Api, make_org, make_team
-from tests.modules.test_publishing import connect, drain, publish
-from tests.modules.test_registry import MAIN_TF, create_module, create_version, upload_and_ingest
+from tests.modules.helpers import MAIN_TF, create_module, create_version, upload_and_ingest
+from tests.modules.publishing import connect, drain, publish
 from tests.support.vcs_git_server import TOKEN as GIT_TOKEN
 from tests.support.vcs_git_server import GitServer, serve
 

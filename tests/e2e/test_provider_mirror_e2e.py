@@ -25,8 +25,8 @@ from urllib.parse import urlsplit
 import pytest
 
 from tests.e2e.conftest import ADMIN_TOKEN, MIRRORED_BINARY, Stack
-from tests.providers.test_provider_mirror import expected_h1
 from tests.support.mirror_upstream import Listener, Upstream
+from tests.support.provider_files import expected_h1
 
 pytestmark = [
     pytest.mark.e2e,

@@ -17,8 +17,7 @@ from chalicelib.modules.downloads import counter, store
 from chalicelib.modules.store import ModuleModel
 from infrastructure.streams import StreamReader, download_totals_reader
 from tests.conftest import ADMIN_TOKEN, Api, make_org, make_team
-from tests.modules.test_protocol import V1, publish
-from tests.modules.test_registry import create_module
+from tests.modules.helpers import V1, create_module, publish
 from tests.support.web_browser import Browser
 
 REPORT = "/api/v2/organizations/acme/registry-modules/private/acme/vpc/aws/downloads"

@@ -8,13 +8,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import Api, doc, make_org, make_team
-from tests.modules.test_registry import (
-    MAIN_TF,
-    ORG,
-    create_module,
-    create_version,
-    upload_and_ingest,
-)
+from tests.modules.helpers import MAIN_TF, ORG, create_module, create_version, upload_and_ingest
 
 V2 = "/api/v2"
 NOCODE = f"{V2}/organizations/acme/no-code-modules"

@@ -12,15 +12,14 @@ import pytest
 
 from chalicelib.core.settings import get_settings
 from tests.conftest import Api, doc, make_org, make_team
-from tests.modules.test_registry import MAIN_TF, create_module, create_version, upload_and_ingest
-
-V1 = "/api/registry/v1/modules"
-
-
-def publish(api: Api, version: str, name: str = "vpc", provider: str = "aws", files=None):
-    reply = create_version(api, version, name=name, provider=provider)
-    assert reply.status == 201, reply.json
-    assert upload_and_ingest(reply, files or {"main.tf": MAIN_TF}) == "ok"
+from tests.modules.helpers import (
+    MAIN_TF,
+    V1,
+    create_module,
+    create_version,
+    publish,
+    upload_and_ingest,
+)
 
 
 @pytest.fixture

@@ -2,55 +2,19 @@
 
 from __future__ import annotations
 
-from urllib.parse import unquote, urlparse
-
 import pytest
 
 from chalicelib.core.data.aws import client
 from chalicelib.core.settings import get_settings
-from tests.conftest import Api, doc, make_org, make_team, tar_gz
-
-ORG = "/api/v2/organizations/acme/registry-modules"
-MAIN_TF = """
-variable "region" {
-  type        = string
-  description = "Where to deploy"
-  default     = "eu-west-1"
-}
-variable "cidr" { type = string }
-resource "aws_vpc" "this" { cidr_block = var.cidr }
-output "vpc_id" { value = aws_vpc.this.id }
-"""
-
-
-def create_module(api: Api, name: str = "vpc", provider: str = "aws", **extra) -> dict:
-    reply = api.post(ORG, doc("registry-modules", name=name, provider=provider, **extra))
-    assert reply.status == 201, reply.json
-    return reply.data
-
-
-def create_version(api: Api, version: str, name: str = "vpc", provider: str = "aws"):
-    return api.post(
-        f"/api/v2/registry-modules/acme/{name}/{provider}/versions",
-        doc("registry-module-versions", version=version),
-    )
-
-
-def upload_key(version_reply) -> str:
-    """The S3 key inside a presigned links.upload URL (virtual-host or path style)."""
-    path = unquote(urlparse(version_reply.data["links"]["upload"]).path).lstrip("/")
-    bucket_prefix = f"{get_settings().bucket}/"
-    return path[len(bucket_prefix) :] if path.startswith(bucket_prefix) else path
-
-
-def upload_and_ingest(version_reply, files: dict[str, str | bytes] | bytes) -> str:
-    """PUT the archive where links.upload points and run the ingest handler on the event."""
-    from chalicelib.modules.ingest.handler import handle_s3_record
-
-    key = upload_key(version_reply)
-    body = files if isinstance(files, bytes) else tar_gz(files)
-    client("s3").put_object(Bucket=get_settings().bucket, Key=key, Body=body)
-    return handle_s3_record({"s3": {"object": {"key": key}}})
+from tests.conftest import Api, doc, make_org, make_team
+from tests.modules.helpers import (
+    MAIN_TF,
+    ORG,
+    create_module,
+    create_version,
+    upload_and_ingest,
+    upload_key,
+)
 
 
 @pytest.fixture
@@ -496,7 +460,7 @@ def test_only_callers_who_could_create_a_version_receive_its_upload_link(acme: A
     """A presigned PUT publishes whatever it carries: readers (read-only team, organization
     token, a member of a read-only team) never see one, on any read path, for a pending or a
     failed version; site admins, owners and manage-modules teams do."""
-    from tests.accounts.test_accounts import add_member, new_user, team_id_by_name
+    from tests.accounts.helpers import add_member, new_user, team_id_by_name
 
     module = create_module(acme)
     assert create_version(acme, "1.0.0").status == 201  # pending, never uploaded
@@ -929,7 +893,7 @@ def test_deprecation_and_revocation_are_rendered_on_every_read(acme: Api):
 def test_only_owners_and_manage_modules_teams_deprecate_or_revoke(acme: Api):
     """The callers who may publish may deprecate and revoke; everyone else gets the 404 the
     rest of the API gives (a reader's attempt changes nothing)."""
-    from tests.accounts.test_accounts import add_member, new_user, team_id_by_name
+    from tests.accounts.helpers import add_member, new_user, team_id_by_name
 
     published_module(acme, "1.0.0")
     make_org(acme, "other")

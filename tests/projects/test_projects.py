@@ -7,42 +7,13 @@ from typing import Any
 import pytest
 
 from tests.conftest import Api, doc, make_org, make_team
-
-V2 = "/api/v2"
-
-
-def bindings_rel(**pairs: str) -> dict[str, Any]:
-    data = [
-        {"type": "tag-bindings", "attributes": {"key": k, "value": v}} for k, v in pairs.items()
-    ]
-    return {"tag-bindings": {"data": data}}
-
-
-def project_doc(relationships: dict[str, Any] | None = None, **attributes: Any) -> dict[str, Any]:
-    body = doc("projects", **attributes)
-    if relationships is not None:
-        body["data"]["relationships"] = relationships
-    return body
-
-
-def make_project(api: Api, org: str, name: str, **pairs: str) -> str:
-    reply = api.post(
-        f"{V2}/organizations/{org}/projects", project_doc(bindings_rel(**pairs), name=name)
-    )
-    assert reply.status == 201, reply.json
-    return reply.data["id"]
+from tests.projects.helpers import V2, bindings_rel, make_project, pairs, project_doc
 
 
 def projects(api: Api, org: str, query: str = "") -> dict[str, dict[str, Any]]:
     reply = api.get(f"{V2}/organizations/{org}/projects?page[size]=100{query}")
     assert reply.status == 200, reply.json
     return {p["attributes"]["name"]: p for p in reply.data}
-
-
-def pairs(api: Api, path: str) -> dict[str, str]:
-    reply = api.get(path)
-    assert reply.status == 200, reply.json
-    return {b["attributes"]["key"]: b["attributes"]["value"] for b in reply.data}
 
 
 def test_every_organization_has_a_default_project_that_stays(api: Api) -> None:

@@ -5,21 +5,26 @@ zip-slip entries, each refused with its reason on the version or platform."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
-from urllib.parse import quote_plus
 
 import pytest
 
 from chalicelib.core.data.aws import client
 from chalicelib.core.settings import get_settings
-from tests.conftest import Api, doc, make_org
-from tests.providers.test_providers import ORG, VERSIONS, _key_of
+from tests.conftest import Api, doc
+from tests.providers.helpers import (
+    FILENAME,
+    GOOD_ZIP,
+    KEYS,
+    VERSIONS,
+    _key_of,
+    arrive,
+    new_platform,
+    new_version,
+    provider_org,
+    publish,
+)
 from tests.support.provider_files import SigningKey, new_signing_key, provider_zip, sha256, shasums
-
-KEYS = "/api/registry/private/v2/gpg-keys"
-FILENAME = "terraform-provider-mycloud_1.0.0_linux_amd64.zip"
-GOOD_ZIP = provider_zip("mycloud", "1.0.0")
 
 
 @pytest.fixture(scope="module")
@@ -30,77 +35,6 @@ def signer() -> SigningKey:
 @pytest.fixture
 def acme(api: Api, signer: SigningKey) -> Api:
     return provider_org(api, signer)
-
-
-def provider_org(api: Api, signer: SigningKey) -> Api:
-    """The organization acme with ``signer``'s key and the private provider mycloud."""
-    make_org(api, "acme")
-    reply = api.post(KEYS, doc("gpg-keys", namespace="acme", **{"ascii-armor": signer.armor}))
-    assert reply.status == 201, reply.json
-    reply = api.post(
-        ORG,
-        doc("registry-providers", name="mycloud", namespace="acme", **{"registry-name": "private"}),
-    )
-    assert reply.status == 201, reply.json
-    return api
-
-
-def arrive(url: str, body: bytes) -> None:
-    """The publisher's PUT to the upload link lands, and its S3 event is handled."""
-    from chalicelib.entry.ingest import handle_body
-
-    key = _key_of(url)
-    client("s3").put_object(Bucket=get_settings().bucket, Key=key, Body=body)
-    record = {
-        "eventSource": "aws:s3",
-        "eventName": "ObjectCreated:Put",
-        # URL-encoded, as S3 writes the key in its event ("providers%2F...").
-        "s3": {"object": {"key": quote_plus(key)}},
-    }
-    handle_body(json.dumps({"Records": [record]}))
-
-
-def new_version(api: Api, key_id: str, version: str = "1.0.0") -> dict[str, str]:
-    body = {
-        "data": {
-            "type": "registry-provider-versions",
-            "attributes": {"version": version, "key-id": key_id.lower(), "protocols": ["5.0"]},
-        }
-    }
-    reply = api.post(VERSIONS, body)
-    assert reply.status == 201, reply.json
-    return reply.data["links"]
-
-
-def new_platform(api: Api, shasum: str, filename: str = FILENAME) -> str:
-    attributes = {"os": "linux", "arch": "amd64", "shasum": shasum, "filename": filename}
-    body = {"data": {"type": "registry-provider-version-platforms", "attributes": attributes}}
-    reply = api.post(f"{VERSIONS}/1.0.0/platforms", body)
-    assert reply.status == 201, reply.json
-    return reply.data["links"]["provider-binary-upload"]
-
-
-def publish(
-    api: Api,
-    signer: SigningKey,
-    *,
-    archive: bytes = GOOD_ZIP,
-    shasum: str | None = None,
-    sums: bytes | None = None,
-    signature: bytes | None = None,
-    binary_first: bool = False,
-) -> None:
-    """Version 1.0.0 with one platform (linux/amd64), its files uploaded; by default all
-    consistent and signed by ``signer``."""
-    links = new_version(api, signer.key_id)
-    sums = shasums({FILENAME: archive}) if sums is None else sums
-    upload = new_platform(api, shasum or sha256(archive))
-    if binary_first:
-        arrive(upload, archive)
-    arrive(links["shasums-upload"], sums)
-    arrive(links["shasums-sig-upload"], signer.sign(sums) if signature is None else signature)
-    if not binary_first:
-        arrive(upload, archive)
 
 
 def version_state(api: Api) -> tuple[str, str | None]:
@@ -282,14 +216,14 @@ RETRY = f"{VERSIONS}/1.0.0/platforms/linux/amd64/actions/retry"
 
 def lost(url: str, body: bytes) -> None:
     """The publisher's PUT lands, and its S3 event is lost (dead-lettered)."""
-    from tests.modules.test_publishing import drain
+    from tests.modules.publishing import drain
 
     client("s3").put_object(Bucket=get_settings().bucket, Key=_key_of(url), Body=body)
     drain(run=False)
 
 
 def test_retry_checks_an_archive_whose_event_was_lost(acme: Api, signer: SigningKey) -> None:
-    from tests.modules.test_publishing import drain
+    from tests.modules.publishing import drain
 
     links = new_version(acme, signer.key_id)
     sums = shasums({FILENAME: GOOD_ZIP})
@@ -312,7 +246,7 @@ def test_retry_checks_an_archive_whose_event_was_lost(acme: Api, signer: Signing
 def test_retry_checks_a_version_and_its_archive_whose_events_were_lost(
     acme: Api, signer: SigningKey
 ) -> None:
-    from tests.modules.test_publishing import drain
+    from tests.modules.publishing import drain
 
     links = new_version(acme, signer.key_id)
     sums = shasums({FILENAME: GOOD_ZIP})
@@ -331,7 +265,7 @@ def test_retry_checks_a_failed_archive_again(
 ) -> None:
     """A check that failed for a reason since gone (here a parser bug) passes on retry."""
     from chalicelib.providers.ingest import checks
-    from tests.modules.test_publishing import drain
+    from tests.modules.publishing import drain
 
     def explode(*args: Any) -> None:
         raise ValueError("a parser bug")
@@ -348,7 +282,7 @@ def test_retry_checks_a_failed_archive_again(
 
 def test_retry_refuses_when_there_is_nothing_to_retry(acme: Api, signer: SigningKey) -> None:
     from tests.conftest import make_team
-    from tests.modules.test_publishing import drain
+    from tests.modules.publishing import drain
 
     links = new_version(acme, signer.key_id)
     sums = shasums({FILENAME: GOOD_ZIP})
@@ -371,7 +305,7 @@ def test_retry_refuses_when_there_is_nothing_to_retry(acme: Api, signer: Signing
 
 
 def test_retry_verifies_a_version_refused_before_its_key_was_added(acme: Api) -> None:
-    from tests.modules.test_publishing import drain
+    from tests.modules.publishing import drain
 
     late = new_signing_key("Added Later")
     publish(acme, late)

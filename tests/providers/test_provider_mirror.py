@@ -5,11 +5,8 @@ and seeding from ``terraform providers mirror``'s output."""
 
 from __future__ import annotations
 
-import base64
 import hashlib
-import io
 import json
-import zipfile
 from collections.abc import Iterator
 from typing import Any
 from urllib.parse import unquote, urlsplit
@@ -20,22 +17,14 @@ from chalicelib.core.data.aws import client
 from chalicelib.core.settings import get_settings
 from chalicelib.providers.mirror import store
 from tests.conftest import Api, doc, make_org, make_team, tar_gz
-from tests.providers.test_provider_checks import arrive, provider_org
+from tests.providers.helpers import arrive, provider_org
 from tests.support.mirror_upstream import Listener, Upstream, filename, provider_zip
-from tests.support.provider_files import new_signing_key, shasums
+from tests.support.provider_files import expected_h1, new_signing_key, shasums
 from tests.support.provider_files import provider_zip as mycloud_zip
 
 MIRROR = "/api/registry/mirror/v1"
 PUBLIC = f"{MIRROR}/registry.terraform.io/hashicorp/fake"
 VERSIONS = {"1.0.0": ["linux_amd64", "darwin_arm64"], "1.1.0": ["linux_amd64"]}
-
-
-def expected_h1(archive: bytes) -> str:
-    """terraform's h1: (Go's dirhash.HashZip), written out independently of the code."""
-    with zipfile.ZipFile(io.BytesIO(archive)) as zipped:
-        names = sorted(zipped.namelist())
-        lines = "".join(f"{hashlib.sha256(zipped.read(n)).hexdigest()}  {n}\n" for n in names)
-    return "h1:" + base64.b64encode(hashlib.sha256(lines.encode()).digest()).decode()
 
 
 def zh(archive: bytes) -> str:

@@ -12,16 +12,17 @@ import pytest
 from chalicelib.core.data.aws import client
 from chalicelib.core.settings import get_settings
 from tests.conftest import Api, make_org, make_team
-from tests.providers.test_provider_checks import (
+from tests.providers.helpers import (
     FILENAME,
     GOOD_ZIP,
+    VERSIONS,
+    _key_of,
     arrive,
     new_platform,
     new_version,
     provider_org,
     publish,
 )
-from tests.providers.test_providers import VERSIONS, _key_of
 from tests.support.provider_files import SigningKey, new_signing_key, provider_zip, sha256, shasums
 
 V1 = "/api/registry/v1/providers"

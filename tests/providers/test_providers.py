@@ -13,10 +13,8 @@ import pytest
 from chalicelib.core.data.aws import client
 from chalicelib.core.settings import get_settings
 from tests.conftest import Api, doc, make_org, make_team
+from tests.providers.helpers import ORG, PROVIDER, VERSIONS, _key_of
 
-ORG = "/api/v2/organizations/acme/registry-providers"
-PROVIDER = f"{ORG}/private/acme/mycloud"
-VERSIONS = f"{PROVIDER}/versions"
 KEYS = "/api/registry/private/v2/gpg-keys"
 
 
@@ -325,7 +323,7 @@ def test_go_tfe_registry_name_errors(acme: Api) -> None:
     """go-tfe TestRegistryProvidersCreate "without a registry-name" and "with an invalid
     registry-name": the error texts go-tfe compares, built from the answer's errors (title,
     a blank line, detail; one line per error)."""
-    from tests.scim.test_scim import go_tfe_error
+    from tests.scim.helpers import go_tfe_error
 
     before = everything(acme)
     missing = acme.post(ORG, doc("registry-providers", name="name", namespace="namespace"))
@@ -547,14 +545,6 @@ def test_deleting_a_provider_removes_versions_platforms_and_files(
     assert acme.get(VERSIONS).data == []
 
 
-def _key_of(url: str) -> str:
-    from urllib.parse import unquote, urlsplit
-
-    path = unquote(urlsplit(url).path).lstrip("/")
-    bucket = get_settings().bucket
-    return path[len(bucket) + 1 :] if path.startswith(bucket + "/") else path
-
-
 # ----- uploads: the S3 events turn the flags true -------------------------------------------
 
 
@@ -623,7 +613,7 @@ def test_a_user_publishes_through_a_manage_providers_team(
 ) -> None:
     """The user path of the permission: on a team with manage-providers a user publishes;
     on a team with only manage-modules the same user reads."""
-    from tests.accounts.test_accounts import add_member, new_user
+    from tests.accounts.helpers import add_member, new_user
 
     publishers, _ = make_team(acme, "acme", "publishers", manage_providers=True)
     modules, _ = make_team(acme, "acme", "module-people", manage_modules=True)

@@ -28,7 +28,7 @@ from cryptography.hazmat.primitives.asymmetric import padding
 from lxml import etree
 
 from tests.conftest import Api
-from tests.saml.test_saml import (
+from tests.saml.helpers import (
     ENTITY_ID,
     IDP,
     OTHER,

@@ -9,92 +9,27 @@ from typing import Any
 import pytest
 
 from tests.conftest import Api, Reply, make_org, make_team
-
-ADMIN = "/api/v2/admin"
-SETTINGS = f"{ADMIN}/scim-settings"
-TOKENS = f"{ADMIN}/scim-tokens"
-SCIM = "/scim/v2"
-USER = "urn:ietf:params:scim:schemas:core:2.0:User"
-GROUP = "urn:ietf:params:scim:schemas:core:2.0:Group"
-ERROR = "urn:ietf:params:scim:api:messages:2.0:Error"
-PATCH_OP = "urn:ietf:params:scim:api:messages:2.0:PatchOp"
-
-
-def body(**attributes: Any) -> dict[str, Any]:
-    """What go-tfe sends for admin singletons: an empty type."""
-    return {"data": {"type": "", "attributes": attributes}}
-
-
-def enable_saml(api: Api) -> None:
-    reply = api.patch(
-        f"{ADMIN}/saml-settings",
-        body(
-            enabled=True,
-            **{
-                "idp-cert": "testCert",
-                "sso-endpoint-url": "https://idp.example.test/sso",
-                "slo-endpoint-url": "https://idp.example.test/slo",
-            },
-        ),
-    )
-    assert reply.status == 200, reply.json
+from tests.scim.helpers import (
+    ADMIN,
+    ERROR,
+    GROUP,
+    SCIM,
+    SETTINGS,
+    TOKENS,
+    USER,
+    Scim,
+    body,
+    enable_saml,
+    go_tfe_error,
+    instance_user,
+    new_token,
+    scim_error,
+    team_members,
+)
 
 
 def in_days(days: float) -> str:
     return (datetime.now(UTC) + timedelta(days=days)).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-class Scim:
-    """An identity provider: SCIM calls with a SCIM token."""
-
-    def __init__(self, api: Api, token: str | None) -> None:
-        self.api = api.as_(token)
-
-    def call(self, method: str, path: str, payload: Any = None, **kw: Any) -> Reply:
-        kw.setdefault("content_type", "application/scim+json")
-        return self.api.call(method, SCIM + path, payload, **kw)
-
-    def get(self, path: str) -> Reply:
-        return self.call("GET", path)
-
-    def post(self, path: str, payload: Any = None, **kw: Any) -> Reply:
-        return self.call("POST", path, payload, **kw)
-
-    def put(self, path: str, payload: Any) -> Reply:
-        return self.call("PUT", path, payload)
-
-    def patch(self, path: str, *operations: dict[str, Any]) -> Reply:
-        return self.call("PATCH", path, {"schemas": [PATCH_OP], "Operations": list(operations)})
-
-    def delete(self, path: str) -> Reply:
-        return self.call("DELETE", path)
-
-    def user(self, user_name: str, **extra: Any) -> dict[str, Any]:
-        reply = self.post("/Users", {"schemas": [USER], "userName": user_name, **extra})
-        assert reply.status == 201, reply.json
-        return reply.json
-
-    def group(self, name: str, *members: str, **extra: Any) -> dict[str, Any]:
-        payload = {"schemas": [GROUP], "displayName": name, **extra}
-        payload["members"] = [{"value": m} for m in members]
-        reply = self.post("/Groups", payload)
-        assert reply.status == 201, reply.json
-        return reply.json
-
-
-def scim_error(reply: Reply, status: int, scim_type: str | None = None) -> dict[str, Any]:
-    assert reply.status == status, (reply.status, reply.body)
-    assert reply.headers["Content-Type"] == "application/scim+json"
-    error = reply.json
-    assert error["schemas"] == [ERROR] and error["status"] == str(status), error
-    assert error["detail"]
-    if scim_type:
-        assert error["scimType"] == scim_type, error
-    return error
-
-
-def new_token(api: Api, **attributes: Any) -> Reply:
-    return api.post(TOKENS, {"data": {"type": "authentication-tokens", "attributes": attributes}})
 
 
 @pytest.fixture
@@ -116,22 +51,10 @@ def user_token(api: Api, username: str, *, admin: bool = False) -> tuple[str, st
     return user.id, mint_token("user", user.id)[1]
 
 
-def instance_user(user_id: str) -> Any:
-    from chalicelib.accounts.service import get_user
-
-    return get_user(user_id)
-
-
 def tokens_of(user_id: str) -> list[Any]:
     from chalicelib.accounts.service import owned_tokens
 
     return list(owned_tokens("user", user_id))
-
-
-def team_members(api: Api, team_id: str) -> set[str]:
-    reply = api.get(f"/api/v2/teams/{team_id}")
-    assert reply.status == 200, reply.json
-    return {u["id"] for u in reply.data["relationships"]["users"]["data"]}
 
 
 def scim_link(api: Api, team_id: str) -> tuple[bool, str | None, bool]:
@@ -860,7 +783,7 @@ def test_a_deactivated_user_cannot_sign_in_with_a_password(api: Api, idp: Scim) 
     refuses (``UserModel.may_sign_in``); reactivation lets the password work again."""
     from chalicelib.accounts import passwords
     from chalicelib.accounts.store import UserModel
-    from tests.accounts.test_password_signin import PASSWORD, attempt
+    from tests.accounts.helpers import PASSWORD, attempt
     from tests.support.web_browser import Browser
 
     kim = idp.user("kim@example.com")
@@ -982,19 +905,6 @@ def test_a_user_scim_made_is_linked_again_after_deprovisioning(api: Api, idp: Sc
 
 
 # ----- go-tfe: TestAdminSCIMGroupMappings_Create / _Update / _Delete ---------------------------
-
-
-def go_tfe_error(reply: Reply) -> str:
-    """The error text go-tfe builds from a reply (``checkResponseCode``): 404 is always
-    ``resource not found``; otherwise ``title`` and ``detail`` joined by a blank line."""
-    if reply.status == 404:
-        return "resource not found"
-    assert reply.status >= 400, (reply.status, reply.body)
-    parts = []
-    for error in reply.json["errors"]:
-        detail = error.get("detail")
-        parts.append(f"{error['title']}\n\n{detail}" if detail else error["title"])
-    return "\n".join(parts)
 
 
 ALREADY_MAPPED = "conflict\n\nTeam is already linked to a SCIM group"
@@ -1139,7 +1049,7 @@ def test_disabling_scim_drops_its_tokens_groups_and_links_but_not_users(
     other = idp.group("devs", boss["id"])
     assert link(api, team, other["id"]).status == 204
     assert api.patch(SETTINGS, body(**{"site-admin-group-scim-id": group["id"]})).status == 200
-    from tests.scim.test_scim import instance_user, team_members
+    from tests.scim.helpers import instance_user, team_members
 
     assert instance_user(boss_id).is_site_admin and team_members(api, team) == {boss_id}
 
@@ -1196,7 +1106,7 @@ def test_scim_never_links_a_user_whose_email_is_unconfirmed(api: Api, idp: Scim)
     changes; linking works once the address is confirmed."""
     from chalicelib.accounts import service
     from chalicelib.accounts.store import UserModel
-    from tests.web.test_invitations_web import join_unmailed
+    from tests.web.helpers import join_unmailed
 
     make_org(api)
     jane_id = join_unmailed(api, "jane", "jane@example.com")

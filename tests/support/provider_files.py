@@ -4,6 +4,7 @@ provider zip, SHA256SUMS as ``sha256sum`` writes it and its binary detached sign
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import io
 import stat
@@ -70,3 +71,11 @@ def sha256(data: bytes) -> str:
 
 def shasums(files: dict[str, bytes]) -> bytes:
     return "".join(f"{sha256(data)}  {name}\n" for name, data in sorted(files.items())).encode()
+
+
+def expected_h1(archive: bytes) -> str:
+    """terraform's h1: (Go's dirhash.HashZip), written out independently of the code."""
+    with zipfile.ZipFile(io.BytesIO(archive)) as zipped:
+        names = sorted(zipped.namelist())
+        lines = "".join(f"{hashlib.sha256(zipped.read(n)).hexdigest()}  {n}\n" for n in names)
+    return "h1:" + base64.b64encode(hashlib.sha256(lines.encode()).digest()).decode()

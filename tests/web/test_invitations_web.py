@@ -10,11 +10,10 @@ from urllib.parse import unquote
 
 import pytest
 
-from tests.accounts.test_memberships import MEMBERSHIPS, invite_body
+from tests.accounts.helpers import MEMBERSHIPS, invite_body
 from tests.conftest import Api, make_org
 from tests.support.web_browser import Browser
-
-PASSWORD = "correct-horse-battery"
+from tests.web.helpers import PASSWORD, invitation_path
 
 
 def test_a_new_person_accepts_once_and_is_signed_in(
@@ -132,7 +131,7 @@ def signed_in(api: Api, token: str) -> Browser:
 
 def owned_by(api: Api, organization: str, username: str) -> str:
     """A new organization (the site admin makes it) whose only owner is ``username``."""
-    from tests.accounts.test_accounts import add_member, team_id_by_name
+    from tests.accounts.helpers import add_member, team_id_by_name
 
     make_org(api, organization)
     owners = team_id_by_name(api, organization, "owners")
@@ -140,10 +139,6 @@ def owned_by(api: Api, organization: str, username: str) -> str:
     body = {"data": [{"type": "users", "id": "admin"}]}
     assert api.delete(f"/api/v2/teams/{owners}/relationships/users", body).status == 204
     return organization
-
-
-def invitation_path(link: str) -> str:
-    return link[link.index("/app/invitations/") :]
 
 
 def mailed_link(mailbox: object, email: str) -> str:
@@ -244,21 +239,6 @@ def test_an_owner_inviting_an_existing_user_gets_no_link_and_the_link_signs_nobo
     assert status_of(api, "evil2", "admin@localhost") == "active"
     assert not service.get_user(olivia_id).is_site_admin
     assert status_of(api, "evil", "kim@example.com") == "invited"
-
-
-def join_unmailed(api: Api, username: str, email: str, organization: str = "acme") -> str:
-    """The site admin invites ``email`` with no SMTP set up and whoever holds the link makes
-    the account ``username``: its id (the account's email is unconfirmed)."""
-    reply = api.post(
-        f"/api/v2/organizations/{organization}/organization-memberships", invite_body(email)
-    )
-    assert reply.status == 201, reply.json
-    link = invitation_path(reply.json["data"]["meta"]["invitation-url"])
-    browser = Browser(api.client)
-    form = {"csrf_token": browser.csrf(link), "username": username, "password": PASSWORD}
-    assert browser.post(link, {**form, "password_again": PASSWORD}).status_code == 303
-    found = [m for m in api.get(MEMBERSHIPS).data if m["attributes"]["email"] == email]
-    return str(found[0]["relationships"]["user"]["data"]["id"])
 
 
 def test_a_new_person_joins_confirmed_through_a_mailed_link(api: Api) -> None:

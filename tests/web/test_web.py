@@ -21,7 +21,7 @@ from chalicelib.web import markdown, session, store
 from chalicelib.web.session import COOKIE_NAME, CSRF_COOKIE
 from chalicelib.web.view import safe_next
 from tests.conftest import ADMIN_TOKEN, Api, doc, make_org, make_team
-from tests.modules.test_registry import MAIN_TF, create_module, create_version, upload_and_ingest
+from tests.modules.helpers import MAIN_TF, create_module, create_version, upload_and_ingest
 from tests.support.web_browser import Browser
 
 HOSTILE_README = """# Hostile
@@ -591,7 +591,7 @@ def test_the_module_list_reads_its_page_not_the_organization(
     page's own items), a later page a lean entry per module before it, and the pager links a
     window of pages rather than every page."""
     from bench.reads import counting_reads
-    from tests.core.test_lists import LEAN, seed
+    from tests.core.helpers import LEAN, seed
 
     for org, count in (("small", 20), ("large", 400)):
         make_org(api, org)

@@ -275,7 +275,7 @@ def test_wrong_current_passwords_on_the_form_are_throttled_with_the_api_ones(
     ``signin.ACCOUNT_LIMIT`` guesses a window in all; then a 429 page that changes nothing."""
     from types import SimpleNamespace
 
-    from tests.accounts.test_password_signin import WINDOW_START
+    from tests.accounts.helpers import WINDOW_START
 
     monkeypatch.setattr(signin, "time", SimpleNamespace(time=lambda: WINDOW_START + 60.0))
     user_id, token = person(org, "jane")

@@ -15,8 +15,7 @@ import pytest
 
 from chalicelib.core.settings import get_settings
 from tests.conftest import ADMIN_TOKEN, Api, doc, make_org, make_team
-from tests.providers.test_provider_checks import arrive, new_version, provider_org
-from tests.providers.test_providers import VERSIONS
+from tests.providers.helpers import VERSIONS, arrive, new_version, provider_org
 from tests.support.provider_files import SigningKey, new_signing_key, provider_zip, sha256, shasums
 from tests.support.web_browser import Browser
 
@@ -186,7 +185,7 @@ def test_a_publisher_has_a_platform_checked_again_after_a_confirmation(
 ) -> None:
     """The page's "Check again" button opens a confirmation whose form (with its CSRF
     token) runs the API's retry; refusals (verified, nothing uploaded) show there."""
-    from tests.modules.test_publishing import drain
+    from tests.modules.publishing import drain
 
     drain(run=False)
     retry = f"{PAGE}/1.0.0/platforms/darwin/arm64/retry"

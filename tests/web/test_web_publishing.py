@@ -23,8 +23,8 @@ import pytest
 from chalicelib.core.data.aws import client
 from chalicelib.core.settings import get_settings
 from tests.conftest import ADMIN_TOKEN, Api, make_org, make_team, tar_gz
-from tests.modules.test_publishing import connect, drain
-from tests.modules.test_registry import MAIN_TF
+from tests.modules.helpers import MAIN_TF
+from tests.modules.publishing import connect, drain
 from tests.support.vcs_git_server import GitServer, serve
 from tests.support.web_browser import Browser
 

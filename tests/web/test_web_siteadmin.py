@@ -17,7 +17,7 @@ import pytest
 
 from chalicelib.accounts import service as accounts
 from chalicelib.admin import store
-from tests.admin.test_admin_people import admin_id, make_user
+from tests.admin.helpers import admin_id, make_user
 from tests.conftest import ADMIN_TOKEN, Api, doc, make_org
 from tests.support.admin_servers import SMTP_PASSWORD, SMTP_USER, sms_provider, smtp_server
 from tests.support.web_browser import Browser

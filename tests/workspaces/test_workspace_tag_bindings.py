@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from tests.conftest import Api, doc, make_org, make_team
-from tests.projects.test_projects import bindings_rel, make_project, pairs
+from tests.projects.helpers import bindings_rel, make_project, pairs
 
 V2 = "/api/v2"
 
