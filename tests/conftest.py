@@ -116,6 +116,39 @@ class Provisioned:
                 sqs.delete_queue(QueueUrl=url)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def cheap_password_hashes() -> Iterator[Any]:
+    """argon2id at its cheapest for the in-process tests: a hash, and each wrong password,
+    costs about a millisecond instead of argon2-cffi's defaults (3 passes over 64 MiB, tens of
+    milliseconds and more on a loaded machine). A hash names its own parameters, so what is
+    stored verifies as before; tests/accounts/test_passwords.py checks production's parameters
+    with ``production_password_hasher``. The e2e stack, a process of its own, keeps them."""
+    from argon2 import PasswordHasher
+
+    from chalicelib.accounts import passwords
+
+    production = passwords._hasher
+    cheap = PasswordHasher(time_cost=1, memory_cost=8, parallelism=1)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(passwords, "_hasher", lambda: cheap)
+        passwords._dummy.cache_clear()
+        yield production
+    passwords._dummy.cache_clear()
+
+
+@pytest.fixture
+def production_password_hasher(
+    cheap_password_hashes: Any, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[None]:
+    """``chalicelib.accounts.passwords`` with the hasher production uses, for this test."""
+    from chalicelib.accounts import passwords
+
+    monkeypatch.setattr(passwords, "_hasher", cheap_password_hashes)
+    passwords._dummy.cache_clear()
+    yield
+    passwords._dummy.cache_clear()
+
+
 @pytest.fixture(scope="session")
 def aws_resources() -> Iterator[Provisioned]:
     """Tables, bucket, queues and KMS key created once per session (creating the tables is
