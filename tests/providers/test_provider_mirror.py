@@ -60,7 +60,7 @@ def upstream(monkeypatch: pytest.MonkeyPatch) -> Iterator[Upstream]:
     configure(
         monkeypatch,
         REGISTRY_MIRROR_UPSTREAM_URL=server.url,
-        REGISTRY_MIRROR_TIMEOUT="1",
+        REGISTRY_MIRROR_TIMEOUT="10",  # never reached: the "slow" case sets its own
         # As deployed: nothing listed; the configured upstream is allowed as such.
         REGISTRY_OUTBOUND_ALLOW="",
     )
@@ -147,6 +147,8 @@ def test_upstream_failures_are_a_502_or_504_that_keeps_nothing(
     configure(monkeypatch, REGISTRY_MIRROR_MAX_ARCHIVE_BYTES=str(size + 100))
     assert api.get(f"{PUBLIC}/index.json").status == 200  # the list is cached first
     upstream.mode = mode
+    if mode == "slow":  # the upstream holds its answer until released, past this timeout
+        configure(monkeypatch, REGISTRY_MIRROR_TIMEOUT="0.2")
     reply = api.get(f"{PUBLIC}/1.1.0.json")
     assert reply.status == status, reply.json
     assert reply.headers["Content-Type"] == "application/json"
@@ -154,6 +156,8 @@ def test_upstream_failures_are_a_502_or_504_that_keeps_nothing(
     assert mirror_objects() == []
     # Once the upstream is well again the same request succeeds.
     upstream.mode = ""
+    upstream.released.set()
+    configure(monkeypatch, REGISTRY_MIRROR_TIMEOUT="10")
     assert api.get(f"{PUBLIC}/1.1.0.json").status == 200
 
 

@@ -1,7 +1,7 @@
 """A local stand-in for a public registry's ``providers.v1`` protocol (never the internet):
 one provider, ``hashicorp/fake``, with small zip archives, and a log of every request so
 tests can tell whether the cache called it. ``mode`` makes it fail: ``"error"`` (500),
-``"slow"`` (answers after ``delay`` seconds), ``"bad-shasum"`` (an archive that is not
+``"slow"`` (answers only once ``released`` is set), ``"bad-shasum"`` (an archive that is not
 what its ``shasum`` says), ``"huge"`` (an archive past any small cap).
 
 Every version has a SHA256SUMS of its archives, signed (binary, detached) by ``signer``,
@@ -23,7 +23,6 @@ import io
 import json
 import socket
 import threading
-import time
 import zipfile
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -63,7 +62,9 @@ class Upstream:
         self.requests: list[str] = []
         self.redirects: dict[str, str] = {}
         self.mode = ""
-        self.delay = 2.0
+        # "slow" holds each answer until the test sets this (or 30 s pass): slower than any
+        # timeout however fast or loaded the machine.
+        self.released = threading.Event()
         self.signer = signing_key()
         self.zips = {
             (v, p): provider_zip(v, *p.split("_", 1), binary=binary)
@@ -79,7 +80,7 @@ class Upstream:
             def do_GET(self) -> None:  # noqa: N802
                 upstream.requests.append(self.path)
                 if upstream.mode == "slow":
-                    time.sleep(upstream.delay)
+                    upstream.released.wait(30)
                 if upstream.mode == "error":
                     return self._send(500, b'{"errors":["boom"]}')
                 if self.path in upstream.redirects:
@@ -103,6 +104,7 @@ class Upstream:
         ).start()
 
     def close(self) -> None:
+        self.released.set()
         self.server.shutdown()
         self.server.server_close()
 
