@@ -9,8 +9,8 @@ LEAN = 128  # bytes per lean entry the lists may read for each item before a pag
 VERSIONS = 30
 
 
-def seed(org: str, count: int, *, kept: bool = True) -> None:
-    """``count`` private modules of ``VERSIONS`` ok versions each (about 2.6 KB an item),
+def seed(org: str, count: int, *, kept: bool = True, versions: int = VERSIONS) -> None:
+    """``count`` private modules of ``versions`` ok versions each (30: about 2.6 KB an item),
     written straight to the table; ``kept``: with their protocol list entries and count as
     the writes keep them, else as a stack deployed before the lists has them (the backfill
     makes those)."""
@@ -26,7 +26,7 @@ def seed(org: str, count: int, *, kept: bool = True) -> None:
             "published-at": iso(moment),
             "archive": f"v1/object/{new_id('modver')}.tar.gz",
         }
-        for v in range(VERSIONS)
+        for v in range(versions)
     }
     with ModuleModel.batch_write() as batch, ProtocolEntryModel.batch_write() as entries:
         for index in range(count):

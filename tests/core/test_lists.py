@@ -117,13 +117,14 @@ def test_page_modules_answers_what_the_whole_list_answered(api: Api, hosted: Non
     principal = _admin()
     queries = [None, "vpc", "AWS", "hashi", "nothing"]
     filters = [{}, {"provider": "aws"}, {"registry_name": "public"}, {"registry_name": "private"}]
-    for q, wanted, size, number in itertools.product(queries, filters, (1, 3, 20), (1, 2, 4, 9)):
-        page = Page(number, size)
+    for q, wanted in itertools.product(queries, filters):
         everything, _ = service.list_modules(principal, "acme", q, wanted)
-        old = paginate(everything, page, "u", {})
-        new, total, _ = service.page_modules(principal, "acme", q, wanted, page)
-        assert [m.key for m in new] == [m.key for m in old.items], (q, wanted, size, number)
-        assert total == old.meta["pagination"]["total-count"]
+        for size, number in itertools.product((1, 3, 20), (1, 2, 4, 9)):
+            page = Page(number, size)
+            old = paginate(everything, page, "u", {})
+            new, total, _ = service.page_modules(principal, "acme", q, wanted, page)
+            assert [m.key for m in new] == [m.key for m in old.items], (q, wanted, size, number)
+            assert total == old.meta["pagination"]["total-count"]
 
 
 def _admin():
@@ -191,7 +192,9 @@ def test_the_backfill_creates_what_the_lists_read_and_is_safe_to_rerun(api: Api)
     from infrastructure import backfill
 
     make_org(api, "acme")
-    seed("acme", 30, kept=False)
+    # Small items: moto copies every table a transaction names, and the backfill writes
+    # in transactions; the number of versions changes nothing it does.
+    seed("acme", 30, kept=False, versions=2)
     # A stack deployed before the lists: no count (the lean index is counted meanwhile), no
     # protocol entry.
     with counting_reads() as reads:
@@ -431,13 +434,14 @@ def test_a_project_page_reads_the_claims_before_it_and_its_own_projects(api: Api
     # Every page, order, search and name filter equals the old answer (every project read).
     principal = _admin()
     queries = [{}, {"sort": "-name"}, {"q": "PROJECT 01"}, {"filter[names]": "project 004,nope"}]
-    for query, size, number in itertools.product(queries, (1, 7, 100), (1, 2, 9)):
+    for query in queries:
         everything, _ = service.list_projects(principal, "large", query)
-        page = Page(number, size)
-        got, total, _ = service.page_projects(principal, "large", query, page)
-        assert total == len(everything), query
-        expected = everything[page.offset : page.offset + page.size]
-        assert [p.id for p in got] == [p.id for p in expected], (query, size, number)
+        for size, number in itertools.product((1, 7, 100), (1, 2, 9)):
+            page = Page(number, size)
+            got, total, _ = service.page_projects(principal, "large", query, page)
+            assert total == len(everything), query
+            expected = everything[page.offset : page.offset + page.size]
+            assert [p.id for p in got] == [p.id for p in expected], (query, size, number)
 
     # The count follows deletes, and the backfill finds nothing to correct.
     victim = next(p for p in large["data"] if p["attributes"]["name"] != "Default Project")
@@ -472,13 +476,14 @@ def test_a_workspace_page_reads_the_claims_before_it_and_its_own_workspaces(api:
 
     principal = _admin()
     queries = [{}, {"search[name]": "APP-01"}, {"search[tags]": "env-prod"}]
-    for query, size, number in itertools.product(queries, (1, 6, 100), (1, 2, 8)):
+    for query in queries:
         everything, _ = service.list_workspaces(principal, "large", query)
-        page = Page(number, size)
-        got, total, _ = service.page_workspaces(principal, "large", query, page)
-        assert total == len(everything), query
-        expected = everything[page.offset : page.offset + page.size]
-        assert [w.id for w in got] == [w.id for w in expected], (query, size, number)
+        for size, number in itertools.product((1, 6, 100), (1, 2, 8)):
+            page = Page(number, size)
+            got, total, _ = service.page_workspaces(principal, "large", query, page)
+            assert total == len(everything), query
+            expected = everything[page.offset : page.offset + page.size]
+            assert [w.id for w in got] == [w.id for w in expected], (query, size, number)
 
     victim = large["data"][0]["id"]
     assert api.delete(f"/api/v2/workspaces/{victim}").status in (200, 204)
