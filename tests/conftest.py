@@ -42,6 +42,8 @@ import pytest  # noqa: E402
 from moto import mock_aws  # noqa: E402
 from moto.core import DEFAULT_ACCOUNT_ID  # noqa: E402
 from moto.dynamodb.models import dynamodb_backends  # noqa: E402
+from moto.s3.models import s3_backends  # noqa: E402
+from moto.sqs.models import sqs_backends  # noqa: E402
 
 from chalicelib.core.data.aws import reset_clients  # noqa: E402
 from chalicelib.core.settings import get_settings  # noqa: E402
@@ -82,38 +84,54 @@ class Provisioned:
     mock: Any
     tables: set[str]
     buckets: set[str]
-    queues: set[str]
+    queues: set[str]  # names
 
     def empty(self) -> None:
         """Every table item, bucket object and queued message gone; anything a test created
-        besides the provisioned resources deleted: the state right after ``provision()``."""
+        besides the provisioned resources deleted: the state right after ``provision()``.
+
+        The provisioned resources are emptied in moto's own stores (a round trip through
+        botocore per table, bucket and queue was most of a test's setup); a moto upgrade
+        that renames ``items``, ``keys``, ``multiparts`` or ``queues`` fails loudly."""
         from chalicelib.core.data.aws import client
 
-        dynamodb, s3, sqs = client("dynamodb"), client("s3"), client("sqs")
-        for table in dynamodb.list_tables()["TableNames"]:
-            if table not in self.tables:
-                dynamodb.delete_table(TableName=table)
-        # moto's own tables, emptied in place: a Scan and BatchWriteItem round trip per
-        # table cost most of this method (a moto upgrade that renames ``items`` fails loudly).
-        for table in dynamodb_backends[DEFAULT_ACCOUNT_ID][get_settings().region].tables.values():
+        region = get_settings().region
+        dynamodb = dynamodb_backends[DEFAULT_ACCOUNT_ID][region]
+        for name in [name for name in dynamodb.tables if name not in self.tables]:
+            client("dynamodb").delete_table(TableName=name)
+        for table in dynamodb.tables.values():
             table.items.clear()
-        for bucket in [b["Name"] for b in s3.list_buckets()["Buckets"]]:
-            for upload in s3.list_multipart_uploads(Bucket=bucket).get("Uploads", []):
-                s3.abort_multipart_upload(
-                    Bucket=bucket, Key=upload["Key"], UploadId=upload["UploadId"]
-                )
-            for page in s3.get_paginator("list_object_versions").paginate(Bucket=bucket):
-                found = page.get("Versions", []) + page.get("DeleteMarkers", [])
-                if found:
-                    objects = [{"Key": o["Key"], "VersionId": o["VersionId"]} for o in found]
-                    s3.delete_objects(Bucket=bucket, Delete={"Objects": objects})
-            if bucket not in self.buckets:
-                s3.delete_bucket(Bucket=bucket)
-        for url in sqs.list_queues().get("QueueUrls", []):
-            if url in self.queues:
-                sqs.purge_queue(QueueUrl=url)
+        for name, bucket in list(s3_backends[DEFAULT_ACCOUNT_ID]["aws"].buckets.items()):
+            if name in self.buckets:
+                for _, versions in bucket.keys.lists():
+                    for key in versions:
+                        key.dispose()  # as moto's DeleteObject does
+                for upload in bucket.multiparts.values():
+                    upload.dispose()
+                bucket.keys.clear()
+                bucket.multiparts.clear()
             else:
-                sqs.delete_queue(QueueUrl=url)
+                _delete_bucket(client("s3"), name)
+        sqs = sqs_backends[DEFAULT_ACCOUNT_ID][region]
+        for name in list(sqs.queues):
+            if name in self.queues:
+                sqs.purge_queue(name)
+            else:
+                client("sqs").delete_queue(
+                    QueueUrl=client("sqs").get_queue_url(QueueName=name)["QueueUrl"]
+                )
+
+
+def _delete_bucket(s3: Any, bucket: str) -> None:
+    """A bucket a test created, with whatever it holds."""
+    for upload in s3.list_multipart_uploads(Bucket=bucket).get("Uploads", []):
+        s3.abort_multipart_upload(Bucket=bucket, Key=upload["Key"], UploadId=upload["UploadId"])
+    for page in s3.get_paginator("list_object_versions").paginate(Bucket=bucket):
+        found = page.get("Versions", []) + page.get("DeleteMarkers", [])
+        if found:
+            objects = [{"Key": o["Key"], "VersionId": o["VersionId"]} for o in found]
+            s3.delete_objects(Bucket=bucket, Delete={"Objects": objects})
+    s3.delete_bucket(Bucket=bucket)
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -163,7 +181,7 @@ def aws_resources() -> Iterator[Provisioned]:
         provision()
         tables = set(client("dynamodb").list_tables()["TableNames"])
         buckets = {b["Name"] for b in client("s3").list_buckets()["Buckets"]}
-        queues = set(client("sqs").list_queues().get("QueueUrls", []))
+        queues = {url.rsplit("/", 1)[1] for url in client("sqs").list_queues()["QueueUrls"]}
     finally:
         mock.stop(remove_data=False)
     yield Provisioned(mock, tables, buckets, queues)
@@ -303,14 +321,38 @@ class Api:
         return self.call("DELETE", path, body, **kw)
 
 
+# The items ``bootstrap_admin(ADMIN_TOKEN)`` writes into the empty tables, taken from moto
+# after the session's first bootstrap: {table name: moto's items}.
+_bootstrapped: dict[str, Any] = {}
+
+
+def bootstrap_admin_once() -> None:
+    """The site admin with ``ADMIN_TOKEN``, as ``bootstrap_admin`` makes it on empty tables:
+    made once per session, then put back as moto's items (deep copies) before each test.
+    Bootstrapping on empty tables costs two transactions and a scan (the admin count is
+    derived the first time), a sizeable part of every API test's setup under moto."""
+    import copy
+
+    from chalicelib.accounts.service import bootstrap_admin
+
+    tables = dynamodb_backends[DEFAULT_ACCOUNT_ID][get_settings().region].tables
+    if not _bootstrapped:
+        bootstrap_admin(ADMIN_TOKEN)
+        _bootstrapped.update(
+            {name: copy.deepcopy(dict(t.items)) for name, t in tables.items() if t.items}
+        )
+        return
+    for name, items in _bootstrapped.items():
+        tables[name].items.update(copy.deepcopy(items))
+
+
 @pytest.fixture
 def api(aws: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Api]:
     from chalice.test import Client
 
     from app import app
-    from chalicelib.accounts.service import bootstrap_admin
 
-    bootstrap_admin(ADMIN_TOKEN)
+    bootstrap_admin_once()
     # An empty project dir: Chalice's client would otherwise export .chalice/config.json's
     # stage environment (EDITION, table names) into os.environ.
     with Client(app, project_dir=str(tmp_path_factory.mktemp("chalice"))) as client:
