@@ -28,9 +28,9 @@ os.environ.update(
     # of a queue within 60 seconds, as SQS does.
     MOTO_SQS_ENFORCE_STRICT_QUEUE_PURGE_BEHAVIOUR="false",
     # A configured deployment: mailed links name only this address (the in-process browser's
-    # host, tests.web_browser.HOST); the `no_public_address` fixture takes it away.
+    # host, tests.support.web_browser.HOST); the `no_public_address` fixture takes it away.
     REGISTRY_PUBLIC_URL="http://registry.test",
-    # The local stand-ins of VCS hosts (tests/vcs_api_server.py, tests/vcs_git_server.py)
+    # The local stand-ins of VCS hosts (tests/support/vcs_api_server.py, vcs_git_server.py)
     # listen on 127.0.0.1, which outbound fetches refuse unless the operator lists it
     # (chalicelib.core.outbound). The tests of those refusals set their own value.
     REGISTRY_OUTBOUND_ALLOW="127.0.0.1",

@@ -1,5 +1,5 @@
 """SAML single sign-on end to end: the real local stack, an independent IdP (pysaml2 with
-Debian's ``xmlsec1``, ``tests/saml_idp.py``) on another site (``localhost`` against the
+Debian's ``xmlsec1``, ``tests/support/saml_idp.py``) on another site (``localhost`` against the
 registry's ``127.0.0.1``), and headless Chromium.
 
 SAML is configured through the admin API with the IdP's certificate and SSO URL. Then:
@@ -15,7 +15,7 @@ LogoutRequest) ends the registry session; a replayed
 Response is refused; certificate rotation (``old-idp-cert`` until revoked) with the IdP's
 two keys; the bootstrap admin's token still works with SAML on (break-glass). The hostile
 Responses pysaml2 will not make (unsigned, wrapped, a comment in the NameID, ...) are in
-``tests/test_saml.py``, where the test is the IdP.
+``tests/saml/test_saml.py``, where the test is the IdP.
 
 On the shared stack, in this module's own organization and team: the SAML settings it
 saves are switched back (disabled) when the module ends, so they reach no other module.

@@ -1,7 +1,7 @@
 """SAML single logout at ``/users/saml/slo`` (HTTP-Redirect binding), in process.
 
-The test is the IdP (``tests.test_saml``'s key, messages signed over the query string with
-``cryptography``) and, for interoperability, pysaml2 (``tests.saml_idp``). Accepted: the
+The test is the IdP (``tests.saml.helpers``'s key, messages signed over the query string with
+``cryptography``) and, for interoperability, pysaml2 (``tests.support.saml_idp``). Accepted: the
 IdP's LogoutResponse to our sign-out (the signed-out page, once); the IdP's LogoutRequest
 (every session SAML opened for that NameID ends; the browser goes back to the IdP with our
 LogoutResponse). Every refusal (forged or missing signature, another key, an unknown,

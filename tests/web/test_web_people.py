@@ -1,4 +1,4 @@
-"""The people pages in-process (tests/web_browser.py over Chalice's test client and moto):
+"""The people pages in-process (tests/support/web_browser.py over Chalice's test client and moto):
 the account (profile, password, API tokens) and an organization's members, teams and
 tokens. Each action, and its refusals: a form without its CSRF token is 403 and changes
 nothing; who may not do a thing sees no form for it and its POST answers 404; bad input

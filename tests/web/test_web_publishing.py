@@ -1,4 +1,4 @@
-"""The publishing pages in-process (tests/web_browser.py over Chalice's test client and moto):
+"""The publishing pages in-process (tests/support/web_browser.py over Chalice's test client, moto):
 create a module and a version, upload its archive to the presigned link the page gives,
 deprecate, undeprecate, revoke, un-revoke, delete a version and the module, retry. Each
 action changes what the API then shows; its refusals change nothing: a form without its
@@ -369,7 +369,7 @@ def test_the_local_stack_lets_the_bucket_take_puts_from_its_ui_origins(
 
 @pytest.fixture
 def repositories() -> Iterator[tuple[GitServer, dict[str, str]]]:
-    """The loopback git server of tests/test_publishing.py (acme/terraform-aws-net, tagged)."""
+    """The loopback git server of tests/modules/test_publishing.py (acme/terraform-aws-net)."""
     yield from serve()
 
 
