@@ -32,7 +32,7 @@ ORG = "bench-vcs"
 
 
 def build_repository() -> Any:
-    from tests.vcs_git_server import RepoBuilder
+    from tests.support.vcs_git_server import RepoBuilder
 
     files = dict(generate_module())
     builder = RepoBuilder()
@@ -47,8 +47,8 @@ def main() -> None:
     from chalice.test import Client
     from moto import mock_aws
 
-    from tests.vcs_api_server import VcsApi
-    from tests.vcs_git_server import TOKEN, GitServer
+    from tests.support.vcs_api_server import VcsApi
+    from tests.support.vcs_git_server import TOKEN, GitServer
 
     repos = {"acme/terraform-aws-big": build_repository()}
     with GitServer(repos) as server, VcsApi() as host_api, mock_aws():

@@ -119,7 +119,8 @@ def seed(organization: str, modules: int) -> None:
     # Written straight to the tables as the writes keep them (kept counts, protocol list
     # entries, the latest version's description on the module), not through the backfill:
     # under moto each of its transactions copies every table, which at 2,000 modules takes
-    # gigabytes (the backfill itself is tested in tests/test_lists.py and tests/test_web.py).
+    # gigabytes (the backfill itself is tested in tests/core/test_lists.py and
+    # tests/web/test_web.py).
     lists.set_counts(store.count_scope(organization), dict(counts))
 
 

@@ -28,9 +28,9 @@ os.environ.update(
     # of a queue within 60 seconds, as SQS does.
     MOTO_SQS_ENFORCE_STRICT_QUEUE_PURGE_BEHAVIOUR="false",
     # A configured deployment: mailed links name only this address (the in-process browser's
-    # host, tests.web_browser.HOST); the `no_public_address` fixture takes it away.
+    # host, tests.support.web_browser.HOST); the `no_public_address` fixture takes it away.
     REGISTRY_PUBLIC_URL="http://registry.test",
-    # The local stand-ins of VCS hosts (tests/vcs_api_server.py, tests/vcs_git_server.py)
+    # The local stand-ins of VCS hosts (tests/support/vcs_api_server.py, vcs_git_server.py)
     # listen on 127.0.0.1, which outbound fetches refuse unless the operator lists it
     # (chalicelib.core.outbound). The tests of those refusals set their own value.
     REGISTRY_OUTBOUND_ALLOW="127.0.0.1",
@@ -42,6 +42,8 @@ import pytest  # noqa: E402
 from moto import mock_aws  # noqa: E402
 from moto.core import DEFAULT_ACCOUNT_ID  # noqa: E402
 from moto.dynamodb.models import dynamodb_backends  # noqa: E402
+from moto.s3.models import s3_backends  # noqa: E402
+from moto.sqs.models import sqs_backends  # noqa: E402
 
 from chalicelib.core.data.aws import reset_clients  # noqa: E402
 from chalicelib.core.settings import get_settings  # noqa: E402
@@ -83,38 +85,87 @@ class Provisioned:
     mock: Any
     tables: set[str]
     buckets: set[str]
-    queues: set[str]
+    queues: set[str]  # names
 
     def empty(self) -> None:
         """Every table item, bucket object and queued message gone; anything a test created
-        besides the provisioned resources deleted: the state right after ``provision()``."""
+        besides the provisioned resources deleted: the state right after ``provision()``.
+
+        The provisioned resources are emptied in moto's own stores (a round trip through
+        botocore per table, bucket and queue was most of a test's setup); a moto upgrade
+        that renames ``items``, ``keys``, ``multiparts`` or ``queues`` fails loudly."""
         from chalicelib.core.data.aws import client
 
-        dynamodb, s3, sqs = client("dynamodb"), client("s3"), client("sqs")
-        for table in dynamodb.list_tables()["TableNames"]:
-            if table not in self.tables:
-                dynamodb.delete_table(TableName=table)
-        # moto's own tables, emptied in place: a Scan and BatchWriteItem round trip per
-        # table cost most of this method (a moto upgrade that renames ``items`` fails loudly).
-        for table in dynamodb_backends[DEFAULT_ACCOUNT_ID][get_settings().region].tables.values():
+        region = get_settings().region
+        dynamodb = dynamodb_backends[DEFAULT_ACCOUNT_ID][region]
+        for name in [name for name in dynamodb.tables if name not in self.tables]:
+            client("dynamodb").delete_table(TableName=name)
+        for table in dynamodb.tables.values():
             table.items.clear()
-        for bucket in [b["Name"] for b in s3.list_buckets()["Buckets"]]:
-            for upload in s3.list_multipart_uploads(Bucket=bucket).get("Uploads", []):
-                s3.abort_multipart_upload(
-                    Bucket=bucket, Key=upload["Key"], UploadId=upload["UploadId"]
-                )
-            for page in s3.get_paginator("list_object_versions").paginate(Bucket=bucket):
-                found = page.get("Versions", []) + page.get("DeleteMarkers", [])
-                if found:
-                    objects = [{"Key": o["Key"], "VersionId": o["VersionId"]} for o in found]
-                    s3.delete_objects(Bucket=bucket, Delete={"Objects": objects})
-            if bucket not in self.buckets:
-                s3.delete_bucket(Bucket=bucket)
-        for url in sqs.list_queues().get("QueueUrls", []):
-            if url in self.queues:
-                sqs.purge_queue(QueueUrl=url)
+        for name, bucket in list(s3_backends[DEFAULT_ACCOUNT_ID]["aws"].buckets.items()):
+            if name in self.buckets:
+                for _, versions in bucket.keys.lists():
+                    for key in versions:
+                        key.dispose()  # as moto's DeleteObject does
+                for upload in bucket.multiparts.values():
+                    upload.dispose()
+                bucket.keys.clear()
+                bucket.multiparts.clear()
             else:
-                sqs.delete_queue(QueueUrl=url)
+                _delete_bucket(client("s3"), name)
+        sqs = sqs_backends[DEFAULT_ACCOUNT_ID][region]
+        for name in list(sqs.queues):
+            if name in self.queues:
+                sqs.purge_queue(name)
+            else:
+                client("sqs").delete_queue(
+                    QueueUrl=client("sqs").get_queue_url(QueueName=name)["QueueUrl"]
+                )
+
+
+def _delete_bucket(s3: Any, bucket: str) -> None:
+    """A bucket a test created, with whatever it holds."""
+    for upload in s3.list_multipart_uploads(Bucket=bucket).get("Uploads", []):
+        s3.abort_multipart_upload(Bucket=bucket, Key=upload["Key"], UploadId=upload["UploadId"])
+    for page in s3.get_paginator("list_object_versions").paginate(Bucket=bucket):
+        found = page.get("Versions", []) + page.get("DeleteMarkers", [])
+        if found:
+            objects = [{"Key": o["Key"], "VersionId": o["VersionId"]} for o in found]
+            s3.delete_objects(Bucket=bucket, Delete={"Objects": objects})
+    s3.delete_bucket(Bucket=bucket)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def cheap_password_hashes() -> Iterator[Any]:
+    """argon2id at its cheapest for the in-process tests: a hash, and each wrong password,
+    costs about a millisecond instead of argon2-cffi's defaults (3 passes over 64 MiB, tens of
+    milliseconds and more on a loaded machine). A hash names its own parameters, so what is
+    stored verifies as before; tests/accounts/test_passwords.py checks production's parameters
+    with ``production_password_hasher``. The e2e stack, a process of its own, keeps them."""
+    from argon2 import PasswordHasher
+
+    from chalicelib.accounts import passwords
+
+    production = passwords._hasher
+    cheap = PasswordHasher(time_cost=1, memory_cost=8, parallelism=1)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(passwords, "_hasher", lambda: cheap)
+        passwords._dummy.cache_clear()
+        yield production
+    passwords._dummy.cache_clear()
+
+
+@pytest.fixture
+def production_password_hasher(
+    cheap_password_hashes: Any, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[None]:
+    """``chalicelib.accounts.passwords`` with the hasher production uses, for this test."""
+    from chalicelib.accounts import passwords
+
+    monkeypatch.setattr(passwords, "_hasher", cheap_password_hashes)
+    passwords._dummy.cache_clear()
+    yield
+    passwords._dummy.cache_clear()
 
 
 @pytest.fixture(scope="session")
@@ -131,7 +182,7 @@ def aws_resources() -> Iterator[Provisioned]:
         provision()
         tables = set(client("dynamodb").list_tables()["TableNames"])
         buckets = {b["Name"] for b in client("s3").list_buckets()["Buckets"]}
-        queues = set(client("sqs").list_queues().get("QueueUrls", []))
+        queues = {url.rsplit("/", 1)[1] for url in client("sqs").list_queues()["QueueUrls"]}
     finally:
         mock.stop(remove_data=False)
     yield Provisioned(mock, tables, buckets, queues)
@@ -155,7 +206,7 @@ def aws(aws_resources: Provisioned) -> Iterator[None]:
 @pytest.fixture
 def smtp(api: Api) -> Iterator[Any]:
     """The site's SMTP settings point at a local SMTP server; its mailbox, empty."""
-    from tests.admin_servers import smtp_server, use_smtp
+    from tests.support.admin_servers import smtp_server, use_smtp
 
     with smtp_server() as (port, mailbox):
         use_smtp(api, port)
@@ -181,15 +232,32 @@ def no_public_address(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     get_settings.cache_clear()  # the variable comes back with monkeypatch's teardown
 
 
+@dataclass
+class Clock:
+    """A time source that moves only when the test moves it."""
+
+    now: float
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
 @pytest.fixture
-def rate_limited(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """API rate limiting on by default, as in production."""
+def rate_limited(monkeypatch: pytest.MonkeyPatch) -> Iterator[Clock]:
+    """API rate limiting on by default, as in production, and the limiter's clock held still
+    a quarter into a second (``advance`` moves it): a burst stays in one window however slow
+    the machine."""
+    from chalicelib.admin import ratelimit
     from chalicelib.admin.store import forget_cached_settings
 
     monkeypatch.setenv("REGISTRY_RATE_LIMITING", "on")
+    monkeypatch.setattr(ratelimit, "clock", Clock(1_800_000_000.25))
     get_settings.cache_clear()
     forget_cached_settings()
-    yield
+    yield ratelimit.clock
     monkeypatch.setenv("REGISTRY_RATE_LIMITING", "off")
     get_settings.cache_clear()
     forget_cached_settings()
@@ -254,14 +322,38 @@ class Api:
         return self.call("DELETE", path, body, **kw)
 
 
+# The items ``bootstrap_admin(ADMIN_TOKEN)`` writes into the empty tables, taken from moto
+# after the session's first bootstrap: {table name: moto's items}.
+_bootstrapped: dict[str, Any] = {}
+
+
+def bootstrap_admin_once() -> None:
+    """The site admin with ``ADMIN_TOKEN``, as ``bootstrap_admin`` makes it on empty tables:
+    made once per session, then put back as moto's items (deep copies) before each test.
+    Bootstrapping on empty tables costs two transactions and a scan (the admin count is
+    derived the first time), a sizeable part of every API test's setup under moto."""
+    import copy
+
+    from chalicelib.accounts.users.service import bootstrap_admin
+
+    tables = dynamodb_backends[DEFAULT_ACCOUNT_ID][get_settings().region].tables
+    if not _bootstrapped:
+        bootstrap_admin(ADMIN_TOKEN)
+        _bootstrapped.update(
+            {name: copy.deepcopy(dict(t.items)) for name, t in tables.items() if t.items}
+        )
+        return
+    for name, items in _bootstrapped.items():
+        tables[name].items.update(copy.deepcopy(items))
+
+
 @pytest.fixture
 def api(aws: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Api]:
     from chalice.test import Client
 
     from app import app
-    from chalicelib.accounts.users.service import bootstrap_admin
 
-    bootstrap_admin(ADMIN_TOKEN)
+    bootstrap_admin_once()
     # An empty project dir: Chalice's client would otherwise export .chalice/config.json's
     # stage environment (EDITION, table names) into os.environ.
     with Client(app, project_dir=str(tmp_path_factory.mktemp("chalice"))) as client:

@@ -38,7 +38,7 @@ from moto.dynamodb.models import dynamodb_backends
 import chalicelib.entry
 from chalicelib.accounts import memberships
 from tests.conftest import ADMIN_TOKEN, Api, Provisioned, doc, forget_cached_state
-from tests.web_browser import Browser
+from tests.support.web_browser import Browser
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -30,8 +30,8 @@ from chalicelib.workspaces.service import (
     MAX_TRIGGER_PATHS,
 )
 from tests.conftest import Api, Reply, doc, make_org, make_team
-from tests.test_scim import GROUP, SETTINGS, Scim, body, enable_saml, new_token, scim_error
-from tests.test_tags import add, make_ws, org_tags, tag_ids, tag_names, ws_tags
+from tests.scim.helpers import GROUP, SETTINGS, Scim, body, enable_saml, new_token, scim_error
+from tests.tags.helpers import add, make_ws, org_tags, tag_ids, tag_names, ws_tags
 
 V2 = "/api/v2"
 OPENAPI = Path(__file__).resolve().parent.parent / "chalicelib" / "meta" / "openapi.json"

@@ -453,7 +453,7 @@ def test_a_query_parameter_past_its_bound_is_a_422_naming_it(api: Api, org: str)
 def test_scim_group_strings_are_bounded(api: Api) -> None:
     from chalicelib.scim.groups import MAX_ID
     from chalicelib.scim.resources import MAX_NAME
-    from tests.test_scim import GROUP, SETTINGS, Scim, body, enable_saml, new_token, scim_error
+    from tests.scim.helpers import GROUP, SETTINGS, Scim, body, enable_saml, new_token, scim_error
 
     enable_saml(api)
     assert api.patch(SETTINGS, body(enabled=True)).status == 200
@@ -491,7 +491,7 @@ def test_a_web_form_field_past_its_bound_is_refused_before_the_handler(api: Api)
 def test_scim_user_strings_that_become_keys_are_bounded(api: Api) -> None:
     """A SCIM User's primary email becomes the user's email (the key of the by-email index):
     a longer one than an email may be is refused, the user not provisioned."""
-    from tests.test_scim import SETTINGS, USER, Scim, body, enable_saml, new_token, scim_error
+    from tests.scim.helpers import SETTINGS, USER, Scim, body, enable_saml, new_token, scim_error
 
     enable_saml(api)
     assert api.patch(SETTINGS, body(enabled=True)).status == 200
@@ -510,7 +510,7 @@ def test_a_web_form_value_that_is_looked_up_never_makes_an_oversized_key(
     """Form fields are bounded generously (free text); one looked up by key (a new team
     member's username, a sign-in's login) is bounded where it is looked up: no 5xx."""
     from tests.conftest import ADMIN_TOKEN
-    from tests.web_browser import Browser
+    from tests.support.web_browser import Browser
 
     make_org(api, "acme")
     team, _ = make_team(api, "acme", "devs")

@@ -5,6 +5,7 @@ organizations it uses under names of its own, and assumes nothing another module
 
 from __future__ import annotations
 
+import shutil
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -12,9 +13,10 @@ from typing import Any
 
 import pytest
 import requests
+from playwright.sync_api import Browser, sync_playwright
 
 from infrastructure import spawn
-from tests.mirror_upstream import Upstream
+from tests.support.mirror_upstream import Upstream
 
 ADMIN_TOKEN = "e2e-admin-token"
 
@@ -73,6 +75,20 @@ def stack(mirror_upstream: Upstream) -> Iterator[Stack]:
     yield Stack(running.url, running.moto_url, running.startup_seconds, running.later_output)
     output = spawn.stop(running)  # Ctrl-C must stop everything cleanly
     assert "stopped" in output
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Browser]:
+    """Debian's headless Chromium driven by Playwright, one for the session: each module or
+    test opens contexts of its own (cookies, viewport, base URL). Playwright's own browser
+    downloads are never used; a missing browser fails the tests that need it, never skips."""
+    executable = shutil.which("chromium")
+    if executable is None:
+        pytest.fail("Debian's chromium is missing: `make browser` installs it")
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=executable, headless=True)
+        yield launched
+        launched.close()
 
 
 def wait_for(fetch: Any, done: Any, timeout: float = 30.0) -> Any:

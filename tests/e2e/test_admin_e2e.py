@@ -15,7 +15,7 @@ import pytest
 import requests
 
 from infrastructure import spawn
-from tests.admin_servers import (
+from tests.support.admin_servers import (
     SMTP_PASSWORD,
     SMTP_USER,
     SmsProvider,

@@ -15,10 +15,9 @@ from http.cookies import SimpleCookie
 import pytest
 import requests
 
-from tests.admin_servers import Mailbox, smtp_server
 from tests.conftest import doc
 from tests.e2e.conftest import Stack, wait_for
-from tests.e2e.test_people_e2e import text_of
+from tests.support.admin_servers import Mailbox, smtp_server, text_of
 
 pytestmark = pytest.mark.e2e
 

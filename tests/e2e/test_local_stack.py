@@ -21,6 +21,7 @@ from typing import Any
 from urllib.parse import parse_qsl, quote, quote_plus, urlencode, urlsplit
 
 import boto3
+import botocore.auth
 import pytest
 import requests
 from botocore.auth import S3SigV4Auth, S3SigV4QueryAuth, SigV4Auth
@@ -307,16 +308,18 @@ def test_s3_refuses_unsigned_tampered_and_expired_requests(stack: Stack):
     )
     assert s3_error(put(download)) == "SignatureDoesNotMatch"
 
-    # Expiry, with a URL presigned by boto3 with the stack's credentials.
+    # Expiry, with URLs presigned by boto3 with the stack's credentials: one for a minute,
+    # and the same signed as of a minute ago for two seconds (no sleeping, and no race with
+    # a loaded machine's pace).
     s3 = aws(stack, "s3")
-    short = s3.generate_presigned_url(
-        "get_object",
-        Params={"Bucket": BUCKET, "Key": urlsplit(download).path.split("/", 2)[2]},
-        ExpiresIn=2,
-    )
-    assert requests.get(short, timeout=10).content == archive
-    time.sleep(3)
-    expired = requests.get(short, timeout=10)
+    params = {"Bucket": BUCKET, "Key": urlsplit(download).path.split("/", 2)[2]}
+    fresh = s3.generate_presigned_url("get_object", Params=params, ExpiresIn=60)
+    assert requests.get(fresh, timeout=10).content == archive
+    signed_at = botocore.auth.get_current_datetime() - timedelta(minutes=1)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(botocore.auth, "get_current_datetime", lambda **_: signed_at)
+        stale = s3.generate_presigned_url("get_object", Params=params, ExpiresIn=2)
+    expired = requests.get(stale, timeout=10)
     assert s3_error(expired) == "AccessDenied"
     assert "<Message>Request has expired</Message>" in expired.text
 

@@ -415,7 +415,7 @@ def test_every_operation_conforms_to_the_served_document(fuzzed_stack: Running):
     document = requests.get(f"{fuzzed_stack.url}/api/v2/openapi.json").json()
     every = {f"{m.upper()} {path}" for path, methods in document["paths"].items() for m in methods}
     # schemathesis leaves out the operation that serves the document it loaded (checked by
-    # tests/test_openapi.py)
+    # tests/meta/test_openapi.py)
     assert every - set(tested) == {"GET /api/v2/openapi.json"}
     assert not failures, "\n\n".join(failures)[:20000] + "\n\nserver log:\n" + server_log[-5000:]
     assert "Traceback" not in server_log, server_log[-5000:]

@@ -13,18 +13,17 @@ from __future__ import annotations
 import re
 import shutil
 from collections.abc import Iterator
-from email.message import Message
 from pathlib import Path
 
 import pytest
 import requests
-from playwright.sync_api import Browser, Page, expect, sync_playwright
+from playwright.sync_api import Browser, Page, expect
 
-from tests.admin_servers import SMTP_PASSWORD, SMTP_USER, Mailbox, smtp_server
 from tests.conftest import doc, tar_gz
 from tests.e2e.conftest import ADMIN_TOKEN, Stack, wait_for
+from tests.e2e.pages import TIMEOUT_MS, check_page
 from tests.e2e.test_terraform_login import approve_on, terraform_get, terraform_login
-from tests.e2e.test_web_ui import check_accessibility
+from tests.support.admin_servers import SMTP_PASSWORD, SMTP_USER, Mailbox, smtp_server, text_of
 
 pytestmark = pytest.mark.e2e
 
@@ -32,7 +31,6 @@ TOKEN = ADMIN_TOKEN
 ORG = "people"
 EMAIL = "jane@example.com"
 PASSWORD = "a-long-enough-secret-42"
-TIMEOUT_MS = 60_000
 
 
 @pytest.fixture(scope="module")
@@ -100,46 +98,11 @@ def publish(stack: Stack) -> None:
     assert wait_for(statuses, lambda s: s == ["ok"]) == ["ok"]
 
 
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    executable = shutil.which("chromium")
-    if executable is None:
-        pytest.fail(
-            "Debian's chromium is missing: `make test` installs it (apt-get install chromium)"
-        )
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=executable, headless=True)
-        yield launched
-        launched.close()
-
-
-def text_of(message: Message) -> str:
-    parts = message.walk() if message.is_multipart() else [message]
-    found = []
-    for part in parts:
-        if part.get_content_type() == "text/plain":
-            payload = part.get_payload(decode=True)
-            assert isinstance(payload, bytes)
-            found.append(payload.decode(part.get_content_charset() or "utf-8"))
-    return "\n".join(found)
-
-
 def sign_in_with_password(page: Page, login: str, password: str) -> None:
     form = page.locator("#password-sign-in")
     form.get_by_label("Username or email").fill(login)
     form.get_by_label("Password").fill(password)
     form.get_by_role("button", name="Sign in").click()
-
-
-def check_page(page: Page) -> None:
-    """axe-core finds nothing serious, and the page fits a 390 px phone (no sideways
-    scrolling)."""
-    check_accessibility(page)
-    desktop = page.viewport_size
-    page.set_viewport_size({"width": 390, "height": 844})
-    assert page.evaluate("document.documentElement.scrollWidth") <= 390, page.url
-    assert desktop is not None
-    page.set_viewport_size(desktop)
 
 
 def test_an_invited_colleague_joins_by_mail_and_signs_in_with_a_password(

@@ -12,16 +12,14 @@ members page go to docs/screenshots/ for the README.
 from __future__ import annotations
 
 import re
-import shutil
 from collections.abc import Iterator
 
 import pytest
-from playwright.sync_api import Browser, Page, expect, sync_playwright
+from playwright.sync_api import Browser, Page, expect
 
 from tests.conftest import doc
 from tests.e2e.conftest import ADMIN_TOKEN, Stack
-from tests.e2e.test_people_e2e import check_page
-from tests.e2e.test_web_ui import SCREENSHOTS
+from tests.e2e.pages import TIMEOUT_MS, check_page, screenshots
 
 pytestmark = pytest.mark.e2e
 
@@ -29,8 +27,6 @@ TOKEN = ADMIN_TOKEN
 ORG = "crew"
 EMAIL = "sam@example.com"
 PASSWORD = "a-long-enough-secret-42"
-TIMEOUT_MS = 60_000
-PHONE = {"width": 390, "height": 844}
 
 
 @pytest.fixture(scope="module")
@@ -44,17 +40,6 @@ def crew(stack: Stack) -> Iterator[Stack]:
     assert PASSWORD not in stack.log()
 
 
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    executable = shutil.which("chromium")
-    if executable is None:
-        pytest.fail("Debian's chromium is missing: `make browser` installs it")
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=executable, headless=True)
-        yield launched
-        launched.close()
-
-
 def new_page(browser: Browser, stack: Stack) -> Page:
     context = browser.new_context(
         base_url=stack.url,
@@ -64,18 +49,6 @@ def new_page(browser: Browser, stack: Stack) -> Page:
     page = context.new_page()
     page.set_default_timeout(TIMEOUT_MS)
     return page
-
-
-def screenshots(page: Page, name: str, anchor: str | None = None) -> None:
-    """The page at desktop width (whole) and on a phone (one screen, from ``anchor``)."""
-    page.screenshot(path=str(SCREENSHOTS / f"{name}.png"), full_page=True)
-    desktop = page.viewport_size
-    assert desktop is not None
-    page.set_viewport_size(PHONE)
-    if anchor:
-        page.evaluate(f"document.querySelector({anchor!r}).scrollIntoView()")
-    page.screenshot(path=str(SCREENSHOTS / f"{name}-phone.png"), full_page=False)
-    page.set_viewport_size(desktop)
 
 
 def test_an_owner_invites_and_teams_up_a_colleague_who_manages_her_tokens(

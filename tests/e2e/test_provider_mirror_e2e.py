@@ -25,8 +25,8 @@ from urllib.parse import urlsplit
 import pytest
 
 from tests.e2e.conftest import ADMIN_TOKEN, MIRRORED_BINARY, Stack
-from tests.mirror_upstream import Listener, Upstream
-from tests.test_provider_mirror import expected_h1
+from tests.support.mirror_upstream import Listener, Upstream
+from tests.support.provider_files import expected_h1
 
 pytestmark = [
     pytest.mark.e2e,
@@ -226,8 +226,8 @@ def test_terraform_init_installs_a_private_provider_through_the_mirror(
 
     from tests.conftest import doc
     from tests.e2e.conftest import wait_for
-    from tests.mirror_upstream import provider_zip
-    from tests.provider_files import new_signing_key, shasums
+    from tests.support.mirror_upstream import provider_zip
+    from tests.support.provider_files import new_signing_key, shasums
 
     api = f"{stack.url}/api/v2"
     admin = requests.Session()

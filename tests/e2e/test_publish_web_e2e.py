@@ -22,8 +22,7 @@ from playwright.sync_api import Browser, Page, expect
 
 from tests.conftest import doc
 from tests.e2e.conftest import ADMIN_TOKEN, Stack
-from tests.e2e.test_people_e2e import check_page
-from tests.e2e.test_people_web_e2e import TIMEOUT_MS, browser, screenshots  # noqa: F401
+from tests.e2e.pages import TIMEOUT_MS, check_page, screenshots
 
 pytestmark = pytest.mark.e2e
 
@@ -86,7 +85,7 @@ def version_attributes(stack: Stack, version: str) -> dict:
 
 def test_a_publisher_creates_uploads_deprecates_and_revokes_in_the_browser(
     stack: Stack,
-    browser: Browser,  # noqa: F811 - the people e2e's Chromium fixture
+    browser: Browser,
     publisher_token: str,
 ) -> None:
     page = signed_in(browser, stack, publisher_token)
@@ -191,7 +190,7 @@ def test_the_bucket_takes_uploads_from_the_ui_origin_only(stack: Stack) -> None:
 
 def test_without_javascript_the_page_gives_the_curl_command(
     stack: Stack,
-    browser: Browser,  # noqa: F811
+    browser: Browser,
     publisher_token: str,
 ) -> None:
     page = signed_in(browser, stack, publisher_token, javascript=False)

@@ -1,5 +1,5 @@
 """SAML single sign-on end to end: the real local stack, an independent IdP (pysaml2 with
-Debian's ``xmlsec1``, ``tests/saml_idp.py``) on another site (``localhost`` against the
+Debian's ``xmlsec1``, ``tests/support/saml_idp.py``) on another site (``localhost`` against the
 registry's ``127.0.0.1``), and headless Chromium.
 
 SAML is configured through the admin API with the IdP's certificate and SSO URL. Then:
@@ -15,7 +15,7 @@ LogoutRequest) ends the registry session; a replayed
 Response is refused; certificate rotation (``old-idp-cert`` until revoked) with the IdP's
 two keys; the bootstrap admin's token still works with SAML on (break-glass). The hostile
 Responses pysaml2 will not make (unsigned, wrapped, a comment in the NameID, ...) are in
-``tests/test_saml.py``, where the test is the IdP.
+``tests/saml/test_saml.py``, where the test is the IdP.
 
 On the shared stack, in this module's own organization and team: the SAML settings it
 saves are switched back (disabled) when the module ends, so they reach no other module.
@@ -32,22 +32,21 @@ from pathlib import Path
 
 import pytest
 import requests
-from playwright.sync_api import Browser, BrowserContext, Page, expect, sync_playwright
+from playwright.sync_api import Browser, BrowserContext, Page, expect
 
 from tests.conftest import doc
 from tests.e2e.conftest import Stack
-from tests.e2e.test_people_e2e import check_page
+from tests.e2e.pages import TIMEOUT_MS, check_page
 from tests.e2e.test_terraform_login import (
     approve_on,
     publish_module,
     terraform_get,
     terraform_login,
 )
-from tests.saml_idp import Idp, IdpUser, saml_idp
+from tests.support.saml_idp import Idp, IdpUser, saml_idp
 
 pytestmark = pytest.mark.e2e
 
-TIMEOUT_MS = 60_000
 ORG = "saml-co"
 TEAM = "saml-platform"
 
@@ -100,17 +99,6 @@ def site(stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sit
             yield Site(stack, idp, team.json()["data"]["id"])
         finally:
             configure_saml(stack, **{"enabled": False, "team-management-enabled": False})
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    executable = shutil.which("chromium")
-    if executable is None:
-        pytest.fail("Debian's chromium is missing: `make browser` installs it")
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=executable, headless=True)
-        yield launched
-        launched.close()
 
 
 @pytest.fixture

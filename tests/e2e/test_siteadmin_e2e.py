@@ -8,19 +8,17 @@ docs/screenshots/ for the README.
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Iterator
 
 import pytest
-from playwright.sync_api import Browser, BrowserContext, Page, expect, sync_playwright
+from playwright.sync_api import Browser, BrowserContext, Page, expect
 
 from tests.e2e.conftest import ADMIN_TOKEN, Stack
-from tests.e2e.test_web_ui import SCREENSHOTS, check_accessibility
+from tests.e2e.pages import SCREENSHOTS, TIMEOUT_MS, check_accessibility
 
 ORG = "siteadmin-e2e"
 USERNAME = "carol"
 PASSWORD = "a-long-enough-secret-77"
-TIMEOUT_MS = 60_000
 PAGES = (
     "/app/admin",
     "/app/admin/users",
@@ -35,19 +33,6 @@ PAGES = (
     "/app/admin/scim",
     "/app/admin/oidc",
 )
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    executable = shutil.which("chromium")
-    if executable is None:
-        pytest.fail(
-            "Debian's chromium is missing: `make test` installs it (apt-get install chromium)"
-        )
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=executable, headless=True)
-        yield launched
-        launched.close()
 
 
 @pytest.fixture(scope="module")

@@ -41,9 +41,10 @@ import requests
 
 from tests.conftest import doc, tar_gz
 from tests.e2e.conftest import ADMIN_TOKEN, Stack, wait_for
+from tests.e2e.pages import TIMEOUT_MS
 
 if TYPE_CHECKING:
-    from playwright.sync_api import Page
+    from playwright.sync_api import Browser, Page
 
 pytestmark = [
     pytest.mark.e2e,
@@ -58,7 +59,6 @@ printf '%s' "$1" > "{target}.tmp" && mv "{target}.tmp" "{target}"
 """
 # How Chromium reports terraform's listener closing the connection without an answer.
 DROPPED = ("net::ERR_EMPTY_RESPONSE", "net::ERR_CONNECTION_CLOSED", "net::ERR_CONNECTION_RESET")
-TIMEOUT_MS = 60_000  # a loaded machine's stack, chromium and terraform
 
 
 def publish_module(stack: Stack, org: str = ORG) -> None:
@@ -119,16 +119,14 @@ def cli_config(directory: Path, stack: Stack) -> Path:
     return config
 
 
-def approve_in_chromium(url: str) -> tuple[str, str | None]:
-    """Sign in to the UI with the admin's user token and approve (see ``approve_on``)."""
-    from playwright.sync_api import sync_playwright
+def approve_in(browser: Browser) -> Callable[[str], tuple[str, str | None]]:
+    """Sign in to the UI with the admin's user token and approve (see ``approve_on``), in a
+    fresh context of ``browser``."""
 
-    executable = shutil.which("chromium")
-    assert executable, "Debian's chromium is missing (apt-get install chromium)"
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=executable, headless=True)
+    def approve(url: str) -> tuple[str, str | None]:
+        context = browser.new_context()
         try:
-            page = browser.new_page()
+            page = context.new_page()
             page.set_default_timeout(TIMEOUT_MS)
             page.goto(url)
             assert "/app/sign-in" in page.url  # no session yet: the sign-in detour
@@ -137,7 +135,9 @@ def approve_in_chromium(url: str) -> tuple[str, str | None]:
             page.wait_for_url("**/app/oauth/authorize?**")
             return approve_on(page)
         finally:
-            browser.close()
+            context.close()
+
+    return approve
 
 
 def approve_on(page: Page) -> tuple[str, str | None]:
@@ -259,9 +259,11 @@ def terraform_get(logged_in: LoggedIn, org: str) -> str:
     return str(entry["Version"])
 
 
-def test_terraform_login_then_init_with_the_saved_token(stack: Stack, tmp_path: Path):
+def test_terraform_login_then_init_with_the_saved_token(
+    stack: Stack, browser: Browser, tmp_path: Path
+):
     publish_module(stack)
-    logged_in = terraform_login(stack, tmp_path, approve_in_chromium)
+    logged_in = terraform_login(stack, tmp_path, approve_in(browser))
     token = logged_in.token
     assert token != ADMIN_TOKEN
     me = stack.session(token).get(stack.api("/account/details"))

@@ -18,7 +18,7 @@ import requests
 
 from tests.conftest import doc
 from tests.e2e.conftest import Stack, wait_for
-from tests.provider_files import new_signing_key, provider_zip, sha256, shasums
+from tests.support.provider_files import new_signing_key, provider_zip, sha256, shasums
 
 pytestmark = [
     pytest.mark.e2e,

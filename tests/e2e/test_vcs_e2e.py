@@ -24,8 +24,8 @@ from pytfe.models.registry_module import (
 from tests.conftest import doc
 from tests.e2e.conftest import ADMIN_TOKEN, VCS_HOST, Stack, wait_for
 from tests.e2e.test_terraform_cli import HOST, terraform_get, write_cli_config
-from tests.mirror_upstream import Listener
-from tests.vcs_git_server import TOKEN, GitServer, serve
+from tests.support.mirror_upstream import Listener
+from tests.support.vcs_git_server import TOKEN, GitServer, serve
 
 pytestmark = [
     pytest.mark.e2e,

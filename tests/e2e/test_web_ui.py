@@ -25,16 +25,15 @@ from urllib.parse import unquote, urlencode
 import boto3
 import pytest
 import requests
-from axe_playwright_python.sync_playwright import Axe
-from playwright.sync_api import Browser, BrowserContext, Page, expect, sync_playwright
+from playwright.sync_api import Browser, BrowserContext, Page, expect
 
 from tests.conftest import doc
 from tests.e2e.conftest import ADMIN_TOKEN, Stack, wait_for
+from tests.e2e.pages import SCREENSHOTS, check_accessibility
 from tests.e2e.test_terraform_providers import machine, put
-from tests.provider_files import SigningKey, new_signing_key, provider_zip, sha256, shasums
+from tests.support.provider_files import SigningKey, new_signing_key, provider_zip, sha256, shasums
 
 ORG = "webui"
-SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
 README = """# network
 
 A VPC with public and private subnets, NAT gateways and flow logs.
@@ -81,7 +80,6 @@ HOSTILE = """# hostile
 
 <div onmouseover="window.pwned = 'hover'">hover me</div>
 """
-BLOCKING = ("serious", "critical")
 
 
 def _archive(files: dict[str, str]) -> bytes:
@@ -238,19 +236,6 @@ def published(stack: Stack, signer: SigningKey) -> Stack:
 
 
 @pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    executable = shutil.which("chromium")
-    if executable is None:
-        pytest.fail(
-            "Debian's chromium is missing: `make test` installs it (apt-get install chromium)"
-        )
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=executable, headless=True)
-        yield launched
-        launched.close()
-
-
-@pytest.fixture(scope="module")
 def context(browser: Browser, published: Stack) -> Iterator[BrowserContext]:
     context = browser.new_context(
         base_url=published.url,
@@ -269,17 +254,6 @@ def page(context: BrowserContext) -> Iterator[Page]:
     yield page
     assert dialogs == [], f"a page opened dialogs: {dialogs}"
     page.close()
-
-
-def check_accessibility(page: Page) -> None:
-    """axe-core (bundled with axe-playwright-python: no network) finds nothing serious."""
-    results = Axe().run(page)
-    blocking = [
-        f"{v['id']} ({v['impact']}): {v['help']} at {[n['target'] for n in v['nodes']][:3]}"
-        for v in results.response["violations"]
-        if v.get("impact") in BLOCKING
-    ]
-    assert blocking == [], f"{page.url}: " + "\n".join(blocking)
 
 
 def sign_in(page: Page, token: str = ADMIN_TOKEN) -> None:
