@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint typecheck format bench install clean package
+.PHONY: run test lint typecheck format bench install clean package docs
 
 $(STAMP): requirements.txt requirements-dev.txt
 	@echo "==> Setting up .venv (once, or after requirements*.txt change): about 2 minutes"
@@ -66,8 +66,13 @@ package: $(STAMP)
 	$(VENV)/bin/cfn-lint out/sam.json
 	@ls -l out/deployment.zip | awk '{printf "deployment package: %.1f MB\n", $$5/1048576}'
 
+# The documentation site (MkDocs, Material theme) from docs/*.md into site/, in strict mode:
+# a broken link or anchor fails it. Offline (no plugin fetches, no Google Fonts link).
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict
+
 bench: $(STAMP)
 	$(PY) bench/run.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache out build
+	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache out build site
