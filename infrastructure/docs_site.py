@@ -31,7 +31,7 @@ METHODS = ("get", "put", "post", "patch", "delete")
 # x-access (chalicelib/core/api/access.py's declarations) as a reader says it.
 WHO = {
     "public": "anyone",
-    "bearer": "an API token, then the organization's permissions",
+    "bearer": "an API token",
     "site-admin": "a site admin",
     "signed-in": "a signed-in web session",
     "scim": "a SCIM token",
