@@ -179,7 +179,7 @@ def outcome_of(name: str, ran: dict[str, Outcome], stack: Stack, base: Path) -> 
 
 
 def test_the_docs_mark_their_walkthroughs() -> None:
-    assert {"modules", "providers", "people"} <= set(FOUND), sorted(FOUND)
+    assert {"modules", "providers", "people", "projects"} <= set(FOUND), sorted(FOUND)
     for walk in FOUND.values():
         assert not walk.after or walk.after in FOUND, f"{walk.name} after unknown {walk.after}"
 
