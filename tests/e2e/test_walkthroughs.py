@@ -15,11 +15,11 @@ stack (its organization), and ``needs terraform`` marks a block that runs the re
 ``terraform`` binary. Each walkthrough's blocks are concatenated, unchanged, into one script
 run by ``bash -euo pipefail`` in an empty directory, with only what a reader of ``make run``'s
 output has: ``URL`` (the address it prints after "listening on") and ``TOKEN`` (the site
-admin's token it prints), besides ``PATH``, a ``HOME`` of its own and ``CHECKPOINT_DISABLE``
-(terraform's version check, which would reach the internet). Without ``terraform`` on the
-PATH a walkthrough runs up to its first terraform block and is then reported as skipped,
-naming that block. A failure names the file, line and text of the failing block and shows
-everything the script printed."""
+admin's token it prints), besides ``PATH``, a ``HOME`` and ``TMPDIR`` of its own and
+``CHECKPOINT_DISABLE`` (terraform's version check, which would reach the internet). Without
+``terraform`` on the PATH a walkthrough runs up to its first terraform block and is then
+reported as skipped, naming that block. A failure names the file, line and text of the
+failing block and shows everything the script printed."""
 
 from __future__ import annotations
 
@@ -118,13 +118,15 @@ def run(walk: Walkthrough, stack: Stack, workdir: Path) -> Outcome:
             break
     text, starts = script(blocks)
     workdir.mkdir(parents=True)
-    home = workdir / "home"
+    home, temporary = workdir / "home", workdir / "tmp"
     home.mkdir()
+    temporary.mkdir()
     env = {
         "PATH": os.environ["PATH"],
         "HOME": str(home),
         "LANG": "C.UTF-8",
         "CHECKPOINT_DISABLE": "1",
+        "TMPDIR": str(temporary),  # mktemp's directories, where stop_gpg_agents finds them
         "URL": stack.url,  # "Registry (self-hosted) listening on <URL>"
         "TOKEN": ADMIN_TOKEN,  # "site admin 'admin' token (shown once): <TOKEN>"
     }
@@ -139,6 +141,7 @@ def run(walk: Walkthrough, stack: Stack, workdir: Path) -> Outcome:
         timeout=300,
     )
     seconds = time.monotonic() - started
+    stop_gpg_agents(temporary)
     if done.returncode == 0:
         return Outcome(True, done.stdout, seconds, skipped)
     stopped = re.findall(r"stopped at script line (\d+)", done.stdout) or re.findall(
@@ -152,6 +155,16 @@ def run(walk: Walkthrough, stack: Stack, workdir: Path) -> Outcome:
         f" {block.where()}:\n{block.text}\n----- what it printed -----\n{done.stdout}"
     )
     return Outcome(False, message, seconds)
+
+
+def stop_gpg_agents(temporary: Path) -> None:
+    """The agent a throwaway GNUPGHOME (``mktemp -d``) started, even when the walkthrough
+    stopped before its own ``gpgconf --kill``: a test leaves no daemon behind."""
+    gpgconf = shutil.which("gpgconf")
+    for keyring in temporary.glob("*/pubring.kbx"):
+        if gpgconf:
+            env = {"PATH": os.environ["PATH"], "GNUPGHOME": str(keyring.parent)}
+            subprocess.run([gpgconf, "--kill", "gpg-agent"], env=env, timeout=30, check=False)
 
 
 FOUND = walkthroughs(doc_files())
