@@ -37,25 +37,25 @@ def test_publish_ingest_and_delete_through_the_local_stack(stack: Stack):
     assert admin.get(f"{stack.url}/api/v2/ping").status_code == 204
     assert (
         admin.post(
-            stack.api("/organizations"), json=doc("organizations", name="acme", email="ops@acme.io")
+            stack.api("/organizations"), json=doc("organizations", name="flow", email="ops@flow.io")
         ).status_code
         == 201
     )
     team = admin.post(
-        stack.api("/organizations/acme/teams"),
+        stack.api("/organizations/flow/teams"),
         json=doc("teams", name="publishers", **{"organization-access": {"manage-modules": True}}),
     )
     assert team.status_code == 201, team.text
     token = admin.post(stack.api(f"/teams/{team.json()['data']['id']}/authentication-token"))
     ci = stack.session(token.json()["data"]["attributes"]["token"])
-    modules = stack.api("/organizations/acme/registry-modules")
+    modules = stack.api("/organizations/flow/registry-modules")
 
     created = ci.post(modules, json=doc("registry-modules", name="bucket", provider="aws"))
     assert created.status_code == 201, created.text
 
     def publish(version: str, archive: bytes) -> requests.Response:
         reply = ci.post(
-            stack.api("/registry-modules/acme/bucket/aws/versions"),
+            stack.api("/registry-modules/flow/bucket/aws/versions"),
             json=doc("registry-module-versions", version=version),
         )
         assert reply.status_code == 201, reply.text
@@ -69,7 +69,7 @@ def test_publish_ingest_and_delete_through_the_local_stack(stack: Stack):
 
     def version_status(version: str) -> dict:
         reply = ci.get(
-            f"{modules}/private/acme/bucket/aws/version", params={"module_version": version}
+            f"{modules}/private/flow/bucket/aws/version", params={"module_version": version}
         )
         return reply.json()["data"]["attributes"]
 
@@ -99,7 +99,7 @@ def test_publish_ingest_and_delete_through_the_local_stack(stack: Stack):
     assert failed["status"] == "reg_ingress_failed"
     assert "passwd.tf" in failed["error"]
 
-    module = ci.get(f"{modules}/private/acme/bucket/aws").json()["data"]["attributes"]
+    module = ci.get(f"{modules}/private/flow/bucket/aws").json()["data"]["attributes"]
     assert module["status"] == "setup_complete"
     assert [(s["version"], s["status"]) for s in module["version-statuses"]] == [
         ("1.0.0", "ok"),
@@ -112,14 +112,14 @@ def test_publish_ingest_and_delete_through_the_local_stack(stack: Stack):
         ci.post(modules, json=doc("registry-modules", name="bucket", provider="google")).status_code
         == 201
     )
-    assert ci.delete(f"{modules}/private/acme/bucket/aws/1.2.0").status_code == 404
-    assert admin.delete(f"{modules}/private/acme/bucket/aws/1.2.0").status_code == 204
-    remaining = ci.get(f"{modules}/private/acme/bucket/aws").json()["data"]["attributes"]
+    assert ci.delete(f"{modules}/private/flow/bucket/aws/1.2.0").status_code == 404
+    assert admin.delete(f"{modules}/private/flow/bucket/aws/1.2.0").status_code == 204
+    remaining = ci.get(f"{modules}/private/flow/bucket/aws").json()["data"]["attributes"]
     assert [s["version"] for s in remaining["version-statuses"]] == ["1.0.0", "1.1.0"]
-    assert admin.delete(f"{modules}/private/acme/bucket/aws").status_code == 204
-    assert ci.get(f"{modules}/private/acme/bucket/aws").status_code == 404
-    assert ci.get(f"{modules}/private/acme/bucket/google").status_code == 200
-    assert admin.delete(f"{modules}/private/acme/bucket").status_code == 204
+    assert admin.delete(f"{modules}/private/flow/bucket/aws").status_code == 204
+    assert ci.get(f"{modules}/private/flow/bucket/aws").status_code == 404
+    assert ci.get(f"{modules}/private/flow/bucket/google").status_code == 200
+    assert admin.delete(f"{modules}/private/flow/bucket").status_code == 204
     listing = ci.get(modules).json()
     assert listing["data"] == [] and listing["meta"]["pagination"]["total-count"] == 0
 
