@@ -69,7 +69,7 @@ class Caught:
 def _text_of(raw: bytes) -> tuple[str, str]:
     """(subject, plain text) of a raw message."""
     message = message_from_bytes(raw, policy=policy.default)
-    subject = str(message.get("Subject", ""))
+    subject = " ".join(str(message.get("Subject", "")).split())  # unfolded
     assert isinstance(message, EmailMessage)
     body = message.get_body(preferencelist=("plain", "html"))
     text = body.get_content() if body is not None else ""
