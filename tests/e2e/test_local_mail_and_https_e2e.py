@@ -177,10 +177,12 @@ def test_terraform_installs_a_module_over_https_with_the_printed_line(local, tmp
     assert wait_for(status, lambda s: s == "ok", timeout=60) == "ok"
 
     home, work = tmp_path / "home", tmp_path / "work"
-    home.mkdir()
+    (home / ".terraform.d").mkdir(parents=True)
     work.mkdir()
-    # The CLI configuration's only block is the token: no host block, no services.
-    (home / ".terraformrc").write_text(f'credentials "{host}" {{\n  token = "{ADMIN_TOKEN}"\n}}\n')
+    # The token where `terraform login HOST` saves it; no CLI configuration at all: with
+    # HTTPS, discovery finds the services (no host block).
+    saved = {"credentials": {host: {"token": ADMIN_TOKEN}}}
+    (home / ".terraform.d" / "credentials.tfrc.json").write_text(json.dumps(saved))
     (work / "main.tf").write_text(
         f'module "net" {{\n  source  = "{host}/{org}/net/aws"\n  version = "1.0.0"\n}}\n'
     )
@@ -207,3 +209,11 @@ def test_terraform_installs_a_module_over_https_with_the_printed_line(local, tmp
     (entry,) = [m for m in manifest["Modules"] if m["Key"] == "net"]
     assert entry["Version"] == "1.0.0"
     assert '"https"' in (work / entry["Dir"] / "main.tf").read_text()
+
+    # With TF_CLI_CONFIG_FILE set, terraform reads no file of ~/.terraform.d, so not the
+    # token `terraform login` saved there: 401 (what the login page and the "reaching this
+    # registry" box warn of).
+    overridden = tmp_path / "cli.tfrc"
+    overridden.write_text("disable_checkpoint = true\n")
+    ignored = init(SSL_CERT_FILE=bundle, TF_CLI_CONFIG_FILE=str(overridden))
+    assert ignored.returncode != 0 and "401 Unauthorized" in ignored.stderr, ignored.stderr
