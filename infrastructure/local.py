@@ -541,11 +541,15 @@ def main() -> int:
 
     catcher = None
     if catcher_port is not None:
-        catcher = mail_catcher.MailCatcher(
-            "127.0.0.1", catcher_port, page_url=printed_url(host, port) + mail_catcher.PAGE
-        )
-        catcher.start()
-        mail_catcher.install(app, catcher)
+        try:
+            catcher = mail_catcher.MailCatcher(
+                "127.0.0.1", catcher_port, page_url=printed_url(host, port) + mail_catcher.PAGE
+            )
+        except ImportError:  # aiosmtpd comes with requirements-dev.txt, which make run installs
+            print("  (no mail catcher: aiosmtpd is not installed; see requirements-dev.txt)")
+        else:
+            catcher.start()
+            mail_catcher.install(app, catcher)
     mail_line = mail_catcher.adopt_smtp_settings(catcher, directory)
     tls = scratch = None
     if secure_port is not None:
