@@ -13,6 +13,7 @@ a module from ``HOST:HTTPS_PORT`` with the printed ``SSL_CERT_FILE`` and nothing
 
 from __future__ import annotations
 
+import contextlib
 import html
 import json
 import os
@@ -137,8 +138,92 @@ def test_the_https_port_serves_the_api_with_a_certificate_of_the_printed_ca(loca
     assert unknown.value.code == 404
 
 
+# terraform opens the authorization URL with $BROWSER: this one records it and returns.
+LAUNCHER = """#!/bin/sh
+printf '%s' "$1" > "{target}.tmp" && mv "{target}.tmp" "{target}"
+"""
+
+
+def terraform_login(
+    running: spawn.Spawned, host: str, env: dict[str, str], bundle: str, tmp_path: Path
+) -> str:
+    """The real ``terraform login HOST`` over HTTPS, approved by the site admin (signed in
+    to the UI over HTTPS, the printed CA verifying it): the token terraform got."""
+    ca = printed(running, r"certificate from the local CA (\S+)\)")
+    opened, launcher = tmp_path / "opened-url", tmp_path / "record-url"
+    launcher.write_text(LAUNCHER.format(target=opened))
+    launcher.chmod(0o755)
+    log = (tmp_path / "login.out").open("w+")
+    login = subprocess.Popen(
+        ["terraform", "login", "-no-color", host],
+        env={**env, "BROWSER": str(launcher), "SSL_CERT_FILE": bundle},
+        cwd=tmp_path,
+        stdin=subprocess.PIPE,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        assert login.stdin is not None
+        login.stdin.write("yes\n")
+        login.stdin.flush()
+        url = wait_for(
+            lambda: opened.read_text() if opened.exists() else None,
+            lambda found: found is not None or login.poll() is not None,
+            timeout=60,
+        )
+        assert url and url.startswith(running.https_url + "/app/oauth/authorize?"), (
+            tmp_path / "login.out"
+        ).read_text()
+        browser = requests.Session()  # verify= on each request: a session's would lose to
+        # REQUESTS_CA_BUNDLE from the environment (requests merges the environment first)
+        sign_in = browser.get(running.https_url + "/app/sign-in", verify=ca, timeout=30)
+        csrf = re.search(r'name="csrf_token" value="([^"]+)"', sign_in.text)
+        assert csrf
+        signed = browser.post(
+            running.https_url + "/app/sign-in",
+            data={"token": ADMIN_TOKEN, "csrf_token": csrf.group(1)},
+            allow_redirects=False,
+            verify=ca,
+            timeout=30,
+        )
+        assert signed.status_code == 303, signed.text
+        consent = browser.get(url, verify=ca, timeout=30)
+        assert consent.status_code == 200 and 'id="tf-cli-config-file"' in consent.text
+        fields = {
+            name: html.unescape(value)
+            for name, value in re.findall(
+                r'<input type="hidden" name="([^"]+)" value="([^"]*)">', consent.text
+            )
+        }
+        approved = browser.post(
+            running.https_url + "/app/oauth/authorize",
+            data={**fields, "decision": "approve"},
+            allow_redirects=False,
+            verify=ca,
+            timeout=30,
+        )
+        assert approved.status_code == 303, approved.text
+        callback = approved.headers["Location"]
+        assert callback.startswith("http://localhost:")
+        # terraform's listener may close before it answers (see test_terraform_login.py).
+        with contextlib.suppress(requests.ConnectionError):
+            requests.get(callback, timeout=30)
+        assert login.wait(timeout=60) == 0, (tmp_path / "login.out").read_text()
+    finally:
+        if login.poll() is None:
+            login.kill()
+        log.close()
+    output = (tmp_path / "login.out").read_text()
+    assert "Success!" in output
+    saved = json.loads((Path(env["HOME"]) / ".terraform.d" / "credentials.tfrc.json").read_text())
+    token = str(saved["credentials"][host]["token"])
+    assert token not in output
+    return token
+
+
 @pytest.mark.skipif(shutil.which("terraform") is None, reason="terraform is not on PATH")
-def test_terraform_installs_a_module_over_https_with_the_printed_line(local, tmp_path):
+def test_terraform_logs_in_and_installs_a_module_over_https_with_the_printed_line(local, tmp_path):
     stack, running = local
     bundle = printed(running, r"export SSL_CERT_FILE=(\S+)")
     host = printed(running, r"terraform host: (\S+) ")
@@ -177,18 +262,18 @@ def test_terraform_installs_a_module_over_https_with_the_printed_line(local, tmp
     assert wait_for(status, lambda s: s == "ok", timeout=60) == "ok"
 
     home, work = tmp_path / "home", tmp_path / "work"
-    (home / ".terraform.d").mkdir(parents=True)
+    (home / ".terraform.d").mkdir(parents=True)  # terraform 1.11 does not create it
     work.mkdir()
-    # The token where `terraform login HOST` saves it; no CLI configuration at all: with
-    # HTTPS, discovery finds the services (no host block).
-    saved = {"credentials": {host: {"token": ADMIN_TOKEN}}}
-    (home / ".terraform.d" / "credentials.tfrc.json").write_text(json.dumps(saved))
     (work / "main.tf").write_text(
         f'module "net" {{\n  source  = "{host}/{org}/net/aws"\n  version = "1.0.0"\n}}\n'
     )
     env = {**os.environ, "HOME": str(home), "CHECKPOINT_DISABLE": "1"}
-    for name in ("TF_CLI_CONFIG_FILE", "SSL_CERT_FILE", "SSL_CERT_DIR"):
+    for name in ("TF_CLI_CONFIG_FILE", "SSL_CERT_FILE", "SSL_CERT_DIR", "TF_IN_AUTOMATION"):
         env.pop(name, None)
+    # No CLI configuration at all: over HTTPS discovery finds the services, login.v1 too.
+    token = terraform_login(running, host, env, bundle, tmp_path)
+    saved = json.loads((home / ".terraform.d" / "credentials.tfrc.json").read_text())
+    assert saved["credentials"][host]["token"] == token
 
     def init(**extra: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
