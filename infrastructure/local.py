@@ -525,11 +525,11 @@ def main() -> int:
 
     queue_url = provision()  # idempotent: a restored state already has it all
     origins = ui_origins(host, port)
-    if secure_port is not None:
-        origins += [
-            o.replace("http://", "https://").rsplit(":", 1)[0] + f":{secure_port}"
-            for o in origins[:2]
-        ]
+    if secure_port is not None:  # the UI over HTTPS uploads from these origins
+        origins.append(f"https://{link_host(host)}:{secure_port}")
+        if host == "127.0.0.1":
+            origins.append(f"https://localhost:{secure_port}")
+        origins = list(dict.fromkeys(origins))
     allow_browser_uploads(origins)  # the web UI's upload page, as on AWS
     if restored is not None:
         # State saved before the lists kept counts and entries gets them (idempotent).
