@@ -8,7 +8,10 @@ the Lambda runs, a DynamoDB Stream poller keeping the modules' download totals (
 Environment: HOST (the address both servers listen on and that upload and download links
 name, default 127.0.0.1; a LAN address lets a team try it from other machines; 0.0.0.0
 listens everywhere and names this machine's host name in links), PORT (API, default 8000),
-MOTO_PORT (default 5000), EDITION (self-hosted or hosted), REGISTRY_PUBLIC_URL (the address
+MOTO_PORT (default 5000), HTTPS_PORT (the same API over HTTPS, default 8443; ``off``: none;
+``infrastructure.local_tls``), MAIL_PORT (the local mail catcher's SMTP port on 127.0.0.1,
+default 8025; REGISTRY_MAIL_CATCHER=off: no catcher; ``infrastructure.mail_catcher``),
+EDITION (self-hosted or hosted), REGISTRY_PUBLIC_URL (the address
 mailed links name: reset, confirmation and invitation links, never a request's host; default
 the address it prints, ``http://HOST:PORT``), REGISTRY_ADMIN_TOKEN (the initial site admin's
 token; one is minted and printed when unset), REGISTRY_DATA_DIR (where the state is kept
@@ -34,7 +37,9 @@ import os
 import re
 import signal
 import socket
+import ssl
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -113,6 +118,41 @@ def check_free(host: str, ports: dict[str, int]) -> None:
                     f"another program (or registry) uses it; choose another, e.g. "
                     f"{variable}={port + 1} make run"
                 ) from None
+
+
+def https_port() -> int | None:
+    """HTTPS_PORT: the HTTPS server's port (default 8443), None when ``off``."""
+    raw = os.environ.get("HTTPS_PORT", "8443").strip().lower()
+    return None if raw in ("off", "0", "") else int(raw)
+
+
+def mail_port() -> int | None:
+    """MAIL_PORT (default 8025), None when REGISTRY_MAIL_CATCHER is ``off``."""
+    if os.environ.get("REGISTRY_MAIL_CATCHER", "on").strip().lower() in ("off", "0", "false"):
+        return None
+    return int(os.environ.get("MAIL_PORT", "8025"))
+
+
+def tls_server(base: Any, context: ssl.SSLContext) -> Any:
+    """``base`` (a threaded HTTP server class) speaking TLS: each connection's handshake
+    runs on its own thread (a slow client holds up no other), then the request as over
+    HTTP."""
+
+    class TlsServer(base):
+        def finish_request(self, request: Any, client_address: Any) -> None:
+            request.settimeout(30)
+            try:
+                connection = context.wrap_socket(request, server_side=True)
+            except (ssl.SSLError, OSError):  # not TLS, or a client that went away
+                request.close()
+                return
+            connection.settimeout(None)
+            try:
+                super().finish_request(connection, client_address)
+            finally:
+                connection.close()
+
+    return TlsServer
 
 
 def _configure_environment(host: str, moto_port: int) -> None:
@@ -415,9 +455,19 @@ def main() -> int:
     try:
         port = int(os.environ.get("PORT", "8000"))
         moto_port = int(os.environ.get("MOTO_PORT", "5000"))
-        check_free(host, {"PORT": port, "MOTO_PORT": moto_port})
+        secure_port, catcher_port = https_port(), mail_port()
+        ports = {"PORT": port, "MOTO_PORT": moto_port}
+        if secure_port is not None:
+            ports["HTTPS_PORT"] = secure_port
+        check_free(host, ports)
+        if catcher_port is not None:
+            check_free("127.0.0.1", {"MAIL_PORT": catcher_port})
     except (ValueError, PortInUse) as exc:
-        message = str(exc) if isinstance(exc, PortInUse) else f"PORT and MOTO_PORT: {exc}"
+        message = (
+            str(exc)
+            if isinstance(exc, PortInUse)
+            else f"PORT, MOTO_PORT, HTTPS_PORT and MAIL_PORT: {exc}"
+        )
         print(f"error: {message}", file=sys.stderr, flush=True)
         return 1
     except OSError as exc:  # HOST is not an address of this machine
@@ -431,7 +481,7 @@ def main() -> int:
     logging.basicConfig(level=logging.INFO)
     logging.getLogger().handlers[0].setFormatter(ReadableFormatter())
     # Library chatter a newcomer need not read at every start (one line per AWS client made).
-    for noisy in ("werkzeug", "botocore.credentials", "pynamodb.settings"):
+    for noisy in ("werkzeug", "botocore.credentials", "pynamodb.settings", "mail.log"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
 
     from chalice.config import Config
@@ -474,13 +524,40 @@ def main() -> int:
     from infrastructure.resources import allow_browser_uploads, provision
 
     queue_url = provision()  # idempotent: a restored state already has it all
-    allow_browser_uploads(ui_origins(host, port))  # the web UI's upload page, as on AWS
+    origins = ui_origins(host, port)
+    if secure_port is not None:  # the UI over HTTPS uploads from these origins
+        origins.append(f"https://{link_host(host)}:{secure_port}")
+        if host == "127.0.0.1":
+            origins.append(f"https://localhost:{secure_port}")
+        origins = list(dict.fromkeys(origins))
+    allow_browser_uploads(origins)  # the web UI's upload page, as on AWS
     if restored is not None:
         # State saved before the lists kept counts and entries gets them (idempotent).
         from infrastructure.backfill import backfill_all
 
         backfill_all()
     admin, minted = bootstrap_admin(os.environ.get("REGISTRY_ADMIN_TOKEN") or None)
+    from infrastructure import local_tls, mail_catcher
+
+    catcher = None
+    if catcher_port is not None:
+        try:
+            catcher = mail_catcher.MailCatcher(
+                "127.0.0.1", catcher_port, page_url=printed_url(host, port) + mail_catcher.PAGE
+            )
+        except ImportError:  # aiosmtpd comes with requirements-dev.txt, which make run installs
+            print("  (no mail catcher: aiosmtpd is not installed; see requirements-dev.txt)")
+        else:
+            catcher.start()
+            mail_catcher.install(app, catcher)
+    mail_line = mail_catcher.adopt_smtp_settings(catcher, directory)
+    tls = scratch = None
+    if secure_port is not None:
+        if directory is None:  # memory only: the certificates last as long as the process
+            scratch = tempfile.TemporaryDirectory(prefix="registry-tls-")
+        kept = Path(scratch.name) if scratch is not None else directory
+        assert kept is not None
+        tls = local_tls.ensure(kept / "tls", host)
     if directory is not None and gate is not None:
         interval = float(os.environ.get("REGISTRY_SNAPSHOT_SECONDS") or 5)
         saver = persistence.Saver(directory, gate, interval=interval, before_save=sweep_logged)
@@ -505,6 +582,21 @@ def main() -> int:
         app, config, host, port, handler_cls=_request_handler(), server_cls=ApiServer
     )
 
+    secure = secure_thread = None
+    if tls is not None and secure_port is not None:
+        secure = LocalDevServer(
+            app,
+            config,
+            host,
+            secure_port,
+            handler_cls=_request_handler(),
+            server_cls=tls_server(ApiServer, tls.server_context()),
+        )
+        secure_thread = threading.Thread(
+            target=secure.server.serve_forever, name="https-server", daemon=True
+        )
+        secure_thread.start()
+
     def stop(*_: Any) -> None:
         threading.Thread(target=server.shutdown, daemon=True).start()
 
@@ -513,7 +605,22 @@ def main() -> int:
     url = printed_url(host, port)
     print(f"Registry ({settings.edition}) listening on {url}", flush=True)
     print(f"  web UI: {url}/ (sign in with the token below)", flush=True)
+    if tls is not None:
+        secure_url = f"https://{link_host(host)}:{secure_port}"
+        print(f"  HTTPS: {secure_url} (certificate from the local CA {tls.ca_cert})", flush=True)
+        print(
+            f"  terraform trusts it after: export SSL_CERT_FILE={tls.bundle}"
+            " (the system's CAs plus the local CA)",
+            flush=True,
+        )
+        print(
+            f"  terraform host: {link_host(host)}:{secure_port} (module sources"
+            f" {link_host(host)}:{secure_port}/ORG/NAME/PROVIDER, terraform login"
+            f" {link_host(host)}:{secure_port}; no CLI configuration needed)",
+            flush=True,
+        )
     print(f"  mailed links name {public} (REGISTRY_PUBLIC_URL)", flush=True)
+    print(mail_line, flush=True)
     print(
         f"  moto (S3, DynamoDB, SQS, KMS) on {os.environ['AWS_ENDPOINT_URL']}"
         " (SigV4-signed requests only)",
@@ -550,6 +657,14 @@ def main() -> int:
         totals_poller.stopping.set()
         sweeper.stopping.set()
         server.server.server_close()
+        if secure is not None and secure_thread is not None:
+            secure.server.shutdown()
+            secure_thread.join(timeout=5)
+            secure.server.server_close()
+        if catcher is not None:
+            catcher.stop()
+        if scratch is not None:
+            scratch.cleanup()
         poller.join(timeout=3)
         totals_poller.join(timeout=3)
         sweeper.join(timeout=10)

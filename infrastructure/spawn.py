@@ -3,6 +3,9 @@
 Used by the end-to-end tests and the benchmarks: free ports, wait for READY, Ctrl-C to stop.
 The state is kept in memory only (``REGISTRY_DATA_DIR=""``) unless the caller passes a
 ``REGISTRY_DATA_DIR``: a spawned stack never reads or writes the checkout's ``.data/``.
+It serves HTTPS too (on a free port, ``https_url``), and runs without the mail catcher
+(``REGISTRY_MAIL_CATCHER=off``: the site's SMTP stays unconfigured) unless the caller passes
+``REGISTRY_MAIL_CATCHER="on"``.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ class Spawned:
     process: subprocess.Popen[str]
     startup_seconds: float
     startup_output: str = ""  # everything printed up to READY
+    https_url: str = ""
     # What it prints after READY, read as it comes: an unread pipe fills up (~64 KB of logs)
     # and then blocks the server mid-request.
     later_output: list[str] = field(default_factory=list)
@@ -47,11 +51,15 @@ class Spawned:
 def start(admin_token: str, **env: str) -> Spawned:
     host = env.get("HOST", "127.0.0.1")
     port, moto_port = free_port(host), free_port(host)
+    https_port, mail_port = free_port(host), free_port()
     environment = {
         **{k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "REGISTRY_"))},
         "HOST": host,
         "PORT": str(port),
         "MOTO_PORT": str(moto_port),
+        "HTTPS_PORT": str(https_port),
+        "MAIL_PORT": str(mail_port),
+        "REGISTRY_MAIL_CATCHER": "off",
         "REGISTRY_ADMIN_TOKEN": admin_token,
         "REGISTRY_ACCESS_LOG": "0",
         "PYTHONUNBUFFERED": "1",
@@ -82,6 +90,7 @@ def start(admin_token: str, **env: str) -> Spawned:
                 process,
                 time.monotonic() - started,
                 "".join(lines),
+                f"https://{host}:{https_port}",
             )
             spawned.reader = threading.Thread(target=spawned.drain, daemon=True)
             spawned.reader.start()

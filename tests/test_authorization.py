@@ -193,6 +193,18 @@ def test_site_administration_and_scim_declare_their_kind() -> None:
     assert wrong == []
 
 
+def test_no_deployed_function_serves_the_local_mail_catcher_page() -> None:
+    """The local mail catcher's page (``make run`` only: mail's links are their recipients'
+    secrets) is served by no entry app, and declares site-admin access where it is
+    registered (the local runner's app)."""
+    from chalicelib.core.api.openapi import SPECS
+    from infrastructure import mail_catcher
+
+    assert mail_catcher.PAGE.startswith("/app/admin/")  # walked as site administration
+    assert mail_catcher.PAGE not in {r.path for r in ROUTES}
+    assert SPECS[(mail_catcher.PAGE, "GET")].access == "site-admin"
+
+
 def test_the_public_routes_are_exactly_those_listed() -> None:
     public = {(r.method, r.path) for r in ROUTES if r.access == "public"}
     assert public == PUBLIC

@@ -74,6 +74,8 @@ def _refused(ctx: WebCtx, why: oauth.AuthorizationRefused) -> Response:
 
 
 def _consent(ctx: WebCtx, request: oauth.AuthorizationRequest) -> Response:
+    from chalicelib.web.pages import cli_configuration  # the consent page's own, at first use
+
     principal = ctx.principal_or_sign_in()
     if not principal.is_user:
         return ctx.render("authorize.html", 403, team_token=True, host=ctx.host)
@@ -85,6 +87,7 @@ def _consent(ctx: WebCtx, request: oauth.AuthorizationRequest) -> Response:
         host=ctx.host,
         username=users_service.get_user(principal.id).username,
         description=oauth.token_description(),
+        cli_config=cli_configuration(ctx.base_url),
     )
     # Chromium applies form-action to the redirect that follows the POST too: allow exactly
     # terraform's listener besides this origin.

@@ -121,6 +121,17 @@ def test_every_route_belongs_to_exactly_one_group_function():
             assert any(f"${{{g.logical_id}.Arn}}" in uri["Fn::Sub"] for g in ROUTE_GROUPS)
 
 
+def test_no_route_group_serves_the_local_mail_catcher_page():
+    """``/app/admin/mail`` (the mail ``make run`` caught) is registered on the local runner's
+    app only: no deployed function has it, nor the whole app the template is made from."""
+    from app import app
+    from infrastructure.mail_catcher import PAGE
+
+    served = {path for routes in template.group_routes().values() for path, _ in routes}
+    assert "/app/admin/users" in served and PAGE not in served
+    assert PAGE not in app.routes
+
+
 def _statements(logical_id: str) -> list[dict]:
     role = template.merge_template()["Resources"][f"{logical_id}Role"]
     return role["Properties"]["Policies"][0]["PolicyDocument"]["Statement"]

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import html
 import json
 import re
 import uuid
@@ -150,6 +151,25 @@ def test_without_a_session_the_browser_signs_in_and_comes_back_to_the_same_reque
     policy = page.headers["Content-Security-Policy"]
     assert "form-action 'self' http://localhost:10003;" in policy
     assert "frame-ancestors 'none'" in policy and page.headers["Cache-Control"] == "no-store"
+
+
+def test_the_consent_page_warns_of_tf_cli_config_file_and_gives_the_login_v1_block(
+    browser: Browser,
+):
+    """``terraform login`` saves the token in ~/.terraform.d/credentials.tfrc.json, which
+    terraform does not read while TF_CLI_CONFIG_FILE is set (init: 401): the page says so,
+    and over plain HTTP gives the host block whose ``login.v1`` terraform needs."""
+    browser.sign_in(ADMIN_TOKEN)
+    page = browser.get(Login().url)
+    assert page.status_code == 200
+    note = html.unescape(page.text.split('id="tf-cli-config-file">', 1)[1].split("</p>", 1)[0])
+    assert "TF_CLI_CONFIG_FILE" in note and "credentials.tfrc.json" in note and "401" in note
+    assert 'credentials "registry.test" { token = "…" }' in note
+    block = html.unescape(page.text.split('id="cli-config">', 1)[1].split("</code>", 1)[0])
+    assert 'host "registry.test"' in block
+    assert '"login.v1" = {' in block and 'client      = "terraform-cli"' in block
+    assert 'authz       = "http://registry.test/app/oauth/authorize"' in block
+    assert 'token       = "http://registry.test/oauth/token"' in block
 
 
 @pytest.mark.parametrize(

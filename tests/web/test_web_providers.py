@@ -125,6 +125,9 @@ def test_the_provider_page_shows_the_newest_verified_version(
     assert 'host "registry.test"' in config
     assert '"providers.v1" = "http://registry.test/api/registry/v1/providers/"' in config
     assert '"modules.v1" = "http://registry.test/api/registry/v1/modules/"' in config
+    # ... and says why terraform login's token is not read with TF_CLI_CONFIG_FILE set.
+    assert 'id="tf-cli-config-file"' in page.text
+    assert 'credentials "registry.test" { token' in html.unescape(page.text)
     assert get_settings().bucket not in page.text  # a reading page carries no file link
 
 
