@@ -128,7 +128,21 @@ def templates() -> Environment:
     env.globals["static_url"] = static_url
     env.globals["edition"] = get_settings().edition
     env.globals["shows_site_admin"] = shows_site_admin
+    env.globals["signed_in_as"] = signed_in_as
     return env
+
+
+def signed_in_as(principal: Principal) -> str:
+    """The header's "who": the user's username whichever way they signed in (password, SSO,
+    a pasted token), or the kind of token a team or organization session runs on."""
+    from chalicelib.accounts.users.service import shown_username
+
+    username = shown_username(principal)
+    if username:
+        return f"Signed in as {username}"
+    return (
+        f"Signed in with {'an' if principal.kind == 'organization' else 'a'} {principal.kind} token"
+    )
 
 
 def shows_site_admin(principal: Principal | None) -> bool:

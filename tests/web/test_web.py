@@ -141,7 +141,7 @@ def test_sign_in_with_a_token_opens_a_session_the_token_never_leaves_the_server(
         assert attribute in session_cookie
     assert ADMIN_TOKEN not in session_cookie
     page = browser.get("/app/organizations")
-    assert page.status_code == 200 and "Signed in with a user token" in page.text
+    assert page.status_code == 200 and "Signed in as admin" in page.text
     assert ADMIN_TOKEN not in page.text
     assert browser.get("/").headers["Location"] == "/app/organizations"
 
