@@ -581,6 +581,20 @@ def test_static_assets_are_hashed_and_cached_for_good(browser: Browser):
     assert browser.get("/app/static/..%2Fsession.py").status_code == 404
 
 
+def test_the_favicon_is_served_at_its_usual_address_and_linked_from_every_page(
+    browser: Browser,
+):
+    from chalicelib.web.view import static_url
+
+    icon = browser.get("/favicon.ico")  # signed out: anyone may fetch it
+    assert icon.status_code == 200 and icon.headers["Content-Type"] == "image/svg+xml"
+    assert icon.text.startswith("<svg") and "public" in icon.headers["Cache-Control"]
+    linked = static_url("favicon.svg")
+    page = browser.get("/app/sign-in").text
+    assert f'<link rel="icon" href="{linked}" type="image/svg+xml">' in page
+    assert browser.get(linked).text == icon.text
+
+
 # ----- the module list's cost ---------------------------------------------------------------
 
 
