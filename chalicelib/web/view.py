@@ -27,6 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache, lru_cache
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 from urllib.parse import parse_qs, quote, unquote
 
@@ -327,13 +328,23 @@ def csrf_refused(request: Any) -> Response:
     )
 
 
-def unknown_page_html() -> str:
+def unknown_page_html(cookie: str = "") -> str:
     """The not-found page for a path no route serves (the local server's fallback for
-    ``/app/...``; it has no request to read a session from)."""
+    ``/app/...``), in every page's layout: the session's header (read from ``cookie``, the
+    request's ``Cookie`` header), the site's customized error text and footer."""
+    request = SimpleNamespace(headers={"cookie": cookie} if cookie else {})
+    principal = session.signed_in(request)
     return (
         templates()
         .get_template("error.html")
-        .render(principal=None, csrf_token="", code=404, title=STATUS_TITLES[404], message=None)
+        .render(
+            principal=principal,
+            csrf_token=(session.csrf_token(request) or "") if principal else "",
+            site=site_text(),
+            code=404,
+            title=STATUS_TITLES[404],
+            message=None,
+        )
     )
 
 

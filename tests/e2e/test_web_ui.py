@@ -521,6 +521,33 @@ def test_not_found_and_error_pages(page: Page):
     check_accessibility(page)
 
 
+def test_an_unknown_page_has_every_pages_layout_and_the_sites_error_text(
+    page: Page, published: Stack
+):
+    """A path no route serves (the local server's fallback) shows the header of the session,
+    the customized error text and the footer, as every other error page."""
+    admin = published.session()
+    url = published.api("/admin/customization-settings")
+
+    def customize(error: str, footer: str) -> None:
+        attributes = {"error": error, "footer": footer}
+        body = {"data": {"type": "customization-settings", "attributes": attributes}}
+        assert admin.patch(url, json=body).status_code == 200
+
+    customize("Ask **the platform team**.", "Run by the e2e team")
+    try:
+        sign_in(page)
+        response = page.goto("/app/no-such-org/anything")
+        assert response is not None and response.status == 404
+        expect(page.get_by_role("heading", name="Page not found", level=1)).to_be_visible()
+        expect(page.locator("main .custom-text")).to_have_text("Ask the platform team.")
+        expect(page.locator("footer .custom-text")).to_have_text("Run by the e2e team")
+        expect(page.locator("#signed-in-as")).to_contain_text("Signed in as ")
+        check_accessibility(page)
+    finally:
+        customize("", "")
+
+
 # Pages a crawl must not follow: they act (sign-out is a form, but links that change things
 # would be a bug of their own), or repeat a page already seen with other data.
 CRAWL_SKIP = ("/app/sign-out", "/app/oauth/", "/users/saml/", "/app/sign-in/sso")
