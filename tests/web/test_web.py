@@ -67,6 +67,24 @@ def test_readme_markdown_renders_and_the_allow_list_keeps_what_readmes_need():
     assert '<p align="center">' in html and "<details>" in html
 
 
+def test_every_readme_table_scrolls_in_a_box_of_its_own():
+    """Markdown tables and HTML ones (nested too) each get the box; a README cannot make
+    one of its own (class, tabindex and role are not kept) nor unbalance the page."""
+    box = (
+        '<div class="table-scroll" tabindex="0" role="region" '
+        'aria-label="A table (scrolls sideways)">'
+    )
+    html = markdown.render(
+        "| a | b |\n|---|---|\n| 1 | 2 |\n\n"
+        '<table border="1"><tr><td><table><tr><td>in</td></tr></table></td></tr></table>\n\n'
+        '<div class="table-scroll" tabindex="0" role="region">fake</div>\n\n'
+        "`<table>` and </table> as text"
+    )
+    assert html.count(box + "<table>") == 3 and html.count("</table></div>") == 3
+    assert html.count("<div") == html.count("</div>") == 4  # the three boxes and the fake one
+    assert "<div>fake</div>" in html and "<code>&lt;table&gt;</code>" in html
+
+
 def test_a_hostile_readme_keeps_no_script_handler_or_dangerous_url():
     html = markdown.render(HOSTILE_README)
     lowered = html.lower()
