@@ -348,7 +348,8 @@ def _request_handler() -> Any:
             if isinstance(error, ForbiddenError) and self.path.startswith("/app/"):
                 from chalicelib.web.view import HTML, unknown_page_html
 
-                self._send_http_response(404, {"Content-Type": HTML}, unknown_page_html())
+                page = unknown_page_html(self.headers.get("cookie") or "")
+                self._send_http_response(404, {"Content-Type": HTML}, page)
                 return
             if isinstance(error, ForbiddenError):
                 body = error_document(NotFound(f"no route for {self.command} {self.path}"))

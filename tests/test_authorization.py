@@ -72,6 +72,7 @@ PUBLIC = {
     ("POST", "/app/sign-in/two-factor"),
     ("POST", "/app/sign-out"),
     ("GET", "/app/static/{asset}"),
+    ("GET", "/favicon.ico"),  # the site's icon, as the static assets
     # The publishing page's poll: JSON ``signed-out`` without a session, else as the page.
     (
         "GET",

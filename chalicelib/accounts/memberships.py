@@ -367,6 +367,21 @@ def _teams_of(organization: str, team_ids: list[str], pointer: str) -> list[Team
     return [found[t] for t in dict.fromkeys(team_ids)]
 
 
+LAST_OWNER = "the owners team must keep at least one member"
+
+
+def last_owner(membership: Membership, teams: list[TeamModel]) -> bool:
+    """Whether ``membership`` is the only member left on its organization's owners team
+    (among ``teams``): removing it is refused (``remove``), and the members page offers no
+    button for it."""
+    return membership.status == "active" and any(
+        team.is_owners
+        and team.id in membership.team_ids
+        and set(team.user_ids or ()) <= {membership.user_id}
+        for team in teams
+    )
+
+
 def remove(principal: Principal, membership_id_: str) -> None:
     """Remove a member from the organization (every team of it) or withdraw an invitation."""
     membership, _ = find(principal, membership_id_)
@@ -377,9 +392,8 @@ def remove(principal: Principal, membership_id_: str) -> None:
         raise NotFound(f"organization membership {membership_id_} not found") from None
     if membership.status == "active":
         teams = teams_store.teams_by_ids(membership.team_ids)
-        for team in teams:
-            if team.is_owners and set(team.user_ids or ()) <= {membership.user_id}:
-                raise Unprocessable("the owners team must keep at least one member")
+        if last_owner(membership, teams):
+            raise Unprocessable(LAST_OWNER)
         for team in teams:
             teams_store.remove_team_members(team, [membership.user_id])
         users_store.remove_member_ref(membership.user_id, org)
@@ -402,7 +416,7 @@ def change_team_members(
     active = [m.user_id for m in chosen if m.status == "active"]
     invited = [m for m in chosen if m.status == "invited"]
     if not add and team.is_owners and set(team.user_ids or ()) <= set(active):
-        raise Unprocessable("the owners team must keep at least one member")
+        raise Unprocessable(LAST_OWNER)
     if add:
         teams_store.add_team_members(team, active)
     else:

@@ -15,6 +15,7 @@ A README is hostile input (anyone who can publish a module writes one). The rule
   or ``data:`` source is dropped, leaving the alt text. (A relative image would resolve
   against the UI's own pages, not the module's files.) The pages' Content-Security-Policy
   (``img-src 'self' https:``, no inline script) is a second line behind this one.
+* Every table is wrapped in a box that scrolls sideways (``_TABLE_BOX``).
 * Headings are shifted down two levels (a README's ``#`` becomes ``<h3>``) so that the
   page's outline stays right: the module's name is the page's only ``<h1>``.
 """
@@ -103,8 +104,17 @@ def sanitize(html: str) -> str:
     return _IMG.sub(_settle_image, cleaned)
 
 
+# A README's table scrolls sideways in a box of its own (a keyboard stop, labelled): a wide
+# one never widens the page. Added after cleaning (nh3 keeps no attribute of a <table>).
+_TABLE_BOX = (
+    '<div class="table-scroll" tabindex="0" role="region" aria-label="A table (scrolls sideways)">'
+    "<table>"
+)
+
+
 def render(text: str | None) -> str:
     """A README (Markdown) as sanitized HTML, safe to put into a page as-is."""
     if not text:
         return ""
-    return sanitize(_markdown().render(text))
+    cleaned = sanitize(_markdown().render(text))
+    return cleaned.replace("<table>", _TABLE_BOX).replace("</table>", "</table></div>")

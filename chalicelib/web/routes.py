@@ -31,6 +31,7 @@ from chalicelib.web.view import (
     page_number,
     redirect,
     safe_next,
+    static_url,
     with_error,
 )
 
@@ -295,6 +296,22 @@ def accept_invitation(ctx: WebCtx, token: str) -> Response:
         return redirect(target)
     _, secret = session.start_for_user(user.id)  # the new person's new account
     return open_session(ctx, target, secret)
+
+
+@page(bp, "/favicon.ico", auth=PublicPage, success=(Reply(200, schema={"type": "string"}),))
+def favicon(ctx: WebCtx) -> Response:
+    """The site's icon where browsers and tools look without a page's ``<link rel="icon">``
+    (the same SVG as ``static/favicon.svg``; browsers take the type from the header)."""
+    content_type, data = assets()[static_url("favicon.svg").rsplit("/", 1)[1]]
+    return Response(
+        body=data.decode("utf-8"),
+        status_code=200,
+        headers={
+            "Content-Type": content_type,
+            "Cache-Control": "public, max-age=86400",
+            "X-Content-Type-Options": "nosniff",
+        },
+    )
 
 
 @page(bp, "/app/static/{asset}", auth=PublicPage, success=(Reply(200, schema={"type": "string"}),))

@@ -27,6 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache, lru_cache
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 from urllib.parse import parse_qs, quote, unquote
 
@@ -128,7 +129,21 @@ def templates() -> Environment:
     env.globals["static_url"] = static_url
     env.globals["edition"] = get_settings().edition
     env.globals["shows_site_admin"] = shows_site_admin
+    env.globals["signed_in_as"] = signed_in_as
     return env
+
+
+def signed_in_as(principal: Principal) -> str:
+    """The header's "who": the user's username whichever way they signed in (password, SSO,
+    a pasted token), or the kind of token a team or organization session runs on."""
+    from chalicelib.accounts.users.service import shown_username
+
+    username = shown_username(principal)
+    if username:
+        return f"Signed in as {username}"
+    return (
+        f"Signed in with {'an' if principal.kind == 'organization' else 'a'} {principal.kind} token"
+    )
 
 
 def shows_site_admin(principal: Principal | None) -> bool:
@@ -313,13 +328,23 @@ def csrf_refused(request: Any) -> Response:
     )
 
 
-def unknown_page_html() -> str:
+def unknown_page_html(cookie: str = "") -> str:
     """The not-found page for a path no route serves (the local server's fallback for
-    ``/app/...``; it has no request to read a session from)."""
+    ``/app/...``), in every page's layout: the session's header (read from ``cookie``, the
+    request's ``Cookie`` header), the site's customized error text and footer."""
+    request = SimpleNamespace(headers={"cookie": cookie} if cookie else {})
+    principal = session.signed_in(request)
     return (
         templates()
         .get_template("error.html")
-        .render(principal=None, csrf_token="", code=404, title=STATUS_TITLES[404], message=None)
+        .render(
+            principal=principal,
+            csrf_token=(session.csrf_token(request) or "") if principal else "",
+            site=site_text(),
+            code=404,
+            title=STATUS_TITLES[404],
+            message=None,
+        )
     )
 
 

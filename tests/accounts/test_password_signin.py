@@ -51,7 +51,7 @@ def test_the_right_password_signs_in_by_username_in_any_case_or_email(
         c.startswith("tfe_registry_session=") and "HttpOnly" in c for c in browser.last_set_cookies
     )
     page = browser.get("/app/organizations")
-    assert page.status_code == 200 and "Signed in with a user token" in page.text
+    assert page.status_code == 200 and "Signed in as Jane" in page.text
     assert all(hits == 0 for hits in counters().values())  # a success is not a failure
 
 

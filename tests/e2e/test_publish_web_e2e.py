@@ -123,6 +123,11 @@ def test_a_publisher_creates_uploads_deprecates_and_revokes_in_the_browser(
     expect(page.locator("#upload-section")).to_be_hidden()  # the link takes nothing more
     check_page(page)
     assert version_attributes(stack, "1.0.0")["status"] == "ok"
+    # The script showed the links to the module (no reload): the version's page opens.
+    page.get_by_role("link", name="network/aws 1.0.0 on its module page").click()
+    expect(page.get_by_role("heading", name="network", level=1)).to_be_visible()
+    assert page.url.endswith("/registry/modules/private/" + ORG + "/network/aws/1.0.0")
+    page.go_back()
 
     page.reload()
     page.get_by_role("link", name="Deprecate the version").click()

@@ -179,6 +179,6 @@ def test_every_admin_page_is_accessible_and_fits_a_phone(
     fits_a_phone(page, "admin-saml-phone.png")
     # A refused value: the form again, with the API's message, still accessible.
     page.get_by_label("IdP single sign-on URL").fill("http://idp.example.test/sso")
-    page.get_by_role("button", name="Save SAML single sign-on").click()
+    page.get_by_role("button", name="Save SAML settings").click()
     expect(page.get_by_role("alert")).to_contain_text("sso-endpoint-url must be an https:// URL")
     check_accessibility(page)

@@ -317,6 +317,88 @@ def test_organizations_and_search(page: Page):
     expect(page.locator("table.modules")).not_to_contain_text("google")
 
 
+# A README table wider than any phone (and a long unbreakable cell).
+WIDE_README = (
+    "# wide\n\n| Input | Type | Default | Description |\n|---|---|---|---|\n"
+    '| `cidr_block_for_the_primary_virtual_private_cloud` | `string` | `"10.0.0.0/16"` '
+    "| The primary CIDR block of the VPC, used for every subnet the module creates |\n"
+)
+
+
+def _box(page: Page, selector: str) -> dict[str, Any]:
+    """Where ``selector``'s first element is and whether its content fits it."""
+    return page.locator(selector).first.evaluate(
+        """e => { const r = e.getBoundingClientRect(), s = getComputedStyle(e);
+                  return {left: r.left, right: r.right, width: r.width, sw: e.scrollWidth,
+                          cw: e.clientWidth, overflowX: s.overflowX, whiteSpace: s.whiteSpace,
+                          lines: new Set(Array.from((e.querySelector("code") || e).getClientRects())
+                                             .filter(q => q.width > 0)
+                                             .map(q => Math.round(q.top))).size}; }"""
+    )
+
+
+def test_the_module_page_gives_code_and_wide_readme_tables_room(page: Page, published: Stack):
+    """The usage column has room for the snippet on its lines; code blocks and a README's
+    wide table scroll in their own box; on a phone nothing widens the page."""
+    wide = {"main.tf": MAIN_TF, "README.md": WIDE_README}
+    _publish(published, "wide", "aws", {"1.0.0": _archive(wide)})
+    sign_in(page)
+    page.set_viewport_size({"width": 1280, "height": 900})
+    page.goto(f"/app/{ORG}/registry/modules/private/{ORG}/wide/aws")
+    side = _box(page, ".module-side")
+    assert side["width"] >= 420, side  # was 352 px (22rem), 327 px of it for content
+    usage = _box(page, "pre:has(#usage-snippet)")
+    # module "wide" { / source = "…" / version = "…" / }: four lines, none wrapped, all seen.
+    assert usage["whiteSpace"] == "pre" and usage["lines"] == 4, usage
+    assert usage["sw"] <= usage["cw"], usage
+    cli = _box(page, "pre:has(#cli-config)")
+    assert cli["overflowX"] == "auto" and cli["right"] <= side["right"] + 1, cli
+    assert cli["whiteSpace"] == "pre"
+    table = _box(page, ".markdown .table-scroll")
+    assert table["overflowX"] == "auto" and table["right"] <= side["left"], table
+    check_accessibility(page)
+
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.reload()
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390  # was 1,934 px
+    table = _box(page, ".markdown .table-scroll")
+    assert table["sw"] > table["cw"] and table["right"] <= 390, table  # scrolls in its box
+    expect(page.locator(".markdown .scroll-hint")).to_be_visible()
+    expect(page.locator(".markdown .scroll-hint")).to_have_text("Scroll sideways for more →")
+    usage = _box(page, "pre:has(#usage-snippet)")
+    assert usage["right"] <= 390 and usage["lines"] == 4, usage
+    check_accessibility(page)
+    page.set_viewport_size({"width": 1280, "height": 900})
+
+
+def test_phone_tables_stack_or_say_they_scroll(page: Page, published: Stack):
+    """On a phone the module list stacks each row (every column seen, labelled); a table that
+    still scrolls says so above it; at desktop width neither."""
+    sign_in(page)
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.goto(f"/app/{ORG}/registry/modules")
+    network = page.locator("table.modules tbody tr").filter(has_text="network")
+    for label in ("Status", "Description", "Updated", "Downloads"):
+        cell = network.locator(f'td[data-label="{label}"]')
+        expect(cell).to_be_visible()
+        box = cell.bounding_box()
+        assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= 390, label
+    expect(network.locator('td[data-label="Description"]')).to_contain_text("A VPC with")
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    expect(page.locator(".scroll-hint:visible")).to_have_count(0)  # nothing left to scroll
+    page.screenshot(path=str(SCREENSHOTS / "module-list-phone.png"), full_page=False)
+    check_accessibility(page)
+
+    page.goto(f"/app/{ORG}/members")
+    members = _box(page, ".scroll-box")
+    assert members["sw"] > members["cw"]  # wider than the phone: it scrolls in its box
+    expect(page.locator(".scroll-hint")).to_be_visible()
+    check_accessibility(page)
+    page.set_viewport_size({"width": 1280, "height": 900})
+    page.goto(f"/app/{ORG}/members")
+    expect(page.locator(".scroll-hint")).to_be_hidden()
+
+
 def test_open_a_module_read_its_readme_and_tabs(page: Page, published: Stack):
     sign_in(page)
     page.goto(f"/app/{ORG}/registry/modules")
@@ -519,6 +601,33 @@ def test_not_found_and_error_pages(page: Page):
     assert response is not None and response.status == 400
     expect(page.get_by_role("heading", name="Bad request", level=1)).to_be_visible()
     check_accessibility(page)
+
+
+def test_an_unknown_page_has_every_pages_layout_and_the_sites_error_text(
+    page: Page, published: Stack
+):
+    """A path no route serves (the local server's fallback) shows the header of the session,
+    the customized error text and the footer, as every other error page."""
+    admin = published.session()
+    url = published.api("/admin/customization-settings")
+
+    def customize(error: str, footer: str) -> None:
+        attributes = {"error": error, "footer": footer}
+        body = {"data": {"type": "customization-settings", "attributes": attributes}}
+        assert admin.patch(url, json=body).status_code == 200
+
+    customize("Ask **the platform team**.", "Run by the e2e team")
+    try:
+        sign_in(page)
+        response = page.goto("/app/no-such-org/anything")
+        assert response is not None and response.status == 404
+        expect(page.get_by_role("heading", name="Page not found", level=1)).to_be_visible()
+        expect(page.locator("main .custom-text")).to_have_text("Ask the platform team.")
+        expect(page.locator("footer .custom-text")).to_have_text("Run by the e2e team")
+        expect(page.locator("#signed-in-as")).to_contain_text("Signed in as ")
+        check_accessibility(page)
+    finally:
+        customize("", "")
 
 
 # Pages a crawl must not follow: they act (sign-out is a form, but links that change things

@@ -67,6 +67,24 @@ def test_readme_markdown_renders_and_the_allow_list_keeps_what_readmes_need():
     assert '<p align="center">' in html and "<details>" in html
 
 
+def test_every_readme_table_scrolls_in_a_box_of_its_own():
+    """Markdown tables and HTML ones (nested too) each get the box; a README cannot make
+    one of its own (class, tabindex and role are not kept) nor unbalance the page."""
+    box = (
+        '<div class="table-scroll" tabindex="0" role="region" '
+        'aria-label="A table (scrolls sideways)">'
+    )
+    html = markdown.render(
+        "| a | b |\n|---|---|\n| 1 | 2 |\n\n"
+        '<table border="1"><tr><td><table><tr><td>in</td></tr></table></td></tr></table>\n\n'
+        '<div class="table-scroll" tabindex="0" role="region">fake</div>\n\n'
+        "`<table>` and </table> as text"
+    )
+    assert html.count(box + "<table>") == 3 and html.count("</table></div>") == 3
+    assert html.count("<div") == html.count("</div>") == 4  # the three boxes and the fake one
+    assert "<div>fake</div>" in html and "<code>&lt;table&gt;</code>" in html
+
+
 def test_a_hostile_readme_keeps_no_script_handler_or_dangerous_url():
     html = markdown.render(HOSTILE_README)
     lowered = html.lower()
@@ -141,7 +159,7 @@ def test_sign_in_with_a_token_opens_a_session_the_token_never_leaves_the_server(
         assert attribute in session_cookie
     assert ADMIN_TOKEN not in session_cookie
     page = browser.get("/app/organizations")
-    assert page.status_code == 200 and "Signed in with a user token" in page.text
+    assert page.status_code == 200 and "Signed in as admin" in page.text
     assert ADMIN_TOKEN not in page.text
     assert browser.get("/").headers["Location"] == "/app/organizations"
 
@@ -579,6 +597,20 @@ def test_static_assets_are_hashed_and_cached_for_good(browser: Browser):
     assert browser.get(static_url("ui.js")).status_code == 200
     assert browser.get("/app/static/ui.css").status_code == 404
     assert browser.get("/app/static/..%2Fsession.py").status_code == 404
+
+
+def test_the_favicon_is_served_at_its_usual_address_and_linked_from_every_page(
+    browser: Browser,
+):
+    from chalicelib.web.view import static_url
+
+    icon = browser.get("/favicon.ico")  # signed out: anyone may fetch it
+    assert icon.status_code == 200 and icon.headers["Content-Type"] == "image/svg+xml"
+    assert icon.text.startswith("<svg") and "public" in icon.headers["Cache-Control"]
+    linked = static_url("favicon.svg")
+    page = browser.get("/app/sign-in").text
+    assert f'<link rel="icon" href="{linked}" type="image/svg+xml">' in page
+    assert browser.get(linked).text == icon.text
 
 
 # ----- the module list's cost ---------------------------------------------------------------

@@ -231,7 +231,9 @@ def test_a_team_token_session_has_no_account_page(org: Api) -> None:
     _, team_token = make_team(org, ORG, "ci")
     browser = signed_in(org, team_token)
     assert browser.get("/app/account").status_code == 404
-    assert 'href="/app/account"' not in browser.get("/app/organizations").text
+    page = browser.get("/app/organizations").text
+    assert 'href="/app/account"' not in page
+    assert '<li class="who" id="signed-in-as">Signed in with a team token</li>' in page
 
 
 def test_the_profile_changes_through_the_account_service(org: Api) -> None:
@@ -410,10 +412,24 @@ def test_removing_a_member_and_the_last_owner_refused(org: Api, olivia: Browser)
     person(org, "jane", "readers")
     rows = org.get(f"/api/v2/organizations/{ORG}/organization-memberships?include=user").data
     by_email = {r["attributes"]["email"]: r["id"] for r in rows}
-    token = csrf(olivia, f"/app/{ORG}/members")
-    removed = olivia.post(
-        f"/app/{ORG}/members/{by_email['jane@example.com']}/remove", {"csrf_token": token}
+    jane_action = f"/app/{ORG}/members/{by_email['jane@example.com']}/remove"
+    # No one-click removal: the row links to a page that asks first (no script needed).
+    page = olivia.get(f"/app/{ORG}/members").text
+    assert (
+        f'<a href="{jane_action}">Remove' in page
+        and 'method="post" action="' + jane_action not in page
     )
+    asked = olivia.get(jane_action)
+    assert asked.status_code == 200 and "Remove jane from acme?" in asked.text
+    assert (
+        f'<form method="post" action="{jane_action}"' in asked.text
+        and "Remove jane</button>" in asked.text
+    )
+    assert (
+        len(org.get(f"/api/v2/organizations/{ORG}/organization-memberships").data) == 3
+    )  # asking changed nothing
+    token = csrf(olivia, f"/app/{ORG}/members")
+    removed = olivia.post(jane_action, {"csrf_token": token})
     assert removed.status_code == 303
     assert "jane" not in olivia.get(f"/app/{ORG}/members").text
     # The owners team is olivia and the site admin who made the organization: drop the admin,
@@ -421,10 +437,26 @@ def test_removing_a_member_and_the_last_owner_refused(org: Api, olivia: Browser)
     owners = team_named(org, "owners")
     body = {"data": [{"type": "users", "id": "admin"}]}
     assert org.delete(f"/api/v2/teams/{owners}/relationships/users", body).status == 204
-    refused = olivia.post(
-        f"/app/{ORG}/members/{by_email['olivia@example.com']}/remove", {"csrf_token": token}
-    )
+    # Now the last owner: her row offers no removal, and the page that would ask refuses.
+    own_action = f"/app/{ORG}/members/{by_email['olivia@example.com']}/remove"
+    page = olivia.get(f"/app/{ORG}/members").text
+    assert own_action not in page and "the last owner" in page
+    asked = olivia.get(own_action)
+    assert asked.status_code == 422 and "must keep at least one member" in asked.text
+    assert 'id="confirm-question"' not in asked.text
+    refused = olivia.post(own_action, {"csrf_token": token})
     assert refused.status_code == 422 and "must keep at least one member" in refused.text
+
+
+def test_the_removal_page_is_for_who_manages_membership_only(org: Api, olivia: Browser) -> None:
+    _, token = person(org, "jane", "readers")
+    rows = org.get(f"/api/v2/organizations/{ORG}/organization-memberships?include=user").data
+    olivias = next(r["id"] for r in rows if r["attributes"]["email"] == "olivia@example.com")
+    jane = signed_in(org, token)
+    assert jane.get(f"/app/{ORG}/members/{olivias}/remove").status_code == 404
+    assert olivia.get(f"/app/{ORG}/members/no-such-membership/remove").status_code == 404
+    make_org(org, "other")
+    assert olivia.get(f"/app/other/members/{olivias}/remove").status_code == 404
 
 
 # ----- teams and tokens ---------------------------------------------------------------------------

@@ -87,7 +87,7 @@ def test_the_provider_list(published: Api, browser: Browser) -> None:
     assert "1 private provider" in text
     # The newest verified version, the count, the newest refused one and its reason.
     assert re.search(r"mycloud acme 1\.0\.0 Failed: 1\.1\.0: SHA256SUMS\.sig is not", text), text
-    assert "</td>\n      <td>2</td>" in listing.text
+    assert '</td>\n      <td data-label="Versions">2</td>' in listing.text
     empty = text_of(browser.get("/app/other/registry/providers"))
     assert "0 private providers" in empty and "No private provider is published" in empty
 

@@ -117,6 +117,7 @@ def test_a_publisher_creates_a_module_and_version_and_uploads_its_archive(
     assert made.status_code == 303
     page = publisher.get(f"{MODULE}/1.0.0")
     assert page.status_code == 200 and "Waiting for its archive" in page.text
+    assert '<p id="published-links" hidden>' in page.text  # until it is ok
     link = upload_link(page.text)
     # The page's CSP lets its script reach the link's origin, and only that one more.
     origin = "{0.scheme}://{0.netloc}".format(urlparse(link))
@@ -140,6 +141,12 @@ def test_a_publisher_creates_a_module_and_version_and_uploads_its_archive(
     assert api_version(org, "1.0.0")["status"] == "ok"
     done = publisher.get(f"{MODULE}/1.0.0")
     assert "data-upload" not in done.text and "curl" not in done.text  # ok: no link any more
+    # Published: the page links to the module's page and to this version's.
+    shown = f"/app/{ORG}/registry/modules/private/{ORG}/vpc/aws"
+    assert '<p id="published-links">' in done.text
+    assert f'<a href="{shown}/1.0.0" id="published-version-link">' in done.text
+    assert f'<a href="{shown}">' in done.text
+    assert publisher.get(f"{shown}/1.0.0").status_code == 200
     assert f'href="{MODULE}/1.0.0/deprecate"' in done.text
     assert f'href="{MODULE}/1.0.0/delete"' not in done.text  # deleting is the owners'
 

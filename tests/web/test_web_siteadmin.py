@@ -192,6 +192,23 @@ def test_a_saved_form_is_what_the_api_then_shows(api: Api, admin: Browser, area:
     assert "Saved." in page.text
 
 
+SAVE_BUTTONS = {
+    "general": "Save general settings",
+    "saml": "Save SAML settings",
+    "smtp": "Save outgoing mail settings",
+    "sms": "Save SMS settings",
+    "cost-estimation": "Save cost estimation settings",
+    "customization": "Save customization",
+}
+
+
+@pytest.mark.parametrize("area", sorted(SAVE_BUTTONS))
+def test_each_settings_area_saves_with_a_button_that_says_what_it_saves(admin: Browser, area: str):
+    page = admin.get(f"/app/admin/settings/{area}")
+    buttons = re.findall(r'<button type="submit" class="primary">([^<]*)</button>', page.text)
+    assert buttons == [SAVE_BUTTONS[area]]
+
+
 def test_an_unchecked_box_saves_false_and_an_empty_duration_keeps_its_value(
     api: Api, admin: Browser
 ):

@@ -60,6 +60,15 @@ def shown_as_site_admin(principal: Principal) -> bool:
     return bool(user and user.is_site_admin)
 
 
+def shown_username(principal: Principal) -> str | None:
+    """The signed-in user's username for the page header (the cached user item, as
+    ``shown_as_site_admin``); None for a team or organization token."""
+    if not principal.is_user:
+        return None
+    user = store.cached_user(principal.id)
+    return user.username if user else None
+
+
 def validate_username(username: str | None, pointer: str = "/data/attributes/username") -> str:
     """422 naming ``pointer`` unless ``username`` is 1 to ``MAX_USERNAME`` letters, numbers,
     - and _ (starting with a letter or number)."""

@@ -2,7 +2,9 @@
 for every reader of the organization; for who may manage membership (owners, teams with
 ``manage-membership``, site admins: ``memberships.managing``) an invitation form (an email
 address and the teams to join) and a button per row that removes the member or withdraws
-the invitation. Everyone else sees no form, and a POST answers 404 as the API does.
+the invitation, after a page that asks first (none for the owners team's last member, whom
+the service refuses to remove). Everyone else sees no form, and a POST answers 404 as the
+API does.
 
 An email address shows to those who manage membership and to the member (as the API's
 ``email`` attribute). When the site cannot send mail, the page says the invitation was not
@@ -49,6 +51,7 @@ def _members_page(ctx: WebCtx, organization: str, status: int = 200, **extra: An
             "status": m.status,
             "teams": sorted(names[t] for t in m.team_ids if t in names),
             "is_me": m.user_id == principal.id,
+            "removable": manage and not memberships.last_owner(m, teams),
         }
         for m in found
     ]
@@ -94,6 +97,45 @@ def invite(ctx: WebCtx, organization: str) -> Response:
         invitation_mailed=invited.mailed,
         invitation_link=invited.link,
         not_mailed=memberships.NOT_MAILED,
+    )
+
+
+def _managed(ctx: WebCtx, organization: str, membership_id: str) -> memberships.Membership:
+    """A membership of ``organization`` the caller may remove or withdraw, or 404."""
+    principal = ctx.principal_or_sign_in()
+    found, _ = memberships.find(principal, membership_id)
+    if found.organization != organization or not may_manage(principal, organization):
+        raise NotFound(f"organization membership {membership_id} not found")
+    return found
+
+
+@page(bp, MEMBERS + "/{membership_id}/remove", auth=SignedIn, success=(Reply(200), Reply(422)))
+def confirm_remove(ctx: WebCtx, organization: str, membership_id: str) -> Response:
+    """Remove this member (or withdraw this invitation)? A page of its own, as deleting a
+    team; the owners team's last member gets the refusal instead."""
+    found = _managed(ctx, organization, membership_id)
+    who = (found.user.username if found.user else None) or found.email
+    back = f"/app/{organization}/members"
+    if found.status == "invited":
+        return ctx.render(
+            "people/confirm.html",
+            title="Withdraw this invitation?",
+            question=f"Withdraw the invitation of {who} to {organization}? Its link stops working.",
+            action=f"{back}/{found.id}/remove",
+            button="Withdraw the invitation",
+            cancel=back,
+        )
+    teams = teams_service.list_teams(ctx.principal_or_sign_in(), organization, None)
+    if memberships.last_owner(found, teams):
+        return _members_page(ctx, organization, 422, remove_error=memberships.LAST_OWNER)
+    return ctx.render(
+        "people/confirm.html",
+        title="Remove this member?",
+        question=f"Remove {who} from {organization}? They leave every team of it and lose "
+        "what those teams give; their account stays.",
+        action=f"{back}/{found.id}/remove",
+        button=f"Remove {who}",
+        cancel=back,
     )
 
 

@@ -29,6 +29,7 @@ from chalicelib.modules.service import ModuleRef
 from chalicelib.modules.statuses import VersionAction
 from chalicelib.modules.versions import LifecycleChange
 from chalicelib.web.labels import FAILED, status_label
+from chalicelib.web.pages import module_path
 from chalicelib.web.publishing.common import (
     VERSION,
     allow_connect,
@@ -138,6 +139,7 @@ def version_page(
         "publishing/version.html",
         module=module,
         module_url=module_url(ref),
+        module_page=module_path(module),
         url=url,
         state=_status(item),
         upload=upload,

@@ -49,6 +49,7 @@ class Area:
     shown: Callable[[WebCtx], dict[str, Any]]  # what the API shows
     sealed: Callable[[], set[str]]  # the secret fields that hold a value
     save: Callable[[dict[str, Any]], Any]
+    button: str  # the save button's label
 
 
 def _sealed(load: Callable[[], Any], names: dict[str, str]) -> Callable[[], set[str]]:
@@ -105,6 +106,7 @@ AREAS: dict[str, Area] = {
             lambda ctx: render.render_general(service.general()),
             lambda: set(),
             service.update_general,
+            "Save general settings",
         ),
         Area(
             "saml",
@@ -146,6 +148,7 @@ AREAS: dict[str, Area] = {
             lambda ctx: render.render_saml(service.saml(), ctx.base_url),
             _sealed(service.saml, {service.SAML_KEY: "private-key"}),
             service.update_saml,
+            "Save SAML settings",
         ),
         Area(
             "smtp",
@@ -172,6 +175,7 @@ AREAS: dict[str, Area] = {
             lambda ctx: render.render_smtp(service.smtp()),
             _sealed(service.smtp, {"password": "password"}),
             service.update_smtp,
+            "Save outgoing mail settings",
         ),
         Area(
             "sms",
@@ -187,6 +191,7 @@ AREAS: dict[str, Area] = {
             lambda ctx: render.render_sms(service.sms_settings()),
             _sealed(service.sms_settings, {"auth-token": "auth-token"}),
             service.update_sms,
+            "Save SMS settings",
         ),
         Area(
             "cost-estimation",
@@ -211,6 +216,7 @@ AREAS: dict[str, Area] = {
             lambda ctx: render.render_cost_estimation(service.cost_estimation()),
             _sealed(service.cost_estimation, {n: n for n in service.COST_SECRETS}),
             service.update_cost_estimation,
+            "Save cost estimation settings",
         ),
         Area(
             "customization",
@@ -229,6 +235,7 @@ AREAS: dict[str, Area] = {
             lambda ctx: render.render_customization(service.customization()),
             lambda: set(),
             service.update_customization,
+            "Save customization",
         ),
     )
 }

@@ -25,6 +25,9 @@
         var section = document.getElementById("upload-section");
         if (section) section.hidden = true;
         detail.textContent = "Published: terraform can install it now.";
+        // The links to the module's page and this version's (in the page, hidden until now).
+        var links = document.getElementById("published-links");
+        if (links) links.hidden = false;
       }
       box.setAttribute("data-status", state.status);
       box.classList.remove("ok", "bad", "warn");

@@ -70,9 +70,37 @@
     });
   }
 
+  // A box that scrolls sideways (tables, README tables) gets a line above it saying so, shown
+  // while its content is wider than it (checked again when the window changes size or a tab
+  // shows a hidden box).
+  function hintScrolling() {
+    var boxes = document.querySelectorAll(".scroll-box, .table-scroll");
+    function check() {
+      Array.prototype.forEach.call(boxes, function (box) {
+        var hint = box.previousElementSibling;
+        if (!hint || !hint.classList.contains("scroll-hint")) {
+          hint = document.createElement("p");
+          hint.className = "scroll-hint";
+          hint.setAttribute("aria-hidden", "true"); // the box's own label says it scrolls
+          hint.textContent = "Scroll sideways for more \u2192";
+          box.parentNode.insertBefore(hint, box);
+        }
+        hint.hidden = box.scrollWidth <= box.clientWidth + 1;
+      });
+    }
+    check();
+    window.addEventListener("resize", check);
+    function onTab(event) {
+      if (event.target.closest && event.target.closest("[role=tab]")) check();
+    }
+    document.addEventListener("click", onTab);
+    document.addEventListener("keyup", onTab);
+  }
+
   function start() {
     Array.prototype.forEach.call(document.querySelectorAll("[data-tabs]"), enhanceTabs);
     Array.prototype.forEach.call(document.querySelectorAll("button[data-copy]"), enhanceCopy);
+    hintScrolling();
   }
 
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);
