@@ -298,7 +298,12 @@ def accept_invitation(ctx: WebCtx, token: str) -> Response:
     return open_session(ctx, target, secret)
 
 
-@page(bp, "/favicon.ico", auth=PublicPage, success=(Reply(200, schema={"type": "string"}),))
+@page(
+    bp,
+    "/favicon.ico",
+    auth=PublicPage,
+    success=(Reply(200, schema={"type": "string"}, media_type="image/svg+xml"),),
+)
 def favicon(ctx: WebCtx) -> Response:
     """The site's icon where browsers and tools look without a page's ``<link rel="icon">``
     (the same SVG as ``static/favicon.svg``; browsers take the type from the header)."""

@@ -342,7 +342,7 @@ def test_the_module_list_shows_each_modules_total_from_the_stream(
     browser.sign_in(token)
     page = browser.get("/app/acme/registry/modules").text
     assert '<th scope="col">Downloads</th>' in page
-    assert '<td class="number">3</td>' in page
+    assert '<td class="number" data-label="Downloads">3</td>' in page
 
 
 def test_a_batch_delivered_again_counts_nothing_twice(module: Api, stream: StreamReader):

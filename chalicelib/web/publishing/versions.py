@@ -29,7 +29,6 @@ from chalicelib.modules.service import ModuleRef
 from chalicelib.modules.statuses import VersionAction
 from chalicelib.modules.versions import LifecycleChange
 from chalicelib.web.labels import FAILED, status_label
-from chalicelib.web.pages import module_path
 from chalicelib.web.publishing.common import (
     VERSION,
     allow_connect,
@@ -130,6 +129,8 @@ def version_page(
     version: str,
 ) -> Response:
     """A version: its status, the upload of its archive while it is not ok, its actions."""
+    from chalicelib.web.pages import module_path  # the module pages' service: first use
+
     ref = _ref(organization, registry, namespace, name, provider)
     module, rights = publishable(ctx, ref)
     item = versions.version_of(module, version)
