@@ -4,6 +4,8 @@ to teams has no item here: their membership is their team refs (``UserModel.is_m
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from pynamodb.attributes import (
     BooleanAttribute,
     UnicodeAttribute,
@@ -21,6 +23,10 @@ from chalicelib.accounts.users.store import (
     claim_key,
 )
 from chalicelib.core.data import db, lists
+
+if TYPE_CHECKING:
+    from pynamodb.expressions.condition import Condition
+    from pynamodb.expressions.update import Action
 
 
 class MembershipsByOrganization(GlobalSecondaryIndex):
@@ -116,19 +122,25 @@ def mark_invitation_mailed(item: MembershipModel) -> None:
             raise
 
 
+# Accepting an invitation: it becomes an active membership and forgets its token, on the
+# condition that it is still the invitation of the token it was read with.
+def _accepted() -> list[Action]:
+    return [
+        MembershipModel.status.set("active"),
+        MembershipModel.token_hash.remove(),
+        MembershipModel.expires_at.remove(),
+    ]
+
+
+def _still_invited(token_hash: str) -> Condition:
+    return (MembershipModel.token_hash == token_hash) & (MembershipModel.status == "invited")
+
+
 def use_invitation(item: MembershipModel, token_hash: str) -> bool:
     """Mark the invitation accepted and forget its token, once: False when another request
     used it first (the condition is the token it was read with)."""
     try:
-        item.update(
-            actions=[
-                MembershipModel.status.set("active"),
-                MembershipModel.token_hash.remove(),
-                MembershipModel.expires_at.remove(),
-            ],
-            condition=(MembershipModel.token_hash == token_hash)
-            & (MembershipModel.status == "invited"),
-        )
+        item.update(actions=_accepted(), condition=_still_invited(token_hash))
     except UpdateError as exc:
         if db.conditional_failure(exc):
             return False
@@ -147,13 +159,8 @@ def accept_invitation_as_new_user(item: MembershipModel, token_hash: str, user: 
         with TransactWrite(connection=db.connection()) as tx:
             tx.update(
                 item,
-                actions=[
-                    MembershipModel.status.set("active"),
-                    MembershipModel.token_hash.remove(),
-                    MembershipModel.expires_at.remove(),
-                ],
-                condition=(MembershipModel.token_hash == token_hash)
-                & (MembershipModel.status == "invited"),
+                actions=_accepted(),
+                condition=_still_invited(token_hash),
             )
             tx.save(claim, condition=UsernameClaimModel.id.does_not_exist())
             tx.save(user, condition=UserModel.id.does_not_exist())
