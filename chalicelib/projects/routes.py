@@ -25,9 +25,7 @@ bp = Blueprint(__name__)
 
 
 def body_models() -> ModuleType:
-    """The models of this file's typed bodies (``chalicelib.core.api.http.typed_body``),
-    imported with a route's first request that sends one: pydantic stays out of the cold
-    start."""
+    """This file's body models, loaded on first use (``core.api.http.typed_body``)."""
     from chalicelib.projects import schemas
 
     return schemas
