@@ -29,11 +29,13 @@ from uuid import uuid4
 
 import pytest
 import requests
+from playwright.sync_api import expect
 
 from infrastructure import spawn
 from infrastructure.mail_catcher import PAGE
 from tests.conftest import doc, tar_gz
 from tests.e2e.conftest import ADMIN_TOKEN, Stack, wait_for
+from tests.e2e.pages import TIMEOUT_MS, check_page
 from tests.e2e.test_invitations_e2e import PASSWORD, SESSION, Visitor, invite
 
 pytestmark = pytest.mark.e2e
@@ -100,6 +102,24 @@ def test_an_invitation_on_a_fresh_stack_reaches_the_catcher_and_its_page(local):
     assert anonymous.status_code == 303
     assert anonymous.headers["Location"].startswith("/app/sign-in?next=")
     assert PASSWORD not in stack.log()
+
+
+def test_the_mail_page_passes_axe_and_fits_a_phone(local, browser):
+    """The caught invitation of the test above, as a site admin sees it in Chromium."""
+    stack, _ = local
+    context = browser.new_context(base_url=stack.url)
+    try:
+        page = context.new_page()
+        page.goto("/app/sign-in")
+        page.get_by_label("API token").fill(ADMIN_TOKEN)
+        page.get_by_role("button", name="Sign in with the token").click()
+        heading = page.get_by_role("heading", name="Organizations", level=1)
+        expect(heading).to_be_visible(timeout=TIMEOUT_MS)  # signed in before going on
+        page.goto(PAGE)
+        assert "You are invited to join" in page.content()
+        check_page(page)
+    finally:
+        context.close()
 
 
 def test_the_https_port_serves_the_api_with_a_certificate_of_the_printed_ca(local):
