@@ -131,3 +131,12 @@ def test_an_owner_invites_and_teams_up_a_colleague_who_manages_her_tokens(
     expect(colleague.locator("#teams-table")).to_contain_text("platform")
     assert colleague.locator("#team-form").count() == 0  # not an owner: no form
     check_page(colleague)
+
+    # Removing a member asks first, on a page of its own that passes the same checks.
+    owner.goto(f"/app/{ORG}/members")
+    owner.get_by_role("link", name="Remove sam").click()
+    expect(owner.get_by_role("button", name="Remove sam")).to_be_visible()
+    check_page(owner)
+    owner.get_by_role("button", name="Remove sam").click()
+    expect(owner.locator("#member-removed")).to_be_visible()
+    expect(owner.get_by_role("link", name="Remove sam")).to_have_count(0)
