@@ -45,9 +45,11 @@ LAYERS: dict[str, set[str]] = {
     "vcs": {"core", "accounts"},
     "tags": {"core", "accounts", "workspaces"},
     "artifacts": {"core"},
-    "modules": {"core", "artifacts", "accounts", "vcs"},
+    # What the registry knows of what it distributes: scans, policy, SBOMs, provenance.
+    "trust": {"core", "artifacts", "accounts"},
+    "modules": {"core", "artifacts", "accounts", "vcs", "trust"},
     # The private provider registry: beside modules, on the same artifacts plumbing.
-    "providers": {"core", "artifacts", "accounts"},
+    "providers": {"core", "artifacts", "accounts", "trust"},
     "meta": {"core"},
     # SCIM provisioning drives users, teams and the site-admin flag through accounts, and
     # reads the SAML settings (SCIM needs SAML) through admin.
@@ -69,6 +71,7 @@ LAYERS: dict[str, set[str]] = {
         "providers",
         "saml",
         "scim",
+        "trust",
     },
     "lifecycle": {
         "core",
@@ -99,13 +102,14 @@ LAYERS: dict[str, set[str]] = {
         "web",
         "scim",
         "saml",
+        "trust",
     },
 }
 DOMAINS = {"accounts", "admin", "projects", "workspaces", "vcs", "tags", "modules", "meta", "web"}
-DOMAINS |= {"scim", "saml", "providers"}
+DOMAINS |= {"scim", "saml", "providers", "trust"}
 MODULE_SUB_ROOMS = ("chalicelib.modules.protocol", "chalicelib.modules.ingest")
 MODULE_SUB_ROOMS += ("chalicelib.modules.publishing", "chalicelib.modules.nocode")
-MODULE_SUB_ROOMS += ("chalicelib.modules.downloads",)
+MODULE_SUB_ROOMS += ("chalicelib.modules.downloads", "chalicelib.modules.scanning")
 # The request bodies of the registry routes nest publishing's vcs-repo body, as the routes do.
 MODULE_COMPOSERS = {
     "chalicelib.modules.routes",

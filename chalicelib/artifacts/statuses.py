@@ -26,6 +26,9 @@ class VersionStatus(StrEnum):
     INGRESSING = "reg_ingressing"
     INGRESS_FAILED = "reg_ingress_failed"
     OK = "ok"
+    # Held back by its organization's publishing policy (``trust.policy``): not served until
+    # an owner releases it (then ``ok``).
+    QUARANTINED = "quarantined"
     # A provider version (its SHA256SUMS signature) or platform (its archive).
     VERIFIED = "verified"
     FAILED = "failed"

@@ -31,6 +31,21 @@ class UploadKey:
     def metadata_key(self) -> str:
         return f"v1/metadata/{self.module_id}/{self.version_id}.json.gz"
 
+    @property
+    def findings_key(self) -> str:
+        """The version's scan report (``trust.findings.ScanReport``, gzipped JSON)."""
+        return f"v1/findings/{self.module_id}/{self.version_id}.json.gz"
+
+    @property
+    def sbom_key(self) -> str:
+        """The version's CycloneDX SBOM (JSON)."""
+        return f"v1/sbom/{self.module_id}/{self.version_id}.cdx.json"
+
+    @property
+    def provenance_key(self) -> str:
+        """The version's signed provenance (a DSSE envelope, JSON)."""
+        return f"v1/provenance/{self.module_id}/{self.version_id}.dsse.json"
+
     @classmethod
     def parse(cls, key: str) -> UploadKey | None:
         if not key.startswith(UPLOAD_PREFIX) or not key.endswith(".tar.gz"):

@@ -235,6 +235,15 @@ class ModuleVersionModel(db.Model):
     # Its README's first paragraph (``chalicelib.modules.describe``), set when it is ingested
     # (None: ingested before descriptions were kept).
     description = UnicodeAttribute(null=True)
+    # The last scan's summary (``trust.findings.ScanReport.summary``; None: not scanned yet),
+    # also kept, shorter, in the module's ``version_statuses`` entry (``entry_summary``).
+    scan = JSONAttribute(null=True)
+    # Why the publishing policy holds it back, and its release: {"reasons": [...],
+    # "quarantined-at"} then "released-by", "released-at", "release-reason".
+    quarantine = JSONAttribute(null=True)
+    # Who created it (the principal whose upload URL it was), for its provenance:
+    # {"type": "user"|"team"|"organization", "id", "name"?}. None: created before it was kept.
+    created_by = JSONAttribute(null=True)
     created_at = UTCDateTimeAttribute()
     updated_at = UTCDateTimeAttribute()
 
