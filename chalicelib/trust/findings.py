@@ -136,3 +136,18 @@ def entry_summary(summary: Mapping[str, Any] | None) -> dict[str, Any] | None:
         return None
     counts = {k: v for k, v in (summary.get("counts") or {}).items() if v}
     return {"status": summary["status"], **({"counts": counts} if counts else {})}
+
+
+def encode(report: ScanReport) -> bytes:
+    """The report as it is stored beside the archive (gzipped JSON)."""
+    import gzip
+    import json
+
+    return gzip.compress(json.dumps(report.to_json(), separators=(",", ":")).encode(), 6)
+
+
+def decode(data: bytes) -> ScanReport:
+    import gzip
+    import json
+
+    return ScanReport.from_json(json.loads(gzip.decompress(data)))
