@@ -29,6 +29,9 @@ class Stack:
     # What the stack has printed since READY, growing as it runs (spawn reads it): a module
     # checks at its end that none of its secrets reached the shared stack's log.
     output: list[str] = field(default_factory=list)
+    # What it printed up to READY, as ``make run`` prints it (the walkthroughs read their
+    # variables from it, as a reader does).
+    startup: str = ""
 
     def log(self) -> str:
         return "".join(self.output)
@@ -72,7 +75,13 @@ def stack(mirror_upstream: Upstream) -> Iterator[Stack]:
         # upstream, configured, is allowed as such).
         REGISTRY_OUTBOUND_ALLOW=VCS_HOST,
     )
-    yield Stack(running.url, running.moto_url, running.startup_seconds, running.later_output)
+    yield Stack(
+        running.url,
+        running.moto_url,
+        running.startup_seconds,
+        running.later_output,
+        running.startup_output,
+    )
     output = spawn.stop(running)  # Ctrl-C must stop everything cleanly
     assert "stopped" in output
 
