@@ -145,17 +145,26 @@ def terraform_init(
     workdir: Path, tls: tuple[Path, TlsProxy], token: str, source: str, version: str
 ) -> tuple[subprocess.CompletedProcess[str], float]:
     """``terraform init`` of a configuration requiring ``source`` at ``version``, with the
-    registry's mirror as the only installation method: (the run, its seconds)."""
+    registry's mirror (behind the TLS proxy) as the only installation method: (the run, its
+    seconds)."""
     ca, proxy = tls
+    return mirror_init(workdir, proxy.host, ca, token, source, version)
+
+
+def mirror_init(
+    workdir: Path, host: str, trusted: Path, token: str, source: str, version: str
+) -> tuple[subprocess.CompletedProcess[str], float]:
+    """``terraform init`` as ``terraform_init``, with the mirror at ``https://host`` and
+    ``SSL_CERT_FILE`` naming ``trusted``."""
     workdir.mkdir()
     config = workdir / "cli.tfrc"
     config.write_text(
         "provider_installation {\n"
         "  network_mirror {\n"
-        f'    url = "https://{proxy.host}/api/registry/mirror/v1/"\n'
+        f'    url = "https://{host}/api/registry/mirror/v1/"\n'
         "  }\n"
         "}\n"
-        f'credentials "{proxy.host}" {{\n  token = "{token}"\n}}\n'
+        f'credentials "{host}" {{\n  token = "{token}"\n}}\n'
     )
     (workdir / "main.tf").write_text(
         "terraform {\n  required_providers {\n    wanted = {\n"
@@ -165,7 +174,7 @@ def terraform_init(
     env = {
         **os.environ,
         "TF_CLI_CONFIG_FILE": str(config),
-        "SSL_CERT_FILE": str(ca),
+        "SSL_CERT_FILE": str(trusted),
         "CHECKPOINT_DISABLE": "1",
         "TF_IN_AUTOMATION": "1",
     }
@@ -215,6 +224,44 @@ def test_terraform_init_installs_a_public_provider_through_the_mirror(
     assert again.returncode == 0, again.stdout + again.stderr
     print(f"terraform init through the mirror (cached): {seconds:.1f} s")  # noqa: T201
     assert len(upstream.requests) == asked
+
+
+def test_the_mirror_works_on_the_stacks_own_https(
+    tmp_path: Path, stack: Stack, upstream: Upstream
+) -> None:
+    """``make run``'s own HTTPS (its local CA), not this module's proxy: terraform, told
+    only what ``make run`` printed (its "terraform host:" and the ``SSL_CERT_FILE`` line),
+    installs the stand-in upstream's public provider through the mirror. The docs'
+    walkthroughs install a private one this way (tests/e2e/test_walkthroughs.py)."""
+    host = re.search(r"terraform host: (\S+)", stack.startup)
+    bundle = re.search(r"export SSL_CERT_FILE=(\S+)", stack.startup)
+    assert host and bundle, stack.startup
+    result, seconds = mirror_init(
+        tmp_path / "own-https",
+        host.group(1),
+        Path(bundle.group(1)),
+        ADMIN_TOKEN,
+        "registry.terraform.io/hashicorp/fake",
+        "1.0.0",
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    print(f"terraform init through the mirror on make run's HTTPS: {seconds:.1f} s")  # noqa: T201
+    assert "Installed hashicorp/fake v1.0.0" in result.stdout
+    assert lock_hashes(tmp_path / "own-https") == [
+        expected_h1(upstream.zips[("1.0.0", "linux_amd64")])
+    ]
+    # The same mirror refuses a token it does not know (401) over HTTPS too.
+    refused, _ = mirror_init(
+        tmp_path / "no-token",
+        host.group(1),
+        Path(bundle.group(1)),
+        "not-a-token",
+        "registry.terraform.io/hashicorp/fake",
+        "1.0.0",
+    )
+    assert refused.returncode != 0, refused.stdout
+    said = " ".join(refused.stderr.split())  # terraform wraps its lines
+    assert "rejected the given authentication credentials" in said, refused.stderr
 
 
 def test_terraform_init_installs_a_private_provider_through_the_mirror(
