@@ -45,7 +45,13 @@ pytestmark = pytest.mark.e2e
 def local() -> Iterator[tuple[Stack, spawn.Spawned]]:
     running = spawn.start(ADMIN_TOKEN, REGISTRY_MAIL_CATCHER="on", REGISTRY_RATE_LIMITING="off")
     yield (
-        Stack(running.url, running.moto_url, running.startup_seconds, running.later_output),
+        Stack(
+            running.url,
+            running.moto_url,
+            running.startup_seconds,
+            running.later_output,
+            running.startup_output,
+        ),
         (running),
     )
     assert "stopped" in spawn.stop(running)
@@ -102,6 +108,28 @@ def test_an_invitation_on_a_fresh_stack_reaches_the_catcher_and_its_page(local):
     assert anonymous.status_code == 303
     assert anonymous.headers["Location"].startswith("/app/sign-in?next=")
     assert PASSWORD not in stack.log()
+
+
+def test_the_documented_try_it_block_verbatim_reaches_the_catcher(local, tmp_path):
+    """docs/local-mail-and-https.md's "Try it" block (the ``mail`` walkthrough), run as
+    written on this stack, which runs as ``make run`` does: the invitation is mailed (the
+    answer carries no link), and the console line the page promises names its recipient and
+    link."""
+    from tests.e2e.test_walkthroughs import FOUND, run
+
+    stack, _ = local
+    outcome = run(FOUND["mail"], stack, tmp_path / "mail")
+    assert outcome.ok, outcome.message
+    # Mailed: no "meta" saying it was not (and no link in the answer).
+    assert '"status": "invited"' in outcome.message, outcome.message
+    assert "invitation-mailed" not in outcome.message and "/app/invitations/" not in (
+        outcome.message
+    )
+    line = re.compile(
+        r"mail caught for sam@example\.com: 'You are invited to join sandbox [^']*'"
+        rf" link: {re.escape(stack.url)}/app/invitations/\S+"
+    )
+    assert wait_for(lambda: line.search(stack.log()), bool, timeout=60), stack.log()
 
 
 def test_the_mail_page_passes_axe_and_fits_a_phone(local, browser):
