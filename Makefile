@@ -63,6 +63,7 @@ package: $(STAMP)
 	AWS_DEFAULT_REGION=$${AWS_DEFAULT_REGION:-us-east-1} $(VENV)/bin/chalice package \
 		--stage prod --merge-template build/merge.json out/
 	$(PY) -m infrastructure.slim out/deployment.zip
+	$(PY) -m infrastructure.scanner_layer
 	$(VENV)/bin/cfn-lint out/sam.json
 	@ls -l out/deployment.zip | awk '{printf "deployment package: %.1f MB\n", $$5/1048576}'
 

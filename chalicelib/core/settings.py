@@ -121,6 +121,12 @@ class Settings:
     mirror_max_seed_bytes: int = 5 * 1024 * 1024
     # What outbound fetches may reach besides public addresses (chalicelib.core.outbound).
     outbound_allow: OutboundAllow = field(default_factory=OutboundAllow)
+    # The module scan (chalicelib.trust.trivy): the scanner's binary (unset: found beside the
+    # interpreter, in the scan function's layer or on PATH) and each scan's bounds.
+    trivy_path: str | None = None
+    scan_seconds: float = 60.0
+    scan_memory_mb: int = 1024
+    scan_max_findings: int = 500
 
     @property
     def hosted(self) -> bool:
@@ -196,4 +202,8 @@ def get_settings() -> Settings:
         ),
         mirror_max_seed_bytes=_int("REGISTRY_MIRROR_MAX_SEED_BYTES", 5 * 1024 * 1024),
         outbound_allow=outbound_allow(os.environ.get("REGISTRY_OUTBOUND_ALLOW", "")),
+        trivy_path=os.environ.get("REGISTRY_TRIVY_PATH") or None,
+        scan_seconds=_float("REGISTRY_SCAN_SECONDS", 60.0),
+        scan_memory_mb=_int("REGISTRY_SCAN_MEMORY_MB", 1024),
+        scan_max_findings=_int("REGISTRY_SCAN_MAX_FINDINGS", 500),
     )

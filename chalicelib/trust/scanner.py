@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from chalicelib.core.settings import get_settings
 from chalicelib.trust.findings import ScanReport
 
 
@@ -23,6 +24,17 @@ class ScanLimits:
     seconds: float = 60.0
     memory_bytes: int = 1024 * 1024 * 1024
     max_findings: int = 500
+
+    @classmethod
+    def from_settings(cls) -> ScanLimits:
+        """The settings' bounds (``REGISTRY_SCAN_SECONDS``, ``REGISTRY_SCAN_MEMORY_MB``,
+        ``REGISTRY_SCAN_MAX_FINDINGS``)."""
+        settings = get_settings()
+        return cls(
+            seconds=settings.scan_seconds,
+            memory_bytes=settings.scan_memory_mb * 1024 * 1024,
+            max_findings=settings.scan_max_findings,
+        )
 
 
 class Scanner(Protocol):
