@@ -196,3 +196,23 @@ def test_the_store_writes_are_conditional(acme: Api, held: str) -> None:
     with pytest.raises(writes.VersionChanged):
         writes.release_version(quarantined, {"reasons": REASONS}, now())
     assert stored(held, "1.1.0").quarantine["release-reason"]
+
+
+def test_a_late_upload_to_a_quarantined_version_is_dropped(acme: Api, held: str) -> None:
+    """Its archive is the one its scan held back: an upload through an old link is not
+    ingested (else it would become ok without a release), as for an ok version."""
+    from chalicelib.core.data.aws import client
+    from chalicelib.core.settings import get_settings
+    from chalicelib.modules.ingest.handler import handle_s3_record
+    from tests.conftest import tar_gz
+
+    version = stored(held, "1.1.0")
+    client("s3").put_object(
+        Bucket=get_settings().bucket,
+        Key=version.upload_key,
+        Body=tar_gz({"main.tf": 'resource "aws_s3_bucket" "b" {}'}),
+    )
+    assert handle_s3_record({"s3": {"object": {"key": version.upload_key}}}) == "already-ok"
+    after = stored(held, "1.1.0")
+    assert after.status == "quarantined" and after.sha256 == version.sha256
+    assert served(acme) == ["1.0.0"]
