@@ -164,3 +164,25 @@ def test_a_concurrent_change_is_a_409_not_a_lost_write(acme: Api) -> None:
             moment=now(),
         )
     assert policy_of("acme").block_severity == "high"
+
+
+def test_the_wrong_callers_walk_covers_the_policy_and_release_routes() -> None:
+    """tests/test_authorization.py walks every route of every entry app with the wrong
+    callers: these are among them, in the functions that serve them, declared ``bearer``
+    (the API) or signed-in (the pages)."""
+    from tests.test_authorization import ROUTES, names_the_victim
+
+    walked = {(r.app.rsplit(".", 1)[-1], r.method, r.path, r.access) for r in ROUTES}
+    policy = "/api/v2/organizations/{organization_name}/registry-policy"
+    release = (
+        "/api/v2/organizations/{organization_name}/registry-modules/{registry_name}/"
+        "{namespace}/{name}/{provider}/versions/{version}/actions/release"
+    )
+    expected = {
+        ("registry", "GET", policy, "bearer"),
+        ("registry", "PATCH", policy, "bearer"),
+        ("registry", "POST", release, "bearer"),
+        ("webadmin", "POST", "/app/{organization}/settings/registry-policy", "signed-in"),
+    }
+    assert expected <= walked
+    assert all(names_the_victim(r) for r in ROUTES if r.path in (policy, release))
