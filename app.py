@@ -29,6 +29,7 @@ from chalicelib.providers.routes import bp as provider_routes
 from chalicelib.scim.admin_routes import bp as scim_admin_routes
 from chalicelib.scim.routes import bp as scim_routes
 from chalicelib.tags.routes import bp as tag_routes
+from chalicelib.trust.routes import bp as policy_routes
 from chalicelib.vcs.routes import bp as vcs_routes
 from chalicelib.web.account_routes import bp as account_routes
 from chalicelib.web.login import bp as login_routes
@@ -54,7 +55,8 @@ app = create_app(
     + [organization_lifecycle, workspace_lifecycle]
     + [admin_people_routes, admin_organization_lifecycle, sso_routes]
     + [provider_routes, gpg_key_routes, provider_protocol_routes, mirror_routes]
-    + [siteadmin_people_routes, siteadmin_settings_routes, siteadmin_keys_routes],
+    + [siteadmin_people_routes, siteadmin_settings_routes, siteadmin_keys_routes]
+    + [policy_routes],
     Uses(mail=True, scim=True),
 )
 

@@ -118,7 +118,14 @@ ROUTE_GROUPS: tuple[Function, ...] = (
     Function(
         "RegistryFunction",
         "chalicelib.entry.api.registry.app",
-        {**AUTH_TABLES, **REGISTRY_TABLES, **NO_CODE_TABLES, **VCS_READ},
+        # The organization's publishing policy (chalicelib.trust.routes): read and changed here.
+        {
+            **AUTH_TABLES,
+            **REGISTRY_TABLES,
+            **NO_CODE_TABLES,
+            **VCS_READ,
+            "registry-policies": WRITE,
+        },
         # GetObject: a version's parsed metadata (a no-code module's module-variables).
         s3={MODULE_OBJECTS: (GET, PUT, DELETE)},
         sends_jobs=True,
@@ -302,6 +309,8 @@ ROUTE_GROUPS: tuple[Function, ...] = (
             "scim-users": WRITE,
             "scim-groups": WRITE,
             "scim-mappings": WRITE,
+            # The organization settings page shows and changes the publishing policy.
+            "registry-policies": WRITE,
         },
         s3={MODULE_OBJECTS: (GET, PUT, DELETE)},
         # The publishing pages queue ingests and VCS fetches.
@@ -316,7 +325,16 @@ INGEST = Function(
     "chalicelib.entry.ingest.ingest",
     # Provider uploads mark their version or platform (chalicelib.providers.uploads); a
     # reset mail finds its user, keeps the link's hash on it and reads the SMTP settings.
-    {**REGISTRY_TABLES, **VCS_READ, **PROVIDER_TABLES, "users": WRITE, "settings": READ},
+    # A module version's ingest reads its organization's publishing policy (does it wait for
+    # its scan?).
+    {
+        **REGISTRY_TABLES,
+        **VCS_READ,
+        **PROVIDER_TABLES,
+        "users": WRITE,
+        "settings": READ,
+        "registry-policies": READ,
+    },
     # Providers' files are only read: their checks (chalicelib.providers.ingest.verify).
     s3={MODULE_OBJECTS: (GET, PUT, DELETE), PROVIDER_OBJECTS: (GET,)},
     memory=1024,

@@ -162,6 +162,8 @@ def render_version(version: ModuleVersionModel, upload: str | None = None) -> di
     }
     if version.error:
         attributes["error"] = version.error
+    if version.quarantine:
+        attributes["quarantine"] = render_quarantine(version.quarantine)
     if version.sha256:
         attributes["sha256"] = version.sha256
     relationships = {"registry-module": to_one("registry-modules", version.module_id)}
@@ -174,6 +176,14 @@ def render_version(version: ModuleVersionModel, upload: str | None = None) -> di
         relationships=relationships,
         links={"upload": upload} if upload else None,
     )
+
+
+def render_quarantine(quarantine: dict[str, Any]) -> dict[str, Any]:
+    """Why the publishing policy held the version back (``reasons``, ``quarantined-at``) and,
+    once released, who released it (``released-by``: type, id, a user's name), when and why
+    (``released-at``, ``release-reason``); a version never held back has none."""
+    keys = ("reasons", "quarantined-at", "released-by", "released-at", "release-reason")
+    return {key: quarantine.get(key) for key in keys}
 
 
 def render_deprecation_included(version: ModuleVersionModel) -> list[dict[str, Any]]:

@@ -39,7 +39,13 @@ from chalicelib.modules.service import ModuleRef
 from chalicelib.modules.store import ModuleModel
 
 if TYPE_CHECKING:
-    from chalicelib.modules.schemas import CreateModule, CreateVersion, UpdateModule, UpdateVersion
+    from chalicelib.modules.schemas import (
+        CreateModule,
+        CreateVersion,
+        ReleaseVersion,
+        UpdateModule,
+        UpdateVersion,
+    )
 
 bp = Blueprint(__name__)
 
@@ -353,6 +359,36 @@ def update_version(
         render_version(item, versions.upload_url(item, rights)),
         included=render_deprecation_included(item) or None,
     )
+
+
+@route(
+    bp,
+    MODULE + "/versions/{version}/actions/release",
+    auth=Bearer,
+    methods=("POST",),
+    success=200,
+    summary="Release a quarantined version",
+)
+def release_version(
+    ctx: Ctx,
+    organization_name: str,
+    registry_name: str,
+    namespace: str,
+    name: str,
+    provider: str,
+    version: str,
+    attrs: Annotated[
+        ReleaseVersion, JsonApi("registry-module-version-releases", type_check="lenient")
+    ],
+):
+    """Serve a version the organization's publishing policy quarantined, with a written
+    ``reason`` (owners and manage-modules teams): it becomes ``ok``, and its ``quarantine``
+    records who released it, when and why. An action, not a PATCH of the version: it is no
+    attribute a client sets, it is a decision with its own reason and record, and TFE's
+    version PATCH (deprecation, revocation) stays as TFE's clients know it."""
+    ref = ModuleRef(organization_name, registry_name, namespace, name, provider)
+    item, rights = versions.release_version(ctx.user, ref, version, attrs.reason)
+    return document(render_version(item, versions.upload_url(item, rights)))
 
 
 # ----- deletes ------------------------------------------------------------------------------

@@ -38,6 +38,12 @@ class VersionRevocation(Attributes):
     link: Url | None = None
 
 
+class ReleaseVersion(Attributes):
+    """Why a quarantined version may be served after all (required: checked by the service)."""
+
+    reason: Description | None = None
+
+
 class UpdateVersion(Attributes):
     deprecation: VersionDeprecation | None = None
     revocation: VersionRevocation | None = None

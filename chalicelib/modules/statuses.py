@@ -26,6 +26,9 @@ class ModuleStatus(StrEnum):
 
 # Module statuses a tag sync may still change (a first ok version's setup_complete stays).
 SYNC_MAY_SET = (ModuleStatus.PENDING, ModuleStatus.NO_VERSION_TAGS, ModuleStatus.SETUP_FAILED)
+# Version statuses whose archive is settled: ingested and kept (served, or held back by the
+# publishing policy until it is released). No other archive is uploaded or ingested for them.
+ARCHIVE_KEPT = (VersionStatus.OK, VersionStatus.QUARANTINED)
 # Version statuses that ``retry`` starts again.
 RETRYABLE = (
     VersionStatus.PENDING,
@@ -87,7 +90,8 @@ def is_deprecated(deprecation: Mapping[str, Any] | None) -> bool:
 
 def is_servable(entry: Mapping[str, Any]) -> bool:
     """A version the registry protocol serves: ingested (``ok``) and not revoked. ``entry``
-    is a module's ``version-statuses`` entry or anything with ``status`` and ``revocation``."""
+    is a module's ``version-statuses`` entry or anything with ``status`` and ``revocation``.
+    (A ``quarantined`` version is not ``ok``: never served until it is released.)"""
     return entry.get("status") == VersionStatus.OK and not is_revoked(entry.get("revocation"))
 
 
@@ -124,6 +128,8 @@ class VersionAction(StrEnum):
     UNDEPRECATE = "undeprecate"
     REVOKE = "revoke"
     UNREVOKE = "unrevoke"
+    # A quarantined version served after all (``versions.release_version``: with a reason).
+    RELEASE = "release"
     DELETE = "delete"
 
 
@@ -131,6 +137,8 @@ class Lifecycle(StrEnum):
     """Where a version is in its lifecycle (``lifecycle``)."""
 
     UNPUBLISHED = "unpublished"  # not ok: pending, being ingested or fetched, or failed
+    # Held back by the organization's publishing policy: released (then published) or deleted.
+    QUARANTINED = "quarantined"
     PUBLISHED = "published"
     DEPRECATED = "deprecated"  # also once un-revoked (``Unrevoked``)
     REVOKED = "revoked"  # deprecated too
@@ -139,6 +147,8 @@ class Lifecycle(StrEnum):
 def lifecycle(
     status: str, deprecation: Mapping[str, Any] | None, revocation: Mapping[str, Any] | None
 ) -> Lifecycle:
+    if status == VersionStatus.QUARANTINED:
+        return Lifecycle.QUARANTINED
     if status != VersionStatus.OK:
         return Lifecycle.UNPUBLISHED
     if is_revoked(revocation):
@@ -152,7 +162,12 @@ _A, _L = VersionAction, Lifecycle
 # before it is revoked; un-revoking leaves it deprecated; a revoked version is un-revoked
 # before it is undeprecated. A change that leaves it where it is records the new reason,
 # message or link (deprecating or revoking again), or changes nothing.
+#
+# A quarantined version is not served: the one change it accepts is its release (which
+# publishes it); deprecating or revoking what nobody can install means nothing, so they
+# wait for the release. Deleting it is always allowed (owners), as for any version.
 TRANSITIONS: dict[tuple[Lifecycle, VersionAction], Lifecycle] = {
+    (_L.QUARANTINED, _A.RELEASE): _L.PUBLISHED,
     (_L.PUBLISHED, _A.DEPRECATE): _L.DEPRECATED,
     (_L.PUBLISHED, _A.UNDEPRECATE): _L.PUBLISHED,
     (_L.PUBLISHED, _A.UNREVOKE): _L.PUBLISHED,
@@ -164,7 +179,7 @@ TRANSITIONS: dict[tuple[Lifecycle, VersionAction], Lifecycle] = {
     (_L.REVOKED, _A.REVOKE): _L.REVOKED,
     (_L.REVOKED, _A.UNREVOKE): _L.DEPRECATED,
 }
-LIFECYCLE_ACTIONS = (_A.DEPRECATE, _A.UNDEPRECATE, _A.REVOKE, _A.UNREVOKE)
+LIFECYCLE_ACTIONS = (_A.RELEASE, _A.DEPRECATE, _A.UNDEPRECATE, _A.REVOKE, _A.UNREVOKE)
 
 
 def lifecycle_moves(state: Lifecycle) -> list[VersionAction]:

@@ -34,7 +34,7 @@ from chalicelib.artifacts import semver
 from chalicelib.artifacts.statuses import VersionStatus
 from chalicelib.core.data import db, lists
 from chalicelib.core.tagbindings import TagBindingsAttribute
-from chalicelib.modules.statuses import ModuleStatus, latest_servable
+from chalicelib.modules.statuses import ARCHIVE_KEPT, ModuleStatus, latest_servable
 
 log = logging.getLogger("registry.store")
 
@@ -250,8 +250,9 @@ class ModuleVersionModel(db.Model):
     @property
     def awaits_upload(self) -> bool:
         """Whether its archive may still be uploaded: until it is ok (CI retries, failed
-        ingests); never for a VCS version, whose archive comes from the repository."""
-        return self.status != VersionStatus.OK and self.source == "tfe-api"
+        ingests) or quarantined (the archive its scan held back is the one released or
+        deleted); never for a VCS version, whose archive comes from the repository."""
+        return self.status not in ARCHIVE_KEPT and self.source == "tfe-api"
 
 
 # ----- reads ---------------------------------------------------------------------------------

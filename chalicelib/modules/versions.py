@@ -1,8 +1,11 @@
 """Registry module versions: reading them, creating them (an upload link, or a VCS branch's
-commit), their lifecycle (deprecating, revoking) and deleting one.
+commit), their lifecycle (deprecating, revoking, releasing from quarantine) and deleting one.
 
 A version of a private module is created ``pending`` with a presigned upload link; ingest
 (``ingest.handler``) or VCS publishing makes it ``ok`` or failed (``service.mark_version``).
+Under a blocking publishing policy (``trust.policy``) its scan may make it ``quarantined``
+instead: an owner or a manage-modules team releases it with a reason (``release_version``),
+or deletes it.
 """
 
 from __future__ import annotations
@@ -17,10 +20,11 @@ from chalicelib.artifacts import objects, queue, semver
 from chalicelib.core.api.errors import Conflict, Forbidden, NotFound, Unprocessable
 from chalicelib.core.api.pagination import Page
 from chalicelib.core.auth import Principal
-from chalicelib.core.data.ids import new_id, now
+from chalicelib.core.data.ids import iso, new_id, now
 from chalicelib.modules import keys, store, writes
 from chalicelib.modules.service import ModuleRef, check_registry, get_module, require_rights
 from chalicelib.modules.statuses import (
+    ARCHIVE_KEPT,
     TRANSITIONS,
     DeprecationStatus,
     Lifecycle,
@@ -166,7 +170,7 @@ def requeue_uploads(module: ModuleModel) -> list[str]:
     stuck = [
         version
         for version in list_versions(module)
-        if version.status != VersionStatus.OK and objects.exists(version.upload_key)
+        if version.status not in ARCHIVE_KEPT and objects.exists(version.upload_key)
     ]
     queue.enqueue_upload_events(version.upload_key for version in stuck)
     return [version.version for version in stuck]
@@ -320,6 +324,17 @@ def _check_transition(item: ModuleVersionModel, action: VersionAction) -> None:
     state = lifecycle(item.status, item.deprecation, item.revocation)
     if (state, action) in TRANSITIONS:
         return
+    if state == Lifecycle.QUARANTINED:
+        raise Unprocessable(
+            f"version {item.version} is quarantined by the organization's publishing policy: "
+            "release it (with a reason) or delete it",
+            pointer="/data/attributes",
+        )
+    if action == VersionAction.RELEASE:
+        raise Unprocessable(
+            f"only a quarantined version can be released: {item.version} is {item.status}",
+            pointer="/data/attributes",
+        )
     if state == Lifecycle.UNPUBLISHED:
         raise Unprocessable(
             f"only published versions can be deprecated or revoked: {item.version} is "
@@ -356,6 +371,65 @@ def _changed(
     if is_revoked(item.revocation):
         return item.deprecation, {"status": str(RevocationStatus.UNREVOKED)}
     return item.deprecation, item.revocation
+
+
+# ----- releasing a quarantined version ------------------------------------------------------
+
+RELEASE_REASON = "/data/attributes/reason"
+
+
+def who(principal: Principal) -> dict[str, str]:
+    """A principal as a version's records name it: its kind and id, and a user's username."""
+    from chalicelib.accounts.users.service import shown_username
+
+    named = {"type": principal.kind, "id": principal.id}
+    username = shown_username(principal)
+    return {**named, "name": username} if username else named
+
+
+def release_version(
+    principal: Principal, ref: ModuleRef, version: str, reason: str | None
+) -> tuple[ModuleVersionModel, authorization.OrgAccess]:
+    """Serve a version the publishing policy quarantined, with a written reason (owners and
+    manage-modules teams; 404 for everyone else): it becomes ``ok`` and the registry protocol
+    lists it; its ``quarantine`` keeps the reasons it was held for, and who released it, when
+    and why. Only a quarantined version is released (422 otherwise); everything is checked
+    before the one conditional write, decided again on the fresh item if it changed."""
+    module, rights = get_module(principal, ref)
+    require_rights(rights, "releasing a quarantined version")
+    if module.registry_name != "private":
+        raise NotFound("only versions of private modules are quarantined")
+    text = (reason or "").strip()
+    if not text:
+        raise Unprocessable(
+            "reason is required: say why this version may be served despite its policy",
+            pointer=RELEASE_REASON,
+        )
+    if len(text) > MAX_LIFECYCLE_TEXT:
+        raise Unprocessable(
+            f"reason must be at most {MAX_LIFECYCLE_TEXT} characters", pointer=RELEASE_REASON
+        )
+    item = version_of(module, version)
+    released_by = who(principal)
+    for _ in range(3):
+        _check_transition(item, VersionAction.RELEASE)
+        moment = now()
+        record = {
+            **(item.quarantine or {}),
+            "released-by": released_by,
+            "released-at": iso(moment),
+            "release-reason": text,
+        }
+        try:
+            writes.release_version(item, record, moment)
+        except writes.VersionChanged:
+            item = version_of(module, version)  # 404 when it was deleted meanwhile
+            continue
+        except writes.ModuleGone:
+            raise NotFound("the module was deleted while the version was being released") from None
+        item.status, item.quarantine, item.updated_at = str(VersionStatus.OK), record, moment
+        return item, rights
+    raise Conflict(f"version {item.version} is being changed by another request: try again")
 
 
 def offered_actions(version: ModuleVersionModel, *, owner: bool) -> list[VersionAction]:

@@ -249,6 +249,95 @@ def record_version_lifecycle(
     refresh_listing(version.organization, version.module_key)
 
 
+# ----- the publishing policy's quarantine (chalicelib.trust.policy) ---------------------------
+
+
+def quarantine_version(version: ModuleVersionModel, reasons: list[str], moment: datetime) -> bool:
+    """Hold the version back (``quarantined``, with ``reasons``), on the version item and in
+    its entry of the module's statuses, in one transaction, only while it is the version that
+    was read with the status it was read with (the scan's held version: ``reg_ingressing``);
+    False when that changed or either item is gone. A version that was ``ok`` leaves the
+    protocol's list."""
+    quarantine = {"reasons": list(reasons), "quarantined-at": iso(moment)}
+    entry = ModuleModel.version_statuses[version.version]
+    module = ModuleModel(version.organization, version.module_key)
+    try:
+        with TransactWrite(connection=db.connection()) as tx:
+            tx.update(
+                version,
+                actions=[
+                    ModuleVersionModel.status.set(str(VersionStatus.QUARANTINED)),
+                    ModuleVersionModel.quarantine.set(quarantine),
+                    ModuleVersionModel.error.remove(),
+                    ModuleVersionModel.updated_at.set(moment),
+                ],
+                condition=(ModuleVersionModel.id == version.id)
+                & (ModuleVersionModel.status == str(version.status)),
+            )
+            tx.update(
+                module,
+                actions=[
+                    entry["status"].set(str(VersionStatus.QUARANTINED)),
+                    entry["published-at"].remove(),
+                    ModuleModel.updated_at.set(moment),
+                ],
+                condition=(ModuleModel.id == version.module_id) & entry.exists(),
+            )
+    except TransactWriteError as exc:
+        if db.TRANSACTION_CONDITION_FAILED in db.cancellation_codes(exc):
+            return False
+        raise
+    if version.status == VersionStatus.OK:
+        refresh_listing(version.organization, version.module_key)
+    return True
+
+
+def release_version(
+    version: ModuleVersionModel, quarantine: dict[str, Any], moment: datetime
+) -> None:
+    """Serve a quarantined version: ``ok`` (published now) with its ``quarantine`` record
+    (the release's who, when and why added), on the version item and in its entry of the
+    module's statuses (the module ``setup_complete``), in one transaction, only while it is
+    the quarantined version that was read (``VersionChanged``: read it again and decide
+    again) and the module still lists it (``ModuleGone``); then the protocol's list."""
+    entry = ModuleModel.version_statuses[version.version]
+    module_actions: list[Action] = [
+        entry["status"].set(str(VersionStatus.OK)),
+        entry["published-at"].set(iso(moment)),
+        ModuleModel.status.set(str(ModuleStatus.SETUP_COMPLETE)),
+        ModuleModel.updated_at.set(moment),
+    ]
+    if version.archive_key:  # a download reads the module item only (``record_version_status``)
+        module_actions.append(entry["archive"].set(version.archive_key))
+    module = ModuleModel(version.organization, version.module_key)
+    try:
+        with TransactWrite(connection=db.connection()) as tx:
+            tx.update(
+                version,
+                actions=[
+                    ModuleVersionModel.status.set(str(VersionStatus.OK)),
+                    ModuleVersionModel.quarantine.set(quarantine),
+                    ModuleVersionModel.updated_at.set(moment),
+                ],
+                condition=(ModuleVersionModel.id == version.id)
+                & (ModuleVersionModel.status == str(VersionStatus.QUARANTINED))
+                & (ModuleVersionModel.updated_at == version.updated_at),
+            )
+            tx.update(
+                module,
+                actions=module_actions,
+                condition=(ModuleModel.id == version.module_id) & entry.exists(),
+            )
+    except TransactWriteError as exc:
+        reasons = db.cancellation_codes(exc)
+        if reasons[:1] == [db.TRANSACTION_CONDITION_FAILED]:
+            raise VersionChanged from None
+        if reasons[1:2] == [db.TRANSACTION_CONDITION_FAILED]:
+            raise ModuleGone from None
+        raise
+    refresh_listing(version.organization, version.module_key)
+
+
 def delete_version(module: ModuleModel, version: ModuleVersionModel, moment: datetime) -> bool:
     """Delete the version and its status entry; the last version takes its module with it
     (a concurrent new version keeps it alive). True when the module went too."""

@@ -2,14 +2,27 @@
 
 ``Policy`` is the rule (one home: ingest asks ``holds_versions`` whether a new version waits
 for its scan, the scan worker asks ``reasons`` whether it is quarantined). ``policy_of``
-reads an organization's policy (the defaults until one is saved).
+reads an organization's policy (the defaults until one is saved, ``trust.store``);
+``read_policy`` and ``change_policy`` are its readers' and owners' (the API's
+``/organizations/:org/registry-policy`` and the settings page): members read it, owners
+change it, everyone else gets the 404 of an organization they cannot see.
 """
 
 from __future__ import annotations
 
+import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING
 
+from chalicelib.core.api.errors import Unprocessable
+from chalicelib.core.data.ids import now
 from chalicelib.trust.findings import ScanReport, ScanStatus, Severity
+
+if TYPE_CHECKING:
+    from chalicelib.core.auth import Principal
+    from chalicelib.trust.store import PolicyModel
 
 NONE = "none"  # block-severity: nothing is held back for its findings
 
@@ -56,5 +69,105 @@ class Policy:
 
 
 def policy_of(organization: str) -> Policy:
-    """The organization's policy (the defaults until one is saved)."""
-    return Policy()
+    """The organization's policy (the defaults until one is saved): one GetItem."""
+    from chalicelib.trust import store
+
+    return _policy(store.find(organization))
+
+
+def _policy(item: PolicyModel | None) -> Policy:
+    if item is None:
+        return Policy()
+    return Policy(item.block_severity, frozenset(item.ignored_rules or ()), item.require_readme)
+
+
+# ----- reading and changing it (the policy's routes and the settings page) --------------------
+
+# What ``block-severity`` accepts: nothing, or the least severity that holds a version back.
+BLOCK_SEVERITIES = (NONE, *(str(s) for s in Severity if s != Severity.UNKNOWN))
+# Bounds of ``ignored-rules``: how many, how long each, and what a rule id looks like (Trivy's
+# ``AVD-AWS-0086``, checkov's ``CKV_AWS_20``).
+MAX_IGNORED_RULES = 100
+MAX_RULE_ID = 128
+RULE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]*$")
+ATTRIBUTES = "/data/attributes"
+
+
+@dataclass(frozen=True)
+class Shown:
+    """An organization's policy as its readers see it: the rule, and when it last changed
+    (None: never saved, the defaults)."""
+
+    organization: str
+    policy: Policy
+    updated_at: datetime | None = None
+
+
+def read_policy(principal: Principal, organization: str) -> Shown:
+    """The organization's policy, for its readers (members, its tokens); 404 for anyone else."""
+    from chalicelib.accounts import authorization
+    from chalicelib.trust import store
+
+    authorization.authorize(principal, "read", organization)
+    item = store.find(organization)
+    return Shown(organization, _policy(item), item.updated_at if item else None)
+
+
+def change_policy(
+    principal: Principal,
+    organization: str,
+    *,
+    block_severity: str | None = None,
+    ignored_rules: Sequence[str] | None = None,
+    require_readme: bool | None = None,
+) -> Shown:
+    """Change the organization's policy (its owners; 404 for everyone else): each value given
+    replaces the stored one (None keeps it). Everything is checked before the one write. The
+    policy applies to versions ingested from now on: a version served or quarantined already
+    stays as it is (released by an owner, or deleted)."""
+    from chalicelib.accounts import authorization
+    from chalicelib.trust import store
+
+    refusal = f"organization {organization!r} not found or you are not one of its owners"
+    authorization.authorize(principal, "own", organization, refusal)
+    if block_severity is not None:
+        block_severity = check_block_severity(block_severity)
+    if ignored_rules is not None:
+        ignored_rules = check_ignored_rules(ignored_rules)
+    item = store.find(organization, consistent=True)
+    current = _policy(item)
+    saved = store.save(
+        item,
+        organization,
+        block_severity=current.block_severity if block_severity is None else block_severity,
+        ignored_rules=sorted(current.ignored_rules) if ignored_rules is None else ignored_rules,
+        require_readme=current.require_readme if require_readme is None else require_readme,
+        updated_by=f"{principal.kind}:{principal.id}",
+        moment=now(),
+    )
+    return Shown(organization, _policy(saved), saved.updated_at)
+
+
+def check_block_severity(value: str) -> str:
+    wanted = value.strip().lower()
+    if wanted not in BLOCK_SEVERITIES:
+        raise Unprocessable(
+            f"block-severity must be one of {', '.join(BLOCK_SEVERITIES)}, not {value[:32]!r}",
+            pointer=f"{ATTRIBUTES}/block-severity",
+        )
+    return wanted
+
+
+def check_ignored_rules(values: Sequence[str]) -> list[str]:
+    """The rule ids, each checked, without repeats, sorted."""
+    pointer = f"{ATTRIBUTES}/ignored-rules"
+    if len(values) > MAX_IGNORED_RULES:
+        raise Unprocessable(f"ignored-rules may hold at most {MAX_IGNORED_RULES}", pointer=pointer)
+    for index, rule in enumerate(values):
+        if not rule or len(rule) > MAX_RULE_ID or not RULE_ID.match(rule):
+            raise Unprocessable(
+                f"a rule id has at most {MAX_RULE_ID} letters, digits and _ . : - "
+                f"(starting with a letter or digit), not {rule[:32]!r}",
+                pointer=f"{pointer}/{index}",
+            )
+    return sorted(set(values))

@@ -18,6 +18,7 @@ STATUS_LABELS = {
     "reg_ingress_req_failed": "Ingest request failed",
     "reg_ingressing": "Ingesting",
     "reg_ingress_failed": "Ingest failed",
+    "quarantined": "Quarantined",
     "setup_complete": "Published",
     "no_version_tags": "No version tags",
     "setup_failed": "Setup failed",

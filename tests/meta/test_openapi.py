@@ -65,6 +65,7 @@ def test_every_route_served_is_one_operation():
         "modules.publishing",
         "scim",
         "tags",
+        "trust",
         "vcs",
         "web",
         "workspaces",

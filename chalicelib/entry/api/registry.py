@@ -1,7 +1,9 @@
-"""Route group ``registry``: the registry-modules JSON:API (create, version, read, delete)."""
+"""Route group ``registry``: the registry-modules JSON:API (create, version, read, delete)
+and the organization's publishing policy."""
 
 from chalicelib.entry.factory import create_app
 from chalicelib.modules.nocode.routes import bp as nocode_bp
 from chalicelib.modules.routes import bp
+from chalicelib.trust.routes import bp as policy_bp
 
-app = create_app("registry-modules", [bp, nocode_bp])
+app = create_app("registry-modules", [bp, nocode_bp, policy_bp])

@@ -31,6 +31,7 @@ from chalicelib.artifacts.statuses import VersionStatus
 from chalicelib.core.settings import get_settings
 from chalicelib.modules import keys, store
 from chalicelib.modules import service as registry
+from chalicelib.modules.statuses import ARCHIVE_KEPT
 from chalicelib.modules.store import ModuleVersionModel
 
 log = logging.getLogger("registry.ingest")
@@ -50,8 +51,9 @@ def handle_s3_record(record: dict[str, Any]) -> str:
     if version is None:
         objects.delete_objects([key])
         return pipeline.report(_subject(upload, None), Outcome.STALE)
-    if version.status == VersionStatus.OK:
-        # Published archives are immutable: drop the late re-upload, keep the archive.
+    if version.status in ARCHIVE_KEPT:
+        # Published archives are immutable, and a quarantined one is released or deleted as
+        # it was scanned: drop the late re-upload, keep the archive.
         objects.delete_objects([key])
         return pipeline.report(_subject(upload, version), Outcome.ALREADY_OK)
     if not registry.mark_version(version, VersionStatus.INGRESSING):

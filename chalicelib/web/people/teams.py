@@ -2,13 +2,15 @@
 ``teams_service.list_teams``; owners create one), ``/app/<org>/teams/<team id>`` (its members and
 organization access; owners add and remove members by username, tick the access, manage the
 team's token and delete the team) and ``/app/<org>/settings`` (owners: the organization's
-token). The same services as ``/api/v2/teams`` and ``/organizations/:org/authentication-token``:
-owners only (``teams_service.owned_team`` / ``owned_organization``), 404 for anyone else. A new
-token's secret is shown once, in the answer to the form that made it.
+token and its publishing policy, ``trust.policy``). The same services as ``/api/v2/teams``,
+``/organizations/:org/authentication-token`` and ``…/registry-policy``: owners only
+(``teams_service.owned_team`` / ``owned_organization``), 404 for anyone else. A new token's
+secret is shown once, in the answer to the form that made it.
 """
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Any
 
 from chalice import Response
@@ -20,6 +22,7 @@ from chalicelib.accounts.users import service as users_service
 from chalicelib.core.api.errors import NotFound, Unprocessable
 from chalicelib.core.api.openapi import Param, Reply
 from chalicelib.core.auth import Principal, TokenModel
+from chalicelib.trust import policy
 from chalicelib.web.people.common import ACCESS_FLAGS, bp, description_error
 from chalicelib.web.view import Form, SignedIn, WebCtx, page, posted, redirect
 
@@ -245,20 +248,49 @@ def revoke_team_token(ctx: WebCtx, organization: str, team_id: str) -> Response:
 def _settings_page(ctx: WebCtx, organization: str, status: int = 200, **extra: Any) -> Response:
     principal = ctx.principal_or_sign_in()
     org = authorization.owned_organization(principal, organization)
+    shown = policy.read_policy(principal, organization)
     return ctx.render(
         "people/settings.html",
         status,
         organization=organization,
         org=org,
         token=_held(tokens_service.organization_token, principal, organization),
+        policy=shown.policy,
+        policy_updated_at=shown.updated_at,
+        severities=policy.BLOCK_SEVERITIES,
+        saved=ctx.query.get("saved") == "policy",
         **extra,
     )
 
 
-@page(bp, SETTINGS, auth=SignedIn)
+@page(bp, SETTINGS, auth=SignedIn, query=(Param("saved", "policy: the policy was saved"),))
 def settings(ctx: WebCtx, organization: str) -> Response:
-    """The organization's settings (owners): its API token."""
+    """The organization's settings (owners): its API token and its publishing policy."""
     return _settings_page(ctx, organization)
+
+
+@page(bp, SETTINGS + "/registry-policy", ("POST",), auth=SignedIn, form=True, success=REFUSED)
+def registry_policy(ctx: WebCtx, organization: str) -> Response:
+    """Change the organization's publishing policy (``trust.policy.change_policy``, as the
+    API's ``PATCH …/registry-policy``): rule ids one per line (or separated by commas)."""
+    found = _owner_form(ctx, organization)
+    if isinstance(found, Response):
+        return found
+    form, principal = found
+    rules = [rule for rule in re.split(r"[\s,]+", form.get("ignored_rules")) if rule]
+    try:
+        policy.change_policy(
+            principal,
+            organization,
+            block_severity=form.get("block_severity"),
+            ignored_rules=rules,
+            require_readme=form.get("require_readme") == "on",
+        )
+    except Unprocessable as refused:
+        return _settings_page(
+            ctx, organization, 422, policy_error=refused.detail, rules_sent="\n".join(rules)
+        )
+    return redirect(f"/app/{organization}/settings?saved=policy#policy")
 
 
 def _owner_form(ctx: WebCtx, organization: str) -> tuple[Form, Principal] | Response:

@@ -10,7 +10,9 @@ origin and nothing else more. Without JavaScript the page gives the curl command
 
 Actions go through the API's services: ``change_version_lifecycle`` (deprecate with a
 reason and link, undeprecate, revoke with a message and link, un-revoke: ``PATCH
-…/registry-modules/…/:version``) and ``composed.delete`` (``DELETE …/:version``, owners).
+…/registry-modules/…/:version``), ``release_version`` (a quarantined version, with a
+required reason: ``POST …/versions/:version/actions/release``) and ``composed.delete``
+(``DELETE …/:version``, owners).
 """
 
 from __future__ import annotations
@@ -39,8 +41,8 @@ from chalicelib.web.publishing.common import (
 )
 from chalicelib.web.view import Form, PublicPage, SignedIn, WebCtx, page, posted, redirect
 
-# Statuses after which nothing changes until someone acts (a new upload, a retry).
-SETTLED = {VersionStatus.OK, *FAILED}
+# Statuses after which nothing changes until someone acts (a new upload, a retry, a release).
+SETTLED = {VersionStatus.OK, VersionStatus.QUARANTINED, *FAILED}
 
 
 @dataclass(frozen=True)
@@ -49,6 +51,7 @@ class Field:
     label: str
     help: str
     textarea: bool = False
+    required: bool = False
 
 
 @dataclass(frozen=True)
@@ -93,6 +96,23 @@ ACTIONS = {
         "terraform may install it again; it stays deprecated until you undeprecate it.",
         "Un-revoke the version",
     ),
+    "release": Action(
+        "Release version {version}?",
+        "The organization's publishing policy quarantined it, so terraform cannot install it. "
+        "Releasing it serves it from now on; who released it, when and your reason are kept "
+        "with it.",
+        "Release the version",
+        (
+            Field(
+                "reason",
+                "Reason",
+                "Required: why it may be served despite what held it back.",
+                textarea=True,
+                required=True,
+            ),
+        ),
+        danger=True,
+    ),
     "delete": Action(
         "Delete version {version}?",
         "Its archive is deleted and configurations that use it can no longer download it. "
@@ -109,11 +129,15 @@ def _ref(organization: str, registry: str, namespace: str, name: str, provider: 
 
 
 def _status(item: Any) -> dict[str, Any]:
+    error = item.error
+    if item.status == VersionStatus.QUARANTINED:
+        reasons = (item.quarantine or {}).get("reasons") or []
+        error = "Held back by the organization's publishing policy: " + "; ".join(reasons)
     return {
         "version": item.version,
         "status": item.status,
         "label": status_label(item.status),
-        "error": item.error,
+        "error": error,
         "settled": item.status in SETTLED,
     }
 
@@ -143,6 +167,7 @@ def version_page(
         module_page=module_path(module),
         url=url,
         state=_status(item),
+        quarantine=item.quarantine,
         upload=upload,
         actions=[
             a
@@ -283,7 +308,10 @@ def do_action(
             return redirect(f"/app/{organization}/registry/modules")
         return redirect(module_url(ref) + "?deleted=1")
     try:
-        versions.change_version_lifecycle(principal, ref, version, **_change(action, form))
+        if action == "release":
+            versions.release_version(principal, ref, version, form.get("reason"))
+        else:
+            versions.change_version_lifecycle(principal, ref, version, **_change(action, form))
     except Unprocessable as refused:
         values = {f.name: form.get(f.name) for f in wanted.fields}
         return _confirm_page(ctx, ref, version, action, 422, error=refused.detail, values=values)
