@@ -54,18 +54,27 @@ class Policy:
             reasons.append(f"the scan failed: {report.error}")
             return reasons
         floor = Severity(self.block_severity).rank
-        blocking = [
-            f
-            for f in report.findings
-            if f.severity.rank >= floor and f.rule_id not in self.ignored_rules
-        ]
+        above = [f for f in report.findings if f.severity.rank >= floor]
+        blocking = [f for f in above if f.rule_id not in self.ignored_rules]
         if blocking:
             rules = sorted({f.rule_id for f in blocking})
             shown = ", ".join(rules[:10]) + (", ..." if len(rules) > 10 else "")
             reasons.append(
                 f"{len(blocking)} finding(s) at or above {self.block_severity} ({shown})"
             )
+        elif _counted_above(report, floor) > len(above):
+            # Every kept finding at or above the floor is an ignored rule, but the scan kept
+            # only the most severe (its cap): the dropped ones may be rules that count.
+            reasons.append(
+                f"more findings at or above {self.block_severity} than the scan kept, "
+                "and the kept ones are all ignored rules"
+            )
         return reasons
+
+
+def _counted_above(report: ScanReport, floor: int) -> int:
+    """How many findings at or above the floor the scanner reported, kept or not."""
+    return sum(n for name, n in report.counts.items() if Severity.parse(name).rank >= floor)
 
 
 def policy_of(organization: str) -> Policy:
