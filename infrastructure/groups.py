@@ -110,6 +110,7 @@ ROUTE_GROUPS: tuple[Function, ...] = (
             **PROVIDER_TABLES,
             **WORKSPACE_TABLES,
             **VCS_TABLES,
+            "registry-policies": WRITE,
         },
         s3={MODULE_OBJECTS: (DELETE,), PROVIDER_OBJECTS: (DELETE,)},
         sends_jobs=True,  # removing deleted VCS modules' webhooks at the VCS host

@@ -83,8 +83,9 @@ LAYERS: dict[str, set[str]] = {
         "vcs",
         "tags",
         "modules",
-        # Deleting an organization deletes its providers and GPG keys.
+        # Deleting an organization deletes its providers and GPG keys, and its policy.
         "providers",
+        "trust",
     },
     "entry": {
         "core",

@@ -6,7 +6,7 @@
   connections still exist (each job carries the host and the sealed token it needs), deletes
   its providers (versions, platforms, their files in S3) and GPG keys, then the connections,
   the workspaces (a tag goes with its last workspace), leftover tags, the projects, and last
-  the organization's own teams, tokens and record.
+  the publishing policy, and last the organization's own teams, tokens and record.
 
 Every step is idempotent, so a delete interrupted half-way can be repeated.
 """
@@ -39,6 +39,7 @@ def delete_organization(principal: Principal, name: str) -> None:
     from chalicelib.modules.nocode import service as nocode
     from chalicelib.providers import service as providers
     from chalicelib.tags import service as tags
+    from chalicelib.trust import policy
     from chalicelib.vcs import service as vcs
     from chalicelib.workspaces import service as workspaces
 
@@ -55,4 +56,5 @@ def delete_organization(principal: Principal, name: str) -> None:
         destroy_workspace(workspace)
     tags.delete_all_for_organization(name)  # leftovers of an interrupted delete
     projects.delete_all_for_organization(name)  # empty now: their workspaces are gone
+    policy.delete_for_organization(name)
     organizations_service.delete_organization_records(name)

@@ -84,6 +84,14 @@ def policy_of(organization: str) -> Policy:
     return _policy(store.find(organization))
 
 
+def delete_for_organization(organization: str) -> None:
+    """Forget the organization's policy (its deletion: a new organization of the same name
+    starts with the defaults)."""
+    from chalicelib.trust import store
+
+    store.delete(organization)
+
+
 def _policy(item: PolicyModel | None) -> Policy:
     if item is None:
         return Policy()

@@ -186,3 +186,12 @@ def test_the_wrong_callers_walk_covers_the_policy_and_release_routes() -> None:
     }
     assert expected <= walked
     assert all(names_the_victim(r) for r in ROUTES if r.path in (policy, release))
+
+
+def test_deleting_the_organization_forgets_its_policy(acme: Api) -> None:
+    saved = acme.patch(POLICY, policy_doc(**{"block-severity": "high"}))
+    assert saved.status == 200, saved.json
+    assert acme.delete("/api/v2/organizations/acme").status == 204
+    make_org(acme, "acme")
+    assert acme.get(POLICY).data["attributes"] == DEFAULTS
+    assert policy_of("acme") == Policy()
