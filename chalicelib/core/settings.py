@@ -121,6 +121,10 @@ class Settings:
     mirror_max_seed_bytes: int = 5 * 1024 * 1024
     # What outbound fetches may reach besides public addresses (chalicelib.core.outbound).
     outbound_allow: OutboundAllow = field(default_factory=OutboundAllow)
+    # The KMS key (id, ARN or alias; ECC_NIST_P256) that signs provenance, and the keys that
+    # signed before a rotation, still listed for verifiers (chalicelib.trust.provenance).
+    signing_key: str = "alias/registry-dev-signing"
+    previous_signing_keys: tuple[str, ...] = ()
 
     @property
     def hosted(self) -> bool:
@@ -196,4 +200,10 @@ def get_settings() -> Settings:
         ),
         mirror_max_seed_bytes=_int("REGISTRY_MIRROR_MAX_SEED_BYTES", 5 * 1024 * 1024),
         outbound_allow=outbound_allow(os.environ.get("REGISTRY_OUTBOUND_ALLOW", "")),
+        signing_key=os.environ.get("REGISTRY_SIGNING_KEY") or "alias/registry-dev-signing",
+        previous_signing_keys=tuple(
+            k.strip()
+            for k in os.environ.get("REGISTRY_PREVIOUS_SIGNING_KEYS", "").split(",")
+            if k.strip()
+        ),
     )
