@@ -1,0 +1,157 @@
+"""A module version's SBOM and signed provenance: made after ingest (``attest``), read by the
+module's readers only, and verified offline as a consumer would: the envelope's signature
+with ``cryptography`` against the key ``/api/registry/v1/signing-keys`` serves, the subject
+against the SHA-256 of the archive downloaded through the registry protocol."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+
+import pytest
+import requests
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.hazmat.primitives.serialization import load_pem_public_key
+from cyclonedx.schema import SchemaVersion
+from cyclonedx.validation.json import JsonStrictValidator
+
+from chalicelib.modules import store
+from chalicelib.modules.scanning.attest import attest
+from chalicelib.modules.store import ModuleVersionModel
+from tests.conftest import Api, make_org, make_team
+from tests.modules.helpers import ORG, V1, create_module, create_version, upload_and_ingest
+
+FILES = {
+    "main.tf": """
+terraform {
+  required_version = ">= 1.5"
+  required_providers {
+    aws = { source = "hashicorp/aws", version = ">= 5.0" }
+  }
+}
+module "labels" {
+  source  = "cloudposse/label/null"
+  version = "0.25.0"
+}
+resource "aws_s3_bucket" "b" {}
+"""
+}
+VERSION_PATH = f"{ORG}/private/acme/vpc/aws/versions/1.0.0"
+
+
+def _ingested(api: Api) -> ModuleVersionModel:
+    make_org(api)
+    create_module(api)
+    reply = create_version(api, "1.0.0")
+    assert reply.status == 201, reply.json
+    assert upload_and_ingest(reply, FILES) == "ok"
+    (module,) = store.modules_of("acme")
+    (version,) = store.versions_of(module.id)
+    return version
+
+
+def _attested(api: Api) -> ModuleVersionModel:
+    from chalicelib.artifacts import objects
+
+    version = _ingested(api)
+    assert version.metadata_key is not None
+    attest(version, objects.get_metadata(version.metadata_key))
+    return version
+
+
+def _downloaded_sha256(api: Api) -> str:
+    """What terraform does: the protocol's download, then the archive's presigned URL."""
+    reply = api.get(f"{V1}/acme/vpc/aws/1.0.0/download")
+    assert reply.status == 204
+    archive = requests.get(reply.headers["X-Terraform-Get"], timeout=10)
+    assert archive.status_code == 200
+    return hashlib.sha256(archive.content).hexdigest()
+
+
+def _served_keys(api: Api) -> dict[str, str]:
+    reply = api.as_(None).get("/api/registry/v1/signing-keys")  # no token needed
+    assert reply.status == 200
+    return {key["keyid"]: key["pem"] for key in reply.json["keys"]}
+
+
+def _verify_offline(envelope: dict, keys: dict[str, str]) -> dict:
+    """DSSE verification with nothing but ``cryptography`` (what docs/provenance.md shows)."""
+    payload = base64.b64decode(envelope["payload"])
+    kind = envelope["payloadType"].encode()
+    signed = b"DSSEv1 %d %s %d %s" % (len(kind), kind, len(payload), payload)
+    (signature,) = envelope["signatures"]
+    key = load_pem_public_key(keys[signature["keyid"]].encode())
+    assert isinstance(key, ec.EllipticCurvePublicKey)
+    key.verify(base64.b64decode(signature["sig"]), signed, ec.ECDSA(hashes.SHA256()))
+    return json.loads(payload)
+
+
+def test_provenance_verifies_offline_against_the_served_key_and_the_downloaded_archive(
+    api: Api,
+) -> None:
+    version = _attested(api)
+    reply = api.get(f"{VERSION_PATH}/provenance")
+    assert reply.status == 200, reply.json
+    assert reply.headers["Content-Type"] == "application/vnd.dsse.envelope.v1+json"
+    envelope = reply.json
+    statement = _verify_offline(envelope, _served_keys(api))
+
+    assert statement["_type"] == "https://in-toto.io/Statement/v1"
+    assert statement["predicateType"] == "https://slsa.dev/provenance/v1"
+    (subject,) = statement["subject"]
+    assert subject["digest"]["sha256"] == _downloaded_sha256(api) == version.sha256
+    external = statement["predicate"]["buildDefinition"]["externalParameters"]
+    assert external["module"] == "registry.test/acme/vpc/aws"
+    assert external["version"] == "1.0.0"
+    assert external["source"] == "upload"
+    # The version records who created it (the admin's user token here).
+    assert version.created_by is not None and version.created_by["type"] == "user"
+    assert external["uploaded-by"] == version.created_by
+    assert statement["predicate"]["runDetails"]["builder"]["id"] == "http://registry.test"
+
+    # A changed payload (another archive's digest) fails verification.
+    statement["subject"][0]["digest"]["sha256"] = "0" * 64
+    forged = dict(envelope, payload=base64.b64encode(json.dumps(statement).encode()).decode())
+    with pytest.raises(InvalidSignature):
+        _verify_offline(forged, _served_keys(api))
+
+
+def test_sbom_is_served_valid_with_the_archive_digest(api: Api) -> None:
+    version = _attested(api)
+    reply = api.get(f"{VERSION_PATH}/sbom")
+    assert reply.status == 200, reply.json
+    assert reply.headers["Content-Type"] == "application/vnd.cyclonedx+json"
+    text = reply.body.decode()
+    assert JsonStrictValidator(SchemaVersion.V1_6).validate_str(text) is None
+    bom = json.loads(text)
+    module = bom["metadata"]["component"]
+    assert module["hashes"] == [{"alg": "SHA-256", "content": version.sha256}]
+    names = {c["name"] for c in bom["components"]}
+    assert names == {"registry.terraform.io/hashicorp/aws", "cloudposse/label/null", "terraform"}
+
+
+def test_not_attested_yet_is_a_404_that_says_so(api: Api) -> None:
+    _ingested(api)
+    for what in ("sbom", "provenance"):
+        reply = api.get(f"{VERSION_PATH}/{what}")
+        assert reply.status == 404
+        assert "has not been made yet" in reply.error["detail"]
+
+
+def test_only_readers_of_the_module_read_its_evidence(api: Api) -> None:
+    _attested(api)
+    make_org(api, "other")
+    _, outsider = make_team(api, "other", "outsiders")
+    _, reader = make_team(api, "acme", "readers")
+    for what in ("sbom", "provenance"):
+        path = f"{VERSION_PATH}/{what}"
+        assert api.as_(reader).get(path).status == 200
+        refused = api.as_(outsider).get(path)
+        # As if the module did not exist: the same 404 as the module's own.
+        assert refused.status == 404
+        assert refused.json == api.as_(outsider).get(f"{ORG}/private/acme/vpc/aws").json
+        assert api.as_(None).get(path).status == 401
+        assert api.get(f"{ORG}/private/acme/vpc/aws/versions/9.9.9/{what}").status == 404
