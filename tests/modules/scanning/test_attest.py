@@ -8,6 +8,10 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import re
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 import requests
@@ -155,3 +159,46 @@ def test_only_readers_of_the_module_read_its_evidence(api: Api) -> None:
         assert refused.json == api.as_(outsider).get(f"{ORG}/private/acme/vpc/aws").json
         assert api.as_(None).get(path).status == 401
         assert api.get(f"{ORG}/private/acme/vpc/aws/versions/9.9.9/{what}").status == 404
+
+
+def _documented_script() -> str:
+    """The Python block of docs/provenance.md, verbatim."""
+    text = (Path(__file__).resolve().parents[3] / "docs" / "provenance.md").read_text()
+    (block,) = re.findall(r"```python\n(.*?)```", text, re.DOTALL)
+    return block
+
+
+def _run(script: str, where: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", script], cwd=where, capture_output=True, text=True, timeout=60
+    )
+
+
+def test_the_documented_script_verifies_and_refuses(api: Api, tmp_path: Path) -> None:
+    _attested(api)
+    envelope = api.get(f"{VERSION_PATH}/provenance").json
+    (tmp_path / "provenance.json").write_text(json.dumps(envelope))
+    keys = api.as_(None).get("/api/registry/v1/signing-keys").body
+    (tmp_path / "signing-keys.json").write_bytes(keys)
+    location = api.get(f"{V1}/acme/vpc/aws/1.0.0/download").headers["X-Terraform-Get"]
+    archive = requests.get(location, timeout=10).content
+    (tmp_path / "module.tar.gz").write_bytes(archive)
+    script = _documented_script()
+
+    done = _run(script, tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "verified: registry.test/acme/vpc/aws 1.0.0 (upload)"
+
+    statement = json.loads(base64.b64decode(envelope["payload"]))
+    statement["predicate"]["buildDefinition"]["externalParameters"]["uploaded-by"]["id"] = "x"
+    changed = dict(envelope, payload=base64.b64encode(json.dumps(statement).encode()).decode())
+    (tmp_path / "provenance.json").write_text(json.dumps(changed))
+    refused = _run(script, tmp_path)
+    assert refused.returncode != 0
+    assert "FAILED: no signature verifies" in refused.stderr
+
+    (tmp_path / "provenance.json").write_text(json.dumps(envelope))
+    (tmp_path / "module.tar.gz").write_bytes(archive + b"\0")
+    refused = _run(script, tmp_path)
+    assert refused.returncode != 0
+    assert "FAILED: the archive is not the one the provenance names" in refused.stderr
