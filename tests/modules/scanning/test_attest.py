@@ -202,3 +202,22 @@ def test_the_documented_script_verifies_and_refuses(api: Api, tmp_path: Path) ->
     refused = _run(script, tmp_path)
     assert refused.returncode != 0
     assert "FAILED: the archive is not the one the provenance names" in refused.stderr
+
+
+def test_each_function_serves_its_part(api: Api, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Through the functions' own entry apps, as deployed: the registry function serves the
+    envelope, the protocol function the keys (no token) and the archive's link."""
+    from chalice.test import Client
+
+    from chalicelib.entry.api.protocol import app as protocol_app
+    from chalicelib.entry.api.registry import app as registry_app
+
+    version = _attested(api)
+    project = str(tmp_path_factory.mktemp("entry"))
+    with Client(registry_app, project_dir=project) as registry:
+        envelope = Api(registry, api.token).get(f"{VERSION_PATH}/provenance").json
+    with Client(protocol_app, project_dir=project) as protocol:
+        keys = _served_keys(Api(protocol, None))
+        assert _downloaded_sha256(Api(protocol, api.token)) == version.sha256
+    statement = _verify_offline(envelope, keys)
+    assert statement["subject"][0]["digest"]["sha256"] == version.sha256
