@@ -11,6 +11,7 @@ import json
 import re
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -27,6 +28,8 @@ from chalicelib.modules.scanning.attest import attest
 from chalicelib.modules.store import ModuleVersionModel
 from tests.conftest import Api, make_org, make_team
 from tests.modules.helpers import ORG, V1, create_module, create_version, upload_and_ingest
+from tests.modules.publishing import NET, connect, drain, publish
+from tests.support.vcs_git_server import GitServer, serve
 
 FILES = {
     "main.tf": """
@@ -44,6 +47,11 @@ resource "aws_s3_bucket" "b" {}
 """
 }
 VERSION_PATH = f"{ORG}/private/acme/vpc/aws/versions/1.0.0"
+
+
+@pytest.fixture
+def git_server() -> Iterator[tuple[GitServer, dict[str, str]]]:
+    yield from serve()
 
 
 def _ingested(api: Api) -> ModuleVersionModel:
@@ -220,4 +228,41 @@ def test_each_function_serves_its_part(api: Api, tmp_path_factory: pytest.TempPa
         keys = _served_keys(Api(protocol, None))
         assert _downloaded_sha256(Api(protocol, api.token)) == version.sha256
     statement = _verify_offline(envelope, keys)
+    assert statement["subject"][0]["digest"]["sha256"] == version.sha256
+
+
+def test_a_vcs_version_names_its_repository_tag_and_commit(
+    api: Api, git_server: tuple[GitServer, dict[str, str]]
+) -> None:
+    from chalicelib.artifacts import objects
+
+    server, shas = git_server
+    make_org(api, "acme")
+    assert publish(api, connect(api, server), "acme/terraform-aws-net").status == 201
+    drain()
+    module = store.find_module("acme", "private#acme#net#aws")
+    assert module is not None
+    version = next(v for v in store.versions_of(module.id) if v.version == "1.0.0")
+    assert version.metadata_key is not None
+    attest(version, objects.get_metadata(version.metadata_key))
+
+    envelope = api.get(f"{NET}/versions/1.0.0/provenance").json
+    statement = _verify_offline(envelope, _served_keys(api))
+    definition = statement["predicate"]["buildDefinition"]
+    repository = f"{server.url}/acme/terraform-aws-net"
+    assert definition["externalParameters"] == {
+        "module": "registry.test/acme/net/aws",
+        "version": "1.0.0",
+        "source": "vcs",
+        "service-provider": "github_enterprise",
+        "repository": repository,
+        "tag": version.tag,
+        "commit": shas["net-1.0.0"],
+    }
+    assert definition["resolvedDependencies"] == [
+        {
+            "uri": f"git+{repository}@refs/tags/{version.tag}",
+            "digest": {"gitCommit": shas["net-1.0.0"]},
+        }
+    ]
     assert statement["subject"][0]["digest"]["sha256"] == version.sha256
