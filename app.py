@@ -21,6 +21,7 @@ from chalicelib.modules.protocol.routes import bp as protocol_routes
 from chalicelib.modules.publishing.routes import bp as publishing_routes
 from chalicelib.modules.publishing.webhook_routes import bp as webhook_routes
 from chalicelib.modules.routes import bp as registry_routes
+from chalicelib.modules.scanning.evidence_routes import bp as evidence_routes
 from chalicelib.projects.routes import bp as project_routes
 from chalicelib.providers.gpg_routes import bp as gpg_key_routes
 from chalicelib.providers.mirror.routes import bp as mirror_routes
@@ -29,6 +30,7 @@ from chalicelib.providers.routes import bp as provider_routes
 from chalicelib.scim.admin_routes import bp as scim_admin_routes
 from chalicelib.scim.routes import bp as scim_routes
 from chalicelib.tags.routes import bp as tag_routes
+from chalicelib.trust.keys_routes import bp as signing_key_routes
 from chalicelib.trust.routes import bp as policy_routes
 from chalicelib.vcs.routes import bp as vcs_routes
 from chalicelib.web.account_routes import bp as account_routes
@@ -56,7 +58,7 @@ app = create_app(
     + [admin_people_routes, admin_organization_lifecycle, sso_routes]
     + [provider_routes, gpg_key_routes, provider_protocol_routes, mirror_routes]
     + [siteadmin_people_routes, siteadmin_settings_routes, siteadmin_keys_routes]
-    + [policy_routes],
+    + [policy_routes, signing_key_routes, evidence_routes],
     Uses(mail=True, scim=True),
 )
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from chalicelib.providers.keys import PROVENANCE_PREFIX as PROVIDER_PROVENANCE
 from chalicelib.providers.keys import UPLOAD_PREFIX as PROVIDER_OBJECTS
 from chalicelib.providers.mirror.store import PREFIX as MIRROR_OBJECTS
 
@@ -79,6 +80,10 @@ class Function:
     ephemeral_storage: int = 512
     # Puts VCS publishing jobs on the ingest queue (chalicelib.artifacts.queue).
     sends_jobs: bool = False
+    # Signs provenance with the signing key (kms:Sign; chalicelib.trust.provenance).
+    signs: bool = False
+    # Serves the signing keys' public halves (kms:GetPublicKey).
+    reads_public_keys: bool = False
     # The table (short name) whose DynamoDB Stream invokes the function, if any.
     stream: str | None = None
     # A stack parameter capping the function's concurrent instances (its reserved
@@ -112,7 +117,7 @@ ROUTE_GROUPS: tuple[Function, ...] = (
             **VCS_TABLES,
             "registry-policies": WRITE,
         },
-        s3={MODULE_OBJECTS: (DELETE,), PROVIDER_OBJECTS: (DELETE,)},
+        s3={MODULE_OBJECTS: (DELETE,), PROVIDER_OBJECTS: (DELETE,), PROVIDER_PROVENANCE: (DELETE,)},
         sends_jobs=True,  # removing deleted VCS modules' webhooks at the VCS host
     ),
     Function("MetaFunction", "chalicelib.entry.api.meta.app", EVERY_REQUEST, memory=256),
@@ -166,6 +171,8 @@ ROUTE_GROUPS: tuple[Function, ...] = (
         },
         # Presigned downloads of module archives and of providers' files.
         s3={MODULE_OBJECTS: (GET,), PROVIDER_OBJECTS: (GET,)},
+        # GET /api/registry/v1/signing-keys (chalicelib.trust.keys_routes).
+        reads_public_keys=True,
     ),
     Function(
         "WorkspacesFunction",
@@ -179,7 +186,8 @@ ROUTE_GROUPS: tuple[Function, ...] = (
         "ProvidersFunction",
         "chalicelib.entry.api.providers.registry.app",
         {**AUTH_TABLES, **PROVIDER_TABLES},
-        s3={PROVIDER_OBJECTS: (GET, PUT, DELETE)},
+        # A version's provenance: read by its route, deleted with the version.
+        s3={PROVIDER_OBJECTS: (GET, PUT, DELETE), PROVIDER_PROVENANCE: (GET, DELETE)},
         sends_jobs=True,
     ),
     # The provider network mirror (chalicelib.providers.mirror), apart from the providers
@@ -336,11 +344,13 @@ INGEST = Function(
         "settings": READ,
         "registry-policies": READ,
     },
-    # Providers' files are only read: their checks (chalicelib.providers.ingest.verify).
-    s3={MODULE_OBJECTS: (GET, PUT, DELETE), PROVIDER_OBJECTS: (GET,)},
+    # Providers' files are only read: their checks (chalicelib.providers.ingest.verify); a
+    # verified version's provenance is written and signed (chalicelib.providers.provenance).
+    s3={MODULE_OBJECTS: (GET, PUT, DELETE), PROVIDER_OBJECTS: (GET,), PROVIDER_PROVENANCE: (PUT,)},
     memory=1024,
     timeout=120,
     sends_jobs=True,
+    signs=True,
 )
 OIDC_KEYS = Function(
     "OidcKeyMaintenance",

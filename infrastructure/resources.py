@@ -35,6 +35,7 @@ from chalicelib.providers.mirror import store as _mirror_store  # noqa: F401
 from chalicelib.saml import store as _saml_store  # noqa: F401
 from chalicelib.scim import store as _scim_store  # noqa: F401
 from chalicelib.tags import store as _tags_store  # noqa: F401
+from chalicelib.trust import provenance
 from chalicelib.trust import store as _policies_store  # noqa: F401
 from chalicelib.vcs import store as _vcs_store  # noqa: F401
 from chalicelib.web import store as _web_store  # noqa: F401 - sessions, login codes
@@ -92,6 +93,7 @@ def provision() -> str:
     settings = get_settings()
     db.create_tables()
     secrets.ensure_key()  # the KMS key (and alias) that seals secrets at rest
+    provenance.ensure_signing_key()  # the KMS key (and alias) that signs provenance
     s3, sqs = client("s3"), client("sqs")
     with contextlib.suppress(s3.exceptions.BucketAlreadyOwnedByYou):
         s3.create_bucket(Bucket=settings.bucket)

@@ -62,6 +62,32 @@ SECRETS_KEY_ARN = {
         {"Ref": "ExistingSecretsKeyArn"},
     ]
 }
+# The key that signs provenance (chalicelib.trust.provenance): the stack's own, or one the
+# operator made (parameter SigningKeyArn: how keys rotate; the stack's own is retained, so
+# envelopes it signed keep verifying while PreviousSigningKeys lists it).
+CREATE_SIGNING_KEY = "CreateSigningKey"
+SIGNING_KEY_ARN = {
+    "Fn::If": [
+        CREATE_SIGNING_KEY,
+        {"Fn::GetAtt": ["SigningKey", "Arn"]},
+        {"Ref": "SigningKeyArn"},
+    ]
+}
+HAS_PREVIOUS_SIGNING_KEYS = "HasPreviousSigningKeys"
+# Every signing key whose public half is served: the current one, then the previous ones.
+LISTED_SIGNING_KEYS = {
+    "Fn::If": [
+        HAS_PREVIOUS_SIGNING_KEYS,
+        {
+            "Fn::Split": [
+                ",",
+                {"Fn::Join": [",", [SIGNING_KEY_ARN, {"Ref": "PreviousSigningKeys"}]]},
+            ]
+        },
+        [SIGNING_KEY_ARN],
+    ]
+}
+_KEY_ARN = "arn:[a-z-]+:kms:[a-z0-9-]+:[0-9]{12}:key/[0-9a-f-]+"
 # The bucket's CORS rule for the web UI's upload page (chalicelib/web/publishing): PUT from
 # the UI's origin only, which is InstanceAddress without any path or trailing slash
 # (scheme "//" host). No InstanceAddress, no rule: uploads go by curl, as without JavaScript.
@@ -217,6 +243,8 @@ def environment() -> dict[str, Any]:
             "REGISTRY_INGEST_QUEUE": {"Fn::GetAtt": ["IngestQueue", "QueueName"]},
             "REGISTRY_KMS_KEY": SECRETS_KEY_ARN,
             "REGISTRY_OUTBOUND_ALLOW": {"Ref": "OutboundAllow"},
+            "REGISTRY_SIGNING_KEY": SIGNING_KEY_ARN,
+            "REGISTRY_PREVIOUS_SIGNING_KEYS": {"Ref": "PreviousSigningKeys"},
         }
     }
 
@@ -296,6 +324,12 @@ def role(function: Function) -> dict[str, Any]:
             "Resource": SECRETS_KEY_ARN,
         }
     )
+    if function.signs:
+        statements.append({"Effect": "Allow", "Action": ["kms:Sign"], "Resource": SIGNING_KEY_ARN})
+    if function.reads_public_keys:
+        statements.append(
+            {"Effect": "Allow", "Action": ["kms:GetPublicKey"], "Resource": LISTED_SIGNING_KEYS}
+        )
     return {
         "Type": "AWS::IAM::Role",
         "Properties": {
@@ -710,6 +744,32 @@ def storage_resources() -> dict[str, Any]:
                 },
             },
         },
+        # Retained: envelopes it signed verify only while its public half can be read.
+        "SigningKey": {
+            "Type": "AWS::KMS::Key",
+            "Condition": CREATE_SIGNING_KEY,
+            "DeletionPolicy": "Retain",
+            "UpdateReplacePolicy": "Retain",
+            "Properties": {
+                "Description": "Signs the registry's provenance (DSSE, ECDSA P-256)",
+                "KeySpec": "ECC_NIST_P256",
+                "KeyUsage": "SIGN_VERIFY",
+                "KeyPolicy": {
+                    "Version": "2012-10-17",
+                    "Statement": [
+                        {
+                            "Sid": "AccountAdministers",
+                            "Effect": "Allow",
+                            "Principal": {
+                                "AWS": sub("arn:${AWS::Partition}:iam::${AWS::AccountId}:root")
+                            },
+                            "Action": "kms:*",
+                            "Resource": "*",
+                        }
+                    ],
+                },
+            },
+        },
         "SecretsKeyAlias": {
             "Type": "AWS::KMS::Alias",
             "Properties": {
@@ -804,17 +864,39 @@ PARAMETERS = {
         "Description": "Empty: the stack creates its secrets key. The ARN of a retained key "
         "(an earlier stack's, output SecretsKeyArn): restored secrets stay readable",
     },
+    "SigningKeyArn": {
+        "Type": "String",
+        "Default": "",
+        "AllowedPattern": f"^$|^{_KEY_ARN}$",
+        "Description": "Empty: the stack creates its provenance signing key. The ARN of an "
+        "ECC_NIST_P256 SIGN_VERIFY key to sign with instead (rotation: a new key here, the old "
+        "one in PreviousSigningKeys)",
+    },
+    "PreviousSigningKeys": {
+        "Type": "String",
+        "Default": "",
+        "AllowedPattern": f"^$|^{_KEY_ARN}(,{_KEY_ARN})*$",
+        "Description": "Comma-separated ARNs of keys that signed provenance before a rotation: "
+        "their public keys stay served so older envelopes still verify",
+    },
 }
 
 CONDITIONS = {
     CREATE_SECRETS_KEY: {"Fn::Equals": [{"Ref": "ExistingSecretsKeyArn"}, ""]},
+    CREATE_SIGNING_KEY: {"Fn::Equals": [{"Ref": "SigningKeyArn"}, ""]},
+    HAS_PREVIOUS_SIGNING_KEYS: {"Fn::Not": [{"Fn::Equals": [{"Ref": "PreviousSigningKeys"}, ""]}]},
     HAS_INSTANCE_ADDRESS: {"Fn::Not": [{"Fn::Equals": [{"Ref": "InstanceAddress"}, ""]}]},
 }
 OUTPUTS = {
     "SecretsKeyArn": {
         "Description": "The key that seals stored secrets: keep it, a restore needs it",
         "Value": SECRETS_KEY_ARN,
-    }
+    },
+    "SigningKeyArn": {
+        "Description": "The key that signs provenance: list it in PreviousSigningKeys when "
+        "rotating to a new one",
+        "Value": SIGNING_KEY_ARN,
+    },
 }
 
 

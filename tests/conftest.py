@@ -62,6 +62,7 @@ def forget_cached_state() -> None:
     from chalicelib.admin.store import forget_cached_settings
     from chalicelib.core.auth import verified
     from chalicelib.modules.downloads.store import pruning
+    from chalicelib.trust.provenance import forget_public_keys
     from chalicelib.web.pages import _metadata
     from chalicelib.web.store import signing_key
 
@@ -73,6 +74,7 @@ def forget_cached_state() -> None:
     forget_cached_settings()
     _metadata.cache_clear()
     signing_key.cache_clear()  # the pre-sign-in CSRF key: its item goes with the tables
+    forget_public_keys()  # provenance signing keys' public halves
     get_settings.cache_clear()
 
 

@@ -51,6 +51,8 @@ PUBLIC = {
     ("GET", "/api/v2/account/confirm-email/{user_id}/{secret}"),
     ("GET", "/api/v2/openapi.json"),
     ("GET", "/api/v2/ping"),
+    # The public keys that verify provenance: a verifier may hold no token.
+    ("GET", "/api/registry/v1/signing-keys"),
     ("GET", "/app/account/confirm-email/{user_id}/{secret}"),
     ("POST", "/app/account/confirm-email/{user_id}/{secret}"),
     ("GET", "/app/invitations/{token}"),

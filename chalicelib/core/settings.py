@@ -127,6 +127,10 @@ class Settings:
     scan_seconds: float = 60.0
     scan_memory_mb: int = 1024
     scan_max_findings: int = 500
+    # The KMS key (id, ARN or alias; ECC_NIST_P256) that signs provenance, and the keys that
+    # signed before a rotation, still listed for verifiers (chalicelib.trust.provenance).
+    signing_key: str = "alias/registry-dev-signing"
+    previous_signing_keys: tuple[str, ...] = ()
 
     @property
     def hosted(self) -> bool:
@@ -206,4 +210,10 @@ def get_settings() -> Settings:
         scan_seconds=_float("REGISTRY_SCAN_SECONDS", 60.0),
         scan_memory_mb=_int("REGISTRY_SCAN_MEMORY_MB", 1024),
         scan_max_findings=_int("REGISTRY_SCAN_MAX_FINDINGS", 500),
+        signing_key=os.environ.get("REGISTRY_SIGNING_KEY") or "alias/registry-dev-signing",
+        previous_signing_keys=tuple(
+            k.strip()
+            for k in os.environ.get("REGISTRY_PREVIOUS_SIGNING_KEYS", "").split(",")
+            if k.strip()
+        ),
     )

@@ -104,7 +104,9 @@ def create_version(
         raise Unprocessable("version is required", pointer="/data/attributes/version")
     if module.vcs_repo:
         return from_vcs(module, version, commit_sha), None
-    item = insert_version(module, version, commit_sha=commit_sha)
+    # Who the upload link is for: the version's provenance names them (trust.provenance).
+    uploader = {"type": principal.kind, "id": principal.id}
+    item = insert_version(module, version, commit_sha=commit_sha, created_by=uploader)
     return item, objects.presigned_upload_url(item.upload_key)
 
 
@@ -115,6 +117,7 @@ def insert_version(
     commit_sha: str | None = None,
     source: str = "tfe-api",
     tag: str | None = None,
+    created_by: dict[str, str] | None = None,
 ) -> ModuleVersionModel:
     """Create a pending version item and its entry in the module's statuses, in one
     transaction; 422 when the version exists, 404 when the module went away."""
@@ -138,6 +141,7 @@ def insert_version(
         upload_key=upload.key,
         created_at=moment,
         updated_at=moment,
+        created_by=created_by,
     )
     try:
         writes.insert_version(module, item, moment)

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 UPLOAD_PREFIX = "providers/"
 SHASUMS = "SHA256SUMS"
 SHASUMS_SIG = "SHA256SUMS.sig"
+PROVENANCE_PREFIX = "provenance/providers/"
 
 
 def version_prefix(provider_id: str, version: str) -> str:
@@ -29,6 +30,13 @@ def shasums_key(provider_id: str, version: str) -> str:
 
 def shasums_sig_key(provider_id: str, version: str) -> str:
     return version_prefix(provider_id, version) + SHASUMS_SIG
+
+
+def provenance_key(provider_id: str, version: str) -> str:
+    """The version's signed provenance (a DSSE envelope), made when its SHA256SUMS verified
+    (``providers.provenance``): outside ``UPLOAD_PREFIX``, whose objects' events the ingest
+    queue receives (this is no upload)."""
+    return f"{PROVENANCE_PREFIX}{provider_id}/{version}.dsse.json"
 
 
 def binary_key(provider_id: str, version: str, os_: str, arch: str, filename: str) -> str:

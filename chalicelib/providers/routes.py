@@ -6,16 +6,17 @@ from __future__ import annotations
 from types import ModuleType
 from typing import TYPE_CHECKING, Annotated
 
-from chalice import Blueprint
+from chalice import Blueprint, Response
 
 from chalicelib.core import tagbindings
 from chalicelib.core.api.access import Bearer
-from chalicelib.core.api.errors import Unprocessable
+from chalicelib.core.api.errors import NotFound, Unprocessable
 from chalicelib.core.api.http import Ctx, route
 from chalicelib.core.api.jsonapi import document, no_content
-from chalicelib.core.api.openapi import PAGE, JsonApi, Param
-from chalicelib.providers import render, service, store
+from chalicelib.core.api.openapi import PAGE, JsonApi, Param, Reply
+from chalicelib.providers import provenance, render, service, store
 from chalicelib.providers.service import ProviderRef
+from chalicelib.trust import provenance as trust_provenance
 
 if TYPE_CHECKING:
     from chalicelib.providers.schemas import (
@@ -214,6 +215,36 @@ def show_version(
     provider, found, rights = service.get_version(ctx.user, ref, version)
     platforms = store.platforms_of(found.id)
     return document(render.render_version(provider, found, rights, platforms))
+
+
+@route(
+    bp,
+    VERSION + "/provenance",
+    auth=Bearer,
+    success=Reply(
+        200,
+        {"type": "object"},
+        media_type=trust_provenance.MEDIA_TYPE,
+        description="a DSSE envelope (in-toto)",
+    ),
+)
+def version_provenance(
+    ctx: Ctx, organization_name: str, registry_name: str, namespace: str, name: str, version: str
+) -> Response:
+    """A provider version's signed provenance (made when its SHA256SUMS signature verified)."""
+    ref = _ref(organization_name, registry_name, namespace, name)
+    provider, found, _ = service.get_version(ctx.user, ref, version)
+    envelope = provenance.read(provider, found)
+    if envelope is None:
+        raise NotFound(
+            f"the provenance of version {found.version} has not been made yet: it is made "
+            "when its SHA256SUMS signature verifies"
+        )
+    return Response(
+        body=envelope.decode(),
+        status_code=200,
+        headers={"Content-Type": trust_provenance.MEDIA_TYPE},
+    )
 
 
 @route(bp, VERSION, auth=Bearer, methods=("DELETE",))

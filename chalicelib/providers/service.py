@@ -286,6 +286,7 @@ def create_version(
         version=version,
         key_id=key_id,
         protocols=protocols,
+        created_by={"type": principal.kind, "id": principal.id},
         created_at=moment,
         updated_at=moment,
     )
@@ -340,6 +341,7 @@ def _delete_version(provider: ProviderModel, version: ProviderVersionModel) -> N
         [keys.shasums_key(provider.id, version.version)]
         + [keys.shasums_sig_key(provider.id, version.version)]
         + [_binary_key(provider, version, p) for p in platforms]
+        + [keys.provenance_key(provider.id, version.version)]
     )
     store.delete_all(platforms)
     version.delete()

@@ -30,6 +30,7 @@ from typing import Any
 
 from pynamodb.attributes import (
     BooleanAttribute,
+    JSONAttribute,
     ListAttribute,
     MapAttribute,
     UnicodeAttribute,
@@ -129,6 +130,9 @@ class ProviderVersionModel(db.Model):
     status = UnicodeAttribute(null=True)  # None: pending
     error = UnicodeAttribute(null=True)
     sums_sha256 = UnicodeAttribute(null=True)  # of the SHA256SUMS whose signature verified
+    # Who created it (whose upload links they were), for its provenance: {"type", "id"}.
+    # None: created before it was kept.
+    created_by = JSONAttribute(null=True)
     created_at = UTCDateTimeAttribute()
     updated_at = UTCDateTimeAttribute()
 

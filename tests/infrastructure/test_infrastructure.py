@@ -65,8 +65,8 @@ def test_deleting_the_stack_keeps_the_data_the_secrets_key_and_old_archive_versi
         for name, r in resources.items()
         if r.get("Type") in ("AWS::DynamoDB::Table", "AWS::S3::Bucket", "AWS::KMS::Key")
     ]
-    assert "SecretsKey" in kept and "ArchiveBucket" in kept
-    assert len(kept) == len(db.MODELS) + 2
+    assert "SecretsKey" in kept and "ArchiveBucket" in kept and "SigningKey" in kept
+    assert len(kept) == len(db.MODELS) + 3
     for name in kept:
         assert resources[name]["DeletionPolicy"] == "Retain", name
         assert resources[name]["UpdateReplacePolicy"] == "Retain", name
@@ -105,7 +105,22 @@ def test_deleting_the_stack_keeps_the_data_the_secrets_key_and_old_archive_versi
             "PolicyDocument"
         ]["Statement"]
         kms = [s for s in statements if any(a.startswith("kms:") for a in s["Action"])]
-        assert [s["Resource"] for s in kms] == [in_use], function.logical_id
+        sealing = [s for s in kms if "kms:Decrypt" in s["Action"]]
+        assert [s["Resource"] for s in sealing] == [in_use], function.logical_id
+        # Only the functions that sign provenance may sign; only the one that serves the
+        # signing keys reads their public halves (the current and the previous keys).
+        signing = [s["Resource"] for s in kms if s["Action"] == ["kms:Sign"]]
+        assert signing == ([template.SIGNING_KEY_ARN] if function.signs else [])
+        reading = [s["Resource"] for s in kms if s["Action"] == ["kms:GetPublicKey"]]
+        assert reading == ([template.LISTED_SIGNING_KEYS] if function.reads_public_keys else [])
+        assert len(kms) == len(sealing) + len(signing) + len(reading), function.logical_id
+        assert variables["REGISTRY_SIGNING_KEY"] == template.SIGNING_KEY_ARN
+    assert [f.logical_id for f in ALL_FUNCTIONS if f.reads_public_keys] == ["ProtocolFunction"]
+    assert "Ingest" in [f.logical_id for f in ALL_FUNCTIONS if f.signs]  # providers' provenance
+    signing_key = resources["SigningKey"]["Properties"]
+    assert (signing_key["KeySpec"], signing_key["KeyUsage"]) == ("ECC_NIST_P256", "SIGN_VERIFY")
+    assert resources["SigningKey"]["Condition"] == "CreateSigningKey"
+    assert merged["Outputs"]["SigningKeyArn"]["Value"] == template.SIGNING_KEY_ARN
 
 
 def test_every_route_belongs_to_exactly_one_group_function():
@@ -217,7 +232,7 @@ def test_each_function_may_touch_the_objects_its_code_keeps():
     """Modules' objects live under v1/, providers' under providers/: the roles that presign,
     read or delete providers' files are granted that prefix (not only v1/)."""
     from chalicelib.modules.keys import UPLOAD_PREFIX
-    from chalicelib.providers.keys import binary_key, shasums_key
+    from chalicelib.providers.keys import binary_key, provenance_key, shasums_key
 
     module = UPLOAD_PREFIX + "m/v/x.tar.gz"
     archive = binary_key("prov-1", "1.0.0", "linux", "amd64", "p.zip")
@@ -232,6 +247,11 @@ def test_each_function_may_touch_the_objects_its_code_keeps():
         ("APIHandler", "s3:DeleteObject", archive),  # deleting an organization
         ("WebFunction", "s3:GetObject", archive),  # a platform's retry from its page
         ("RegistryFunction", "s3:PutObject", module),
+        # A provider version's provenance: written when it verifies, read, deleted with it.
+        ("Ingest", "s3:PutObject", provenance_key("prov-1", "1.0.0")),
+        ("ProvidersFunction", "s3:GetObject", provenance_key("prov-1", "1.0.0")),
+        ("ProvidersFunction", "s3:DeleteObject", provenance_key("prov-1", "1.0.0")),
+        ("APIHandler", "s3:DeleteObject", provenance_key("prov-1", "1.0.0")),
     ]:
         assert _allows(logical_id, action, key), (logical_id, action, key)
     assert not _allows("Ingest", "s3:PutObject", archive)
@@ -272,6 +292,7 @@ HEAVY = {
     "chalicelib.core.api.openapi_build": "building the OpenAPI document (package time only)",
     "chalicelib.modules.ingest.hcl": "the HCL parser (ingest only)",
     "chalicelib.modules.ingest.archive": "reading module archives (ingest only)",
+    "cyclonedx": "building an SBOM (the function that attests versions only)",
 }
 # pyOpenSSL is a test-only package here (pysaml2's, the tests' SAML identity provider): the
 # Lambda package has none, and botocore loads it (with cryptography) whenever it can. Hidden

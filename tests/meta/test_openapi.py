@@ -63,6 +63,7 @@ def test_every_route_served_is_one_operation():
         "modules.nocode",
         "modules.protocol",
         "modules.publishing",
+        "modules.scanning",
         "scim",
         "tags",
         "trust",

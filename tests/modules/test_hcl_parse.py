@@ -632,3 +632,22 @@ def test_a_hidden_tf_file_is_not_parsed() -> None:
     assert [i["name"] for i in parse_module(files)["root"]["inputs"]] == ["a"]
     with pytest.raises(HclError):
         parse_module({"main.tf": b"this is { not HCL"})
+
+
+def test_required_version_of_the_root(module_files: dict[str, bytes]) -> None:
+    """The root's Terraform version constraint is kept beside its directories (for the
+    SBOM), from HCL and JSON alike; the directories themselves do not carry it."""
+    result = parse_module(module_files)
+    assert result["required_version"] == ">= 1.3"
+    assert "required_version" not in result["root"]
+    json_only = {"main.tf.json": b'{"terraform": {"required_version": "~> 1.6"}}'}
+    assert parse_module(json_only)["required_version"] == "~> 1.6"
+    both = {"a.tf": b'terraform {\n  required_version = ">= 1.0"\n}\n', **json_only}
+    assert parse_module(both)["required_version"] == ">= 1.0, ~> 1.6"
+    assert parse_module({"main.tf": b""})["required_version"] == ""
+
+
+def test_required_version_is_bounded() -> None:
+    long = b'terraform {\n  required_version = "' + b"1" * 2000 + b'"\n}\n'
+    with pytest.raises(HclError, match="required_version is 2000 bytes"):
+        parse_module({"main.tf": long})

@@ -4,5 +4,6 @@ provider registry protocol (what ``terraform init`` asks: the hot path)."""
 from chalicelib.entry.factory import create_app
 from chalicelib.modules.protocol.routes import bp
 from chalicelib.providers.protocol.routes import bp as provider_protocol
+from chalicelib.trust.keys_routes import bp as signing_keys
 
-app = create_app("registry-protocol", [bp, provider_protocol])
+app = create_app("registry-protocol", [bp, provider_protocol, signing_keys])

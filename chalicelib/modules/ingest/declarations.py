@@ -42,6 +42,8 @@ class Collector:
         self.resources: dict[tuple[str, str], dict[str, str]] = {}
         self.required: dict[str, tuple[list[str], list[str]]] = {}  # name -> sources, versions
         self.implicit: set[str] = set()
+        # ``terraform { required_version }`` of every file: constraints add up, as Terraform's.
+        self.core_versions: list[str] = []
         self.override = False
 
     @staticmethod
@@ -79,6 +81,10 @@ class Collector:
             sources.append(source.strip())
         if version and version.strip() and version.strip() not in versions:
             versions.append(version.strip())
+
+    def required_core(self, version: str | None) -> None:
+        if version and version.strip() and version.strip() not in self.core_versions:
+            self.core_versions.append(version.strip())
 
     def providers(self) -> list[dict[str, str]]:
         result = []

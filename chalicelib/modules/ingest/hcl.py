@@ -57,6 +57,11 @@ def parse_module(files: dict[str, bytes], limits: Limits | None = None) -> dict[
     parser: list[Parser] = []  # created on first .tf file only
     described = {d: _describe_dir(d, names, parser, limits) for d, names in sorted(dirs.items())}
     root = described.pop("") if "" in described else _describe_dir("", {}, parser, limits)
+    # Kept beside the directories, not in them: the registry protocol serves the root as
+    # terraform-config-inspect describes it, which has no such field.
+    required_version = root.pop(REQUIRED_VERSION)
+    for other in described.values():
+        other.pop(REQUIRED_VERSION)
     submodules = [d for p, d in described.items() if p.startswith("modules/") and not d["empty"]]
     examples = [d for p, d in described.items() if p.startswith("examples/") and not d["empty"]]
     return {
@@ -64,6 +69,8 @@ def parse_module(files: dict[str, bytes], limits: Limits | None = None) -> dict[
         "submodules": submodules,
         "examples": examples,
         "providers": [p["name"] for p in root["provider_dependencies"]],
+        # The root's ``terraform { required_version }`` constraints ("" when it sets none).
+        "required_version": required_version,
     }
 
 
@@ -76,6 +83,7 @@ def parse_module(files: dict[str, bytes], limits: Limits | None = None) -> dict[
 SUFFIXES = (".tf", ".tf.json", ".tofu", ".tofu.json")
 JSON_SUFFIXES = (".tf.json", ".tofu.json")
 TOFU_INSTEAD = {".tf": ".tofu", ".tf.json": ".tofu.json"}
+REQUIRED_VERSION = "required_version"
 
 
 def _is_tf(name: str) -> bool:
@@ -137,6 +145,12 @@ def _check_sizes(dirs: dict[str, dict[str, bytes]], limits: Limits) -> None:
 def _check_fields(directory: str, described: dict[str, Any], limits: Limits) -> None:
     """Refuse a stored text or name over its cap, naming the declaration it belongs to."""
     where = f"{directory}: " if directory else ""
+    size = utf8_size(described[REQUIRED_VERSION])
+    if size > limits.max_name_bytes:
+        raise HclError(
+            f"{where}terraform's required_version is {size} bytes, over the limit of "
+            f"{limits.max_name_bytes} bytes"
+        )
     checks = (
         ("variable", "inputs", ("name",), ("description", "type", "default")),
         ("output", "outputs", ("name",), ("description",)),
@@ -232,6 +246,7 @@ def _describe_dir(
         "dependencies": dependencies,
         "provider_dependencies": collector.providers(),
         "resources": list(collector.resources.values()),
+        REQUIRED_VERSION: ", ".join(collector.core_versions),
     }
     _check_fields(directory, described, limits)
     return described

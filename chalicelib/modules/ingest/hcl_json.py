@@ -98,6 +98,7 @@ def collect(path: str, content: bytes, out: Collector, max_depth: int) -> None:
     for (name,), body in _json_blocks(doc.get("provider"), 1):
         out.provider_block(name, _json_str(body.get("version")))
     for _, body in _json_blocks(doc.get("terraform"), 0):
+        out.required_core(_json_str(body.get("required_version")))
         required = body.get("required_providers")
         for entry in required if isinstance(required, list) else [required]:
             if not isinstance(entry, dict):

@@ -508,7 +508,8 @@ def collect(path: str, content: bytes, parser: Parser, out: Collector, max_depth
 
 
 def _collect_terraform_block(src: bytes, body: Node | None, out: Collector) -> None:
-    _, blocks = _body_items(src, body)
+    attrs, blocks = _body_items(src, body)
+    out.required_core(_string_value(src, _expr(attrs, "required_version")))
     for block in blocks:
         kind, _, inner = _block_parts(src, block)
         if kind != "required_providers":

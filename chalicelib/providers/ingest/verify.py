@@ -30,7 +30,7 @@ from chalicelib.artifacts.objects import Fetched
 from chalicelib.artifacts.pipeline import Outcome, Refused, Subject, Wanted
 from chalicelib.artifacts.statuses import VersionStatus
 from chalicelib.core.settings import get_settings
-from chalicelib.providers import keys, store
+from chalicelib.providers import keys, provenance, store
 from chalicelib.providers.ingest import checks
 from chalicelib.providers.store import ProviderModel, ProviderPlatformModel, ProviderVersionModel
 
@@ -109,6 +109,7 @@ class SignedSums:
         if not store.set_status(self.version, VersionStatus.VERIFIED, sums_sha256=sums):
             return Outcome.GONE
         store.serve_version(self.provider, self.version, sums, result.armor)
+        provenance.attest_verified(self.provider, self.version, sums)
         self.shasums = result.shasums
         return Outcome.VERIFIED
 
