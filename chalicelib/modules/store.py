@@ -34,6 +34,7 @@ from chalicelib.artifacts import semver
 from chalicelib.artifacts.statuses import VersionStatus
 from chalicelib.core.data import db, lists
 from chalicelib.core.tagbindings import TagBindingsAttribute
+from chalicelib.modules.keys import UploadKey
 from chalicelib.modules.statuses import ARCHIVE_KEPT, ModuleStatus, latest_servable
 
 log = logging.getLogger("registry.store")
@@ -246,6 +247,15 @@ class ModuleVersionModel(db.Model):
     created_by = JSONAttribute(null=True)
     created_at = UTCDateTimeAttribute()
     updated_at = UTCDateTimeAttribute()
+
+    @property
+    def object_keys(self) -> list[str]:
+        """Every object in S3 the version may have: its upload, archive and metadata, and its
+        scan report, SBOM and provenance (``keys``). Deleted with it."""
+        upload = UploadKey.parse(self.upload_key)
+        made = (upload.findings_key, upload.sbom_key, upload.provenance_key) if upload else ()
+        kept = (self.upload_key, self.archive_key, self.metadata_key, *made)
+        return [key for key in kept if key]
 
     @property
     def awaits_upload(self) -> bool:

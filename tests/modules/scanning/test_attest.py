@@ -266,3 +266,21 @@ def test_a_vcs_version_names_its_repository_tag_and_commit(
         }
     ]
     assert statement["subject"][0]["digest"]["sha256"] == version.sha256
+
+
+@pytest.mark.parametrize("deleted", ["version", "module"])
+def test_deleting_a_version_or_its_module_deletes_its_sbom_and_provenance(
+    api: Api, deleted: str
+) -> None:
+    from chalicelib.artifacts import objects
+    from chalicelib.modules.keys import UploadKey
+
+    version = _attested(api)
+    upload = UploadKey.parse(version.upload_key)
+    assert upload is not None
+    made = [upload.sbom_key, upload.provenance_key, version.archive_key]
+    assert all(objects.exists(key) for key in made if key)
+    module = f"{ORG}/private/acme/vpc/aws"
+    path = f"{module}/1.0.0" if deleted == "version" else module
+    assert api.delete(path).status == 204
+    assert not any(objects.exists(key) for key in made if key)
