@@ -121,6 +121,8 @@ class Settings:
     mirror_max_seed_bytes: int = 5 * 1024 * 1024
     # What outbound fetches may reach besides public addresses (chalicelib.core.outbound).
     outbound_allow: OutboundAllow = field(default_factory=OutboundAllow)
+    # The scan jobs' queue (chalicelib.artifacts.queue.request_scan): the scan function's.
+    scan_queue: str = "registry-dev-scan"
 
     @property
     def hosted(self) -> bool:
@@ -196,4 +198,5 @@ def get_settings() -> Settings:
         ),
         mirror_max_seed_bytes=_int("REGISTRY_MIRROR_MAX_SEED_BYTES", 5 * 1024 * 1024),
         outbound_allow=outbound_allow(os.environ.get("REGISTRY_OUTBOUND_ALLOW", "")),
+        scan_queue=os.environ.get("REGISTRY_SCAN_QUEUE", "registry-dev-scan"),
     )

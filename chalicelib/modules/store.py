@@ -249,9 +249,11 @@ class ModuleVersionModel(db.Model):
 
     @property
     def awaits_upload(self) -> bool:
-        """Whether its archive may still be uploaded: until it is ok (CI retries, failed
-        ingests); never for a VCS version, whose archive comes from the repository."""
-        return self.status != VersionStatus.OK and self.source == "tfe-api"
+        """Whether its archive may still be uploaded: until one is accepted (ok, or held for
+        its scan; CI retries, failed ingests); never for a VCS version, whose archive comes
+        from the repository."""
+        accepted = self.status == VersionStatus.OK or self.archive_key is not None
+        return not accepted and self.source == "tfe-api"
 
 
 # ----- reads ---------------------------------------------------------------------------------
