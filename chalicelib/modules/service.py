@@ -389,9 +389,7 @@ def modules_of(organization: str) -> list[ModuleModel]:
 def delete_module_record(module: ModuleModel) -> list[str]:
     """Delete the module, its versions and their objects; returns the versions deleted."""
     versions = writes.delete_module(module)
-    objects.delete_objects(
-        [k for v in versions for k in (v.upload_key, v.archive_key, v.metadata_key)]
-    )
+    objects.delete_objects([k for v in versions for k in v.object_keys])
     return [v.version for v in versions]
 
 

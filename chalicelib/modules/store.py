@@ -34,6 +34,7 @@ from chalicelib.artifacts import semver
 from chalicelib.artifacts.statuses import VersionStatus
 from chalicelib.core.data import db, lists
 from chalicelib.core.tagbindings import TagBindingsAttribute
+from chalicelib.modules import keys
 from chalicelib.modules.statuses import ModuleStatus, latest_servable
 
 log = logging.getLogger("registry.store")
@@ -254,6 +255,14 @@ class ModuleVersionModel(db.Model):
         from the repository."""
         accepted = self.status == VersionStatus.OK or self.archive_key is not None
         return not accepted and self.source == "tfe-api"
+
+    @property
+    def object_keys(self) -> list[str | None]:
+        """Every object of the version in the bucket (None: not there), for its deletion: its
+        upload, archive and metadata, and what its scan made beside them (``keys``)."""
+        upload = keys.UploadKey.parse(self.upload_key)
+        made = [upload.findings_key, upload.sbom_key, upload.provenance_key] if upload else []
+        return [self.upload_key, self.archive_key, self.metadata_key, *made]
 
 
 # ----- reads ---------------------------------------------------------------------------------

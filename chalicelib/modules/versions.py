@@ -374,5 +374,5 @@ def delete_version(module: ModuleModel, version: ModuleVersionModel) -> bool:
     """Delete one version and its objects; True when it was the last one and took the module
     with it."""
     module_gone = writes.delete_version(module, version, now())
-    objects.delete_objects([version.upload_key, version.archive_key, version.metadata_key])
+    objects.delete_objects(version.object_keys)
     return module_gone

@@ -103,9 +103,11 @@ def run(job: dict[str, Any], scanner: ScannerFactory = default_scanner, attempt:
             version, report.summary(), moment, status=status, quarantine=quarantine
         )
         decision = str(status)
+    if not recorded:  # deleted meanwhile (its report with it), or another delivery recorded it
+        if _find_version(upload) is None:
+            objects.delete_objects([upload.findings_key])
+        return _report(upload, version, "stale")
     # The version's SBOM and provenance follow here (modules.scanning.attest).
-    if not recorded:
-        return _report(upload, version, "stale")  # deleted, or another delivery recorded it
     return _report(upload, version, str(report.status), report, decision)
 
 

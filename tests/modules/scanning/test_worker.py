@@ -374,3 +374,27 @@ def test_unpack_writes_only_new_files_inside_its_directory(tmp_path: Path):
         worker.unpack({"main.tf": b"x"}, root)
     assert not (tmp_path / "outside.tf").exists()
     assert (root / "main.tf").read_bytes() == b"a"
+
+
+def test_deleting_a_scanned_version_deletes_its_report(acme: Api):
+    for version in ("1.0.0", "1.1.0"):
+        job = ingested(acme, version, {"main.tf": MAIN_TF}, "ok")
+        assert worker.run(job, lambda: FakeScanner((finding(Severity.LOW),))) == "findings"
+        assert objects.exists(keys_of(version).findings_key)
+    assert acme.delete(f"{ORG}/private/acme/vpc/aws/1.0.0").status == 204
+    assert not objects.exists(keys_of("1.0.0").findings_key)
+    assert objects.exists(keys_of("1.1.0").findings_key)
+    assert acme.delete(f"{ORG}/private/acme/vpc/aws").status == 204  # the module, and all
+    assert not objects.exists(keys_of("1.1.0").findings_key)
+
+
+def test_a_version_deleted_during_its_scan_keeps_no_report(acme: Api):
+    job = ingested(acme, "1.0.0", {"main.tf": MAIN_TF}, "ok")
+
+    class DeletedMeanwhile(FakeScanner):
+        def scan(self, directory: Path, limits: ScanLimits) -> ScanReport:
+            assert acme.delete(f"{ORG}/private/acme/vpc/aws/1.0.0").status == 204
+            return super().scan(directory, limits)
+
+    assert worker.run(job, DeletedMeanwhile) == "stale"
+    assert not objects.exists(keys_of("1.0.0").findings_key)
