@@ -71,9 +71,10 @@ def scan_limits() -> ScanLimits:
     return ScanLimits()
 
 
-def run(job: dict[str, Any], scanner: ScannerFactory = default_scanner, attempt: int = 1) -> str:
-    """Scan the version ``job`` names (``module_id``, ``version``, ``version_id``); returns
-    what happened, for the log. ``attempt``: which delivery of the job this is."""
+def run(job: dict[str, Any], scanner: ScannerFactory | None = None, attempt: int = 1) -> str:
+    """Scan the version ``job`` names (``module_id``, ``version``, ``version_id``) with
+    ``scanner``'s (``default_scanner``'s); returns what happened, for the log. ``attempt``:
+    which delivery of the job this is."""
     upload = keys.UploadKey(str(job["module_id"]), str(job["version"]), str(job["version_id"]))
     version = _find_version(upload)
     if version is None or version.archive_key is None:
@@ -86,7 +87,7 @@ def run(job: dict[str, Any], scanner: ScannerFactory = default_scanner, attempt:
         )
     else:
         try:
-            report = _scan(version, scanner)
+            report = _scan(version, scanner or default_scanner)
         except objects.Gone:
             return _report(upload, version, "stale")  # its archive went: it is being deleted
     objects.put(upload.findings_key, findings.encode(report), "application/gzip")
