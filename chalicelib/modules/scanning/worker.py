@@ -31,6 +31,7 @@ import logging
 import os
 import tempfile
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -75,7 +76,13 @@ def run(job: dict[str, Any], scanner: ScannerFactory | None = None, attempt: int
     """Scan the version ``job`` names (``module_id``, ``version``, ``version_id``) with
     ``scanner``'s (``default_scanner``'s); returns what happened, for the log. ``attempt``:
     which delivery of the job this is."""
-    upload = keys.UploadKey(str(job["module_id"]), str(job["version"]), str(job["version_id"]))
+    try:
+        upload = keys.UploadKey(
+            *(str(job[name]) for name in ("module_id", "version", "version_id"))
+        )
+    except KeyError as missing:
+        log.warning("ignoring a scan job without %s", missing)
+        return "ignored"
     version = _find_version(upload)
     if version is None or version.archive_key is None:
         return _report(upload, None, "stale")  # deleted or re-created meanwhile
@@ -165,11 +172,15 @@ def _scan(version: ModuleVersionModel, make_scanner: ScannerFactory) -> ScanRepo
             unpack(contents.files, root)
         except OSError as exc:
             return failed(scanner.name, f"the archive could not be unpacked ({exc.strerror})")
+        contents.files.clear()  # on disk now: the scanner's memory is what is left
         try:
-            return scanner.scan(root, scan_limits())
+            report = scanner.scan(root, scan_limits())
         except Exception as exc:  # noqa: BLE001 - the scanner broke: a failed scan, logged
             log.exception("the scanner failed")
             return failed(scanner.name, f"the scanner failed ({type(exc).__name__})")
+    if len(report.error) > MAX_REASON:  # it is kept on the version item
+        report = replace(report, error=report.error[: MAX_REASON - 1] + "\u2026")
+    return report
 
 
 def unpack(files: dict[str, bytes], root: Path) -> None:

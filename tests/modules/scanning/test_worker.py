@@ -276,3 +276,24 @@ def test_a_version_deleted_during_its_scan_keeps_no_report(acme: Api):
 
     assert worker.run(job, DeletedMeanwhile) == "stale"
     assert not objects.exists(keys_of("1.0.0").findings_key)
+
+
+def test_a_scanners_failure_is_kept_short_on_the_version(acme: Api):
+    """A scanner's own failed report (over its time, say) is recorded as it says, its reason
+    bounded: it is kept on the version item."""
+    from dataclasses import replace
+
+    job = ingested(acme, "1.0.0", {"main.tf": MAIN_TF}, "ok")
+
+    class TalkativeScanner(FakeScanner):
+        def scan(self, directory: Path, limits: ScanLimits) -> ScanReport:
+            report = super().scan(directory, limits)
+            return replace(report, status=ScanStatus.FAILED, error="x" * 5000)
+
+    assert worker.run(job, TalkativeScanner) == "failed"
+    error = version_item().scan["error"]
+    assert len(error) == 500 and error.endswith("\u2026")
+
+
+def test_a_job_missing_its_version_is_ignored(acme: Api):
+    assert worker.run({"kind": "module-scan", "module_id": "mod-1"}, FakeScanner) == "ignored"
