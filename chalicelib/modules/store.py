@@ -249,12 +249,19 @@ class ModuleVersionModel(db.Model):
     updated_at = UTCDateTimeAttribute()
 
     @property
+    def accepted(self) -> bool:
+        """Whether its archive passed ingest and is kept: ``ok``, ``quarantined``, or held for
+        its scan (``reg_ingressing`` with its archive stored). An accepted archive never
+        changes: a late upload is dropped."""
+        if self.status in (VersionStatus.OK, VersionStatus.QUARANTINED):
+            return True
+        return self.status == VersionStatus.INGRESSING and self.archive_key is not None
+
+    @property
     def awaits_upload(self) -> bool:
-        """Whether its archive may still be uploaded: until one is accepted (ok, or held for
-        its scan; CI retries, failed ingests); never for a VCS version, whose archive comes
-        from the repository."""
-        accepted = self.status == VersionStatus.OK or self.archive_key is not None
-        return not accepted and self.source == "tfe-api"
+        """Whether its archive may still be uploaded: until one is accepted (CI retries,
+        failed ingests); never for a VCS version, whose archive comes from the repository."""
+        return not self.accepted and self.source == "tfe-api"
 
     @property
     def object_keys(self) -> list[str | None]:

@@ -54,10 +54,10 @@ def handle_s3_record(record: dict[str, Any]) -> str:
     if version is None:
         objects.delete_objects([key])
         return pipeline.report(_subject(upload, None), Outcome.STALE)
-    if version.archive_key is not None:
-        # Accepted archives (published, or held for their scan) are immutable: drop the late
-        # re-upload, keep the archive. A redelivered event of an accepted version whose scan
-        # is still pending asks for the scan again (its job may never have been sent).
+    if version.accepted:
+        # Accepted archives (published, quarantined, or held for their scan) never change: drop
+        # the late re-upload, keep the archive. A redelivered event of an accepted version whose
+        # scan is still pending asks for the scan again (its job may never have been sent).
         objects.delete_objects([key])
         if version.scan is None:
             request_scan(upload)

@@ -84,7 +84,7 @@ def run(job: dict[str, Any], scanner: ScannerFactory | None = None, attempt: int
         log.warning("ignoring a scan job without %s", missing)
         return "ignored"
     version = _find_version(upload)
-    if version is None or version.archive_key is None:
+    if version is None or not version.accepted or version.archive_key is None:
         return _report(upload, None, "stale")  # deleted or re-created meanwhile
     if version.scan is not None:
         return _report(upload, version, "already-scanned")
