@@ -84,6 +84,8 @@ class Function:
     signs: bool = False
     # Serves the signing keys' public halves (kms:GetPublicKey).
     reads_public_keys: bool = False
+    # Puts scan jobs on the scan queue (chalicelib.artifacts.queue.request_scan).
+    sends_scans: bool = False
     # The table (short name) whose DynamoDB Stream invokes the function, if any.
     stream: str | None = None
     # A stack parameter capping the function's concurrent instances (its reserved
@@ -351,6 +353,8 @@ INGEST = Function(
     timeout=120,
     sends_jobs=True,
     signs=True,
+    # An accepted module version's scan (chalicelib.modules.ingest.handler).
+    sends_scans=True,
 )
 OIDC_KEYS = Function(
     "OidcKeyMaintenance",
@@ -377,5 +381,41 @@ DOWNLOAD_TOTALS = Function(
 # Functions the template makes whole (Chalice knows nothing of them), invoked by a stream.
 STREAM_FUNCTIONS: tuple[Function, ...] = (DOWNLOAD_TOTALS,)
 
+# Scan jobs from the scan queue (chalicelib.entry.scan, chalicelib.modules.scanning.worker):
+# the only function with the scanner (Trivy, from its layer: template.SCANNER_LAYER). It
+# reads a version's archive and parsed metadata (its README, for the policy), writes the
+# scan report, SBOM and provenance beside them, and records the scan on the version and its
+# module entry (a held version published or quarantined: the protocol's list follows).
+# Memory: Trivy's process is bounded by the scan's memory limit (1 GiB by default) on top of
+# Python's; Lambda's CPU grows with it. /tmp: Trivy decompressed from its layer (about
+# 175 MB), the archive spooled (up to REGISTRY_MAX_ARCHIVE_BYTES) and unpacked (the .tf files
+# and READMEs, up to REGISTRY_MAX_UNPACKED_BYTES, 250 MB by default).
+SCAN = Function(
+    "ScanFunction",
+    "chalicelib.entry.scan.scan",
+    {
+        "registry-modules": WRITE,
+        "registry-module-versions": WRITE,
+        "registry-protocol-list": WRITE,
+        # Does the organization's publishing policy hold a version back? (trust.policy)
+        "registry-policies": READ,
+    },
+    s3={
+        "v1/archives/": (GET,),
+        "v1/metadata/": (GET,),
+        "v1/findings/": (PUT,),
+        "v1/sbom/": (PUT,),
+        "v1/provenance/": (PUT,),
+    },
+    memory=1536,
+    timeout=120,
+    ephemeral_storage=1024,
+    signs=True,  # a module version's provenance (chalicelib.modules.scanning.attest)
+)
+# Functions the template makes whole, invoked by a queue of their own.
+QUEUE_FUNCTIONS: tuple[Function, ...] = (SCAN,)
+
 # Every function of the stack.
-ALL_FUNCTIONS: tuple[Function, ...] = ROUTE_GROUPS + EVENT_FUNCTIONS + STREAM_FUNCTIONS
+ALL_FUNCTIONS: tuple[Function, ...] = (
+    ROUTE_GROUPS + EVENT_FUNCTIONS + STREAM_FUNCTIONS + QUEUE_FUNCTIONS
+)

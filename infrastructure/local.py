@@ -2,7 +2,8 @@
 
 One process: an embedded moto server (S3, DynamoDB, SQS, KMS), the resources from
 ``infrastructure.resources``, an SQS poller handing each S3 event to the same ingest handler
-the Lambda runs, a DynamoDB Stream poller keeping the modules' download totals (as the
+the Lambda runs, another handing each scan job to the scan function's handler, a DynamoDB
+Stream poller keeping the modules' download totals (as the
 ``DownloadTotals`` function does), and the API on Chalice's local server.
 
 Environment: HOST (the address both servers listen on and that upload and download links
@@ -42,6 +43,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -187,36 +189,56 @@ def make_moto_dynamodb_atomic() -> None:
     DynamoHandler.call_action = call_action  # type: ignore[method-assign]  # serialised
 
 
-class Poller(threading.Thread):
-    """Drains the ingest queue like the SQS event source mapping does in AWS."""
+def handle_ingest(body: str, receives: int) -> None:
+    """An ingest queue message, as the Ingest function takes it."""
+    from chalicelib.entry.ingest import handle_body
 
-    def __init__(self, queue_url: str) -> None:
-        super().__init__(name="ingest-poller", daemon=True)
+    handle_body(body)
+
+
+def handle_scan(body: str, receives: int) -> None:
+    """A scan job, as the scan function takes it (which delivery it is, too)."""
+    from chalicelib.entry.scan import handle_body
+
+    handle_body(body, receives)
+
+
+class Poller(threading.Thread):
+    """Drains a queue like the SQS event source mapping does in AWS: each message to
+    ``handle`` (its body and which delivery it is), deleted once handled."""
+
+    def __init__(self, queue_url: str, name: str, handle: Callable[[str, int], None]) -> None:
+        super().__init__(name=f"{name}-poller", daemon=True)
         self.queue_url = queue_url
+        self.queue = name
+        self.handle = handle
         self.stopping = threading.Event()
 
     def run(self) -> None:
         from chalicelib.core.data.aws import client
-        from chalicelib.entry.ingest import handle_body as handle_sqs_body
 
         sqs = client("sqs")
         log = logging.getLogger("registry.poller")
         while not self.stopping.is_set():
             try:
                 messages = sqs.receive_message(
-                    QueueUrl=self.queue_url, WaitTimeSeconds=1, MaxNumberOfMessages=10
+                    QueueUrl=self.queue_url,
+                    WaitTimeSeconds=1,
+                    MaxNumberOfMessages=10,
+                    MessageSystemAttributeNames=["ApproximateReceiveCount"],
                 ).get("Messages", [])
             except Exception:  # noqa: BLE001 - moto going away at shutdown
                 if self.stopping.is_set():
                     return
-                log.exception("receiving from the ingest queue failed")
+                log.exception("receiving from the %s queue failed", self.queue)
                 self.stopping.wait(1)
                 continue
             for message in messages:
+                receives = int(message.get("Attributes", {}).get("ApproximateReceiveCount", 1))
                 try:
-                    handle_sqs_body(message["Body"])
+                    self.handle(message["Body"], receives)
                 except Exception:  # noqa: BLE001 - left on the queue: SQS retries, then DLQ
-                    log.exception("ingest failed; the message will be retried")
+                    log.exception("%s failed; the message will be retried", self.queue)
                     continue
                 sqs.delete_message(QueueUrl=self.queue_url, ReceiptHandle=message["ReceiptHandle"])
 
@@ -521,6 +543,7 @@ def main() -> int:
 
     from app import app
     from chalicelib.accounts.users.service import bootstrap_admin
+    from chalicelib.core.data.aws import client
     from chalicelib.core.settings import get_settings
     from infrastructure.resources import allow_browser_uploads, provision
 
@@ -566,8 +589,13 @@ def main() -> int:
         saver.start()
     sweeper = Sweeper(float(os.environ.get("REGISTRY_TTL_SWEEP_SECONDS") or 60))
     sweeper.start()
-    poller = Poller(queue_url)
+    poller = Poller(queue_url, "ingest", handle_ingest)
     poller.start()
+    # Scan jobs, as the ScanFunction in AWS (the scanner: Trivy, found beside the venv's
+    # Python or on PATH).
+    scan_url = client("sqs").get_queue_url(QueueName=get_settings().scan_queue)["QueueUrl"]
+    scan_poller = Poller(scan_url, "scan", handle_scan)
+    scan_poller.start()
     # The module-downloads stream into the modules' kept totals, as the DownloadTotals
     # function in AWS.
     from infrastructure.streams import StreamPoller, download_totals_reader
@@ -655,6 +683,7 @@ def main() -> int:
         pass
     finally:
         poller.stopping.set()
+        scan_poller.stopping.set()
         totals_poller.stopping.set()
         sweeper.stopping.set()
         server.server.server_close()
@@ -667,6 +696,7 @@ def main() -> int:
         if scratch is not None:
             scratch.cleanup()
         poller.join(timeout=3)
+        scan_poller.join(timeout=3)
         totals_poller.join(timeout=3)
         sweeper.join(timeout=10)
         if saver is not None:

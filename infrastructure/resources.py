@@ -86,7 +86,8 @@ def notification_configuration(queue_arn: str) -> dict[str, Any]:
 
 
 def provision() -> str:
-    """Create tables, KMS key, bucket, queue + dead-letter queue, bucket -> queue wiring.
+    """Create tables, KMS key, bucket, the ingest and scan queues with their dead-letter
+    queues, bucket -> ingest queue wiring.
 
     Idempotent. Returns the ingest queue URL.
     """
@@ -94,22 +95,13 @@ def provision() -> str:
     db.create_tables()
     secrets.ensure_key()  # the KMS key (and alias) that seals secrets at rest
     provenance.ensure_signing_key()  # the KMS key (and alias) that signs provenance
-    s3, sqs = client("s3"), client("sqs")
+    s3 = client("s3")
     with contextlib.suppress(s3.exceptions.BucketAlreadyOwnedByYou):
         s3.create_bucket(Bucket=settings.bucket)
-    dlq_url = sqs.create_queue(QueueName=settings.ingest_queue + DLQ_SUFFIX)["QueueUrl"]
-    dlq_arn = _queue_arn(dlq_url)
-    queue_url = sqs.create_queue(
-        QueueName=settings.ingest_queue,
-        Attributes={
-            "VisibilityTimeout": "120",
-            "RedrivePolicy": json.dumps(
-                {"deadLetterTargetArn": dlq_arn, "maxReceiveCount": str(MAX_RECEIVES)}
-            ),
-        },
-    )["QueueUrl"]
+    queue_url = _queue_with_dead_letters(settings.ingest_queue)
+    _queue_with_dead_letters(settings.scan_queue)  # scan jobs (artifacts.queue.request_scan)
     queue_arn = _queue_arn(queue_url)
-    sqs.set_queue_attributes(
+    client("sqs").set_queue_attributes(
         QueueUrl=queue_url,
         Attributes={"Policy": json.dumps(queue_policy(queue_arn, settings.bucket))},
     )
@@ -117,6 +109,21 @@ def provision() -> str:
         Bucket=settings.bucket, NotificationConfiguration=notification_configuration(queue_arn)
     )
     return queue_url
+
+
+def _queue_with_dead_letters(name: str) -> str:
+    """The queue ``name`` (its URL), whose messages go to ``name-dlq`` after MAX_RECEIVES."""
+    sqs = client("sqs")
+    dlq_arn = _queue_arn(sqs.create_queue(QueueName=name + DLQ_SUFFIX)["QueueUrl"])
+    return sqs.create_queue(
+        QueueName=name,
+        Attributes={
+            "VisibilityTimeout": "120",
+            "RedrivePolicy": json.dumps(
+                {"deadLetterTargetArn": dlq_arn, "maxReceiveCount": str(MAX_RECEIVES)}
+            ),
+        },
+    )["QueueUrl"]
 
 
 def upload_cors(origins: list[str]) -> dict[str, Any]:

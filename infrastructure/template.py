@@ -2,9 +2,10 @@
 
 ``python -m infrastructure.template out/merge.json`` writes it. It adds everything Chalice
 does not know about: parameters, the DynamoDB tables (from the PynamoDB models), the archive
-bucket, the ingest queue and its dead-letter queue, the KMS key, gateway responses, one
-function and one least-privilege role per route group, and it re-points every route's API
-Gateway integration at its group's function.
+bucket, the ingest and scan queues and their dead-letter queues, the KMS key, gateway
+responses, one function and one least-privilege role per route group, the scan function with
+the scanner's layer, and it re-points every route's API Gateway integration at its group's
+function.
 """
 
 from __future__ import annotations
@@ -27,8 +28,10 @@ from infrastructure.groups import (
     ALL_FUNCTIONS,
     EVENT_FUNCTIONS,
     INGEST,
+    QUEUE_FUNCTIONS,
     READ,
     ROUTE_GROUPS,
+    SCAN,
     STREAM_FUNCTIONS,
     Function,
 )
@@ -51,6 +54,10 @@ TABLE_WRITE = TABLE_READ + [
 ]
 BUCKET = "${AWS::StackName}-archives-${AWS::AccountId}"
 QUEUE_NAME = "${AWS::StackName}-ingest"
+# The scanner's layer (Trivy's binary, gzipped, with its version: trivy/trivy.gz and
+# trivy/VERSION), built into out/ beside deployment.zip by infrastructure.scanner_layer
+# (`make package`); only the scan function has it.
+SCANNER_LAYER = "./scanner-layer.zip"
 ABANDONED_UPLOAD_DAYS = 7
 # The key that seals stored secrets: the stack's own, or the retained key of an earlier stack
 # (parameter ExistingSecretsKeyArn) whose secrets a restore brought back.
@@ -241,6 +248,7 @@ def environment() -> dict[str, Any]:
             "REGISTRY_TABLE_PREFIX": sub("${AWS::StackName}-"),
             "REGISTRY_BUCKET": sub(BUCKET),
             "REGISTRY_INGEST_QUEUE": {"Fn::GetAtt": ["IngestQueue", "QueueName"]},
+            "REGISTRY_SCAN_QUEUE": {"Fn::GetAtt": ["ScanQueue", "QueueName"]},
             "REGISTRY_KMS_KEY": SECRETS_KEY_ARN,
             "REGISTRY_OUTBOUND_ALLOW": {"Ref": "OutboundAllow"},
             "REGISTRY_SIGNING_KEY": SIGNING_KEY_ARN,
@@ -283,7 +291,8 @@ def role(function: Function) -> dict[str, Any]:
                 "Resource": sub(f"arn:${{AWS::Partition}}:s3:::{BUCKET}/{prefix}*"),
             }
         )
-    if function is INGEST:
+    consumed = {INGEST.logical_id: "IngestQueue", SCAN.logical_id: "ScanQueue"}
+    if function.logical_id in consumed:
         statements.append(
             {
                 "Effect": "Allow",
@@ -293,7 +302,7 @@ def role(function: Function) -> dict[str, Any]:
                     "sqs:GetQueueAttributes",
                     "sqs:ChangeMessageVisibility",
                 ],
-                "Resource": {"Fn::GetAtt": ["IngestQueue", "Arn"]},
+                "Resource": {"Fn::GetAtt": [consumed[function.logical_id], "Arn"]},
             }
         )
     if function.stream:
@@ -309,14 +318,15 @@ def role(function: Function) -> dict[str, Any]:
                 "Resource": {"Fn::GetAtt": [f"{camel(function.stream)}Table", "StreamArn"]},
             }
         )
-    if function.sends_jobs:
-        statements.append(
-            {
-                "Effect": "Allow",
-                "Action": ["sqs:SendMessage", "sqs:GetQueueUrl"],
-                "Resource": {"Fn::GetAtt": ["IngestQueue", "Arn"]},
-            }
-        )
+    for sends, queue in ((function.sends_jobs, "IngestQueue"), (function.sends_scans, "ScanQueue")):
+        if sends:
+            statements.append(
+                {
+                    "Effect": "Allow",
+                    "Action": ["sqs:SendMessage", "sqs:GetQueueUrl"],
+                    "Resource": {"Fn::GetAtt": [queue, "Arn"]},
+                }
+            )
     statements.append(
         {
             "Effect": "Allow",
@@ -433,6 +443,61 @@ def stream_function(function: Function) -> dict[str, Any]:
     return resource
 
 
+def scan_function() -> dict[str, Any]:
+    """The scan function: its queue's jobs one at a time, at most ``ScanConcurrency`` at once
+    (the rest wait in the queue), with the scanner's layer."""
+    resource = new_function(SCAN)
+    resource["Properties"]["Layers"] = [{"Ref": "ScannerLayer"}]
+    resource["Properties"]["Events"] = {
+        "ScanJobs": {
+            "Type": "SQS",
+            "Properties": {
+                "Queue": {"Fn::GetAtt": ["ScanQueue", "Arn"]},
+                "BatchSize": 1,
+                "ScalingConfig": {"MaximumConcurrency": {"Ref": "ScanConcurrency"}},
+            },
+        }
+    }
+    return resource
+
+
+def scan_resources() -> dict[str, Any]:
+    """The scan queue, its dead-letter queue, and the scanner's layer."""
+    return {
+        "ScanDeadLetterQueue": {
+            "Type": "AWS::SQS::Queue",
+            "Properties": {
+                "QueueName": sub("${AWS::StackName}-scan-dlq"),
+                "MessageRetentionPeriod": 1209600,
+                "SqsManagedSseEnabled": True,
+            },
+        },
+        "ScanQueue": {
+            "Type": "AWS::SQS::Queue",
+            "Properties": {
+                "QueueName": sub("${AWS::StackName}-scan"),
+                "VisibilityTimeout": 6 * SCAN.timeout,
+                "SqsManagedSseEnabled": True,
+                "RedrivePolicy": {
+                    "deadLetterTargetArn": {"Fn::GetAtt": ["ScanDeadLetterQueue", "Arn"]},
+                    "maxReceiveCount": resources.MAX_RECEIVES,
+                },
+            },
+        },
+        "ScannerLayer": {
+            "Type": "AWS::Serverless::LayerVersion",
+            "Properties": {
+                "LayerName": sub("${AWS::StackName}-scanner"),
+                "Description": "Trivy, the module scanner (only the scan function has it)",
+                "ContentUri": SCANNER_LAYER,
+                "CompatibleRuntimes": ["python3.11"],
+                "CompatibleArchitectures": ["x86_64"],
+                "RetentionPolicy": "Delete",
+            },
+        },
+    }
+
+
 def invoke_permission(logical_id: str) -> dict[str, Any]:
     return {
         "Type": "AWS::Lambda::Permission",
@@ -509,20 +574,13 @@ def alarm_resources() -> dict[str, Any]:
     """The dead-letter queue not empty, the API's 5xx rate, each table's throttled reads and
     writes, each function's errors: all to ``AlarmTopicArn`` when it is set."""
     alarms = {
-        "IngestDeadLetterAlarm": _alarm(
-            "ingest-dead-letters",
-            "Ingest messages failed every delivery and wait in the dead-letter queue",
-            Namespace="AWS/SQS",
-            MetricName="ApproximateNumberOfMessagesVisible",
-            Dimensions=[
-                {
-                    "Name": "QueueName",
-                    "Value": {"Fn::GetAtt": ["IngestDeadLetterQueue", "QueueName"]},
-                }
-            ],
-            Statistic="Maximum",
-            Period=ALARM_PERIOD,
-            Threshold=0,
+        "IngestDeadLetterAlarm": _dead_letter_alarm(
+            "ingest", "Ingest messages failed every delivery and wait in the dead-letter queue"
+        ),
+        "ScanDeadLetterAlarm": _dead_letter_alarm(
+            "scan",
+            "Scan jobs failed every delivery (recording the scan failed) and wait in the "
+            "dead-letter queue; their versions' scans stay pending",
         ),
         "Api5xxAlarm": _alarm(
             "api-5xx-rate",
@@ -572,6 +630,21 @@ def alarm_resources() -> dict[str, Any]:
             Threshold=0,
         )
     return alarms
+
+
+def _dead_letter_alarm(queue: str, description: str) -> dict[str, Any]:
+    """Any message in the ``queue``'s dead-letter queue."""
+    dlq = f"{queue.capitalize()}DeadLetterQueue"
+    return _alarm(
+        f"{queue}-dead-letters",
+        description,
+        Namespace="AWS/SQS",
+        MetricName="ApproximateNumberOfMessagesVisible",
+        Dimensions=[{"Name": "QueueName", "Value": {"Fn::GetAtt": [dlq, "QueueName"]}}],
+        Statistic="Maximum",
+        Period=ALARM_PERIOD,
+        Threshold=0,
+    )
 
 
 def _api_dimensions() -> dict[str, Any]:
@@ -857,6 +930,14 @@ PARAMETERS = {
         "besides public addresses: comma-separated hosts, host:port pairs or CIDRs "
         "(e.g. git.corp.example,10.20.0.0/16); empty = public addresses only",
     },
+    "ScanConcurrency": {
+        "Type": "Number",
+        "Default": 5,
+        "MinValue": 2,
+        "MaxValue": 1000,
+        "Description": "Most module scans at once (each a 1.5 GB function); the others wait "
+        "in the scan queue",
+    },
     "ExistingSecretsKeyArn": {
         "Type": "String",
         "Default": "",
@@ -905,10 +986,14 @@ def merge_template() -> dict[str, Any]:
     for short, model in sorted(table_short_names().items()):
         resources_out[f"{camel(short)}Table"] = table_resource(short, model)
     resources_out.update(storage_resources())
+    resources_out.update(scan_resources())
     resources_out.update(gateway_responses())
     for function in STREAM_FUNCTIONS:
         resources_out[f"{function.logical_id}Role"] = role(function)
         resources_out[function.logical_id] = stream_function(function)
+    for function in QUEUE_FUNCTIONS:
+        resources_out[f"{function.logical_id}Role"] = role(function)
+        resources_out[function.logical_id] = scan_function()
     for function in ROUTE_GROUPS + EVENT_FUNCTIONS:
         resources_out[f"{function.logical_id}Role"] = role(function)
         if function.logical_id in ("APIHandler", *(f.logical_id for f in EVENT_FUNCTIONS)):

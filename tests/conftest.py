@@ -21,6 +21,7 @@ os.environ.update(
     REGISTRY_TABLE_PREFIX="test-",
     REGISTRY_BUCKET="test-archives",
     REGISTRY_INGEST_QUEUE="test-ingest",
+    REGISTRY_SCAN_QUEUE="test-scan",
     # Tests send bursts with one token; the tests of rate limiting itself switch it on with
     # the `rate_limited` fixture (production defaults to on).
     REGISTRY_RATE_LIMITING="off",

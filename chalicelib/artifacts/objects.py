@@ -182,5 +182,13 @@ def put_metadata(key: str, metadata: dict[str, Any]) -> None:
 
 
 def get_metadata(key: str) -> dict[str, Any]:
-    body = client("s3").get_object(Bucket=bucket(), Key=key)["Body"].read()
+    """A version's parsed metadata (gzipped JSON); ``Gone`` when it is not there."""
+    from botocore.exceptions import ClientError
+
+    try:
+        body = client("s3").get_object(Bucket=bucket(), Key=key)["Body"].read()
+    except ClientError as exc:
+        if _code(exc) in MISSING:
+            raise Gone(key) from None
+        raise
     return json.loads(gzip.decompress(body))

@@ -42,10 +42,11 @@ MAX_REASON = 500
 
 
 class Outcome(StrEnum):
-    """What became of one upload (for the log, the metric and the caller). ``OK``,
+    """What became of one upload (for the log, the metric and the caller). ``OK``, ``HELD``,
     ``VERIFIED`` and ``FAILED`` are final and counted; the others are retries and races."""
 
     OK = "ok"  # a module version was published
+    HELD = "held"  # a module version was accepted, held back until its scan (trust.policy)
     VERIFIED = "verified"  # a provider version's signature or platform's archive checked
     FAILED = "failed"  # refused, with its reason on the item
     GONE = "gone"  # the object or the item went meanwhile: nothing left to do
@@ -56,7 +57,7 @@ class Outcome(StrEnum):
     IGNORED = "ignored"  # not an upload of a known item
 
 
-COUNTED = frozenset({Outcome.OK, Outcome.VERIFIED, Outcome.FAILED})
+COUNTED = frozenset({Outcome.OK, Outcome.HELD, Outcome.VERIFIED, Outcome.FAILED})
 
 
 class Refused(Exception):
@@ -147,7 +148,7 @@ class Upload(Protocol[Result]):
         what ``accept`` records."""
 
     def accept(self, result: Result) -> str:
-        """Record the upload as accepted; returns the outcome (``OK``/``VERIFIED``, or
+        """Record the upload as accepted; returns the outcome (``OK``/``HELD``/``VERIFIED``, or
         ``GONE``/``STALE``/``SUPERSEDED`` when the item or object changed meanwhile).
         ``Refused`` turns it into a refusal."""
 

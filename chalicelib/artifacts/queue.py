@@ -17,6 +17,12 @@ The jobs are run by ``registry.publishing.worker``. One more kind is not publish
 
 * ``password-reset``: mail a password reset link (``accounts.resets.deliver``), queued for
   every request alike so that the request takes as long whether or not the account exists.
+
+Scan jobs go to a queue of their own, the scan queue (``request_scan``): only the scan
+function, the one that carries the scanner, reads it.
+
+* ``module-scan`` (version): scan a module version's accepted archive and record the result
+  (``modules.scanning.worker``).
 """
 
 from __future__ import annotations
@@ -35,6 +41,8 @@ HOOK = "vcs-hook"
 UNHOOK = "vcs-unhook"
 PASSWORD_RESET = "password-reset"
 KINDS = (SYNC, FETCH, HOOK, UNHOOK, PASSWORD_RESET)
+MODULE_SCAN = "module-scan"
+SCAN_KINDS = (MODULE_SCAN,)
 
 
 BATCH = 10  # SendMessageBatch's limit
@@ -73,13 +81,20 @@ def enqueue_many(kind: str, items: Iterable[dict[str, Any]]) -> None:
     _send({"kind": kind, **fields} for fields in items)
 
 
-def _send(messages: Iterable[dict[str, Any]]) -> None:
-    """Put the messages on the ingest queue, ten to a request."""
+def request_scan(kind: str, **fields: Any) -> None:
+    """One ``kind`` scan job on the scan queue (SQS delivers it at least once: the job is
+    safe to run twice)."""
+    assert kind in SCAN_KINDS, kind
+    _send([{"kind": kind, **fields}], get_settings().scan_queue)
+
+
+def _send(messages: Iterable[dict[str, Any]], queue_name: str | None = None) -> None:
+    """Put the messages on the ingest queue (or ``queue_name``), ten to a request."""
     bodies = [json.dumps(message) for message in messages]
     if not bodies:
         return
     sqs = client("sqs")
-    url = _queue_url(sqs, get_settings().ingest_queue)
+    url = _queue_url(sqs, queue_name or get_settings().ingest_queue)
     for start in range(0, len(bodies), BATCH):
         entries = [
             {"Id": str(index), "MessageBody": body}

@@ -131,6 +131,8 @@ class Settings:
     # signed before a rotation, still listed for verifiers (chalicelib.trust.provenance).
     signing_key: str = "alias/registry-dev-signing"
     previous_signing_keys: tuple[str, ...] = ()
+    # The scan jobs' queue (chalicelib.artifacts.queue.request_scan): the scan function's.
+    scan_queue: str = "registry-dev-scan"
 
     @property
     def hosted(self) -> bool:
@@ -216,4 +218,5 @@ def get_settings() -> Settings:
             for k in os.environ.get("REGISTRY_PREVIOUS_SIGNING_KEYS", "").split(",")
             if k.strip()
         ),
+        scan_queue=os.environ.get("REGISTRY_SCAN_QUEUE", "registry-dev-scan"),
     )

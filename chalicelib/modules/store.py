@@ -34,8 +34,8 @@ from chalicelib.artifacts import semver
 from chalicelib.artifacts.statuses import VersionStatus
 from chalicelib.core.data import db, lists
 from chalicelib.core.tagbindings import TagBindingsAttribute
-from chalicelib.modules.keys import UploadKey
-from chalicelib.modules.statuses import ARCHIVE_KEPT, ModuleStatus, latest_servable
+from chalicelib.modules import keys
+from chalicelib.modules.statuses import ModuleStatus, latest_servable
 
 log = logging.getLogger("registry.store")
 
@@ -249,20 +249,27 @@ class ModuleVersionModel(db.Model):
     updated_at = UTCDateTimeAttribute()
 
     @property
-    def object_keys(self) -> list[str]:
-        """Every object in S3 the version may have: its upload, archive and metadata, and its
-        scan report, SBOM and provenance (``keys``). Deleted with it."""
-        upload = UploadKey.parse(self.upload_key)
-        made = (upload.findings_key, upload.sbom_key, upload.provenance_key) if upload else ()
-        kept = (self.upload_key, self.archive_key, self.metadata_key, *made)
-        return [key for key in kept if key]
+    def accepted(self) -> bool:
+        """Whether its archive passed ingest and is kept: ``ok``, ``quarantined``, or held for
+        its scan (``reg_ingressing`` with its archive stored). An accepted archive never
+        changes: a late upload is dropped."""
+        if self.status in (VersionStatus.OK, VersionStatus.QUARANTINED):
+            return True
+        return self.status == VersionStatus.INGRESSING and self.archive_key is not None
 
     @property
     def awaits_upload(self) -> bool:
-        """Whether its archive may still be uploaded: until it is ok (CI retries, failed
-        ingests) or quarantined (the archive its scan held back is the one released or
-        deleted); never for a VCS version, whose archive comes from the repository."""
-        return self.status not in ARCHIVE_KEPT and self.source == "tfe-api"
+        """Whether its archive may still be uploaded: until one is accepted (CI retries,
+        failed ingests); never for a VCS version, whose archive comes from the repository."""
+        return not self.accepted and self.source == "tfe-api"
+
+    @property
+    def object_keys(self) -> list[str | None]:
+        """Every object of the version in the bucket (None: not there), for its deletion: its
+        upload, archive and metadata, and what its scan made beside them (``keys``)."""
+        upload = keys.UploadKey.parse(self.upload_key)
+        made = [upload.findings_key, upload.sbom_key, upload.provenance_key] if upload else []
+        return [self.upload_key, self.archive_key, self.metadata_key, *made]
 
 
 # ----- reads ---------------------------------------------------------------------------------

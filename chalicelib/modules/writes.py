@@ -31,6 +31,7 @@ from chalicelib.modules.store import (
     refresh_listing,
     versions_of,
 )
+from chalicelib.trust.findings import entry_summary
 
 log = logging.getLogger("registry.store")
 
@@ -160,23 +161,85 @@ def record_version_status(
 ) -> bool:
     """The status on the version item and in the module's statuses, in one transaction (an
     ok version also makes the module ``setup_complete``); False if either item is gone. The
-    entry is written whole: a deprecation or revocation the version carries is kept in it."""
+    entry is written whole: a deprecation, revocation or scan summary the version carries is
+    kept in it."""
+    return _write_status(
+        version, status, moment, error, fields or {}, ModuleVersionModel.id == version.id
+    )
+
+
+def record_scan(
+    version: ModuleVersionModel,
+    summary: dict[str, Any],
+    moment: datetime,
+    *,
+    status: VersionStatus | None = None,
+    quarantine: dict[str, Any] | None = None,
+) -> bool:
+    """A scan's summary (``ScanReport.summary``) on the version item (``scan``) and in its
+    entry of the module's statuses (``entry_summary``), in one transaction, only while the
+    version is the one read, in the status read, and not scanned yet; False otherwise
+    (deleted, re-created, or scanned by another delivery of the job meanwhile).
+
+    ``status``: where a version held for its scan goes (``ok``, or ``quarantined`` with its
+    ``quarantine``), written as every status is (``record_version_status``: an ok version is
+    published and the protocol's list follows). Without it, the status is left alone."""
+    unchanged = (
+        (ModuleVersionModel.id == version.id)
+        & (ModuleVersionModel.status == str(version.status))
+        & ModuleVersionModel.scan.does_not_exist()
+    )
+    if status is not None:
+        fields = {"scan": summary, **({"quarantine": quarantine} if quarantine else {})}
+        return _write_status(version, status, moment, None, fields, unchanged)
+    entry = ModuleModel.version_statuses[version.version]
+    module = ModuleModel(version.organization, version.module_key)
+    try:
+        with TransactWrite(connection=db.connection()) as tx:
+            tx.update(version, actions=[ModuleVersionModel.scan.set(summary)], condition=unchanged)
+            tx.update(
+                module,
+                actions=[
+                    entry["scan"].set(entry_summary(summary)),
+                    ModuleModel.updated_at.set(moment),
+                ],
+                condition=(ModuleModel.id == version.module_id) & entry.exists(),
+            )
+    except TransactWriteError as exc:
+        if db.TRANSACTION_CONDITION_FAILED in db.cancellation_codes(exc):
+            return False
+        raise
+    return True
+
+
+def _write_status(
+    version: ModuleVersionModel,
+    status: VersionStatus,
+    moment: datetime,
+    error: str | None,
+    fields: dict[str, Any],
+    condition: Any,
+) -> bool:
+    """``record_version_status``'s transaction, the version's under ``condition``."""
     entry: dict[str, Any] = {"status": str(status), **({"error": error} if error else {})}
     if status == VersionStatus.OK:
         entry["published-at"] = iso(moment)
         # Where the archive is, beside its status: a download reads the module item only.
-        archive = (fields or {}).get("archive_key") or version.archive_key
+        archive = fields.get("archive_key") or version.archive_key
         if archive:
             entry["archive"] = archive
     for key in ("deprecation", "revocation"):
         if getattr(version, key, None):
             entry[key] = getattr(version, key)
+    scan = entry_summary(fields.get("scan") or version.scan)
+    if scan:
+        entry["scan"] = scan
     actions: list[Action] = [
         ModuleVersionModel.status.set(str(status)),
         ModuleVersionModel.updated_at.set(moment),
         ModuleVersionModel.error.set(error) if error else ModuleVersionModel.error.remove(),
     ]
-    for name, value in (fields or {}).items():
+    for name, value in fields.items():
         actions.append(getattr(ModuleVersionModel, name).set(value))
     module = ModuleModel(version.organization, version.module_key)
     module_actions: list[Action] = [
@@ -189,7 +252,7 @@ def record_version_status(
     servable_changed = VersionStatus.OK in (status, version.status)
     try:
         with TransactWrite(connection=db.connection()) as tx:
-            tx.update(version, actions=actions, condition=ModuleVersionModel.id == version.id)
+            tx.update(version, actions=actions, condition=condition)
             tx.update(module, actions=module_actions, condition=ModuleModel.id == version.module_id)
     except TransactWriteError as exc:
         if db.TRANSACTION_CONDITION_FAILED in db.cancellation_codes(exc):

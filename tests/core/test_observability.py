@@ -321,17 +321,18 @@ def test_every_alarm_notifies_the_optional_topic(template):
         assert alarm["OKActions"] == expected, name
 
 
-def test_the_dead_letter_queue_and_the_api_5xx_rate_alarm(template):
+def test_the_dead_letter_queues_and_the_api_5xx_rate_alarm(template):
     found = alarms(template)
-    dlq = found["IngestDeadLetterAlarm"]
-    assert watched(dlq) == [
-        (
-            "AWS/SQS",
-            "ApproximateNumberOfMessagesVisible",
-            {"QueueName": {"Fn::GetAtt": ["IngestDeadLetterQueue", "QueueName"]}},
-        )
-    ]
-    assert (dlq["ComparisonOperator"], dlq["Threshold"]) == ("GreaterThanThreshold", 0)
+    for queue in ("Ingest", "Scan"):
+        dlq = found[f"{queue}DeadLetterAlarm"]
+        assert watched(dlq) == [
+            (
+                "AWS/SQS",
+                "ApproximateNumberOfMessagesVisible",
+                {"QueueName": {"Fn::GetAtt": [f"{queue}DeadLetterQueue", "QueueName"]}},
+            )
+        ]
+        assert (dlq["ComparisonOperator"], dlq["Threshold"]) == ("GreaterThanThreshold", 0)
     api_5xx = found["Api5xxAlarm"]
     api = {"ApiName": {"Fn::Sub": "${AWS::StackName}"}, "Stage": "api"}
     assert watched(api_5xx) == [
@@ -366,4 +367,4 @@ def test_each_table_has_a_throttle_alarm_and_each_function_an_errors_alarm(templ
         assert watched(alarm) == [
             ("AWS/Lambda", "Errors", {"FunctionName": {"Ref": function.logical_id}})
         ]
-    assert len(found) == 2 + len(tables) + len(ALL_FUNCTIONS)
+    assert len(found) == 3 + len(tables) + len(ALL_FUNCTIONS)  # 2 dead-letter queues, 5xx

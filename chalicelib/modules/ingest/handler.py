@@ -1,11 +1,14 @@
 """The ingest of a module archive: one S3 ObjectCreated record in, one version ``ok`` or
 failed out, through the upload pipeline every artifact shares (``artifacts.pipeline``:
 the archive read under ``REGISTRY_MAX_ARCHIVE_BYTES``, the outcome recorded and reported).
+An accepted version's scan is queued (``request_scan``; ``modules.scanning.worker`` runs
+it); under a publishing policy that holds versions (``trust.policy``), the version stays
+``reg_ingressing`` (archive and metadata stored, not served) until its scan decides.
 
 The SQS Lambda and the local poller both call ``handle_s3_record``; it is safe to run twice
-for the same object (SQS delivers at least once): a version already ``ok`` ignores new
-uploads, a missing object means the work was done, and every write is conditional on the
-version still existing with the same id.
+for the same object (SQS delivers at least once): an accepted version (``ok``, or held for
+its scan, or quarantined) ignores new uploads, a missing object means the work was done, and
+every write is conditional on the version still existing with the same id.
 
 A module's own checks (``ModuleArchive.check``): the archive is a safe gzip tarball
 (``archive``), its Terraform files parse (``hcl``) and its metadata fits (``limits``). What
@@ -23,7 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from chalicelib.artifacts import objects, pipeline, semver
+from chalicelib.artifacts import objects, pipeline, queue, semver
 from chalicelib.artifacts.events import record_key
 from chalicelib.artifacts.objects import Fetched
 from chalicelib.artifacts.pipeline import Outcome, Refused, Subject, Wanted
@@ -31,8 +34,8 @@ from chalicelib.artifacts.statuses import VersionStatus
 from chalicelib.core.settings import get_settings
 from chalicelib.modules import keys, store
 from chalicelib.modules import service as registry
-from chalicelib.modules.statuses import ARCHIVE_KEPT
 from chalicelib.modules.store import ModuleVersionModel
+from chalicelib.trust.policy import policy_of
 
 log = logging.getLogger("registry.ingest")
 # Counts ``ok`` and ``failed`` by Outcome (the others are retries and races, logged only).
@@ -51,14 +54,27 @@ def handle_s3_record(record: dict[str, Any]) -> str:
     if version is None:
         objects.delete_objects([key])
         return pipeline.report(_subject(upload, None), Outcome.STALE)
-    if version.status in ARCHIVE_KEPT:
-        # Published archives are immutable, and a quarantined one is released or deleted as
-        # it was scanned: drop the late re-upload, keep the archive.
+    if version.accepted:
+        # Accepted archives (published, quarantined, or held for their scan) never change: drop
+        # the late re-upload, keep the archive. A redelivered event of an accepted version whose
+        # scan is still pending asks for the scan again (its job may never have been sent).
         objects.delete_objects([key])
+        if version.scan is None:
+            request_scan(upload)
         return pipeline.report(_subject(upload, version), Outcome.ALREADY_OK)
     if not registry.mark_version(version, VersionStatus.INGRESSING):
         return pipeline.report(_subject(upload, version), Outcome.STALE)
     return pipeline.run(ModuleArchive(upload, version))
+
+
+def request_scan(upload: keys.UploadKey) -> None:
+    """Queue the scan of the version whose archive ``upload`` names (``scanning.worker``)."""
+    queue.request_scan(
+        queue.MODULE_SCAN,
+        module_id=upload.module_id,
+        version=upload.version,
+        version_id=upload.version_id,
+    )
 
 
 def _subject(upload: keys.UploadKey, version: ModuleVersionModel | None) -> Subject:
@@ -149,6 +165,9 @@ class ModuleArchive:
         )
 
     def accept(self, result: Ingested) -> str:
+        """Store the archive and its metadata, publish the version (or, when its
+        organization's policy holds versions, keep it ``reg_ingressing`` until its scan),
+        then ask for its scan."""
         upload = self.upload
         objects.put_metadata(upload.metadata_key, result.metadata)
         # Copy exactly the bytes we validated: a re-upload racing with us fails the ETag check.
@@ -156,9 +175,10 @@ class ModuleArchive:
             upload.key, upload.archive_key, result.etag, "application/x-gzip"
         ):
             return Outcome.SUPERSEDED  # the newer upload has its own event and will be ingested
+        held = policy_of(self.version.organization).holds_versions
         done = registry.mark_version(
             self.version,
-            VersionStatus.OK,
+            VersionStatus.INGRESSING if held else VersionStatus.OK,
             sha256=result.sha256,
             size=result.size,
             archive_key=upload.archive_key,
@@ -169,7 +189,10 @@ class ModuleArchive:
         if not done:
             objects.delete_objects([upload.archive_key, upload.metadata_key])
             return Outcome.STALE
-        return Outcome.OK
+        # After the write: a failed send fails the event, whose redelivery finds the version
+        # accepted with its scan pending and asks again (``handle_s3_record``).
+        request_scan(upload)
+        return Outcome.HELD if held else Outcome.OK
 
     def refuse(self, reason: str) -> None:
         registry.mark_version(self.version, VersionStatus.INGRESS_FAILED, error=reason)
