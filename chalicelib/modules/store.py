@@ -238,7 +238,8 @@ class ModuleVersionModel(db.Model):
     description = UnicodeAttribute(null=True)
     # The last scan's summary (``trust.findings.ScanReport.summary``; None: not scanned yet),
     # also kept, shorter, in the module's ``version_statuses`` entry (``entry_summary``).
-    scan = JSONAttribute(null=True)
+    # (Named ``scan_summary`` in Python: ``scan`` would hide PynamoDB's ``Model.scan()``.)
+    scan_summary = JSONAttribute(null=True, attr_name="scan")
     # Why the publishing policy holds it back, and its release: {"reasons": [...],
     # "quarantined-at"} then "released-by", "released-at", "release-reason".
     quarantine = JSONAttribute(null=True)

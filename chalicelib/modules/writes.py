@@ -187,16 +187,18 @@ def record_scan(
     unchanged = (
         (ModuleVersionModel.id == version.id)
         & (ModuleVersionModel.status == str(version.status))
-        & ModuleVersionModel.scan.does_not_exist()
+        & ModuleVersionModel.scan_summary.does_not_exist()
     )
     if status is not None:
-        fields = {"scan": summary, **({"quarantine": quarantine} if quarantine else {})}
+        fields = {"scan_summary": summary, **({"quarantine": quarantine} if quarantine else {})}
         return _write_status(version, status, moment, None, fields, unchanged)
     entry = ModuleModel.version_statuses[version.version]
     module = ModuleModel(version.organization, version.module_key)
     try:
         with TransactWrite(connection=db.connection()) as tx:
-            tx.update(version, actions=[ModuleVersionModel.scan.set(summary)], condition=unchanged)
+            tx.update(
+                version, actions=[ModuleVersionModel.scan_summary.set(summary)], condition=unchanged
+            )
             tx.update(
                 module,
                 actions=[
@@ -231,7 +233,7 @@ def _write_status(
     for key in ("deprecation", "revocation"):
         if getattr(version, key, None):
             entry[key] = getattr(version, key)
-    scan = entry_summary(fields.get("scan") or version.scan)
+    scan = entry_summary(fields.get("scan_summary") or version.scan_summary)
     if scan:
         entry["scan"] = scan
     actions: list[Action] = [

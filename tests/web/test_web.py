@@ -717,14 +717,13 @@ def test_the_backfill_keeps_the_descriptions_of_versions_ingested_before(
     """Data of a stack from before: no description on the versions nor on the modules. The
     list shows them right meanwhile (read per row); the backfill writes them once, and then
     the list reads no version."""
-    from chalicelib.modules.store import ModuleModel, ModuleVersionModel, versions_of
+    from chalicelib.modules.store import ModuleModel, ModuleVersionModel
     from infrastructure import backfill
 
     for module in ModuleModel.scan():
         module.update(actions=[ModuleModel.latest_summary.remove()])
-        # (ModuleVersionModel.scan is the versions' scan summary, which hides Model.scan.)
-        for version in versions_of(module.id):
-            version.update(actions=[ModuleVersionModel.description.remove()])
+    for version in ModuleVersionModel.scan():
+        version.update(actions=[ModuleVersionModel.description.remove()])
     browser.sign_in(ADMIN_TOKEN)
     assert "A VPC with subnets." in browser.get(LIST).text
 

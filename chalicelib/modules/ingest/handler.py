@@ -59,7 +59,7 @@ def handle_s3_record(record: dict[str, Any]) -> str:
         # the late re-upload, keep the archive. A redelivered event of an accepted version whose
         # scan is still pending asks for the scan again (its job may never have been sent).
         objects.delete_objects([key])
-        if version.scan is None:
+        if version.scan_summary is None:
             request_scan(upload)
         return pipeline.report(_subject(upload, version), Outcome.ALREADY_OK)
     if not registry.mark_version(version, VersionStatus.INGRESSING):

@@ -85,7 +85,7 @@ def run(job: dict[str, Any], scanner: ScannerFactory | None = None, attempt: int
     version = _find_version(upload)
     if version is None or not version.accepted or version.archive_key is None:
         return _report(upload, None, "stale")  # deleted or re-created meanwhile
-    if version.scan is not None:
+    if version.scan_summary is not None:
         return _report(upload, version, "already-scanned")
     if attempt >= MAX_ATTEMPTS:
         report = failed(

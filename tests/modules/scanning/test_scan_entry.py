@@ -44,14 +44,14 @@ def test_the_lambda_handler_runs_the_job_with_the_default_scanner(
     monkeypatch.setattr(worker, "default_scanner", lambda: scanner)
     scan.scan(sqs_event(json.dumps(job), 1), None)
     assert len(scanner.seen) == 1
-    assert version_item().scan["counts"]["critical"] == 1
+    assert version_item().scan_summary["counts"]["critical"] == 1
 
 
 def test_the_lambda_handler_records_a_failed_scan_on_the_last_attempt(acme: Api):
     job = ingested(acme, "1.0.0", {"main.tf": MAIN_TF}, "ok")
     scan.scan(sqs_event(json.dumps(job), worker.MAX_ATTEMPTS), None)
     assert stored_report().status == "failed"
-    assert "did not finish in 3 attempts" in version_item().scan["error"]
+    assert "did not finish in 3 attempts" in version_item().scan_summary["error"]
 
 
 @pytest.mark.parametrize("body", ["not json", "[]", '{"kind": "vcs-sync"}', '{"Records": []}'])

@@ -52,8 +52,8 @@ def test_an_accepted_version_is_scanned_and_its_summary_recorded(acme: Api):
     report = stored_report()
     assert [f.rule_id for f in report.findings] == ["FAKE-001", "FAKE-002"]
     item = version_item()
-    assert item.scan == report.summary()
-    assert item.scan["status"] == "findings" and item.scan["counts"]["high"] == 1
+    assert item.scan_summary == report.summary()
+    assert item.scan_summary["status"] == "findings" and item.scan_summary["counts"]["high"] == 1
     assert entry() == {
         **entry(),
         "status": "ok",
@@ -67,12 +67,12 @@ def test_an_accepted_version_is_scanned_and_its_summary_recorded(acme: Api):
 def test_a_redelivered_job_writes_nothing_new(acme: Api):
     job = ingested(acme, "1.0.0", {"main.tf": MAIN_TF}, "ok")
     assert worker.run(job, lambda: FakeScanner((finding(Severity.HIGH),))) == "findings"
-    first, report = version_item().scan, stored_report()
+    first, report = version_item().scan_summary, stored_report()
 
     again = FakeScanner()
     assert worker.run(job, lambda: again) == "already-scanned"
     assert again.seen == []  # not scanned again: the first result stands
-    assert version_item().scan == first and stored_report() == report
+    assert version_item().scan_summary == first and stored_report() == report
 
 
 @pytest.mark.parametrize(
@@ -94,7 +94,7 @@ def test_a_held_version_is_published_or_quarantined_by_its_scan(
 
     # Held: archive and metadata stored, not served, no upload link any more.
     item = version_item()
-    assert item.status == "reg_ingressing" and item.scan is None
+    assert item.status == "reg_ingressing" and item.scan_summary is None
     assert objects.exists(item.archive_key) and objects.exists(item.metadata_key)
     assert served(acme) == []
     assert acme.get(f"{V1}/acme/vpc/aws/1.0.0/download").status == 404
@@ -150,7 +150,7 @@ def test_a_scan_that_fails_is_recorded_as_failed_never_left_pending(
     assert worker.run(job, factory) == "failed"
 
     item = version_item()
-    assert item.scan["status"] == "failed" and error in item.scan["error"]
+    assert item.scan_summary["status"] == "failed" and error in item.scan_summary["error"]
     assert stored_report().status == ScanStatus.FAILED
     assert entry()["scan"] == {"status": "failed"}
     # A failed scan under a blocking policy holds the version back: nothing says it is clean.
@@ -164,7 +164,9 @@ def test_a_job_that_never_finished_is_recorded_failed_on_its_last_attempt(acme: 
     scanner = FakeScanner()
     assert worker.run(job, lambda: scanner, attempt=worker.MAX_ATTEMPTS) == "failed"
     assert scanner.seen == []  # the scan that crashed the function is not run again
-    assert f"did not finish in {worker.MAX_ATTEMPTS} attempts" in version_item().scan["error"]
+    assert (
+        f"did not finish in {worker.MAX_ATTEMPTS} attempts" in version_item().scan_summary["error"]
+    )
 
 
 def test_an_archive_over_the_limit_now_is_a_failed_scan(acme: Api, monkeypatch: pytest.MonkeyPatch):
@@ -174,7 +176,7 @@ def test_an_archive_over_the_limit_now_is_a_failed_scan(acme: Api, monkeypatch: 
     scanner = FakeScanner()
     assert worker.run(job, lambda: scanner) == "failed"
     assert scanner.seen == []
-    assert version_item().scan["error"] == "the archive is over the limit of 64 bytes"
+    assert version_item().scan_summary["error"] == "the archive is over the limit of 64 bytes"
 
 
 def test_links_reach_the_scanner_as_plain_copies(acme: Api):
@@ -291,7 +293,7 @@ def test_a_scanners_failure_is_kept_short_on_the_version(acme: Api):
             return replace(report, status=ScanStatus.FAILED, error="x" * 5000)
 
     assert worker.run(job, TalkativeScanner) == "failed"
-    error = version_item().scan["error"]
+    error = version_item().scan_summary["error"]
     assert len(error) == 500 and error.endswith("\u2026")
 
 
@@ -318,8 +320,8 @@ def test_a_signing_failure_is_retried_but_never_leaves_the_scan_unrecorded(
     job = ingested(acme, "1.0.0", {"main.tf": MAIN_TF}, "ok")
     with pytest.raises(ConnectionError):
         worker.run(job, FakeScanner)  # SQS delivers the job again
-    assert version_item().scan is None
+    assert version_item().scan_summary is None
     # On the job's last delivery the scan is recorded without them.
     assert worker.run(job, FakeScanner, attempt=worker.MAX_ATTEMPTS) == "failed"
-    assert version_item().scan is not None
+    assert version_item().scan_summary is not None
     assert not objects.exists(keys_of("1.0.0").provenance_key)
