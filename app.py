@@ -21,6 +21,7 @@ from chalicelib.modules.protocol.routes import bp as protocol_routes
 from chalicelib.modules.publishing.routes import bp as publishing_routes
 from chalicelib.modules.publishing.webhook_routes import bp as webhook_routes
 from chalicelib.modules.routes import bp as registry_routes
+from chalicelib.modules.scanning.routes import bp as scanning_routes
 from chalicelib.projects.routes import bp as project_routes
 from chalicelib.providers.gpg_routes import bp as gpg_key_routes
 from chalicelib.providers.mirror.routes import bp as mirror_routes
@@ -54,7 +55,8 @@ app = create_app(
     + [organization_lifecycle, workspace_lifecycle]
     + [admin_people_routes, admin_organization_lifecycle, sso_routes]
     + [provider_routes, gpg_key_routes, provider_protocol_routes, mirror_routes]
-    + [siteadmin_people_routes, siteadmin_settings_routes, siteadmin_keys_routes],
+    + [siteadmin_people_routes, siteadmin_settings_routes, siteadmin_keys_routes]
+    + [scanning_routes],
     Uses(mail=True, scim=True),
 )
 
