@@ -248,8 +248,13 @@ class Security:
 
 
 def security(version: ModuleVersionModel) -> Security:
-    """What the Security tab shows of a version's scan (one S3 read once it is scanned)."""
-    scan = scans.read(version)
+    """What the Security tab shows of a version's scan (one S3 read once it is scanned). A
+    report that cannot be read says so in the tab (logged by ``scans.read``); the rest of
+    the page is served."""
+    try:
+        scan = scans.read(version)
+    except scans.ReportUnreadable:
+        return Security("unreadable", dict(version.scan or {}), [], 0, [], False)
     counts = scan.counts or {}
     rows = [
         FindingRow(

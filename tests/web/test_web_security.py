@@ -113,3 +113,16 @@ def test_readers_see_the_security_tab_and_outsiders_nothing(api: Api, browser: B
     stranger.sign_in(outsider)
     refused = stranger.get(VPC)
     assert refused.status_code == 404 and "AVD-AWS" not in refused.text
+
+
+def test_an_unreadable_report_says_so_and_the_page_is_served(api: Api, browser: Browser, vpc: str):
+    from chalicelib.artifacts import objects
+    from chalicelib.modules.keys import UploadKey
+
+    item = record_scan(vpc, "1.1.0", report())
+    objects.put(UploadKey(vpc, "1.1.0", item.id).findings_key, b"not gzip", "application/gzip")
+    browser.sign_in(ADMIN_TOKEN)
+    page = browser.get(VPC)
+    assert page.status_code == 200
+    panel = _security(page.text)
+    assert "The findings of version 1.1.0 cannot be read" in panel and "<table" not in panel

@@ -58,6 +58,13 @@ def parse_severities(text: str | None) -> frozenset[Severity] | None:
     return frozenset(wanted) or None
 
 
+class ReportUnreadable(ApiError):
+    """The version's stored report is over its bounds or not a report: the operator's
+    problem, never shown as "no findings"."""
+
+    title = "report unreadable"
+
+
 @dataclass(frozen=True)
 class VersionFindings:
     """A version's scan as readers see it: ``status`` (``pending`` before its scan), the
@@ -122,7 +129,7 @@ def _report(version: ModuleVersionModel) -> ScanReport | None:
     except (objects.TooLarge, ValueError, KeyError, TypeError, zlib.error, EOFError) as exc:
         log.warning("scan report %s cannot be read: %s", key, exc)
         detail = f"the scan report of version {version.version} cannot be read"
-        raise ApiError(detail, title="report unreadable") from None
+        raise ReportUnreadable(detail) from None
 
 
 def guidance_link(finding: Finding) -> str | None:
