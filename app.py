@@ -22,6 +22,7 @@ from chalicelib.modules.publishing.routes import bp as publishing_routes
 from chalicelib.modules.publishing.webhook_routes import bp as webhook_routes
 from chalicelib.modules.routes import bp as registry_routes
 from chalicelib.modules.scanning.evidence_routes import bp as evidence_routes
+from chalicelib.modules.scanning.routes import bp as scanning_routes
 from chalicelib.projects.routes import bp as project_routes
 from chalicelib.providers.gpg_routes import bp as gpg_key_routes
 from chalicelib.providers.mirror.routes import bp as mirror_routes
@@ -58,7 +59,7 @@ app = create_app(
     + [admin_people_routes, admin_organization_lifecycle, sso_routes]
     + [provider_routes, gpg_key_routes, provider_protocol_routes, mirror_routes]
     + [siteadmin_people_routes, siteadmin_settings_routes, siteadmin_keys_routes]
-    + [policy_routes, signing_key_routes, evidence_routes],
+    + [policy_routes, signing_key_routes, evidence_routes, scanning_routes],
     Uses(mail=True, scim=True),
 )
 

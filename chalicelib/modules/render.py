@@ -12,6 +12,7 @@ from chalicelib.core.api.jsonapi import Includer, identifiers, resource, to_one
 from chalicelib.core.data.ids import iso
 from chalicelib.modules.statuses import is_revoked
 from chalicelib.modules.store import ModuleModel, ModuleVersionModel
+from chalicelib.trust import findings
 
 
 def webhook_url(base_url: str, webhook_id: str) -> str:
@@ -52,7 +53,33 @@ def _status_entry(version: str, entry: dict[str, Any]) -> dict[str, Any]:
         out["deprecation"] = render_deprecation(entry["deprecation"])
     if entry.get("revocation"):
         out["revocation"] = render_revocation(entry["revocation"])
+    if entry.get("scan"):  # scanned: absent means pending, as on versions before scans
+        out.update(render_scan_entry(entry["scan"]))
     return out
+
+
+def render_scan_entry(summary: dict[str, Any] | None) -> dict[str, Any]:
+    """What a version's attributes, and its ``version-statuses`` item, say of its scan:
+    ``scan-status`` (``pending`` until it is scanned) and ``scan-counts``, findings per
+    severity (every severity named; null while pending or after a failed scan). Read from
+    the version's ``scan`` or the module entry's (``findings.entry_summary``): nothing more."""
+    status = findings.status_of(summary)
+    counted = status in (findings.ScanStatus.PASSED, findings.ScanStatus.FINDINGS)
+    return {
+        "scan-status": str(status),
+        "scan-counts": findings.counts_of(summary) if counted else None,
+    }
+
+
+def render_scan(summary: dict[str, Any] | None) -> dict[str, Any]:
+    """A version's scan attributes: ``render_scan_entry``'s, and ``scan``, the summary's
+    facts (scanner, its version and rule set, when, the error of a failed scan), null while
+    pending. Its findings are ``.../versions/:version/findings``."""
+    facts = None
+    if findings.status_of(summary) != findings.ScanStatus.PENDING and summary:
+        keys = ("scanner", "scanner-version", "rules-version", "scanned-at", "error")
+        facts = {key: summary[key] for key in keys if key in summary}
+    return {**render_scan_entry(summary), "scan": facts}
 
 
 def _version_order(version: str) -> tuple[Any, ...]:
@@ -159,6 +186,7 @@ def render_version(version: ModuleVersionModel, upload: str | None = None) -> di
         "updated-at": iso(version.updated_at),
         "deprecation": render_deprecation(version.deprecation),
         "revocation": render_revocation(version.revocation),
+        **render_scan(version.scan_summary),
     }
     if version.error:
         attributes["error"] = version.error

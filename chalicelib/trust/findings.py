@@ -138,6 +138,22 @@ def entry_summary(summary: Mapping[str, Any] | None) -> dict[str, Any] | None:
     return {"status": summary["status"], **({"counts": counts} if counts else {})}
 
 
+def status_of(summary: Mapping[str, Any] | None) -> ScanStatus:
+    """The ``scan-status`` of a version's ``summary`` or a module entry's ``entry_summary``:
+    ``pending`` without one (not scanned yet)."""
+    try:
+        return ScanStatus((summary or {}).get("status") or ScanStatus.PENDING)
+    except ValueError:
+        return ScanStatus.PENDING
+
+
+def counts_of(summary: Mapping[str, Any] | None) -> dict[str, int]:
+    """Every severity with its count in a summary (0 for those it leaves out, as
+    ``entry_summary`` does), highest first."""
+    kept = (summary or {}).get("counts") or {}
+    return {str(s): int(kept.get(str(s)) or 0) for s in reversed(Severity)}
+
+
 def encode(report: ScanReport) -> bytes:
     """The report as it is stored beside the archive (gzipped JSON)."""
     import gzip
@@ -146,8 +162,21 @@ def encode(report: ScanReport) -> bytes:
     return gzip.compress(json.dumps(report.to_json(), separators=(",", ":")).encode(), 6)
 
 
-def decode(data: bytes) -> ScanReport:
+class ReportTooLarge(ValueError):
+    """A stored report that unpacks past the reader's bound."""
+
+
+def decode(data: bytes, max_size: int | None = None) -> ScanReport:
+    """The stored report; with ``max_size``, never unpacking more than that many bytes of
+    JSON (``ReportTooLarge``): a reader bounds what a few compressed bytes may become."""
     import gzip
     import json
+    import zlib
 
-    return ScanReport.from_json(json.loads(gzip.decompress(data)))
+    if max_size is None:
+        return ScanReport.from_json(json.loads(gzip.decompress(data)))
+    unpacker = zlib.decompressobj(wbits=31)  # gzip
+    text = unpacker.decompress(data, max_size + 1)
+    if len(text) > max_size:
+        raise ReportTooLarge(f"the scan report unpacks past {max_size} bytes")
+    return ScanReport.from_json(json.loads(text))

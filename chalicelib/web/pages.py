@@ -23,7 +23,9 @@ from chalicelib.core.auth import Principal
 from chalicelib.modules import describe, versions
 from chalicelib.modules import service as registry
 from chalicelib.modules.downloads import service as downloads
+from chalicelib.modules.scanning import findings as scans
 from chalicelib.modules.statuses import is_deprecated, is_revoked
+from chalicelib.trust.findings import counts_of, status_of
 from chalicelib.web import markdown
 from chalicelib.web.labels import FAILED, status_label
 
@@ -89,6 +91,10 @@ class ModuleRow:
     updated_at: datetime
     downloads: int = 0  # every version's, as kept on the module (``total_downloads``)
     failure: str | None = None  # "1.2.0: <reason>" for the newest version whose ingest failed
+    # The latest version's scan, from its entry on the module item (no read more): its
+    # status (None without a latest version) and its non-zero counts, most severe first.
+    scan_status: str | None = None
+    scan_counts: list[tuple[str, int]] = field(default_factory=list)
 
 
 @dataclass
@@ -116,6 +122,7 @@ def _row(module: ModuleModel) -> ModuleRow:
         failure = (
             f"{newest}: {statuses[newest].get('error') or status_label(statuses[newest]['status'])}"
         )
+    scan = statuses.get(latest, {}).get("scan") if latest else None
     return ModuleRow(
         name=module.name,
         namespace=module.namespace,
@@ -131,6 +138,8 @@ def _row(module: ModuleModel) -> ModuleRow:
         downloads=module.total_downloads(),
         updated_at=module.updated_at,
         failure=failure,
+        scan_status=str(status_of(scan)) if latest else None,
+        scan_counts=[(name, n) for name, n in counts_of(scan).items() if n],
     )
 
 
@@ -206,6 +215,70 @@ class VersionEntry:
         return f" ({', '.join(notes)})" if notes else ""
 
 
+@dataclass(frozen=True)
+class FindingRow:
+    severity: str
+    rule_id: str
+    link: str | None  # the scanner's guidance page (http or https only)
+    title: str
+    resolution: str
+    resource: str
+    file: str
+    lines: str  # "12" or "12-18", "" when the scanner gave none
+
+
+@dataclass(frozen=True)
+class Security:
+    """The Security tab: the selected version's scan (``scans.read``) and its findings."""
+
+    status: str
+    summary: dict[str, Any]  # scanner, scanner-version, rules-version, scanned-at, error
+    counts: list[tuple[str, int]]  # non-zero counts, most severe first
+    total: int  # every finding the scanner reported (kept or not)
+    rows: list[FindingRow]
+    truncated: bool
+
+    @property
+    def scanned_at(self) -> datetime | None:
+        text = self.summary.get("scanned-at")
+        try:
+            return datetime.fromisoformat(text) if text else None
+        except ValueError:
+            return None
+
+
+def security(version: ModuleVersionModel) -> Security:
+    """What the Security tab shows of a version's scan (one S3 read once it is scanned). A
+    report that cannot be read says so in the tab (logged by ``scans.read``); the rest of
+    the page is served."""
+    try:
+        scan = scans.read(version)
+    except scans.ReportUnreadable:
+        return Security("unreadable", dict(version.scan_summary or {}), [], 0, [], False)
+    counts = scan.counts or {}
+    rows = [
+        FindingRow(
+            severity=str(f.severity),
+            rule_id=f.rule_id,
+            link=scans.guidance_link(f),
+            title=f.title,
+            resolution=f.resolution,
+            resource=f.resource,
+            file=f.file,
+            lines=scans.lines(f),
+        )
+        for f in scan.findings
+    ]
+    return Security(
+        status=str(scan.status),
+        summary=dict(scan.summary or {}),
+        counts=[(name, n) for name, n in counts.items() if n],
+        total=sum(counts.values()),
+        rows=rows,
+        truncated=scan.truncated,
+    )
+
+
 @dataclass
 class ModulePage:
     module: ModuleModel
@@ -227,6 +300,7 @@ class ModulePage:
     # Owners and manage-modules teams only (``downloads.may_see``); None for the others.
     downloads: downloads.Report | None = None
     chart: Chart | None = None
+    security: Security | None = None  # the selected version's scan
 
 
 @dataclass(frozen=True)
@@ -397,4 +471,5 @@ def module_page(
         may_publish=rights.manage_modules and module.registry_name == "private",
         downloads=report,
         chart=download_chart(report) if report else None,
+        security=security(chosen) if chosen else None,
     )

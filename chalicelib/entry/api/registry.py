@@ -5,6 +5,7 @@ from chalicelib.entry.factory import create_app
 from chalicelib.modules.nocode.routes import bp as nocode_bp
 from chalicelib.modules.routes import bp
 from chalicelib.modules.scanning.evidence_routes import bp as evidence_bp
+from chalicelib.modules.scanning.routes import bp as scanning_bp
 from chalicelib.trust.routes import bp as policy_bp
 
-app = create_app("registry-modules", [bp, nocode_bp, policy_bp, evidence_bp])
+app = create_app("registry-modules", [bp, nocode_bp, policy_bp, evidence_bp, scanning_bp])
