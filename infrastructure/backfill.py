@@ -36,6 +36,7 @@ def backfill_all() -> dict[str, dict[str, int]]:
     from chalicelib.modules import describe
     from chalicelib.modules import store as registry
     from chalicelib.modules.downloads import totals
+    from chalicelib.modules.scanning import backfill as scans
     from chalicelib.projects import store as projects
     from chalicelib.tags import store as tags
     from chalicelib.workspaces import store as workspaces
@@ -46,6 +47,8 @@ def backfill_all() -> dict[str, dict[str, int]]:
         "module descriptions": describe.backfill_descriptions(),
         # The web UI's module list shows the download totals kept on each module item.
         "download totals": totals.backfill(),
+        # Versions ingested before scanning (or whose scan job was dead-lettered) get one.
+        "module scans": scans.request_missing_scans(),
         "tags": tags.backfill_counts(),
         "projects": projects.backfill_counts(),
         "workspaces": workspaces.backfill_counts(),
