@@ -103,7 +103,7 @@ def _policy(item: PolicyModel | None) -> Policy:
 # What ``block-severity`` accepts: nothing, or the least severity that holds a version back.
 BLOCK_SEVERITIES = (NONE, *(str(s) for s in Severity if s != Severity.UNKNOWN))
 # Bounds of ``ignored-rules``: how many, how long each, and what a rule id looks like (Trivy's
-# ``AVD-AWS-0086``, checkov's ``CKV_AWS_20``).
+# ``AWS-0086``, checkov's ``CKV_AWS_20``).
 MAX_IGNORED_RULES = 100
 MAX_RULE_ID = 128
 RULE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]*$")
