@@ -55,7 +55,8 @@ class Policy:
             return reasons
         floor = Severity(self.block_severity).rank
         above = [f for f in report.findings if f.severity.rank >= floor]
-        blocking = [f for f in above if f.rule_id not in self.ignored_rules]
+        ignored = {_same_rule(rule) for rule in self.ignored_rules}
+        blocking = [f for f in above if _same_rule(f.rule_id) not in ignored]
         if blocking:
             rules = sorted({f.rule_id for f in blocking})
             shown = ", ".join(rules[:10]) + (", ..." if len(rules) > 10 else "")
@@ -70,6 +71,12 @@ class Policy:
                 "and the kept ones are all ignored rules"
             )
         return reasons
+
+
+def _same_rule(rule_id: str) -> str:
+    """A rule id as compared: in any case, and Trivy's ``AVD-AWS-0086`` (as its guidance pages
+    name a rule) the same as ``AWS-0086`` (as its findings do)."""
+    return rule_id.upper().removeprefix("AVD-")
 
 
 def _counted_above(report: ScanReport, floor: int) -> int:

@@ -28,6 +28,8 @@ def test_findings_at_or_above_the_floor_block_unless_ignored() -> None:
     (reason,) = Policy("high").reasons(report, has_readme=True)
     assert "1 finding(s) at or above high (AWS-0107)" in reason
     assert Policy("high", frozenset({"AWS-0107"})).reasons(report, has_readme=True) == []
+    # As Trivy's guidance pages name it, in any case.
+    assert Policy("high", frozenset({"avd-aws-0107"})).reasons(report, has_readme=True) == []
     assert len(Policy("low", frozenset({"AWS-0107"})).reasons(report, has_readme=True)) == 1
 
 
