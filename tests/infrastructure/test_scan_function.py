@@ -73,6 +73,7 @@ def test_the_scan_role_reads_what_it_scans_and_writes_only_what_it_makes():
         "registry-modules",
         "registry-module-versions",
         "registry-protocol-list",
+        "registry-policies",  # read: does the policy hold the version back?
     }
     sqs = [s for s in _statements("ScanFunction") if any(a.startswith("sqs:") for a in s["Action"])]
     assert sqs == [
