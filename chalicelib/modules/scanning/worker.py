@@ -97,14 +97,19 @@ def run(job: dict[str, Any], scanner: ScannerFactory | None = None, attempt: int
         except objects.Gone:
             return _report(upload, version, "stale")  # its archive went: it is being deleted
     objects.put(upload.findings_key, findings.encode(report), "application/gzip")
-    _attest(version, last=attempt >= MAX_ATTEMPTS)
+    try:
+        metadata = objects.get_metadata(version.metadata_key) if version.metadata_key else {}
+    except objects.Gone:
+        metadata = {}  # the version is being deleted: recording its scan finds it gone
+    if metadata:
+        _attest(version, metadata, last=attempt >= MAX_ATTEMPTS)
     held = version.status == VersionStatus.INGRESSING
     moment = now()
     if not held:
         recorded = writes.record_scan(version, report.summary(), moment)
         decision = "unchanged"
     else:
-        reasons = policy_of(version.organization).reasons(report, _has_readme(version))
+        reasons = policy_of(version.organization).reasons(report, _has_readme(metadata))
         status = VersionStatus.QUARANTINED if reasons else VersionStatus.OK
         quarantine = {"reasons": reasons, "quarantined-at": iso(moment)} if reasons else None
         recorded = writes.record_scan(
@@ -118,7 +123,7 @@ def run(job: dict[str, Any], scanner: ScannerFactory | None = None, attempt: int
     return _report(upload, version, str(report.status), report, decision)
 
 
-def _attest(version: ModuleVersionModel, *, last: bool) -> None:
+def _attest(version: ModuleVersionModel, metadata: dict[str, Any], *, last: bool) -> None:
     """The version's SBOM and signed provenance (``attest``), made before its scan is
     recorded: a failure of KMS or S3 propagates and the job is delivered again, scan and
     all. A statement that can never be signed (too long for KMS), or any failure on the
@@ -127,10 +132,7 @@ def _attest(version: ModuleVersionModel, *, last: bool) -> None:
     from chalicelib.modules.scanning.attest import attest
 
     try:
-        metadata = objects.get_metadata(version.metadata_key) if version.metadata_key else {}
         attest(version, metadata)
-    except objects.Gone:
-        return  # the version is being deleted: recording its scan finds it gone
     except Exception as exc:
         if not (last or isinstance(exc, ValueError)):
             raise
@@ -217,11 +219,8 @@ def unpack(files: dict[str, bytes], root: Path) -> None:
             file.write(data)
 
 
-def _has_readme(version: ModuleVersionModel) -> bool:
+def _has_readme(metadata: dict[str, Any]) -> bool:
     """Whether the version's parsed metadata has a README (the ingest's rule of what one is)."""
-    if version.metadata_key is None:
-        return False
-    metadata = objects.get_metadata(version.metadata_key)
     return bool((metadata.get("root") or {}).get("readme"))
 
 
