@@ -472,6 +472,20 @@ def _request_handler() -> Any:
     return RegistryRequestHandler
 
 
+def _scanner_line() -> str:
+    """What scans each uploaded module version here (the scan function's poller)."""
+    from chalicelib.trust import trivy
+
+    try:
+        binary = trivy.locate_trivy()
+    except trivy.TrivyUnavailable as missing:
+        return f"  scans: none ({missing}): every version's scan is recorded failed"
+    version, _ = trivy.identify(binary)
+    return (
+        f"  scans: Trivy {version or '(version unknown)'} at {binary}, offline, after each upload"
+    )
+
+
 def main() -> int:
     gc.disable()  # starting allocates much and frees little: collected once, before READY
     host = os.environ.get("HOST", "").strip() or "127.0.0.1"
@@ -655,6 +669,7 @@ def main() -> int:
         " (SigV4-signed requests only)",
         flush=True,
     )
+    print(_scanner_line(), flush=True)
     if directory is None:
         print("  state: in memory only (REGISTRY_DATA_DIR is empty)", flush=True)
     elif restored is not None:

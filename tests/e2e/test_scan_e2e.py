@@ -135,6 +135,7 @@ def scanned(stack: Stack) -> dict[str, UploadKey]:
 
 
 def test_each_uploaded_version_gets_its_scan_recorded(stack: Stack, scanned):
+    assert "  scans: Trivy 0.76.0 at " in stack.startup  # make run says what scans
     for name, key in scanned.items():
         report = stored_report(stack, key)
         assert recorded_scan(stack, key) == report.summary()
