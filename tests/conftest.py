@@ -340,6 +340,25 @@ class Api:
         return self.call("DELETE", path, body, **kw)
 
 
+def moto_items() -> dict[str, Any]:
+    """What the tables hold now, as moto's items (deep copies): {table name: items}, for
+    ``put_back_items`` to restore in a later test instead of writing it again."""
+    import copy
+
+    tables = dynamodb_backends[DEFAULT_ACCOUNT_ID][get_settings().region].tables
+    return {name: copy.deepcopy(dict(t.items)) for name, t in tables.items() if t.items}
+
+
+def put_back_items(items: dict[str, Any]) -> None:
+    """``moto_items()``'s items put back into the tables (deep copies: a test may change
+    them)."""
+    import copy
+
+    tables = dynamodb_backends[DEFAULT_ACCOUNT_ID][get_settings().region].tables
+    for name, held in items.items():
+        tables[name].items.update(copy.deepcopy(held))
+
+
 # The items ``bootstrap_admin(ADMIN_TOKEN)`` writes into the empty tables, taken from moto
 # after the session's first bootstrap: {table name: moto's items}.
 _bootstrapped: dict[str, Any] = {}
@@ -350,19 +369,13 @@ def bootstrap_admin_once() -> None:
     made once per session, then put back as moto's items (deep copies) before each test.
     Bootstrapping on empty tables costs two transactions and a scan (the admin count is
     derived the first time), a sizeable part of every API test's setup under moto."""
-    import copy
-
     from chalicelib.accounts.users.service import bootstrap_admin
 
-    tables = dynamodb_backends[DEFAULT_ACCOUNT_ID][get_settings().region].tables
     if not _bootstrapped:
         bootstrap_admin(ADMIN_TOKEN)
-        _bootstrapped.update(
-            {name: copy.deepcopy(dict(t.items)) for name, t in tables.items() if t.items}
-        )
+        _bootstrapped.update(moto_items())
         return
-    for name, items in _bootstrapped.items():
-        tables[name].items.update(copy.deepcopy(items))
+    put_back_items(_bootstrapped)
 
 
 @pytest.fixture
