@@ -138,6 +138,23 @@ def _delete_bucket(s3: Any, bucket: str) -> None:
     s3.delete_bucket(Bucket=bucket)
 
 
+def forget_moto_bookkeeping() -> None:
+    """Drop what moto keeps of a test besides the AWS state: each ``mock.start`` registers
+    its URL callbacks again (about 1,300 ``CallbackResponse`` objects, never removed while
+    the data is kept), and every moto model object ever made (each TransactWriteItems
+    deep-copies all the tables, items included) stays listed for moto's dashboard. Kept,
+    they grew the heap by about 6,500 objects a test and made each full garbage collection
+    slower as the session went on (a lookup of ``requests``' mock walked them all too).
+    moto does the same when it removes the data; the tables, objects and queues are kept."""
+    from moto.core.custom_responses_mock import reset_responses_mock
+    from moto.core.model_instances import reset_model_data
+    from moto.core.models import MockAWS, responses_mock
+
+    if MockAWS._nested_count == 0:  # no other mock still patching
+        reset_responses_mock(responses_mock)
+        reset_model_data()
+
+
 @pytest.fixture(scope="session", autouse=True)
 def cheap_password_hashes() -> Iterator[Any]:
     """argon2id at its cheapest for the in-process tests: a hash, and each wrong password,
@@ -203,6 +220,7 @@ def aws(aws_resources: Provisioned) -> Iterator[None]:
         aws_resources.empty()
     finally:
         aws_resources.mock.stop(remove_data=False)
+        forget_moto_bookkeeping()
         forget_cached_state()
 
 
@@ -325,6 +343,25 @@ class Api:
         return self.call("DELETE", path, body, **kw)
 
 
+def moto_items() -> dict[str, Any]:
+    """What the tables hold now, as moto's items (deep copies): {table name: items}, for
+    ``put_back_items`` to restore in a later test instead of writing it again."""
+    import copy
+
+    tables = dynamodb_backends[DEFAULT_ACCOUNT_ID][get_settings().region].tables
+    return {name: copy.deepcopy(dict(t.items)) for name, t in tables.items() if t.items}
+
+
+def put_back_items(items: dict[str, Any]) -> None:
+    """``moto_items()``'s items put back into the tables (deep copies: a test may change
+    them)."""
+    import copy
+
+    tables = dynamodb_backends[DEFAULT_ACCOUNT_ID][get_settings().region].tables
+    for name, held in items.items():
+        tables[name].items.update(copy.deepcopy(held))
+
+
 # The items ``bootstrap_admin(ADMIN_TOKEN)`` writes into the empty tables, taken from moto
 # after the session's first bootstrap: {table name: moto's items}.
 _bootstrapped: dict[str, Any] = {}
@@ -335,19 +372,13 @@ def bootstrap_admin_once() -> None:
     made once per session, then put back as moto's items (deep copies) before each test.
     Bootstrapping on empty tables costs two transactions and a scan (the admin count is
     derived the first time), a sizeable part of every API test's setup under moto."""
-    import copy
-
     from chalicelib.accounts.users.service import bootstrap_admin
 
-    tables = dynamodb_backends[DEFAULT_ACCOUNT_ID][get_settings().region].tables
     if not _bootstrapped:
         bootstrap_admin(ADMIN_TOKEN)
-        _bootstrapped.update(
-            {name: copy.deepcopy(dict(t.items)) for name, t in tables.items() if t.items}
-        )
+        _bootstrapped.update(moto_items())
         return
-    for name, items in _bootstrapped.items():
-        tables[name].items.update(copy.deepcopy(items))
+    put_back_items(_bootstrapped)
 
 
 @pytest.fixture
