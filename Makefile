@@ -69,6 +69,12 @@ package: $(STAMP)
 
 # The documentation site (MkDocs, Material theme) from docs/*.md into site/, in strict mode:
 # a broken link or anchor fails it. Offline (no plugin fetches, no Google Fonts link).
+# The web UI's screenshots in docs/ (the browser tests that take them, writing into docs/).
+.PHONY: screenshots
+screenshots: $(STAMP) browser
+	REGISTRY_SCREENSHOTS=1 $(PY) -m pytest -q tests/e2e/test_web_ui.py tests/e2e/test_siteadmin_e2e.py \
+		tests/e2e/test_people_web_e2e.py tests/e2e/test_publish_web_e2e.py
+
 docs: $(STAMP)
 	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict
 
