@@ -377,18 +377,26 @@ def resync(principal: Principal, module_id: str) -> tuple[ModuleModel, authoriza
 
 def retry(principal: Principal, module_id: str) -> tuple[ModuleModel, authorization.OrgAccess]:
     """Run every version that is not ok again: fetch it again for a VCS module (and redo a
-    failed sync or webhook registration), ingest its uploaded archive again otherwise."""
+    failed sync or webhook registration), ingest its uploaded archive again otherwise; an
+    accepted version without a scan gets its scan."""
+    from chalicelib.modules.scanning.backfill import request_scans_of
+
     module, rights = service.get_module_by_id(principal, module_id)
     service.require_rights(rights, "retrying a module")
     if module.registry_name != "private":
         raise Unprocessable("public modules have no versions to retry")
+    # Accepted versions whose scan never came (its job dead-lettered; held ones wait on it)
+    # are scanned, not fetched or ingested again.
+    request_scans_of(module)
     if not module.vcs_repo:
         versions.requeue_uploads(module)
         return module, rights
     fetches = [
         {"module_id": module.id, "version": version.version, "version_id": version.id}
         for version in versions.list_versions(module)
-        if version.status in RETRYABLE and service.mark_version(version, VersionStatus.PENDING)
+        if version.status in RETRYABLE
+        and not version.accepted
+        and service.mark_version(version, VersionStatus.PENDING)
     ]
     queue.enqueue_many(queue.FETCH, fetches)
     if (
