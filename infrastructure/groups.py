@@ -15,6 +15,9 @@ from chalicelib.providers.mirror.store import PREFIX as MIRROR_OBJECTS
 
 READ = "read"
 WRITE = "write"
+# Add items, never delete them: the audit trail's events (chalicelib.audit: PutItem, and the
+# UpdateItem that creates an event inside a change's transaction; no DeleteItem).
+APPEND = "append"
 
 # Where each kind of object lives in the bucket; a role's S3 actions are granted per prefix.
 # Modules: uploads, archives and metadata (chalicelib.modules.keys); providers: a version's
@@ -136,7 +139,7 @@ ROUTE_GROUPS: tuple[Function, ...] = (
             **VCS_READ,
             "registry-policies": WRITE,
             # The policy's changes, releases and lifecycle changes record their events.
-            "audit-events": WRITE,
+            "audit-events": APPEND,
         },
         # GetObject: a version's parsed metadata (a no-code module's module-variables).
         s3={MODULE_OBJECTS: (GET, PUT, DELETE)},
@@ -328,7 +331,7 @@ ROUTE_GROUPS: tuple[Function, ...] = (
             "registry-policies": WRITE,
             # The policy's changes and the version pages' releases and lifecycle changes
             # record their events (chalicelib.audit).
-            "audit-events": WRITE,
+            "audit-events": APPEND,
         },
         s3={MODULE_OBJECTS: (GET, PUT, DELETE)},
         # The publishing pages queue ingests and VCS fetches.

@@ -5,6 +5,7 @@ tests/modules)."""
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -118,8 +119,6 @@ def test_every_field_is_bounded_before_it_is_written() -> None:
     assert all(len(k) <= events.MAX_META_KEY for k in resource.meta)
     assert all(len(v) <= events.MAX_META_TEXT for v in resource.meta.values() if isinstance(v, str))
     # The whole event stays far below DynamoDB's 400 KB item.
-    import json
-
     assert len(json.dumps(made.to_json())) < 100_000
 
 
@@ -262,3 +261,27 @@ def test_the_wrong_callers_walk_covers_the_trails_routes() -> None:
         ("accounts", "GET", ORG_TRAIL, "bearer"),
         ("accounts", "GET", ADMIN_TRAIL, "site-admin"),
     } <= walked
+
+
+def test_no_function_may_delete_an_event() -> None:
+    """Every function that writes events may only add them (PutItem, UpdateItem): none is
+    granted DeleteItem or BatchWriteItem on the audit-events table; the reader reads only."""
+    from infrastructure.groups import EVENT_FUNCTIONS, ROUTE_GROUPS
+    from infrastructure.template import role
+
+    def grants(function: Any) -> set[str]:
+        statements = role(function)["Properties"]["Policies"][0]["PolicyDocument"]["Statement"]
+        return {
+            action
+            for statement in statements
+            for action in statement["Action"]
+            if "audit-events" in json.dumps(statement.get("Resource"))
+        }
+
+    granted = {f.logical_id: grants(f) for f in (*ROUTE_GROUPS, *EVENT_FUNCTIONS)}
+    writers = {name for name, actions in granted.items() if "dynamodb:PutItem" in actions}
+    assert {"RegistryFunction", "WebAdminFunction"} <= writers
+    assert "dynamodb:Query" in granted["APIHandler"]
+    assert "dynamodb:PutItem" not in granted["APIHandler"]
+    for name, actions in granted.items():
+        assert not actions & {"dynamodb:DeleteItem", "dynamodb:BatchWriteItem"}, name
