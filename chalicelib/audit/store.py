@@ -34,6 +34,7 @@ SITE = "#site"
 # The highest character a sort key's id part holds after the time: "since" excludes its
 # whole moment.
 _AFTER_IDS = "~"
+_MAX_LIMIT = 1_000_000
 
 
 @db.register
@@ -113,7 +114,8 @@ def _count(partition: str, after: str, limit: int | None) -> tuple[int, str | No
             partition,
             range_key_condition=condition,
             select="COUNT",
-            limit=None if limit is None else limit - counted,
+            # DynamoDB's Limit is an int32: a huge page number counts in bounded steps.
+            limit=None if limit is None else min(limit - counted, _MAX_LIMIT),
             exclusive_start_key=start,
         )
         counted += answer["Count"]

@@ -191,6 +191,8 @@ def test_paging_and_since_in_hcps_shape(acme: Api) -> None:
     assert last["pagination"]["next_page"] is None
     past = token.get(f"{ORG_TRAIL}?page[number]=9&page[size]=3").json
     assert past["data"] == [] and past["pagination"]["total_count"] == 7
+    far = token.get(f"{ORG_TRAIL}?page[number]={10**15}")  # past DynamoDB's int32 Limit
+    assert far.status == 200 and far.json["data"] == [], far.json
 
     since = (START + timedelta(seconds=4)).strftime("%Y-%m-%dT%H:%M:%S.000Z")
     after = token.get(f"{ORG_TRAIL}?since={since}").json
