@@ -15,6 +15,9 @@ from chalicelib.providers.mirror.store import PREFIX as MIRROR_OBJECTS
 
 READ = "read"
 WRITE = "write"
+# Add items, never delete them: the audit trail's events (chalicelib.audit: PutItem, and the
+# UpdateItem that creates an event inside a change's transaction; no DeleteItem).
+APPEND = "append"
 
 # Where each kind of object lives in the bucket; a role's S3 actions are granted per prefix.
 # Modules: uploads, archives and metadata (chalicelib.modules.keys); providers: a version's
@@ -118,6 +121,8 @@ ROUTE_GROUPS: tuple[Function, ...] = (
             **WORKSPACE_TABLES,
             **VCS_TABLES,
             "registry-policies": WRITE,
+            # The audit trail's API (chalicelib.audit.routes): read only.
+            "audit-events": READ,
         },
         s3={MODULE_OBJECTS: (DELETE,), PROVIDER_OBJECTS: (DELETE,), PROVIDER_PROVENANCE: (DELETE,)},
         sends_jobs=True,  # removing deleted VCS modules' webhooks at the VCS host
@@ -133,6 +138,8 @@ ROUTE_GROUPS: tuple[Function, ...] = (
             **NO_CODE_TABLES,
             **VCS_READ,
             "registry-policies": WRITE,
+            # The policy's changes, releases and lifecycle changes record their events.
+            "audit-events": APPEND,
         },
         # GetObject: a version's parsed metadata (a no-code module's module-variables).
         s3={MODULE_OBJECTS: (GET, PUT, DELETE)},
@@ -322,6 +329,9 @@ ROUTE_GROUPS: tuple[Function, ...] = (
             "scim-mappings": WRITE,
             # The organization settings page shows and changes the publishing policy.
             "registry-policies": WRITE,
+            # The policy's changes and the version pages' releases and lifecycle changes
+            # record their events (chalicelib.audit).
+            "audit-events": APPEND,
         },
         s3={MODULE_OBJECTS: (GET, PUT, DELETE)},
         # The publishing pages queue ingests and VCS fetches.

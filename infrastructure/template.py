@@ -52,6 +52,8 @@ TABLE_WRITE = TABLE_READ + [
     "dynamodb:DeleteItem",
     "dynamodb:BatchWriteItem",
 ]
+# The audit trail's events are added, never deleted (groups.APPEND).
+TABLE_APPEND = TABLE_READ + ["dynamodb:PutItem", "dynamodb:UpdateItem"]
 BUCKET = "${AWS::StackName}-archives-${AWS::AccountId}"
 QUEUE_NAME = "${AWS::StackName}-ingest"
 # The scanner's layer (Trivy's binary, gzipped, with its version: trivy/trivy.gz and
@@ -265,7 +267,8 @@ def role(function: Function) -> dict[str, Any]:
             "Resource": sub("arn:${AWS::Partition}:logs:${AWS::Region}:${AWS::AccountId}:*"),
         }
     ]
-    for access in (READ, "write"):
+    grants = {READ: TABLE_READ, "write": TABLE_WRITE, "append": TABLE_APPEND}
+    for access, granted in grants.items():
         names = sorted(short for short, level in function.tables.items() if level == access)
         if not names:
             continue
@@ -279,7 +282,7 @@ def role(function: Function) -> dict[str, Any]:
         statements.append(
             {
                 "Effect": "Allow",
-                "Action": TABLE_READ if access == READ else TABLE_WRITE,
+                "Action": granted,
                 "Resource": arns,
             }
         )

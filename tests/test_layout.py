@@ -45,9 +45,12 @@ LAYERS: dict[str, set[str]] = {
     "vcs": {"core", "accounts"},
     "tags": {"core", "accounts", "workspaces"},
     "artifacts": {"core"},
+    # The audit trail: the events every domain records with its changes (the accounts' site
+    # admins read them all). A domain that records events imports it.
+    "audit": {"core", "accounts"},
     # What the registry knows of what it distributes: scans, policy, SBOMs, provenance.
-    "trust": {"core", "artifacts", "accounts"},
-    "modules": {"core", "artifacts", "accounts", "vcs", "trust"},
+    "trust": {"core", "artifacts", "accounts", "audit"},
+    "modules": {"core", "artifacts", "accounts", "vcs", "trust", "audit"},
     # The private provider registry: beside modules, on the same artifacts plumbing.
     "providers": {"core", "artifacts", "accounts", "trust"},
     "meta": {"core"},
@@ -104,10 +107,11 @@ LAYERS: dict[str, set[str]] = {
         "scim",
         "saml",
         "trust",
+        "audit",
     },
 }
 DOMAINS = {"accounts", "admin", "projects", "workspaces", "vcs", "tags", "modules", "meta", "web"}
-DOMAINS |= {"scim", "saml", "providers", "trust"}
+DOMAINS |= {"scim", "saml", "providers", "trust", "audit"}
 MODULE_SUB_ROOMS = ("chalicelib.modules.protocol", "chalicelib.modules.ingest")
 MODULE_SUB_ROOMS += ("chalicelib.modules.publishing", "chalicelib.modules.nocode")
 MODULE_SUB_ROOMS += ("chalicelib.modules.downloads", "chalicelib.modules.scanning")

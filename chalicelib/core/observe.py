@@ -50,6 +50,11 @@ class Scope:
     dynamodb_calls: int = 0
     principal_kind: str | None = None
     principal_id: str | None = None
+    # Where the request came from, as the audit trail records it (``chalicelib.audit``):
+    # API Gateway's source address and the User-Agent header, unbounded here (the event
+    # bounds them before it is written).
+    source_address: str | None = None
+    user_agent: str | None = None
 
 
 _current: contextvars.ContextVar[Scope | None] = contextvars.ContextVar("scope", default=None)

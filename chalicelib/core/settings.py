@@ -133,6 +133,8 @@ class Settings:
     previous_signing_keys: tuple[str, ...] = ()
     # The scan jobs' queue (chalicelib.artifacts.queue.request_scan): the scan function's.
     scan_queue: str = "registry-dev-scan"
+    # How long an audit event is kept (chalicelib.audit; its item's TTL), in days.
+    audit_retention_days: int = 400
 
     @property
     def hosted(self) -> bool:
@@ -219,4 +221,5 @@ def get_settings() -> Settings:
             if k.strip()
         ),
         scan_queue=os.environ.get("REGISTRY_SCAN_QUEUE", "registry-dev-scan"),
+        audit_retention_days=max(1, _int("REGISTRY_AUDIT_RETENTION_DAYS", 400)),
     )

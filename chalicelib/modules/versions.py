@@ -12,11 +12,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
 from typing import TypeVar
 from urllib.parse import urlsplit
 
 from chalicelib.accounts import authorization
 from chalicelib.artifacts import objects, queue, semver
+from chalicelib.audit import events
 from chalicelib.core.api.errors import Conflict, Forbidden, NotFound, Unprocessable
 from chalicelib.core.api.pagination import Page
 from chalicelib.core.auth import Principal
@@ -311,8 +313,9 @@ def change_version_lifecycle(
         _check_transition(item, action)
         new_deprecation, new_revocation = _changed(item, action, fields)
         moment = now()
+        recorded = _event(principal, item, action, moment, fields)
         try:
-            writes.record_version_lifecycle(item, new_deprecation, new_revocation, moment)
+            writes.record_version_lifecycle(item, new_deprecation, new_revocation, moment, recorded)
         except writes.VersionChanged:
             item = version_of(module, version)  # 404 when it was deleted meanwhile
             continue
@@ -321,6 +324,26 @@ def change_version_lifecycle(
         item.deprecation, item.revocation, item.updated_at = new_deprecation, new_revocation, moment
         return item, rights
     raise Conflict(f"version {item.version} is being changed by another request: try again")
+
+
+def _event(
+    principal: Principal,
+    item: ModuleVersionModel,
+    action: VersionAction,
+    moment: datetime,
+    meta: dict[str, str],
+) -> events.Event:
+    """The audit event of a version's lifecycle change (written with it): ``deprecated``,
+    ``undeprecated``, ``revoked``, ``unrevoked`` or ``released``, with the texts given."""
+    return events.event(
+        principal,
+        organization=item.organization,
+        resource_type="registry-module-version",
+        resource_id=item.id,
+        action=f"{action}d",
+        meta={"module": item.module_key, "version": item.version, **meta},
+        moment=moment,
+    )
 
 
 def _check_transition(item: ModuleVersionModel, action: VersionAction) -> None:
@@ -424,8 +447,9 @@ def release_version(
             "released-at": iso(moment),
             "release-reason": text,
         }
+        recorded = _event(principal, item, VersionAction.RELEASE, moment, {"reason": text})
         try:
-            writes.release_version(item, record, moment)
+            writes.release_version(item, record, moment, recorded)
         except writes.VersionChanged:
             item = version_of(module, version)  # 404 when it was deleted meanwhile
             continue

@@ -19,6 +19,8 @@ from pynamodb.expressions.update import Action
 from pynamodb.transactions import TransactWrite
 
 from chalicelib.artifacts.statuses import VersionStatus
+from chalicelib.audit import trail
+from chalicelib.audit.events import Event
 from chalicelib.core.data import db
 from chalicelib.core.data.ids import iso
 from chalicelib.modules.statuses import ModuleStatus
@@ -270,12 +272,13 @@ def record_version_lifecycle(
     deprecation: dict[str, str] | None,
     revocation: dict[str, str] | None,
     moment: datetime,
+    event: Event,
 ) -> None:
     """A version's deprecation and revocation (``None``: none) on the version item and in its
-    entry of the module's statuses (per key: the entry's status is left alone), in one
-    transaction, only while the version is the ``ok`` one that was read, unchanged since
-    (``VersionChanged``: read it again and decide again), and the module still lists it
-    (``ModuleGone``)."""
+    entry of the module's statuses (per key: the entry's status is left alone), and its audit
+    ``event``, in one transaction, only while the version is the ``ok`` one that was read,
+    unchanged since (``VersionChanged``: read it again and decide again), and the module still
+    lists it (``ModuleGone``)."""
 
     def assign(path: Any, value: dict[str, str] | None) -> Any:
         return path.set(value) if value else path.remove()
@@ -304,6 +307,7 @@ def record_version_lifecycle(
                 ],
                 condition=(ModuleModel.id == version.module_id) & entry.exists(),
             )
+            trail.record_in(tx, event)
     except TransactWriteError as exc:
         reasons = db.cancellation_codes(exc)
         if reasons[:1] == [db.TRANSACTION_CONDITION_FAILED]:
@@ -358,11 +362,12 @@ def quarantine_version(version: ModuleVersionModel, reasons: list[str], moment: 
 
 
 def release_version(
-    version: ModuleVersionModel, quarantine: dict[str, Any], moment: datetime
+    version: ModuleVersionModel, quarantine: dict[str, Any], moment: datetime, event: Event
 ) -> None:
     """Serve a quarantined version: ``ok`` (published now) with its ``quarantine`` record
     (the release's who, when and why added), on the version item and in its entry of the
-    module's statuses (the module ``setup_complete``), in one transaction, only while it is
+    module's statuses (the module ``setup_complete``), with its audit ``event``, in one
+    transaction, only while it is
     the quarantined version that was read (``VersionChanged``: read it again and decide
     again) and the module still lists it (``ModuleGone``); then the protocol's list."""
     entry = ModuleModel.version_statuses[version.version]
@@ -393,6 +398,7 @@ def release_version(
                 actions=module_actions,
                 condition=(ModuleModel.id == version.module_id) & entry.exists(),
             )
+            trail.record_in(tx, event)
     except TransactWriteError as exc:
         reasons = db.cancellation_codes(exc)
         if reasons[:1] == [db.TRANSACTION_CONDITION_FAILED]:

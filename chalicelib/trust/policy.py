@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+from chalicelib.audit import events
 from chalicelib.core.api.errors import Unprocessable
 from chalicelib.core.data.ids import now
 from chalicelib.trust.findings import ScanReport, ScanStatus, Severity
@@ -148,8 +149,11 @@ def change_policy(
     """Change the organization's policy (its owners; 404 for everyone else): each value given
     replaces the stored one (None keeps it). Everything is checked before the one write. The
     policy applies to versions ingested from now on: a version served or quarantined already
-    stays as it is (released by an owner, or deleted)."""
+    stays as it is (released by an owner, or deleted). The change records its audit event
+    (``registry-policy`` ``updated``, with the names of the attributes that changed) in the
+    same write."""
     from chalicelib.accounts import authorization
+    from chalicelib.audit import trail
     from chalicelib.trust import store
 
     refusal = f"organization {organization!r} not found or you are not one of its owners"
@@ -160,16 +164,37 @@ def change_policy(
         ignored_rules = check_ignored_rules(ignored_rules)
     item = store.find(organization, consistent=True)
     current = _policy(item)
+    severity = current.block_severity if block_severity is None else block_severity
+    rules = sorted(current.ignored_rules) if ignored_rules is None else list(ignored_rules)
+    readme = current.require_readme if require_readme is None else require_readme
+    names = ("block-severity", "ignored-rules", "require-readme")
+    before = (current.block_severity, sorted(current.ignored_rules), current.require_readme)
+    after = (severity, rules, readme)
+    moment = now()
+    recorded = events.event(
+        principal,
+        organization=organization,
+        resource_type="registry-policy",
+        resource_id=organization,
+        action="updated",
+        meta={"changed": trail.changed(_named(names, before), _named(names, after))},
+        moment=moment,
+    )
     saved = store.save(
         item,
         organization,
-        block_severity=current.block_severity if block_severity is None else block_severity,
-        ignored_rules=sorted(current.ignored_rules) if ignored_rules is None else ignored_rules,
-        require_readme=current.require_readme if require_readme is None else require_readme,
+        block_severity=severity,
+        ignored_rules=rules,
+        require_readme=readme,
         updated_by=f"{principal.kind}:{principal.id}",
-        moment=now(),
+        moment=moment,
+        event=recorded,
     )
     return Shown(organization, _policy(saved), saved.updated_at)
+
+
+def _named(names: Sequence[str], values: Sequence[object]) -> dict[str, object]:
+    return dict(zip(names, values, strict=True))
 
 
 def check_block_severity(value: str) -> str:

@@ -3,12 +3,14 @@
 
 Read by ingest (does a new version wait for its scan?), by the scan worker (is it
 quarantined?) and by the policy's routes; written only by the policy's ``PATCH``, whole, under
-an optimistic version (a concurrent change is a 409, never a lost write).
+an optimistic version (a concurrent change is a 409, never a lost write), in one transaction
+with its audit event (``chalicelib.audit``).
 """
 
 from __future__ import annotations
 
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from pynamodb.attributes import (
     BooleanAttribute,
@@ -17,10 +19,15 @@ from pynamodb.attributes import (
     UTCDateTimeAttribute,
     VersionAttribute,
 )
-from pynamodb.exceptions import PutError
+from pynamodb.exceptions import TransactWriteError
+from pynamodb.transactions import TransactWrite
 
+from chalicelib.audit import trail
 from chalicelib.core.api.errors import Conflict
 from chalicelib.core.data import db
+
+if TYPE_CHECKING:
+    from chalicelib.audit.events import Event
 
 
 @db.register
@@ -55,9 +62,11 @@ def save(
     require_readme: bool,
     updated_by: str,
     moment: datetime,
+    event: Event,
 ) -> PolicyModel:
     """Write the whole policy: over ``item`` (read before, unchanged since: else 409), or a
-    new item when ``item`` is None (409 when one was saved meanwhile)."""
+    new item when ``item`` is None (409 when one was saved meanwhile); with its audit
+    ``event``, in one transaction (neither is written without the other)."""
     saved = item if item is not None else PolicyModel(organization)
     saved.block_severity = block_severity
     saved.ignored_rules = set(ignored_rules) or None
@@ -65,9 +74,11 @@ def save(
     saved.updated_by = updated_by
     saved.updated_at = moment
     try:
-        saved.save()
-    except PutError as exc:
-        if db.conditional_failure(exc):
+        with TransactWrite(connection=db.connection()) as tx:
+            tx.save(saved)  # under its version's condition
+            trail.record_in(tx, event)
+    except TransactWriteError as exc:
+        if db.cancellation_codes(exc)[:1] == [db.TRANSACTION_CONDITION_FAILED]:
             raise Conflict("the policy was changed concurrently: read it and try again") from None
         raise
     return saved

@@ -55,6 +55,7 @@ def test_every_route_served_is_one_operation():
     assert tags == {
         "accounts",
         "admin",
+        "audit",
         "meta",
         "projects",
         "modules",

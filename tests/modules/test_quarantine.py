@@ -12,6 +12,7 @@ from __future__ import annotations
 import pytest
 
 from chalicelib.artifacts.statuses import VersionStatus
+from chalicelib.audit import events, trail
 from chalicelib.core.data.ids import now
 from chalicelib.modules import writes
 from chalicelib.modules.store import ModuleVersionModel
@@ -193,9 +194,24 @@ def test_the_store_writes_are_conditional(acme: Api, held: str) -> None:
 
     quarantined = stored(held, "1.1.0")
     assert release(acme, "1.1.0").status == 200
+    # The release recorded its audit event, in its own transaction.
+    recorded, _ = trail.read_page("acme", None, 1, 100)
+    released = [e for e in recorded if e["resource"]["action"] == "released"]
+    assert [e["resource"]["id"] for e in released] == [quarantined.id]
+    assert released[0]["resource"]["meta"]["version"] == "1.1.0"
+    assert released[0]["resource"]["meta"]["outcome"] == "succeeded"
+    stale = events.event(
+        None,
+        organization="acme",
+        resource_type="registry-module-version",
+        resource_id=quarantined.id,
+        action="released",
+    )
     with pytest.raises(writes.VersionChanged):
-        writes.release_version(quarantined, {"reasons": REASONS}, now())
+        writes.release_version(quarantined, {"reasons": REASONS}, now(), stale)
     assert stored(held, "1.1.0").quarantine["release-reason"]
+    # The refused release wrote no event.
+    assert trail.read_page("acme", None, 1, 100)[0] == recorded
 
 
 def test_a_late_upload_to_a_quarantined_version_is_dropped(acme: Api, held: str) -> None:

@@ -990,6 +990,7 @@ def test_only_owners_and_manage_modules_teams_deprecate_or_revoke(acme: Api):
 def test_a_lifecycle_write_on_a_stale_or_deleted_version_changes_nothing(acme: Api):
     """The store's condition: the version is still the ok one that was read. A request that
     lost a race decides again on the fresh item; one whose version went away is a 404."""
+    from chalicelib.audit import events, trail
     from chalicelib.core.data.ids import now
     from chalicelib.modules import writes
     from chalicelib.modules.store import ModuleVersionModel
@@ -997,12 +998,30 @@ def test_a_lifecycle_write_on_a_stale_or_deleted_version_changes_nothing(acme: A
     module = published_module(acme, "1.0.0", "1.1.0")
     stale = next(v for v in ModuleVersionModel.query(module["id"]) if v.version == "1.0.0")
     assert change_version(acme, "1.0.0", DEPRECATE).status == 200
+    # The change recorded its audit event, with it.
+    recorded, _ = trail.read_page("acme", None, 1, 100)
+    assert [(e["resource"]["id"], e["resource"]["action"]) for e in recorded] == [
+        (stale.id, "deprecated")
+    ]
+
+    def lost() -> events.Event:
+        return events.event(
+            None,
+            organization="acme",
+            resource_type="registry-module-version",
+            resource_id=stale.id,
+            action="undeprecated",
+        )
+
     with pytest.raises(writes.VersionChanged):
-        writes.record_version_lifecycle(stale, None, None, now())
+        writes.record_version_lifecycle(stale, None, None, now(), lost())
     assert _lifecycle(acme, "1.0.0") == (DEPRECATED, None)
     assert acme.delete(f"{ORG}/private/acme/vpc/aws/1.0.0").status == 204
+    deprecated = {"deprecated-status": "Deprecated"}
     with pytest.raises(writes.VersionChanged):
-        writes.record_version_lifecycle(stale, {"deprecated-status": "Deprecated"}, None, now())
+        writes.record_version_lifecycle(stale, deprecated, None, now(), lost())
+    # Neither refused write recorded an event.
+    assert trail.read_page("acme", None, 1, 100)[0] == recorded
     statuses = acme.get(f"{ORG}/private/acme/vpc/aws").data["attributes"]["version-statuses"]
     assert statuses == [{"version": "1.1.0", "status": "ok"}]
 

@@ -145,6 +145,9 @@ def test_members_read_it_owners_change_it_everyone_else_is_refused(acme: Api) ->
 
 
 def test_a_concurrent_change_is_a_409_not_a_lost_write(acme: Api) -> None:
+    """...and the refused change writes no audit event: the change and its event are one
+    transaction."""
+    from chalicelib.audit import events, trail
     from chalicelib.core.data.ids import now
     from chalicelib.trust import store
 
@@ -153,6 +156,18 @@ def test_a_concurrent_change_is_a_409_not_a_lost_write(acme: Api) -> None:
     assert acme.patch(POLICY, policy_doc(**{"block-severity": "high"})).status == 200
     from chalicelib.core.api.errors import Conflict
 
+    recorded, _ = trail.read_page("acme", None, 1, 100)
+    assert [e["resource"]["meta"]["changed"] for e in recorded] == [
+        ["block-severity"],
+        ["block-severity"],
+    ]
+    lost = events.event(
+        None,
+        organization="acme",
+        resource_type="registry-policy",
+        resource_id="acme",
+        action="updated",
+    )
     with pytest.raises(Conflict):
         store.save(
             stale,
@@ -162,8 +177,12 @@ def test_a_concurrent_change_is_a_409_not_a_lost_write(acme: Api) -> None:
             require_readme=False,
             updated_by="user:x",
             moment=now(),
+            event=lost,
         )
     assert policy_of("acme").block_severity == "high"
+    after, total = trail.read_page("acme", None, 1, 100)
+    assert (after, total) == (recorded, 2)
+    assert lost.id not in {e["id"] for e in after}
 
 
 def test_the_wrong_callers_walk_covers_the_policy_and_release_routes() -> None:

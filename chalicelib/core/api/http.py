@@ -439,6 +439,8 @@ def install_request_log(app: Chalice) -> None:
         request_id = context.get("requestId") or getattr(lambda_context, "aws_request_id", None)
         started = time.perf_counter()
         with observe.scope(request_id) as state:
+            state.source_address = (context.get("identity") or {}).get("sourceIp")
+            state.user_agent = (getattr(event, "headers", None) or {}).get("user-agent")
             status = 500
             try:
                 response = get_response(event)
