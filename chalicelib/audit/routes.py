@@ -26,7 +26,7 @@ from chalicelib.core.api import bounds
 from chalicelib.core.api.access import Bearer
 from chalicelib.core.api.errors import NotFound, Unprocessable
 from chalicelib.core.api.http import Ctx, route
-from chalicelib.core.api.openapi import Param
+from chalicelib.core.api.openapi import Param, Reply
 from chalicelib.core.api.pagination import int_param
 
 bp = Blueprint(__name__)
@@ -84,7 +84,27 @@ def _trail(ctx: Ctx, organization: str | None) -> Response:
     return Response(json.dumps(body), status_code=200, headers={"Content-Type": "application/json"})
 
 
-@route(bp, ORGANIZATION_TRAIL, auth=Bearer, query=QUERY, summary="List the audit events")
+# HCP's audit trail is plain JSON (``data`` and ``pagination``), not a JSON:API document.
+TRAIL = Reply(
+    200,
+    {
+        "type": "object",
+        "required": ["data", "pagination"],
+        "properties": {"data": {"type": "array"}, "pagination": {"type": "object"}},
+    },
+    media_type="application/json",
+    description="HCP Terraform's audit trail: data[] and pagination",
+)
+
+
+@route(
+    bp,
+    ORGANIZATION_TRAIL,
+    auth=Bearer,
+    query=QUERY,
+    success=TRAIL,
+    summary="List the audit events",
+)
 def organization_trail(ctx: Ctx) -> Response:
     """The calling organization token's organization's audit events (HCP's audit trail API);
     user and team tokens get a 404, as HCP refuses them."""
@@ -94,7 +114,9 @@ def organization_trail(ctx: Ctx) -> Response:
     return _trail(ctx, principal.organization)
 
 
-@route(bp, ADMIN_TRAIL, auth=SiteAdmin, query=ADMIN_QUERY, summary="List audit events")
+@route(
+    bp, ADMIN_TRAIL, auth=SiteAdmin, query=ADMIN_QUERY, success=TRAIL, summary="List audit events"
+)
 def admin_trail(ctx: Ctx) -> Response:
     """Any organization's audit events (``filter[organization]``), or the site-wide ones."""
     query = ctx.query
