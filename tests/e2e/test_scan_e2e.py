@@ -17,6 +17,7 @@ from chalicelib.trust import findings
 from chalicelib.trust.findings import ScanReport, Severity
 from tests.conftest import doc, tar_gz
 from tests.e2e.conftest import Stack, wait_for
+from tests.trust.modules import INSECURE_TF
 
 pytestmark = pytest.mark.e2e
 
@@ -24,35 +25,6 @@ LOCAL = {"aws_access_key_id": "local", "aws_secret_access_key": "local"}  # the 
 BUCKET = "registry-dev-archives"
 VERSIONS_TABLE = "registry-dev-registry-module-versions"
 
-INSECURE_TF = """
-resource "aws_s3_bucket" "public" {
-  bucket = "public-things"
-}
-resource "aws_s3_bucket_acl" "public" {
-  bucket = aws_s3_bucket.public.id
-  acl    = "public-read"
-}
-resource "aws_security_group" "ssh" {
-  name = "ssh"
-  ingress {
-    description = "ssh from anywhere"
-    from_port   = 22
-    to_port     = 22
-    protocol    = "tcp"
-    cidr_blocks = ["0.0.0.0/0"]
-  }
-}
-resource "aws_ebs_volume" "data" {
-  availability_zone = "eu-west-1a"
-  size              = 10
-}
-resource "aws_db_instance" "db" {
-  engine              = "postgres"
-  instance_class      = "db.t3.micro"
-  allocated_storage   = 10
-  publicly_accessible = true
-}
-"""
 # Each of those, by Trivy's rule: a public-read ACL, SSH open to the world, an unencrypted
 # EBS volume, a publicly accessible database.
 EXPECTED_RULES = {"AWS-0092", "AWS-0107", "AWS-0026", "AWS-0180"}

@@ -46,45 +46,13 @@ from cyclonedx.validation.json import JsonStrictValidator
 
 from tests.conftest import doc, tar_gz
 from tests.e2e.conftest import ADMIN_TOKEN, Stack, wait_for
+from tests.trust.modules import INSECURE_TF
 
 pytestmark = pytest.mark.e2e
 
 ORG = "trusted"  # this module's own: the e2e modules share one stack, in any order
 HOST = "registry.test"  # never resolved: the CLI config's host block maps its services
 
-INSECURE_TF = """\
-resource "aws_s3_bucket" "site" {
-  bucket = "public-things"
-}
-
-resource "aws_s3_bucket_acl" "site" {
-  bucket = aws_s3_bucket.site.id
-  acl    = "public-read"
-}
-
-resource "aws_security_group" "ssh" {
-  name = "ssh"
-  ingress {
-    description = "ssh from anywhere"
-    from_port   = 22
-    to_port     = 22
-    protocol    = "tcp"
-    cidr_blocks = ["0.0.0.0/0"]
-  }
-}
-
-resource "aws_ebs_volume" "data" {
-  availability_zone = "eu-west-1a"
-  size              = 10
-}
-
-resource "aws_db_instance" "db" {
-  engine              = "postgres"
-  instance_class      = "db.t3.micro"
-  allocated_storage   = 10
-  publicly_accessible = true
-}
-"""
 # Each flaw, by the rule id Trivy 0.76 reports (its AVD id without "AVD-"), and the line of
 # main.tf that makes it.
 FLAWS = {

@@ -27,8 +27,8 @@ from chalicelib.trust.findings import ScanReport, ScanStatus, Severity
 from chalicelib.trust.scanner import ScanLimits, Scanner
 from chalicelib.trust.trivy import TrivyScanner
 from infrastructure import scanner_layer
+from tests.trust.modules import MODULES
 
-MODULES = Path(__file__).parent / "modules"
 TRIVY = Path(sys.executable).parent / "trivy"
 LIMITS = ScanLimits()
 
