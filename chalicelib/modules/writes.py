@@ -321,46 +321,6 @@ def record_version_lifecycle(
 # ----- the publishing policy's quarantine (chalicelib.trust.policy) ---------------------------
 
 
-def quarantine_version(version: ModuleVersionModel, reasons: list[str], moment: datetime) -> bool:
-    """Hold the version back (``quarantined``, with ``reasons``), on the version item and in
-    its entry of the module's statuses, in one transaction, only while it is the version that
-    was read with the status it was read with (the scan's held version: ``reg_ingressing``);
-    False when that changed or either item is gone. A version that was ``ok`` leaves the
-    protocol's list."""
-    quarantine = {"reasons": list(reasons), "quarantined-at": iso(moment)}
-    entry = ModuleModel.version_statuses[version.version]
-    module = ModuleModel(version.organization, version.module_key)
-    try:
-        with TransactWrite(connection=db.connection()) as tx:
-            tx.update(
-                version,
-                actions=[
-                    ModuleVersionModel.status.set(str(VersionStatus.QUARANTINED)),
-                    ModuleVersionModel.quarantine.set(quarantine),
-                    ModuleVersionModel.error.remove(),
-                    ModuleVersionModel.updated_at.set(moment),
-                ],
-                condition=(ModuleVersionModel.id == version.id)
-                & (ModuleVersionModel.status == str(version.status)),
-            )
-            tx.update(
-                module,
-                actions=[
-                    entry["status"].set(str(VersionStatus.QUARANTINED)),
-                    entry["published-at"].remove(),
-                    ModuleModel.updated_at.set(moment),
-                ],
-                condition=(ModuleModel.id == version.module_id) & entry.exists(),
-            )
-    except TransactWriteError as exc:
-        if db.TRANSACTION_CONDITION_FAILED in db.cancellation_codes(exc):
-            return False
-        raise
-    if version.status == VersionStatus.OK:
-        refresh_listing(version.organization, version.module_key)
-    return True
-
-
 def release_version(
     version: ModuleVersionModel, quarantine: dict[str, Any], moment: datetime, event: Event
 ) -> None:

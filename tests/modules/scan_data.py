@@ -5,7 +5,9 @@ the module's ``version_statuses`` entry. For the tests of the readers."""
 from __future__ import annotations
 
 from chalicelib.artifacts import objects, semver
-from chalicelib.modules import store
+from chalicelib.artifacts.statuses import VersionStatus
+from chalicelib.core.data.ids import iso, now
+from chalicelib.modules import store, writes
 from chalicelib.modules.keys import UploadKey
 from chalicelib.modules.store import ModuleModel, ModuleVersionModel
 from chalicelib.trust import findings
@@ -111,3 +113,17 @@ def record_scan(
     entry = ModuleModel.version_statuses[item.version]
     module.update(actions=[entry["scan"].set(findings.entry_summary(summary))])
     return item
+
+
+def quarantine_by_scan(version: ModuleVersionModel, reasons: list[str]) -> bool:
+    """Quarantine ``version`` (as read) as the scan worker does when the policy holds it back:
+    ``writes.record_scan`` with the reasons; False when the version changed since it was read."""
+    moment = now()
+    found = ScanReport("trivy", "0.76.0", "rules", SCANNED_AT, ScanStatus.FINDINGS)
+    return writes.record_scan(
+        version,
+        found.summary(),
+        moment,
+        status=VersionStatus.QUARANTINED,
+        quarantine={"reasons": list(reasons), "quarantined-at": iso(moment)},
+    )

@@ -4,8 +4,8 @@ deprecated nor revoked nor uploaded again, deleted by owners, and released (serv
 owner or a manage-modules team with a written reason that is recorded; everyone else is
 refused and nothing changes.
 
-The scan worker quarantines versions (``modules.scanning``); here ``writes.quarantine_version``
-(what it may call) puts one there."""
+The scan worker quarantines versions (``modules.scanning``); here ``quarantine_by_scan``
+puts one there through the worker's own write (``writes.record_scan``)."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from chalicelib.modules.store import ModuleVersionModel
 from tests.accounts.helpers import add_member, new_user, team_id_by_name
 from tests.conftest import Api, doc, make_org, make_team
 from tests.modules.helpers import ORG, V1, create_module, create_version, publish
+from tests.modules.scan_data import quarantine_by_scan
 
 MODULE = f"{ORG}/private/acme/vpc/aws"
 REASONS = ["1 finding(s) at or above high (AVD-AWS-0086)"]
@@ -37,7 +38,7 @@ def stored(module_id: str, version: str) -> ModuleVersionModel:
 
 
 def quarantine(module_id: str, version: str, reasons: list[str] = REASONS) -> None:
-    assert writes.quarantine_version(stored(module_id, version), reasons, now())
+    assert quarantine_by_scan(stored(module_id, version), reasons)
 
 
 def attributes(api: Api, version: str) -> dict:
@@ -184,12 +185,12 @@ def test_a_quarantined_version_is_released_or_deleted_nothing_else(acme: Api, he
 
 
 def test_the_store_writes_are_conditional(acme: Api, held: str) -> None:
-    """``quarantine_version`` holds only the version as it was read (a held version whose
+    """``record_scan`` quarantines only the version as it was read (a held version whose
     status changed meanwhile is left alone); ``release_version`` releases only the
     quarantined version read, unchanged since."""
     version = stored(held, "1.0.0")
     writes.record_version_status(version, VersionStatus.INGRESSING, now())
-    assert not writes.quarantine_version(version, REASONS, now())  # read as ok: stale
+    assert not quarantine_by_scan(version, REASONS)  # read as ok: stale
     assert stored(held, "1.0.0").status == "reg_ingressing"
 
     quarantined = stored(held, "1.1.0")

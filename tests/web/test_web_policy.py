@@ -9,12 +9,11 @@ import json
 
 import pytest
 
-from chalicelib.core.data.ids import now
-from chalicelib.modules import writes
 from chalicelib.modules.store import ModuleVersionModel
 from chalicelib.trust.policy import Policy, policy_of
 from tests.conftest import ADMIN_TOKEN, Api, make_org, make_team
 from tests.modules.helpers import create_module, publish
+from tests.modules.scan_data import quarantine_by_scan
 from tests.support.web_browser import Browser
 
 ORG = "acme"
@@ -49,7 +48,7 @@ def quarantined(org: Api) -> None:
     module = create_module(org)
     publish(org, "1.0.0")
     (version,) = ModuleVersionModel.query(module["id"])
-    assert writes.quarantine_version(version, [REASON], now())
+    assert quarantine_by_scan(version, [REASON])
 
 
 def test_the_version_page_says_why_and_a_publisher_releases_it(org: Api, quarantined: None) -> None:
