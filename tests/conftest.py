@@ -35,6 +35,9 @@ os.environ.update(
     # listen on 127.0.0.1, which outbound fetches refuse unless the operator lists it
     # (chalicelib.core.outbound). The tests of those refusals set their own value.
     REGISTRY_OUTBOUND_ALLOW="127.0.0.1",
+    # A request or worker message that changes state and records no audit event fails the
+    # test that made it (chalicelib.core.audit.check; the `every_change_explained` fixture).
+    REGISTRY_AUDIT_STRICT="1",
 )
 for _name in ("AWS_ENDPOINT_URL", "AWS_PROFILE", "EDITION"):
     os.environ.pop(_name, None)
@@ -153,6 +156,27 @@ def forget_moto_bookkeeping() -> None:
     if MockAWS._nested_count == 0:  # no other mock still patching
         reset_responses_mock(responses_mock)
         reset_model_data()
+
+
+@pytest.fixture(autouse=True)
+def every_change_explained(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Fail a test in which a request or a worker's message changed the registry's state and
+    recorded no audit event (``chalicelib.core.audit.check``). With
+    ``REGISTRY_AUDIT_SURVEY=<file>`` the findings are appended to the file instead."""
+    from chalicelib.core.audit import check
+
+    check.VIOLATIONS.clear()
+    yield
+    found, check.VIOLATIONS[:] = list(check.VIOLATIONS), []
+    if not found:
+        return
+    lines = [f"{v.where}: {', '.join(sorted(v.tables))}" for v in found]
+    survey = os.environ.get("REGISTRY_AUDIT_SURVEY")
+    if survey:
+        with open(survey, "a", encoding="utf-8") as out:
+            out.writelines(f"{request.node.nodeid}\t{line}\n" for line in lines)
+        return
+    pytest.fail("changed state with no audit event:\n" + "\n".join(lines), pytrace=False)
 
 
 @pytest.fixture(scope="session", autouse=True)

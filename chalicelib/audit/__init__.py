@@ -1,12 +1,8 @@
-"""The audit trail: who changed what, when, from where, and with what outcome.
+"""The audit trail's API: who changed what, when, from where, and with what outcome.
 
-* ``events``: the event, in HCP Terraform's audit-trail shape (go-tfe's ``AuditTrail``), with
-  what HCP's shape has no field for (source address, user agent, outcome) beside its fields;
-  every field bounded before it is written.
-* ``store``: the ``audit-events`` table (one partition per organization, one for the site;
-  time-ordered, unique sort keys; a TTL of ``REGISTRY_AUDIT_RETENTION_DAYS``, 400 by default).
-  Events are only ever added: no update, no delete.
-* ``trail``: what the domains call: ``record_in(tx, event)`` adds an event to the change's own
-  ``TransactWrite`` (the change and its event succeed or fail together), ``record(event)`` for
-  a change that is one write elsewhere; and the readers of the API (``routes``).
+What records and keeps the events is in ``chalicelib.core.audit`` (every room records its
+changes there, accounts included, so it sits in core): ``events`` (HCP Terraform's shape),
+``store`` (the ``audit-events`` table: events are only ever added), ``trail`` (record with a
+change, read a page) and ``check`` (a request that changes state and records no event is
+reported). Here: the routes that read them (``routes``).
 """

@@ -21,13 +21,13 @@ from typing import Any
 from chalice import Blueprint, Response
 
 from chalicelib.accounts.authorization import SiteAdmin
-from chalicelib.audit import trail
 from chalicelib.core.api import bounds
 from chalicelib.core.api.access import Bearer
 from chalicelib.core.api.errors import NotFound, Unprocessable
 from chalicelib.core.api.http import Ctx, route
 from chalicelib.core.api.openapi import Param, Reply
 from chalicelib.core.api.pagination import int_param
+from chalicelib.core.audit import trail
 
 bp = Blueprint(__name__)
 

@@ -31,6 +31,7 @@ from pynamodb.attributes import BooleanAttribute, UnicodeAttribute, UTCDateTimeA
 from pynamodb.exceptions import UpdateError
 from pynamodb.indexes import AllProjection, GlobalSecondaryIndex
 
+from chalicelib.core import observe
 from chalicelib.core.api.errors import Unauthorized
 from chalicelib.core.data import db
 from chalicelib.core.data.ids import new_id, now
@@ -246,10 +247,11 @@ def note_use(item: TokenModel) -> None:
     if item.last_used_at is not None and at - item.last_used_at < LAST_USED_EVERY:
         return
     try:
-        item.update(
-            actions=[TokenModel.last_used_at.set(at)],
-            condition=TokenModel.token_hash.exists(),
-        )
+        with observe.bookkeeping():  # no one's change: no audit event
+            item.update(
+                actions=[TokenModel.last_used_at.set(at)],
+                condition=TokenModel.token_hash.exists(),
+            )
     except UpdateError as exc:
         if not db.conditional_failure(exc):
             log.warning("could not record a token's last use: %s", type(exc).__name__)

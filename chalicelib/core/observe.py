@@ -55,6 +55,12 @@ class Scope:
     # bounds them before it is written).
     source_address: str | None = None
     user_agent: str | None = None
+    # The tables this scope changed (full names; writes DynamoDB accepted, outside
+    # ``bookkeeping``) and how many audit events it recorded: every change records one
+    # (``core.audit.check`` holds a scope to that).
+    written: set[str] = field(default_factory=set)
+    events: int = 0
+    bookkeeping: int = 0
 
 
 _current: contextvars.ContextVar[Scope | None] = contextvars.ContextVar("scope", default=None)
@@ -96,6 +102,27 @@ def scope(request_id: str | None = None) -> Iterator[Scope]:
         _current.reset(token)
 
 
+def note_event() -> None:
+    """An audit event was recorded (or added to a transaction that was written) in this scope."""
+    state = _current.get()
+    if state is not None:
+        state.events += 1
+
+
+@contextmanager
+def bookkeeping() -> Iterator[None]:
+    """Writes that are no one's change (a token's last use, a counter, a cache): they need no
+    audit event."""
+    state = _current.get()
+    if state is not None:
+        state.bookkeeping += 1
+    try:
+        yield
+    finally:
+        if state is not None:
+            state.bookkeeping -= 1
+
+
 def note_principal(kind: str, principal_id: str) -> None:
     """Who called (kind and id, never the token), for the request's line."""
     state = _current.get()
@@ -112,7 +139,45 @@ def _count_call(**_: Any) -> None:
         state.dynamodb_calls += 1
 
 
+_WRITES = ("PutItem", "UpdateItem", "DeleteItem")
+_TABLES = "registry_tables"
+
+
+def _note_tables(params: Mapping[str, Any], model: Any, context: dict[str, Any], **_: Any) -> None:
+    """Before a write is sent: the tables it writes, kept in the call's context until DynamoDB
+    answers (``_note_written``)."""
+    state = _current.get()
+    if state is None or state.bookkeeping:
+        return
+    name = model.name
+    if name in _WRITES:
+        tables = {params.get("TableName", "")}
+    elif name == "TransactWriteItems":
+        tables = {
+            part["TableName"]
+            for item in params.get("TransactItems", ())
+            for kind, part in item.items()
+            if kind != "ConditionCheck"
+        }
+    elif name == "BatchWriteItem":
+        tables = set(params.get("RequestItems", {}))
+    else:
+        return
+    context[_TABLES] = tables
+
+
+def _note_written(http_response: Any, context: dict[str, Any], **_: Any) -> None:
+    tables = context.get(_TABLES)
+    state = _current.get()
+    if tables and state is not None and getattr(http_response, "status_code", 500) < 300:
+        state.written |= tables
+
+
 _HOOK = ("before-call.dynamodb", _count_call)
+_WRITE_HOOKS = (
+    ("before-parameter-build.dynamodb", _note_tables),
+    ("after-call.dynamodb", _note_written),
+)
 
 
 def count_dynamodb_calls() -> None:
@@ -124,8 +189,9 @@ def count_dynamodb_calls() -> None:
     client is made: ``core.db`` does, at import."""
     from botocore import handlers  # loaded already: PynamoDB imports botocore.session
 
-    if _HOOK not in handlers.BUILTIN_HANDLERS:
-        handlers.BUILTIN_HANDLERS.append(_HOOK)
+    for hook in (_HOOK, *_WRITE_HOOKS):
+        if hook not in handlers.BUILTIN_HANDLERS:
+            handlers.BUILTIN_HANDLERS.append(hook)
 
 
 # ----- records and metrics -------------------------------------------------------------------

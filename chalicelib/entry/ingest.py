@@ -15,6 +15,7 @@ from chalice import Chalice
 
 from chalicelib.artifacts import events, queue
 from chalicelib.core import observe
+from chalicelib.core.audit import check
 from chalicelib.core.settings import get_settings
 from chalicelib.entry.wiring import Uses, wire
 from chalicelib.modules.keys import UPLOAD_PREFIX
@@ -63,12 +64,14 @@ def handle_body(body: str) -> None:
     log lines share an id and its DynamoDB calls are counted. An exception is logged with its
     trace (and the message's kind) and raised again, so that SQS delivers the message again."""
     observe.configure()
-    with observe.scope():
+    with observe.scope() as state:
         try:
             events.dispatch(body, UPLOADS, _jobs)
         except Exception:
             log.exception("%s message failed; SQS will deliver it again", _kind(body))
             raise
+        finally:
+            check.hold(state, _kind(body))
 
 
 def _kind(body: str) -> str:

@@ -17,6 +17,7 @@ from chalice import Chalice
 
 from chalicelib.artifacts import queue
 from chalicelib.core import observe
+from chalicelib.core.audit import check
 from chalicelib.core.settings import get_settings
 
 log = logging.getLogger("registry.consumer")
@@ -27,21 +28,28 @@ def handle_body(body: str, receives: int = 1) -> None:
     scope. An exception is logged with its trace and raised again, so that SQS delivers the
     job again (the worker records a failed scan on its last attempts instead of scanning)."""
     observe.configure()
-    with observe.scope():
+    with observe.scope() as state:
         try:
-            job = json.loads(body)
-        except ValueError:
-            job = None
-        if not isinstance(job, dict) or job.get("kind") not in queue.SCAN_KINDS:
-            log.warning("ignoring a message of the scan queue that is no scan job")
-            return
-        try:
-            from chalicelib.modules.scanning import worker
+            _scan(body, receives)
+        finally:
+            check.hold(state, "scan job")
 
-            worker.run(job, attempt=receives)  # logs its outcome
-        except Exception:
-            log.exception("scan job failed; SQS will deliver it again")
-            raise
+
+def _scan(body: str, receives: int) -> None:
+    try:
+        job = json.loads(body)
+    except ValueError:
+        job = None
+    if not isinstance(job, dict) or job.get("kind") not in queue.SCAN_KINDS:
+        log.warning("ignoring a message of the scan queue that is no scan job")
+        return
+    try:
+        from chalicelib.modules.scanning import worker
+
+        worker.run(job, attempt=receives)  # logs its outcome
+    except Exception:
+        log.exception("scan job failed; SQS will deliver it again")
+        raise
 
 
 def receive_count(record: dict[str, Any]) -> int:

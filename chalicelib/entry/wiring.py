@@ -14,8 +14,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from chalicelib.core.audit import events
+
 if TYPE_CHECKING:
     from chalicelib.accounts.memberships import Mailer
+    from chalicelib.core.auth import Principal
 
 
 @dataclass(frozen=True)
@@ -42,9 +45,18 @@ def scim_enabled() -> bool:
     return bool(service.settings().enabled)
 
 
+def describe_user(principal: Principal) -> str | None:
+    """A user as the audit trail names them: their username (the cached user item)."""
+    from chalicelib.accounts.users.service import shown_username
+
+    return shown_username(principal)
+
+
 def wire(uses: Uses) -> None:
     """Give accounts the implementations ``uses`` declares (those not declared stay as
-    they are: ``app.py`` and the entry apps share one process in the tests)."""
+    they are: ``app.py`` and the entry apps share one process in the tests), and every app
+    the audit trail's names of users."""
+    events.describe_users_with(describe_user)
     if uses.mail:
         from chalicelib.accounts import memberships
 

@@ -18,9 +18,9 @@ from urllib.parse import urlsplit
 
 from chalicelib.accounts import authorization
 from chalicelib.artifacts import objects, queue, semver
-from chalicelib.audit import events
 from chalicelib.core.api.errors import Conflict, Forbidden, NotFound, Unprocessable
 from chalicelib.core.api.pagination import Page
+from chalicelib.core.audit import events
 from chalicelib.core.auth import Principal
 from chalicelib.core.data.ids import iso, new_id, now
 from chalicelib.modules import keys, store, writes

@@ -19,8 +19,8 @@ from pynamodb.expressions.update import Action
 from pynamodb.transactions import TransactWrite
 
 from chalicelib.artifacts.statuses import VersionStatus
-from chalicelib.audit import trail
-from chalicelib.audit.events import Event
+from chalicelib.core.audit import trail
+from chalicelib.core.audit.events import Event
 from chalicelib.core.data import db
 from chalicelib.core.data.ids import iso
 from chalicelib.modules.statuses import ModuleStatus

@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from chalicelib.audit import events
 from chalicelib.core.api.errors import Unprocessable
+from chalicelib.core.audit import events
 from chalicelib.core.data.ids import now
 from chalicelib.trust.findings import ScanReport, ScanStatus, Severity
 
@@ -153,7 +153,7 @@ def change_policy(
     (``registry-policy`` ``updated``, with the names of the attributes that changed) in the
     same write."""
     from chalicelib.accounts import authorization
-    from chalicelib.audit import trail
+    from chalicelib.core.audit import trail
     from chalicelib.trust import store
 
     refusal = f"organization {organization!r} not found or you are not one of its owners"

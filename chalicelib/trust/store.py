@@ -22,12 +22,12 @@ from pynamodb.attributes import (
 from pynamodb.exceptions import TransactWriteError
 from pynamodb.transactions import TransactWrite
 
-from chalicelib.audit import trail
 from chalicelib.core.api.errors import Conflict
+from chalicelib.core.audit import trail
 from chalicelib.core.data import db
 
 if TYPE_CHECKING:
-    from chalicelib.audit.events import Event
+    from chalicelib.core.audit.events import Event
 
 
 @db.register

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from chalicelib.audit import events, trail
 from chalicelib.core import observe
+from chalicelib.core.audit import events, trail
 from chalicelib.core.auth import Principal
 from tests.accounts.helpers import add_member, new_user, team_id_by_name
 from tests.conftest import Api, doc, make_org, make_team

@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 
 from chalicelib.artifacts.statuses import VersionStatus
-from chalicelib.audit import events, trail
+from chalicelib.core.audit import events, trail
 from chalicelib.core.data.ids import now
 from chalicelib.modules import writes
 from chalicelib.modules.store import ModuleVersionModel

@@ -990,7 +990,7 @@ def test_only_owners_and_manage_modules_teams_deprecate_or_revoke(acme: Api):
 def test_a_lifecycle_write_on_a_stale_or_deleted_version_changes_nothing(acme: Api):
     """The store's condition: the version is still the ok one that was read. A request that
     lost a race decides again on the fresh item; one whose version went away is a 404."""
-    from chalicelib.audit import events, trail
+    from chalicelib.core.audit import events, trail
     from chalicelib.core.data.ids import now
     from chalicelib.modules import writes
     from chalicelib.modules.store import ModuleVersionModel

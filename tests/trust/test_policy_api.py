@@ -147,7 +147,7 @@ def test_members_read_it_owners_change_it_everyone_else_is_refused(acme: Api) ->
 def test_a_concurrent_change_is_a_409_not_a_lost_write(acme: Api) -> None:
     """...and the refused change writes no audit event: the change and its event are one
     transaction."""
-    from chalicelib.audit import events, trail
+    from chalicelib.core.audit import events, trail
     from chalicelib.core.data.ids import now
     from chalicelib.trust import store
 

@@ -447,6 +447,12 @@ def install_request_log(app: Chalice) -> None:
                 status = response.status_code
                 return response
             finally:
+                if state.written:
+                    from chalicelib.core.audit import check  # loads with the first write
+
+                    route = context.get("resourcePath") or "(no route)"
+                    method = getattr(event, "method", None) or context.get("httpMethod", "")
+                    check.hold(state, f"{method} {route}")
                 if observe.access_log_on():
                     _log_request(app.app_name, event, context, state, status, started)
 

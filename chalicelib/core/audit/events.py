@@ -13,6 +13,7 @@ lengths: nothing a caller sends can make the item pass DynamoDB's 400 KB.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -43,6 +44,21 @@ MAX_META_TEXT = 1024
 MAX_META_LIST = 64
 # What marks a cut string: its bound includes it.
 CUT = "…"
+
+
+def _no_name(principal: Principal) -> str | None:
+    return None
+
+
+# How a user is described (their username): accounts knows it and sits above core, so the
+# entry apps give it (``entry.wiring``); until then an event names the user by id.
+_describe: Callable[[Principal], str | None] = _no_name
+
+
+def describe_users_with(describe: Callable[[Principal], str | None]) -> None:
+    """Give the events the user's name (``accounts.users.service.shown_username``)."""
+    global _describe
+    _describe = describe
 
 
 def cut(value: str | None, bound: int) -> str | None:
@@ -176,9 +192,7 @@ def event(
         auth = Auth("registry", "the registry", SYSTEM, organization_id=organization or "")
     else:
         if description is None and principal.is_user:
-            from chalicelib.accounts.users.service import shown_username
-
-            description = shown_username(principal)  # the cached user item
+            description = _describe(principal)
         auth = Auth(
             accessor_id=cut(principal.id, MAX_ID) or "",
             description=cut(description or principal.id, MAX_DESCRIPTION) or "",

@@ -17,8 +17,8 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from chalicelib.audit import store
-from chalicelib.audit.events import Event
+from chalicelib.core.audit import store
+from chalicelib.core.audit.events import Event
 
 if TYPE_CHECKING:
     from pynamodb.transactions import TransactWrite

@@ -24,7 +24,7 @@ from typing import Any
 from pynamodb.attributes import TTLAttribute, UnicodeAttribute
 from pynamodb.transactions import TransactWrite
 
-from chalicelib.audit.events import Auth, Event, Request, Resource
+from chalicelib.core.audit.events import Auth, Event, Request, Resource
 from chalicelib.core.data import db
 from chalicelib.core.settings import get_settings
 
@@ -37,9 +37,12 @@ _AFTER_IDS = "~"
 _MAX_LIMIT = 1_000_000
 
 
+TABLE = "audit-events"
+
+
 @db.register
 class AuditEventModel(db.Model):
-    Meta = db.table("audit-events")
+    Meta = db.table(TABLE)
 
     partition = UnicodeAttribute(hash_key=True)
     # ``<time, microseconds>#<event id>``: time-ordered and unique.
