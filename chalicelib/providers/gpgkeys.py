@@ -7,7 +7,7 @@ from __future__ import annotations
 from chalicelib.core.api.errors import NotFound, Unprocessable
 from chalicelib.core.auth import Principal
 from chalicelib.core.data.ids import new_id, now
-from chalicelib.providers import gpg, service, store
+from chalicelib.providers import audited, gpg, service, store
 from chalicelib.providers.store import GpgKeyModel, Taken
 
 # filter[namespace] names at most this many organizations (one permission check each).
@@ -54,7 +54,7 @@ def create_key(principal: Principal, namespace: str | None, armor: str | None) -
         updated_at=moment,
     )
     try:
-        store.insert(key)
+        store.insert(key, audited.gpg_key_event(principal, key, "created", namespace))
     except Taken:
         raise Unprocessable(
             f"key {parsed.key_id} has already been added to {namespace}",
@@ -108,8 +108,12 @@ def update_key(
         created_at=key.created_at,
         updated_at=now(),
     )
+    # Recorded where the key is now: the namespace whose providers it may sign from now on.
+    event = audited.gpg_key_event(
+        principal, moved, "updated", target, changed=["namespace"], **{"moved-from": namespace}
+    )
     try:
-        store.move_key(key, moved)
+        store.move_key(key, moved, event)
     except Taken:
         raise Unprocessable(
             f"key {key.key_id} is already in {target}", pointer="/data/attributes/namespace"
@@ -118,4 +122,8 @@ def update_key(
 
 
 def delete_key(principal: Principal, namespace: str, key_id: str) -> None:
-    _managed(principal, namespace, key_id, "deleting a GPG key").delete()
+    key = _managed(principal, namespace, key_id, "deleting a GPG key")
+    try:
+        store.delete(key, audited.gpg_key_event(principal, key, "deleted", namespace))
+    except store.Gone:
+        raise NotFound(f"GPG key {key_id} not found in {namespace}") from None

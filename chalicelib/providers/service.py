@@ -16,11 +16,13 @@ from chalicelib.artifacts import objects, queue, semver
 from chalicelib.artifacts.statuses import VersionStatus
 from chalicelib.core import tagbindings
 from chalicelib.core.api.errors import Conflict, Forbidden, NotFound, Unprocessable
+from chalicelib.core.audit.events import Event
 from chalicelib.core.auth import Principal
+from chalicelib.core.data import db
 from chalicelib.core.data.ids import new_id, now
 from chalicelib.core.settings import get_settings
 from chalicelib.core.tagbindings import Binding
-from chalicelib.providers import keys, store
+from chalicelib.providers import audited, keys, store
 from chalicelib.providers.store import (
     ProviderModel,
     ProviderPlatformModel,
@@ -167,7 +169,7 @@ def create_provider(
         updated_at=moment,
     )
     try:
-        store.insert(provider)
+        store.insert(provider, audited.provider_event(principal, provider, "created"))
     except Taken:
         raise Unprocessable(
             f"provider {namespace}/{name} has already been taken in the {registry} registry",
@@ -210,29 +212,49 @@ def update_provider(
     keeping their ids; None leaves it. Publishers only, like every other change."""
     provider, rights_ = get_provider(principal, ref)
     require_publish(rights_, "updating a provider")
-    actions = [ProviderModel.updated_at.set(now())]
+    moment = now()
+    actions = [ProviderModel.updated_at.set(moment)]
+    changed = []
     if tag_bindings is not None:
         replaced = tagbindings.replace(provider.tag_bindings or [], tag_bindings)
         actions.append(ProviderModel.tag_bindings.set(replaced))
+        changed.append("tag-bindings")
+    event = audited.provider_event(principal, provider, "updated", changed=changed)
     try:
-        store.update_provider(provider, actions)
+        store.update_provider(provider, actions, event)
     except store.Gone:
         raise NotFound("the provider was deleted while it was being updated") from None
+    provider.updated_at = moment
+    if tag_bindings is not None:
+        provider.tag_bindings = replaced
     return provider, rights_
 
 
 def delete_provider(principal: Principal, ref: ProviderRef) -> None:
     provider, rights_ = get_provider(principal, ref)
     require_publish(rights_, "deleting a provider")
-    _delete_provider_record(provider)
+    _delete_provider_record(provider, audited.provider_event(principal, provider, "deleted"))
 
 
-def _delete_provider_record(provider: ProviderModel) -> None:
+def _delete_provider_record(provider: ProviderModel, event: Event | None = None) -> None:
     """The provider with its versions, platforms and their files (the provider last, so an
-    interrupted delete can be repeated)."""
+    interrupted delete can be repeated), with ``event`` (one for the whole delete; None: a
+    part of the organization's delete, which records its own)."""
     for version in store.versions_of(provider.id):
         _delete_version(provider, version)
-    provider.delete()
+    _delete_last(provider, event)
+
+
+def _delete_last(item: db.Model, event: Event | None) -> None:
+    """The change's last item, deleted with its event (a 404 when it went meanwhile: the
+    concurrent delete recorded its own)."""
+    if event is None:
+        item.delete()
+        return
+    try:
+        store.delete(item, event)
+    except store.Gone:
+        raise NotFound("it was deleted meanwhile") from None
 
 
 def delete_all_for_organization(organization: str) -> None:
@@ -291,7 +313,7 @@ def create_version(
         updated_at=moment,
     )
     try:
-        store.insert(item)
+        store.insert(item, audited.version_event(principal, provider, item, "created"))
     except Taken:
         raise Unprocessable(
             f"version {version} has already been taken", pointer="/data/attributes/version"
@@ -331,10 +353,13 @@ def get_version(
 
 def delete_version(principal: Principal, ref: ProviderRef, version: str) -> None:
     provider = _publishable(principal, ref, "deleting a provider version")
-    _delete_version(provider, _version_of(provider, version))
+    found = _version_of(provider, version)
+    _delete_version(provider, found, audited.version_event(principal, provider, found, "deleted"))
 
 
-def _delete_version(provider: ProviderModel, version: ProviderVersionModel) -> None:
+def _delete_version(
+    provider: ProviderModel, version: ProviderVersionModel, event: Event | None = None
+) -> None:
     platforms = store.platforms_of(version.id)
     store.unserve_version(provider, version.version, platforms)  # the protocol stops first
     objects.delete_objects(
@@ -344,7 +369,7 @@ def _delete_version(provider: ProviderModel, version: ProviderVersionModel) -> N
         + [keys.provenance_key(provider.id, version.version)]
     )
     store.delete_all(platforms)
-    version.delete()
+    _delete_last(version, event)
 
 
 # ----- platforms ----------------------------------------------------------------------------
@@ -388,8 +413,9 @@ def create_platform(
         created_at=moment,
         updated_at=moment,
     )
+    event = audited.platform_event(principal, provider, found, platform, "created")
     try:
-        store.insert(platform)
+        store.insert(platform, event)
     except Taken:
         raise Unprocessable(
             f"platform {os_}/{arch} has already been taken for version {found.version}",
@@ -429,7 +455,7 @@ def delete_platform(
     require_publish(rights_, "deleting a provider platform")
     store.serve_platform(provider, found.version, platform, None)  # the protocol stops first
     objects.delete_objects([_binary_key(provider, found, platform)])
-    platform.delete()
+    _delete_last(platform, audited.platform_event(principal, provider, found, platform, "deleted"))
 
 
 def retry_platform(

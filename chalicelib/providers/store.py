@@ -20,7 +20,9 @@
   of 10 platforms) besides a few keys; past it a platform's check fails with that reason.
 
 Every conditional write is here: a second create of the same address is refused by the
-condition, never by a read before it.
+condition, never by a read before it. A person's change (a create, an update, a delete, a
+check's outcome) is one transaction with its audit event (``core.audit.trail.record_in``):
+both are written or neither.
 """
 
 from __future__ import annotations
@@ -36,12 +38,15 @@ from pynamodb.attributes import (
     UnicodeAttribute,
     UTCDateTimeAttribute,
 )
-from pynamodb.exceptions import PutError, TransactWriteError, UpdateError
+from pynamodb.exceptions import TransactWriteError, UpdateError
 from pynamodb.indexes import AllProjection, GlobalSecondaryIndex
 from pynamodb.transactions import TransactWrite
 
 from chalicelib.artifacts import semver
 from chalicelib.artifacts.statuses import VersionStatus
+from chalicelib.core import observe
+from chalicelib.core.audit import trail
+from chalicelib.core.audit.events import Event
 from chalicelib.core.data import db
 from chalicelib.core.data.ids import now
 from chalicelib.core.tagbindings import TagBindingsAttribute
@@ -155,36 +160,61 @@ class ProviderPlatformModel(db.Model):
     updated_at = UTCDateTimeAttribute()
 
 
-def insert(item: db.Model) -> None:
-    """Put a new item; ``Taken`` when its key is used already."""
+def _first_failed(exc: TransactWriteError) -> bool:
+    """Whether the transaction's first item (the change's own) failed its condition."""
+    return db.cancellation_codes(exc)[:1] == [db.TRANSACTION_CONDITION_FAILED]
+
+
+def insert(item: db.Model, event: Event) -> None:
+    """Put a new item with its audit event; ``Taken`` (and neither written) when its key is
+    used already."""
     hash_attr = item._hash_key_attribute()
     try:
-        item.save(condition=hash_attr.does_not_exist())
-    except PutError as exc:
-        if db.conditional_failure(exc):
+        with TransactWrite(connection=db.connection()) as tx:
+            tx.save(item, condition=hash_attr.does_not_exist())
+            trail.record_in(tx, event)
+    except TransactWriteError as exc:
+        if _first_failed(exc):
             raise Taken from None
         raise
 
 
-def update_provider(provider: ProviderModel, actions: list[Any]) -> None:
-    """Apply ``actions`` to a provider that still exists (the same one: same id)."""
+def delete(item: db.Model, event: Event) -> None:
+    """Delete an item with its audit event; ``Gone`` (and no event) when it was deleted
+    meanwhile."""
     try:
-        provider.update(actions=actions, condition=ProviderModel.id == provider.id)
-    except UpdateError as exc:
-        if db.conditional_failure(exc):
+        with TransactWrite(connection=db.connection()) as tx:
+            tx.delete(item, condition=item._hash_key_attribute().exists())
+            trail.record_in(tx, event)
+    except TransactWriteError as exc:
+        if _first_failed(exc):
             raise Gone from None
         raise
 
 
-def move_key(old: GpgKeyModel, new: GpgKeyModel) -> None:
-    """A key's new namespace in one transaction: the new item (unless one is there) and
-    the old one deleted."""
+def update_provider(provider: ProviderModel, actions: list[Any], event: Event) -> None:
+    """Apply ``actions`` to a provider that still exists (the same one: same id), with the
+    change's audit event."""
+    try:
+        with TransactWrite(connection=db.connection()) as tx:
+            tx.update(provider, actions=actions, condition=ProviderModel.id == provider.id)
+            trail.record_in(tx, event)
+    except TransactWriteError as exc:
+        if _first_failed(exc):
+            raise Gone from None
+        raise
+
+
+def move_key(old: GpgKeyModel, new: GpgKeyModel, event: Event) -> None:
+    """A key's new namespace in one transaction with its audit event: the new item (unless
+    one is there) and the old one deleted."""
     try:
         with TransactWrite(connection=db.connection()) as tx:
             tx.save(new, condition=GpgKeyModel.namespace.does_not_exist())
             tx.delete(old)
-    except TransactWriteError as exc:
-        if db.TRANSACTION_CONDITION_FAILED in db.cancellation_codes(exc):
+            trail.record_in(tx, event)
+    except TransactWriteError as exc:  # sent as: delete old, put new, the event
+        if db.cancellation_codes(exc)[1:2] == [db.TRANSACTION_CONDITION_FAILED]:
             raise Taken from None
         raise
 
@@ -283,24 +313,41 @@ def _update_existing(item: db.Model, actions: list[Any]) -> bool:
 
 
 def mark_uploaded(item: ProviderVersionModel | ProviderPlatformModel, flag: Any) -> bool:
-    """Set an ``*_uploaded`` flag; False when the item was deleted meanwhile."""
-    return _update_existing(item, [flag.set(True), type(item).updated_at.set(now())])
+    """Set an ``*_uploaded`` flag; False when the item was deleted meanwhile. Bookkeeping
+    (``observe.bookkeeping``): the flag notes that S3 holds the file; the upload's audit event
+    is its check's outcome (``set_status``), accepted or refused."""
+    with observe.bookkeeping():
+        return _update_existing(item, [flag.set(True), type(item).updated_at.set(now())])
 
 
 def set_status(
     item: ProviderVersionModel | ProviderPlatformModel,
     status: VersionStatus,
+    event: Event,
     error: str | None = None,
     sums_sha256: str | None = None,
 ) -> bool:
-    """A version's or platform's verification outcome (``error`` only when failed)."""
+    """A version's or platform's verification outcome (``error`` only when failed), with its
+    audit event in one transaction; False (nothing written) when the item was deleted
+    meanwhile."""
     model = type(item)
     actions: list[Any] = [model.status.set(str(status)), model.updated_at.set(now())]
     actions.append(model.error.set(error) if error else model.error.remove())
     if isinstance(item, ProviderVersionModel):
         sums = ProviderVersionModel.sums_sha256
         actions.append(sums.set(sums_sha256) if sums_sha256 else sums.remove())
-    return _update_existing(item, actions)
+    try:
+        with TransactWrite(connection=db.connection()) as tx:
+            tx.update(item, actions=actions, condition=model._hash_key_attribute().exists())
+            trail.record_in(tx, event)
+    except TransactWriteError as exc:
+        if _first_failed(exc):
+            return False
+        raise
+    item.status, item.error = str(status), error
+    if isinstance(item, ProviderVersionModel):
+        item.sums_sha256 = sums_sha256
+    return True
 
 
 MAPS = ("served", "served_platforms", "served_keys")

@@ -30,7 +30,7 @@ from chalicelib.artifacts.objects import Fetched
 from chalicelib.artifacts.pipeline import Outcome, Refused, Subject, Wanted
 from chalicelib.artifacts.statuses import VersionStatus
 from chalicelib.core.settings import get_settings
-from chalicelib.providers import keys, provenance, store
+from chalicelib.providers import audited, keys, provenance, store
 from chalicelib.providers.ingest import checks
 from chalicelib.providers.store import ProviderModel, ProviderPlatformModel, ProviderVersionModel
 
@@ -106,7 +106,9 @@ class SignedSums:
 
     def accept(self, result: Verified) -> str:
         sums = hashlib.sha256(result.shasums).hexdigest()
-        if not store.set_status(self.version, VersionStatus.VERIFIED, sums_sha256=sums):
+        key_id = {"key-id": self.version.key_id.upper()}
+        event = audited.version_event(None, self.provider, self.version, audited.UPLOADED, **key_id)
+        if not store.set_status(self.version, VersionStatus.VERIFIED, event, sums_sha256=sums):
             return Outcome.GONE
         store.serve_version(self.provider, self.version, sums, result.armor)
         provenance.attest_verified(self.provider, self.version, sums)
@@ -114,7 +116,10 @@ class SignedSums:
         return Outcome.VERIFIED
 
     def refuse(self, reason: str) -> None:
-        store.set_status(self.version, VersionStatus.FAILED, error=reason)
+        event = audited.version_event(
+            None, self.provider, self.version, audited.REFUSED, audited.REFUSED, reason=reason
+        )
+        store.set_status(self.version, VersionStatus.FAILED, event, error=reason)
         store.unserve_version(self.provider, self.version.version)
 
 
@@ -180,7 +185,10 @@ class PlatformArchive:
             checks.check_archive(archive.file, self.provider.name)
 
     def accept(self, result: None) -> str:
-        if not store.set_status(self.platform, VersionStatus.VERIFIED):
+        event = audited.platform_event(
+            None, self.provider, self.version, self.platform, audited.UPLOADED
+        )
+        if not store.set_status(self.platform, VersionStatus.VERIFIED, event):
             return Outcome.GONE
         sums = hashlib.sha256(self.shasums).hexdigest()
         try:
@@ -193,5 +201,14 @@ class PlatformArchive:
         return Outcome.VERIFIED
 
     def refuse(self, reason: str) -> None:
-        store.set_status(self.platform, VersionStatus.FAILED, error=reason)
+        event = audited.platform_event(
+            None,
+            self.provider,
+            self.version,
+            self.platform,
+            audited.REFUSED,
+            audited.REFUSED,
+            reason=reason,
+        )
+        store.set_status(self.platform, VersionStatus.FAILED, event, error=reason)
         store.serve_platform(self.provider, self.version.version, self.platform, None)
