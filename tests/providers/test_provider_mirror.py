@@ -344,6 +344,13 @@ def mirror_tree(versions: dict[str, list[str]], *, lie: bool = False) -> dict[st
     return files
 
 
+def site_events(resource_type: str) -> list[dict[str, Any]]:
+    from chalicelib.core.audit import trail
+
+    found, _ = trail.read_page(None, None, 1, 1000)
+    return [e for e in found if e["resource"]["type"] == resource_type]
+
+
 def seed(api: Api, body: bytes, token: str | None = None) -> Any:
     from tests.conftest import ADMIN_TOKEN
 
@@ -362,6 +369,15 @@ def test_a_seeded_cache_serves_an_air_gapped_site(
     assert status == 200, kept
     assert sorted(a["platform"] for a in kept["archives"]) == ["darwin_arm64", "linux_amd64"]
     assert kept["skipped"] == ["README"]
+    # The seed is the site admin's change: one site-wide event naming what it kept.
+    (seeded,) = site_events("provider-mirror")
+    assert seeded["resource"]["action"] == "seeded"
+    assert seeded["auth"]["type"] == "Client" and seeded["auth"]["accessor_id"].startswith("user-")
+    assert seeded["resource"]["meta"]["archive-count"] == 2
+    assert (
+        "registry.terraform.io/hashicorp/fake 1.0.0 linux_amd64"
+        in (seeded["resource"]["meta"]["archives"])
+    )
 
     assert api.get(f"{PUBLIC}/index.json").json == {"versions": {"1.0.0": {}}}
     archives = api.get(f"{PUBLIC}/1.0.0.json").json["archives"]
@@ -380,6 +396,7 @@ def test_seeding_is_for_site_admins_and_refuses_what_does_not_match(api: Api) ->
     assert status == 422 and "matches none of the hashes" in refused["errors"][0]
     assert seed(api, b"not a tarball")[0] == 422
     assert mirror_objects() == []
+    assert site_events("provider-mirror") == []  # a refused seed records nothing
 
 
 def test_a_private_archive_gone_from_the_bucket_is_left_out(acme: Api) -> None:

@@ -117,4 +117,4 @@ def seed_mirror(ctx: Ctx):
     from chalicelib.providers.mirror import seed
 
     body = ctx.request.raw_body or b""
-    return reply(seed.seed(body.encode() if isinstance(body, str) else body))
+    return reply(seed.seed(ctx.user, body.encode() if isinstance(body, str) else body))

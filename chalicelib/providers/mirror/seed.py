@@ -5,7 +5,8 @@ The upload is that directory as a ``.tar.gz``: ``<hostname>/<namespace>/<type>/`
 ``<version>.json``. Every archive of a public registry's provider goes into the cache as if
 the pull-through had fetched it; when its ``<version>.json`` lists hashes for it, one of
 them must be the archive's own (a mismatch refuses the whole upload before anything is
-kept). Anything else in the tree is listed as skipped.
+kept). Anything else in the tree is listed as skipped. A seed that kept archives records one
+site-wide audit event (``seeded``, by the site admin) naming them, after they are kept.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from dataclasses import dataclass
 from typing import IO, Any
 
 from chalicelib.core.api.errors import Unprocessable
+from chalicelib.core.audit import events, trail
+from chalicelib.core.auth import Principal
 from chalicelib.core.settings import get_settings
 from chalicelib.providers.mirror import hashes
 from chalicelib.providers.mirror.service import (
@@ -50,7 +53,7 @@ class Found:
     size: int
 
 
-def seed(upload: bytes) -> dict[str, Any]:
+def seed(principal: Principal, upload: bytes) -> dict[str, Any]:
     """Keep every archive of the upload; what was kept and what skipped."""
     settings = get_settings()
     if len(upload) > settings.mirror_max_seed_bytes:
@@ -86,10 +89,29 @@ def seed(upload: bytes) -> dict[str, Any]:
     except (tarfile.TarError, EOFError, OSError) as exc:
         raise Unprocessable(f"the upload is not a .tar.gz: {exc}") from None
     try:
-        return _keep(found, documented, skipped)
+        outcome = _keep(found, documented, skipped)
     finally:
         for item in found:
             item.spool.close()
+    if outcome["archives"]:
+        trail.record(_seeded(principal, outcome))
+    return outcome
+
+
+def _seeded(principal: Principal, outcome: dict[str, Any]) -> events.Event:
+    """The seed's event: how many archives, and which (the first ones: meta is bounded)."""
+    archives = outcome["archives"]
+    return events.event(
+        principal,
+        organization=None,
+        resource_type="provider-mirror",
+        resource_id="seed",
+        action="seeded",
+        meta={
+            "archive-count": len(archives),
+            "archives": [f"{a['provider']} {a['version']} {a['platform']}" for a in archives],
+        },
+    )
 
 
 def _json(body: bytes, name: str) -> dict[str, Any]:
