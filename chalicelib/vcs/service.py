@@ -20,6 +20,8 @@ from chalicelib.accounts import authorization
 from chalicelib.accounts.organizations import service as organizations_service
 from chalicelib.core import secrets
 from chalicelib.core.api.errors import Conflict, NotFound, Unprocessable
+from chalicelib.core.audit import events
+from chalicelib.core.audit.events import Event
 from chalicelib.core.auth import Principal
 from chalicelib.core.data.ids import new_id, now
 from chalicelib.vcs import git, providers, store
@@ -54,6 +56,31 @@ class Connection:
 
     def repository_url(self, identifier: str) -> str:
         return git.repository_url(self.client, identifier)
+
+
+# ----- audit events -------------------------------------------------------------------------
+
+
+def _event(
+    principal: Principal,
+    item: OAuthClientModel | OAuthTokenModel,
+    action: str,
+    **meta: Any,
+) -> Event:
+    """A connection's audit event: what changed, by name; never a token, key or secret."""
+    kind = "oauth-client" if isinstance(item, OAuthClientModel) else "oauth-token"
+    if isinstance(item, OAuthClientModel):
+        meta = {"service-provider": item.service_provider, "name": item.name, **meta}
+    else:
+        meta = {"oauth-client-id": item.client_id, **meta}
+    return events.event(
+        principal,
+        organization=item.organization,
+        resource_type=kind,
+        resource_id=item.id,
+        action=action,
+        meta=meta,
+    )
 
 
 # ----- validation ---------------------------------------------------------------------------
@@ -184,7 +211,8 @@ def create_client(
         updated_at=moment,
     )
     token = _new_token(client, token_string) if token_string is not None else None
-    store.create_client(client, token)
+    extra = {"oauth-token-id": token.id} if token is not None else {}
+    store.create_client(client, token, _event(principal, client, "created", **extra))
     return client, [token] if token is not None else []
 
 
@@ -257,8 +285,11 @@ def update_client(
     for name, value in changes.items():
         setattr(client, name, value)
     client.updated_at = now()
+    # The names of what the request set (a secret's name, never its value).
+    changed = sorted({*changes, *(["oauth_token_string"] if token_string else [])})
+    event = _event(principal, client, "updated", changed=[n.replace("_", "-") for n in changed])
     if token_string is None:
-        store.update_client(client)
+        store.update_client(client, event)
         return client
     # A new token string replaces the client's token, or becomes its first one.
     existing = client_tokens(client)
@@ -266,15 +297,16 @@ def update_client(
         token = existing[0]
         token.token = secrets.seal(token_string, purpose=PURPOSE_TOKEN)
         token.updated_at = now()
-        store.update_client(client, token)
+        store.update_client(client, event, token)
     else:
-        store.update_client(client, _new_token(client, token_string), new_token=True)
+        store.update_client(client, event, _new_token(client, token_string), new_token=True)
     return client
 
 
 def delete_client(principal: Principal, client_id: str) -> None:
     client = _client(principal, client_id, owner=True)
-    if not store.delete_client(client, client_tokens(client)):
+    event = _event(principal, client, "deleted")
+    if not store.delete_client(client, client_tokens(client), event):
         raise Conflict("the OAuth client changed while it was being deleted; retry")
 
 
@@ -303,13 +335,14 @@ def update_token(principal: Principal, token_id: str, attrs: TokenAttributes) ->
         ssh_key = _secret_text(attrs.ssh_key, "ssh-key")
         token.ssh_key = secrets.seal(ssh_key, purpose=PURPOSE_SSH_KEY) if ssh_key else None
         token.updated_at = now()
-        store.update_token(token)
+        store.update_token(token, _event(principal, token, "updated", changed=["ssh-key"]))
     return token
 
 
 def delete_token(principal: Principal, token_id: str) -> None:
     token = _token(principal, token_id, owner=True)
-    token.delete()
+    if not store.delete_token(token, _event(principal, token, "deleted")):
+        raise NotFound(f"oauth token {token_id} not found")
 
 
 # ----- for publishing -----------------------------------------------------------------------

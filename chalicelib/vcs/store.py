@@ -9,6 +9,9 @@
 Writes that carry conditions or span both tables are the functions at the end: they say
 what happened, and the service turns that into API errors.
 
+Every write of a person's change carries its audit event (``core.audit``) in the same
+transaction: the change and its event are written together or not at all.
+
 Secret values are stored only as ``chalicelib.core.secrets`` envelopes (``seal``), each under
 its own purpose (``PURPOSE_*`` below); nothing renders or logs them.
 """
@@ -25,6 +28,8 @@ from pynamodb.exceptions import TransactWriteError
 from pynamodb.indexes import AllProjection, GlobalSecondaryIndex
 from pynamodb.transactions import TransactWrite
 
+from chalicelib.core.audit import trail
+from chalicelib.core.audit.events import Event
 from chalicelib.core.data import db
 
 PURPOSE_TOKEN = "vcs/oauth-token-string"
@@ -125,17 +130,22 @@ def tokens_of_client(client_id: str) -> list[OAuthTokenModel]:
 # ----- conditional and transactional writes ---------------------------------------------------
 
 
-def create_client(client: OAuthClientModel, token: OAuthTokenModel | None) -> None:
-    """Write a new client and, when given, its first token: both or neither, and neither id
-    may exist already (TransactWriteError otherwise)."""
+def create_client(client: OAuthClientModel, token: OAuthTokenModel | None, event: Event) -> None:
+    """Write a new client and, when given, its first token, with the event: all or none, and
+    neither id may exist already (TransactWriteError otherwise)."""
     with TransactWrite(connection=db.connection()) as tx:
         tx.save(client, condition=OAuthClientModel.id.does_not_exist())
         if token is not None:
             tx.save(token, condition=OAuthTokenModel.id.does_not_exist())
+        trail.record_in(tx, event)
 
 
 def update_client(
-    client: OAuthClientModel, token: OAuthTokenModel | None = None, *, new_token: bool = False
+    client: OAuthClientModel,
+    event: Event,
+    token: OAuthTokenModel | None = None,
+    *,
+    new_token: bool = False,
 ) -> None:
     """Write a changed client and, when given, a changed (or, with ``new_token``, an added)
     token of it in one transaction. The client, and a changed token, must still exist: when
@@ -146,9 +156,10 @@ def update_client(
             tx.save(token)
         elif token is not None:
             tx.save(token, condition=OAuthTokenModel.id.exists())
+        trail.record_in(tx, event)
 
 
-def delete_client(client: OAuthClientModel, tokens: list[OAuthTokenModel]) -> bool:
+def delete_client(client: OAuthClientModel, tokens: list[OAuthTokenModel], event: Event) -> bool:
     """Delete a client and its tokens in one transaction. False, with nothing deleted, when
     the transaction failed (the client was deleted meanwhile, say)."""
     try:
@@ -156,11 +167,26 @@ def delete_client(client: OAuthClientModel, tokens: list[OAuthTokenModel]) -> bo
             tx.delete(client, condition=OAuthClientModel.id.exists())
             for token in tokens:
                 tx.delete(token)
+            trail.record_in(tx, event)
     except TransactWriteError:
         return False
     return True
 
 
-def update_token(token: OAuthTokenModel) -> None:
-    """Write a changed token back; it must still exist (PutError otherwise)."""
-    token.save(condition=OAuthTokenModel.id.exists())
+def update_token(token: OAuthTokenModel, event: Event) -> None:
+    """Write a changed token back with its event; it must still exist (TransactWriteError
+    otherwise, and nothing written)."""
+    with TransactWrite(connection=db.connection()) as tx:
+        tx.save(token, condition=OAuthTokenModel.id.exists())
+        trail.record_in(tx, event)
+
+
+def delete_token(token: OAuthTokenModel, event: Event) -> bool:
+    """Delete a token with its event; False (nothing written) when it was gone already."""
+    try:
+        with TransactWrite(connection=db.connection()) as tx:
+            tx.delete(token, condition=OAuthTokenModel.id.exists())
+            trail.record_in(tx, event)
+    except TransactWriteError:
+        return False
+    return True

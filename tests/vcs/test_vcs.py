@@ -200,6 +200,61 @@ INVALID_CLIENTS: list[tuple[dict[str, Any], str]] = [
 ]
 
 
+def oauth_events(org: str) -> list[dict[str, Any]]:
+    from chalicelib.core.audit import trail
+
+    found, _ = trail.read_page(org, None, 1, 1000)
+    return [e for e in found if e["resource"]["type"].startswith("oauth-")]
+
+
+def test_each_connection_change_records_one_event_without_secrets(api: Api, org: str) -> None:
+    created = api.post(
+        f"{V2}/organizations/{org}/oauth-clients",
+        client_doc(**{"private-key": PRIVATE_KEY, "secret": CLIENT_SECRET, "key": "app-key"}),
+    )
+    client_id = created.data["id"]
+    token_id = created.data["relationships"]["oauth-tokens"]["data"][0]["id"]
+    # Refused: invalid, or not the owners': no event.
+    _, reader = make_team(api, org, "readers")
+    assert (
+        api.patch(
+            f"{V2}/oauth-clients/{client_id}", doc("oauth-clients", **{"http-url": "x"})
+        ).status
+        == 422
+    )
+    assert api.as_(reader).delete(f"{V2}/oauth-clients/{client_id}").status == 404
+    assert api.as_(reader).delete(f"{V2}/oauth-tokens/{token_id}").status == 404
+    assert len(oauth_events(org)) == 1
+
+    ssh = doc("oauth-tokens", **{"ssh-key": SSH_KEY})
+    assert api.patch(f"{V2}/oauth-tokens/{token_id}", ssh).status == 200
+    renamed = doc("oauth-clients", name="renamed", **{"oauth-token-string": GH_TOKEN + "2"})
+    assert api.patch(f"{V2}/oauth-clients/{client_id}", renamed).status == 200
+    assert api.delete(f"{V2}/oauth-tokens/{token_id}").status == 204
+    assert api.delete(f"{V2}/oauth-clients/{client_id}").status == 204
+
+    found = oauth_events(org)
+    assert [
+        (e["resource"]["type"], e["resource"]["id"], e["resource"]["action"]) for e in found
+    ] == [
+        ("oauth-client", client_id, "created"),
+        ("oauth-token", token_id, "updated"),
+        ("oauth-client", client_id, "updated"),
+        ("oauth-token", token_id, "deleted"),
+        ("oauth-client", client_id, "deleted"),
+    ]
+    me = api.get(f"{V2}/account/details").data["id"]
+    assert all(
+        e["auth"]["accessor_id"] == me and e["auth"]["organization_id"] == org for e in found
+    )
+    assert found[0]["resource"]["meta"]["oauth-token-id"] == token_id
+    assert found[1]["resource"]["meta"]["changed"] == ["ssh-key"]
+    assert found[2]["resource"]["meta"]["changed"] == ["name", "oauth-token-string"]
+    text = json.dumps(found)
+    for secret in SECRETS:
+        assert secret not in text
+
+
 def test_invalid_clients_are_422_and_change_nothing(api: Api, org: str) -> None:
     # One organization for every case (the api fixture is the slow part of this file).
     for attributes, name in INVALID_CLIENTS:
