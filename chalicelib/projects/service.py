@@ -24,9 +24,11 @@ from typing import Any
 
 from chalicelib.accounts import authorization
 from chalicelib.accounts.organizations import service as organizations_service
-from chalicelib.core import tagbindings
+from chalicelib.core import observe, tagbindings
 from chalicelib.core.api.errors import Conflict, NotFound, Unprocessable
 from chalicelib.core.api.pagination import Page
+from chalicelib.core.audit import events
+from chalicelib.core.audit.events import Event
 from chalicelib.core.auth import Principal
 from chalicelib.core.data import lists
 from chalicelib.core.data.ids import new_id, now
@@ -51,6 +53,26 @@ tx_remove_workspace = store.tx_remove_workspace
 
 def can_read(rights: authorization.OrgAccess) -> bool:
     return authorization.allows(rights, "read-projects")
+
+
+# ----- audit events -------------------------------------------------------------------------
+
+
+def _event(principal: Principal, project: ProjectModel, action: str, **meta: Any) -> Event:
+    return events.event(
+        principal,
+        organization=project.organization,
+        resource_type="project",
+        resource_id=project.id,
+        action=action,
+        meta={"name": project.name, **meta},
+    )
+
+
+def _changed(values: dict[str, Any], new_name: str | None = None) -> list[str]:
+    """The API's names of the attributes a change sets."""
+    names = {key for key in values if key != "updated_at"} | ({"name"} if new_name else set())
+    return sorted(name.replace("_", "-") for name in names)
 
 
 # ----- validation ---------------------------------------------------------------------------
@@ -182,7 +204,11 @@ def ensure_default(organization: str) -> ProjectModel:
         updated_at=moment,
     )
     try:
-        store.insert(project)
+        # Bookkeeping: the default project is the organization's own (its id is derived from
+        # the organization's), made with it, or on first use for organizations older than
+        # projects; the organization's creation is the change.
+        with observe.bookkeeping():
+            store.insert(project, None)
     except store.Refused:
         pass  # created concurrently
     except store.NameTaken:
@@ -289,7 +315,7 @@ def create_project(
         setattr(project, key, value)
     project.tag_bindings = tagbindings.replace([], bindings or [])
     try:
-        store.insert(project)
+        store.insert(project, _event(principal, project, "created"))
     except store.NameTaken:
         raise _name_taken() from None
     return project
@@ -310,17 +336,21 @@ def update_project(
         new_name = validate_name(new_name)
     if bindings is not None:
         values["tag_bindings"] = tagbindings.replace(project.tag_bindings or [], bindings)
-    if new_name is None or new_name == project.name:
-        if not store.update(project, values):
+    if new_name == project.name:
+        new_name = None
+    renaming = {"name": new_name, "previous-name": project.name} if new_name else {}
+    event = _event(principal, project, "updated", changed=_changed(values, new_name), **renaming)
+    if new_name is None:
+        if not store.update(project, values, event):
             raise _not_found(project_id)
         return project
     if store.claim_key(new_name) == store.claim_key(project.name):
         values["name"] = new_name  # a change of case only: the claim stays
-        if not store.update(project, values):
+        if not store.update(project, values, event):
             raise _not_found(project_id)
         return project
     try:
-        renamed = store.rename(project, new_name, values)
+        renamed = store.rename(project, new_name, values, event)
     except store.NameTaken:
         raise _name_taken() from None
     if not renamed:
@@ -333,7 +363,7 @@ def delete_project(principal: Principal, project_id: str) -> None:
     if project.is_default:
         raise Conflict("the organization's default project cannot be deleted")
     try:
-        if not store.delete(project):
+        if not store.delete(project, _event(principal, project, "deleted")):
             raise _not_found(project_id)
     except store.Refused:
         raise Conflict(
@@ -349,7 +379,8 @@ def add_bindings(
         project, _ = manageable(principal, project_id)
         merged = tagbindings.merge(project.tag_bindings or [], added)
         values = {"tag_bindings": merged, "updated_at": now()}
-        if store.update(project, values, expected=project.updated_at):
+        event = _event(principal, project, "updated", changed=["tag-bindings"])
+        if store.update(project, values, event, expected=project.updated_at):
             return merged
     raise Conflict("the project's tag bindings changed concurrently; try again")
 

@@ -13,6 +13,10 @@ condition that it is 0, so a project never disappears under its workspaces.
 
 The organization's default project has an id derived from the organization's ``org-`` id
 (``default_id``), so it is found with one consistent GetItem and created lazily, at most once.
+
+A person's change (create, update, rename, delete) carries its audit event (``core.audit``)
+in its own transaction, added last: the change and its event are written together or not at
+all, and the change's items keep their places in a cancellation's reasons.
 """
 
 from __future__ import annotations
@@ -25,12 +29,14 @@ from pynamodb.attributes import (
     UnicodeAttribute,
     UTCDateTimeAttribute,
 )
-from pynamodb.exceptions import DeleteError, TransactWriteError, UpdateError
+from pynamodb.exceptions import DeleteError, TransactWriteError
 from pynamodb.expressions.condition import Condition
 from pynamodb.expressions.update import Action
 from pynamodb.indexes import AllProjection, GlobalSecondaryIndex
 from pynamodb.transactions import TransactWrite
 
+from chalicelib.core.audit import trail
+from chalicelib.core.audit.events import Event
 from chalicelib.core.data import db, lists
 from chalicelib.core.tagbindings import TagBindingsAttribute
 
@@ -135,15 +141,18 @@ def _set(values: dict[str, Any]) -> list[Action]:
     return [getattr(ProjectModel, key).set(value) for key, value in values.items()]
 
 
-def insert(project: ProjectModel) -> None:
-    """Claim the name and put the project, in one transaction. Raises NameTaken; a project
-    that exists already (the default one, created concurrently) raises ``Refused``."""
+def insert(project: ProjectModel, event: Event | None) -> None:
+    """Claim the name and put the project, with its event (None: the default project, no
+    one's change), in one transaction. Raises NameTaken; a project that exists already (the
+    default one, created concurrently) raises ``Refused``."""
     claim = ProjectNameModel(project.organization, claim_key(project.name), project_id=project.id)
     try:
         with TransactWrite(connection=db.connection()) as tx:
             tx.save(claim, condition=ProjectNameModel.name.does_not_exist())
             tx.save(project, condition=ProjectModel.id.does_not_exist())
             lists.count_update(tx, count_scope(project.organization), lists.ALL, 1)
+            if event is not None:
+                trail.record_in(tx, event)
     except TransactWriteError as exc:  # sent as: put claim, put project, update count
         codes = db.cancellation_codes(exc)
         if codes[1:2] == [db.TRANSACTION_CONDITION_FAILED]:
@@ -153,25 +162,33 @@ def insert(project: ProjectModel) -> None:
         raise
 
 
-def update(project: ProjectModel, values: dict[str, Any], *, expected: Any = None) -> bool:
-    """Set ``values`` on the project, refreshed in place. ``expected``: the ``updated_at``
-    the caller read (an optimistic lock for read-modify-write changes). False when the
-    project is gone, or changed since."""
+def update(
+    project: ProjectModel, values: dict[str, Any], event: Event, *, expected: Any = None
+) -> bool:
+    """Set ``values`` on the project (and on ``project``) with the change's event, in one
+    transaction. ``expected``: the ``updated_at`` the caller read (an optimistic lock for
+    read-modify-write changes). False, and nothing written, when the project is gone, or
+    changed since."""
     condition: Condition = ProjectModel.id.exists()
     if expected is not None:
         condition &= ProjectModel.updated_at == expected
     try:
-        project.update(actions=_set(values), condition=condition)
-    except UpdateError as exc:
-        if db.conditional_failure(exc):
+        with TransactWrite(connection=db.connection()) as tx:
+            tx.update(project, actions=_set(values), condition=condition)
+            trail.record_in(tx, event)
+    except TransactWriteError as exc:
+        if db.cancellation_codes(exc)[:1] == [db.TRANSACTION_CONDITION_FAILED]:
             return False
         raise
+    for key, value in values.items():
+        setattr(project, key, value)
     return True
 
 
-def rename(project: ProjectModel, new_name: str, values: dict[str, Any]) -> bool:
-    """Claim ``new_name``, release the old claim and set ``values`` (with the name), in one
-    transaction. Raises NameTaken; False when the project changed meanwhile."""
+def rename(project: ProjectModel, new_name: str, values: dict[str, Any], event: Event) -> bool:
+    """Claim ``new_name``, release the old claim and set ``values`` (with the name), with
+    the change's event, in one transaction. Raises NameTaken; False when the project changed
+    meanwhile."""
     old = project.name
     actions = [*_set(values), ProjectModel.name.set(new_name)]
     try:
@@ -189,6 +206,7 @@ def rename(project: ProjectModel, new_name: str, values: dict[str, Any]) -> bool
                 actions=actions,
                 condition=ProjectModel.id.exists() & (ProjectModel.name == old),
             )
+            trail.record_in(tx, event)
     except TransactWriteError as exc:
         codes = db.cancellation_codes(exc)  # sent as: delete old claim, put new claim, update
         if codes[1:2] == [db.TRANSACTION_CONDITION_FAILED]:
@@ -199,9 +217,10 @@ def rename(project: ProjectModel, new_name: str, values: dict[str, Any]) -> bool
     return True
 
 
-def delete(project: ProjectModel) -> bool:
-    """Delete the project and its name claim, on the condition that it holds no workspace
-    and is not the default project. Raises Refused then; False when it is gone already."""
+def delete(project: ProjectModel, event: Event) -> bool:
+    """Delete the project and its name claim, with the change's event, on the condition
+    that it holds no workspace and is not the default project. Raises Refused then; False
+    when it is gone already."""
     try:
         with TransactWrite(connection=db.connection()) as tx:
             tx.delete(
@@ -215,6 +234,7 @@ def delete(project: ProjectModel) -> bool:
                 condition=ProjectNameModel.project_id == project.id,
             )
             lists.count_update(tx, count_scope(project.organization), lists.ALL, -1)
+            trail.record_in(tx, event)
     except TransactWriteError as exc:  # sent as: delete project, delete claim, update count
         if db.TRANSACTION_CONDITION_FAILED in db.cancellation_codes(exc)[:1]:
             if get(project.id) is None:

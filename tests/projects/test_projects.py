@@ -306,3 +306,48 @@ def test_deleting_the_organization_deletes_its_projects(api: Api) -> None:
     make_org(api)
     assert list(projects(api, org)) == ["Default Project"]
     assert projects(api, org)["Default Project"]["attributes"]["workspace-count"] == 0
+
+
+def project_events(org: str) -> list[dict[str, Any]]:
+    from chalicelib.core.audit import trail
+
+    found, _ = trail.read_page(org, None, 1, 1000)
+    return [e for e in found if e["resource"]["type"] == "project"]
+
+
+def test_each_project_change_records_one_event(api: Api) -> None:
+    """Created, updated (the names of what changed, a rename with both names), tag bindings
+    added, deleted: one event each, by the caller, in the organization's partition; the
+    default project is the organization's (no event of its own); refusals record nothing."""
+    make_org(api, "acme")
+    _, reader = make_team(api, "acme", "readers", read_projects=True)
+    project_id = make_project(api, "acme", "Net", team="net")
+    path = f"{V2}/projects/{project_id}"
+    assert api.patch(path, project_doc(name="Network", description="d")).status == 200
+    bindings = {"data": [{"type": "tag-bindings", "attributes": {"key": "tier", "value": "1"}}]}
+    assert api.patch(f"{path}/tag-bindings", bindings).status == 200
+    # Refused: a taken name, an invalid one, a reader, the default project: no event.
+    make_project(api, "acme", "Other")
+    assert api.patch(path, project_doc(name="other")).status == 422
+    assert api.patch(path, project_doc(name="x")).status == 422
+    assert api.as_(reader).delete(path).status == 404
+    default_id = projects(api, "acme")["Default Project"]["id"]
+    assert api.delete(f"{V2}/projects/{default_id}").status == 409
+    assert api.delete(path).status == 204
+
+    found = project_events("acme")
+    assert [(e["resource"]["id"], e["resource"]["action"]) for e in found] == [
+        (project_id, "created"),
+        (project_id, "updated"),
+        (project_id, "updated"),
+        (found[3]["resource"]["id"], "created"),
+        (project_id, "deleted"),
+    ]
+    me = api.get(f"{V2}/account/details").data["id"]
+    assert all(e["auth"]["accessor_id"] == me and e["auth"]["type"] == "Client" for e in found)
+    assert all(e["auth"]["organization_id"] == "acme" for e in found)
+    renamed = found[1]["resource"]["meta"]
+    assert renamed["changed"] == ["description", "name"]
+    assert (renamed["name"], renamed["previous-name"]) == ("Network", "Net")
+    assert found[2]["resource"]["meta"]["changed"] == ["tag-bindings"]
+    assert found[4]["resource"]["meta"]["name"] == "Network"
