@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from chalicelib.core.audit.events import Event
 from chalicelib.core.auth import Principal
 from chalicelib.core.tagbindings import Binding
 from chalicelib.tags import service as tags
@@ -37,7 +38,7 @@ def create_workspace(
         for i, n in enumerate(tag_names)
     ]
     workspace = workspaces.create_workspace(
-        principal, organization, name, settings, project_id, bindings
+        principal, organization, name, settings, project_id, bindings, names
     )
     if names:
         tags.tag_workspace_names(workspace, names)
@@ -46,12 +47,14 @@ def create_workspace(
 
 def delete_workspace(principal: Principal, ref: WorkspaceRef) -> None:
     workspace, _ = workspaces.manageable(principal, ref)
-    destroy_workspace(workspace)
+    destroy_workspace(workspace, workspaces.event_of(principal, workspace, "deleted"))
 
 
-def destroy_workspace(workspace: WorkspaceModel) -> None:
+def destroy_workspace(workspace: WorkspaceModel, event: Event | None = None) -> None:
+    """Fence, untag and delete the workspace; ``event`` is written with the delete (None:
+    part of its organization's delete, which records its own)."""
     if not workspaces.fence(workspace):
         return  # already gone
     for tag_id, tag_name in workspaces.tag_entries(workspace):
         tags.detach(workspace.organization, workspace.id, tag_id, tag_name)
-    workspaces.remove(workspace)
+    workspaces.remove(workspace, event)

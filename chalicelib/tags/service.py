@@ -6,6 +6,11 @@ or the tag itself, the workspace's ``tags`` map), each under a condition. So the
 equals the number of pair items at every commit, whatever runs concurrently; a failed
 condition on the tag means "someone else changed it first": re-read and retry. Attaching an
 attached pair and detaching a detached one are no-ops.
+
+Audit events: a person's tagging or untagging of a workspace is one event (``workspace``,
+``tagged``/``untagged``) in the pair's own transaction; a bulk-deleted tag one (``tag``,
+``deleted``) once it is gone. The pairs a workspace's or an organization's delete removes
+record nothing of their own: that delete is the change.
 """
 
 from __future__ import annotations
@@ -13,12 +18,15 @@ from __future__ import annotations
 import random
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from chalicelib.accounts import authorization
 from chalicelib.core.api.errors import Conflict, NotFound, Unprocessable
 from chalicelib.core.api.pagination import Page
+from chalicelib.core.audit import events, trail
+from chalicelib.core.audit.events import Event
 from chalicelib.core.auth import Principal
 from chalicelib.core.data import lists
 from chalicelib.tags import store
@@ -137,6 +145,28 @@ def workspace_tags(
     return [found[tag_id] for tag_id, _ in entries if tag_id in found]
 
 
+# ----- audit events -------------------------------------------------------------------------
+
+
+def _tagging(
+    actor: Principal, organization: str, workspace_id: str, action: str, name: str
+) -> Callable[[str], Event]:
+    """The event of tagging (``tagged``) or untagging (``untagged``) a workspace, made of the
+    tag's id (a new tag's is made in its transaction)."""
+
+    def event(tag_id: str) -> Event:
+        return events.event(
+            actor,
+            organization=organization,
+            resource_type="workspace",
+            resource_id=workspace_id,
+            action=action,
+            meta={"tag": name, "tag-id": tag_id},
+        )
+
+    return event
+
+
 # ----- the pair transactions ----------------------------------------------------------------
 
 
@@ -144,8 +174,11 @@ def _backoff(attempt: int) -> None:
     time.sleep(min(0.2, 0.005 * 2**attempt) * random.random())
 
 
-def attach(organization: str, workspace_id: str, ref: TagRef) -> bool:
-    """Attach one tag (by id or name) to one workspace. True if a pair was created."""
+def attach(
+    organization: str, workspace_id: str, ref: TagRef, actor: Principal | None = None
+) -> bool:
+    """Attach one tag (by id or name) to one workspace. True if a pair was created (with
+    ``actor``'s event: None when the pair is part of another change)."""
     for attempt in range(MAX_ATTEMPTS):
         if ref.id:
             known = store.tag_ids([ref.id]).get(ref.id)
@@ -163,8 +196,9 @@ def attach(organization: str, workspace_id: str, ref: TagRef) -> bool:
                 raise NotFound(f"tag {ref.id} is being deleted")
             _backoff(attempt + 3)  # a bulk delete is finishing: recreate the name after it
             continue
+        event = _tagging(actor, organization, workspace_id, "tagged", name) if actor else None
         try:
-            store.attach_pair(organization, name, tag.id if tag else None, workspace_id)
+            store.attach_pair(organization, name, tag.id if tag else None, workspace_id, event)
             return True
         except store.Cancelled as exc:
             if "workspace" in exc.failed:
@@ -176,13 +210,23 @@ def attach(organization: str, workspace_id: str, ref: TagRef) -> bool:
 
 
 def detach(
-    organization: str, workspace_id: str, tag_id: str, name: str, *, last: bool = False
+    organization: str,
+    workspace_id: str,
+    tag_id: str,
+    name: str,
+    *,
+    last: bool = False,
+    actor: Principal | None = None,
 ) -> bool:
-    """Detach one tag from one workspace. True if a pair was removed. ``last`` is a hint
-    that this is the tag's last pair (the guess is checked by the transaction's condition)."""
+    """Detach one tag from one workspace. True if a pair was removed (with ``actor``'s
+    event: None when the pair goes as part of another change). ``last`` is a hint that this
+    is the tag's last pair (the guess is checked by the transaction's condition)."""
     for attempt in range(MAX_ATTEMPTS):
+        event = None
+        if actor is not None:
+            event = _tagging(actor, organization, workspace_id, "untagged", name)(tag_id)
         try:
-            store.detach_pair(organization, workspace_id, tag_id, name, last=last)
+            store.detach_pair(organization, workspace_id, tag_id, name, last=last, event=event)
             return True
         except store.Cancelled as exc:
             if "pair" in exc.failed:
@@ -210,11 +254,12 @@ def add_workspace_tags(principal: Principal, workspace_id: str, items: list[dict
     for ref in refs:
         if ref.id in ids or ref.name in names:
             continue  # already there (a concurrent change is caught by the pair condition)
-        attach(workspace.organization, workspace.id, ref)
+        attach(workspace.organization, workspace.id, ref, principal)
 
 
 def tag_workspace_names(workspace: workspaces.WorkspaceModel, names: list[str]) -> None:
-    """Tag a just-created workspace (``tag-names`` on create)."""
+    """Tag a just-created workspace (``tag-names`` on create: its creation's event names
+    them)."""
     for name in dict.fromkeys(names):
         attach(workspace.organization, workspace.id, TagRef(None, name))
 
@@ -229,7 +274,7 @@ def remove_workspace_tags(principal: Principal, workspace_id: str, items: list[d
     for ref in refs:
         tag_id = ref.id if ref.id else by_name.get(ref.name or "")
         if tag_id and tag_id in by_id:  # unknown names, and tags not on it: nothing to do
-            detach(workspace.organization, workspace.id, tag_id, by_id[tag_id])
+            detach(workspace.organization, workspace.id, tag_id, by_id[tag_id], actor=principal)
 
 
 def _check_ids(organization: str, ids: list[str]) -> None:
@@ -256,7 +301,7 @@ def add_workspaces_to_tag(principal: Principal, tag_id: str, items: list[dict]) 
         if workspace is None or workspace.organization != known.organization:
             raise NotFound(f"workspace {workspace_id} not found", pointer=f"/data/{index}/id")
     for workspace_id in dict.fromkeys(ids):
-        attach(known.organization, workspace_id, TagRef(tag_id, None))
+        attach(known.organization, workspace_id, TagRef(tag_id, None), principal)
 
 
 def delete_tags(principal: Principal, organization: str, items: list[dict]) -> None:
@@ -271,6 +316,17 @@ def delete_tags(principal: Principal, organization: str, items: list[dict]) -> N
     known = [t for t in store.tag_ids(ids).values() if t.organization == organization]
     for tag in known:
         _delete_tag(organization, tag.id, tag.name)
+        # Recorded once the tag is gone (it takes a transaction per workspace it was on).
+        trail.record(
+            events.event(
+                principal,
+                organization=organization,
+                resource_type="tag",
+                resource_id=tag.id,
+                action="deleted",
+                meta={"name": tag.name},
+            )
+        )
 
 
 def _delete_tag(organization: str, tag_id: str, name: str) -> None:

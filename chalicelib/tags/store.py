@@ -19,6 +19,8 @@ items whose condition failed); what to make of it (retry, 404, no-op) is the ser
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from pynamodb.attributes import (
     BooleanAttribute,
     NumberAttribute,
@@ -28,6 +30,8 @@ from pynamodb.attributes import (
 from pynamodb.exceptions import TransactWriteError, UpdateError
 from pynamodb.transactions import TransactWrite
 
+from chalicelib.core.audit import trail
+from chalicelib.core.audit.events import Event
 from chalicelib.core.data import db, lists
 from chalicelib.core.data.ids import new_id, now
 from chalicelib.workspaces import service as workspaces
@@ -154,11 +158,18 @@ class Cancelled(Exception):
         self.retryable = retryable
 
 
-def attach_pair(organization: str, name: str, tag_id: str | None, workspace_id: str) -> None:
+def attach_pair(
+    organization: str,
+    name: str,
+    tag_id: str | None,
+    workspace_id: str,
+    event: Callable[[str], Event] | None = None,
+) -> None:
     """Attach the tag ``name`` to the workspace in one transaction: add 1 to the count of the
     tag ``tag_id`` (condition: same id, not being deleted) or, without ``tag_id``, create the
     tag with count 1 (condition: name unused); put the pair item (condition: absent); record
-    the tag on the workspace (condition: alive). Raises Cancelled."""
+    the tag on the workspace (condition: alive); and, when given, the audit event ``event``
+    makes of the tag's id (last: the labelled items keep their places). Raises Cancelled."""
     labels: list[tuple[str, str]] = []
     try:
         with TransactWrite(connection=db.connection()) as tx:
@@ -190,18 +201,27 @@ def attach_pair(organization: str, name: str, tag_id: str | None, workspace_id: 
             labels.append(("put", "pair"))
             workspaces.tx_attach_tag(tx, workspace_id, tag_id, name)
             labels.append(("update", "workspace"))
+            if event is not None:
+                trail.record_in(tx, event(tag_id))
     except TransactWriteError as exc:
         _raise_cancelled(exc, labels)
         raise
 
 
 def detach_pair(
-    organization: str, workspace_id: str, tag_id: str, name: str, *, last: bool
+    organization: str,
+    workspace_id: str,
+    tag_id: str,
+    name: str,
+    *,
+    last: bool,
+    event: Event | None = None,
 ) -> None:
     """Detach the tag from the workspace in one transaction: delete the pair item
     (condition: present); subtract 1 from the count (condition: count > 1) or, when ``last``,
     delete the tag and its id item (condition: count = 1); drop the tag from the workspace's
-    map (condition: the workspace exists). Raises Cancelled."""
+    map (condition: the workspace exists); and, when given, the audit event. Raises
+    Cancelled."""
     labels: list[tuple[str, str]] = []
     try:
         with TransactWrite(connection=db.connection()) as tx:
@@ -227,6 +247,8 @@ def detach_pair(
                 labels.append(("update", "tag"))
             workspaces.tx_detach_tag(tx, workspace_id, tag_id)
             labels.append(("update", "workspace"))
+            if event is not None:
+                trail.record_in(tx, event)
     except TransactWriteError as exc:
         _raise_cancelled(exc, labels)
         raise

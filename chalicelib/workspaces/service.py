@@ -25,6 +25,8 @@ from chalicelib.accounts import authorization
 from chalicelib.core import tagbindings
 from chalicelib.core.api.errors import Conflict, NotFound, Unprocessable
 from chalicelib.core.api.pagination import Page
+from chalicelib.core.audit import events
+from chalicelib.core.audit.events import Event
 from chalicelib.core.auth import Principal
 from chalicelib.core.data import lists
 from chalicelib.core.data.ids import new_id, now
@@ -283,6 +285,25 @@ def workspaces_by_ids(ids: list[str]) -> dict[str, WorkspaceModel]:
 # ----- writing ------------------------------------------------------------------------------
 
 
+def event_of(principal: Principal, workspace: WorkspaceModel, action: str, **meta: Any) -> Event:
+    """A workspace's audit event (its name and what else ``meta`` says)."""
+    return events.event(
+        principal,
+        organization=workspace.organization,
+        resource_type="workspace",
+        resource_id=workspace.id,
+        action=action,
+        meta={"name": workspace.name, **meta},
+    )
+
+
+def _changed(values: dict[str, Any], *also: str | None) -> list[str]:
+    """The API's names of the attributes a change sets (``also``: those set when given)."""
+    names = {key for key in values if key != "updated_at"}
+    names |= {name for name in also if name}
+    return sorted(name.replace("_", "-") for name in names)
+
+
 def _name_taken() -> Unprocessable:
     return Unprocessable("name has already been taken", pointer="/data/attributes/name")
 
@@ -306,9 +327,11 @@ def create_workspace(
     settings: dict[str, Any],
     project_id: str | None = None,
     bindings: Sequence[Binding] | None = None,
+    tag_names: Sequence[str] = (),
 ) -> WorkspaceModel:
     """``project_id``: the project to create it in (default: the organization's default
-    project); ``bindings``: its own tag bindings."""
+    project); ``bindings``: its own tag bindings; ``tag_names``: the tags the caller puts on
+    it next (named in its creation's event)."""
     require_manage(principal, organization)
     name = validate_name(name)
     values = clean_settings(settings)
@@ -328,8 +351,11 @@ def create_workspace(
     )
     for key, value in values.items():
         setattr(workspace, key, value)
+    meta: dict[str, Any] = {"project-id": project_id}
+    if tag_names:
+        meta["tag-names"] = list(tag_names)
     try:
-        store.insert(workspace)
+        store.insert(workspace, event_of(principal, workspace, "created", **meta))
     except store.NameTaken:
         raise _name_taken() from None
     except store.ProjectGone:
@@ -359,12 +385,20 @@ def update_workspace(
             project_id = None  # already there
     if new_name == workspace.name:
         new_name = None
+    meta: dict[str, Any] = {
+        "changed": _changed(values, new_name and "name", project_id and "project")
+    }
+    if new_name:
+        meta.update({"name": new_name, "previous-name": workspace.name})
+    if project_id:
+        meta.update({"project-id": project_id, "previous-project-id": workspace.project_id})
+    event = event_of(principal, workspace, "updated", **meta)
     if new_name is None and project_id is None:
-        if not store.update(workspace, values):
+        if not store.update(workspace, values, event):
             raise NotFound(f"workspace {ref.describe()} not found")
         return workspace
     try:
-        changed = store.change(workspace, values, new_name=new_name, new_project=project_id)
+        changed = store.change(workspace, values, event, new_name=new_name, new_project=project_id)
     except store.NameTaken:
         raise _name_taken() from None
     except store.ProjectGone:
@@ -383,7 +417,8 @@ def add_bindings(
         workspace, _ = manageable(principal, ref)
         merged = tagbindings.merge(workspace.tag_bindings or [], added)
         values = {"tag_bindings": merged, "updated_at": now()}
-        if store.update(workspace, values, expected=workspace.updated_at):
+        event = event_of(principal, workspace, "updated", changed=["tag-bindings"])
+        if store.update(workspace, values, event, expected=workspace.updated_at):
             return merged
     raise Conflict("the workspace's tag bindings changed concurrently; try again")
 
@@ -422,9 +457,10 @@ def fence(workspace: WorkspaceModel) -> bool:
     return store.fence(workspace)
 
 
-def remove(workspace: WorkspaceModel) -> None:
-    """Delete a fenced workspace (its tags detached) and its name."""
-    store.delete(workspace)
+def remove(workspace: WorkspaceModel, event: Event | None) -> None:
+    """Delete a fenced workspace (its tags detached) and its name, with the delete's audit
+    event (None: part of its organization's delete)."""
+    store.delete(workspace, event)
 
 
 # ----- the workspace side of tag transactions -----------------------------------------------

@@ -35,6 +35,8 @@ from pynamodb.expressions.update import Action
 from pynamodb.indexes import AllProjection, GlobalSecondaryIndex
 from pynamodb.transactions import TransactWrite
 
+from chalicelib.core.audit import trail
+from chalicelib.core.audit.events import Event
 from chalicelib.core.data import db, lists
 from chalicelib.core.tagbindings import TagBindingsAttribute
 from chalicelib.projects import service as projects
@@ -180,9 +182,9 @@ def _set(values: dict[str, Any]) -> list[Action]:
     return [getattr(WorkspaceModel, key).set(value) for key, value in values.items()]
 
 
-def insert(workspace: WorkspaceModel) -> None:
-    """Claim the workspace's name, put the workspace and count it in its project, in one
-    transaction.
+def insert(workspace: WorkspaceModel, event: Event) -> None:
+    """Claim the workspace's name, put the workspace and count it in its project, with the
+    change's audit event (added last), in one transaction.
 
     Raises NameTaken when the name is claimed already, ProjectGone when the project does not
     exist in the workspace's organization."""
@@ -197,7 +199,8 @@ def insert(workspace: WorkspaceModel) -> None:
             if workspace.project_id:
                 projects.tx_add_workspace(tx, workspace.project_id, organization)
             lists.count_update(tx, count_scope(organization), lists.ALL, 1)
-    # sent as: put claim, put workspace, update project, update count (no condition)
+            trail.record_in(tx, event)
+    # sent as: put claim, put workspace, update project, update count (no condition), event
     except TransactWriteError as exc:
         codes = db.cancellation_codes(exc)
         if codes[:1] == [db.TRANSACTION_CONDITION_FAILED]:
@@ -207,32 +210,40 @@ def insert(workspace: WorkspaceModel) -> None:
         raise
 
 
-def update(workspace: WorkspaceModel, values: dict[str, Any], *, expected: Any = None) -> bool:
-    """Set ``values`` (attribute name -> value) on the workspace, refreshed in place. False
-    when it is gone or being deleted, or (``expected``: the ``updated_at`` the caller read,
-    an optimistic lock for read-modify-write changes) changed since."""
+def update(
+    workspace: WorkspaceModel, values: dict[str, Any], event: Event, *, expected: Any = None
+) -> bool:
+    """Set ``values`` (attribute name -> value) on the workspace (and on ``workspace``) with
+    the change's audit event, in one transaction. False, and nothing written, when it is gone
+    or being deleted, or (``expected``: the ``updated_at`` the caller read, an optimistic lock
+    for read-modify-write changes) changed since."""
     condition = _alive()
     if expected is not None:
         condition &= WorkspaceModel.updated_at == expected
     try:
-        workspace.update(actions=_set(values), condition=condition)
-    except UpdateError as exc:
-        if db.conditional_failure(exc):
+        with TransactWrite(connection=db.connection()) as tx:
+            tx.update(workspace, actions=_set(values), condition=condition)
+            trail.record_in(tx, event)
+    except TransactWriteError as exc:
+        if db.cancellation_codes(exc)[:1] == [db.TRANSACTION_CONDITION_FAILED]:
             return False
         raise
+    for key, value in values.items():
+        setattr(workspace, key, value)
     return True
 
 
 def change(
     workspace: WorkspaceModel,
     values: dict[str, Any],
+    event: Event,
     *,
     new_name: str | None = None,
     new_project: str | None = None,
 ) -> bool:
     """Set ``values`` and rename the workspace (claim ``new_name``, release the old claim)
     and/or move it to ``new_project`` (count it there, no longer in its old project), all in
-    one transaction; ``workspace`` itself is not refreshed.
+    one transaction with the change's audit event; ``workspace`` itself is not refreshed.
 
     Raises NameTaken when the new name is claimed already, ProjectGone when the new project
     does not exist in the organization; False when the workspace changed meanwhile (gone,
@@ -269,14 +280,15 @@ def change(
                 if old_project:
                     projects.tx_remove_workspace(tx, old_project)
                 projects.tx_add_workspace(tx, new_project, organization)
+            trail.record_in(tx, event)
     except TransactWriteError as exc:
         # sent as: [delete old claim], [put new claim], update workspace, [old project],
-        # [new project]
+        # [new project], the event
         codes = db.cancellation_codes(exc)
         failed = db.TRANSACTION_CONDITION_FAILED
         if new_name is not None and codes[1:2] == [failed]:
             raise NameTaken(new_name) from None
-        if new_project is not None and codes[-1:] == [failed]:
+        if new_project is not None and codes[-2:-1] == [failed]:
             workspace_at = 2 if new_name is not None else 0
             if codes[workspace_at] != failed:
                 raise ProjectGone(new_project) from None
@@ -299,20 +311,21 @@ def fence(workspace: WorkspaceModel) -> bool:
     return True
 
 
-def delete(workspace: WorkspaceModel) -> None:
+def delete(workspace: WorkspaceModel, event: Event | None) -> None:
     """Delete the workspace, release its name (if the claim is still its own) and count it
-    out of its project. A project already gone (an interrupted organization delete) is left
-    out rather than keeping the workspace."""
+    out of its project, with the change's audit event (None: part of its organization's
+    delete). A project already gone (an interrupted organization delete) is left out rather
+    than keeping the workspace."""
     project_id = workspace.project_id
     try:
-        _delete(workspace, project_id)
+        _delete(workspace, project_id, event)
     except TransactWriteError as exc:  # sent as: delete workspace, delete claim, project
         if not project_id or db.cancellation_codes(exc)[2:3] != [db.TRANSACTION_CONDITION_FAILED]:
             raise
-        _delete(workspace, None)
+        _delete(workspace, None, event)
 
 
-def _delete(workspace: WorkspaceModel, project_id: str | None) -> None:
+def _delete(workspace: WorkspaceModel, project_id: str | None, event: Event | None) -> None:
     with TransactWrite(connection=db.connection()) as tx:
         tx.delete(workspace)
         tx.delete(
@@ -324,6 +337,8 @@ def _delete(workspace: WorkspaceModel, project_id: str | None) -> None:
         # Last (updates are sent after the deletes, this after the project's): the claim's
         # condition makes it count a workspace only once.
         lists.count_update(tx, count_scope(workspace.organization), lists.ALL, -1)
+        if event is not None:
+            trail.record_in(tx, event)
 
 
 # ----- the workspace side of tag transactions (built by chalicelib/tags/store.py) -----------
