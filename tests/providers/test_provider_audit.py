@@ -178,3 +178,14 @@ def test_a_refused_upload_records_its_refusal(acme: Api, signer: SigningKey) -> 
     meta = checked[0]["resource"]["meta"]
     assert meta["outcome"] == "refused"
     assert meta["reason"]
+
+
+def test_an_upload_of_a_deleted_version_records_nothing(acme: Api, signer: SigningKey) -> None:
+    from tests.providers.helpers import arrive
+
+    links = new_version(acme, signer.key_id)
+    assert acme.delete(f"{VERSIONS}/1.0.0").status == 204
+    before = recorded("acme")
+    arrive(links["shasums-upload"], b"sums")
+    arrive(links["shasums-sig-upload"], b"sig")
+    assert recorded("acme") == before
