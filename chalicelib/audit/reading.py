@@ -21,10 +21,12 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from chalicelib.accounts.authorization import owned_organization
 from chalicelib.accounts.organizations.service import get_organization
 from chalicelib.core.api import bounds
 from chalicelib.core.api.errors import Unprocessable
 from chalicelib.core.audit import events, trail
+from chalicelib.core.auth import Principal
 
 # The filters by their short names (the pages' fields; the API's are ``filter[<name>]``).
 ACTOR, RESOURCE_TYPE, ACTION = "actor", "resource-type", "action"
@@ -145,6 +147,15 @@ def organization_page(
     organization = get_organization(name)
     if organization is None:
         return [], 0
+    return _page(name, wanted, number, size, organization.created_at)
+
+
+def owners_page(
+    principal: Principal, name: str, wanted: Criteria, number: int, size: int
+) -> tuple[list[dict[str, Any]], int]:
+    """The organization's own trail as its owners (and site admins) read it in the browser;
+    anyone else gets the 404 of an organization they cannot see."""
+    organization = owned_organization(principal, name)
     return _page(name, wanted, number, size, organization.created_at)
 
 
