@@ -251,7 +251,8 @@ def test_an_event_is_never_overwritten_and_the_trail_is_read_only(acme: Api) -> 
     [kept] = trail.read_page("acme", None, 1, 10)[0]
     assert kept["resource"]["id"] == "thing-1"
     served = {path: set(methods) for path, methods in app.routes.items() if "audit" in path}
-    assert served == {ORG_TRAIL: {"GET"}, ADMIN_TRAIL: {"GET"}}
+    pages = {"/app/{organization}/audit-trail": {"GET"}, "/app/admin/audit-trail": {"GET"}}
+    assert served == {ORG_TRAIL: {"GET"}, ADMIN_TRAIL: {"GET"}, **pages}
 
 
 def test_the_wrong_callers_walk_covers_the_trails_routes() -> None:

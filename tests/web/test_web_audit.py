@@ -241,3 +241,16 @@ def test_a_version_page_shows_who_deprecated_and_revoked_it(acme: Api) -> None:
     # The fabricated event of another version (modver-1) is not this one's.
     assert "use 2.x" not in html.unescape(history)
     assert 'href="/app/acme/audit-trail"' in history  # owners: on to the whole trail
+
+
+def test_the_page_that_makes_the_sites_signing_key_changes_nothing_anyones(api: Api) -> None:
+    """The sign-in form's CSRF key is made by the first page that needs it: the site's own
+    bookkeeping, no one's change (no audit event, and no unexplained change either)."""
+    from chalicelib.core.audit import check
+    from chalicelib.web import store as web_store
+
+    web_store.signing_key.cache_clear()
+    check.VIOLATIONS.clear()
+    assert Browser(api.client).get("/app/sign-in").status_code == 200
+    assert web_store.WebKeyModel.get(web_store.SIGNING_KEY_ID).sealed
+    assert check.VIOLATIONS == []
