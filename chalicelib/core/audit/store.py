@@ -18,12 +18,13 @@ same way, so a time range costs only the events in it.
 A filtered page (``Filters``: actor, resource type, action, resource id) reads the events of
 the time range once, with a FilterExpression on the item's plain attributes (``actor``,
 ``actor_name``, ``resource_type``, ``resource_id``, ``action``) and only their keys
-projected: DynamoDB charges the read units of every event in the range (about half a unit
-per 4 KB eventually consistent, some 6 events a unit), matching or not, and returns only
-the matching keys; then one Query between the page's first and last match reads its
-events. At most ``MAX_FILTERED`` events are read that way (``TooManyToFilter``, which the API
-answers with a 422 asking for a narrower ``since``/``until``): a filtered page costs at most
-about ``MAX_FILTERED`` / 6 read units (~ 17,000 units, a few seconds) however large the trail.
+projected: DynamoDB charges the read units of every event in the range, matching or not
+(half a unit per 4 KB eventually consistent: about a dozen ~700-byte events a unit), and
+returns only the matching keys; then one Query between the page's first and last match
+reads its events. At most ``MAX_FILTERED`` events are examined that way (DynamoDB's
+``Limit``; past it ``TooManyToFilter``, which the API answers with a 422 asking for a
+narrower ``since``/``until``): a filtered page costs at most about ``MAX_FILTERED`` / 12 read
+units (~ 8,500 units in ~70 calls of 1 MB, a few seconds) however large the trail.
 """
 
 from __future__ import annotations
