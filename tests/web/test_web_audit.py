@@ -241,6 +241,19 @@ def test_a_version_page_shows_who_deprecated_and_revoked_it(acme: Api) -> None:
     # The fabricated event of another version (modver-1) is not this one's.
     assert "use 2.x" not in html.unescape(history)
     assert 'href="/app/acme/audit-trail"' in history  # owners: on to the whole trail
+    assert "request " in history  # owners see where each change came from
+    # A manage-modules team publishes too: it sees who did what, not from which address,
+    # user agent or request (those are the owners', on the organization's trail).
+    _, ci_token = make_team(acme, "acme", "ci", manage_modules=True)
+    publisher = _signed_in(acme, ci_token).get(version)
+    assert publisher.status_code == 200
+    theirs = publisher.text[publisher.text.index('id="history"') :]
+    assert re.findall(r'<span class="audit-action">([a-z-]+)</span>', theirs)[-2:] == [
+        "deprecated",
+        "revoked",
+    ]
+    assert "request " not in theirs and ">From<" not in theirs
+    assert 'href="/app/acme/audit-trail"' not in theirs
 
 
 def test_the_page_that_makes_the_sites_signing_key_changes_nothing_anyones(api: Api) -> None:
