@@ -46,17 +46,6 @@ class Criteria:
     since: datetime | None = None
     until: datetime | None = None
 
-    def shown(self) -> dict[str, str]:
-        """The criteria as the pages' form fields hold them."""
-        values = {
-            ACTOR: self.filters.actor,
-            RESOURCE_TYPE: self.filters.resource_type,
-            ACTION: self.filters.action,
-            "since": self.since.strftime("%Y-%m-%dT%H:%M") if self.since else None,
-            "until": self.until.strftime("%Y-%m-%dT%H:%M") if self.until else None,
-        }
-        return {k: v for k, v in values.items() if v}
-
 
 def moment(raw: str | None, parameter: str) -> datetime | None:
     """An ISO 8601 time (UTC when it names no zone), None when absent; else a 422."""
