@@ -36,6 +36,7 @@ from chalicelib.trust.keys_routes import bp as signing_key_routes
 from chalicelib.trust.routes import bp as policy_routes
 from chalicelib.vcs.routes import bp as vcs_routes
 from chalicelib.web.account_routes import bp as account_routes
+from chalicelib.web.audit.pages import bp as audit_pages
 from chalicelib.web.login import bp as login_routes
 from chalicelib.web.people import members, teams  # noqa: F401 - register their pages
 from chalicelib.web.people.account import bp as account_page
@@ -60,7 +61,8 @@ app = create_app(
     + [admin_people_routes, admin_organization_lifecycle, sso_routes]
     + [provider_routes, gpg_key_routes, provider_protocol_routes, mirror_routes]
     + [siteadmin_people_routes, siteadmin_settings_routes, siteadmin_keys_routes]
-    + [policy_routes, signing_key_routes, evidence_routes, scanning_routes, audit_routes],
+    + [policy_routes, signing_key_routes, evidence_routes, scanning_routes, audit_routes]
+    + [audit_pages],
     Uses(mail=True, scim=True),
 )
 

@@ -330,7 +330,8 @@ ROUTE_GROUPS: tuple[Function, ...] = (
             # The organization settings page shows and changes the publishing policy.
             "registry-policies": WRITE,
             # The policy's changes and the version pages' releases and lifecycle changes
-            # record their events (chalicelib.audit).
+            # record their events (chalicelib.audit); the audit trail's pages and a version's
+            # history read them (Query).
             "audit-events": APPEND,
         },
         s3={MODULE_OBJECTS: (GET, PUT, DELETE)},

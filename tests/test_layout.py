@@ -63,8 +63,9 @@ LAYERS: dict[str, set[str]] = {
     # customization texts through admin), and serves the SAML endpoints, opening the
     # session SAML signs into. Site administration's SCIM page goes through scim's service
     # (settings and tokens), as scim's admin API does. The provider pages read through
-    # providers' service.
+    # providers' service; the audit trail's pages read as its API does (audit's reading).
     "web": {
+        "audit",
         "core",
         "artifacts",
         "accounts",

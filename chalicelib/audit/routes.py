@@ -9,21 +9,26 @@
 Both take ``since`` (events after it, ISO 8601), ``page[number]`` and ``page[size]`` (HCP's
 default 1,000, at most 1,000) and answer ``data[]`` oldest first with ``pagination``
 {``current_page``, ``prev_page``, ``next_page``, ``total_pages``, ``total_count``}
-(``store.read_page`` says what the count costs).
+(``store.read_page`` says what the count costs). Beyond HCP's: ``until`` (events before it)
+and the bounded filters ``filter[actor]``, ``filter[resource-type]``, ``filter[action]``
+(``reading``: an unknown or overlong one is a 422; a filtered page reads the events of its
+time range once, at most ``store.MAX_FILTERED`` of them). The organization's trail begins at
+the organization's creation (``reading.organization_page``).
 """
 
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
+from collections.abc import Callable
 from typing import Any
 
 from chalice import Blueprint, Response
 
 from chalicelib.accounts.authorization import SiteAdmin
+from chalicelib.audit import reading
 from chalicelib.core.api import bounds
 from chalicelib.core.api.access import Bearer
-from chalicelib.core.api.errors import NotFound, Unprocessable
+from chalicelib.core.api.errors import NotFound
 from chalicelib.core.api.http import Ctx, route
 from chalicelib.core.api.openapi import Param, Reply
 from chalicelib.core.api.pagination import int_param
@@ -34,8 +39,18 @@ bp = Blueprint(__name__)
 ORGANIZATION_TRAIL = "/api/v2/organization/audit-trail"
 ADMIN_TRAIL = "/api/v2/admin/audit-trail"
 
+MOMENT = {"type": "string", "maxLength": bounds.TIMESTAMP}
+WORD = {"type": "string", "maxLength": reading.MAX_WORD, "pattern": "^[a-z][a-z0-9-]*$"}
 QUERY = (
-    Param("since", "only events after this moment (ISO 8601, UTC)", {"type": "string"}),
+    Param("since", "only events after this moment (ISO 8601, UTC)", MOMENT),
+    Param("until", "only events before this moment (ISO 8601, UTC)", MOMENT),
+    Param(
+        "filter[actor]",
+        "only the events of this actor (its id, or a user's username)",
+        {"type": "string", "maxLength": reading.MAX_ACTOR},
+    ),
+    Param("filter[resource-type]", "only events of this resource type (registry-module...)", WORD),
+    Param("filter[action]", "only events of this action (created, deprecated...)", WORD),
     Param("page[number]", "page number (from 1)", {"type": "integer", "minimum": 1}),
     Param(
         "page[size]",
@@ -52,35 +67,16 @@ ADMIN_QUERY = (
 NOT_FOUND = "not found: the audit trail is read with an organization token"
 
 
-def _since(query: dict[str, str]) -> datetime | None:
-    raw = query.get("since")
-    if not raw:
-        return None
-    try:
-        moment = datetime.fromisoformat(raw)
-    except ValueError:
-        raise Unprocessable(
-            f"since must be an ISO 8601 time (2020-05-30T17:52:46.000Z), not {raw[:40]!r}",
-            parameter="since",
-        ) from None
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+Reader = Callable[[reading.Criteria, int, int], tuple[list[dict[str, Any]], int]]
 
 
-def _trail(ctx: Ctx, organization: str | None) -> Response:
+def _trail(ctx: Ctx, read: Reader, also: tuple[str, ...] = ()) -> Response:
     query = ctx.query
-    since = _since(query)
+    wanted = reading.criteria(query, api=True, also=also)
     number = max(1, int_param(query, "page[number]", 1))
     size = min(trail.MAX_PAGE_SIZE, max(1, int_param(query, "page[size]", trail.DEFAULT_PAGE_SIZE)))
-    data, total = trail.read_page(organization, since, number, size)
-    pages = max(1, -(-total // size))
-    pagination: dict[str, Any] = {
-        "current_page": number,
-        "prev_page": number - 1 if number > 1 else None,
-        "next_page": number + 1 if number < pages else None,
-        "total_pages": pages,
-        "total_count": total,
-    }
-    body = {"data": data, "pagination": pagination}
+    data, total = read(wanted, number, size)
+    body = {"data": data, "pagination": reading.pagination(number, size, total)}
     return Response(json.dumps(body), status_code=200, headers={"Content-Type": "application/json"})
 
 
@@ -106,19 +102,26 @@ TRAIL = Reply(
     summary="List the audit events",
 )
 def organization_trail(ctx: Ctx) -> Response:
-    """The calling organization token's organization's audit events (HCP's audit trail API);
-    user and team tokens get a 404, as HCP refuses them."""
+    """The calling organization token's organization's audit events (HCP's audit trail API),
+    from the organization's creation on; user and team tokens get a 404, as HCP refuses
+    them."""
     principal = ctx.user
-    if principal.kind != "organization" or not principal.organization:
+    name = principal.organization
+    if principal.kind != "organization" or not name:
         raise NotFound(NOT_FOUND)
-    return _trail(ctx, principal.organization)
+    return _trail(ctx, lambda wanted, n, size: reading.organization_page(name, wanted, n, size))
 
 
 @route(
     bp, ADMIN_TRAIL, auth=SiteAdmin, query=ADMIN_QUERY, success=TRAIL, summary="List audit events"
 )
 def admin_trail(ctx: Ctx) -> Response:
-    """Any organization's audit events (``filter[organization]``), or the site-wide ones."""
+    """Any organization's audit events (``filter[organization]``: every event kept under that
+    name, a deleted organization's of that name too), or the site-wide ones."""
     query = ctx.query
     organization = query.get("filter[organization]") or query.get("organization") or None
-    return _trail(ctx, organization)
+    return _trail(
+        ctx,
+        lambda wanted, n, size: reading.any_page(organization, wanted, n, size),
+        also=(reading.ORGANIZATION,),
+    )

@@ -150,6 +150,12 @@ def test_a_publisher_creates_uploads_deprecates_and_revokes_in_the_browser(
     revocation = version_attributes(stack, "1.0.0")["revocation"]
     assert revocation["status"] == "Revoked"
     assert revocation["message"] == "CVE-2026-0001: upgrade to 2.0.0"
+    # The version's history (its audit trail): who deprecated and revoked it, and when.
+    history = page.locator("#history")
+    expect(history).to_contain_text("deprecated")
+    expect(history).to_contain_text("revoked")
+    expect(history).to_contain_text("CVE-2026-0001: upgrade to 2.0.0")
+    check_page(page)
 
     page.get_by_role("link", name="All versions of network/aws").click()
     expect(page.locator("#versions-table")).to_contain_text("revoked")

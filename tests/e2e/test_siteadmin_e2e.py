@@ -32,6 +32,8 @@ PAGES = (
     "/app/admin/settings/customization",
     "/app/admin/scim",
     "/app/admin/oidc",
+    "/app/admin/audit-trail",
+    f"/app/admin/audit-trail?organization={ORG}",
 )
 
 

@@ -102,6 +102,7 @@ PAGES = (
     *(f"/app/admin/settings/{area}" for area in AREAS),
     "/app/admin/scim",
     "/app/admin/oidc",
+    "/app/admin/audit-trail",
 )
 
 

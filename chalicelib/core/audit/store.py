@@ -12,12 +12,26 @@ Queries for the events before it (to find where the page starts) and after it (t
 the counting Queries read keys only and return no items, but DynamoDB charges them the read
 units of the events they pass over (about one unit per 4 KB of events, eventually consistent
 halved). A caller polling with ``since`` (as HCP's integrations do) counts only the events
-after it.
+after it; ``until`` and an organization's creation (``Window.start``) bound the key range the
+same way, so a time range costs only the events in it.
+
+A filtered page (``Filters``: actor, resource type, action, resource id) reads the events of
+the time range once, with a FilterExpression on the item's plain attributes (``actor``,
+``actor_name``, ``resource_type``, ``resource_id``, ``action``) and only their keys
+projected: DynamoDB charges the read units of every event in the range, matching or not
+(half a unit per 4 KB eventually consistent: about a dozen ~700-byte events a unit), and
+returns only the matching keys; then one Query between the page's first and last match
+reads its events. At most ``MAX_FILTERED`` events are examined that way (DynamoDB's
+``Limit``; past it ``TooManyToFilter``, which the API answers with a 422 asking for a
+narrower ``since``/``until``): a filtered page costs at most about ``MAX_FILTERED`` / 12 read
+units (~ 8,500 units in ~70 calls of 1 MB, a few seconds) however large the trail.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -35,6 +49,8 @@ SITE = "#site"
 # whole moment.
 _AFTER_IDS = "~"
 _MAX_LIMIT = 1_000_000
+# The most events a filtered read examines (see the module's docstring).
+MAX_FILTERED = 100_000
 
 
 TABLE = "audit-events"
@@ -50,6 +66,75 @@ class AuditEventModel(db.Model):
     # The event in HCP's shape (``Event.to_json``), as it is answered.
     document = UnicodeAttribute()
     expires = TTLAttribute()
+    # Plain copies of the document's fields the trail is filtered by (FilterExpressions):
+    # the actor's id and description (a user's username), the resource and the action.
+    actor = UnicodeAttribute(null=True)
+    actor_name = UnicodeAttribute(null=True)
+    resource_type = UnicodeAttribute(null=True)
+    resource_id = UnicodeAttribute(null=True)
+    action = UnicodeAttribute(null=True)
+
+
+@dataclass(frozen=True)
+class Filters:
+    """What a read keeps: each given field must equal the event's (``actor``: its actor's id
+    or description, e.g. ``user-…`` or a username). None: any."""
+
+    actor: str | None = None
+    resource_type: str | None = None
+    action: str | None = None
+    resource_id: str | None = None
+
+    def __bool__(self) -> bool:
+        return any((self.actor, self.resource_type, self.action, self.resource_id))
+
+    def condition(self) -> Any:
+        """The FilterExpression (None without a filter)."""
+        parts = []
+        if self.actor:
+            parts.append(
+                (AuditEventModel.actor == self.actor) | (AuditEventModel.actor_name == self.actor)
+            )
+        for attribute, value in (
+            (AuditEventModel.resource_type, self.resource_type),
+            (AuditEventModel.action, self.action),
+            (AuditEventModel.resource_id, self.resource_id),
+        ):
+            if value:
+                parts.append(attribute == value)
+        condition = None
+        for part in parts:
+            condition = part if condition is None else condition & part
+        return condition
+
+
+@dataclass(frozen=True)
+class Window:
+    """The time range read: events after ``since`` (not at it), before ``until``, and at or
+    after ``start`` (an organization's creation: its trail begins there)."""
+
+    since: datetime | None = None
+    until: datetime | None = None
+    start: datetime | None = None
+
+    def low(self) -> str:
+        """The key every event of the window sorts after ("": from the first)."""
+        lows = [_moment_key(self.since) + _AFTER_IDS] if self.since else []
+        if self.start:  # "<moment>#<id>" sorts after "<moment>": the start is included
+            lows.append(_moment_key(self.start))
+        return max(lows, default="")
+
+    def high(self) -> str | None:
+        """The key every event of the window sorts before (None: to the last)."""
+        return _moment_key(self.until) if self.until else None
+
+
+class TooManyToFilter(Exception):
+    """A filtered read would examine more than ``limit`` (``MAX_FILTERED``) events."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(f"more than {limit} events to filter")
+        self.limit = limit
 
 
 def _moment_key(moment: datetime) -> str:
@@ -67,7 +152,16 @@ def _item(event: Event) -> AuditEventModel:
         f"{_moment_key(event.timestamp)}#{event.id}",
         document=json.dumps(event.to_json(), separators=(",", ":")),
         expires=event.timestamp + timedelta(days=days),
+        # DynamoDB keeps no empty string in an index-free attribute either way: None omits it.
+        actor=event.auth.accessor_id or None,
+        actor_name=event.auth.description or None,
+        resource_type=event.resource.type or None,
+        resource_id=event.resource.id or None,
+        action=event.resource.action or None,
     )
+
+
+_FILTERED = ("actor", "actor_name", "resource_type", "resource_id", "action")
 
 
 def put_in(tx: TransactWrite, event: Event) -> None:
@@ -76,11 +170,17 @@ def put_in(tx: TransactWrite, event: Event) -> None:
     updates (and those in the order added), so the event added last is the transaction's
     last item and the change's own items keep their places in a cancellation's reasons."""
     item = _item(event)
+    plain = [
+        getattr(AuditEventModel, name).set(getattr(item, name))
+        for name in _FILTERED
+        if getattr(item, name) is not None
+    ]
     tx.update(
         item,
         actions=[
             AuditEventModel.document.set(item.document),
             AuditEventModel.expires.set(item.expires),
+            *plain,
         ],
         condition=AuditEventModel.key.does_not_exist(),
     )
@@ -106,12 +206,31 @@ def event_of(document: dict[str, Any]) -> Event:
     )
 
 
-def _count(partition: str, after: str, limit: int | None) -> tuple[int, str | None]:
-    """How many events sort after ``after`` (at most ``limit``), and the key of the last one
-    counted when the count stopped at ``limit`` (None when it reached the end)."""
+def _range(low: str, high: str | None) -> Any:
+    """The sort-key condition of the keys after ``low`` and before ``high`` (neither is an
+    event's key: see ``Window``); None for the whole partition."""
+    if low and high:
+        return AuditEventModel.key.between(low, high)
+    if low:
+        return AuditEventModel.key > low
+    if high:
+        return AuditEventModel.key < high
+    return None
+
+
+def _after(partition: str, key: str | None) -> dict[str, Any] | None:
+    """An ExclusiveStartKey: read on after the event of ``key`` (None: from the first)."""
+    return {"partition": {"S": partition}, "key": {"S": key}} if key else None
+
+
+def _count(
+    partition: str, condition: Any, after: str | None, limit: int | None
+) -> tuple[int, str | None]:
+    """How many events of the key range ``condition`` sort after the key ``after`` (at most
+    ``limit``), and the key of the last one counted when the count stopped at ``limit``
+    (None when it reached the end)."""
     connection = AuditEventModel._get_connection()
-    counted, start = 0, None
-    condition = AuditEventModel.key > after if after else None
+    counted, start = 0, _after(partition, after)
     while limit is None or counted < limit:
         answer = connection.query(
             partition,
@@ -129,21 +248,91 @@ def _count(partition: str, after: str, limit: int | None) -> tuple[int, str | No
     return counted, start["key"]["S"]
 
 
+def _items(
+    partition: str, condition: Any, filters: Filters, limit: int | None, after: str | None = None
+) -> list[AuditEventModel]:
+    return list(
+        AuditEventModel.query(
+            partition,
+            condition,
+            filter_condition=filters.condition(),
+            limit=limit,
+            page_size=limit,
+            last_evaluated_key=_after(partition, after),
+        )
+    )
+
+
+def _documents(items: list[AuditEventModel]) -> list[dict[str, Any]]:
+    return [json.loads(item.document) for item in items]
+
+
 def read_page(
-    organization: str | None, since: datetime | None, number: int, size: int
+    organization: str | None,
+    window: Window,
+    number: int,
+    size: int,
+    filters: Filters | None = None,
 ) -> tuple[list[dict[str, Any]], int]:
-    """Page ``number`` (from 1) of ``size`` events of the partition after ``since``, oldest
-    first, and how many events there are after ``since`` in all."""
+    """Page ``number`` (from 1) of ``size`` events of the partition in ``window`` that pass
+    ``filters``, oldest first, and how many there are in all (``TooManyToFilter``: a filtered
+    read would examine more than ``MAX_FILTERED`` events)."""
     partition = partition_of(organization)
-    after = _moment_key(since) + _AFTER_IDS if since else ""
-    skipped, start = _count(partition, after, (number - 1) * size) if number > 1 else (0, after)
-    if number > 1 and start is None:
-        return [], skipped  # the page is past the end
-    assert start is not None
-    condition = AuditEventModel.key > start if start else None
-    items = list(AuditEventModel.query(partition, condition, limit=size, page_size=size))
-    documents = [json.loads(item.document) for item in items]
+    filters = filters or Filters()
+    if filters:
+        return _filtered_page(partition, window, number, size, filters)
+    condition = _range(window.low(), window.high())
+    skipped, after = 0, None
+    if number > 1:
+        skipped, after = _count(partition, condition, None, (number - 1) * size)
+        if after is None:
+            return [], skipped  # the page is past the end
+    items = _items(partition, condition, filters, size, after)
     rest = 0
     if len(items) == size:
-        rest, _ = _count(partition, items[-1].key, None)
-    return documents, skipped + len(items) + rest
+        rest, _ = _count(partition, condition, items[-1].key, None)
+    return _documents(items), skipped + len(items) + rest
+
+
+def _matching_keys(partition: str, window: Window, filters: Filters) -> Iterator[str]:
+    """The keys of the window's events that pass ``filters``, in order: one pass over the
+    window with the filter, keys only (``TooManyToFilter`` past ``MAX_FILTERED`` events)."""
+    connection = AuditEventModel._get_connection()
+    condition = _range(window.low(), window.high())
+    examined, start = 0, None
+    while True:
+        answer = connection.query(
+            partition,
+            range_key_condition=condition,
+            filter_condition=filters.condition(),
+            attributes_to_get=["key"],
+            exclusive_start_key=start,
+            # DynamoDB's Limit counts the events examined, matching or not.
+            limit=MAX_FILTERED - examined,
+        )
+        examined += answer["ScannedCount"]
+        for item in answer.get("Items", ()):
+            yield item["key"]["S"]
+        start = answer.get("LastEvaluatedKey")
+        if start is None:
+            return
+        if examined >= MAX_FILTERED:
+            raise TooManyToFilter(MAX_FILTERED)
+
+
+def _filtered_page(
+    partition: str, window: Window, number: int, size: int, filters: Filters
+) -> tuple[list[dict[str, Any]], int]:
+    first_index, last_index = (number - 1) * size, number * size - 1
+    total, first, last = 0, None, None
+    for key in _matching_keys(partition, window, filters):
+        if total == first_index:
+            first = key
+        if first_index <= total <= last_index:
+            last = key
+        total += 1
+    if first is None or last is None:
+        return [], total
+    # The page's events: those between its first and last match that pass the filter.
+    page = _items(partition, AuditEventModel.key.between(first, last), filters, None)
+    return _documents(page), total

@@ -19,6 +19,9 @@ from typing import TYPE_CHECKING, Any
 
 from chalicelib.core.audit import store
 from chalicelib.core.audit.events import Event
+from chalicelib.core.audit.store import Filters, TooManyToFilter, Window
+
+__all__ = ["Filters", "TooManyToFilter", "Window", "changed", "read_page", "record", "record_in"]
 
 if TYPE_CHECKING:
     from pynamodb.transactions import TransactWrite
@@ -44,8 +47,17 @@ def changed(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[str]:
 
 
 def read_page(
-    organization: str | None, since: datetime | None, number: int, size: int
+    organization: str | None,
+    since: datetime | None,
+    number: int,
+    size: int,
+    *,
+    until: datetime | None = None,
+    start: datetime | None = None,
+    filters: Filters | None = None,
 ) -> tuple[list[dict[str, Any]], int]:
     """A page of the organization's events (None: the site-wide ones), oldest first, and the
-    count of events after ``since`` (``store.read_page``)."""
-    return store.read_page(organization, since, number, size)
+    count of those in the window: after ``since``, before ``until``, from ``start`` on (an
+    organization's creation), passing ``filters`` (``store.read_page`` says what a page
+    costs; ``TooManyToFilter`` when a filtered one would read too many events)."""
+    return store.read_page(organization, Window(since, until, start), number, size, filters)

@@ -30,6 +30,7 @@ from chalicelib.modules import versions
 from chalicelib.modules.service import ModuleRef
 from chalicelib.modules.statuses import VersionAction
 from chalicelib.modules.versions import LifecycleChange
+from chalicelib.web.audit.history import version_history
 from chalicelib.web.labels import FAILED, status_label
 from chalicelib.web.publishing.common import (
     VERSION,
@@ -152,7 +153,8 @@ def version_page(
     provider: str,
     version: str,
 ) -> Response:
-    """A version: its status, the upload of its archive while it is not ok, its actions."""
+    """A version: its status, the upload of its archive while it is not ok, its actions, and
+    its history (who published, deprecated, revoked or released it: the audit trail)."""
     from chalicelib.web.pages import module_path  # the module pages' service: first use
 
     ref = _ref(organization, registry, namespace, name, provider)
@@ -175,6 +177,8 @@ def version_page(
             if a != VersionAction.UPLOAD
         ],
         labels={key: action.button for key, action in ACTIONS.items()},
+        history=version_history(organization, item.id, item.created_at),
+        trail_url=f"/app/{organization}/audit-trail" if rights.is_owner else None,
     )
     return allow_connect(response, connect_origin(upload)) if upload else response
 
