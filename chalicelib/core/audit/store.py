@@ -18,6 +18,7 @@ after it.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -104,6 +105,37 @@ def event_of(document: dict[str, Any]) -> Event:
         version=document["version"],
         type=document["type"],
     )
+
+
+def about(
+    organization: str | None, resource_id: str, start: datetime, *, forward: bool, pages: int
+) -> Iterator[dict[str, Any]]:
+    """The events of the partition at or after ``start`` whose resource is ``resource_id``
+    (``forward``: oldest first; else newest first): at most ``pages`` Query pages of 1 MB,
+    filtered on the stored document (DynamoDB charges every event a page passes over), then
+    ``END`` when that reached the last event of the range."""
+    connection = AuditEventModel._get_connection()
+    last = None
+    for _ in range(pages):
+        answer = connection.query(
+            partition_of(organization),
+            range_key_condition=AuditEventModel.key >= _moment_key(start),
+            filter_condition=AuditEventModel.document.contains(resource_id),
+            exclusive_start_key=last,
+            scan_index_forward=forward,
+        )
+        for item in answer.get("Items", ()):
+            document = json.loads(item["document"]["S"])
+            if (document.get("resource") or {}).get("id") == resource_id:
+                yield document
+        last = answer.get("LastEvaluatedKey")
+        if last is None:
+            yield END
+            return
+
+
+# What ``about`` yields after the last event when it read its whole range.
+END: dict[str, Any] = {"id": ""}
 
 
 def _count(partition: str, after: str, limit: int | None) -> tuple[int, str | None]:

@@ -13,7 +13,7 @@ attributes, never their values: some are secrets).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -49,3 +49,14 @@ def read_page(
     """A page of the organization's events (None: the site-wide ones), oldest first, and the
     count of events after ``since`` (``store.read_page``)."""
     return store.read_page(organization, since, number, size)
+
+
+def about(
+    organization: str | None, resource_id: str, start: datetime, *, forward: bool, pages: int
+) -> Iterator[dict[str, Any]]:
+    """One resource's events from ``start`` on, a bounded read (``store.about``; ``END``
+    after the last when it read the whole range)."""
+    return store.about(organization, resource_id, start, forward=forward, pages=pages)
+
+
+END = store.END
