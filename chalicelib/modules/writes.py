@@ -114,9 +114,12 @@ def record_description(version: ModuleVersionModel, description: str) -> bool:
     return True
 
 
-def update_module(module: ModuleModel, actions: list[Any], event: Event) -> None:
+def update_module(
+    module: ModuleModel, actions: list[Any], event: Event, *, read_back: bool = True
+) -> None:
     """Apply ``actions`` to a module that still exists (the same one: same id), with its
-    audit ``event``, in one transaction (the item is read back, as an update returns it)."""
+    audit ``event``, in one transaction; then the item is read back (one GetItem, as an
+    UpdateItem would return it), unless ``read_back`` is False (a worker's write)."""
     try:
         with TransactWrite(connection=db.connection()) as tx:
             tx.update(module, actions=actions, condition=ModuleModel.id == module.id)
@@ -125,7 +128,8 @@ def update_module(module: ModuleModel, actions: list[Any], event: Event) -> None
         if db.cancellation_codes(exc)[:1] == [db.TRANSACTION_CONDITION_FAILED]:
             raise ModuleGone from None
         raise
-    module.refresh(consistent_read=True)
+    if read_back:
+        module.refresh(consistent_read=True)
 
 
 def update_module_if(module: ModuleModel, actions: list[Any], allowed: Iterable[str]) -> bool:

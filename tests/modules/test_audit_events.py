@@ -260,6 +260,8 @@ def test_the_scan_worker_records_its_scan_and_a_quarantine(
     assert seen.published_by == seen.released.actor if seen.released else False
     passed = history.version_history(authenticate(f"Bearer {ADMIN_TOKEN}"), REF, "1.0.0")
     assert passed.published is not None and passed.published.action == "scanned"
+    # Only its own events: none of the other version's, none of the module's.
+    assert [s.action for s in passed.steps] == ["created", "uploaded", "scanned"]
 
 
 def test_no_code_modules_record_their_changes(acme: Api) -> None:

@@ -90,7 +90,8 @@ def register_webhook(module_id: str, previous: dict[str, Any] | None) -> str:
         None, module, audit_events.WEBHOOK_REGISTERED, meta, outcome=outcome.get(status, status)
     )
     try:
-        writes.update_module(module, [ModuleModel.webhook_registration.set(registration)], event)
+        actions = [ModuleModel.webhook_registration.set(registration)]
+        writes.update_module(module, actions, event, read_back=False)
     except writes.ModuleGone:
         module.webhook_registration = registration
         added = registered_hook(module)

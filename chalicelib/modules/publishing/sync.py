@@ -58,9 +58,8 @@ def record_sync(
     ``pending``-like states only: a concurrent first ok version's ``setup_complete`` is never
     overwritten; the status follows the report the event records)."""
     try:
-        writes.update_module(
-            module, [ModuleModel.vcs_sync.set(report), ModuleModel.updated_at.set(now())], event
-        )
+        actions = [ModuleModel.vcs_sync.set(report), ModuleModel.updated_at.set(now())]
+        writes.update_module(module, actions, event, read_back=False)
     except writes.ModuleGone:
         return False
     if status:
