@@ -432,6 +432,11 @@ def delete_module_record(module: ModuleModel, principal: Principal | None) -> li
 # ----- ingestion outcome --------------------------------------------------------------------
 
 
+# A worker's progress marks: the version is on its way (``pending`` again for a retry's
+# fetch, ``cloning``, ``reg_ingressing``); no one's change: the outcome that follows is.
+PROGRESS = frozenset({VersionStatus.PENDING, VersionStatus.CLONING, VersionStatus.INGRESSING})
+
+
 def mark_version(
     version: ModuleVersionModel,
     status: VersionStatus,
@@ -441,9 +446,9 @@ def mark_version(
     **fields: Any,
 ) -> bool:
     """Record a status on the version and the module, with the worker's outcome ``event``
-    (None: a progress mark, ``reg_ingressing`` or ``cloning``, which is no one's change:
-    written as ``observe.bookkeeping``); False if either is gone."""
-    if event is None:
+    (None for a progress mark, ``PROGRESS``, written as ``observe.bookkeeping``); False if
+    either is gone."""
+    if event is None and status in PROGRESS:
         with observe.bookkeeping():
             return writes.record_version_status(version, status, now(), error=error, fields=fields)
     return writes.record_version_status(
