@@ -10,6 +10,8 @@ creation's event is the accounts' part, and these tests count only the modules' 
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
 from collections.abc import Iterator
 from typing import Any
@@ -383,3 +385,86 @@ def test_publishing_from_vcs_records_the_publish_and_each_worker_outcome(
     asked = the_one(before)
     assert asked["auth"]["type"] == "Client"
     assert asked["resource"]["action"] == "sync-requested"
+
+    # A VCS host's signed tag delivery: the registry asks for a sync (System); a forged one
+    # changes nothing and records nothing.
+    secret = published.data["attributes"]["vcs-repo"]["webhook-secret"]
+    url = published.data["attributes"]["vcs-repo"]["webhook-url"]
+    path = url[url.index("/webhooks/") :]
+    tag_push = json.dumps({"ref": "refs/tags/v1.3.0", "after": "0" * 40})
+    before = trail()
+    assert signed_delivery(acme, path, tag_push, "not-the-secret").status == 401
+    assert new_events(before) == []
+    assert signed_delivery(acme, path, tag_push, secret).status == 202
+    delivered = the_one(before)
+    assert delivered["auth"]["type"] == "System"
+    assert delivered["resource"]["action"] == "sync-requested"
+    assert delivered["resource"]["meta"]["via"] == "webhook"
+    drain()
+
+    # A new webhook secret is recorded, never shown in the event; so is a retry.
+    before = trail()
+    fresh = acme.post(f"{V2}/registry-modules/{module_id}/actions/regenerate-webhook-secret")
+    assert fresh.status == 200
+    regenerated = the_one(before)
+    assert regenerated["resource"]["action"] == "webhook-secret-regenerated"
+    assert fresh.data["attributes"]["secret"] not in json.dumps(regenerated)
+    assert secret not in json.dumps(trail())
+    before = trail()
+    assert acme.post(f"{V2}/registry-modules/{module_id}/actions/retry").status == 200
+    retried = the_one(before)["resource"]
+    assert retried["action"] == "retried" and retried["meta"]["versions"] == ["1.2.0"]
+
+
+def signed_delivery(api: Api, path: str, body: str, secret: str) -> Any:
+    digest = hmac.new(secret.encode(), body.encode(), hashlib.sha256).hexdigest()
+    headers = {"X-GitHub-Event": "push", "X-Hub-Signature-256": f"sha256={digest}"}
+    return api.as_(None).call(
+        "POST", path, raw=body, content_type="application/json", headers=headers
+    )
+
+
+# ----- the history's two bounded reads ---------------------------------------------------------
+
+
+def _event(n: int, action: str) -> dict[str, Any]:
+    return {
+        "id": f"e{n}",
+        "timestamp": f"2026-01-01T00:00:0{n}.000000Z",
+        "auth": {"accessor_id": "user-1", "description": "ada", "type": "Client"},
+        "resource": {"id": "modver-1", "action": action, "meta": {"status": "ok"}},
+    }
+
+
+@pytest.mark.parametrize(
+    ("backward", "complete"),
+    [
+        # The newest-first read meets what the oldest-first read found: the ranges join.
+        ([_event(5, "revoked"), _event(4, "deprecated"), _event(2, "uploaded")], True),
+        # It stops at its page bound first: the middle may be missing, and it says so.
+        ([_event(5, "revoked"), _event(4, "deprecated")], False),
+    ],
+)
+def test_a_history_read_in_two_bounded_parts_says_whether_it_is_whole(
+    monkeypatch: pytest.MonkeyPatch, backward: list[dict[str, Any]], complete: bool
+) -> None:
+    from datetime import UTC, datetime
+
+    from chalicelib.core.audit import trail as core_trail
+    from chalicelib.modules.store import ModuleVersionModel
+
+    oldest = [_event(1, "created"), _event(2, "uploaded")]  # its page bound: no END
+
+    def about(organization, resource_id, start, *, forward: bool, pages: int):
+        assert (organization, resource_id, pages) == ("acme", "modver-1", history.MAX_PAGES)
+        return iter(oldest if forward else backward)
+
+    monkeypatch.setattr(core_trail, "about", about)
+    version = ModuleVersionModel(
+        "mod-1", "k", id="modver-1", organization="acme", created_at=datetime.now(UTC)
+    )
+    seen = history.of_version(version)
+    assert seen.complete is complete
+    assert [s.action for s in seen.steps] == ["created", "uploaded", "deprecated", "revoked"]
+    assert seen.revoked is not None and seen.revoked.actor == "ada"
+    assert seen.published_by == "ada"
