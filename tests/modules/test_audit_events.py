@@ -468,3 +468,39 @@ def test_a_history_read_in_two_bounded_parts_says_whether_it_is_whole(
     assert [s.action for s in seen.steps] == ["created", "uploaded", "deprecated", "revoked"]
     assert seen.revoked is not None and seen.revoked.actor == "ada"
     assert seen.published_by == "ada"
+
+
+def test_a_branch_version_is_created_by_its_caller_and_a_failed_fetch_recorded(
+    acme: Api, git_server: tuple[GitServer, dict[str, str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    server, _ = git_server
+    with monkeypatch.context() as others:
+        others.setenv(check.STRICT_SWITCH, "0")  # the VCS connection is another room's change
+        token_id = connect(acme, server)
+    before = trail()
+    created = publish(
+        acme,
+        token_id,
+        "acme/terraform-aws-net",
+        vcs_repo={"branch": "main"},
+        **{"initial-version": "0.9.0"},
+    )
+    assert created.status == 201, created.json
+    # Two changes, two events: the module, and its first version (by the caller).
+    made = sorted((e["resource"]["type"], e["auth"]["type"]) for e in new_events(before))
+    assert made == [("registry-module", "Client"), ("registry-module-version", "Client")]
+    drain()
+
+    before = trail()
+    missing = {"commit-sha": "f" * 40}  # no such commit: the fetch fails
+    reply = acme.post(
+        f"{V2}/registry-modules/acme/net/aws/versions",
+        doc("registry-module-versions", version="1.0.0", **missing),
+    )
+    assert reply.status == 201, reply.json
+    drain()
+    version_events = [e["resource"] for e in new_events(before)]
+    assert [r["action"] for r in version_events] == ["created", "fetch-failed"]
+    failed = version_events[1]
+    assert failed["meta"]["outcome"] == "failed" and failed["meta"]["reason"]
+    assert failed["meta"]["commit-sha"] == "f" * 40
