@@ -17,13 +17,13 @@ from chalicelib.modules.store import ModuleModel, ModuleVersionModel
 
 
 def version_from_vcs(
-    module: ModuleModel, version: str, commit_sha: str | None
+    principal: Principal, module: ModuleModel, version: str, commit_sha: str | None
 ) -> ModuleVersionModel:
     """``versions.create_version``'s ``from_vcs``: publishing is imported here, so only
     versions of VCS modules load it."""
     from chalicelib.modules.publishing import service as publishing
 
-    return publishing.create_branch_version(module, version, commit_sha)
+    return publishing.create_branch_version(principal, module, version, commit_sha)
 
 
 def delete(principal: Principal, organization: str, parts: list[str]) -> list[ModuleModel]:
@@ -32,10 +32,10 @@ def delete(principal: Principal, organization: str, parts: list[str]) -> list[Mo
     deleted (a version's module, when it was the last version)."""
     modules, version = service.to_delete(principal, organization, parts)
     if version is None:
-        return _delete_modules(modules)
+        return _delete_modules(principal, modules)
     (module,) = modules
     item = versions.version_of(module, version)
-    gone = versions.delete_version(module, item)
+    gone = versions.delete_version(principal, module, item)
     downloads.forget(module.id, [item.version])
     deleted = [module] if gone else []
     _forget_deleted(deleted)
@@ -44,7 +44,7 @@ def delete(principal: Principal, organization: str, parts: list[str]) -> list[Mo
 
 def delete_named(principal: Principal, organization: str, name: str) -> list[ModuleModel]:
     """Every module of that name (``service.named_to_delete``) with what goes with them."""
-    return _delete_modules(service.named_to_delete(principal, organization, name))
+    return _delete_modules(principal, service.named_to_delete(principal, organization, name))
 
 
 def delete_all_for_organization(organization: str) -> list[ModuleModel]:
@@ -53,13 +53,14 @@ def delete_all_for_organization(organization: str) -> list[ModuleModel]:
     deletes those by organization)."""
     modules = service.modules_of(organization)
     for module in modules:
-        downloads.forget(module.id, service.delete_module_record(module))
+        downloads.forget(module.id, service.delete_module_record(module, None))
     return modules
 
 
-def _delete_modules(modules: list[ModuleModel]) -> list[ModuleModel]:
+def _delete_modules(principal: Principal, modules: list[ModuleModel]) -> list[ModuleModel]:
+    """Each module deleted (and recorded: one event each) with what goes with it."""
     for module in modules:
-        downloads.forget(module.id, service.delete_module_record(module))
+        downloads.forget(module.id, service.delete_module_record(module, principal))
     _forget_deleted(modules)
     return modules
 

@@ -16,15 +16,18 @@ from typing import Any, Protocol
 from chalicelib.accounts import authorization
 from chalicelib.artifacts import objects
 from chalicelib.artifacts.statuses import VersionStatus
-from chalicelib.core import tagbindings
+from chalicelib.core import observe, tagbindings
 from chalicelib.core.api.errors import Forbidden, NotFound, Unprocessable
 from chalicelib.core.api.pagination import Page
+from chalicelib.core.audit import trail
+from chalicelib.core.audit.events import Event
 from chalicelib.core.auth import Principal
 from chalicelib.core.data import lists
 from chalicelib.core.data.ids import new_id, now
 from chalicelib.core.settings import get_settings
 from chalicelib.core.tagbindings import Binding
 from chalicelib.modules import store, writes
+from chalicelib.modules.audit import events as audit_events
 from chalicelib.modules.statuses import ModuleStatus
 from chalicelib.modules.store import ModuleModel, ModuleVersionModel, module_key
 
@@ -262,19 +265,28 @@ def create_module(
         updated_at=moment,
     )
     companions = []
+    meta: dict[str, Any] = {"no-code": module.no_code}
     if no_code and registry == "private" and no_code_module is not None:
         companion = no_code_module(module)
         module.no_code_module_id = companion.id
         companions.append(companion)
-    save_new_module(module, companions)
+        meta["no-code-module"] = companion.id
+    save_new_module(principal, module, companions, meta)
     return module, rights
 
 
-def save_new_module(module: ModuleModel, companions: Sequence[Any] = ()) -> None:
+def save_new_module(
+    principal: Principal,
+    module: ModuleModel,
+    companions: Sequence[Any] = (),
+    meta: dict[str, Any] | None = None,
+) -> None:
     """Store a new module record (and ``companions``, new items of other tables, in the
-    same transaction); 422 when that registry/namespace/name/provider exists."""
+    same transaction) with its audit event (``created``, with ``meta``); 422 when that
+    registry/namespace/name/provider exists."""
+    event = audit_events.of_module(principal, module, "created", meta, moment=module.created_at)
     try:
-        writes.insert_module(module, companions)
+        writes.insert_module(module, event, companions)
     except writes.ModuleTaken:
         raise Unprocessable(
             f"module {module.namespace}/{module.name}/{module.provider} already exists "
@@ -286,9 +298,11 @@ def save_new_module(module: ModuleModel, companions: Sequence[Any] = ()) -> None
 
 class ModuleChange(Protocol):
     """A change planned by another room (publishing's ``vcs-repo`` update): item updates
-    written with the module's own, then the jobs it queues."""
+    written with the module's own, then the jobs it queues; ``vcs_repo``: the module's
+    repository after it (what its audit event compares)."""
 
     actions: list[Any]
+    vcs_repo: dict[str, Any]
 
     def queue_jobs(self, module: ModuleModel) -> None: ...
 
@@ -308,20 +322,36 @@ def update_module(
     A curated public module (hosted edition) is updated the same way."""
     module, rights = get_module(principal, ref)
     require_rights(rights, "updating a module", owner=True)
-    actions = [ModuleModel.updated_at.set(now())]
+    moment = now()
+    actions = [ModuleModel.updated_at.set(moment)]
+    before: dict[str, Any] = {}
+    after: dict[str, Any] = {}
     change = plan(module) if plan else None
     if change is not None:
         actions += change.actions
+        current = module.vcs_repo or {}
+        for key in set(current) | set(change.vcs_repo):
+            before[f"vcs-repo.{key}"] = current.get(key)
+            after[f"vcs-repo.{key}"] = change.vcs_repo.get(key)
     if no_code is not None:
         actions.append(ModuleModel.no_code.set(no_code))
+        before["no-code"], after["no-code"] = module.no_code, no_code
     if tag_bindings is not None:
         replaced = tagbindings.replace(module.tag_bindings or [], tag_bindings)
         actions.append(ModuleModel.tag_bindings.set(replaced))
+        before["tag-bindings"] = tagbindings.as_dict(module.tag_bindings)
+        after["tag-bindings"] = tagbindings.as_dict(replaced)
     if tests_enabled is not None:
         config = module.test_config or {"id": new_id("tc")}
         actions.append(ModuleModel.test_config.set({**config, "tests-enabled": tests_enabled}))
+        before["test-config"] = (module.test_config or {}).get("tests-enabled")
+        after["test-config"] = tests_enabled
+    meta: dict[str, Any] = {"changed": trail.changed(before, after)}
+    if "tag-bindings" in meta["changed"]:
+        meta["tag-bindings"] = sorted(after["tag-bindings"])
+    event = audit_events.of_module(principal, module, "updated", meta, moment=moment)
     try:
-        writes.update_module(module, actions)
+        writes.update_module(module, actions, event)
     except writes.ModuleGone:
         raise NotFound("the module was deleted while it was being updated") from None
     if change is not None:
@@ -386,9 +416,15 @@ def modules_of(organization: str) -> list[ModuleModel]:
     return store.modules_of(organization)
 
 
-def delete_module_record(module: ModuleModel) -> list[str]:
-    """Delete the module, its versions and their objects; returns the versions deleted."""
-    versions = writes.delete_module(module)
+def delete_module_record(module: ModuleModel, principal: Principal | None) -> list[str]:
+    """Delete the module, its versions and their objects; returns the versions deleted.
+    ``principal``: who deletes it, recorded (``deleted``) with the module's delete; None
+    when its organization's deletion takes it (that deletion's event says so)."""
+    event = None
+    if principal is not None:
+        meta = {"versions": sorted(module.statuses())}
+        event = audit_events.of_module(principal, module, "deleted", meta)
+    versions = writes.delete_module(module, event)
     objects.delete_objects([key for version in versions for key in version.object_keys])
     return [v.version for v in versions]
 
@@ -396,8 +432,25 @@ def delete_module_record(module: ModuleModel) -> list[str]:
 # ----- ingestion outcome --------------------------------------------------------------------
 
 
+# A worker's progress marks: the version is on its way (``pending`` again for a retry's
+# fetch, ``cloning``, ``reg_ingressing``); no one's change: the outcome that follows is.
+PROGRESS = frozenset({VersionStatus.PENDING, VersionStatus.CLONING, VersionStatus.INGRESSING})
+
+
 def mark_version(
-    version: ModuleVersionModel, status: VersionStatus, *, error: str | None = None, **fields: Any
+    version: ModuleVersionModel,
+    status: VersionStatus,
+    *,
+    error: str | None = None,
+    event: Event | None = None,
+    **fields: Any,
 ) -> bool:
-    """Record a status on the version and the module; False if either is gone."""
-    return writes.record_version_status(version, status, now(), error=error, fields=fields)
+    """Record a status on the version and the module, with the worker's outcome ``event``
+    (None for a progress mark, ``PROGRESS``, written as ``observe.bookkeeping``); False if
+    either is gone."""
+    if event is None and status in PROGRESS:
+        with observe.bookkeeping():
+            return writes.record_version_status(version, status, now(), error=error, fields=fields)
+    return writes.record_version_status(
+        version, status, now(), error=error, fields=fields, event=event
+    )

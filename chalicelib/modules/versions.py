@@ -20,10 +20,11 @@ from chalicelib.accounts import authorization
 from chalicelib.artifacts import objects, queue, semver
 from chalicelib.core.api.errors import Conflict, Forbidden, NotFound, Unprocessable
 from chalicelib.core.api.pagination import Page
-from chalicelib.core.audit import events
+from chalicelib.core.audit.events import Event
 from chalicelib.core.auth import Principal
 from chalicelib.core.data.ids import iso, new_id, now
 from chalicelib.modules import keys, store, writes
+from chalicelib.modules.audit import events as audit_events
 from chalicelib.modules.service import ModuleRef, check_registry, get_module, require_rights
 from chalicelib.modules.statuses import (
     ARCHIVE_KEPT,
@@ -83,7 +84,8 @@ def version_of(module: ModuleModel, version: str) -> ModuleVersionModel:
 # ----- creating -----------------------------------------------------------------------------
 
 
-BranchVersion = Callable[[ModuleModel, str, "str | None"], ModuleVersionModel]
+# ``(principal, module, version, commit_sha)``: a VCS branch module's new version.
+BranchVersion = Callable[[Principal, ModuleModel, str, "str | None"], ModuleVersionModel]
 
 
 def create_version(
@@ -105,14 +107,15 @@ def create_version(
     if not version:
         raise Unprocessable("version is required", pointer="/data/attributes/version")
     if module.vcs_repo:
-        return from_vcs(module, version, commit_sha), None
+        return from_vcs(principal, module, version, commit_sha), None
     # Who the upload link is for: the version's provenance names them (trust.provenance).
     uploader = {"type": principal.kind, "id": principal.id}
-    item = insert_version(module, version, commit_sha=commit_sha, created_by=uploader)
+    item = insert_version(principal, module, version, commit_sha=commit_sha, created_by=uploader)
     return item, objects.presigned_upload_url(item.upload_key)
 
 
 def insert_version(
+    principal: Principal | None,
     module: ModuleModel,
     version: str,
     *,
@@ -121,7 +124,8 @@ def insert_version(
     tag: str | None = None,
     created_by: dict[str, str] | None = None,
 ) -> ModuleVersionModel:
-    """Create a pending version item and its entry in the module's statuses, in one
+    """Create a pending version item and its entry in the module's statuses, with its audit
+    event (``created``, by ``principal``; None: the publishing worker, from a tag), in one
     transaction; 422 when the version exists, 404 when the module went away."""
     try:
         parsed = semver.parse(version)
@@ -145,8 +149,10 @@ def insert_version(
         updated_at=moment,
         created_by=created_by,
     )
+    meta = {"source": source, **({"tag": tag} if tag else {})}
+    event = audit_events.of_version(principal, item, "created", meta, moment=moment)
     try:
-        writes.insert_version(module, item, moment)
+        writes.insert_version(module, item, moment, event)
     except writes.VersionTaken:
         raise Unprocessable(
             f"version {parsed.text} already exists",
@@ -332,18 +338,10 @@ def _event(
     action: VersionAction,
     moment: datetime,
     meta: dict[str, str],
-) -> events.Event:
+) -> Event:
     """The audit event of a version's lifecycle change (written with it): ``deprecated``,
     ``undeprecated``, ``revoked``, ``unrevoked`` or ``released``, with the texts given."""
-    return events.event(
-        principal,
-        organization=item.organization,
-        resource_type="registry-module-version",
-        resource_id=item.id,
-        action=f"{action}d",
-        meta={"module": item.module_key, "version": item.version, **meta},
-        moment=moment,
-    )
+    return audit_events.of_version(principal, item, f"{action}d", meta, moment=moment)
 
 
 def _check_transition(item: ModuleVersionModel, action: VersionAction) -> None:
@@ -472,9 +470,13 @@ def offered_actions(version: ModuleVersionModel, *, owner: bool) -> list[Version
 # ----- deleting -----------------------------------------------------------------------------
 
 
-def delete_version(module: ModuleModel, version: ModuleVersionModel) -> bool:
-    """Delete one version and its objects; True when it was the last one and took the module
-    with it."""
-    module_gone = writes.delete_version(module, version, now())
+def delete_version(principal: Principal, module: ModuleModel, version: ModuleVersionModel) -> bool:
+    """Delete one version and its objects, recorded (``deleted``); True when it was the last
+    one and took the module with it (recorded too: the module ``deleted``)."""
+    moment = now()
+    event = audit_events.of_version(principal, version, "deleted", moment=moment)
+    cause = {"versions": [version.version], "cause": "its last version was deleted"}
+    module_event = audit_events.of_module(principal, module, "deleted", cause, moment=moment)
+    module_gone = writes.delete_version(module, version, moment, event, module_event)
     objects.delete_objects(version.object_keys)
     return module_gone

@@ -4,6 +4,12 @@ A version's status, lifecycle and deletion are written on the version item and i
 of the module's ``version_statuses`` in one transaction; what the protocol's list and the
 module's ``latest_summary`` show follows in ``store.refresh_listing``. A module is created
 and deleted with its organization's count and its protocol list entry in one transaction.
+
+Every change a person or a worker makes is written with its audit ``event`` in the change's
+own transaction (``core.audit.trail.record_in``, added last: the change's items keep their
+places in a cancellation's reasons): the change and its event succeed or fail together. What
+the registry derives (the protocol's list, ``latest_summary``) and a worker's progress marks
+(``reg_ingressing`` before an archive is read, ``cloning``) carry none.
 """
 
 from __future__ import annotations
@@ -54,11 +60,11 @@ class VersionChanged(Exception):
     """The version item was deleted, left ``ok`` or was changed since it was read."""
 
 
-def insert_module(module: ModuleModel, companions: Sequence[db.Model] = ()) -> None:
-    """The module and one more in its organization's count, in one transaction (a curated
-    public module is listed by the protocol from the start). ``companions``: new items
-    written with it (a no-code module), under fresh random ids, so they need no condition
-    of their own: the module's decides for all."""
+def insert_module(module: ModuleModel, event: Event, companions: Sequence[db.Model] = ()) -> None:
+    """The module and one more in its organization's count, with its audit ``event``, in one
+    transaction (a curated public module is listed by the protocol from the start).
+    ``companions``: new items written with it (a no-code module), under fresh random ids, so
+    they need no condition of their own: the module's decides for all."""
     try:
         with TransactWrite(connection=db.connection()) as tx:
             tx.save(module, condition=ModuleModel.key.does_not_exist())
@@ -67,20 +73,24 @@ def insert_module(module: ModuleModel, companions: Sequence[db.Model] = ()) -> N
                 tx.save(protocol_item(module, protocol_entry(module)))
             for item in companions:
                 tx.save(item)
+            trail.record_in(tx, event)
     except TransactWriteError as exc:
         if db.cancellation_codes(exc)[:1] == [db.TRANSACTION_CONDITION_FAILED]:
             raise ModuleTaken from None
         raise
 
 
-def _delete_counted(module: ModuleModel, condition: Any) -> bool:
-    """Delete the module under ``condition`` and count one less, in one transaction; False
-    when the condition failed (gone already, or not deletable)."""
+def _delete_counted(module: ModuleModel, condition: Any, event: Event | None) -> bool:
+    """Delete the module under ``condition`` and count one less, with its audit ``event``
+    (None: an organization's deletion takes it, which is that deletion's event), in one
+    transaction; False when the condition failed (gone already, or not deletable)."""
     try:
         with TransactWrite(connection=db.connection()) as tx:
             tx.delete(module, condition=condition)
             count_module(tx, module, -1)
             tx.delete(protocol_item(module, None))
+            if event is not None:
+                trail.record_in(tx, event)
     except TransactWriteError as exc:
         if db.cancellation_codes(exc)[:1] == [db.TRANSACTION_CONDITION_FAILED]:
             return False
@@ -104,14 +114,22 @@ def record_description(version: ModuleVersionModel, description: str) -> bool:
     return True
 
 
-def update_module(module: ModuleModel, actions: list[Any]) -> None:
-    """Apply ``actions`` to a module that still exists (the same one: same id)."""
+def update_module(
+    module: ModuleModel, actions: list[Any], event: Event, *, read_back: bool = True
+) -> None:
+    """Apply ``actions`` to a module that still exists (the same one: same id), with its
+    audit ``event``, in one transaction; then the item is read back (one GetItem, as an
+    UpdateItem would return it), unless ``read_back`` is False (a worker's write)."""
     try:
-        module.update(actions=actions, condition=ModuleModel.id == module.id)
-    except UpdateError as exc:
-        if db.conditional_failure(exc):
+        with TransactWrite(connection=db.connection()) as tx:
+            tx.update(module, actions=actions, condition=ModuleModel.id == module.id)
+            trail.record_in(tx, event)
+    except TransactWriteError as exc:
+        if db.cancellation_codes(exc)[:1] == [db.TRANSACTION_CONDITION_FAILED]:
             raise ModuleGone from None
         raise
+    if read_back:
+        module.refresh(consistent_read=True)
 
 
 def update_module_if(module: ModuleModel, actions: list[Any], allowed: Iterable[str]) -> bool:
@@ -129,9 +147,12 @@ def update_module_if(module: ModuleModel, actions: list[Any], allowed: Iterable[
     return True
 
 
-def insert_version(module: ModuleModel, item: ModuleVersionModel, moment: datetime) -> None:
-    """The version item and its ``pending`` entry in the module's statuses, in one
-    transaction: ``VersionTaken`` or ``ModuleGone`` when a condition fails."""
+def insert_version(
+    module: ModuleModel, item: ModuleVersionModel, moment: datetime, event: Event
+) -> None:
+    """The version item and its ``pending`` entry in the module's statuses, with its audit
+    ``event``, in one transaction: ``VersionTaken`` or ``ModuleGone`` when a condition
+    fails."""
     entry = {"status": str(VersionStatus.PENDING)}
     try:
         with TransactWrite(connection=db.connection()) as tx:
@@ -144,6 +165,7 @@ def insert_version(module: ModuleModel, item: ModuleVersionModel, moment: dateti
                 ],
                 condition=ModuleModel.id == module.id,
             )
+            trail.record_in(tx, event)
     except TransactWriteError as exc:
         reasons = db.cancellation_codes(exc)
         if reasons[:1] == [db.TRANSACTION_CONDITION_FAILED]:
@@ -160,13 +182,15 @@ def record_version_status(
     *,
     error: str | None = None,
     fields: dict[str, Any] | None = None,
+    event: Event | None = None,
 ) -> bool:
-    """The status on the version item and in the module's statuses, in one transaction (an
-    ok version also makes the module ``setup_complete``); False if either item is gone. The
-    entry is written whole: a deprecation, revocation or scan summary the version carries is
-    kept in it."""
+    """The status on the version item and in the module's statuses, with its audit ``event``
+    (None: a worker's progress mark, ``reg_ingressing`` or ``cloning``, which is no one's
+    change), in one transaction (an ok version also makes the module ``setup_complete``);
+    False if either item is gone. The entry is written whole: a deprecation, revocation or
+    scan summary the version carries is kept in it."""
     return _write_status(
-        version, status, moment, error, fields or {}, ModuleVersionModel.id == version.id
+        version, status, moment, error, fields or {}, ModuleVersionModel.id == version.id, event
     )
 
 
@@ -174,12 +198,14 @@ def record_scan(
     version: ModuleVersionModel,
     summary: dict[str, Any],
     moment: datetime,
+    event: Event,
     *,
     status: VersionStatus | None = None,
     quarantine: dict[str, Any] | None = None,
 ) -> bool:
     """A scan's summary (``ScanReport.summary``) on the version item (``scan``) and in its
-    entry of the module's statuses (``entry_summary``), in one transaction, only while the
+    entry of the module's statuses (``entry_summary``), with its audit ``event``, in one
+    transaction, only while the
     version is the one read, in the status read, and not scanned yet; False otherwise
     (deleted, re-created, or scanned by another delivery of the job meanwhile).
 
@@ -193,7 +219,7 @@ def record_scan(
     )
     if status is not None:
         fields = {"scan_summary": summary, **({"quarantine": quarantine} if quarantine else {})}
-        return _write_status(version, status, moment, None, fields, unchanged)
+        return _write_status(version, status, moment, None, fields, unchanged, event)
     entry = ModuleModel.version_statuses[version.version]
     module = ModuleModel(version.organization, version.module_key)
     try:
@@ -209,6 +235,7 @@ def record_scan(
                 ],
                 condition=(ModuleModel.id == version.module_id) & entry.exists(),
             )
+            trail.record_in(tx, event)
     except TransactWriteError as exc:
         if db.TRANSACTION_CONDITION_FAILED in db.cancellation_codes(exc):
             return False
@@ -223,6 +250,7 @@ def _write_status(
     error: str | None,
     fields: dict[str, Any],
     condition: Any,
+    event: Event | None,
 ) -> bool:
     """``record_version_status``'s transaction, the version's under ``condition``."""
     entry: dict[str, Any] = {"status": str(status), **({"error": error} if error else {})}
@@ -258,6 +286,8 @@ def _write_status(
         with TransactWrite(connection=db.connection()) as tx:
             tx.update(version, actions=actions, condition=condition)
             tx.update(module, actions=module_actions, condition=ModuleModel.id == version.module_id)
+            if event is not None:
+                trail.record_in(tx, event)
     except TransactWriteError as exc:
         if db.TRANSACTION_CONDITION_FAILED in db.cancellation_codes(exc):
             return False
@@ -284,38 +314,17 @@ def record_version_lifecycle(
         return path.set(value) if value else path.remove()
 
     entry = ModuleModel.version_statuses[version.version]
-    module = ModuleModel(version.organization, version.module_key)
-    try:
-        with TransactWrite(connection=db.connection()) as tx:
-            tx.update(
-                version,
-                actions=[
-                    assign(ModuleVersionModel.deprecation, deprecation),
-                    assign(ModuleVersionModel.revocation, revocation),
-                    ModuleVersionModel.updated_at.set(moment),
-                ],
-                condition=(ModuleVersionModel.id == version.id)
-                & (ModuleVersionModel.status == str(VersionStatus.OK))
-                & (ModuleVersionModel.updated_at == version.updated_at),
-            )
-            tx.update(
-                module,
-                actions=[
-                    assign(entry["deprecation"], deprecation),
-                    assign(entry["revocation"], revocation),
-                    ModuleModel.updated_at.set(moment),
-                ],
-                condition=(ModuleModel.id == version.module_id) & entry.exists(),
-            )
-            trail.record_in(tx, event)
-    except TransactWriteError as exc:
-        reasons = db.cancellation_codes(exc)
-        if reasons[:1] == [db.TRANSACTION_CONDITION_FAILED]:
-            raise VersionChanged from None
-        if reasons[1:2] == [db.TRANSACTION_CONDITION_FAILED]:
-            raise ModuleGone from None
-        raise
-    refresh_listing(version.organization, version.module_key)
+    _change_ok_entry(
+        version,
+        VersionStatus.OK,
+        [
+            assign(ModuleVersionModel.deprecation, deprecation),
+            assign(ModuleVersionModel.revocation, revocation),
+        ],
+        [assign(entry["deprecation"], deprecation), assign(entry["revocation"], revocation)],
+        moment,
+        event,
+    )
 
 
 # ----- the publishing policy's quarantine (chalicelib.trust.policy) ---------------------------
@@ -327,36 +336,54 @@ def release_version(
     """Serve a quarantined version: ``ok`` (published now) with its ``quarantine`` record
     (the release's who, when and why added), on the version item and in its entry of the
     module's statuses (the module ``setup_complete``), with its audit ``event``, in one
-    transaction, only while it is
-    the quarantined version that was read (``VersionChanged``: read it again and decide
-    again) and the module still lists it (``ModuleGone``); then the protocol's list."""
+    transaction, only while it is the quarantined version that was read (``VersionChanged``:
+    read it again and decide again) and the module still lists it (``ModuleGone``); then the
+    protocol's list."""
     entry = ModuleModel.version_statuses[version.version]
     module_actions: list[Action] = [
         entry["status"].set(str(VersionStatus.OK)),
         entry["published-at"].set(iso(moment)),
         ModuleModel.status.set(str(ModuleStatus.SETUP_COMPLETE)),
-        ModuleModel.updated_at.set(moment),
     ]
     if version.archive_key:  # a download reads the module item only (``record_version_status``)
         module_actions.append(entry["archive"].set(version.archive_key))
+    version_actions: list[Action] = [
+        ModuleVersionModel.status.set(str(VersionStatus.OK)),
+        ModuleVersionModel.quarantine.set(quarantine),
+    ]
+    _change_ok_entry(
+        version, VersionStatus.QUARANTINED, version_actions, module_actions, moment, event
+    )
+
+
+def _change_ok_entry(
+    version: ModuleVersionModel,
+    status: VersionStatus,
+    version_actions: list[Action],
+    module_actions: list[Action],
+    moment: datetime,
+    event: Event,
+) -> None:
+    """A person's change of one version (its lifecycle, its release): ``version_actions`` on
+    the version item, only while it is the one read, in ``status`` and unchanged since
+    (``VersionChanged``), and ``module_actions`` on the module item, only while it lists the
+    version (``ModuleGone``), both stamped ``moment``, with the change's audit ``event``, in
+    one transaction; then the protocol's list."""
     module = ModuleModel(version.organization, version.module_key)
     try:
         with TransactWrite(connection=db.connection()) as tx:
             tx.update(
                 version,
-                actions=[
-                    ModuleVersionModel.status.set(str(VersionStatus.OK)),
-                    ModuleVersionModel.quarantine.set(quarantine),
-                    ModuleVersionModel.updated_at.set(moment),
-                ],
+                actions=[*version_actions, ModuleVersionModel.updated_at.set(moment)],
                 condition=(ModuleVersionModel.id == version.id)
-                & (ModuleVersionModel.status == str(VersionStatus.QUARANTINED))
+                & (ModuleVersionModel.status == str(status))
                 & (ModuleVersionModel.updated_at == version.updated_at),
             )
             tx.update(
                 module,
-                actions=module_actions,
-                condition=(ModuleModel.id == version.module_id) & entry.exists(),
+                actions=[*module_actions, ModuleModel.updated_at.set(moment)],
+                condition=(ModuleModel.id == version.module_id)
+                & ModuleModel.version_statuses[version.version].exists(),
             )
             trail.record_in(tx, event)
     except TransactWriteError as exc:
@@ -369,9 +396,16 @@ def release_version(
     refresh_listing(version.organization, version.module_key)
 
 
-def delete_version(module: ModuleModel, version: ModuleVersionModel, moment: datetime) -> bool:
-    """Delete the version and its status entry; the last version takes its module with it
-    (a concurrent new version keeps it alive). True when the module went too."""
+def delete_version(
+    module: ModuleModel,
+    version: ModuleVersionModel,
+    moment: datetime,
+    event: Event,
+    module_event: Event,
+) -> bool:
+    """Delete the version and its status entry, with its audit ``event``, in one transaction;
+    the last version takes its module with it (a concurrent new version keeps it alive), with
+    ``module_event``. True when the module went too."""
     with TransactWrite(connection=db.connection()) as tx:
         tx.delete(version)
         tx.update(
@@ -381,16 +415,18 @@ def delete_version(module: ModuleModel, version: ModuleVersionModel, moment: dat
                 ModuleModel.updated_at.set(moment),
             ],
         )
-    if _delete_counted(module, size(ModuleModel.version_statuses) == 0):
+        trail.record_in(tx, event)
+    if _delete_counted(module, size(ModuleModel.version_statuses) == 0, module_event):
         return True
     refresh_listing(module.organization, module.key)
     return False
 
 
-def delete_module(module: ModuleModel) -> list[ModuleVersionModel]:
-    """Delete the module item first (it disappears from every read), then its versions;
+def delete_module(module: ModuleModel, event: Event | None) -> list[ModuleVersionModel]:
+    """Delete the module item first (it disappears from every read), with its audit
+    ``event`` (None: its organization's deletion, whose event it is), then its versions;
     returns the versions (their objects are the caller's to delete)."""
-    if not _delete_counted(module, ModuleModel.id == module.id):
+    if not _delete_counted(module, ModuleModel.id == module.id, event):
         log.warning("module %s was already gone", module.id)
     versions = versions_of(module.id)
     with ModuleVersionModel.batch_write() as batch:

@@ -8,6 +8,7 @@ from chalicelib.artifacts import objects, semver
 from chalicelib.artifacts.statuses import VersionStatus
 from chalicelib.core.data.ids import iso, now
 from chalicelib.modules import store, writes
+from chalicelib.modules.audit import events as audit_events
 from chalicelib.modules.keys import UploadKey
 from chalicelib.modules.store import ModuleModel, ModuleVersionModel
 from chalicelib.trust import findings
@@ -120,10 +121,12 @@ def quarantine_by_scan(version: ModuleVersionModel, reasons: list[str]) -> bool:
     ``writes.record_scan`` with the reasons; False when the version changed since it was read."""
     moment = now()
     found = ScanReport("trivy", "0.76.0", "rules", SCANNED_AT, ScanStatus.FINDINGS)
+    event = audit_events.of_version(None, version, audit_events.QUARANTINED, {"reasons": reasons})
     return writes.record_scan(
         version,
         found.summary(),
         moment,
+        event,
         status=VersionStatus.QUARANTINED,
         quarantine={"reasons": list(reasons), "quarantined-at": iso(moment)},
     )

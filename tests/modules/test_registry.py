@@ -998,9 +998,11 @@ def test_a_lifecycle_write_on_a_stale_or_deleted_version_changes_nothing(acme: A
     module = published_module(acme, "1.0.0", "1.1.0")
     stale = next(v for v in ModuleVersionModel.query(module["id"]) if v.version == "1.0.0")
     assert change_version(acme, "1.0.0", DEPRECATE).status == 200
-    # The change recorded its audit event, with it.
+    # The change recorded its audit event, with it (after the versions' own: created,
+    # uploaded).
     recorded, _ = trail.read_page("acme", None, 1, 100)
-    assert [(e["resource"]["id"], e["resource"]["action"]) for e in recorded] == [
+    lifecycle = [e for e in recorded if e["resource"]["action"] == "deprecated"]
+    assert [(e["resource"]["id"], e["resource"]["action"]) for e in lifecycle] == [
         (stale.id, "deprecated")
     ]
 
@@ -1016,7 +1018,9 @@ def test_a_lifecycle_write_on_a_stale_or_deleted_version_changes_nothing(acme: A
     with pytest.raises(writes.VersionChanged):
         writes.record_version_lifecycle(stale, None, None, now(), lost())
     assert _lifecycle(acme, "1.0.0") == (DEPRECATED, None)
+    assert trail.read_page("acme", None, 1, 100)[0] == recorded  # the refused write: none
     assert acme.delete(f"{ORG}/private/acme/vpc/aws/1.0.0").status == 204
+    recorded, _ = trail.read_page("acme", None, 1, 100)  # the delete's event with it
     deprecated = {"deprecated-status": "Deprecated"}
     with pytest.raises(writes.VersionChanged):
         writes.record_version_lifecycle(stale, deprecated, None, now(), lost())

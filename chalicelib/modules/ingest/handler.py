@@ -10,6 +10,11 @@ for the same object (SQS delivers at least once): an accepted version (``ok``, o
 its scan, or quarantined) ignores new uploads, a missing object means the work was done, and
 every write is conditional on the version still existing with the same id.
 
+The outcome is recorded in the audit trail with the version's status (``uploaded`` or
+``refused``, outcome ``refused``), by the registry (``auth.type`` System) for whoever created
+the version (``uploaded-by``: its ``created_by``); the ``reg_ingressing`` mark before the
+archive is read is the worker's progress, no one's change.
+
 A module's own checks (``ModuleArchive.check``): the archive is a safe gzip tarball
 (``archive``), its Terraform files parse (``hcl``) and its metadata fits (``limits``). What
 is the archive's fault is refused, never retried: every exception raised while reading or
@@ -34,6 +39,7 @@ from chalicelib.artifacts.statuses import VersionStatus
 from chalicelib.core.settings import get_settings
 from chalicelib.modules import keys, store
 from chalicelib.modules import service as registry
+from chalicelib.modules.audit import events as audit_events
 from chalicelib.modules.store import ModuleVersionModel
 from chalicelib.trust.policy import policy_of
 
@@ -176,9 +182,12 @@ class ModuleArchive:
         ):
             return Outcome.SUPERSEDED  # the newer upload has its own event and will be ingested
         held = policy_of(self.version.organization).holds_versions
+        status = VersionStatus.INGRESSING if held else VersionStatus.OK
+        meta = {**audit_events.uploader(self.version), "status": str(status), "size": result.size}
         done = registry.mark_version(
             self.version,
-            VersionStatus.INGRESSING if held else VersionStatus.OK,
+            status,
+            event=audit_events.of_version(None, self.version, audit_events.UPLOADED, meta),
             sha256=result.sha256,
             size=result.size,
             archive_key=upload.archive_key,
@@ -195,5 +204,11 @@ class ModuleArchive:
         return Outcome.HELD if held else Outcome.OK
 
     def refuse(self, reason: str) -> None:
-        registry.mark_version(self.version, VersionStatus.INGRESS_FAILED, error=reason)
+        meta = {**audit_events.uploader(self.version), "reason": reason}
+        refused = audit_events.of_version(
+            None, self.version, audit_events.REFUSED, meta, outcome=audit_events.REFUSED
+        )
+        registry.mark_version(
+            self.version, VersionStatus.INGRESS_FAILED, error=reason, event=refused
+        )
         objects.delete_objects([self.upload.key])

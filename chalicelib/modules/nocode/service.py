@@ -40,6 +40,7 @@ from chalicelib.core.api.errors import Conflict, NotFound, Unprocessable
 from chalicelib.core.auth import Principal
 from chalicelib.core.data.ids import new_id, now
 from chalicelib.modules import service as registry
+from chalicelib.modules.audit import events as audit_events
 from chalicelib.modules.nocode import store
 from chalicelib.modules.nocode.store import NoCodeModuleModel, VariableOptionAttribute
 from chalicelib.modules.statuses import is_revoked
@@ -284,8 +285,9 @@ def create(
         enabled=True if enabled is None else enabled,
         variable_options=_stored([], relationships.variable_options or []),
     )
+    meta = {"version-pin": item.version_pin, "enabled": item.enabled}
     try:
-        store.insert(item, module)
+        store.insert(item, module, audit_events.of_no_code(principal, item, "created", meta))
     except store.ModuleUnavailable:
         current = find_module(module.organization, module.key)
         if current is None:
@@ -413,21 +415,26 @@ def update(
             pointer=f"{REGISTRY_MODULE}/data/id",
         )
     actions: list[Any] = []
+    changed: list[str] = []
     if version_pin is not None:
         pin = _pin(_module_of(item), version_pin)
         if pin != item.version_pin:
             field = NoCodeModuleModel.version_pin
             actions.append(field.set(pin) if pin else field.remove())
+            changed.append("version-pin")
     if enabled is not None and enabled != item.enabled:
         actions.append(NoCodeModuleModel.enabled.set(enabled))
+        changed.append("enabled")
     if relationships.variable_options is not None:
         options = _stored(item.variable_options or [], relationships.variable_options)
         if _plain(options) != _plain(item.variable_options or []):
             actions.append(NoCodeModuleModel.variable_options.set(options))
+            changed.append("variable-options")
     if actions:
         actions.append(NoCodeModuleModel.updated_at.set(now()))
+        event = audit_events.of_no_code(principal, item, "updated", {"changed": changed})
         try:
-            store.update(item, actions)
+            store.update(item, actions, event)
         except store.NoCodeGone:
             raise NotFound(f"no-code module {no_code_id} was deleted meanwhile") from None
     return item
@@ -436,7 +443,7 @@ def update(
 def delete(principal: Principal, no_code_id: str) -> None:
     item = manageable(principal, no_code_id)
     try:
-        store.delete(item)
+        store.delete(item, audit_events.of_no_code(principal, item, "deleted"))
     except store.NoCodeGone:
         raise NotFound(f"no-code module {no_code_id} not found") from None
 

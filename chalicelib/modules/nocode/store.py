@@ -26,10 +26,12 @@ from pynamodb.attributes import (
     UnicodeAttribute,
     UTCDateTimeAttribute,
 )
-from pynamodb.exceptions import DeleteError, TransactWriteError, UpdateError
+from pynamodb.exceptions import DeleteError, TransactWriteError
 from pynamodb.indexes import AllProjection, GlobalSecondaryIndex
 from pynamodb.transactions import TransactWrite
 
+from chalicelib.core.audit import trail
+from chalicelib.core.audit.events import Event
 from chalicelib.core.data import db
 from chalicelib.modules.store import ModuleModel
 
@@ -98,9 +100,10 @@ def of_organization(organization: str) -> list[NoCodeModuleModel]:
     return list(NoCodeModuleModel.by_module.query(organization))
 
 
-def insert(item: NoCodeModuleModel, module: ModuleModel) -> None:
-    """The no-code item and the module's pointer to it, in one transaction, only while the
-    module exists and has no no-code module (``ModuleUnavailable`` otherwise)."""
+def insert(item: NoCodeModuleModel, module: ModuleModel, event: Event) -> None:
+    """The no-code item and the module's pointer to it, with its audit ``event``, in one
+    transaction, only while the module exists and has no no-code module
+    (``ModuleUnavailable`` otherwise)."""
     try:
         with TransactWrite(connection=db.connection()) as tx:
             tx.save(item, condition=NoCodeModuleModel.id.does_not_exist())
@@ -110,25 +113,31 @@ def insert(item: NoCodeModuleModel, module: ModuleModel) -> None:
                 condition=(ModuleModel.id == module.id)
                 & ModuleModel.no_code_module_id.does_not_exist(),
             )
+            trail.record_in(tx, event)
     except TransactWriteError as exc:
         if db.TRANSACTION_CONDITION_FAILED in db.cancellation_codes(exc)[1:2]:
             raise ModuleUnavailable from None
         raise
 
 
-def update(item: NoCodeModuleModel, actions: list[Any]) -> None:
-    """Apply ``actions`` (the item is refreshed in place); ``NoCodeGone`` when deleted."""
+def update(item: NoCodeModuleModel, actions: list[Any], event: Event) -> None:
+    """Apply ``actions`` with the audit ``event``, in one transaction (the item is read back
+    in place); ``NoCodeGone`` when deleted."""
     try:
-        item.update(actions=actions, condition=NoCodeModuleModel.id.exists())
-    except UpdateError as exc:
-        if db.conditional_failure(exc):
+        with TransactWrite(connection=db.connection()) as tx:
+            tx.update(item, actions=actions, condition=NoCodeModuleModel.id.exists())
+            trail.record_in(tx, event)
+    except TransactWriteError as exc:
+        if db.cancellation_codes(exc)[:1] == [db.TRANSACTION_CONDITION_FAILED]:
             raise NoCodeGone from None
         raise
+    item.refresh(consistent_read=True)
 
 
-def delete(item: NoCodeModuleModel) -> None:
-    """Delete the item and clear the module's pointer in one transaction; when the module
-    is gone (or points elsewhere) the item alone. ``NoCodeGone`` when it was deleted."""
+def delete(item: NoCodeModuleModel, event: Event) -> None:
+    """Delete the item and clear the module's pointer, with the audit ``event``, in one
+    transaction; when the module is gone (or points elsewhere) the item alone, with the
+    event. ``NoCodeGone`` when it was deleted."""
     module = ModuleModel(item.organization, item.module_key)
     try:
         with TransactWrite(connection=db.connection()) as tx:
@@ -138,13 +147,23 @@ def delete(item: NoCodeModuleModel) -> None:
                 actions=[ModuleModel.no_code_module_id.remove()],
                 condition=ModuleModel.no_code_module_id == item.id,
             )
+            trail.record_in(tx, event)
     except TransactWriteError as exc:
         reasons = db.cancellation_codes(exc)
         if reasons[:1] == [db.TRANSACTION_CONDITION_FAILED]:
             raise NoCodeGone from None
         if reasons[1:2] != [db.TRANSACTION_CONDITION_FAILED]:
             raise
-        _delete_item(item)
+    else:
+        return
+    try:
+        with TransactWrite(connection=db.connection()) as tx:
+            tx.delete(item, condition=NoCodeModuleModel.id.exists())
+            trail.record_in(tx, event)
+    except TransactWriteError as exc:
+        if db.cancellation_codes(exc)[:1] == [db.TRANSACTION_CONDITION_FAILED]:
+            raise NoCodeGone from None
+        raise
 
 
 def delete_items(items: Iterable[NoCodeModuleModel]) -> None:

@@ -14,7 +14,9 @@ from typing import Any
 from chalicelib.artifacts import queue
 from chalicelib.core import secrets
 from chalicelib.core.api.errors import NotFound, Unauthorized, Unprocessable
+from chalicelib.core.audit.events import SUCCEEDED
 from chalicelib.modules import store, writes
+from chalicelib.modules.audit import events as audit_events
 from chalicelib.modules.publishing.sync import find_module, request_sync
 from chalicelib.modules.statuses import HookStatus
 from chalicelib.modules.store import ModuleModel
@@ -78,8 +80,18 @@ def register_webhook(module_id: str, previous: dict[str, Any] | None) -> str:
         registration.update(status=HookStatus.FAILED, detail=f"adding the webhook failed: {exc}")
     except Unprocessable:
         registration.update(status=HookStatus.FAILED, detail="the module's VCS connection is gone")
+    status = str(registration["status"])
+    outcome: dict[str, str] = {
+        HookStatus.REGISTERED: SUCCEEDED,
+        HookStatus.FAILED: audit_events.FAILED,
+    }
+    meta = {"vcs-repo": repo["identifier"], "status": status, "detail": registration.get("detail")}
+    event = audit_events.of_module(
+        None, module, audit_events.WEBHOOK_REGISTERED, meta, outcome=outcome.get(status, status)
+    )
     try:
-        writes.update_module(module, [ModuleModel.webhook_registration.set(registration)])
+        actions = [ModuleModel.webhook_registration.set(registration)]
+        writes.update_module(module, actions, event, read_back=False)
     except writes.ModuleGone:
         module.webhook_registration = registration
         added = registered_hook(module)
@@ -128,5 +140,6 @@ def receive_webhook(webhook_id: str, headers: Any, body: bytes) -> tuple[int, di
             "status": "ignored",
             "detail": "branch-based module: versions are created through the API",
         }
-    request_sync(module)
+    meta = {"via": "webhook", "delivery": event.detail}
+    request_sync(module, audit_events.of_module(None, module, audit_events.SYNC_REQUESTED, meta))
     return 202, {"status": "accepted", "detail": f"tag sync queued ({event.detail})"}

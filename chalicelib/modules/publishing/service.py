@@ -33,9 +33,11 @@ from chalicelib.artifacts.statuses import VersionStatus
 from chalicelib.core import secrets
 from chalicelib.core.api.errors import BadGateway, NotFound, Unprocessable
 from chalicelib.core.api.links import link_base_url
+from chalicelib.core.audit import trail
 from chalicelib.core.auth import Principal
 from chalicelib.core.data.ids import iso, new_id, now
 from chalicelib.modules import render, service, versions, writes
+from chalicelib.modules.audit import events as audit_events
 from chalicelib.modules.publishing.hooks import WEBHOOK_SECRET_PURPOSE, registered_hook
 from chalicelib.modules.publishing.sync import queue_sync, repository, request_sync
 from chalicelib.modules.statuses import (
@@ -237,20 +239,27 @@ def publish(
         created_at=moment,
         updated_at=moment,
     )
-    service.save_new_module(module)
+    meta = {
+        "vcs-repo": repo.identifier,
+        "service-provider": fields["service-provider"],
+        "publishing-mechanism": module.publishing_mechanism,
+        "no-code": module.no_code,
+    }
+    service.save_new_module(principal, module, meta=meta)
     queue.enqueue(queue.HOOK, module_id=module.id)
     if not branch:
         queue.enqueue(queue.SYNC, module_id=module.id)
     elif attrs.initial_version:
-        create_branch_version(module, attrs.initial_version, None)
+        create_branch_version(principal, module, attrs.initial_version, None)
         module.refresh()
     return module, rights, webhook_secret
 
 
 def create_branch_version(
-    module: ModuleModel, version: str, commit_sha: str | None
+    principal: Principal, module: ModuleModel, version: str, commit_sha: str | None
 ) -> ModuleVersionModel:
-    """A version of a branch-based module from the branch head (or ``commit_sha``)."""
+    """A version of a branch-based module from the branch head (or ``commit_sha``), created
+    by ``principal`` (recorded)."""
     repo = module.vcs_repo or {}
     if not repo.get("branch"):
         raise Unprocessable(
@@ -263,8 +272,14 @@ def create_branch_version(
             "commit-sha must be a full commit sha (40 hex characters)",
             pointer="/data/attributes/commit-sha",
         )
+    creator = {"type": principal.kind, "id": principal.id}
     item = versions.insert_version(
-        module, version, commit_sha=commit_sha or None, source=repo["service-provider"]
+        principal,
+        module,
+        version,
+        commit_sha=commit_sha or None,
+        source=repo["service-provider"],
+        created_by=creator,
     )
     queue.enqueue(queue.FETCH, module_id=module.id, version=item.version, version_id=item.id)
     return item
@@ -275,6 +290,7 @@ class VcsUpdate:
     """What a PATCH's ``vcs-repo`` changes: the item updates, then the jobs to queue."""
 
     actions: list[Any]
+    vcs_repo: dict[str, Any]
     sync: bool = False
     # The repository or connection changed: add the webhook there, after removing the one
     # registered at the old place (``previous``, when there is one).
@@ -337,6 +353,7 @@ def plan_update(module: ModuleModel, repo: VcsRepoAttributes) -> VcsUpdate:
             ModuleModel.vcs_repo.set(updated),
             ModuleModel.publishing_mechanism.set("git_tag" if tag_based else "branch"),
         ],
+        updated,
         sync=tag_based and updated != current,
     )
     if plan.sync:
@@ -370,7 +387,7 @@ def resync(principal: Principal, module_id: str) -> tuple[ModuleModel, authoriza
         raise Unprocessable(
             "resync reads tags, and this module is branch-based: create versions instead"
         )
-    request_sync(module)
+    request_sync(module, audit_events.of_module(principal, module, audit_events.SYNC_REQUESTED))
     module.refresh()
     return module, rights
 
@@ -387,9 +404,11 @@ def retry(principal: Principal, module_id: str) -> tuple[ModuleModel, authorizat
         raise Unprocessable("public modules have no versions to retry")
     # Accepted versions whose scan never came (its job dead-lettered; held ones wait on it)
     # are scanned, not fetched or ingested again.
-    request_scans_of(module)
+    scans = request_scans_of(module)
+    meta: dict[str, Any] = {"scans": scans}
     if not module.vcs_repo:
-        versions.requeue_uploads(module)
+        meta["versions"] = versions.requeue_uploads(module)
+        trail.record(audit_events.of_module(principal, module, audit_events.RETRIED, meta))
         return module, rights
     fetches = [
         {"module_id": module.id, "version": version.version, "version_id": version.id}
@@ -398,13 +417,18 @@ def retry(principal: Principal, module_id: str) -> tuple[ModuleModel, authorizat
         and not version.accepted
         and service.mark_version(version, VersionStatus.PENDING)
     ]
+    meta["versions"] = [fetch["version"] for fetch in fetches]
     queue.enqueue_many(queue.FETCH, fetches)
-    if (
-        not module.vcs_repo.get("branch")
-        and (module.vcs_sync or {}).get("status") == SyncStatus.FAILED
-    ):
-        request_sync(module)
-    if (module.webhook_registration or {}).get("status") == HookStatus.FAILED:
+    meta["sync"] = not module.vcs_repo.get("branch") and (
+        (module.vcs_sync or {}).get("status") == SyncStatus.FAILED
+    )
+    meta["webhook"] = (module.webhook_registration or {}).get("status") == HookStatus.FAILED
+    retried = audit_events.of_module(principal, module, audit_events.RETRIED, meta)
+    if meta["sync"]:
+        request_sync(module, retried)
+    else:
+        trail.record(retried)
+    if meta["webhook"]:
         queue.enqueue(queue.HOOK, module_id=module.id)
     module.refresh()
     return module, rights
@@ -427,8 +451,11 @@ def regenerate_webhook_secret(principal: Principal, module_id: str) -> tuple[Mod
         ModuleModel.webhook_registration.set(registration),
         ModuleModel.updated_at.set(now()),
     ]
+    regenerated = audit_events.of_module(
+        principal, module, audit_events.WEBHOOK_SECRET_REGENERATED
+    )  # never the secret
     try:
-        writes.update_module(module, actions)
+        writes.update_module(module, actions, regenerated)
     except writes.ModuleGone:
         raise NotFound(f"registry module {module_id} not found") from None
     queue.enqueue(queue.HOOK, module_id=module.id)

@@ -19,13 +19,16 @@ from typing import Any
 
 from chalicelib.artifacts import objects, queue, semver
 from chalicelib.artifacts.statuses import VersionStatus
+from chalicelib.core import observe
 from chalicelib.core.api.errors import NotFound, Unprocessable
+from chalicelib.core.audit.events import Event
 from chalicelib.core.data.ids import iso, now
 from chalicelib.core.settings import get_settings
 from chalicelib.modules import service, store, versions, writes
+from chalicelib.modules.audit import events as audit_events
 from chalicelib.modules.publishing.versions import semver_tags
 from chalicelib.modules.statuses import SYNC_MAY_SET, ModuleStatus, SyncStatus
-from chalicelib.modules.store import ModuleModel
+from chalicelib.modules.store import ModuleModel, ModuleVersionModel
 from chalicelib.vcs import git
 from chalicelib.vcs import service as vcs
 
@@ -45,18 +48,23 @@ def find_module(module_id: str) -> ModuleModel | None:
 
 
 def record_sync(
-    module: ModuleModel, report: dict[str, Any], *, status: ModuleStatus | None = None
+    module: ModuleModel,
+    report: dict[str, Any],
+    event: Event,
+    *,
+    status: ModuleStatus | None = None,
 ) -> bool:
-    """Store the sync report (and move the module status from ``pending``-like states
-    only: a concurrent first ok version's ``setup_complete`` is never overwritten)."""
+    """Store the sync report with its audit ``event`` (and move the module status from
+    ``pending``-like states only: a concurrent first ok version's ``setup_complete`` is never
+    overwritten; the status follows the report the event records)."""
     try:
-        writes.update_module(
-            module, [ModuleModel.vcs_sync.set(report), ModuleModel.updated_at.set(now())]
-        )
+        actions = [ModuleModel.vcs_sync.set(report), ModuleModel.updated_at.set(now())]
+        writes.update_module(module, actions, event, read_back=False)
     except writes.ModuleGone:
         return False
     if status:
-        writes.update_module_if(module, [ModuleModel.status.set(str(status))], SYNC_MAY_SET)
+        with observe.bookkeeping():
+            writes.update_module_if(module, [ModuleModel.status.set(str(status))], SYNC_MAY_SET)
     return True
 
 
@@ -64,9 +72,11 @@ def queue_sync(module: ModuleModel) -> None:
     queue.enqueue(queue.SYNC, module_id=module.id)
 
 
-def request_sync(module: ModuleModel) -> None:
-    """Mark the module's tag sync as queued (what a reader sees until it runs) and queue it."""
-    record_sync(module, {"status": SyncStatus.QUEUED})
+def request_sync(module: ModuleModel, event: Event) -> None:
+    """Mark the module's tag sync as queued (what a reader sees until it runs), with the
+    audit ``event`` of whoever asked (a resync, a retry, a VCS host's tag delivery), and
+    queue it."""
+    record_sync(module, {"status": SyncStatus.QUEUED}, event)
     queue_sync(module)
 
 
@@ -125,6 +135,7 @@ def sync_tags(module_id: str) -> str:
             continue
         try:
             item = versions.insert_version(
+                None,
                 module,
                 tag.version,
                 commit_sha=tag.sha,
@@ -161,7 +172,14 @@ def sync_tags(module_id: str) -> str:
         status = ModuleStatus.NO_VERSION_TAGS
     elif module.status in (ModuleStatus.NO_VERSION_TAGS, ModuleStatus.SETUP_FAILED):
         status = ModuleStatus.PENDING
-    if not record_sync(module, report, status=status):
+    meta = {
+        "status": report["status"],
+        "tags-seen": len(tags),
+        "published": published,
+        "skipped-tags": len(reported),
+    }
+    synced = audit_events.of_module(None, module, audit_events.SYNCED, meta)
+    if not record_sync(module, report, synced, status=status):
         return "gone"
     log.info("sync of %s: published %s, skipped %d", module.id, published, len(reported))
     return f"synced {len(published)}"
@@ -172,7 +190,10 @@ def _sync_failed(module: ModuleModel, error: str, started: str) -> str:
     # Only a module with nothing published fails as a whole; published versions stay usable.
     published = module.statuses()
     status = None if published else ModuleStatus.SETUP_FAILED
-    record_sync(module, report, status=status)
+    failed = audit_events.of_module(
+        None, module, audit_events.SYNC_FAILED, {"error": error}, outcome=audit_events.FAILED
+    )
+    record_sync(module, report, failed, status=status)
     log.info("sync of %s failed: %s", module.id, error)
     return "failed"
 
@@ -209,20 +230,26 @@ def fetch_version(module_id: str, version: str, version_id: str) -> str:
             max_archive_bytes=settings.max_unpacked_bytes,
         )
     except Unprocessable:
-        error = _connection_gone(repo)
-        service.mark_version(item, CLONE_FAILED, error=error, commit_sha=item.commit_sha)
-        return CLONE_FAILED
+        return _fetch_failed(item, _connection_gone(repo), item.commit_sha)
     except (git.GitError, git.IdentifierError) as exc:
-        service.mark_version(item, CLONE_FAILED, error=str(exc), commit_sha=item.commit_sha)
-        return CLONE_FAILED
+        return _fetch_failed(item, str(exc), item.commit_sha)
     if len(data) > settings.max_archive_bytes:
         error = (
             f"the packed files of commit {sha[:12]} are {len(data)} bytes, over the limit of "
             f"{settings.max_archive_bytes} bytes"
         )
-        service.mark_version(item, CLONE_FAILED, error=error, commit_sha=sha)
-        return CLONE_FAILED
+        return _fetch_failed(item, error, sha)
     if item.commit_sha != sha:
         service.mark_version(item, VersionStatus.CLONING, commit_sha=sha)
     objects.put(item.upload_key, data, "application/x-gzip")
     return "fetched"
+
+
+def _fetch_failed(item: ModuleVersionModel, error: str, commit_sha: str | None) -> str:
+    """The version ``clone_failed`` with its reason, recorded (``fetch-failed``)."""
+    meta = {**audit_events.uploader(item), "reason": error}
+    failed = audit_events.of_version(
+        None, item, audit_events.FETCH_FAILED, meta, outcome=audit_events.FAILED
+    )
+    service.mark_version(item, CLONE_FAILED, error=error, event=failed, commit_sha=commit_sha)
+    return CLONE_FAILED

@@ -13,7 +13,8 @@ once):
 3. run the scanner (``Scanner``: Trivy by default, ``trust.trivy``) within ``ScanLimits``;
 4. store the report beside the archive (``findings_key``, ``trust.findings.encode``);
 5. record its summary on the version and in its module entry (``writes.record_scan``, only
-   while the version is as read and unscanned: a second delivery writes nothing). A version
+   while the version is as read and unscanned: a second delivery writes nothing), with its
+   audit event (``scanned``, or ``quarantined``; by the registry, ``auth.type`` System). A version
    held for its scan (``reg_ingressing`` with its archive stored: its organization's policy
    held it at ingest) leaves hold here: ``quarantined`` with the policy's reasons
    (``Policy.reasons``), else ``ok`` (published, the protocol's list refreshed).
@@ -42,6 +43,7 @@ from chalicelib.core import observe
 from chalicelib.core.data.ids import iso, now
 from chalicelib.core.settings import get_settings
 from chalicelib.modules import keys, store, writes
+from chalicelib.modules.audit import events as audit_events
 from chalicelib.modules.store import ModuleVersionModel
 from chalicelib.trust import findings
 from chalicelib.trust.findings import ScanReport, ScanStatus
@@ -105,15 +107,25 @@ def run(job: dict[str, Any], scanner: ScannerFactory | None = None, attempt: int
         _attest(version, metadata, last=attempt >= MAX_ATTEMPTS)
     held = version.status == VersionStatus.INGRESSING
     moment = now()
+    meta: dict[str, Any] = {
+        "scan-status": str(report.status),
+        "scanner": report.scanner,
+        **{f"findings-{name.lower()}": count for name, count in report.counts.items()},
+        **({"error": report.error} if report.error else {}),
+    }
     if not held:
-        recorded = writes.record_scan(version, report.summary(), moment)
+        scanned = audit_events.of_version(None, version, audit_events.SCANNED, meta, moment=moment)
+        recorded = writes.record_scan(version, report.summary(), moment, scanned)
         decision = "unchanged"
     else:
         reasons = policy_of(version.organization).reasons(report, _has_readme(metadata))
         status = VersionStatus.QUARANTINED if reasons else VersionStatus.OK
         quarantine = {"reasons": reasons, "quarantined-at": iso(moment)} if reasons else None
+        action = audit_events.QUARANTINED if reasons else audit_events.SCANNED
+        meta = {**meta, "status": str(status), **({"reasons": reasons} if reasons else {})}
+        scanned = audit_events.of_version(None, version, action, meta, moment=moment)
         recorded = writes.record_scan(
-            version, report.summary(), moment, status=status, quarantine=quarantine
+            version, report.summary(), moment, scanned, status=status, quarantine=quarantine
         )
         decision = str(status)
     if not recorded:  # deleted meanwhile (its report with it), or another delivery recorded it

@@ -177,7 +177,7 @@ def version_page(
             if a != VersionAction.UPLOAD
         ],
         labels={key: action.button for key, action in ACTIONS.items()},
-        history=version_history(organization, item.id, item.created_at),
+        history=version_history(item),
         trail_url=f"/app/{organization}/audit-trail" if rights.is_owner else None,
     )
     return allow_connect(response, connect_origin(upload)) if upload else response
