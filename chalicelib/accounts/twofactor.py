@@ -12,7 +12,8 @@
   user's set by a conditional update that requires it to be there: it works once.
 * ``disable(user_id)`` removes all of it (the user, a site admin's action).
 * Each change records its audit event in the same write (``user`` ``two-factor-setup-started``,
-  ``two-factor-enabled``, ``two-factor-disabled``), the user acting; a site admin's
+  ``two-factor-enabled``, ``two-factor-disabled``, ``two-factor-setup-cancelled``: turned
+  off when it was not on), the user acting; a site admin's
   ``disable`` records none here: the admin's action records it (``chalicelib.admin``).
 * Turning two-factor on or off is a credential change: the user's other browser sessions
   end (``tokens_service.end_sessions``; ``keep_token_id`` is the session that made the change, none
@@ -213,9 +214,14 @@ def disable(user_id: str, *, keep_token_id: str | None = None) -> None:
         turned_off = users_store.change_user(
             UserModel(user_id), actions, UserModel.totp_secret.exists(), event
         )
-    if not turned_off:  # off already (an unknown user raises UpdateError here)
-        UserModel(user_id).update(
-            actions=[UserModel.totp_pending.remove()], condition=UserModel.id.exists()
-        )
+    if not turned_off:  # off already: a pending setup is dropped
+        drop = [UserModel.totp_pending.remove()]
+        if keep_token_id is None or not users_store.change_user(
+            UserModel(user_id),
+            drop,
+            None,
+            _event(user_id, keep_token_id, "two-factor-setup-cancelled"),
+        ):  # an unknown user raises UpdateError here
+            UserModel(user_id).update(actions=drop, condition=UserModel.id.exists())
         return
     tokens_service.end_sessions(user_id, keep_token_id=keep_token_id)

@@ -34,14 +34,16 @@ class Recorded:
         fresh, self.seen = found[self.seen :], len(found)
         return fresh
 
-    def one(self, resource_type: str, action: str, actor: str) -> dict[str, Any]:
+    def one(
+        self, resource_type: str, action: str, actor: str, kind: str = "Client"
+    ) -> dict[str, Any]:
         """The one new event, checked: its resource type, action, actor and outcome."""
         fresh = self.new()
         assert len(fresh) == 1, [(e["resource"]["type"], e["resource"]["action"]) for e in fresh]
         (event,) = fresh
         assert (event["resource"]["type"], event["resource"]["action"]) == (resource_type, action)
         assert event["auth"]["accessor_id"] == actor
-        assert event["auth"]["type"] == "Client"
+        assert event["auth"]["type"] == kind
         assert event["auth"]["organization_id"] == (self.organization or "")
         assert event["resource"]["meta"]["outcome"] == "succeeded"
         assert event["request"]["id"]
@@ -277,4 +279,60 @@ def test_a_users_own_account_changes_are_the_sites_events(api: Api) -> None:
     with observe.scope():
         twofactor.disable(jane_id, keep_token_id="at-x")
     site.one("user", "two-factor-disabled", jane_id)
+    with observe.scope():  # off already: only a pending setup is dropped
+        twofactor.disable(jane_id, keep_token_id="at-x")
+    site.one("user", "two-factor-setup-cancelled", jane_id)
+    with observe.scope():  # a site admin's: the admin's action records it (chalicelib.admin)
+        twofactor.disable(jane_id)
+    site.none()
     assert secret not in json.dumps(trail_of(None))
+
+
+class Catcher:
+    """The site's mail, caught: the links it would send."""
+
+    def __init__(self) -> None:
+        self.links: list[str] = []
+
+    def configured(self) -> object:
+        return self
+
+    def send_password_reset(self, recipient: str, link: str) -> bool:
+        self.links.append(link)
+        return True
+
+
+def test_a_reset_link_made_and_used_are_the_sites_events(
+    api: Api, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The ingest worker makes the link (the registry acts: ``System``); whoever holds it sets
+    the password for the user; a refused or used link records nothing; no link or password
+    is in an event."""
+    from chalicelib.accounts import memberships, resets
+    from chalicelib.core.api.errors import Unprocessable
+    from chalicelib.core.observe import scope
+    from tests.accounts.helpers import NEW_PASSWORD, make_user
+
+    mail = Catcher()
+    monkeypatch.setattr(memberships, "_mailer", [lambda: mail])
+    jane_id = make_user()
+    site = Recorded(None)
+    with scope():
+        resets.deliver({"login": "jane"})
+    made = site.one("user", "password-reset-link-made", "registry", kind="System")
+    assert made["resource"]["id"] == jane_id
+    (link,) = mail.links
+    token = link.rsplit("/", 1)[1]
+
+    with scope(), pytest.raises(Unprocessable):
+        resets.use(token, "short", "short")
+    site.none()
+    with scope():
+        assert resets.use(token, NEW_PASSWORD, NEW_PASSWORD) is not None
+    used = site.one("user", "password-changed", jane_id)
+    assert used["resource"]["meta"]["via"] == "reset-link"
+    with scope():
+        assert resets.use(token, NEW_PASSWORD, NEW_PASSWORD) is None
+    site.none()
+    everything = json.dumps(trail_of(None))
+    assert token.rsplit(".", 1)[1] not in everything and NEW_PASSWORD not in everything
