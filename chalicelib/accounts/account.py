@@ -120,7 +120,7 @@ def user_event(
 ) -> events.Event:
     """The audit event of a change of a user's own account (kept in the site's partition):
     ``changed`` names the attributes, never their values (an email address waiting for its
-    link is ``unconfirmed-email``)."""
+    link is ``unconfirmed-email``). The user, read already, names the actor (no read)."""
     return events.event(
         principal,
         organization=None,
@@ -128,6 +128,7 @@ def user_event(
         resource_id=user.id,
         action=action,
         meta={"changed": changed} if changed is not None else None,
+        description=user.username if principal.id == user.id else None,
         **options,
     )
 
