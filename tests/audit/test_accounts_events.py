@@ -336,3 +336,30 @@ def test_a_reset_link_made_and_used_are_the_sites_events(
     site.none()
     everything = json.dumps(trail_of(None))
     assert token.rsplit(".", 1)[1] not in everything and NEW_PASSWORD not in everything
+
+
+def test_an_invitation_whose_mail_fails_is_taken_back_and_recorded_as_failed(
+    api: Api, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The invitation is written before its mail goes out; when the mail fails it is deleted
+    again (the answer is the mail's error) and its one event says so: ``outcome`` failed."""
+    from chalicelib.accounts import memberships
+    from chalicelib.core.api.errors import BadGateway
+
+    class Down(Catcher):
+        def send_invitation(self, recipient: str, organization: str, link: str) -> bool:
+            raise BadGateway("the mail server refused the message")
+
+    monkeypatch.setattr(memberships, "_mailer", [lambda: Down()])
+    make_org(api, "acme")
+    acme = Recorded("acme")
+    reply = api.post(MEMBERSHIPS, invite_body("jane@example.com"))
+    assert reply.status == 502
+    assert [m["attributes"]["email"] for m in api.get(MEMBERSHIPS).data] == ["admin@localhost"]
+    (event,) = acme.new()
+    assert (event["resource"]["type"], event["resource"]["action"]) == (
+        "organization-membership",
+        "invited",
+    )
+    assert event["resource"]["meta"]["outcome"] == "failed"
+    assert event["resource"]["meta"]["email"] == "jane@example.com"
