@@ -25,6 +25,10 @@
   The user's other browser sessions end (``tokens_service.end_sessions``); the one that made the
   change stays signed in (an API token's change ends every browser session).
 
+Each change records one audit event in the site's partition (``user`` ``updated`` naming
+the attributes, ``email-confirmed``, ``password-changed``), in the same transaction where the
+change is one write, right after it otherwise.
+
 Everything is checked before anything is written: a bad request is a 422 naming the field
 that changes nothing. Only user tokens have an account here (404 for team and organization
 tokens). Neither a password nor a link is logged or returned.

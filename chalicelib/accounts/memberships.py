@@ -24,6 +24,12 @@ A link never authenticates its holder (``accept``):
   (``Invited.link``), and the invitation records that it was not mailed: the account made
   through it has an unconfirmed email (``UserModel.email_unconfirmed``) until a link mailed to
   the address confirms it (``account``), and single sign-on never links to it.
+
+Each change records one audit event (``chalicelib.core.audit``) in the organization's
+partition: an ``organization-membership`` ``invited`` (``outcome`` failed when its mail
+failed and it was taken back), ``joined``, ``cancelled`` or ``removed``; members added to or
+removed from a team by membership are the team's ``members-added``/``members-removed``. A
+new person joining is also the site's ``user`` ``created``, in the same transaction.
 """
 
 from __future__ import annotations

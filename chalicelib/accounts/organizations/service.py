@@ -5,6 +5,10 @@ deleting one (``lifecycle`` deletes what hangs off it first).
 Permissions follow SPEC.md's Authentication section: a caller without a permission gets
 404, as if the thing did not exist; the roles are read, and each action decided, in
 ``accounts.authorization`` (this file asks it).
+
+Creating, updating and deleting one records its audit event (``organization``, in its own
+partition) in the transaction that writes its item; the site admin's changes
+(``set_organization_admin_values``, ``set_module_consumers``) are recorded by their callers.
 """
 
 from __future__ import annotations

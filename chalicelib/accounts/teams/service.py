@@ -1,6 +1,10 @@
 """Teams: who sees them (a secret team only its members and those who see every team), who
 manages them (the organization's owners), their members (kept on both sides: ``store``),
 and their link to a SCIM group.
+
+A team's changes record their audit event (``team`` ``created``, ``updated`` naming what
+changed, ``deleted``, ``members-added``, ``members-removed``) with the write that commits
+them; SCIM's (``set_team_members``, ``set_team_scim_link``) are recorded by SCIM.
 """
 
 from __future__ import annotations

@@ -1,6 +1,10 @@
 """Tokens: users' own (and the browser sessions opened with them), the single token a team
 or an organization holds, a team's additional tokens, and finding one by id for whoever
 may see it. The secret of a token is shown once, when minted (``core.auth.mint_token``).
+
+A token created or deleted records its audit event (``authentication-token`` ``created`` or
+``deleted``: its id, owner and description, never its secret or hash) in the transaction
+that writes it.
 """
 
 from __future__ import annotations
