@@ -121,8 +121,9 @@ ROUTE_GROUPS: tuple[Function, ...] = (
             **WORKSPACE_TABLES,
             **VCS_TABLES,
             "registry-policies": WRITE,
-            # The audit trail's API (chalicelib.audit.routes): read only.
-            "audit-events": READ,
+            # The audit trail's API (chalicelib.audit.routes) reads it; every accounts change
+            # records its event (chalicelib.core.audit).
+            "audit-events": APPEND,
         },
         s3={MODULE_OBJECTS: (DELETE,), PROVIDER_OBJECTS: (DELETE,), PROVIDER_PROVENANCE: (DELETE,)},
         sends_jobs=True,  # removing deleted VCS modules' webhooks at the VCS host
@@ -284,6 +285,9 @@ ROUTE_GROUPS: tuple[Function, ...] = (
             "teams": WRITE,
             # SAML sign-in: outstanding requests, used assertions, what SAML granted.
             "saml-state": WRITE,
+            # The account pages' changes (password, two-factor, email, API tokens) and
+            # accepting an invitation record their events (chalicelib.core.audit).
+            "audit-events": APPEND,
             # The provider pages: providers, their versions, platforms and signing keys.
             "registry-providers": READ,
             "registry-provider-versions": READ,
@@ -356,6 +360,8 @@ INGEST = Function(
         "users": WRITE,
         "settings": READ,
         "registry-policies": READ,
+        # A reset link made records its event (chalicelib.accounts.resets).
+        "audit-events": APPEND,
     },
     # Providers' files are only read: their checks (chalicelib.providers.ingest.verify); a
     # verified version's provenance is written and signed (chalicelib.providers.provenance).

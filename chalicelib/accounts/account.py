@@ -25,6 +25,10 @@
   The user's other browser sessions end (``tokens_service.end_sessions``); the one that made the
   change stays signed in (an API token's change ends every browser session).
 
+Each change records one audit event in the site's partition (``user`` ``updated`` naming
+the attributes, ``email-confirmed``, ``password-changed``), in the same transaction where the
+change is one write, right after it otherwise.
+
 Everything is checked before anything is written: a bad request is a 422 naming the field
 that changes nothing. Only user tokens have an account here (404 for team and organization
 tokens). Neither a password nor a link is logged or returned.
@@ -35,9 +39,8 @@ from __future__ import annotations
 import hmac
 import secrets
 from datetime import timedelta
+from typing import Any
 from urllib.parse import quote
-
-from pynamodb.exceptions import UpdateError
 
 from chalicelib.accounts import memberships, passwords, signin
 from chalicelib.accounts.tokens import service as tokens_service
@@ -46,8 +49,8 @@ from chalicelib.accounts.users import store as users_store
 from chalicelib.accounts.users.store import UserModel
 from chalicelib.core.api.errors import NotFound, Unprocessable
 from chalicelib.core.api.links import link_base_url
+from chalicelib.core.audit import events, trail
 from chalicelib.core.auth import Principal, hash_token
-from chalicelib.core.data import db
 from chalicelib.core.data.ids import now
 
 EMAIL_LINK_HOURS = 24
@@ -97,12 +100,41 @@ def update(principal: Principal, username: str | None, email: str | None) -> Use
     if email is not None and (not same_address or user.email_unconfirmed):
         base_url = link_base_url("email confirmation links")  # a link is made: refuse first
     before = (user.unconfirmed_email, user.email_link_hash, user.email_link_expires_at)
+    changed = []
     if email is not None:
-        _change_email(user, email, base_url)
-    if renamed is not None and not users_store.rename_user(user, renamed):
-        _restore_email_change(user, before)
-        raise users_service.taken_username(renamed, USERNAME)
+        changed += _change_email(user, email, base_url, principal)
+    if renamed is not None:
+        if not users_store.rename_user(user, renamed):
+            _restore_email_change(user, before)
+            if changed:  # written and taken back: the attempt is recorded
+                trail.record(user_event(principal, user, "updated", changed, outcome="failed"))
+            raise users_service.taken_username(renamed, USERNAME)
+        changed.append("username")
+    if changed:
+        trail.record(user_event(principal, user, "updated", changed))
     return users_service.get_user(user.id, consistent=True)
+
+
+def user_event(
+    principal: Principal,
+    user: UserModel,
+    action: str,
+    changed: list[str] | None = None,
+    **options: Any,
+) -> events.Event:
+    """The audit event of a change of a user's own account (kept in the site's partition):
+    ``changed`` names the attributes, never their values (an email address waiting for its
+    link is ``unconfirmed-email``). The user, read already, names the actor (no read)."""
+    return events.event(
+        principal,
+        organization=None,
+        resource_type="user",
+        resource_id=user.id,
+        action=action,
+        meta={"changed": changed} if changed is not None else None,
+        description=user.username if principal.id == user.id else None,
+        **options,
+    )
 
 
 def can_mail() -> bool:
@@ -111,18 +143,23 @@ def can_mail() -> bool:
     return bool(sender and sender.configured())
 
 
-def _change_email(user: UserModel, email: str, base_url: str) -> None:
+def _change_email(user: UserModel, email: str, base_url: str, principal: Principal) -> list[str]:
+    """The names of what changed (for the audit event)."""
     if users_store.email_key(email) == users_store.email_key(user.email or ""):
         if user.email_unconfirmed:  # a link to the current address confirms it
-            _start_link(user, email, base_url)
-        elif user.unconfirmed_email or email != user.email:  # back to the current address
+            _start_link(user, email, base_url, principal)
+            return ["email-confirmation"]
+        if user.unconfirmed_email or email != user.email:  # back to the current address
+            changed = ["email"] if email != user.email else ["unconfirmed-email"]
             user.update(actions=[UserModel.email.set(email)], condition=UserModel.id.exists())
             users_store.cancel_email_change(user)
-        return
-    _start_link(user, email, base_url)
+            return changed
+        return []
+    _start_link(user, email, base_url, principal)
+    return ["unconfirmed-email"]
 
 
-def _start_link(user: UserModel, email: str, base_url: str) -> None:
+def _start_link(user: UserModel, email: str, base_url: str, principal: Principal) -> None:
     """Wait for ``email`` to be confirmed, and mail it the link (when SMTP is set up)."""
     secret = secrets.token_urlsafe(32)
     before = (user.unconfirmed_email, user.email_link_hash, user.email_link_expires_at)
@@ -133,6 +170,8 @@ def _start_link(user: UserModel, email: str, base_url: str) -> None:
         _send(email, link)
     except Exception:
         _restore_email_change(user, before)  # the mail did not go out: no change either
+        changed = ["unconfirmed-email"]
+        trail.record(user_event(principal, user, "updated", changed, outcome="failed"))
         raise
 
 
@@ -166,7 +205,12 @@ def confirm_email(user_id: str, secret: str) -> UserModel | None:
     """Use a confirmation link: the waiting address becomes the user's email, once. None
     when the link is not live (``email_link``) or was used meanwhile."""
     user = email_link(user_id, secret)
-    if user is None or not users_store.confirm_email_change(user, hash_token(secret)):
+    if user is None:
+        return None
+    # Whoever followed the link to the address acts for the user (the link is no sign-in).
+    person = Principal(kind="user", id=user.id, token_id="")
+    event = user_event(person, user, "email-confirmed", ["email"])
+    if not users_store.confirm_email_change(user, hash_token(secret), event):
         return None
     return users_service.get_user(user.id, consistent=True)
 
@@ -184,21 +228,16 @@ def change_password(
     passwords.check(password or "", again or "", PASSWORD)
     old = user.password_hash
     expected = UserModel.password_hash == old if old else UserModel.password_hash.does_not_exist()
-    try:
-        user.update(
-            actions=[
-                UserModel.password_hash.set(passwords.hash_password(password or "")),
-                # A reset link asked for earlier must not undo the change.
-                UserModel.reset_hash.remove(),
-                UserModel.reset_expires_at.remove(),
-            ],
-            condition=expected & UserModel.id.exists(),
+    actions = [
+        UserModel.password_hash.set(passwords.hash_password(password or "")),
+        # A reset link asked for earlier must not undo the change.
+        UserModel.reset_hash.remove(),
+        UserModel.reset_expires_at.remove(),
+    ]
+    event = user_event(principal, user, "password-changed")
+    if not users_store.change_user(user, actions, expected, event):
+        raise Unprocessable(
+            "the password was changed meanwhile; try again", pointer=CURRENT_PASSWORD
         )
-    except UpdateError as exc:
-        if db.conditional_failure(exc):
-            raise Unprocessable(
-                "the password was changed meanwhile; try again", pointer=CURRENT_PASSWORD
-            ) from None
-        raise
     tokens_service.end_sessions(user.id, keep_token_id=principal.token_id)
     return user

@@ -24,6 +24,12 @@ A link never authenticates its holder (``accept``):
   (``Invited.link``), and the invitation records that it was not mailed: the account made
   through it has an unconfirmed email (``UserModel.email_unconfirmed``) until a link mailed to
   the address confirms it (``account``), and single sign-on never links to it.
+
+Each change records one audit event (``chalicelib.core.audit``) in the organization's
+partition: an ``organization-membership`` ``invited`` (``outcome`` failed when its mail
+failed and it was taken back), ``joined``, ``cancelled`` or ``removed``; members added to or
+removed from a team by membership are the team's ``members-added``/``members-removed``. A
+new person joining is also the site's ``user`` ``created``, in the same transaction.
 """
 
 from __future__ import annotations
@@ -32,7 +38,7 @@ import secrets
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Protocol
+from typing import Any, Protocol
 
 from chalicelib.accounts import authorization, passwords
 from chalicelib.accounts.invitations import store as invitations_store
@@ -47,6 +53,7 @@ from chalicelib.accounts.users import store as users_store
 from chalicelib.accounts.users.store import UserModel
 from chalicelib.core.api.errors import Forbidden, NotFound, Unauthorized, Unprocessable
 from chalicelib.core.api.links import link_base_url
+from chalicelib.core.audit import events, trail
 from chalicelib.core.auth import Principal, hash_token
 from chalicelib.core.data.ids import new_id, now
 
@@ -342,16 +349,43 @@ def invite(
             pointer="/data/attributes/email",
         )
     link = base_url + INVITATION_PATH + token
+    meta: dict[str, Any] = {"email": email, "team-ids": sorted(t.id for t in teams)}
     try:
         delivered = _send(email, organization, link)
     except Exception:
         item.delete()  # the mail did not go out: no invitation either
+        trail.record(_event(principal, item, "invited", meta, outcome="failed"))
         raise
+    meta["mailed"] = delivered
+    event = _event(principal, item, "invited", meta)
     if delivered:
-        invitations_store.mark_invitation_mailed(item)
+        invitations_store.mark_invitation_mailed(item, event)
         item.mailed = True
+    else:
+        trail.record(event)
     shown = not delivered and authorization.is_site_admin(principal)
     return Invited(_of_item(item), delivered, link if shown else None)
+
+
+def _event(
+    principal: Principal,
+    membership: MembershipModel | Membership,
+    action: str,
+    meta: dict[str, Any] | None = None,
+    **options: Any,
+) -> events.Event:
+    """The audit event of a change of an organization membership (an invitation sent,
+    accepted or cancelled, a member removed), in its organization's partition. An email
+    address is named, never an invitation's link or token."""
+    return events.event(
+        principal,
+        organization=membership.organization,
+        resource_type="organization-membership",
+        resource_id=membership.id,
+        action=action,
+        meta={"user-id": membership.user_id, **(meta or {})},
+        **options,
+    )
 
 
 def _teams_of(organization: str, team_ids: list[str], pointer: str) -> list[TeamModel]:
@@ -397,7 +431,9 @@ def remove(principal: Principal, membership_id_: str) -> None:
         for team in teams:
             teams_store.remove_team_members(team, [membership.user_id])
         users_store.remove_member_ref(membership.user_id, org)
-    MembershipModel(membership.id).delete()
+    action = "removed" if membership.status == "active" else "cancelled"
+    meta: dict[str, Any] = {"email": membership.email, "team-ids": membership.team_ids}
+    invitations_store.delete_membership(membership.id, _event(principal, membership, action, meta))
 
 
 def change_team_members(
@@ -423,6 +459,13 @@ def change_team_members(
         teams_store.remove_team_members(team, active)
     for m in invited:
         invitations_store.change_invitation_teams(m.id, team.id, add=add)
+    if chosen:
+        invitations = [m.id for m in invited]
+        trail.record(
+            teams_service.members_event(
+                principal, team, add=add, user_ids=active, membership_ids=invitations
+            )
+        )
 
 
 # ----- accepting ------------------------------------------------------------------------------
@@ -488,13 +531,31 @@ def accept(
         user.password_hash = passwords.hash_password(password)
         if not item.mailed:  # whoever held the link chose the password: not the address's owner
             user.email_unconfirmed = True
-        outcome = invitations_store.accept_invitation_as_new_user(item, hash_token(token), user)
+        # The new person acts: the link proved nothing else, and they have no session yet.
+        person = Principal(kind="user", id=user.id, token_id="")
+        created = events.event(
+            person,
+            organization=None,
+            resource_type="user",
+            resource_id=user.id,
+            action="created",
+            meta={"username": user.username, "via": "invitation", "invitation-id": item.id},
+            description=user.username,
+        )
+        joined = _event(person, item, "joined", description=user.username)
+        outcome = invitations_store.accept_invitation_as_new_user(
+            item, hash_token(token), user, [created, joined]
+        )
         if outcome == "taken":
             raise users_service.taken_username(username)
         if outcome == "used":
             return None
-    elif not invitations_store.use_invitation(item, hash_token(token)):
-        return None
+    else:
+        assert principal is not None  # refusal: an existing user accepts signed in
+        if not invitations_store.use_invitation(
+            item, hash_token(token), _event(principal, item, "joined")
+        ):
+            return None
     users_store.add_member_ref(user.id, item.organization)
     for team in teams_store.teams_by_ids(sorted(item.team_ids or ())):
         if team.organization == item.organization:

@@ -19,6 +19,9 @@
   (``passwords.check``: a 422 that changes nothing), then sets the new hash and removes the
   link in one conditional update requiring the link to be still the stored one: it works once.
   Every browser session of the user ends (``tokens_service.end_sessions``).
+* Making a link and using it each record their audit event in the same write (``user``
+  ``password-reset-link-made``, by the registry; ``password-changed`` ``via`` ``reset-link``,
+  by the user).
 """
 
 from __future__ import annotations
@@ -30,16 +33,15 @@ import secrets
 from datetime import timedelta
 from typing import Any
 
-from pynamodb.exceptions import UpdateError
-
 from chalicelib.accounts import memberships, passwords, signin
 from chalicelib.accounts.tokens import service as tokens_service
 from chalicelib.accounts.users import service as users_service
+from chalicelib.accounts.users import store as users_store
 from chalicelib.accounts.users.store import UserModel
 from chalicelib.core.api.errors import ApiError
 from chalicelib.core.api.links import NoPublicAddress, can_make_links, link_base_url
-from chalicelib.core.auth import hash_token
-from chalicelib.core.data import db
+from chalicelib.core.audit import events
+from chalicelib.core.auth import Principal, hash_token
 from chalicelib.core.data.ids import now
 
 log = logging.getLogger("registry.resets")
@@ -85,12 +87,15 @@ def deliver(job: dict[str, Any]) -> None:
         log.warning("password reset link not mailed: %s", missing.detail)
         return
     secret = secrets.token_urlsafe(32)
-    user.update(
-        actions=[
-            UserModel.reset_hash.set(hash_token(secret)),
-            UserModel.reset_expires_at.set(now() + timedelta(seconds=RESET_SECONDS)),
-        ]
-    )
+    actions = [
+        UserModel.reset_hash.set(hash_token(secret)),
+        UserModel.reset_expires_at.set(now() + timedelta(seconds=RESET_SECONDS)),
+    ]
+    # The registry makes the link (asked for by someone who named the account, unknown).
+    if not users_store.change_user(
+        user, actions, None, _event(None, user, "password-reset-link-made")
+    ):
+        return  # deleted meanwhile
     link = f"{base}{RESET_PATH}{user.id}.{secret}"
     try:
         sender.send_password_reset(user.email, link)
@@ -122,19 +127,30 @@ def use(token: str, password: str, again: str) -> UserModel | None:
     if user is None:
         return None
     passwords.check(password, again)
-    try:
-        user.update(
-            actions=[
-                UserModel.password_hash.set(passwords.hash_password(password)),
-                UserModel.reset_hash.remove(),
-                UserModel.reset_expires_at.remove(),
-            ],
-            condition=UserModel.reset_hash == user.reset_hash,
-        )
-    except UpdateError as exc:
-        if db.conditional_failure(exc):
-            return None  # used (or replaced) meanwhile
-        raise
+    actions = [
+        UserModel.password_hash.set(passwords.hash_password(password)),
+        UserModel.reset_hash.remove(),
+        UserModel.reset_expires_at.remove(),
+    ]
+    # Whoever holds the mailed link acts for the user (the link signs no one in).
+    person = Principal(kind="user", id=user.id, token_id="")
+    event = _event(person, user, "password-changed", {"via": "reset-link"})
+    if not users_store.change_user(user, actions, UserModel.reset_hash == user.reset_hash, event):
+        return None  # used (or replaced) meanwhile
     tokens_service.end_sessions(user.id)
     log.info("password reset for %s", user.id)
     return user
+
+
+def _event(
+    principal: Principal | None, user: UserModel, action: str, meta: dict[str, Any] | None = None
+) -> events.Event:
+    """The audit event of a reset link made (by the registry) or used (the user acting)."""
+    return events.event(
+        principal,
+        organization=None,
+        resource_type="user",
+        resource_id=user.id,
+        action=action,
+        meta=meta,
+    )

@@ -11,6 +11,10 @@
   over a shoulder, or sent twice in parallel, is refused. A recovery code is taken out of the
   user's set by a conditional update that requires it to be there: it works once.
 * ``disable(user_id)`` removes all of it (the user, a site admin's action).
+* Each change records its audit event in the same write (``user`` ``two-factor-setup-started``,
+  ``two-factor-enabled``, ``two-factor-disabled``, ``two-factor-setup-cancelled``: turned
+  off when it was not on), the user acting; a site admin's
+  ``disable`` records none here: the admin's action records it (``chalicelib.admin``).
 * Turning two-factor on or off is a credential change: the user's other browser sessions
   end (``tokens_service.end_sessions``; ``keep_token_id`` is the session that made the change, none
   for a site admin's ``disable``). On: a session opened with the password alone (by anyone
@@ -31,9 +35,11 @@ from typing import TYPE_CHECKING
 from pynamodb.exceptions import UpdateError
 
 from chalicelib.accounts.tokens import service as tokens_service
+from chalicelib.accounts.users import store as users_store
 from chalicelib.accounts.users.store import UserModel
 from chalicelib.core import secrets
-from chalicelib.core.auth import hash_token
+from chalicelib.core.audit import events
+from chalicelib.core.auth import Principal, hash_token
 from chalicelib.core.data import db
 
 if TYPE_CHECKING:
@@ -64,8 +70,20 @@ def begin(user: UserModel) -> tuple[str, str]:
     import pyotp
 
     secret = pyotp.random_base32()
-    user.update(actions=[UserModel.totp_pending.set(secrets.seal(secret, purpose=PURPOSE))])
+    sealed = secrets.seal(secret, purpose=PURPOSE)
+    event = _event(user.id, None, "two-factor-setup-started")
+    users_store.change_user(user, [UserModel.totp_pending.set(sealed)], None, event)
+    user.totp_pending = sealed
     return secret, uri(user, secret)
+
+
+def _event(user_id: str, token_id: str | None, action: str) -> events.Event:
+    """The audit event of the user's own change of their second factor (only the user, in
+    their session ``token_id``, turns it on or off here)."""
+    person = Principal(kind="user", id=user_id, token_id=token_id or "")
+    return events.event(
+        person, organization=None, resource_type="user", resource_id=user_id, action=action
+    )
 
 
 def uri(user: UserModel, secret: str) -> str:
@@ -117,20 +135,19 @@ def confirm(user: UserModel, code: str, *, keep_token_id: str | None = None) -> 
     if step is None:
         return None
     codes = _new_recovery_codes()
-    try:
-        user.update(
-            actions=[
-                UserModel.totp_secret.set(user.totp_pending),
-                UserModel.totp_pending.remove(),
-                UserModel.totp_last_step.set(step),
-                UserModel.recovery_hashes.set(_recovery_hashes(codes)),
-            ],
-            condition=UserModel.totp_pending == user.totp_pending,
-        )
-    except UpdateError as exc:
-        if db.conditional_failure(exc):
-            return None  # confirmed (or begun again) meanwhile
-        raise
+    turned_on = users_store.change_user(
+        user,
+        [
+            UserModel.totp_secret.set(user.totp_pending),
+            UserModel.totp_pending.remove(),
+            UserModel.totp_last_step.set(step),
+            UserModel.recovery_hashes.set(_recovery_hashes(codes)),
+        ],
+        UserModel.totp_pending == user.totp_pending,
+        _event(user.id, keep_token_id, "two-factor-enabled"),
+    )
+    if not turned_on:
+        return None  # confirmed (or begun again) meanwhile
     tokens_service.end_sessions(user.id, keep_token_id=keep_token_id)
     return codes
 
@@ -179,20 +196,32 @@ def recovery_codes_left(user: UserModel) -> int:
 def disable(user_id: str, *, keep_token_id: str | None = None) -> None:
     """Two-factor off for the user; the user's browser sessions but ``keep_token_id``'s end
     (all of them when a site admin turns it off). When it was off, only a pending setup is
-    dropped and no session ends."""
-    turned_off = _conditional(
-        UserModel(user_id),
-        [
-            UserModel.totp_secret.remove(),
-            UserModel.totp_pending.remove(),
-            UserModel.totp_last_step.remove(),
-            UserModel.recovery_hashes.remove(),
-        ],
-        UserModel.totp_secret.exists(),
-    )
-    if not turned_off:  # off already (an unknown user raises UpdateError here)
-        UserModel(user_id).update(
-            actions=[UserModel.totp_pending.remove()], condition=UserModel.id.exists()
+    dropped and no session ends.
+
+    ``keep_token_id`` given: the user turned it off in that session, and the change records
+    its audit event (``two-factor-disabled``) in the same write; None: a site admin's
+    action, whose event the admin's service records."""
+    actions = [
+        UserModel.totp_secret.remove(),
+        UserModel.totp_pending.remove(),
+        UserModel.totp_last_step.remove(),
+        UserModel.recovery_hashes.remove(),
+    ]
+    if keep_token_id is None:
+        turned_off = _conditional(UserModel(user_id), actions, UserModel.totp_secret.exists())
+    else:
+        event = _event(user_id, keep_token_id, "two-factor-disabled")
+        turned_off = users_store.change_user(
+            UserModel(user_id), actions, UserModel.totp_secret.exists(), event
         )
+    if not turned_off:  # off already: a pending setup is dropped
+        drop = [UserModel.totp_pending.remove()]
+        if keep_token_id is None or not users_store.change_user(
+            UserModel(user_id),
+            drop,
+            None,
+            _event(user_id, keep_token_id, "two-factor-setup-cancelled"),
+        ):  # an unknown user raises UpdateError here
+            UserModel(user_id).update(actions=drop, condition=UserModel.id.exists())
         return
     tokens_service.end_sessions(user_id, keep_token_id=keep_token_id)

@@ -173,6 +173,32 @@ def mint_token(
     secret: str | None = None,
 ) -> tuple[TokenModel, str]:
     """Store a new token and return it with its secret (shown once, never stored)."""
+    item, secret = new_token(
+        kind,
+        owner_id,
+        organization=organization,
+        description=description,
+        created_by=created_by,
+        expired_at=expired_at,
+        secret=secret,
+    )
+    item.save(condition=TokenModel.token_hash.does_not_exist())
+    return item, secret
+
+
+def new_token(
+    kind: PrincipalKind,
+    owner_id: str,
+    *,
+    organization: str | None = None,
+    description: str | None = None,
+    created_by: str | None = None,
+    expired_at: datetime | None = None,
+    secret: str | None = None,
+) -> tuple[TokenModel, str]:
+    """A new token's item, not yet written (``mint_token`` writes it; a caller writing it
+    in a transaction puts it on the condition ``TokenModel.token_hash.does_not_exist()``),
+    and its secret."""
     secret = secret or generate_token()
     item = TokenModel(
         hash_token(secret),
@@ -185,7 +211,6 @@ def mint_token(
         created_at=now(),
         expired_at=expired_at,
     )
-    item.save(condition=TokenModel.token_hash.does_not_exist())
     return item, secret
 
 

@@ -48,6 +48,7 @@ def test_a_member_through_an_invitation_reads_and_deleting_them_leaves_no_ref(ap
     from chalicelib.accounts.invitations import store as invitations_store
     from chalicelib.accounts.users import store as users_store
     from chalicelib.accounts.users.service import get_user
+    from chalicelib.core.audit import events
 
     make_org(api)
     user_id, member = new_user(api, "joiner")
@@ -58,7 +59,14 @@ def test_a_member_through_an_invitation_reads_and_deleting_them_leaves_no_ref(ap
     item = invitations_store.find_invitation(invited)
     assert item is not None and item.token_hash
     # What accepting does for an existing user (``memberships.accept``).
-    assert invitations_store.use_invitation(item, item.token_hash)
+    joined = events.event(
+        None,
+        organization="acme",
+        resource_type="organization-membership",
+        resource_id=item.id,
+        action="joined",
+    )
+    assert invitations_store.use_invitation(item, item.token_hash, joined)
     users_store.add_member_ref(user_id, "acme")
     assert member.get("/api/v2/organizations/acme").status == 200
     emails = [

@@ -35,13 +35,16 @@ def test_a_change_over_http_is_in_the_organizations_trail(stack: Stack) -> None:
     listed = reader.get(stack.api("/organization/audit-trail"), params={"page[size]": "10"})
     assert listed.status_code == 200, listed.text
     body = listed.json()
-    [event] = body["data"]
+    # The organization's creation and its token's record theirs beside the policy's.
+    created, event, token = body["data"]
+    assert [created["resource"]["action"], token["resource"]["action"]] == ["created"] * 2
     assert event["resource"]["type"] == "registry-policy"
     assert event["resource"]["meta"] == {"changed": ["block-severity"], "outcome": "succeeded"}
     assert event["auth"]["organization_id"] == ORG
     assert event["request"]["user_agent"] == "audit-e2e/1.0"
     assert event["request"]["source_address"] == "127.0.0.1"
-    assert body["pagination"]["total_count"] == 1
+    assert body["pagination"]["total_count"] == 3
 
     other = stack.session(_org_token(stack, f"{ORG}-other"))
-    assert other.get(stack.api("/organization/audit-trail")).json()["data"] == []
+    theirs = other.get(stack.api("/organization/audit-trail")).json()["data"]
+    assert {e["auth"]["organization_id"] for e in theirs} == {f"{ORG}-other"}

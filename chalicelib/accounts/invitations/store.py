@@ -12,7 +12,7 @@ from pynamodb.attributes import (
     UnicodeSetAttribute,
     UTCDateTimeAttribute,
 )
-from pynamodb.exceptions import PutError, TransactWriteError, UpdateError
+from pynamodb.exceptions import PutError, TransactWriteError
 from pynamodb.indexes import AllProjection, GlobalSecondaryIndex
 from pynamodb.transactions import TransactWrite
 
@@ -22,11 +22,14 @@ from chalicelib.accounts.users.store import (
     UsernameClaimModel,
     claim_key,
 )
+from chalicelib.core.audit import trail
 from chalicelib.core.data import db, lists
 
 if TYPE_CHECKING:
     from pynamodb.expressions.condition import Condition
     from pynamodb.expressions.update import Action
+
+    from chalicelib.core.audit.events import Event
 
 
 class MembershipsByOrganization(GlobalSecondaryIndex):
@@ -110,16 +113,29 @@ def insert_membership(item: MembershipModel) -> bool:
     return True
 
 
-def mark_invitation_mailed(item: MembershipModel) -> None:
-    """Record that the invitation's link went out by mail (nothing when it was withdrawn
-    meanwhile)."""
+def mark_invitation_mailed(item: MembershipModel, event: Event) -> None:
+    """Record that the invitation's link went out by mail, with the invitation's audit
+    ``event`` (the event alone when it was withdrawn meanwhile)."""
     try:
-        item.update(
-            actions=[MembershipModel.mailed.set(True)], condition=MembershipModel.id.exists()
-        )
-    except UpdateError as exc:
-        if not db.conditional_failure(exc):
+        with TransactWrite(connection=db.connection()) as tx:
+            tx.update(
+                item,
+                actions=[MembershipModel.mailed.set(True)],
+                condition=MembershipModel.id.exists(),
+            )
+            trail.record_in(tx, event)
+    except TransactWriteError as exc:
+        if db.cancellation_codes(exc)[:1] != [db.TRANSACTION_CONDITION_FAILED]:
             raise
+        trail.record(event)
+
+
+def delete_membership(membership_id: str, event: Event) -> None:
+    """Delete a membership's item (none for a member added straight to teams: nothing to
+    delete) with its audit ``event``, in one transaction."""
+    with TransactWrite(connection=db.connection()) as tx:
+        tx.delete(MembershipModel(membership_id))
+        trail.record_in(tx, event)
 
 
 # Accepting an invitation: it becomes an active membership and forgets its token, on the
@@ -136,24 +152,30 @@ def _still_invited(token_hash: str) -> Condition:
     return (MembershipModel.token_hash == token_hash) & (MembershipModel.status == "invited")
 
 
-def use_invitation(item: MembershipModel, token_hash: str) -> bool:
-    """Mark the invitation accepted and forget its token, once: False when another request
-    used it first (the condition is the token it was read with)."""
+def use_invitation(item: MembershipModel, token_hash: str, event: Event) -> bool:
+    """Mark the invitation accepted and forget its token, once, with its audit ``event``:
+    False when another request used it first (the condition is the token it was read
+    with): nothing is written."""
     try:
-        item.update(actions=_accepted(), condition=_still_invited(token_hash))
-    except UpdateError as exc:
-        if db.conditional_failure(exc):
+        with TransactWrite(connection=db.connection()) as tx:
+            tx.update(item, actions=_accepted(), condition=_still_invited(token_hash))
+            trail.record_in(tx, event)
+    except TransactWriteError as exc:
+        if db.cancellation_codes(exc)[:1] == [db.TRANSACTION_CONDITION_FAILED]:
             return False
         raise
     return True
 
 
-def accept_invitation_as_new_user(item: MembershipModel, token_hash: str, user: UserModel) -> str:
-    """Use the invitation and create the person it invited, in one transaction: mark it
-    accepted (on the token it was read with, as ``use_invitation``), claim the username and
-    put the user (its id the one the invitation reserved). ``"ok"``; ``"used"`` when another
-    request used (or an owner withdrew) the invitation first: nothing is written;
-    ``"taken"`` when the username is taken in any case."""
+def accept_invitation_as_new_user(
+    item: MembershipModel, token_hash: str, user: UserModel, recorded: list[Event]
+) -> str:
+    """Use the invitation and create the person it invited, in one transaction with the
+    ``recorded`` audit events: mark it accepted (on the token it was read with, as
+    ``use_invitation``), claim the username and put the user (its id the one the invitation
+    reserved). ``"ok"``; ``"used"`` when another request used (or an owner withdrew) the
+    invitation first: nothing is written; ``"taken"`` when the username is taken in any
+    case."""
     claim = UsernameClaimModel(claim_key(user.username), user_id=user.id)
     try:
         with TransactWrite(connection=db.connection()) as tx:
@@ -165,6 +187,8 @@ def accept_invitation_as_new_user(item: MembershipModel, token_hash: str, user: 
             tx.save(claim, condition=UsernameClaimModel.id.does_not_exist())
             tx.save(user, condition=UserModel.id.does_not_exist())
             lists.count_update(tx, USER_DIRECTORY, lists.ALL, 1)
+            for event in recorded:
+                trail.record_in(tx, event)
     except TransactWriteError as exc:
         # PynamoDB sends puts before updates: the claim, the user, the invitation, the count.
         claimed, put, used = (db.cancellation_codes(exc) + [None] * 3)[:3]

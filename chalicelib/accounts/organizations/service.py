@@ -5,6 +5,10 @@ deleting one (``lifecycle`` deletes what hangs off it first).
 Permissions follow SPEC.md's Authentication section: a caller without a permission gets
 404, as if the thing did not exist; the roles are read, and each action decided, in
 ``accounts.authorization`` (this file asks it).
+
+Creating, updating and deleting one records its audit event (``organization``, in its own
+partition) in the transaction that writes its item; the site admin's changes
+(``set_organization_admin_values``, ``set_module_consumers``) are recorded by their callers.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from chalicelib.accounts.tokens import store as tokens_store
 from chalicelib.accounts.users.service import NAME, get_user, validate_email
 from chalicelib.accounts.users.store import UserModel
 from chalicelib.core.api.errors import NotFound, Unprocessable
+from chalicelib.core.audit import events, trail
 from chalicelib.core.auth import Principal
 from chalicelib.core.data.ids import new_id, now
 
@@ -58,12 +63,31 @@ def create_organization(
     org = OrganizationModel(
         name, external_id=new_id("org"), email=email, created_at=moment, updated_at=moment
     )
-    if not store.insert_organization(org):
-        raise Unprocessable("name has already been taken", pointer="/data/attributes/name")
     owners = new_team(name, OWNERS, "secret", {})
-    teams_store.insert_team(owners)
-    teams_store.add_team_members(owners, [principal.id])
+    event = _event(principal, org, "created", {"external-id": org.external_id}, moment=moment)
+    if not store.insert_organization(org, owners, principal.id, event):
+        raise Unprocessable("name has already been taken", pointer="/data/attributes/name")
     return org
+
+
+def _event(
+    principal: Principal | None,
+    org: OrganizationModel,
+    action: str,
+    meta: dict[str, Any] | None = None,
+    **options: Any,
+) -> events.Event:
+    """The audit event of a change of ``org`` (in its own partition; its id is its name, as
+    the API shows it)."""
+    return events.event(
+        principal,
+        organization=org.name,
+        resource_type="organization",
+        resource_id=org.name,
+        action=action,
+        meta=meta,
+        **options,
+    )
 
 
 def list_organizations(principal: Principal) -> list[OrganizationModel]:
@@ -89,12 +113,16 @@ def update_organization(
             "renaming an organization is not supported", pointer="/data/attributes/name"
         )
     if email is not None:
-        org.update(
-            actions=[
-                OrganizationModel.email.set(validate_email(email)),
-                OrganizationModel.updated_at.set(now()),
-            ]
-        )
+        email = validate_email(email)
+        changed = trail.changed({"email": org.email}, {"email": email})
+        moment = now()
+        actions: list[Action] = [
+            OrganizationModel.email.set(email),
+            OrganizationModel.updated_at.set(moment),
+        ]
+        event = _event(principal, org, "updated", {"changed": changed}, moment=moment)
+        store.update_organization(org, actions, event)
+        org.email, org.updated_at = email, moment
     return org
 
 
@@ -114,9 +142,10 @@ def organizations_by_external_id(external_ids: set[str]) -> dict[str, Organizati
     return {org.external_id: org for org in found}
 
 
-def delete_organization_records(name: str) -> None:
+def delete_organization_records(principal: Principal, name: str) -> None:
     """The last step of deleting an organization (``lifecycle.delete_organization``): its
-    teams, tokens and record, once what hung off it is gone."""
+    teams, tokens and record, once what hung off it is gone. The record goes with the
+    deletion's one audit event (``organization`` ``deleted``, by ``principal``)."""
     org = get_organization(name)
     if org is None:
         return
@@ -126,7 +155,7 @@ def delete_organization_records(name: str) -> None:
     for token in tokens_store.owned_tokens("organization", name):  # any the index still shows
         token.delete()
     forget_module_consumer(name)
-    org.delete()
+    store.delete_organization(org, _event(principal, org, "deleted"))
 
 
 def all_organizations() -> list[OrganizationModel]:

@@ -3,6 +3,8 @@ this instance knows of which organizations a site admin disabled."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from pynamodb.attributes import (
     BooleanAttribute,
     JSONAttribute,
@@ -10,12 +12,21 @@ from pynamodb.attributes import (
     UnicodeSetAttribute,
     UTCDateTimeAttribute,
 )
-from pynamodb.exceptions import PutError
+from pynamodb.exceptions import TransactWriteError
 from pynamodb.indexes import AllProjection, GlobalSecondaryIndex
+from pynamodb.transactions import TransactWrite
 
+from chalicelib.accounts.teams.store import TeamModel
+from chalicelib.accounts.users.store import UserModel
+from chalicelib.core.audit import trail
 from chalicelib.core.auth import TtlCache
 from chalicelib.core.data import db
 from chalicelib.core.settings import get_settings
+
+if TYPE_CHECKING:
+    from pynamodb.expressions.update import Action
+
+    from chalicelib.core.audit.events import Event
 
 DIRECTORY = "organizations"
 
@@ -90,15 +101,44 @@ def forget_disabled(name: str) -> None:
     _disabled.forget(name)
 
 
-def insert_organization(org: OrganizationModel) -> bool:
-    """Save a new organization; False when its name (the key) is already taken."""
+def insert_organization(
+    org: OrganizationModel, owners: TeamModel, owner_id: str, event: Event
+) -> bool:
+    """Save a new organization with its owners team, the user ``owner_id`` its member (both
+    sides: ``teams.store.add_team_members``) and the audit ``event``, in one transaction;
+    False when its name (the key) is already taken (nothing is written)."""
+    owners.user_ids = {owner_id}
+    ref = f"{org.name}/{owners.id}"
     try:
-        org.save(condition=OrganizationModel.name.does_not_exist())
-    except PutError as exc:
-        if db.conditional_failure(exc):
+        with TransactWrite(connection=db.connection()) as tx:
+            tx.save(org, condition=OrganizationModel.name.does_not_exist())
+            tx.save(owners, condition=TeamModel.id.does_not_exist())
+            tx.update(
+                UserModel(owner_id),
+                actions=[UserModel.team_refs.add({ref})],
+                condition=UserModel.id.exists(),
+            )
+            trail.record_in(tx, event)
+    except TransactWriteError as exc:  # sent as: the organization, the team, the user, the event
+        if db.cancellation_codes(exc)[:1] == [db.TRANSACTION_CONDITION_FAILED]:
             return False
         raise
     return True
+
+
+def update_organization(org: OrganizationModel, actions: list[Action], event: Event) -> None:
+    """Change an existing organization with its audit ``event``, in one transaction."""
+    with TransactWrite(connection=db.connection()) as tx:
+        tx.update(org, actions=actions, condition=OrganizationModel.name.exists())
+        trail.record_in(tx, event)
+
+
+def delete_organization(org: OrganizationModel, event: Event) -> None:
+    """Delete the organization's item with its audit ``event`` (the last step of deleting
+    it), in one transaction."""
+    with TransactWrite(connection=db.connection()) as tx:
+        tx.delete(org)
+        trail.record_in(tx, event)
 
 
 def organization_exists(name: str) -> bool:

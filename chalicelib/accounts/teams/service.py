@@ -1,11 +1,16 @@
 """Teams: who sees them (a secret team only its members and those who see every team), who
 manages them (the organization's owners), their members (kept on both sides: ``store``),
 and their link to a SCIM group.
+
+A team's changes record their audit event (``team`` ``created``, ``updated`` naming what
+changed, ``deleted``, ``members-added``, ``members-removed``) with the write that commits
+them; SCIM's (``set_team_members``, ``set_team_scim_link``) are recorded by SCIM.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 from pynamodb.expressions.update import Action
 
@@ -24,6 +29,7 @@ from chalicelib.accounts.users.service import NAME, find_user_by_name
 from chalicelib.accounts.users.store import UserModel
 from chalicelib.core.api.errors import NotFound, Unprocessable
 from chalicelib.core.api.pagination import Page
+from chalicelib.core.audit import events
 from chalicelib.core.auth import Principal
 from chalicelib.core.data import lists
 from chalicelib.core.data.ids import new_id, now
@@ -62,8 +68,22 @@ def create_team(
     if store.teams_of(org, name):
         raise Unprocessable("name has already been taken", pointer="/data/attributes/name")
     team = new_team(org, name, visibility or "secret", flags)
-    store.insert_team(team)
+    store.insert_team(team, team_event(principal, team, "created", {"name": name}))
     return team
+
+
+def team_event(
+    principal: Principal, team: TeamModel, action: str, meta: dict[str, Any] | None = None
+) -> events.Event:
+    """The audit event of a change of ``team`` (in its organization's partition)."""
+    return events.event(
+        principal,
+        organization=team.organization,
+        resource_type="team",
+        resource_id=team.id,
+        action=action,
+        meta=meta,
+    )
 
 
 def list_teams(principal: Principal, org: str, names: list[str] | None) -> list[TeamModel]:
@@ -154,6 +174,7 @@ def update_team(
 ) -> TeamModel:
     team = owned_team(principal, team_id)
     actions: list[Action] = []
+    changed: list[str] = []
     if name is not None and name != team.name:
         if team.is_owners:
             raise Unprocessable(
@@ -163,12 +184,17 @@ def update_team(
         if store.teams_of(team.organization, name):
             raise Unprocessable("name has already been taken", pointer="/data/attributes/name")
         actions.append(TeamModel.name.set(name))
+        changed.append("name")
     if visibility is not None:
         actions.append(TeamModel.visibility.set(visibility))
+        changed += ["visibility"] if visibility != team.visibility else []
     for flag, value in flags.items():
         actions.append(getattr(TeamModel.access, flag).set(value))
+        if value != getattr(team.access, flag):
+            changed.append("organization-access." + flag.replace("_", "-"))
     if actions:
-        team.update(actions=actions)
+        event = team_event(principal, team, "updated", {"changed": changed})
+        store.update_team(team, actions, event)
     return team
 
 
@@ -176,16 +202,17 @@ def delete_team(principal: Principal, team_id: str) -> None:
     team = owned_team(principal, team_id)
     if team.is_owners:
         raise Unprocessable("the owners team cannot be deleted")
-    delete_team_records(team)
+    delete_team_records(team, team_event(principal, team, "deleted", {"name": team.name}))
 
 
-def delete_team_records(team: TeamModel) -> None:
-    """Delete a team: its members' refs to it, its tokens, then its item."""
+def delete_team_records(team: TeamModel, event: events.Event | None = None) -> None:
+    """Delete a team: its members' refs to it, its tokens, then its item with ``event`` (its
+    audit event; None when it goes with its organization)."""
     store.remove_team_members(team, list(team.user_ids or ()))
     tokens_store.delete_token(team.token_hash)
     for token in tokens_store.owned_tokens("team", team.id):
         token.delete()
-    team.delete()
+    store.delete_team(team, event)
 
 
 def team_members(teams: Iterable[TeamModel]) -> list[UserModel]:
@@ -221,12 +248,30 @@ def change_membership(
     team = owned_team(principal, team_id)
     refuse_if_scim_linked(team)
     users = resolve_usernames(usernames)
+    ids = [u.id for u in users]
+    event = members_event(principal, team, add=add, user_ids=ids)
     if add:
-        store.add_team_members(team, [u.id for u in users])
+        store.add_team_members(team, ids, event)
     else:
-        if team.is_owners and set(team.user_ids or ()) <= {u.id for u in users}:
+        if team.is_owners and set(team.user_ids or ()) <= set(ids):
             raise Unprocessable("the owners team must keep at least one member")
-        store.remove_team_members(team, [u.id for u in users])
+        store.remove_team_members(team, ids, event)
+
+
+def members_event(
+    principal: Principal,
+    team: TeamModel,
+    *,
+    add: bool,
+    user_ids: list[str],
+    membership_ids: list[str] | None = None,
+) -> events.Event:
+    """The audit event of users added to (or removed from) ``team``: ``members-added`` or
+    ``members-removed``, naming the users (and invitations) by id."""
+    meta: dict[str, Any] = {"user-ids": user_ids}
+    if membership_ids:
+        meta["invitation-ids"] = membership_ids
+    return team_event(principal, team, "members-added" if add else "members-removed", meta)
 
 
 def find_team(team_id: str) -> TeamModel | None:

@@ -3,6 +3,8 @@ both sides (``TeamModel.user_ids`` and the users' ``team_refs``)."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from pynamodb.attributes import (
     BooleanAttribute,
     MapAttribute,
@@ -13,9 +15,14 @@ from pynamodb.attributes import (
 from pynamodb.exceptions import UpdateError
 from pynamodb.expressions.update import Action
 from pynamodb.indexes import AllProjection, GlobalSecondaryIndex, KeysOnlyProjection
+from pynamodb.transactions import TransactWrite
 
 from chalicelib.accounts.users.store import UserModel
+from chalicelib.core.audit import trail
 from chalicelib.core.data import db, lists
+
+if TYPE_CHECKING:
+    from chalicelib.core.audit.events import Event
 
 
 class TeamsByOrganization(GlobalSecondaryIndex):
@@ -80,13 +87,46 @@ class TeamModel(db.Model):
         return self.name == "owners"
 
 
-def insert_team(team: TeamModel) -> None:
-    """Save a new team. Its id is freshly minted; names are checked unique before."""
-    team.save(condition=TeamModel.id.does_not_exist())
+def insert_team(team: TeamModel, event: Event) -> None:
+    """Save a new team with its audit ``event``, in one transaction. Its id is freshly
+    minted; names are checked unique before."""
+    with TransactWrite(connection=db.connection()) as tx:
+        tx.save(team, condition=TeamModel.id.does_not_exist())
+        trail.record_in(tx, event)
 
 
-def add_team_members(team: TeamModel, user_ids: list[str]) -> None:
-    """Record membership on both sides: each user's ``team_refs``, then the team's ``user_ids``.
+def update_team(team: TeamModel, actions: list[Action], event: Event) -> None:
+    """Change an existing team with its audit ``event``, in one transaction."""
+    with TransactWrite(connection=db.connection()) as tx:
+        tx.update(team, actions=actions, condition=TeamModel.id.exists())
+        trail.record_in(tx, event)
+
+
+def delete_team(team: TeamModel, event: Event | None) -> None:
+    """Delete the team's item, with its audit ``event`` in one transaction (None: the team
+    goes with its organization, whose deletion records the event)."""
+    if event is None:
+        team.delete()
+        return
+    with TransactWrite(connection=db.connection()) as tx:
+        tx.delete(team)
+        trail.record_in(tx, event)
+
+
+def _change_team_side(team: TeamModel, action: Action, event: Event | None) -> None:
+    """The team's side of a membership change, with the change's audit ``event`` (if any) in
+    one transaction: written last, it commits the change."""
+    if event is None:
+        team.update(actions=[action])
+        return
+    with TransactWrite(connection=db.connection()) as tx:
+        tx.update(team, actions=[action])
+        trail.record_in(tx, event)
+
+
+def add_team_members(team: TeamModel, user_ids: list[str], event: Event | None = None) -> None:
+    """Record membership on both sides: each user's ``team_refs``, then the team's ``user_ids``
+    (with ``event``, the change's audit event, when the caller records one here).
 
     The user updates require the user to exist: an UpdateItem on a missing key would create
     a stub user item. A user gone meanwhile fails the call.
@@ -97,10 +137,10 @@ def add_team_members(team: TeamModel, user_ids: list[str]) -> None:
             actions=[UserModel.team_refs.add({ref})], condition=UserModel.id.exists()
         )
     if user_ids:
-        team.update(actions=[TeamModel.user_ids.add(set(user_ids))])
+        _change_team_side(team, TeamModel.user_ids.add(set(user_ids)), event)
 
 
-def remove_team_members(team: TeamModel, user_ids: list[str]) -> None:
+def remove_team_members(team: TeamModel, user_ids: list[str], event: Event | None = None) -> None:
     """Undo ``add_team_members``. A user gone meanwhile is skipped (without re-creating it)."""
     ref = f"{team.organization}/{team.id}"
     for user_id in user_ids:
@@ -112,7 +152,7 @@ def remove_team_members(team: TeamModel, user_ids: list[str]) -> None:
             if not db.conditional_failure(exc):
                 raise
     if user_ids:
-        team.update(actions=[TeamModel.user_ids.delete(set(user_ids))])
+        _change_team_side(team, TeamModel.user_ids.delete(set(user_ids)), event)
 
 
 def set_scim_link(team_id: str, group_name: str | None, paused: bool) -> None:

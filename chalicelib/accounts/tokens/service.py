@@ -1,11 +1,16 @@
 """Tokens: users' own (and the browser sessions opened with them), the single token a team
 or an organization holds, a team's additional tokens, and finding one by id for whoever
 may see it. The secret of a token is shown once, when minted (``core.auth.mint_token``).
+
+A token created or deleted records its audit event (``authentication-token`` ``created`` or
+``deleted``: its id, owner and description, never its secret or hash) in the transaction
+that writes it.
 """
 
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
 from chalicelib.accounts.authorization import is_site_admin, owned_organization
 from chalicelib.accounts.organizations.store import OrganizationModel
@@ -16,7 +21,8 @@ from chalicelib.accounts.tokens import store
 from chalicelib.accounts.users.service import get_user
 from chalicelib.accounts.users.store import UserModel
 from chalicelib.core.api.errors import Conflict, NotFound
-from chalicelib.core.auth import Principal, PrincipalKind, TokenModel, mint_token
+from chalicelib.core.audit import events
+from chalicelib.core.auth import Principal, PrincipalKind, TokenModel, new_token
 from chalicelib.core.data.ids import now
 
 # A user token created without ``expired-at`` expires this many years later, as in TFE
@@ -45,6 +51,27 @@ def end_sessions(user_id: str, *, keep_token_id: str | None = None) -> int:
     return ended
 
 
+def token_event(
+    principal: Principal, token: TokenModel, action: str, meta: dict[str, Any] | None = None
+) -> events.Event:
+    """The audit event of a token created or deleted: the token by id, its owner and
+    description, never its secret or hash. A team's or organization's token is kept in its
+    organization's partition, a user's (and a SCIM token, a ``scim-token``) in the site's."""
+    return events.event(
+        principal,
+        organization=token.organization if token.kind in ("team", "organization") else None,
+        resource_type="scim-token" if token.kind == "scim" else "authentication-token",
+        resource_id=token.id,
+        action=action,
+        meta={
+            "owner-type": token.kind,
+            "owner-id": token.owner_id,
+            "description": token.description,
+            **(meta or {}),
+        },
+    )
+
+
 def _rotate_single_token(
     holder: TeamModel | OrganizationModel,
     kind: PrincipalKind,
@@ -55,13 +82,15 @@ def _rotate_single_token(
 ) -> tuple[TokenModel, str]:
     """Teams and organizations hold one token, found by the hash kept on their own item.
 
-    The new token is minted first, then swapped in (``store.replace_held_token``): 409 when
-    a concurrent rotation swapped its own in first.
+    The new token is swapped in with the old one's deletion (``store.replace_held_token``):
+    409 when a concurrent rotation swapped its own in first.
     """
-    token, secret = mint_token(
+    token, secret = new_token(
         kind, owner, organization=organization, description=description, created_by=principal.id
     )
-    if not store.replace_held_token(holder, token):
+    replaced = {"replaced-token-id": holder.token_id} if holder.token_hash else {}
+    event = token_event(principal, token, "created", replaced)
+    if not store.replace_held_token(holder, token, event):
         raise Conflict("the token was rotated concurrently; try again")
     return token, secret
 
@@ -73,8 +102,11 @@ def _held_token(holder: TeamModel | OrganizationModel, what: str) -> TokenModel:
     raise NotFound(f"{what} has no token")
 
 
-def _revoke_held_token(holder: TeamModel | OrganizationModel, what: str) -> None:
-    store.drop_held_token(holder, _held_token(holder, what))
+def _revoke_held_token(
+    principal: Principal, holder: TeamModel | OrganizationModel, what: str
+) -> None:
+    token = _held_token(holder, what)
+    store.drop_held_token(holder, token, token_event(principal, token, "deleted"))
 
 
 def create_team_token(
@@ -90,7 +122,7 @@ def team_token(principal: Principal, team_id: str) -> TokenModel:
 
 
 def delete_team_token(principal: Principal, team_id: str) -> None:
-    _revoke_held_token(owned_team(principal, team_id), f"team {team_id}")
+    _revoke_held_token(principal, owned_team(principal, team_id), f"team {team_id}")
 
 
 def create_organization_token(
@@ -105,7 +137,7 @@ def organization_token(principal: Principal, org: str) -> TokenModel:
 
 
 def delete_organization_token(principal: Principal, org: str) -> None:
-    _revoke_held_token(owned_organization(principal, org), f"organization {org!r}")
+    _revoke_held_token(principal, owned_organization(principal, org), f"organization {org!r}")
 
 
 def _own_user(principal: Principal, user_id: str) -> UserModel:
@@ -130,11 +162,12 @@ def create_user_token(
     user = _own_user(principal, user_id)
     if expired_at is None:
         expired_at = years_later(now(), USER_TOKEN_DEFAULT_YEARS)
-    token, secret = mint_token(
+    token, secret = new_token(
         "user", user.id, description=description, created_by=principal.id, expired_at=expired_at
     )
     if user.suspended:  # a site admin minting for a suspended user: refused until unsuspended
-        store.mark_suspended(token, True)
+        token.suspended = True
+    store.insert_token(token, token_event(principal, token, "created"))
     return token, secret
 
 
@@ -149,7 +182,7 @@ def create_additional_team_token(
     """One more token for a team (``/teams/:id/authentication-tokens``): unlike the team's
     single legacy token, creating it revokes nothing."""
     team = owned_team(principal, team_id)
-    return mint_token(
+    token, secret = new_token(
         "team",
         team.id,
         organization=team.organization,
@@ -157,6 +190,8 @@ def create_additional_team_token(
         created_by=principal.id,
         expired_at=expired_at,
     )
+    store.insert_token(token, token_event(principal, token, "created"))
+    return token, secret
 
 
 def list_organization_team_tokens(principal: Principal, org: str) -> list[TokenModel]:
@@ -192,9 +227,9 @@ def delete_token_by_id(principal: Principal, token_id: str) -> None:
     if token.kind == "team":
         team = teams_store.find_team(token.owner_id)
         if team is not None and team.token_hash == token.token_hash:
-            _revoke_held_token(team, f"team {team.id}")
+            _revoke_held_token(principal, team, f"team {team.id}")
             return
-    token.delete()
+    store.revoke_token(token, token_event(principal, token, "deleted"))
 
 
 def revoke_user_tokens(user_id: str) -> int:

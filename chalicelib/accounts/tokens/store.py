@@ -7,14 +7,17 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from pynamodb.exceptions import UpdateError
+from pynamodb.exceptions import TransactWriteError, UpdateError
+from pynamodb.transactions import TransactWrite
 
+from chalicelib.core.audit import trail
 from chalicelib.core.auth import TokenModel, verified
 from chalicelib.core.data import db
 
 if TYPE_CHECKING:
     from chalicelib.accounts.organizations.store import OrganizationModel
     from chalicelib.accounts.teams.store import TeamModel
+    from chalicelib.core.audit.events import Event
 
 
 def delete_token(token_hash: str | None) -> None:
@@ -22,36 +25,72 @@ def delete_token(token_hash: str | None) -> None:
         TokenModel(token_hash).delete()
 
 
-def replace_held_token(holder: TeamModel | OrganizationModel, token: TokenModel) -> bool:
-    """Make the freshly minted ``token`` the single token of a team or organization, and
-    delete the one it held before.
+def insert_token(token: TokenModel, event: Event) -> None:
+    """Save a new token (``core.auth.new_token``) with its audit ``event``, in one
+    transaction."""
+    with TransactWrite(connection=db.connection()) as tx:
+        tx.save(token, condition=TokenModel.token_hash.does_not_exist())
+        trail.record_in(tx, event)
+
+
+def replace_held_token(
+    holder: TeamModel | OrganizationModel, token: TokenModel, event: Event
+) -> bool:
+    """Make the new ``token`` (``core.auth.new_token``, not yet written) the single token of
+    a team or organization and delete the one it held before, with the audit ``event``, in
+    one transaction.
 
     The swap is conditional on the hash ``holder`` was read with, so two concurrent rotations
-    cannot both succeed and leave an untracked live token. When the swap fails, ``token`` is
-    deleted; the result is False when another rotation won.
+    cannot both succeed and leave an untracked live token: False (nothing written) when
+    another rotation won.
     """
     model = type(holder)
     old_hash = holder.token_hash
     expected = model.token_hash == old_hash if old_hash else model.token_hash.does_not_exist()
     try:
-        holder.update(
-            actions=[model.token_id.set(token.id), model.token_hash.set(token.token_hash)],
-            condition=expected,
-        )
-    except UpdateError as exc:
-        token.delete()
-        if db.conditional_failure(exc):
+        with TransactWrite(connection=db.connection()) as tx:
+            tx.save(token, condition=TokenModel.token_hash.does_not_exist())
+            if old_hash:
+                tx.delete(TokenModel(old_hash))
+            tx.update(
+                holder,
+                actions=[model.token_id.set(token.id), model.token_hash.set(token.token_hash)],
+                condition=expected,
+            )
+            trail.record_in(tx, event)
+    except TransactWriteError as exc:
+        if db.TRANSACTION_CONDITION_FAILED in db.cancellation_codes(exc):
             return False
         raise
-    delete_token(old_hash)
+    finally:
+        if old_hash:
+            verified.forget(old_hash)  # as ``TokenModel.delete`` does
+    holder.token_id, holder.token_hash = token.id, token.token_hash
     return True
 
 
-def drop_held_token(holder: TeamModel | OrganizationModel, token: TokenModel) -> None:
-    """Forget a team's or organization's single ``token``, then delete it."""
+def drop_held_token(holder: TeamModel | OrganizationModel, token: TokenModel, event: Event) -> None:
+    """Forget a team's or organization's single ``token`` and delete it, with the audit
+    ``event``, in one transaction."""
     model = type(holder)
-    holder.update(actions=[model.token_id.remove(), model.token_hash.remove()])
-    token.delete()
+    try:
+        with TransactWrite(connection=db.connection()) as tx:
+            tx.delete(token)
+            tx.update(holder, actions=[model.token_id.remove(), model.token_hash.remove()])
+            trail.record_in(tx, event)
+    finally:
+        verified.forget(token.token_hash)  # as ``TokenModel.delete`` does
+
+
+def revoke_token(token: TokenModel, event: Event) -> None:
+    """Delete one token with its audit ``event``, in one transaction (this instance forgets
+    it at once, as ``TokenModel.delete`` does)."""
+    try:
+        with TransactWrite(connection=db.connection()) as tx:
+            tx.delete(token)
+            trail.record_in(tx, event)
+    finally:
+        verified.forget(token.token_hash)
 
 
 def owned_tokens(kind: str, owner_id: str) -> Iterable[TokenModel]:

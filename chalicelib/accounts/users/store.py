@@ -13,7 +13,8 @@ which error the caller gets.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from pynamodb.attributes import (
     BooleanAttribute,
@@ -33,9 +34,15 @@ from pynamodb.indexes import (
 )
 from pynamodb.transactions import TransactWrite
 
+from chalicelib.core.audit import trail
 from chalicelib.core.auth import TtlCache
 from chalicelib.core.data import db, lists
 from chalicelib.core.settings import get_settings
+
+if TYPE_CHECKING:
+    from pynamodb.expressions.condition import Condition
+
+    from chalicelib.core.audit.events import Event
 
 
 class UserByName(GlobalSecondaryIndex):
@@ -517,25 +524,40 @@ def cancel_email_change(user: UserModel) -> None:
     user.update(actions=_forget_email_change(), condition=UserModel.id.exists())
 
 
-def confirm_email_change(user: UserModel, link_hash: str) -> bool:
-    """Make the waiting address the user's email, once: False when the link was used or
-    replaced meanwhile (the condition is the link it was read with)."""
+def confirm_email_change(user: UserModel, link_hash: str, event: Event) -> bool:
+    """Make the waiting address the user's email, once, with its audit ``event``: False when
+    the link was used or replaced meanwhile (the condition is the link it was read with)."""
     email = user.unconfirmed_email or ""
+    return change_user(
+        user,
+        [
+            UserModel.email.set(email),
+            UserModel.email_key.set(email_key(email)),
+            UserModel.email_unconfirmed.remove(),  # the mailbox answered: confirmed
+            *_forget_email_change(),
+        ],
+        (UserModel.email_link_hash == link_hash) & (UserModel.unconfirmed_email == email),
+        event,
+    )
+
+
+def change_user(
+    user: UserModel, actions: Sequence[Action], condition: Condition | None, event: Event
+) -> bool:
+    """Change a user (who exists) with the change's audit ``event``, in one transaction:
+    False when ``condition`` (or the user's existence) failed, and nothing is written."""
+    exists = UserModel.id.exists()
     try:
-        user.update(
-            actions=[
-                UserModel.email.set(email),
-                UserModel.email_key.set(email_key(email)),
-                UserModel.email_unconfirmed.remove(),  # the mailbox answered: confirmed
-                *_forget_email_change(),
-            ],
-            condition=(UserModel.email_link_hash == link_hash)
-            & (UserModel.unconfirmed_email == email),
-        )
-    except UpdateError as exc:
-        if db.conditional_failure(exc):
+        with TransactWrite(connection=db.connection()) as tx:
+            both = exists if condition is None else exists & condition
+            tx.update(user, actions=list(actions), condition=both)
+            trail.record_in(tx, event)
+    except TransactWriteError as exc:
+        if db.cancellation_codes(exc)[:1] == [db.TRANSACTION_CONDITION_FAILED]:
             return False
         raise
+    finally:
+        _users.forget(user.id)
     return True
 
 
