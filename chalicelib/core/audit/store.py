@@ -42,7 +42,8 @@ TABLE = "audit-events"
 
 @db.register
 class AuditEventModel(db.Model):
-    Meta = db.table(TABLE)
+    # Its stream hands each new event to the exporter (chalicelib.audit.export).
+    Meta = db.table(TABLE, stream="NEW_IMAGE")
 
     partition = UnicodeAttribute(hash_key=True)
     # ``<time, microseconds>#<event id>``: time-ordered and unique.
