@@ -121,8 +121,9 @@ ROUTE_GROUPS: tuple[Function, ...] = (
             **WORKSPACE_TABLES,
             **VCS_TABLES,
             "registry-policies": WRITE,
-            # The audit trail's API (chalicelib.audit.routes): read only.
-            "audit-events": READ,
+            # The audit trail's API (chalicelib.audit.routes) reads it; the audit trail token's
+            # and the site auditor's changes record their events (never a delete).
+            "audit-events": APPEND,
         },
         s3={MODULE_OBJECTS: (DELETE,), PROVIDER_OBJECTS: (DELETE,), PROVIDER_PROVENANCE: (DELETE,)},
         sends_jobs=True,  # removing deleted VCS modules' webhooks at the VCS host

@@ -269,8 +269,11 @@ def role(function: Function) -> dict[str, Any]:
         }
     ]
     grants = {READ: TABLE_READ, "write": TABLE_WRITE, "append": TABLE_APPEND}
+    tables = dict(function.tables)
+    if tables.get("audit-events") == "append":  # an event's TTL: the site's retention
+        tables.setdefault("settings", READ)
     for access, granted in grants.items():
-        names = sorted(short for short, level in function.tables.items() if level == access)
+        names = sorted(short for short, level in tables.items() if level == access)
         if not names:
             continue
         arns = []
