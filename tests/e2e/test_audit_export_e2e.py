@@ -108,3 +108,52 @@ def test_the_local_stack_exports_each_event_once_across_restarts(tmp_path: Path)
         )
     finally:
         spawn.stop(second)
+
+
+def test_the_audit_trail_token_through_pytfe(stack: Stack) -> None:
+    """pytfe (a TFE client, HCP's token types included) creates, reads and deletes the audit
+    trail token with its token_type options, beside the organization token; the token reads
+    the organization's trail over HTTP, and nothing else."""
+    import pytest
+    import requests
+
+    pytest.importorskip("pytfe")
+    from pytfe import TFEClient, TFEConfig
+    from pytfe.errors import NotFound
+    from pytfe.models import OrganizationCreateOptions
+    from pytfe.models.organization_token import (
+        OrganizationTokenCreateOptions,
+        OrganizationTokenDeleteOptions,
+        OrganizationTokenReadOptions,
+        TokenType,
+    )
+
+    admin = TFEClient(
+        TFEConfig(address=stack.url, token=ADMIN_TOKEN, max_retries=1, timeout=15, ca_bundle=None)
+    )
+    admin.organizations.create(OrganizationCreateOptions(name="pytfe-audit", email="a@x.io"))
+    try:
+        tokens = admin.organization_tokens
+        plain = tokens.create("pytfe-audit")
+        audit = tokens.create_with_options(
+            "pytfe-audit", OrganizationTokenCreateOptions(token_type=TokenType.AUDIT_TRAILS)
+        )
+        assert audit.token and audit.id != plain.id
+        kind = OrganizationTokenReadOptions(token_type=TokenType.AUDIT_TRAILS)
+        assert tokens.read_with_options("pytfe-audit", kind).id == audit.id
+        assert tokens.read("pytfe-audit").id == plain.id
+        auth = {"Authorization": f"Bearer {audit.token}"}
+        trail = requests.get(stack.api("/organization/audit-trail"), headers=auth, timeout=10)
+        assert trail.status_code == 200, trail.text
+        assert audit.id in [e["resource"]["id"] for e in trail.json()["data"]]
+        other = requests.get(stack.api("/organizations/pytfe-audit"), headers=auth, timeout=10)
+        assert other.status_code == 401
+        gone = OrganizationTokenDeleteOptions(token_type=TokenType.AUDIT_TRAILS)
+        tokens.delete_with_options("pytfe-audit", gone)
+        with pytest.raises(NotFound):
+            tokens.read_with_options("pytfe-audit", kind)
+        with pytest.raises(NotFound):
+            tokens.delete_with_options("pytfe-audit", gone)
+        assert tokens.read("pytfe-audit").id == plain.id
+    finally:
+        admin.organizations.delete("pytfe-audit")
