@@ -8,7 +8,8 @@ Prints
 - ingest time for a module of ~80 .tf files (bench/ingest_bench.py),
 - the registry protocol hot path (bench/protocol_bench.py), publishing 30 tags from a git
   repository (bench/vcs_bench.py), organization tags (bench/tags_bench.py), bytes read by
-  the lists at 20, 2,000 and 20,000 modules or tags (bench/lists_bench.py), the web UI's
+  the lists at 20, 2,000 and 20,000 modules or tags (bench/lists_bench.py), the audit
+  trail's cost per change and per million events kept (bench/audit_bench.py), the web UI's
   pages at 20 and 2,000 modules (bench/web_bench.py) and
   ``terraform get`` of 20 modules from the local stack (bench/terraform_bench.py),
 - the deployment zip's size and each function's entry-module import time
@@ -195,6 +196,7 @@ def main() -> None:
         "protocol_bench.py",
         "vcs_bench.py",
         "tags_bench.py",
+        "audit_bench.py",
         "lists_bench.py",
         "web_bench.py",
         "terraform_bench.py",

@@ -121,8 +121,8 @@ ROUTE_GROUPS: tuple[Function, ...] = (
             **WORKSPACE_TABLES,
             **VCS_TABLES,
             "registry-policies": WRITE,
-            # The audit trail's API (chalicelib.audit.routes) reads it; every accounts change
-            # records its event (chalicelib.core.audit).
+            # The audit trail's API (chalicelib.audit.routes) reads it; every change records
+            # its event (chalicelib.core.audit), never a delete.
             "audit-events": APPEND,
         },
         s3={MODULE_OBJECTS: (DELETE,), PROVIDER_OBJECTS: (DELETE,), PROVIDER_PROVENANCE: (DELETE,)},
@@ -395,8 +395,19 @@ DOWNLOAD_TOTALS = Function(
     timeout=60,
     stream="module-downloads",
 )
+# The audit-events stream into S3 and CloudWatch Logs, one JSON line an event
+# (chalicelib.audit.export): it reads the stream's new images and no table; its bucket, log
+# group and dead-letter queue are granted by the template (template.audit_export_statements).
+AUDIT_EXPORT = Function(
+    "AuditExport",
+    "chalicelib.entry.audit_export.handler",
+    {},
+    memory=256,
+    timeout=60,
+    stream="audit-events",
+)
 # Functions the template makes whole (Chalice knows nothing of them), invoked by a stream.
-STREAM_FUNCTIONS: tuple[Function, ...] = (DOWNLOAD_TOTALS,)
+STREAM_FUNCTIONS: tuple[Function, ...] = (DOWNLOAD_TOTALS, AUDIT_EXPORT)
 
 # Scan jobs from the scan queue (chalicelib.entry.scan, chalicelib.modules.scanning.worker):
 # the only function with the scanner (Trivy, from its layer: template.SCANNER_LAYER). It

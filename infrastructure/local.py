@@ -1,10 +1,12 @@
 """Run the whole registry on this machine: ``python -m infrastructure.local`` (``make run``).
 
-One process: an embedded moto server (S3, DynamoDB, SQS, KMS), the resources from
+One process: an embedded moto server (S3, DynamoDB, SQS, KMS, CloudWatch Logs), the resources from
 ``infrastructure.resources``, an SQS poller handing each S3 event to the same ingest handler
 the Lambda runs, another handing each scan job to the scan function's handler, a DynamoDB
 Stream poller keeping the modules' download totals (as the
-``DownloadTotals`` function does), and the API on Chalice's local server.
+``DownloadTotals`` function does), another exporting each audit event to the local S3
+bucket ``registry-dev-audit`` and log group ``/registry-dev/audit-events`` (as the
+``AuditExport`` function does), and the API on Chalice's local server.
 
 Environment: HOST (the address both servers listen on and that upload and download links
 name, default 127.0.0.1; a LAN address lets a team try it from other machines; 0.0.0.0
@@ -50,6 +52,11 @@ from urllib.parse import urlsplit
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_DATA_DIR = ROOT / ".data"
+# Where the local stack exports the audit trail (the local S3 and CloudWatch Logs).
+LOCAL_AUDIT_BUCKET = "registry-dev-audit"
+LOCAL_AUDIT_LOG_GROUP = "/registry-dev/audit-events"
+# Where the audit export's stream reader keeps its place, in the data directory.
+AUDIT_CHECKPOINT = "audit-export-checkpoint.json"
 # Listen backlog of both servers: a burst of clients (50 parallel `terraform init`s) must
 # queue, not be reset (socketserver's default is 5; the kernel caps it at somaxconn).
 BACKLOG = 1024
@@ -167,6 +174,10 @@ def _configure_environment(host: str, moto_port: int) -> None:
     # moto answers every origin's CORS preflight unless told not to; then the bucket's own
     # CORS rules decide, as on S3 (``resources.allow_browser_uploads``).
     os.environ["MOTO_DISABLE_GLOBAL_CORS"] = "true"
+    # The audit trail's export, as the AuditExport function's in AWS: the local bucket (with
+    # Object Lock) and log group (``chalicelib.audit.export``).
+    os.environ.setdefault("REGISTRY_AUDIT_BUCKET", LOCAL_AUDIT_BUCKET)
+    os.environ.setdefault("REGISTRY_AUDIT_LOG_GROUP", LOCAL_AUDIT_LOG_GROUP)
 
 
 def make_moto_dynamodb_atomic() -> None:
@@ -616,6 +627,14 @@ def main() -> int:
 
     totals_poller = StreamPoller(download_totals_reader())
     totals_poller.start()
+    # The audit-events stream into the local bucket and log group, as the AuditExport
+    # function in AWS; where it stopped is kept beside the state, so a restart (which brings
+    # the stream back with the tables) exports nothing twice.
+    from infrastructure.streams import audit_export_reader
+
+    checkpoint = directory / AUDIT_CHECKPOINT if directory is not None else None
+    audit_poller = StreamPoller(audit_export_reader(checkpoint=checkpoint))
+    audit_poller.start()
 
     class ApiServer(ThreadedHTTPServer):
         request_queue_size = BACKLOG
@@ -665,7 +684,7 @@ def main() -> int:
     print(f"  mailed links name {public} (REGISTRY_PUBLIC_URL)", flush=True)
     print(mail_line, flush=True)
     print(
-        f"  moto (S3, DynamoDB, SQS, KMS) on {os.environ['AWS_ENDPOINT_URL']}"
+        f"  moto (S3, DynamoDB, SQS, KMS, CloudWatch Logs) on {os.environ['AWS_ENDPOINT_URL']}"
         " (SigV4-signed requests only)",
         flush=True,
     )
@@ -700,6 +719,7 @@ def main() -> int:
         poller.stopping.set()
         scan_poller.stopping.set()
         totals_poller.stopping.set()
+        audit_poller.stopping.set()
         sweeper.stopping.set()
         server.server.server_close()
         if secure is not None and secure_thread is not None:
@@ -713,6 +733,11 @@ def main() -> int:
         poller.join(timeout=3)
         scan_poller.join(timeout=3)
         totals_poller.join(timeout=3)
+        audit_poller.join(timeout=3)
+        try:
+            audit_poller.reader.drain()  # the events of the last moments, before moto goes
+        except Exception:  # noqa: BLE001 - report, and still stop (they go at the next start)
+            logging.getLogger("registry.streams").exception("exporting audit events failed")
         sweeper.join(timeout=10)
         if saver is not None:
             try:

@@ -4,8 +4,9 @@ moto keeps everything in memory and has no persistence of its own in this versio
 AWS APIs cannot carry everything across (KMS never exports key material, so secrets sealed
 before a restart could not be opened after it). So the moto backends themselves are saved:
 ``<data dir>/moto-state.pickle`` holds a pickle of each service's backends (tables and items,
-buckets and objects, queues and their messages, keys and aliases), written on a clean shutdown
-and every few seconds after a change, and loaded at startup before anything is provisioned.
+buckets and objects, queues and their messages, keys and aliases, log groups and their
+events), written on a clean shutdown and every few seconds after a change, and loaded at
+startup before anything is provisioned.
 
 * Consistency: a ``Gate`` in front of moto lets requests run in parallel but a snapshot only
   between them, so it never holds half a request (a transaction, an upload and its S3 event);
@@ -41,7 +42,8 @@ from typing import Any
 
 from infrastructure.s3_auth import ENVIRON_SERVICE
 
-SERVICES = ("dynamodb", "kms", "s3", "sqs")
+# CloudWatch Logs: the audit trail's exported log group (chalicelib.audit.export).
+SERVICES = ("dynamodb", "kms", "logs", "s3", "sqs")
 STATE_FILE = "moto-state.pickle"
 LOCK_FILE = ".lock"
 FORMAT = 1
@@ -73,6 +75,7 @@ READ_ONLY_TARGETS = {
         "ListStreams",
     },
     "sqs": {"GetQueueAttributes", "GetQueueUrl", "ListQueues", "ReceiveMessage"},
+    "logs": {"DescribeLogGroups", "DescribeLogStreams", "FilterLogEvents", "GetLogEvents"},
     "kms": {
         "Decrypt",
         "DescribeKey",

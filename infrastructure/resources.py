@@ -108,7 +108,45 @@ def provision() -> str:
     s3.put_bucket_notification_configuration(
         Bucket=settings.bucket, NotificationConfiguration=notification_configuration(queue_arn)
     )
+    provision_audit_export()
     return queue_url
+
+
+def provision_audit_export() -> None:
+    """Where the audit events are exported, when the settings name it: the bucket, with
+    Object Lock (governance mode, each object kept the events' retention; the template's
+    bucket may be in compliance mode), and the log group. Idempotent."""
+    settings = get_settings()
+    if settings.audit_bucket and not _bucket_exists(settings.audit_bucket):
+        s3 = client("s3")
+        s3.create_bucket(Bucket=settings.audit_bucket, ObjectLockEnabledForBucket=True)
+        s3.put_object_lock_configuration(
+            Bucket=settings.audit_bucket,
+            ObjectLockConfiguration=audit_object_lock("GOVERNANCE", settings),
+        )
+    if settings.audit_log_group:
+        logs = client("logs")
+        with contextlib.suppress(logs.exceptions.ResourceAlreadyExistsException):
+            logs.create_log_group(logGroupName=settings.audit_log_group)
+
+
+def _bucket_exists(name: str) -> bool:
+    """Whether the bucket is there (us-east-1 answers a second CreateBucket with a 200)."""
+    from botocore.exceptions import ClientError
+
+    try:
+        client("s3").head_bucket(Bucket=name)
+    except ClientError:
+        return False
+    return True
+
+
+def audit_object_lock(mode: str, settings: Any) -> dict[str, Any]:
+    """The audit bucket's Object Lock: every object kept ``mode`` for the events' retention."""
+    return {
+        "ObjectLockEnabled": "Enabled",
+        "Rule": {"DefaultRetention": {"Mode": mode, "Days": settings.audit_retention_days}},
+    }
 
 
 def _queue_with_dead_letters(name: str) -> str:

@@ -29,9 +29,10 @@ import zipfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-# dynamodb through PynamoDB; s3, sqs and kms through chalicelib.core.data.aws.client; sts is what
-# botocore's credential chain may ask when a deployment assumes a role.
-SERVICES = ("dynamodb", "s3", "sqs", "kms", "sts")
+# dynamodb through PynamoDB; s3, sqs, kms and logs (the audit export) through
+# chalicelib.core.data.aws.client; sts is what botocore's credential chain may ask when a
+# deployment assumes a role.
+SERVICES = ("dynamodb", "s3", "sqs", "kms", "logs", "sts")
 MODELS = "botocore/data/"
 # Parts of libraries nothing imports: lxml's objectify, html and schematron modules and its C
 # headers (signxml, the SAML signatures, uses lxml.etree alone): about 2.2 MB of the zip.

@@ -4,14 +4,21 @@ read again when its handler fails.
 
 In AWS the ``DownloadTotals`` function is subscribed to the ``module-downloads`` stream
 (``infrastructure.template``); here ``StreamPoller`` hands the same batches to the same code
-(``chalicelib.modules.downloads.totals.handle_batch``).
+(``chalicelib.modules.downloads.totals.handle_batch``). The ``AuditExport`` function's
+stream, ``audit-events``, is read the same way into ``chalicelib.audit.export``; its reader
+keeps where it stopped in a checkpoint file (the local stack's data directory), as Lambda's
+event source mapping does, so that a restart (which brings the stream's records back with
+the tables) exports nothing twice.
 """
 
 from __future__ import annotations
 
+import json
 import logging
+import os
 import threading
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 Handler = Callable[[list[Mapping[str, Any]]], None]
@@ -23,14 +30,24 @@ log = logging.getLogger("registry.streams")
 class StreamReader:
     """The records of one table's stream not handled yet, shard by shard."""
 
-    def __init__(self, table_name: str, handle: Handler, start: str = "TRIM_HORIZON") -> None:
+    def __init__(
+        self,
+        table_name: str,
+        handle: Handler,
+        start: str = "TRIM_HORIZON",
+        checkpoint: Path | None = None,
+    ) -> None:
         """``start``: where a shard is first read, ``TRIM_HORIZON`` (its oldest record, as
-        the template's mapping) or ``LATEST`` (only what comes after ``open``)."""
+        the template's mapping) or ``LATEST`` (only what comes after ``open``).
+        ``checkpoint``: a file keeping each shard's last record handled; a shard it names is
+        read after that record instead."""
         self.table_name = table_name
         self.handle = handle
         self.start = start
+        self.checkpoint = checkpoint
         self._iterators: dict[str, str | None] = {}  # shard -> next iterator (None: closed)
         self._stream_arn: str | None = None
+        self._handled: dict[str, str] = self._read_checkpoint()  # shard -> sequence number
 
     def open(self) -> None:
         """Find the stream's shards not known yet and where to read each."""
@@ -41,10 +58,18 @@ class StreamReader:
         if arn is None:
             return
         for shard in streams.describe_stream(StreamArn=arn)["StreamDescription"]["Shards"]:
-            if shard["ShardId"] not in self._iterators:
-                self._iterators[shard["ShardId"]] = streams.get_shard_iterator(
-                    StreamArn=arn, ShardId=shard["ShardId"], ShardIteratorType=self.start
-                )["ShardIterator"]
+            shard_id = shard["ShardId"]
+            if shard_id in self._iterators:
+                continue
+            where: dict[str, str] = {"ShardIteratorType": self.start}
+            if shard_id in self._handled:
+                where = {
+                    "ShardIteratorType": "AFTER_SEQUENCE_NUMBER",
+                    "SequenceNumber": self._handled[shard_id],
+                }
+            self._iterators[shard_id] = streams.get_shard_iterator(
+                StreamArn=arn, ShardId=shard_id, **where
+            )["ShardIterator"]
 
     def drain(self) -> int:
         """Hand every waiting record to the handler, a batch per call; how many records. A
@@ -61,11 +86,27 @@ class StreamReader:
                 if records:
                     self.handle(records)  # raises: the iterator stays, the batch comes again
                     handled += len(records)
+                    self._note(shard_id, records[-1]["dynamodb"]["SequenceNumber"])
                 iterator = answer.get("NextShardIterator")
                 self._iterators[shard_id] = iterator
                 if not records:
                     break
         return handled
+
+    def _read_checkpoint(self) -> dict[str, str]:
+        if self.checkpoint is None or not self.checkpoint.exists():
+            return {}
+        return {str(k): str(v) for k, v in json.loads(self.checkpoint.read_text()).items()}
+
+    def _note(self, shard_id: str, sequence_number: str) -> None:
+        """Keep the shard's last handled record in the checkpoint (written whole, then
+        renamed over the old one: a crash leaves one or the other)."""
+        self._handled[shard_id] = sequence_number
+        if self.checkpoint is None:
+            return
+        written = self.checkpoint.with_name(self.checkpoint.name + ".tmp")
+        written.write_text(json.dumps(self._handled))
+        os.replace(written, self.checkpoint)
 
     def _arn(self) -> str | None:
         if self._stream_arn is None:
@@ -104,3 +145,14 @@ def download_totals_reader(start: str = "TRIM_HORIZON") -> StreamReader:
     from chalicelib.modules.downloads.totals import handle_batch
 
     return StreamReader(DownloadsModel.Meta.table_name, handle_batch, start)
+
+
+def audit_export_reader(
+    start: str = "TRIM_HORIZON", checkpoint: Path | None = None
+) -> StreamReader:
+    """The reader of the ``audit-events`` stream, feeding the export to S3 and the log
+    group (``chalicelib.audit.export``)."""
+    from chalicelib.audit.export import handle_batch
+    from chalicelib.core.audit.store import AuditEventModel
+
+    return StreamReader(AuditEventModel.Meta.table_name, handle_batch, start, checkpoint)

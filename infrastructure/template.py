@@ -26,6 +26,7 @@ from chalicelib.providers.keys import UPLOAD_PREFIX as PROVIDERS
 from infrastructure import resources  # noqa: F401 - registers every model with db.MODELS
 from infrastructure.groups import (
     ALL_FUNCTIONS,
+    AUDIT_EXPORT,
     EVENT_FUNCTIONS,
     INGEST,
     QUEUE_FUNCTIONS,
@@ -268,8 +269,11 @@ def role(function: Function) -> dict[str, Any]:
         }
     ]
     grants = {READ: TABLE_READ, "write": TABLE_WRITE, "append": TABLE_APPEND}
+    tables = dict(function.tables)
+    if tables.get("audit-events") == "append":  # an event's TTL: the site's retention
+        tables.setdefault("settings", READ)
     for access, granted in grants.items():
-        names = sorted(short for short, level in function.tables.items() if level == access)
+        names = sorted(short for short, level in tables.items() if level == access)
         if not names:
             continue
         arns = []
@@ -443,7 +447,176 @@ def stream_function(function: Function) -> dict[str, Any]:
             },
         }
     }
+    if function is AUDIT_EXPORT:
+        audit_export_function(resource["Properties"])
     return resource
+
+
+# ----- the audit trail's export (chalicelib.audit.export) ----------------------------------
+
+AUDIT_BUCKET = "${AWS::StackName}-audit-${AWS::AccountId}"
+AUDIT_LOG_GROUP = "/${AWS::StackName}/audit-events"
+HAS_AUDIT_BUCKET = "HasAuditBucket"
+# CloudWatch Logs' retention periods, in days (RetentionInDays takes only these).
+LOG_RETENTION_DAYS = (
+    *(1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192),
+    *(2557, 2922, 3288, 3653),
+)
+AUDIT_PARAMETERS: dict[str, Any] = {
+    "AuditExportBucket": {
+        "Type": "String",
+        "Default": "true",
+        "AllowedValues": ["true", "false"],
+        "Description": "true: every audit event is also written to an S3 bucket with Object "
+        "Lock (output AuditBucketName), one JSON line each; false: no bucket (the log group "
+        "and the table keep them)",
+    },
+    "AuditObjectLockMode": {
+        "Type": "String",
+        "Default": "GOVERNANCE",
+        "AllowedValues": ["GOVERNANCE", "COMPLIANCE"],
+        "Description": "Object Lock mode of the audit bucket: COMPLIANCE, no one (not even the "
+        "account's root) can delete or shorten an object's lock; GOVERNANCE, only a principal "
+        "with s3:BypassGovernanceRetention can",
+    },
+    "AuditObjectLockDays": {
+        "Type": "Number",
+        "Default": 400,
+        "MinValue": 1,
+        "MaxValue": 36500,
+        "Description": "Days each exported object is locked (kept unchangeable)",
+    },
+    "AuditLogRetentionDays": {
+        "Type": "Number",
+        "Default": 400,
+        "AllowedValues": list(LOG_RETENTION_DAYS),
+        "Description": "Days the audit log group keeps its events",
+    },
+}
+AUDIT_CONDITIONS: dict[str, Any] = {
+    HAS_AUDIT_BUCKET: {"Fn::Equals": [{"Ref": "AuditExportBucket"}, "true"]},
+}
+# Lambda retries a failing batch until its records leave the stream (24 hours), never
+# dropping them after a count; what still fails is named in the dead-letter queue (the
+# events stay in the table: a re-export reads them there).
+AUDIT_STREAM_EVENT = {
+    "MaximumRetryAttempts": -1,
+    "MaximumRecordAgeInSeconds": -1,
+    "DestinationConfig": {
+        "OnFailure": {"Destination": {"Fn::GetAtt": ["AuditExportDeadLetterQueue", "Arn"]}}
+    },
+}
+
+
+def audit_export_function(properties: dict[str, Any]) -> None:
+    """The export function's sinks (its environment) and its stream's retries."""
+    properties["Environment"]["Variables"].update(
+        {
+            "REGISTRY_AUDIT_BUCKET": {
+                "Fn::If": [HAS_AUDIT_BUCKET, sub(AUDIT_BUCKET), ""],
+            },
+            "REGISTRY_AUDIT_LOG_GROUP": {"Ref": "AuditLogGroup"},
+        }
+    )
+    properties["Events"]["Stream"]["Properties"].update(AUDIT_STREAM_EVENT)
+
+
+def audit_export_statements() -> list[dict[str, Any]]:
+    """What the export function may do besides reading its stream: add objects under the
+    audit bucket's prefix (never delete one: Object Lock would refuse it anyway), write its
+    log group, and name a failed batch in its dead-letter queue."""
+    return [
+        {
+            "Effect": "Allow",
+            "Action": ["s3:PutObject"],
+            "Resource": sub(f"arn:${{AWS::Partition}}:s3:::{AUDIT_BUCKET}/audit-events/*"),
+        },
+        {
+            "Effect": "Allow",
+            "Action": ["logs:CreateLogStream", "logs:PutLogEvents", "logs:DescribeLogStreams"],
+            "Resource": {"Fn::GetAtt": ["AuditLogGroup", "Arn"]},
+        },
+        {
+            "Effect": "Allow",
+            "Action": ["sqs:SendMessage"],
+            "Resource": {"Fn::GetAtt": ["AuditExportDeadLetterQueue", "Arn"]},
+        },
+    ]
+
+
+def audit_export_resources() -> dict[str, Any]:
+    """The audit bucket (Object Lock; optional), the audit log group, the export's dead-letter
+    queue and its alarm."""
+    secure_only = {
+        "Sid": "DenyInsecureTransport",
+        "Effect": "Deny",
+        "Principal": "*",
+        "Action": "s3:*",
+        "Resource": [
+            sub(f"arn:${{AWS::Partition}}:s3:::{AUDIT_BUCKET}"),
+            sub(f"arn:${{AWS::Partition}}:s3:::{AUDIT_BUCKET}/*"),
+        ],
+        "Condition": {"Bool": {"aws:SecureTransport": "false"}},
+    }
+    return {
+        "AuditBucket": {
+            "Type": "AWS::S3::Bucket",
+            "Condition": HAS_AUDIT_BUCKET,
+            "DeletionPolicy": "Retain",
+            "UpdateReplacePolicy": "Retain",
+            "Properties": {
+                "BucketName": sub(AUDIT_BUCKET),
+                "ObjectLockEnabled": True,
+                "ObjectLockConfiguration": {
+                    "ObjectLockEnabled": "Enabled",
+                    "Rule": {
+                        "DefaultRetention": {
+                            "Mode": {"Ref": "AuditObjectLockMode"},
+                            "Days": {"Ref": "AuditObjectLockDays"},
+                        }
+                    },
+                },
+                "VersioningConfiguration": {"Status": "Enabled"},
+                "BucketEncryption": {
+                    "ServerSideEncryptionConfiguration": [
+                        {"ServerSideEncryptionByDefault": {"SSEAlgorithm": "AES256"}}
+                    ]
+                },
+                "PublicAccessBlockConfiguration": {
+                    "BlockPublicAcls": True,
+                    "BlockPublicPolicy": True,
+                    "IgnorePublicAcls": True,
+                    "RestrictPublicBuckets": True,
+                },
+                "OwnershipControls": {"Rules": [{"ObjectOwnership": "BucketOwnerEnforced"}]},
+            },
+        },
+        "AuditBucketPolicy": {
+            "Type": "AWS::S3::BucketPolicy",
+            "Condition": HAS_AUDIT_BUCKET,
+            "Properties": {
+                "Bucket": {"Ref": "AuditBucket"},
+                "PolicyDocument": {"Version": "2012-10-17", "Statement": [secure_only]},
+            },
+        },
+        "AuditLogGroup": {
+            "Type": "AWS::Logs::LogGroup",
+            "DeletionPolicy": "Retain",
+            "UpdateReplacePolicy": "Retain",
+            "Properties": {
+                "LogGroupName": sub(AUDIT_LOG_GROUP),
+                "RetentionInDays": {"Ref": "AuditLogRetentionDays"},
+            },
+        },
+        "AuditExportDeadLetterQueue": {
+            "Type": "AWS::SQS::Queue",
+            "Properties": {
+                "QueueName": sub("${AWS::StackName}-audit-export-dlq"),
+                "MessageRetentionPeriod": 1209600,
+                "SqsManagedSseEnabled": True,
+            },
+        },
+    }
 
 
 def scan_function() -> dict[str, Any]:
@@ -579,6 +752,22 @@ def alarm_resources() -> dict[str, Any]:
     alarms = {
         "IngestDeadLetterAlarm": _dead_letter_alarm(
             "ingest", "Ingest messages failed every delivery and wait in the dead-letter queue"
+        ),
+        "AuditExportDeadLetterAlarm": _alarm(
+            "audit-export-dead-letters",
+            "Audit events could not be exported to S3 or CloudWatch Logs for 24 hours (the "
+            "dead-letter queue names them; the table still holds the events)",
+            Namespace="AWS/SQS",
+            MetricName="ApproximateNumberOfMessagesVisible",
+            Dimensions=[
+                {
+                    "Name": "QueueName",
+                    "Value": {"Fn::GetAtt": ["AuditExportDeadLetterQueue", "QueueName"]},
+                }
+            ],
+            Statistic="Maximum",
+            Period=ALARM_PERIOD,
+            Threshold=0,
         ),
         "ScanDeadLetterAlarm": _dead_letter_alarm(
             "scan",
@@ -994,6 +1183,9 @@ def merge_template() -> dict[str, Any]:
     for function in STREAM_FUNCTIONS:
         resources_out[f"{function.logical_id}Role"] = role(function)
         resources_out[function.logical_id] = stream_function(function)
+    resources_out.update(audit_export_resources())
+    audit_role = resources_out[f"{AUDIT_EXPORT.logical_id}Role"]["Properties"]
+    audit_role["Policies"][0]["PolicyDocument"]["Statement"] += audit_export_statements()
     for function in QUEUE_FUNCTIONS:
         resources_out[f"{function.logical_id}Role"] = role(function)
         resources_out[function.logical_id] = scan_function()
@@ -1037,11 +1229,30 @@ def merge_template() -> dict[str, Any]:
     resources_out.update(alarm_resources())
     return {
         "Description": f"tfe-module-registry {__version__}",
-        "Parameters": {**PARAMETERS, **ALARM_PARAMETERS, **concurrency_parameters()[0]},
-        "Conditions": {**CONDITIONS, **ALARM_CONDITIONS, **concurrency_parameters()[1]},
+        "Parameters": {
+            **PARAMETERS,
+            **AUDIT_PARAMETERS,
+            **ALARM_PARAMETERS,
+            **concurrency_parameters()[0],
+        },
+        "Conditions": {
+            **CONDITIONS,
+            **AUDIT_CONDITIONS,
+            **ALARM_CONDITIONS,
+            **concurrency_parameters()[1],
+        },
         "Resources": resources_out,
         "Outputs": {
             **OUTPUTS,
+            "AuditBucketName": {
+                "Description": "Where each audit event is exported, one JSON line, under "
+                "audit-events/YYYY/MM/DD/HH/ (empty: AuditExportBucket is false)",
+                "Value": {"Fn::If": [HAS_AUDIT_BUCKET, {"Ref": "AuditBucket"}, ""]},
+            },
+            "AuditLogGroupName": {
+                "Description": "The log group with each audit event as one JSON line",
+                "Value": {"Ref": "AuditLogGroup"},
+            },
             "RegistryVersion": {"Description": "The release deployed", "Value": __version__},
         },
     }

@@ -87,7 +87,9 @@ PUBLIC = {
     ("GET", "/users/saml/slo"),
 }
 PAGE_KINDS = {"signed-in", "site-admin"}
-API_KINDS = {"bearer", "site-admin", "scim", "signed", "public"}
+# ``audit-trail``: the organization's audit trail (its organization token or audit trail
+# token); ``site-auditor``: the site's audit trail (site admins and site auditors).
+API_KINDS = {"bearer", "site-admin", "site-auditor", "audit-trail", "scim", "signed", "public"}
 
 # Route-by-route exceptions to "refused", each with its reason: (method, path) -> why.
 # The owner of another organization and the no-access member may do these to the victim's
@@ -178,10 +180,10 @@ def test_every_route_declares_who_may_call_it() -> None:
 
 # Where the path says what the caller must be, whatever the route declares.
 REQUIRED_BY_PATH = {
-    "/api/v2/admin/": "site-admin",
-    "/app/admin": "site-admin",
-    "/scim/v2/": "scim",
-    "/webhooks/": "signed",
+    "/api/v2/admin/": {"site-admin", "site-auditor"},
+    "/app/admin": {"site-admin"},
+    "/scim/v2/": {"scim"},
+    "/webhooks/": {"signed"},
 }
 
 
@@ -190,8 +192,8 @@ def test_site_administration_and_scim_declare_their_kind() -> None:
     wrong = sorted(
         (r.method, r.path, r.access)
         for r in ROUTES
-        for prefix, kind in REQUIRED_BY_PATH.items()
-        if r.path.startswith(prefix) and r.access != kind
+        for prefix, kinds in REQUIRED_BY_PATH.items()
+        if r.path.startswith(prefix) and r.access not in kinds
     )
     assert wrong == []
 
@@ -235,6 +237,8 @@ def test_the_openapi_security_follows_the_declaration() -> None:
         "signed": [],
         "bearer": [{"bearerAuth": []}],
         "site-admin": [{"bearerAuth": []}],
+        "site-auditor": [{"bearerAuth": []}],
+        "audit-trail": [{"bearerAuth": []}],
         "scim": [{"scimToken": []}],
     }
     for r in ROUTES:
@@ -648,7 +652,7 @@ def _expected_refusal(route: Route, caller: str) -> set[int] | None:
         if route.page:
             return {302, 303}
         return {401, 404} if route.access == "signed" else {401}
-    if route.access == "site-admin":
+    if route.access in ("site-admin", "site-auditor"):
         return {404}
     if route.access == "scim":
         return {401}
@@ -769,7 +773,7 @@ def test_on_the_hosted_edition_admin_and_scim_routes_are_404_before_the_token(
             )
             .status
             for route in ROUTES
-            if route.access in ("site-admin", "scim") and not route.page
+            if route.access in ("site-admin", "site-auditor", "scim") and not route.page
         }
     finally:
         monkeypatch.delenv("EDITION")

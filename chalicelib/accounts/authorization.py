@@ -305,6 +305,34 @@ SiteAdmin = Access(
 )
 
 
+def is_site_auditor(principal: Principal) -> bool:
+    """A user site admins made a site auditor: reads the site's audit trail, nothing else
+    of site administration."""
+    if not principal.is_user:
+        return False
+    user = users_store.read_user(principal.id)
+    return bool(user is not None and (user.is_site_auditor or user.is_site_admin))
+
+
+def _site_auditor(request: Any) -> Principal:
+    if get_settings().hosted:
+        raise NotFound("not found")
+    principal = user_token(request)
+    if not is_site_auditor(principal):
+        raise NotFound(NOT_FOUND)
+    return principal
+
+
+# The site's audit trail (``GET /api/v2/admin/audit-trail``): site admins and site auditors.
+SiteAuditor = Access(
+    "site-auditor",
+    _site_auditor,
+    scheme="bearerAuth",
+    description="a site admin's or site auditor's user token (404 for anyone else and on "
+    "the hosted edition)",
+)
+
+
 # ----- actions in an organization --------------------------------------------------------------
 
 Action = Literal[

@@ -24,10 +24,11 @@ from chalicelib.accounts.render import (
 from chalicelib.accounts.tokens import service as tokens_service
 from chalicelib.accounts.users import service as users_service
 from chalicelib.core.api.access import Bearer, Public
+from chalicelib.core.api.errors import Unprocessable
 from chalicelib.core.api.http import Ctx, route
 from chalicelib.core.api.jsonapi import Includer, document, no_content
 from chalicelib.core.api.openapi import PAGE, JsonApi, Param, Reply
-from chalicelib.core.auth import TokenModel
+from chalicelib.core.auth import AUDIT_TRAILS, TokenModel
 
 if TYPE_CHECKING:
     from chalicelib.accounts.schemas import (
@@ -215,21 +216,54 @@ def delete_team_token(ctx: Ctx, team_id: str) -> Response:
     return no_content()
 
 
-@route(bp, ORGANIZATION_TOKEN, auth=Bearer, methods=("GET",))
+# HCP's token types (go-tfe ``OrganizationTokenCreateOptions.TokenType``, as ``?token=``): the
+# organization token, or its audit trail token, which reads the audit trail only.
+TOKEN_TYPE = (
+    Param(
+        "token",
+        "audit-trails: the organization's audit trail token (reads its audit trail only) "
+        "instead of its organization token",
+        {"type": "string", "enum": [AUDIT_TRAILS]},
+    ),
+)
+
+
+def _audit_trail_token(ctx: Ctx) -> bool:
+    """Whether the request names the audit trail token (``?token=audit-trails``)."""
+    kind = ctx.query.get("token")
+    if kind in (None, ""):
+        return False
+    if kind != AUDIT_TRAILS:
+        raise Unprocessable(f"token must be {AUDIT_TRAILS!r} or absent", parameter="token")
+    return True
+
+
+@route(bp, ORGANIZATION_TOKEN, auth=Bearer, methods=("GET",), query=TOKEN_TYPE)
 def show_organization_token(ctx: Ctx, organization_name: str) -> Response:
+    if _audit_trail_token(ctx):
+        return document(render_token(tokens_service.audit_trail_token(ctx.user, organization_name)))
     return document(render_token(tokens_service.organization_token(ctx.user, organization_name)))
 
 
-@route(bp, ORGANIZATION_TOKEN, auth=Bearer, methods=("POST",))
+@route(bp, ORGANIZATION_TOKEN, auth=Bearer, methods=("POST",), query=TOKEN_TYPE)
 def create_organization_token(ctx: Ctx, organization_name: str, attrs: TokenBody) -> Response:
+    if _audit_trail_token(ctx):
+        return _created_token(
+            *tokens_service.create_audit_trail_token(
+                ctx.user, organization_name, attrs.description, attrs.expired_at
+            )
+        )
     return _created_token(
         *tokens_service.create_organization_token(ctx.user, organization_name, attrs.description)
     )
 
 
-@route(bp, ORGANIZATION_TOKEN, auth=Bearer, methods=("DELETE",))
+@route(bp, ORGANIZATION_TOKEN, auth=Bearer, methods=("DELETE",), query=TOKEN_TYPE)
 def delete_organization_token(ctx: Ctx, organization_name: str) -> Response:
-    tokens_service.delete_organization_token(ctx.user, organization_name)
+    if _audit_trail_token(ctx):
+        tokens_service.delete_audit_trail_token(ctx.user, organization_name)
+    else:
+        tokens_service.delete_organization_token(ctx.user, organization_name)
     return no_content()
 
 

@@ -28,6 +28,7 @@ from chalicelib.core.api.pagination import Page
 if TYPE_CHECKING:
     from chalicelib.accounts.organizations.store import OrganizationModel
     from chalicelib.accounts.users.store import UserModel
+    from chalicelib.core.auth import Principal
 
 
 # Attributes shown with their default until a site admin sets them.
@@ -116,6 +117,16 @@ def revoke_admin(user_id: str) -> UserModel:
     user = users_service.get_user(user_id)
     users_service.set_site_admin(user.id, False)
     return users_service.get_user(user.id)
+
+
+def grant_auditor(principal: Principal, user_id: str) -> UserModel:
+    """Make a user a site auditor: they read the site's audit trail, nothing else of site
+    administration."""
+    return users_service.set_site_auditor(principal, user_id, True)
+
+
+def revoke_auditor(principal: Principal, user_id: str) -> UserModel:
+    return users_service.set_site_auditor(principal, user_id, False)
 
 
 def disable_two_factor(user_id: str) -> UserModel:

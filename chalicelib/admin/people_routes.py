@@ -73,6 +73,8 @@ def render_admin_user(user: UserModel) -> dict[str, Any]:
             "email": user.email,
             "avatar-url": avatar_url(user.username, user.id),
             "is-admin": bool(user.is_site_admin),
+            # Reads the site's audit trail, nothing else of site administration.
+            "is-auditor": bool(user.is_site_auditor),
             "is-suspended": bool(user.suspended),
             "is-service-account": False,
             "two-factor": user.two_factor(),
@@ -93,6 +95,7 @@ def render_admin_invitee(invitee: Invitee) -> dict[str, Any]:
             "email": invitee.email,
             "avatar-url": avatar_url("", invitee.user_id),
             "is-admin": False,
+            "is-auditor": False,
             "is-suspended": False,
             "is-service-account": False,
             "two-factor": {"enabled": False, "verified": False},
@@ -191,6 +194,21 @@ _action(
 _action("unsuspend", people.unsuspend, "Unsuspend a user: its tokens work again")
 _action("grant_admin", people.grant_admin, "Make a user a site administrator")
 _action("revoke_admin", people.revoke_admin, "Revoke a user's site administration", LAST_ADMIN)
+
+
+@admin_route(f"{USER}/actions/grant_auditor", ("POST",), success=200)
+def grant_auditor_admin_user(ctx: Ctx, user_id: str) -> Response:
+    """Make a user a site auditor: reads the site's audit trail (GET /api/v2/admin/audit-trail)
+    and nothing else of site administration"""
+    return _user_document(people.grant_auditor(ctx.user, user_id))
+
+
+@admin_route(f"{USER}/actions/revoke_auditor", ("POST",), success=200)
+def revoke_auditor_admin_user(ctx: Ctx, user_id: str) -> Response:
+    """Revoke a user's site auditing"""
+    return _user_document(people.revoke_auditor(ctx.user, user_id))
+
+
 _action(
     "disable_two_factor",
     people.disable_two_factor,

@@ -51,7 +51,7 @@ def client_key(request: Any) -> str:
     would give each made-up token a fresh counter (and a new item)."""
     if request.headers.get("authorization"):
         try:
-            return "token:" + request_principal(request).token_id
+            return "token:" + request_principal(request, audit_trail=True).token_id
         except Unauthorized:
             pass
     identity = (request.context or {}).get("identity") or {}

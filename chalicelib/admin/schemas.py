@@ -47,6 +47,9 @@ class GeneralSettings(Attributes):
     apply_timeout: Duration | None = None
     terraform_build_worker_plan_timeout: Duration | None = None
     terraform_build_worker_apply_timeout: Duration | None = None
+    # How many days audit events are kept (their TTL): at least the 400 the registry always
+    # keeps, at most ten years (chalicelib.core.audit.store).
+    audit_retention_days: Annotated[int, Field(ge=400, le=3653)] | None = None
 
 
 class CostEstimationSettings(Attributes):

@@ -85,9 +85,14 @@ def write_settings(area: str, values: dict[str, Any]) -> None:
 
 
 def general_defaults() -> dict[str, Any]:
-    """GENERAL_DEFAULTS, with the deployment's default for rate limiting (on unless
-    REGISTRY_RATE_LIMITING=off)."""
-    return {**GENERAL_DEFAULTS, "api-rate-limiting-enabled": get_settings().rate_limiting_default}
+    """GENERAL_DEFAULTS, with the deployment's defaults for rate limiting (on unless
+    REGISTRY_RATE_LIMITING=off) and audit retention (REGISTRY_AUDIT_RETENTION_DAYS, 400)."""
+    settings = get_settings()
+    return {
+        **GENERAL_DEFAULTS,
+        "api-rate-limiting-enabled": settings.rate_limiting_default,
+        "audit-retention-days": settings.audit_retention_days,
+    }
 
 
 def general_settings() -> dict[str, Any]:

@@ -1,10 +1,12 @@
 """The audit trail's API, in HCP Terraform's shape (not JSON:API, as HCP's is not):
 
-* ``GET /api/v2/organization/audit-trail``: the calling organization token's organization's
-  events (HCP: "cannot be accessed with a user token or team token"; here they get the 404
-  of a thing they cannot see).
-* ``GET /api/v2/admin/audit-trail``: a site admin reads any organization's
-  events (``filter[organization]``, or ``organization``) or, without one, the site-wide ones.
+* ``GET /api/v2/organization/audit-trail``: the calling organization token's (or its audit
+  trail token's) organization's events (HCP: "cannot be accessed with a user token or team
+  token"; here they get the 404 of a thing they cannot see). The audit trail token is
+  admitted here and refused everywhere else (``core.auth``).
+* ``GET /api/v2/admin/audit-trail``: a site admin, or a site auditor, reads any
+  organization's events (``filter[organization]``, or ``organization``) or, without one, the
+  site-wide ones (``SiteAuditor``: the only route of the admin API a site auditor may call).
 
 Both take ``since`` (events after it, ISO 8601), ``page[number]`` and ``page[size]`` (HCP's
 default 1,000, at most 1,000) and answer ``data[]`` oldest first with ``pagination``
@@ -24,15 +26,17 @@ from typing import Any
 
 from chalice import Blueprint, Response
 
-from chalicelib.accounts.authorization import SiteAdmin
+from chalicelib.accounts.authorization import SiteAuditor
 from chalicelib.audit import reading
+from chalicelib.core import observe
 from chalicelib.core.api import bounds
-from chalicelib.core.api.access import Bearer
+from chalicelib.core.api.access import Access
 from chalicelib.core.api.errors import NotFound
 from chalicelib.core.api.http import Ctx, route
 from chalicelib.core.api.openapi import Param, Reply
 from chalicelib.core.api.pagination import int_param
 from chalicelib.core.audit import trail
+from chalicelib.core.auth import AUDIT_TRAILS, Principal, request_principal
 
 bp = Blueprint(__name__)
 
@@ -65,6 +69,25 @@ ADMIN_QUERY = (
     Param("organization", "the same as filter[organization]", ORGANIZATION_FILTER),
 )
 NOT_FOUND = "not found: the audit trail is read with an organization token"
+# The tokens that read an organization's trail: its organization token, its audit trail token.
+TRAIL_READERS = ("organization", AUDIT_TRAILS)
+
+
+def _trail_reader(request: Any) -> Principal:
+    """Any valid token, the audit trail token included (the one route that admits it); the
+    handler answers 404 to the kinds that do not read a trail."""
+    principal = request_principal(request, audit_trail=True)
+    observe.note_principal(principal.kind, principal.id)
+    return principal
+
+
+AuditTrailReader = Access(
+    "audit-trail",
+    _trail_reader,
+    scheme="bearerAuth",
+    description="an organization token or the organization's audit trail token (404 for "
+    "user and team tokens); the only route an audit trail token may call",
+)
 
 
 Reader = Callable[[reading.Criteria, int, int], tuple[list[dict[str, Any]], int]]
@@ -96,28 +119,34 @@ TRAIL = Reply(
 @route(
     bp,
     ORGANIZATION_TRAIL,
-    auth=Bearer,
+    auth=AuditTrailReader,
     query=QUERY,
     success=TRAIL,
     summary="List the audit events",
 )
 def organization_trail(ctx: Ctx) -> Response:
-    """The calling organization token's organization's audit events (HCP's audit trail API),
-    from the organization's creation on; user and team tokens get a 404, as HCP refuses
-    them."""
+    """The calling organization token's (or audit trail token's) organization's audit events
+    (HCP's audit trail API), from the organization's creation on; user and team tokens get a
+    404, as HCP refuses them."""
     principal = ctx.user
     name = principal.organization
-    if principal.kind != "organization" or not name:
+    if principal.kind not in TRAIL_READERS or not name:
         raise NotFound(NOT_FOUND)
     return _trail(ctx, lambda wanted, n, size: reading.organization_page(name, wanted, n, size))
 
 
 @route(
-    bp, ADMIN_TRAIL, auth=SiteAdmin, query=ADMIN_QUERY, success=TRAIL, summary="List audit events"
+    bp,
+    ADMIN_TRAIL,
+    auth=SiteAuditor,
+    query=ADMIN_QUERY,
+    success=TRAIL,
+    summary="List audit events",
 )
 def admin_trail(ctx: Ctx) -> Response:
     """Any organization's audit events (``filter[organization]``: every event kept under that
-    name, a deleted organization's of that name too), or the site-wide ones."""
+    name, a deleted organization's of that name too), or the site-wide ones: for site admins
+    and site auditors."""
     query = ctx.query
     organization = query.get("filter[organization]") or query.get("organization") or None
     return _trail(

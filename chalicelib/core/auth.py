@@ -9,6 +9,12 @@ reading the token again. Deleting a token forgets it at once on the instance tha
 it; on other instances a revoked token keeps working for at most that long. An expired token
 is refused at once everywhere (the expiry travels with the cached entry).
 
+An organization's audit trail token (HCP Terraform's ``audit-trails`` token type) reads that
+organization's audit trail and nothing else: ``authenticate`` and ``request_principal``
+refuse it (401) unless the route asks for it (``audit_trail=True``: the audit trail's own
+route), and no browser session opens with it. The rule lives here, where every credential
+is turned into a principal, so no route can forget it.
+
 When a token was last used (``last-used-at``) is recorded without a write per request: only
 when the token is read from DynamoDB (a cache miss) and the stored time is older than
 ``LAST_USED_EVERY`` (an hour): a warm instance writes nothing, and the time shown is the
@@ -37,7 +43,10 @@ from chalicelib.core.data import db
 from chalicelib.core.data.ids import new_id, now
 from chalicelib.core.settings import get_settings
 
-PrincipalKind = Literal["user", "team", "organization"]
+PrincipalKind = Literal["user", "team", "organization", "audit-trails"]
+# The kind of an organization's audit trail token (go-tfe's ``AuditTrailToken`` type).
+AUDIT_TRAILS: PrincipalKind = "audit-trails"
+AUDIT_TRAIL_ONLY = "this token reads its organization's audit trail only"
 # How far behind a token's recorded last use may be (see the module's note).
 LAST_USED_EVERY = timedelta(hours=1)
 log = logging.getLogger(__name__)
@@ -103,6 +112,11 @@ class Principal:
     @property
     def is_user(self) -> bool:
         return self.kind == "user"
+
+    @property
+    def reads_audit_trail_only(self) -> bool:
+        """An organization's audit trail token: its organization's trail, nothing else."""
+        return self.kind == AUDIT_TRAILS
 
 
 class TtlCache:
@@ -214,8 +228,16 @@ def new_token(
     return item, secret
 
 
-def authenticate(header: str | None) -> Principal:
-    """The principal for an ``Authorization: Bearer`` header, or 401."""
+def authenticate(header: str | None, *, audit_trail: bool = False) -> Principal:
+    """The principal for an ``Authorization: Bearer`` header, or 401 (an audit trail token
+    too, unless ``audit_trail``)."""
+    principal = _authenticate(header)
+    if principal.reads_audit_trail_only and not audit_trail:
+        raise Unauthorized(AUDIT_TRAIL_ONLY)
+    return principal
+
+
+def _authenticate(header: str | None) -> Principal:
     if not header:
         raise Unauthorized("missing Authorization header: send 'Authorization: Bearer <token>'")
     scheme, _, token = header.strip().partition(" ")
@@ -237,7 +259,7 @@ def principal_for_hash(token_hash: str) -> Principal | None:
     """What ``authenticate`` accepts, for a token known by its hash (a web UI session keeps
     only that): the principal, or None when the token is unknown, revoked or expired."""
     found = _verified(token_hash)
-    if found is None or found[2] or _expired(found[1]):
+    if found is None or found[2] or _expired(found[1]) or found[0].reads_audit_trail_only:
         return None
     return found[0]
 
@@ -286,16 +308,19 @@ def _expired(expired_at: datetime | None) -> bool:
     return expired_at is not None and expired_at <= now()
 
 
-def request_principal(request: Any) -> Principal:
+def request_principal(request: Any, *, audit_trail: bool = False) -> Principal:
     """``authenticate`` once per request: the rate limiter (which must tell real tokens from
-    made-up ones) and the route share the answer, so a request costs one token lookup."""
+    made-up ones) and the route share the answer, so a request costs one token lookup. An
+    audit trail token is refused unless ``audit_trail`` (the audit trail's route)."""
     memo = getattr(request, "_registry_principal", None)
     if memo is None:
         try:
-            memo = authenticate(request.headers.get("authorization"))
+            memo = _authenticate(request.headers.get("authorization"))
         except Unauthorized as refused:
             memo = refused
         request._registry_principal = memo
     if isinstance(memo, Unauthorized):
         raise memo
+    if memo.reads_audit_trail_only and not audit_trail:
+        raise Unauthorized(AUDIT_TRAIL_ONLY)
     return memo

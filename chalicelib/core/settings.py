@@ -133,8 +133,13 @@ class Settings:
     previous_signing_keys: tuple[str, ...] = ()
     # The scan jobs' queue (chalicelib.artifacts.queue.request_scan): the scan function's.
     scan_queue: str = "registry-dev-scan"
-    # How long an audit event is kept (chalicelib.audit; its item's TTL), in days.
+    # How long an audit event is kept (chalicelib.audit; its item's TTL), in days: never
+    # fewer than 400 (the site's general settings may say more: ``audit-retention-days``).
     audit_retention_days: int = 400
+    # Where the audit events are exported (chalicelib.audit.export), each as one JSON line:
+    # the bucket (empty: no S3 export) and the CloudWatch Logs group (empty: none).
+    audit_bucket: str = ""
+    audit_log_group: str = ""
 
     @property
     def hosted(self) -> bool:
@@ -221,5 +226,7 @@ def get_settings() -> Settings:
             if k.strip()
         ),
         scan_queue=os.environ.get("REGISTRY_SCAN_QUEUE", "registry-dev-scan"),
-        audit_retention_days=max(1, _int("REGISTRY_AUDIT_RETENTION_DAYS", 400)),
+        audit_retention_days=max(400, _int("REGISTRY_AUDIT_RETENTION_DAYS", 400)),
+        audit_bucket=os.environ.get("REGISTRY_AUDIT_BUCKET", "").strip(),
+        audit_log_group=os.environ.get("REGISTRY_AUDIT_LOG_GROUP", "").strip(),
     )

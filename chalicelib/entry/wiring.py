@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from chalicelib.core.audit import events
+from chalicelib.core.audit import store as audit_store
 
 if TYPE_CHECKING:
     from chalicelib.accounts.memberships import Mailer
@@ -52,11 +53,20 @@ def describe_user(principal: Principal) -> str | None:
     return shown_username(principal)
 
 
+def audit_retention_days() -> int:
+    """How long the site keeps audit events: its general settings' ``audit-retention-days``
+    (the instance's cached copy, which the rate limiter reads on every request anyway)."""
+    from chalicelib.admin.store import cached_general_settings
+
+    return int(cached_general_settings()["audit-retention-days"])
+
+
 def wire(uses: Uses) -> None:
     """Give accounts the implementations ``uses`` declares (those not declared stay as
     they are: ``app.py`` and the entry apps share one process in the tests), and every app
-    the audit trail's names of users."""
+    the audit trail's names of users and the site's retention of its events."""
     events.describe_users_with(describe_user)
+    audit_store.keep_events_for(audit_retention_days)
     if uses.mail:
         from chalicelib.accounts import memberships
 

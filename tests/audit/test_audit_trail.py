@@ -266,7 +266,7 @@ def test_an_event_is_never_overwritten_and_the_trail_is_read_only(acme: Api) -> 
         e for e in trail.read_page("acme", None, 1, 10)[0] if e["resource"]["type"] == "thing"
     ]
     assert kept["resource"]["id"] == "thing-1"
-    served = {path: set(methods) for path, methods in app.routes.items() if "audit" in path}
+    served = {path: set(methods) for path, methods in app.routes.items() if "audit-trail" in path}
     pages = {"/app/{organization}/audit-trail": {"GET"}, "/app/admin/audit-trail": {"GET"}}
     assert served == {ORG_TRAIL: {"GET"}, ADMIN_TRAIL: {"GET"}, **pages}
 
@@ -274,13 +274,14 @@ def test_an_event_is_never_overwritten_and_the_trail_is_read_only(acme: Api) -> 
 def test_the_wrong_callers_walk_covers_the_trails_routes() -> None:
     """tests/test_authorization.py walks every route of every entry app with the wrong
     callers: the trail's routes are among them, in the function that serves them, the
-    admin one declared site-admin (so the walk expects its 404 for non-admins)."""
+    admin one declared site-auditor (so the walk expects its 404 for non-admins), the
+    organization's audit-trail (its organization token or audit trail token)."""
     from tests.test_authorization import ROUTES
 
     walked = {(r.app.rsplit(".", 1)[-1], r.method, r.path, r.access) for r in ROUTES}
     assert {
-        ("accounts", "GET", ORG_TRAIL, "bearer"),
-        ("accounts", "GET", ADMIN_TRAIL, "site-admin"),
+        ("accounts", "GET", ORG_TRAIL, "audit-trail"),
+        ("accounts", "GET", ADMIN_TRAIL, "site-auditor"),
     } <= walked
 
 

@@ -329,7 +329,7 @@ def outcome_of(
 
 def test_the_docs_mark_their_walkthroughs() -> None:
     expected = {"modules", "providers", "people", "jane", "projects", "mail", "https", "findings"}
-    assert expected | {"terraform-login"} == set(FOUND), sorted(FOUND)
+    assert expected | {"terraform-login", "audit"} == set(FOUND), sorted(FOUND)
     for walk in FOUND.values():
         assert not walk.after or walk.after in FOUND, f"{walk.name} after unknown {walk.after}"
 

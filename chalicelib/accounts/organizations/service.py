@@ -27,7 +27,7 @@ from chalicelib.accounts.users.service import NAME, get_user, validate_email
 from chalicelib.accounts.users.store import UserModel
 from chalicelib.core.api.errors import NotFound, Unprocessable
 from chalicelib.core.audit import events, trail
-from chalicelib.core.auth import Principal
+from chalicelib.core.auth import AUDIT_TRAILS, Principal
 from chalicelib.core.data.ids import new_id, now
 
 
@@ -153,6 +153,8 @@ def delete_organization_records(principal: Principal, name: str) -> None:
         delete_team_records(team)
     tokens_store.delete_token(org.token_hash)
     for token in tokens_store.owned_tokens("organization", name):  # any the index still shows
+        token.delete()
+    for token in tokens_store.owned_tokens(AUDIT_TRAILS, name):  # its audit trail token
         token.delete()
     forget_module_consumer(name)
     store.delete_organization(org, _event(principal, org, "deleted"))

@@ -56,6 +56,9 @@ class OrganizationModel(db.Model):
     # The organization's single token: its id and the hash it is stored under.
     token_id = UnicodeAttribute(null=True)
     token_hash = UnicodeAttribute(null=True)
+    # Its audit trail token (HCP's ``audit-trails`` token type: reads the audit trail only).
+    audit_token_id = UnicodeAttribute(null=True)
+    audit_token_hash = UnicodeAttribute(null=True)
     created_at = UTCDateTimeAttribute()
     updated_at = UTCDateTimeAttribute()
     # Module sharing (site admins set it, chalicelib.admin): the organizations that may read

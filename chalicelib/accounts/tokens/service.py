@@ -22,8 +22,16 @@ from chalicelib.accounts.users.service import get_user
 from chalicelib.accounts.users.store import UserModel
 from chalicelib.core.api.errors import Conflict, NotFound
 from chalicelib.core.audit import events
-from chalicelib.core.auth import Principal, PrincipalKind, TokenModel, new_token
-from chalicelib.core.data.ids import now
+from chalicelib.core.auth import (
+    AUDIT_TRAILS,
+    Principal,
+    PrincipalKind,
+    TokenModel,
+    generate_token,
+    hash_token,
+    new_token,
+)
+from chalicelib.core.data.ids import new_id, now
 
 # A user token created without ``expired-at`` expires this many years later, as in TFE
 # (go-tfe's ``defaultTokenExpirationYears``); an explicit date is kept as given.
@@ -138,6 +146,66 @@ def organization_token(principal: Principal, org: str) -> TokenModel:
 
 def delete_organization_token(principal: Principal, org: str) -> None:
     _revoke_held_token(principal, owned_organization(principal, org), f"organization {org!r}")
+
+
+# ----- the organization's audit trail token (HCP's ``?token=audit-trails``) ---------------------
+
+
+def _audit_token_event(
+    principal: Principal, org: str, token_id: str, action: str, meta: dict[str, str]
+) -> events.Event:
+    return events.event(
+        principal,
+        organization=org,
+        resource_type="authentication-token",
+        resource_id=token_id,
+        action=action,
+        meta={"token-type": AUDIT_TRAILS, **meta},
+    )
+
+
+def create_audit_trail_token(
+    principal: Principal, org: str, description: str | None, expired_at: datetime | None
+) -> tuple[TokenModel, str]:
+    """The organization's audit trail token, replacing the one it held (its owners): it
+    reads the organization's audit trail and nothing else (``core.auth``)."""
+    holder = owned_organization(principal, org)
+    secret = generate_token()
+    token = TokenModel(
+        hash_token(secret),
+        id=new_id("at"),
+        kind=AUDIT_TRAILS,
+        owner_id=org,
+        organization=org,
+        description=description,
+        created_by=principal.id,
+        created_at=now(),
+        expired_at=expired_at,
+    )
+    replaced = {"replaced": holder.audit_token_id} if holder.audit_token_id else {}
+    event = _audit_token_event(principal, org, token.id, "created", replaced)
+    if not store.swap_audit_token(holder, token, event):
+        raise Conflict("the audit trail token was changed concurrently; try again")
+    return token, secret
+
+
+def audit_trail_token(principal: Principal, org: str) -> TokenModel:
+    holder = owned_organization(principal, org)
+    token = store.token_of_hash(holder.audit_token_hash) if holder.audit_token_hash else None
+    if token is None:
+        raise NotFound(f"organization {org!r} has no audit trail token")
+    return token
+
+
+def delete_audit_trail_token(principal: Principal, org: str) -> None:
+    """Revoke the organization's audit trail token (its owners); 404 when it has none."""
+    holder = owned_organization(principal, org)
+    missing = NotFound(f"organization {org!r} has no audit trail token")
+    if not holder.audit_token_hash:
+        raise missing
+    event = _audit_token_event(principal, org, holder.audit_token_id or "", "deleted", {})
+    if not store.drop_audit_token(holder, event):
+        raise missing
 
 
 def _own_user(principal: Principal, user_id: str) -> UserModel:

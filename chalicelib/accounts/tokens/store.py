@@ -93,6 +93,59 @@ def revoke_token(token: TokenModel, event: Event) -> None:
         verified.forget(token.token_hash)
 
 
+def swap_audit_token(org: OrganizationModel, token: TokenModel, event: Event) -> bool:
+    """One transaction: ``token`` stored and held as the organization's audit trail token
+    (on the condition of the one ``org`` was read with, which is deleted), with ``event``.
+    False when another swap, or the organization's deletion, came first (nothing written)."""
+    model = type(org)
+    old = org.audit_token_hash
+    held = model.audit_token_hash == old if old else model.audit_token_hash.does_not_exist()
+    try:
+        with TransactWrite(connection=db.connection()) as tx:
+            tx.update(
+                org,
+                actions=[
+                    model.audit_token_id.set(token.id),
+                    model.audit_token_hash.set(token.token_hash),
+                ],
+                condition=model.name.exists() & held,
+            )
+            tx.save(token, condition=TokenModel.token_hash.does_not_exist())
+            if old:
+                tx.delete(TokenModel(old))
+            trail.record_in(tx, event)
+    except TransactWriteError as exc:
+        if db.cancellation_codes(exc)[:1] == [db.TRANSACTION_CONDITION_FAILED]:
+            return False
+        raise
+    if old:
+        verified.forget(old)
+    return True
+
+
+def drop_audit_token(org: OrganizationModel, event: Event) -> bool:
+    """One transaction: the organization's audit trail token deleted and forgotten, with
+    ``event``; False when it was swapped or dropped since ``org`` was read."""
+    model = type(org)
+    held = org.audit_token_hash
+    assert held is not None
+    try:
+        with TransactWrite(connection=db.connection()) as tx:
+            tx.update(
+                org,
+                actions=[model.audit_token_id.remove(), model.audit_token_hash.remove()],
+                condition=model.audit_token_hash == held,
+            )
+            tx.delete(TokenModel(held))
+            trail.record_in(tx, event)
+    except TransactWriteError as exc:
+        if db.cancellation_codes(exc)[:1] == [db.TRANSACTION_CONDITION_FAILED]:
+            return False
+        raise
+    verified.forget(held)
+    return True
+
+
 def owned_tokens(kind: str, owner_id: str) -> Iterable[TokenModel]:
     """The tokens of one owner. Owner ids share one key space (an organization may be named
     like a user or team id), so the kind must always be part of the lookup."""

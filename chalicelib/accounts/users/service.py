@@ -22,6 +22,7 @@ from chalicelib.core.api import bounds
 from chalicelib.core.api.bounds import utf8_length
 from chalicelib.core.api.errors import Conflict, NotFound, Unprocessable
 from chalicelib.core.api.pagination import Page
+from chalicelib.core.audit import events
 from chalicelib.core.auth import Principal, hash_token, mint_token
 from chalicelib.core.data import db, lists
 from chalicelib.core.data.ids import new_id, now
@@ -186,6 +187,23 @@ def set_site_admin(user_id: str, flag: bool) -> None:
     Revoking it from the last active site admin is a 422 that changes nothing, whoever asks
     (the admin API and pages, SCIM, SAML): ``_change_flags``."""
     _change_flags(user_id, "demoted", admin=flag)
+
+
+def set_site_auditor(principal: Principal, user_id: str, flag: bool) -> UserModel:
+    """Grant or revoke a user's site-auditor flag (site admins: the admin users API), with
+    its event; 404 when there is no such user."""
+    user = get_user(user_id)
+    event = events.event(
+        principal,
+        organization=None,
+        resource_type="user",
+        resource_id=user.id,
+        action="auditor-granted" if flag else "auditor-revoked",
+        meta={"username": user.username},
+    )
+    if not store.set_site_auditor(user.id, flag, event):
+        raise NotFound(f"user {user_id} not found")
+    return get_user(user.id)
 
 
 def set_user_email(user_id: str, email: str) -> None:

@@ -104,6 +104,9 @@ class UserModel(db.Model):
     username = UnicodeAttribute()
     email = UnicodeAttribute()
     is_site_admin = BooleanAttribute(default=False)
+    # A site auditor reads the site's audit trail and nothing else of site administration
+    # (granted and revoked by site admins: ``users.service.set_site_auditor``).
+    is_site_auditor = BooleanAttribute(null=True)
     # Set on the users SCIM provisioned (chalicelib.scim): only those may it link again.
     scim_provisioned = BooleanAttribute(null=True)
     # SCIM's userName for the user and when SCIM last wrote it (``scim-username``,
@@ -372,6 +375,27 @@ def user_id_of_name(username: str) -> str | None:
         return UsernameClaimModel.get(claim_key(username), consistent_read=True).user_id
     except UsernameClaimModel.DoesNotExist:
         return None
+
+
+def set_site_auditor(user_id: str, flag: bool, event: Event) -> bool:
+    """Set (or clear) an existing user's site-auditor flag, in one transaction with
+    ``event``; False when there is no such user (nothing written)."""
+    flagged = UserModel.is_site_auditor
+    try:
+        with TransactWrite(connection=db.connection()) as tx:
+            tx.update(
+                UserModel(user_id),
+                actions=[flagged.set(True) if flag else flagged.remove()],
+                condition=UserModel.id.exists(),
+            )
+            trail.record_in(tx, event)
+    except TransactWriteError as exc:
+        if db.cancellation_codes(exc)[:1] == [db.TRANSACTION_CONDITION_FAILED]:
+            return False
+        raise
+    finally:
+        _users.forget(user_id)
+    return True
 
 
 def read_user(user_id: str, *, consistent: bool = False) -> UserModel | None:

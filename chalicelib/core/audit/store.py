@@ -3,8 +3,10 @@
 One partition per organization (its name) and one for the site-wide events (``SITE``, a
 name no organization can have); the sort key is the event's time (microseconds) and id, so
 events sort by time and two events never share a key (the Put's condition refuses an
-overwrite besides). Each item expires ``REGISTRY_AUDIT_RETENTION_DAYS`` (400 by default) after
-its event (DynamoDB's TTL deletes it within days of that). There is no update or delete here:
+overwrite besides). Each item expires ``retention_days()`` after its event (DynamoDB's TTL
+deletes it within days of that): the site's ``audit-retention-days`` (its general settings,
+given by the entry apps: ``keep_events_for``), else ``REGISTRY_AUDIT_RETENTION_DAYS``, and
+never fewer than 400. There is no update or delete here:
 nothing in the registry can change or remove an event.
 
 Reading a page (``read_page``) is one Query for the page's events plus ``Select=COUNT``
@@ -30,7 +32,8 @@ units (~ 8,500 units in ~70 calls of 1 MB, a few seconds) however large the trai
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+import logging
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -54,11 +57,42 @@ MAX_FILTERED = 100_000
 
 
 TABLE = "audit-events"
+# No event is kept for less (the issue's floor: HCP Terraform keeps 14 days).
+MIN_RETENTION_DAYS = 400
+
+log = logging.getLogger("registry.audit")
+
+
+def _deployment_retention() -> int:
+    return get_settings().audit_retention_days
+
+
+# The site's retention (admin's general settings sit above core: the entry apps give it).
+_retention: Callable[[], int] = _deployment_retention
+
+
+def keep_events_for(days: Callable[[], int]) -> None:
+    """Read the retention from ``days`` (``entry.wiring``: the site's general settings)."""
+    global _retention
+    _retention = days
+
+
+def retention_days() -> int:
+    """How many days an event written now is kept: never fewer than 400. A retention that
+    cannot be read (a settings read failing) leaves the deployment's: the change it records
+    goes on."""
+    try:
+        days = int(_retention())
+    except Exception:  # noqa: BLE001 - the change must not fail for its event's TTL
+        log.warning("could not read the site's audit retention; using the deployment's")
+        days = _deployment_retention()
+    return max(MIN_RETENTION_DAYS, days)
 
 
 @db.register
 class AuditEventModel(db.Model):
-    Meta = db.table(TABLE)
+    # Its stream hands each new event to the exporter (chalicelib.audit.export).
+    Meta = db.table(TABLE, stream="NEW_IMAGE")
 
     partition = UnicodeAttribute(hash_key=True)
     # ``<time, microseconds>#<event id>``: time-ordered and unique.
@@ -146,7 +180,7 @@ def partition_of(organization: str | None) -> str:
 
 
 def _item(event: Event) -> AuditEventModel:
-    days = get_settings().audit_retention_days
+    days = retention_days()
     return AuditEventModel(
         partition_of(event.organization),
         f"{_moment_key(event.timestamp)}#{event.id}",
