@@ -29,6 +29,7 @@ import hmac
 import importlib
 import itertools
 import json
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -400,6 +401,7 @@ class World:
     csrf: str
     git: Any  # the stand-in git server
     shas: dict[str, str]  # its commits
+    mailbox: Any  # the local SMTP server's
     counter: Iterator[int] = field(default_factory=itertools.count)
     cache: dict[str, Any] = field(default_factory=dict)
 
@@ -416,6 +418,17 @@ class World:
         if key not in self.cache:
             self.cache[key] = make()
         return self.cache[key]
+
+    def mailed_link(self, to: str, path: str) -> str:
+        """The secret after ``path`` in the last link mailed to ``to``."""
+        from tests.support.admin_servers import text_of
+
+        for message in reversed(self.mailbox.messages):
+            if to in str(message["To"]):
+                found = re.search(re.escape(path) + r"([A-Za-z0-9_.-]+)", text_of(message))
+                if found:
+                    return found.group(1)
+        raise AssertionError(f"no link to {path} mailed to {to}")
 
     def form(self, **values: Any) -> dict[str, Any]:
         return {"csrf_token": self.csrf, **values}
@@ -438,6 +451,7 @@ def world(aws_resources: Provisioned, tmp_path_factory: pytest.TempPathFactory) 
     from chalicelib.accounts.users.service import bootstrap_admin
     from chalicelib.core.audit import check
     from chalicelib.core.settings import get_settings
+    from tests.support.admin_servers import smtp_server, use_smtp
     from tests.support.vcs_git_server import serve
 
     with pytest.MonkeyPatch.context() as env, contextlib.ExitStack() as stack:
@@ -458,13 +472,16 @@ def world(aws_resources: Provisioned, tmp_path_factory: pytest.TempPathFactory) 
             }
             git, shas = stack.enter_context(contextlib.contextmanager(serve)())
             api = Api(whole, ADMIN_TOKEN)
+            # mail goes to a local SMTP server (invitations, reset requests, test mail)
+            port, mailbox = stack.enter_context(smtp_server())
+            use_smtp(api, port)
             made = api.post(f"{V2}/organizations", doc("organizations", name=ORG, email="o@x.io"))
             assert made.status == 201, made.json
             browser = Browser(clients["chalicelib.entry.api.web"])
             assert browser.sign_in(ADMIN_TOKEN).status_code == 303
             csrf = browser.csrf("/app/organizations")
             check.VIOLATIONS.clear()
-            yield World(api, clients, admin.id, browser, csrf, git, shas)
+            yield World(api, clients, admin.id, browser, csrf, git, shas, mailbox)
         finally:
             aws_resources.empty()
             aws_resources.mock.stop(remove_data=False)
@@ -910,7 +927,7 @@ for _path, _attributes in (
     ("general-settings", {"api-rate-limit": 60}),
     ("cost-estimation-settings", {"aws-access-key-id": "AKIAWALK", "aws-secret-key": "s"}),
     ("customization-settings", {"support-email-address": "help@example.com"}),
-    ("smtp-settings", {"host": "smtp.example.test", "port": 2525}),
+    ("smtp-settings", {"sender": "noreply@example.com", "test-email-address": "ops@example.com"}),
     ("sms-settings", {"account-sid": "AC1"}),
     ("twilio-settings", {"from-number": "+15550100"}),
 ):
@@ -1855,3 +1872,158 @@ def _(w: World) -> Call:
     user_id, name, _, _ = _two_factor_user(w)
     token = mint_token("user", user_id)[1]
     return _own(w, "/app/account/two-factor/disable", (user_id, name, token), password=PASSWORD)
+
+
+# ----- recipes: signing in and out, links that carry their own secret, terraform login -------
+
+
+def _fresh_browser(w: World) -> tuple[Browser, str]:
+    """A browser of the web app with no session, and the sign-in form's CSRF token."""
+    browser = Browser(w.clients["chalicelib.entry.api.web"])
+    return browser, browser.csrf()
+
+
+@recipe("POST", "/app/sign-in")
+def _(w: World) -> Call:
+    user_id, _, token = _user(w)
+    browser, csrf = _fresh_browser(w)
+    form = {"csrf_token": csrf, "token": token, "next": ""}
+    return Call("/app/sign-in", form=form, browser=browser, actor=user_id)
+
+
+@recipe("POST", "/app/sign-in/password")
+def _(w: World) -> Call:
+    user_id, name, _ = _password_user(w, PASSWORD)
+    browser, csrf = _fresh_browser(w)
+    form = {"csrf_token": csrf, "login": name, "password": PASSWORD, "next": ""}
+    return Call("/app/sign-in/password", form=form, browser=browser, actor=user_id)
+
+
+@recipe("POST", "/app/sign-in/two-factor")
+def _(w: World) -> Call:
+    # the password step (a prepared request), then the code (a recovery code: no clock)
+    user_id, name, codes, _ = _two_factor_user(w)
+    browser, csrf = _fresh_browser(w)
+    form = {"csrf_token": csrf, "login": name, "password": PASSWORD, "next": ""}
+    first = browser.post("/app/sign-in/password", form)
+    assert first.status_code == 303 and "two-factor" in first.headers["Location"], first.text
+    form = {"csrf_token": browser.csrf(), "code": codes[0]}
+    return Call("/app/sign-in/two-factor", form=form, browser=browser, actor=user_id)
+
+
+@recipe("POST", "/app/sign-out")
+def _(w: World) -> Call:
+    user_id, _, token = _user(w)
+    browser, csrf = _signed_in(w, token)
+    return Call("/app/sign-out", form={"csrf_token": csrf}, browser=browser, actor=user_id)
+
+
+@recipe("POST", "/app/password-reset")
+def _(w: World) -> Call:
+    _, name, _ = _password_user(w, PASSWORD)
+    browser, csrf = _fresh_browser(w)
+    return Call("/app/password-reset", form={"csrf_token": csrf, "login": name}, browser=browser)
+
+
+@recipe("POST", "/app/password-reset/{token}")
+def _(w: World) -> Call:
+    import secrets
+    from datetime import timedelta
+
+    from chalicelib.accounts.users.store import UserModel
+    from chalicelib.core.auth import hash_token
+    from chalicelib.core.data.ids import now
+
+    user_id, _, _ = _password_user(w, PASSWORD)
+    secret = secrets.token_urlsafe(32)  # the mailed link's (resets.deliver, the worker)
+    UserModel.get(user_id).update(
+        actions=[
+            UserModel.reset_hash.set(hash_token(secret)),
+            UserModel.reset_expires_at.set(now() + timedelta(minutes=30)),
+        ]
+    )
+    browser, csrf = _fresh_browser(w)
+    fresh = "a new passphrase 55555"
+    form = {"csrf_token": csrf, "password": fresh, "password_again": fresh}
+    path = f"/app/password-reset/{user_id}.{secret}"
+    return Call(path, form=form, browser=browser, actor=user_id)
+
+
+@recipe("POST", "/app/invitations/{token}")
+def _(w: World) -> Call:
+    from chalicelib.accounts import memberships
+    from chalicelib.core.auth import Principal
+
+    user = _user(w)
+    admin = Principal("user", w.admin_id, "at-walk")
+    # the mailed link (SMTP delivers it; the site admin is shown it when mail cannot)
+    memberships.invite(admin, ORG, f"{user[1]}@example.com", [])
+    token = w.mailed_link(f"{user[1]}@example.com", "/app/invitations/")
+    return _own(w, f"/app/invitations/{token}", user)
+
+
+@recipe("POST", "/app/account/confirm-email/{user_id}/{secret}")
+def _(w: World) -> Call:
+    import secrets
+    from datetime import timedelta
+
+    from chalicelib.accounts.users import store as users_store
+    from chalicelib.accounts.users.store import UserModel
+    from chalicelib.core.auth import hash_token
+    from chalicelib.core.data.ids import now
+
+    user_id, name, _ = _user(w)
+    secret = secrets.token_urlsafe(32)  # the mailed link's (account.update)
+    expires = now() + timedelta(hours=1)
+    user = UserModel.get(user_id)
+    users_store.start_email_change(user, f"{name}.new@example.com", hash_token(secret), expires)
+    browser, csrf = _fresh_browser(w)
+    path = f"/app/account/confirm-email/{user_id}/{secret}"
+    return Call(path, form={"csrf_token": csrf}, browser=browser, actor=user_id)
+
+
+def _terraform_login(w: World) -> Any:
+    from tests.web.test_login import Login
+
+    return Login()
+
+
+@recipe("POST", "/app/oauth/authorize")
+def _(w: World) -> Call:
+    from tests.web.test_login import hidden_fields
+
+    login = _terraform_login(w)
+    page = w.browser.get(login.url)
+    assert page.status_code == 200, page.text
+    return Call("/app/oauth/authorize", form={**hidden_fields(page.text), "decision": "approve"})
+
+
+@recipe("POST", "/oauth/token")
+def _(w: World) -> Call:
+    from urllib.parse import urlencode
+
+    from tests.web.test_login import approve, code_from, token_request
+
+    login = _terraform_login(w)
+    code = code_from(approve(w.browser, login), login)
+    raw = urlencode(token_request(login, code))
+    content_type = "application/x-www-form-urlencoded"
+    return Call("/oauth/token", raw=raw, token=None, content_type=content_type, actor=w.admin_id)
+
+
+@recipe("POST", "/users/saml/auth")
+def _(w: World) -> Call:
+    from tests.saml.helpers import Claims, configure
+
+    configure(w.api)
+    user_id, name, _ = _user(w)
+    posted = Claims(username=name, name_id=f"{name}@example.com").posted()
+    browser = Browser(w.clients["chalicelib.entry.api.web"])
+    headers = {"Sec-Fetch-Site": "cross-site"}
+    return Call(
+        "/users/saml/auth",
+        form={"SAMLResponse": posted},
+        browser=browser,
+        headers=headers,
+        actor=user_id,
+    )
