@@ -2027,3 +2027,28 @@ def _(w: World) -> Call:
         headers=headers,
         actor=user_id,
     )
+
+
+# ----- hostile input --------------------------------------------------------------------------
+
+
+def test_a_change_made_with_a_500_kb_user_agent_succeeds_and_its_event_carries_it_cut(
+    world: World,
+) -> None:
+    """Through the route, not only the event's own bounds: the change is made, its one event
+    is written (a 500 KB field would pass DynamoDB's 400 KB item) with the user agent cut to
+    its bound, and the request's id and source address beside it."""
+    from chalicelib.core.audit.events import CUT, MAX_USER_AGENT
+
+    agent = "Mozilla/5.0 " + "x" * 500_000
+    before = _events()
+    body = doc("registry-policies", **{"block-severity": "high"})
+    reply = world.api.patch(f"{ORG_PATH}/registry-policy", body, headers={"User-Agent": agent})
+    assert reply.status == 200, reply.json
+    assert reply.data["attributes"]["block-severity"] == "high"
+    new = [event for key, event in _events().items() if key not in before]
+    assert len(new) == 1, new
+    request = new[0]["request"]
+    assert request["user_agent"] == agent[: MAX_USER_AGENT - len(CUT)] + CUT
+    assert request["id"] and request["source_address"]
+    assert len(json.dumps(new[0])) < 4096
