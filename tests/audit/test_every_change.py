@@ -590,6 +590,8 @@ def test_a_successful_change_records_exactly_its_event(world: World, key: tuple[
         assert event["auth"]["accessor_id"] == actor, event["auth"]
         assert event["auth"]["type"] == ("System" if expected.actor == AS_REGISTRY else "Client")
         assert event["resource"]["meta"]["outcome"] == "succeeded", event["resource"]
+        # which resource, and which request (the walk's requests come from the test client)
+        assert event["resource"]["id"] and event["request"]["id"], event
 
 
 # ----- what the recipes build on ------------------------------------------------------------
@@ -1478,7 +1480,14 @@ def _(w: World) -> Call:
 
 @recipe("PATCH", _KEY)
 def _(w: World) -> Call:
-    return Call(f"{KEYS}/{ORG}/{_key_id(w)}", doc("gpg-keys", namespace=ORG))
+    # a key of its own, moved to another namespace (the one attribute a PATCH changes)
+    from tests.support.provider_files import new_signing_key
+
+    signer = w.once("fourth-signer", new_signing_key)
+    made = w.api.post(KEYS, doc("gpg-keys", namespace=ORG, **{"ascii-armor": signer.armor}))
+    path = f"{KEYS}/{ORG}/{w.ok(made)['attributes']['key-id']}"
+    other = _other_org(w)
+    return Call(path, doc("gpg-keys", namespace=other), organization=other)
 
 
 @recipe("DELETE", _KEY)
