@@ -185,10 +185,10 @@ EXPECTED: dict[tuple[str, str], Expect] = {
     ("PATCH", f"{ADMIN}/organizations/{{organization_name}}/relationships/module-consumers"): org(
         "organization", "updated"
     ),
-    ("POST", f"{SCIM}/Users"): site("user", "created", AS_SCIM),
-    ("PUT", f"{SCIM}/Users/{{scim_id}}"): site("user", "updated", AS_SCIM),
-    ("PATCH", f"{SCIM}/Users/{{scim_id}}"): site("user", "updated", AS_SCIM),
-    ("DELETE", f"{SCIM}/Users/{{scim_id}}"): site("user", "deleted", AS_SCIM),
+    ("POST", f"{SCIM}/Users"): site("scim-user", "created", AS_SCIM),
+    ("PUT", f"{SCIM}/Users/{{scim_id}}"): site("scim-user", "updated", AS_SCIM),
+    ("PATCH", f"{SCIM}/Users/{{scim_id}}"): site("scim-user", "updated", AS_SCIM),
+    ("DELETE", f"{SCIM}/Users/{{scim_id}}"): site("scim-user", "deleted", AS_SCIM),
     ("POST", f"{SCIM}/Groups"): site("scim-group", "created", AS_SCIM),
     ("PUT", f"{SCIM}/Groups/{{scim_id}}"): site("scim-group", "updated", AS_SCIM),
     ("PATCH", f"{SCIM}/Groups/{{scim_id}}"): site("scim-group", "updated", AS_SCIM),
