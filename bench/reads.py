@@ -58,16 +58,39 @@ def returned_items(operation: str, response: dict[str, Any]) -> list[dict[str, A
     return []
 
 
+# The operations that write, and where each names its tables.
+WRITES = ("PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem", "TransactWriteItems")
+
+
+def written_tables(operation: str, kwargs: dict[str, Any]) -> list[str]:
+    """The tables a write operation writes (none for a read)."""
+    if operation not in WRITES:
+        return []
+    if operation == "BatchWriteItem":
+        return list(kwargs.get("RequestItems", {}))
+    if operation == "TransactWriteItems":
+        return [
+            part["TableName"]
+            for entry in kwargs.get("TransactItems", [])
+            for part in entry.values()
+            if isinstance(part, dict) and "TableName" in part
+        ]
+    return [kwargs["TableName"]]
+
+
 @dataclass
 class Reads:
     calls: Counter[str] = field(default_factory=Counter)
     bytes: int = 0
     items: int = 0
+    # The tables written (a request's writes: the rate limiter's counter, an audit event...).
+    written: Counter[str] = field(default_factory=Counter)
 
     def clear(self) -> None:
         self.calls.clear()
         self.bytes = 0
         self.items = 0
+        self.written.clear()
 
     @property
     def total_calls(self) -> int:
@@ -88,6 +111,7 @@ def counting_reads() -> Iterator[Reads]:
     def counted(self: Any, operation_name: str, operation_kwargs: dict) -> Any:
         response = original(self, operation_name, operation_kwargs)
         reads.calls[operation_name] += 1
+        reads.written.update(written_tables(operation_name, operation_kwargs))
         for item in returned_items(operation_name, response or {}):
             reads.items += 1
             reads.bytes += item_size(item)
