@@ -16,6 +16,7 @@ from chalicelib.artifacts import objects, queue, semver
 from chalicelib.artifacts.statuses import VersionStatus
 from chalicelib.core import tagbindings
 from chalicelib.core.api.errors import Conflict, Forbidden, NotFound, Unprocessable
+from chalicelib.core.audit import trail
 from chalicelib.core.audit.events import Event
 from chalicelib.core.auth import Principal
 from chalicelib.core.data import db
@@ -489,6 +490,9 @@ def retry_platform(
             )
         again = files + again
     queue.enqueue_upload_events(again)
+    # Asking for the check again is the caller's change (the queue, not a table): its event
+    # is written once the events are queued.
+    trail.record(audited.platform_event(principal, provider, found, platform, "retried"))
     return provider, found, platform, rights_
 
 

@@ -168,6 +168,8 @@ EXPECTED: dict[tuple[str, str], Expect] = {
     ),
     ("POST", f"{ADMIN}/users/{{user_id}}/actions/grant_admin"): site("user", "admin-granted"),
     ("POST", f"{ADMIN}/users/{{user_id}}/actions/revoke_admin"): site("user", "admin-revoked"),
+    ("POST", f"{ADMIN}/users/{{user_id}}/actions/grant_auditor"): site("user", "auditor-granted"),
+    ("POST", f"{ADMIN}/users/{{user_id}}/actions/revoke_auditor"): site("user", "auditor-revoked"),
     ("POST", f"{ADMIN}/users/{{user_id}}/actions/suspend"): site("user", "suspended"),
     ("POST", f"{ADMIN}/users/{{user_id}}/actions/unsuspend"): site("user", "unsuspended"),
     ("POST", f"{ADMIN}/users/{{user_id}}/actions/disable_two_factor"): site(
@@ -1096,6 +1098,8 @@ def _user_action(action: str, first: str | None = None) -> Recipe:
 for _action, _first in (
     ("grant_admin", None),
     ("revoke_admin", "grant_admin"),
+    ("grant_auditor", None),
+    ("revoke_auditor", "grant_auditor"),
     ("suspend", None),
     ("unsuspend", "suspend"),
 ):
