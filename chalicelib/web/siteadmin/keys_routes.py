@@ -121,12 +121,12 @@ def oidc_keys(ctx: WebCtx) -> Response:
 @admin_post(bp, OIDC + "/rotate")
 def oidc_rotate(ctx: WebCtx, _admin: Any, form: dict[str, str]) -> Response:
     """A new signing key now (the old ones stay published until trimmed)."""
-    oidc.rotate()
+    oidc.rotate(_admin)
     return redirect(OIDC + "?saved=rotated")
 
 
 @admin_post(bp, OIDC + "/trim")
 def oidc_trim(ctx: WebCtx, _admin: Any, form: dict[str, str]) -> Response:
     """Keep only the newest signing key."""
-    oidc.trim()
+    oidc.trim(_admin)
     return redirect(OIDC + "?saved=trimmed")
