@@ -41,8 +41,10 @@ from urllib.parse import urlencode
 
 from pynamodb.exceptions import PynamoDBException, UpdateError
 
+from chalicelib.accounts import signin
 from chalicelib.accounts.tokens import service as tokens_service
 from chalicelib.core.api.errors import NotFound
+from chalicelib.core.audit import trail
 from chalicelib.core.auth import Principal, hash_token
 from chalicelib.core.data import db
 from chalicelib.core.data.ids import now
@@ -52,6 +54,8 @@ from chalicelib.web.store import LoginCodeModel
 log = logging.getLogger("registry.web")
 
 CLIENT_ID = "terraform-cli"
+# What a terraform login's sign-in event (and a refused one's) says of its client.
+TERRAFORM_LOGIN = {"client": "terraform-login"}
 AUTHZ_PATH = "/app/oauth/authorize"
 TOKEN_PATH = "/oauth/token"
 PORTS = (10000, 10010)
@@ -261,6 +265,8 @@ def exchange(form: Mapping[str, str], basic_client_id: str | None = None) -> str
         )
     except NotFound:
         raise OAuthError("invalid_grant", "the user who approved no longer exists") from None
+    signed_in = Principal(kind="user", id=item.user_id, token_id=token.id)
+    trail.record(signin.sign_in_event(signed_in, signin.SIGNED_IN, signin.TOKEN, TERRAFORM_LOGIN))
     try:  # for a replay to revoke; losing it must not lose the token just minted
         item.update(actions=[LoginCodeModel.token_id.set(token.id)])
     except PynamoDBException:

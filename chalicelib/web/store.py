@@ -30,7 +30,7 @@ from pynamodb.attributes import (
 )
 from pynamodb.exceptions import PutError
 
-from chalicelib.core import secrets
+from chalicelib.core import observe, secrets
 from chalicelib.core.data import db
 from chalicelib.core.data.ids import now
 
@@ -142,7 +142,8 @@ def _create_signing_key() -> WebKeyModel:
     sealed = secrets.seal(key, purpose=SIGNING_KEY_PURPOSE)
     item = WebKeyModel(SIGNING_KEY_ID, sealed=json.dumps(sealed), created_at=now())
     try:
-        item.save(condition=WebKeyModel.session_hash.does_not_exist())
+        with observe.bookkeeping():  # the server's own key, made on first use: no one's change
+            item.save(condition=WebKeyModel.session_hash.does_not_exist())
     except PutError as failed:  # another instance created it first: use theirs
         if not db.conditional_failure(failed):
             raise
