@@ -163,14 +163,15 @@ def adopt_smtp_settings(catcher: MailCatcher | None, directory: Path | None) -> 
         return "  mail: not sent (SMTP is switched off in the settings a site admin saved)"
     if catcher is None:
         if values.get("enabled"):
-            item = service.update_smtp({"enabled": False})
+            item = service.update_smtp(None, {"enabled": False})
             _record(item, directory)
         return "  mail: not sent (REGISTRY_MAIL_CATCHER=off): invitation links show in the UI"
     wanted = {"enabled": True, "host": catcher.host, "port": catcher.port, "sender": SENDER}
     if any(values.get(name) != value for name, value in wanted.items()):
         # The settings' own check sends a test message: the catcher shows it.
         item = service.update_smtp(
-            {**wanted, "auth": "none", "test-email-address": "operator@mail-catcher.localhost"}
+            None,
+            {**wanted, "auth": "none", "test-email-address": "operator@mail-catcher.localhost"},
         )
         _record(item, directory)
     return (

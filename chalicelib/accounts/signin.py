@@ -42,6 +42,14 @@
   mailbox gets: exhausting that bound delays a reset, it keeps no one from signing in).
 
 Nothing here logs the login text or the password.
+
+Audit events (``core.audit``, the site's partition): every refused attempt records one
+(``sign-in-failed``, outcome ``failed``; past a bound ``sign-in-throttled``, outcome
+``throttled``) with the method and the user the login named, or a fingerprint of a login
+that names no one (never its text: a password typed into the username field must not be
+kept); the sign-in itself (``signed-in``) and the sign-out
+(``signed-out``) are recorded where the session opens and ends (``web.session``, and
+``terraform login``'s token: ``web.oauth``), with ``sign_in_event``.
 """
 
 from __future__ import annotations
@@ -51,11 +59,14 @@ import ipaddress
 import logging
 import math
 import time
+from typing import Any
 
 from chalicelib.accounts import passwords, twofactor
 from chalicelib.accounts.users import service as users_service
 from chalicelib.accounts.users.store import UserModel
 from chalicelib.core.api.errors import TooManyRequests
+from chalicelib.core.audit import events, trail
+from chalicelib.core.auth import Principal
 from chalicelib.core.data.counters import count_request, uncount
 
 log = logging.getLogger("registry.signin")
@@ -65,6 +76,16 @@ ADDRESS_LIMIT = 20  # failed attempts from one source address, every account tog
 WINDOW_SECONDS = 15 * 60
 _TTL_GRACE_SECONDS = 60
 MAX_LOGIN_LENGTH = 256
+
+# Sign-in methods (an event's ``meta.method``) and the actions of sign-ins and sign-outs.
+PASSWORD = "password"
+TWO_FACTOR = "two-factor"
+SSO = "sso"
+TOKEN = "token"
+SIGNED_IN = "signed-in"
+SIGNED_OUT = "signed-out"
+FAILED = "sign-in-failed"
+THROTTLED = "sign-in-throttled"
 
 
 class Throttled(TooManyRequests):
@@ -78,6 +99,51 @@ class Throttled(TooManyRequests):
             headers={"Retry-After": str(minutes * 60)},
         )
         self.minutes = minutes
+
+
+def sign_in_event(
+    principal: Principal, action: str, method: str, meta: dict[str, Any] | None = None
+) -> events.Event:
+    """The event of a sign-in or sign-out of ``principal`` (a user; a team whose token
+    opened a browser session) made now, in the site's partition."""
+    return events.event(
+        principal,
+        organization=None,
+        resource_type="user" if principal.is_user else principal.kind,
+        resource_id=principal.id,
+        action=action,
+        meta={"method": method, **(meta or {})},
+    )
+
+
+def record_refused(
+    login: str,
+    user: UserModel | None,
+    method: str,
+    *,
+    throttled: bool = False,
+    meta: dict[str, Any] | None = None,
+) -> None:
+    """Record one refused sign-in attempt (``throttled``: refused unchecked, past a bound):
+    the user the login named, or, for a login that names no one, a fingerprint of it (the
+    first 16 hex digits of the SHA-256 of its folded text, as the throttle counts it), never
+    the text: a password typed into the username field must not be kept for 400 days."""
+    if user is not None:
+        typed = user.username
+    else:
+        typed = "unknown login " + _folded(login)[:16] if login.strip() else ""
+    user_id = user.id if user is not None else ""
+    event = events.event(
+        Principal("user", user_id, ""),
+        organization=None,
+        resource_type="user",
+        resource_id=user_id,
+        action=THROTTLED if throttled else FAILED,
+        meta={"method": method, "username": typed, **(meta or {})},
+        outcome="throttled" if throttled else "failed",
+        description=user.username if user is not None else typed,
+    )
+    trail.record(event)
 
 
 def find_user(login: str) -> UserModel | None:
@@ -151,17 +217,24 @@ def _count_account(kind: str, account: str, source: str | None, address_key: str
 
 def check(login: str, password: str, source: str) -> UserModel | None:
     """The user when ``password`` is theirs and they may sign in, else None (one answer for
-    every refusal). Raises ``Throttled`` past the bounds, before checking the password."""
-    address_key = _count_address("password", source)
-    user = find_user(login)
-    account = _account_key(login, user)
-    keys = address_key, _count_account("password", account, source, address_key)
+    every refusal). Raises ``Throttled`` past the bounds, before checking the password.
+    A refusal records its event (``record_refused``)."""
+    user: UserModel | None = None
+    try:
+        address_key = _count_address("password", source)
+        user = find_user(login)
+        account = _account_key(login, user)
+        keys = address_key, _count_account("password", account, source, address_key)
+    except Throttled:
+        record_refused(login, user, PASSWORD, throttled=True)
+        raise
     right = passwords.verify(user.password_hash if user else None, password)
     if user is not None and right and user.may_sign_in:
         for key in keys:
             uncount(key)
         return user
     log.info("password sign-in refused for %s", user.id if user else "an unknown login")
+    record_refused(login, user, PASSWORD)
     return None
 
 
@@ -182,15 +255,21 @@ def check_current(user: UserModel, password: str, source: str) -> bool:
 
 def check_code(user_id: str, code: str, source: str) -> UserModel | None:
     """The second step: the user when ``code`` is a two-factor code (or recovery code) of
-    theirs not used before, else None. Throttled as passwords are, per user and address."""
-    address_key = _count_address("code", source)
-    keys = address_key, _count_account("code", "user:" + user_id, source, address_key)
+    theirs not used before, else None. Throttled as passwords are, per user and address.
+    A refusal records its event (``record_refused``: the code is never recorded)."""
+    try:
+        address_key = _count_address("code", source)
+        keys = address_key, _count_account("code", "user:" + user_id, source, address_key)
+    except Throttled:
+        record_refused("", users_service.find_user(user_id), TWO_FACTOR, throttled=True)
+        raise
     user = users_service.find_user(user_id)
     if user is not None and user.may_sign_in and twofactor.verify(user, code):
         for key in keys:
             uncount(key)
         return user
     log.info("two-factor code refused for %s", user_id)
+    record_refused("", user, TWO_FACTOR)
     return None
 
 

@@ -15,12 +15,16 @@ import base64
 import hashlib
 import json
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from chalicelib.admin import store
 from chalicelib.core import secrets
 from chalicelib.core.api.errors import Conflict
+from chalicelib.core.audit import trail
 from chalicelib.core.data.ids import iso, now
+
+if TYPE_CHECKING:
+    from chalicelib.core.auth import Principal
 
 AREA = "oidc"
 ROTATE_EVERY = timedelta(days=90)
@@ -75,15 +79,25 @@ def _trim(item: store.SettingsModel) -> None:
     item.secrets = {kid: s for kid, s in (item.secrets or {}).items() if kid in kept}
 
 
+def _save(principal: Principal | None, item: store.SettingsModel, before: dict[str, Any]) -> None:
+    """Write the key state with its audit event (``principal`` None: the registry's own
+    schedule): which of keys and timers changed, never a key."""
+    changed = trail.changed(before, item.values or {})
+    store.save(item, store.settings_event(principal, AREA, changed))
+
+
 def _load(moment: datetime) -> store.SettingsModel:
-    """The key state, creating the first key (and its timers) on first use."""
+    """The key state, creating the first key (and its timers) on first use (the registry's
+    own change: an event of its own)."""
     item = store.load(AREA)
     if not (item.values or {}).get("keys"):
+        before = dict(item.values or {})
         _add_key(item, moment)
         item.values["next-rotation-at"] = iso(moment + ROTATE_EVERY)
         item.values["next-trim-at"] = iso(moment + ROTATE_EVERY + TRIM_AFTER)
         try:
-            store.save(item)
+            changed = trail.changed(before, item.values)
+            store.save(item, store.settings_event(None, AREA, changed, store.CREATED))
         except Conflict:  # another instance created the first key at the same moment
             return store.load(AREA)
     return item
@@ -98,28 +112,31 @@ def timers() -> dict[str, str | None]:
     return {name: values.get(name) for name in ("next-rotation-at", "next-trim-at")}
 
 
-def rotate() -> None:
+def rotate(principal: Principal) -> None:
     """Manual rotation: a new signing key; the rotation timer restarts, the trim timer not."""
     moment = now()
     item = _load(moment)
+    before = dict(item.values)
     _add_key(item, moment)
     item.values["next-rotation-at"] = iso(moment + ROTATE_EVERY)
-    store.save(item)
+    _save(principal, item, before)
 
 
-def trim() -> None:
+def trim(principal: Principal) -> None:
     """Manual trim: keep only the newest key; the trim timer restarts, the rotation timer not."""
     moment = now()
     item = _load(moment)
+    before = dict(item.values)
     _trim(item)
     item.values["next-trim-at"] = iso(moment + TRIM_AFTER)
-    store.save(item)
+    _save(principal, item, before)
 
 
 def run_due_maintenance(moment: datetime | None = None) -> list[str]:
     """The scheduled job: rotate and/or trim when their time has come. Returns what it did."""
     moment = moment or now()
     item = _load(moment)
+    before = dict(item.values)
     done: list[str] = []
     next_rotation = _parse(item.values.get("next-rotation-at"))
     if next_rotation is None or next_rotation <= moment:
@@ -134,5 +151,5 @@ def run_due_maintenance(moment: datetime | None = None) -> list[str]:
         item.values["next-trim-at"] = iso(rotation + TRIM_AFTER)
         done.append("trimmed")
     if done:
-        store.save(item)
+        _save(None, item, before)
     return done

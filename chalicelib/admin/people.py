@@ -12,6 +12,12 @@ Organizations: lists, the admin attributes and module sharing (module consumers,
 module sharing), which the registry protocol reads (the action ``consume`` of
 ``accounts.authorization``).
 Deleting one is the ordinary cascade (``chalicelib.lifecycle``).
+
+Every change records its audit event (``core.audit``) right after the accounts service made
+it: a user's in the site's partition (``user``: ``deleted``, ``suspended``, ``unsuspended``,
+``admin-granted``, ``admin-revoked``, ``two-factor-disabled``), an organization's admin
+attributes and module sharing in that organization's (``organization``: ``updated``, the
+names of the attributes changed).
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ from chalicelib.accounts.organizations import service as organizations_service
 from chalicelib.accounts.users import service as users_service
 from chalicelib.core.api.errors import NotFound, Unprocessable
 from chalicelib.core.api.pagination import Page
+from chalicelib.core.audit import events, trail
 
 if TYPE_CHECKING:
     from chalicelib.accounts.organizations.store import OrganizationModel
@@ -91,31 +98,63 @@ def organizations_of(user: UserModel) -> list[str]:
     return user.organizations()
 
 
-def delete_user(user_id: str) -> None:
-    users_service.delete_user(users_service.get_user(user_id))
+def _user_changed(principal: Principal, user: UserModel, action: str) -> None:
+    """Record a site admin's change to ``user`` (made just now)."""
+    event = events.event(
+        principal,
+        organization=None,
+        resource_type="user",
+        resource_id=user.id,
+        action=action,
+        meta={"username": user.username},
+    )
+    trail.record(event)
 
 
-def suspend(user_id: str) -> UserModel:
+def delete_user(principal: Principal, user_id: str) -> None:
+    """Delete a user, or a person invited by email who has no user yet (their invitations:
+    ``memberships.withdraw_invitee``)."""
+    if memberships.withdraw_invitee(user_id):
+        event = events.event(
+            principal,
+            organization=None,
+            resource_type="user",
+            resource_id=user_id,
+            action="deleted",
+            meta={"invitee": True},
+        )
+        trail.record(event)
+        return
+    user = users_service.get_user(user_id)
+    users_service.delete_user(user)
+    _user_changed(principal, user, "deleted")
+
+
+def suspend(principal: Principal, user_id: str) -> UserModel:
     user = users_service.get_user(user_id)
     users_service.set_suspended(user.id, True)
+    _user_changed(principal, user, "suspended")
     return users_service.get_user(user.id)
 
 
-def unsuspend(user_id: str) -> UserModel:
+def unsuspend(principal: Principal, user_id: str) -> UserModel:
     user = users_service.get_user(user_id)
     users_service.set_suspended(user.id, False)
+    _user_changed(principal, user, "unsuspended")
     return users_service.get_user(user.id)
 
 
-def grant_admin(user_id: str) -> UserModel:
+def grant_admin(principal: Principal, user_id: str) -> UserModel:
     user = users_service.get_user(user_id)
     users_service.set_site_admin(user.id, True)
+    _user_changed(principal, user, "admin-granted")
     return users_service.get_user(user.id)
 
 
-def revoke_admin(user_id: str) -> UserModel:
+def revoke_admin(principal: Principal, user_id: str) -> UserModel:
     user = users_service.get_user(user_id)
     users_service.set_site_admin(user.id, False)
+    _user_changed(principal, user, "admin-revoked")
     return users_service.get_user(user.id)
 
 
@@ -129,10 +168,11 @@ def revoke_auditor(principal: Principal, user_id: str) -> UserModel:
     return users_service.set_site_auditor(principal, user_id, False)
 
 
-def disable_two_factor(user_id: str) -> UserModel:
+def disable_two_factor(principal: Principal, user_id: str) -> UserModel:
     """Turn a user's two-factor sign-in off (they lost their device and recovery codes)."""
     user = users_service.get_user(user_id)
     twofactor.disable(user.id)
+    _user_changed(principal, user, "two-factor-disabled")
     return users_service.get_user(user.id)
 
 
@@ -170,9 +210,26 @@ def is_module_producer(org: OrganizationModel) -> bool:
     return bool(org.global_module_sharing or org.module_consumers)
 
 
-def update_organization(name: str, changes: dict[str, Any]) -> OrganizationModel:
+def _organization_changed(principal: Principal, name: str, changed: list[str]) -> None:
+    """Record a site admin's change to the organization's admin attributes (made just now),
+    in the organization's partition."""
+    event = events.event(
+        principal,
+        organization=name,
+        resource_type="organization",
+        resource_id=name,
+        action="updated",
+        meta={"changed": changed},
+    )
+    trail.record(event)
+
+
+def update_organization(
+    principal: Principal, name: str, changes: dict[str, Any]
+) -> OrganizationModel:
     """Store the attributes a request sets (kebab names, nulls dropped)."""
     org = get_organization(name)
+    before = {**organization_values(org), "global-module-sharing": org.global_module_sharing}
     for alias, stored in TIMEOUT_ALIASES.items():
         value = changes.pop(alias, None)
         if value is not None and changes.setdefault(stored, value) != value:
@@ -182,10 +239,15 @@ def update_organization(name: str, changes: dict[str, Any]) -> OrganizationModel
             )
     sharing = changes.pop("global-module-sharing", None)
     organizations_service.set_organization_admin_values(org, changes, sharing)
-    return get_organization(name)
+    updated = get_organization(name)
+    after = {**organization_values(updated), "global-module-sharing": updated.global_module_sharing}
+    _organization_changed(principal, name, trail.changed(before, after))
+    return updated
 
 
-def set_module_consumers(name: str, data: Iterable[dict[str, Any]]) -> OrganizationModel:
+def set_module_consumers(
+    principal: Principal, name: str, data: Iterable[dict[str, Any]]
+) -> OrganizationModel:
     """Make exactly the organizations named in ``data`` the consumers of ``name``'s
     modules; each must exist (422 naming the element, nothing changed)."""
     org = get_organization(name)
@@ -202,10 +264,13 @@ def set_module_consumers(name: str, data: Iterable[dict[str, Any]]) -> Organizat
             raise Unprocessable(f"organization {consumer!r} not found", pointer=f"/data/{index}/id")
         consumers.add(consumer)
     organizations_service.set_module_consumers(org, consumers)
+    _organization_changed(principal, name, ["module-consumers"])
     return get_organization(name)
 
 
-def set_module_consumers_by_external_id(name: str, external_ids: list[str]) -> OrganizationModel:
+def set_module_consumers_by_external_id(
+    principal: Principal, name: str, external_ids: list[str]
+) -> OrganizationModel:
     """``set_module_consumers`` for consumers named by ``external-id`` (the deprecated
     Admin Module Sharing API): each must exist (422 naming the element, nothing changed)."""
     found = organizations_service.organizations_by_external_id(set(external_ids))
@@ -217,7 +282,7 @@ def set_module_consumers_by_external_id(name: str, external_ids: list[str]) -> O
                 pointer=f"/data/attributes/module-consuming-organization-ids/{index}",
             )
         named.append({"id": found[external_id].name})
-    return set_module_consumers(name, named)
+    return set_module_consumers(principal, name, named)
 
 
 def module_consumers(name: str) -> list[OrganizationModel]:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 from chalice import Blueprint, Response
 
 from chalicelib.accounts.authorization import SiteAdmin
-from chalicelib.accounts.memberships import Invitee, withdraw_invitee
+from chalicelib.accounts.memberships import Invitee
 from chalicelib.accounts.organizations import service as organizations_service
 from chalicelib.accounts.render import avatar_url, scim_attributes
 from chalicelib.admin import people
@@ -172,14 +172,13 @@ def list_admin_users(ctx: Ctx) -> Response:
 def delete_admin_user(ctx: Ctx, user_id: str) -> Response:
     """Delete a user, its tokens and memberships (a person invited by email who has no
     user yet: their invitations)"""
-    if not withdraw_invitee(user_id):
-        people.delete_user(user_id)
+    people.delete_user(ctx.user, user_id)
     return no_content()
 
 
 def _action(name: str, act: Any, summary: str, errors: dict[int, str] | None = None) -> None:
     def handler(ctx: Ctx, user_id: str) -> Response:
-        return _user_document(act(user_id))
+        return _user_document(act(ctx.user, user_id))
 
     handler.__name__ = f"{name}_admin_user"
     admin_route(
@@ -273,7 +272,7 @@ def update_admin_organization(
     """Update an organization's admin attributes (module sharing among them)"""
     from chalicelib.admin.schemas import changes  # loaded with the body's model anyway
 
-    org = people.update_organization(organization_name, changes(attrs))
+    org = people.update_organization(ctx.user, organization_name, changes(attrs))
     return _organization_document(ctx, org)
 
 
@@ -295,7 +294,7 @@ def list_module_consumers(ctx: Ctx, organization_name: str) -> Response:
 )
 def update_module_consumers(ctx: Ctx, organization_name: str) -> Response:
     """Replace the organizations that may read this one's private modules"""
-    people.set_module_consumers(organization_name, ctx.relationships())
+    people.set_module_consumers(ctx.user, organization_name, ctx.relationships())
     return _consumers_document(organization_name)
 
 
@@ -325,6 +324,6 @@ def update_module_partnerships(
 ) -> Response:
     """Replace the consumers by their external ids (TFE's deprecated Admin Module Sharing API)"""
     wanted = attrs.module_consuming_organization_ids
-    producer = people.set_module_consumers_by_external_id(organization_name, wanted)
+    producer = people.set_module_consumers_by_external_id(ctx.user, organization_name, wanted)
     consumers = people.module_consumers(organization_name)
     return document([render_module_partnership(producer, c) for c in consumers])

@@ -92,7 +92,7 @@ def get_general_settings(ctx: Ctx) -> Response:
 def update_general_settings(
     ctx: Ctx, attrs: Annotated[GeneralSettings, _settings("general-settings")]
 ) -> Response:
-    attributes = render_general(service.update_general(_changes(attrs)))
+    attributes = render_general(service.update_general(ctx.user, _changes(attrs)))
     return singleton("general-settings", "general", attributes)
 
 
@@ -112,7 +112,7 @@ def get_cost_estimation_settings(ctx: Ctx) -> Response:
 def update_cost_estimation_settings(
     ctx: Ctx, attrs: Annotated[CostEstimationSettings, _settings("cost-estimation-settings")]
 ) -> Response:
-    attributes = render_cost_estimation(service.update_cost_estimation(_changes(attrs)))
+    attributes = render_cost_estimation(service.update_cost_estimation(ctx.user, _changes(attrs)))
     return singleton("cost-estimation-settings", "cost-estimation", attributes)
 
 
@@ -128,13 +128,13 @@ def get_saml_settings(ctx: Ctx) -> Response:
 def update_saml_settings(
     ctx: Ctx, attrs: Annotated[SamlSettings, _settings("saml-settings")]
 ) -> Response:
-    attributes = render_saml(service.update_saml(_changes(attrs)), ctx.base_url)
+    attributes = render_saml(service.update_saml(ctx.user, _changes(attrs)), ctx.base_url)
     return singleton("saml-settings", "saml", attributes)
 
 
 @admin_route("saml-settings/actions/revoke-old-certificate", ("POST",), success=200)
 def revoke_old_saml_certificate(ctx: Ctx) -> Response:
-    attributes = render_saml(service.revoke_old_idp_certificate(), ctx.base_url)
+    attributes = render_saml(service.revoke_old_idp_certificate(ctx.user), ctx.base_url)
     return singleton("saml-settings", "saml", attributes)
 
 
@@ -158,7 +158,9 @@ def get_smtp_settings(ctx: Ctx) -> Response:
 def update_smtp_settings(
     ctx: Ctx, attrs: Annotated[SmtpSettings, _settings("smtp-settings")]
 ) -> Response:
-    return singleton("smtp-settings", "smtp", render_smtp(service.update_smtp(_changes(attrs))))
+    return singleton(
+        "smtp-settings", "smtp", render_smtp(service.update_smtp(ctx.user, _changes(attrs)))
+    )
 
 
 # ----- SMS (also served under the real API's twilio name) --------------------------------------
@@ -173,7 +175,9 @@ def _get_sms(ctx: Ctx) -> Response:
 
 
 def _update_sms(ctx: Ctx, attrs: Annotated[SmsSettings, _settings(SMS)]) -> Response:
-    return singleton(_sms_type(ctx), "twilio", render_sms(service.update_sms(_changes(attrs))))
+    return singleton(
+        _sms_type(ctx), "twilio", render_sms(service.update_sms(ctx.user, _changes(attrs)))
+    )
 
 
 def _verify_sms(ctx: Ctx, attrs: Annotated[SmsVerify, _settings(SMS)]) -> Response:
@@ -216,7 +220,7 @@ def get_customization_settings(ctx: Ctx) -> Response:
 def update_customization_settings(
     ctx: Ctx, attrs: Annotated[CustomizationSettings, _settings("customization-settings")]
 ) -> Response:
-    attributes = render_customization(service.update_customization(_changes(attrs)))
+    attributes = render_customization(service.update_customization(ctx.user, _changes(attrs)))
     return singleton("customization-settings", "customization", attributes)
 
 
@@ -237,13 +241,13 @@ def set_data_retention_policy(
     ctx: Ctx,
     attrs: Annotated[DataRetentionPolicy, JsonApi(service.RETENTION_TYPE, type_check="lenient")],
 ) -> Response:
-    policy, created = service.set_retention_policy(attrs.delete_older_than_n_days)
+    policy, created = service.set_retention_policy(ctx.user, attrs.delete_older_than_n_days)
     return retention_document(policy, 201 if created else 200)
 
 
 @admin_route("data-retention-policy-settings", ("DELETE",))
 def delete_data_retention_policy(ctx: Ctx) -> Response:
-    service.delete_retention_policy()
+    service.delete_retention_policy(ctx.user)
     return no_content()
 
 
@@ -252,13 +256,13 @@ def delete_data_retention_policy(ctx: Ctx) -> Response:
 
 @admin_route("oidc-settings/actions/rotate-key", ("POST",), success=204)
 def rotate_oidc_key(ctx: Ctx) -> Response:
-    oidc.rotate()
+    oidc.rotate(ctx.user)
     return no_content()
 
 
 @admin_route("oidc-settings/actions/trim-key", ("POST",), success=204)
 def trim_oidc_key(ctx: Ctx) -> Response:
-    oidc.trim()
+    oidc.trim(ctx.user)
     return no_content()
 
 

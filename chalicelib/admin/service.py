@@ -10,13 +10,18 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
 
 from chalicelib.admin import store
 from chalicelib.admin.store import general_defaults
 from chalicelib.core import secrets
 from chalicelib.core.api.errors import BadRequest, NotFound, Unprocessable, attribute_pointer
+from chalicelib.core.audit import trail
 from chalicelib.core.data.ids import new_id
+
+if TYPE_CHECKING:
+    from chalicelib.core.auth import Principal
 
 _EMAIL = re.compile(r"^[^@\s<>]+@[^@\s<>]+\.[^@\s<>]+$")
 _PHONE = re.compile(r"^\+?[0-9][0-9 ().-]{2,30}$")
@@ -56,6 +61,22 @@ def _seal_changes(
     return sealed
 
 
+def _save(
+    principal: Principal | None,
+    item: store.SettingsModel,
+    before: dict[str, Any],
+    secret_names: Iterable[str] = (),
+    defaults: dict[str, Any] | None = None,
+) -> None:
+    """Write ``item`` with its audit event: the names of the values that differ from
+    ``before`` (both over ``defaults``) and of the secrets given (``secret_names``), never
+    a value."""
+    defaults = defaults or {}
+    changed = trail.changed({**defaults, **before}, {**defaults, **(item.values or {})})
+    changed = sorted({*changed, *secret_names})
+    store.save(item, store.settings_event(principal, item.id, changed))
+
+
 def _secret(item: store.SettingsModel, area: str, name: str) -> str | None:
     sealed = (item.secrets or {}).get(name)
     return secrets.unseal(sealed, purpose=f"{area}/{name}") if sealed else None
@@ -84,14 +105,15 @@ def general() -> dict[str, Any]:
     return store.general_settings()
 
 
-def update_general(changes: dict[str, Any]) -> dict[str, Any]:
+def update_general(principal: Principal, changes: dict[str, Any]) -> dict[str, Any]:
     """Store ``changes``; the general settings as they are now."""
     for old, new in DEPRECATED_TIMEOUTS.items():
         if old in changes:
             changes.setdefault(new, changes.pop(old))
     item = store.load("general")
-    item.values = {**(item.values or {}), **changes}  # defaults stay defaults until set
-    store.save(item)
+    before = dict(item.values or {})
+    item.values = {**before, **changes}  # defaults stay defaults until set
+    _save(principal, item, before, defaults=general_defaults())
     return {**general_defaults(), **item.values}
 
 
@@ -129,9 +151,10 @@ def cost_estimation() -> store.SettingsModel:
     return store.load(COST)
 
 
-def update_cost_estimation(changes: dict[str, Any]) -> store.SettingsModel:
+def update_cost_estimation(principal: Principal, changes: dict[str, Any]) -> store.SettingsModel:
     item = store.load(COST)
-    values = dict(item.values or {})
+    before = dict(item.values or {})
+    values = dict(before)
     plaintexts: dict[str, str] = {}
     for name, alias in COST_ALIASES.items():
         given = name if name in changes else alias if alias in changes else None
@@ -163,7 +186,7 @@ def update_cost_estimation(changes: dict[str, Any]) -> store.SettingsModel:
             "cloud-b/gcp credentials, or all four cloud-c/azure values)",
         )
     item.values, item.secrets = values, _seal_changes(item, COST, plaintexts)
-    store.save(item)
+    _save(principal, item, before, plaintexts)
     return item
 
 
@@ -218,14 +241,15 @@ def saml() -> store.SettingsModel:
     return store.load(SAML)
 
 
-def update_saml(changes: dict[str, Any]) -> store.SettingsModel:
+def update_saml(principal: Principal, changes: dict[str, Any]) -> store.SettingsModel:
     """Merge ``changes`` over the stored SAML settings, check the result, then write once.
 
     A new ``idp-cert`` keeps the one it replaces as ``old-idp-cert`` (until revoked); the
     private key is sealed, never stored in ``values``.
     """
     item = store.load(SAML)
-    values = with_defaults(item, SAML_DEFAULTS)
+    before = with_defaults(item, SAML_DEFAULTS)
+    values = dict(before)
     values.pop("private-key", None)
     private_key = changes.pop("private-key", None)
     _check_https("sso-endpoint-url", changes.get("sso-endpoint-url"))
@@ -260,7 +284,7 @@ def update_saml(changes: dict[str, Any]) -> store.SettingsModel:
     if private_key is not None:  # "" (or blank) removes the key
         plaintexts[SAML_KEY] = "" if _blank(private_key) else private_key
     item.values, item.secrets = values, _seal_changes(item, SAML, plaintexts)
-    store.save(item)
+    _save(principal, item, before, ["private-key"] if plaintexts else [])
     return item
 
 
@@ -269,10 +293,11 @@ def saml_private_key() -> str | None:
     return _secret(store.load(SAML), SAML, SAML_KEY)
 
 
-def revoke_old_idp_certificate() -> store.SettingsModel:
+def revoke_old_idp_certificate(principal: Principal) -> store.SettingsModel:
     item = store.load(SAML)
-    item.values = {**(item.values or {}), "old-idp-cert": None}
-    store.save(item)
+    before = dict(item.values or {})
+    item.values = {**before, "old-idp-cert": None}
+    _save(principal, item, before)
     return item
 
 
@@ -293,11 +318,13 @@ def smtp() -> store.SettingsModel:
     return store.load(SMTP)
 
 
-def update_smtp(changes: dict[str, Any]) -> store.SettingsModel:
-    """Validate and store ``changes``; when SMTP ends up enabled, a test message must be
+def update_smtp(principal: Principal | None, changes: dict[str, Any]) -> store.SettingsModel:
+    """Validate and store ``changes`` (``principal`` None: the registry itself, the local
+    stack's mail catcher); when SMTP ends up enabled, a test message must be
     delivered first (else nothing is stored)."""
     item = store.load(SMTP)
-    values = with_defaults(item, SMTP_DEFAULTS)
+    before = with_defaults(item, SMTP_DEFAULTS)
+    values = dict(before)
     recipient = changes.pop("test-email-address", None)
     password = changes.pop("password", None)
     values.update(changes)
@@ -328,7 +355,7 @@ def update_smtp(changes: dict[str, Any]) -> store.SettingsModel:
         mail.send_test_message(config, recipient)
     plaintexts = {} if password is None else {"password": password}
     item.values, item.secrets = values, _seal_changes(item, SMTP, plaintexts)
-    store.save(item)
+    _save(principal, item, before, plaintexts)
     return item
 
 
@@ -342,9 +369,10 @@ def sms_settings() -> store.SettingsModel:
     return store.load(SMS)
 
 
-def update_sms(changes: dict[str, Any]) -> store.SettingsModel:
+def update_sms(principal: Principal, changes: dict[str, Any]) -> store.SettingsModel:
     item = store.load(SMS)
-    values = with_defaults(item, SMS_DEFAULTS)
+    before = with_defaults(item, SMS_DEFAULTS)
+    values = dict(before)
     token = changes.pop("auth-token", None)
     values.update(changes)
     if values.get("from-number") and not _PHONE.match(values["from-number"]):
@@ -356,7 +384,7 @@ def update_sms(changes: dict[str, Any]) -> store.SettingsModel:
             raise _invalid("auth-token", "is required when SMS is enabled")
     plaintexts = {} if token is None else {"auth-token": token}
     item.values, item.secrets = values, _seal_changes(item, SMS, plaintexts)
-    store.save(item)
+    _save(principal, item, before, plaintexts)
     return item
 
 
@@ -401,11 +429,12 @@ def cached_customization() -> dict[str, Any]:
     )
 
 
-def update_customization(changes: dict[str, Any]) -> store.SettingsModel:
+def update_customization(principal: Principal, changes: dict[str, Any]) -> store.SettingsModel:
     check_email("support-email-address", changes.get("support-email-address"))
     item = store.load(CUSTOMIZATION)
-    item.values = {**with_defaults(item, CUSTOMIZATION_DEFAULTS), **changes}
-    store.save(item)
+    before = with_defaults(item, CUSTOMIZATION_DEFAULTS)
+    item.values = {**before, **changes}
+    _save(principal, item, before)
     return item
 
 
@@ -422,17 +451,22 @@ def retention_policy() -> dict[str, Any]:
     return values
 
 
-def set_retention_policy(days: int) -> tuple[dict[str, Any], bool]:
+def set_retention_policy(principal: Principal, days: int) -> tuple[dict[str, Any], bool]:
     """Create or update the site-wide policy: (policy, created)."""
     item = store.load(RETENTION)
-    created = not (item.values or {}).get("id")
+    before = dict(item.values or {})
+    created = not before.get("id")
     item.values = {
-        "id": (item.values or {}).get("id") or new_id("drp"),
+        "id": before.get("id") or new_id("drp"),
         "delete-older-than-n-days": days,
     }
-    store.save(item)
+    changed = trail.changed(before, item.values)
+    action = store.CREATED if created else store.UPDATED
+    store.save(item, store.settings_event(principal, RETENTION, changed, action))
     return item.values, created
 
 
-def delete_retention_policy() -> None:
-    store.delete(RETENTION)
+def delete_retention_policy(principal: Principal) -> None:
+    if not (store.load(RETENTION).values or {}).get("id"):
+        return  # none set: nothing changes
+    store.delete(RETENTION, store.settings_event(principal, RETENTION, [], store.DELETED))

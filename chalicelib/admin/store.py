@@ -14,20 +14,30 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pynamodb.attributes import (
     JSONAttribute,
     UnicodeAttribute,
     VersionAttribute,
 )
-from pynamodb.exceptions import PutError
+from pynamodb.exceptions import TransactWriteError
+from pynamodb.transactions import TransactWrite
 
 from chalicelib.core.api.errors import Conflict
+from chalicelib.core.audit import events, trail
+from chalicelib.core.audit.events import Event
 from chalicelib.core.data import db
 from chalicelib.core.data.counters import RateLimitModel as RateLimitModel
 from chalicelib.core.data.counters import count_request as count_request
 from chalicelib.core.settings import get_settings
+
+if TYPE_CHECKING:
+    from chalicelib.core.auth import Principal
+
+# The audit trail's resource type of a settings area (its id: the area's name), and actions.
+SETTING = "setting"
+CREATED, UPDATED, DELETED = "created", "updated", "deleted"
 
 GENERAL_DEFAULTS: dict[str, Any] = {
     "limit-user-organization-creation": True,
@@ -59,19 +69,26 @@ def load(area: str) -> SettingsModel:
         return SettingsModel(area, values={}, secrets={})
 
 
-def save(item: SettingsModel) -> None:
-    """Write an area back; 409 when someone else updated it since ``load``."""
+def save(item: SettingsModel, event: Event) -> None:
+    """Write an area back with its audit ``event``, in one transaction; 409 when someone
+    else updated it since ``load`` (then neither is written)."""
     try:
-        item.save()
-    except PutError as exc:
-        if db.conditional_failure(exc):
+        with TransactWrite(connection=db.connection()) as tx:
+            tx.save(item)  # under its version's condition
+            trail.record_in(tx, event)
+    except TransactWriteError as exc:
+        if db.cancellation_codes(exc)[:1] == [db.TRANSACTION_CONDITION_FAILED]:
             raise Conflict("the settings were changed concurrently; retry the request") from None
         raise
     forget_cached_settings(item.id)
 
 
-def delete(area: str) -> None:
-    SettingsModel(area).delete(add_version_condition=False)
+def delete(area: str, event: Event) -> None:
+    """Forget an area, with its audit ``event`` (one transaction)."""
+    with TransactWrite(connection=db.connection()) as tx:
+        tx.delete(SettingsModel(area), add_version_condition=False)
+        trail.record_in(tx, event)
+    forget_cached_settings(area)
 
 
 def read_settings(area: str, defaults: dict[str, Any]) -> dict[str, Any]:
@@ -79,9 +96,26 @@ def read_settings(area: str, defaults: dict[str, Any]) -> dict[str, Any]:
 
 
 def write_settings(area: str, values: dict[str, Any]) -> None:
+    """Replace an area's values as the registry itself (set-up and tests: no caller)."""
     item = load(area)
+    changed = trail.changed(item.values or {}, values)
     item.values = values
-    save(item)
+    save(item, settings_event(None, area, changed))
+
+
+def settings_event(
+    principal: Principal | None, area: str, changed: list[str], action: str = UPDATED
+) -> Event:
+    """The audit event of a change to a settings area (site-wide): the names of the
+    attributes that changed (``changed``), never their values (some are secrets)."""
+    return events.event(
+        principal,
+        organization=None,
+        resource_type=SETTING,
+        resource_id=area,
+        action=action,
+        meta={"changed": changed},
+    )
 
 
 def general_defaults() -> dict[str, Any]:

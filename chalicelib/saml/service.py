@@ -38,6 +38,7 @@ from chalicelib.accounts.organizations import service as organizations_service
 from chalicelib.accounts.teams import service as teams_service
 from chalicelib.accounts.users import service as users_service
 from chalicelib.core.api.errors import ApiError, Unprocessable
+from chalicelib.core.audit import events, trail
 from chalicelib.core.auth import Principal
 from chalicelib.core.data.ids import now
 from chalicelib.saml import authn, store
@@ -144,6 +145,21 @@ def _email(name_id: str, attributes: dict[str, list[str]]) -> str:
     )
 
 
+def _on_the_idps_word(user: UserModel, action: str) -> None:
+    """Record a change a sign-in made to ``user`` on the identity provider's word (its
+    account made at the first sign-in, its site-admin flag): the registry acts (System);
+    the sign-in itself is recorded with the session (``web.session``)."""
+    event = events.event(
+        None,
+        organization=None,
+        resource_type="user",
+        resource_id=user.id,
+        action=action,
+        meta={"username": user.username, "via": "sso"},
+    )
+    trail.record(event)
+
+
 def _person(
     config: SamlConfig, name_id: str, attributes: dict[str, list[str]]
 ) -> tuple[str, Taken]:
@@ -167,6 +183,7 @@ def _person(
                 status=422,
                 log_detail="username refused",
             ) from None
+        _on_the_idps_word(user, "created")
     if user.email_unconfirmed:
         raise SamlRefused(
             "An account with your username exists on this registry, but its email address is "
@@ -211,6 +228,7 @@ def _site_admin(
     user_id, is_admin = user.id, bool(user.is_site_admin)
     if wanted and not is_admin:
         users_service.set_site_admin(user_id, True)
+        _on_the_idps_word(user, "admin-granted")
         return True
     if not wanted and is_admin and had:
         try:
@@ -218,6 +236,7 @@ def _site_admin(
         except Unprocessable:
             log.warning("saml would take the site-admin flag of the last site admin: kept")
             return True
+        _on_the_idps_word(user, "admin-revoked")
         return False
     return had and is_admin
 

@@ -89,14 +89,14 @@ def update_scim_settings(
     sent = _sent_attributes(ctx)
     if any(k in sent for k in ("site-admin-group-scim-id", "site_admin_group_scim_id")):
         changes["site-admin-group-scim-id"] = attributes.site_admin_group_scim_id
-    service.update_settings(changes)
+    service.update_settings(ctx.user, changes)
     return _settings_document()
 
 
 @admin_route("scim-settings", ("DELETE",))
 def disable_scim(ctx: Ctx) -> Response:
     """Disable SCIM provisioning (idempotent); users, groups, links and tokens are kept."""
-    service.disable()
+    service.disable(ctx.user)
     return no_content()
 
 
@@ -122,10 +122,7 @@ def create_scim_token(
     """Create a SCIM token for an identity provider: its value is shown once, here.
 
     ``expired-at`` defaults to a year from now and must be 29 to 365 days away."""
-    principal = ctx.user
-    token, secret = service.create_token(
-        attributes.description, attributes.expired_at, principal.id
-    )
+    token, secret = service.create_token(ctx.user, attributes.description, attributes.expired_at)
     return document(render.token_resource(token, secret), status=201)
 
 
@@ -138,7 +135,7 @@ def get_scim_token(ctx: Ctx, token_id: str) -> Response:
 @admin_route("scim-tokens/{token_id}", ("DELETE",))
 def delete_scim_token(ctx: Ctx, token_id: str) -> Response:
     """Revoke a SCIM token (``DELETE /authentication-tokens/:id`` does too)."""
-    service.delete_token(token_id)
+    service.delete_token(ctx.user, token_id)
     return no_content()
 
 
@@ -176,7 +173,7 @@ def link_team_to_scim_group(
     ],
 ) -> Response:
     """Link a team to a SCIM group: its membership follows the group's from now on."""
-    groups.create_mapping(team_id, attributes.scim_group_id)
+    groups.create_mapping(ctx.user, team_id, attributes.scim_group_id)
     return no_content()
 
 
@@ -193,12 +190,12 @@ def update_team_scim_group_mapping(
     ],
 ) -> Response:
     """Pause or resume a team's sync with its SCIM group (resuming reconciles)."""
-    groups.update_mapping(team_id, attributes.scim_sync_paused)
+    groups.update_mapping(ctx.user, team_id, attributes.scim_sync_paused)
     return no_content()
 
 
 @admin_route(MAPPING, ("DELETE",))
 def unlink_team_from_scim_group(ctx: Ctx, team_id: str) -> Response:
     """Unlink a team from its SCIM group; the team keeps its members."""
-    groups.delete_mapping(team_id)
+    groups.delete_mapping(ctx.user, team_id)
     return no_content()

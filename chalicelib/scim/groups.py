@@ -18,6 +18,7 @@ from chalicelib.accounts.teams import service as teams_service
 from chalicelib.core.api import bounds
 from chalicelib.core.api.bounds import utf8_length
 from chalicelib.core.api.errors import Conflict, NotFound, Unprocessable, attribute_pointer
+from chalicelib.core.audit import events, trail
 from chalicelib.core.data.ids import now
 from chalicelib.scim import protocol, resources, store, sync
 from chalicelib.scim.errors import ScimError, bad_request, not_found
@@ -25,6 +26,8 @@ from chalicelib.scim.store import ScimGroupModel, ScimMappingModel, ScimUserMode
 
 if TYPE_CHECKING:
     from pynamodb.expressions.update import Action
+
+    from chalicelib.core.auth import Principal
 
 # A member's value (a User's SCIM id: ours are far shorter).
 MAX_ID = bounds.IDENTIFIER
@@ -260,7 +263,23 @@ def _team(team_id: str):  # noqa: ANN202
     return team
 
 
-def create_mapping(team_id: str, group_id: str) -> ScimMappingModel:
+def _mapping_changed(
+    principal: Principal, team: Any, group_id: str | None, action: str, paused: bool = False
+) -> None:
+    """Record a site admin's change to a team's link to a SCIM group, in the team's
+    organization's partition (its owners read it)."""
+    event = events.event(
+        principal,
+        organization=team.organization,
+        resource_type="scim-group-mapping",
+        resource_id=team.id,
+        action=action,
+        meta={"team": team.name, "scim-group-id": group_id, "paused": paused},
+    )
+    trail.record(event)
+
+
+def create_mapping(principal: Principal, team_id: str, group_id: str) -> ScimMappingModel:
     team = _team(team_id)
     if team.is_owners:
         raise _refused("Owners team SCIM linking is not yet supported")
@@ -274,6 +293,7 @@ def create_mapping(team_id: str, group_id: str) -> ScimMappingModel:
         raise Conflict(ALREADY_LINKED)
     teams_service.set_team_scim_link(team.id, group.display_name)
     sync.team_members(mapping, group)
+    _mapping_changed(principal, team, group.id, "created")
     return mapping
 
 
@@ -285,7 +305,7 @@ def mapping_of(team_id: str) -> ScimMappingModel:
     return mapping
 
 
-def update_mapping(team_id: str, paused: bool) -> ScimMappingModel:
+def update_mapping(principal: Principal, team_id: str, paused: bool) -> ScimMappingModel:
     mapping = mapping_of(team_id)
     resumed = mapping.paused and not paused
     mapping.update(actions=[ScimMappingModel.paused.set(paused)])
@@ -293,10 +313,13 @@ def update_mapping(team_id: str, paused: bool) -> ScimMappingModel:
     teams_service.set_team_scim_link(team_id, group.display_name if group else None, paused)
     if resumed and group is not None:  # resuming reconciles what changed while paused
         sync.team_members(mapping, group)
+    _mapping_changed(principal, _team(team_id), mapping.group_id, "updated", paused)
     return mapping
 
 
-def delete_mapping(team_id: str) -> None:
+def delete_mapping(principal: Principal, team_id: str) -> None:
     """Unlink: the team keeps its members, and stops following the group."""
-    mapping_of(team_id).delete()
+    mapping = mapping_of(team_id)
+    mapping.delete()
     teams_service.set_team_scim_link(team_id, None)
+    _mapping_changed(principal, _team(team_id), mapping.group_id, "deleted")

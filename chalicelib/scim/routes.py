@@ -1,5 +1,8 @@
 """The SCIM 2.0 service provider an identity provider calls (``/scim/v2``, RFC 7644).
 
+Each change records one audit event (``record``: ``scim-user`` or ``scim-group``,
+``created``, ``updated`` or ``deleted``; the actor is the SCIM token) after it is made.
+
 Every route takes a SCIM token (``/api/v2/admin/scim-tokens``), never an API token, and
 answers ``application/scim+json``; errors are SCIM error documents. ``Users`` and ``Groups``
 answer 403 while SCIM is disabled or paused; the discovery documents always answer. The
@@ -15,8 +18,10 @@ from chalice import Blueprint, Response
 
 from chalicelib.core.api.http import Ctx, HandlerT, route
 from chalicelib.core.api.openapi import Param, Payload, Reply
+from chalicelib.core.audit import trail
 from chalicelib.scim import groups, protocol, render, resources, service, users
 from chalicelib.scim.errors import SCIM_JSON, ScimError, not_found, scim_error_response
+from chalicelib.scim.store import ScimGroupModel, ScimUserModel
 
 bp = Blueprint(__name__)
 BASE = render.SCIM_BASE
@@ -157,6 +162,26 @@ def _deleted() -> Response:
     return Response(body="", status_code=204, headers={})
 
 
+def record(ctx: Ctx, resource_type: str, resource_id: str, action: str, meta: dict) -> None:
+    """Record a change the identity provider made through this request's SCIM token."""
+    token = ctx.request.scim_token  # type: ignore[attr-defined]  # set by ``service._admit``
+    described = f"SCIM token {token.description}" if token.description else "SCIM token"
+    event = service.change_event(
+        service.actor(token), resource_type, resource_id, action, meta, described
+    )
+    trail.record(event)
+
+
+def _user_changed(ctx: Ctx, user: ScimUserModel, action: str) -> None:
+    meta = {"user-name": user.user_name, "user-id": user.user_id, "active": bool(user.active)}
+    record(ctx, "scim-user", user.id, action, meta)
+
+
+def _group_changed(ctx: Ctx, group: ScimGroupModel, action: str) -> None:
+    meta = {"display-name": group.display_name, "members": len(group.member_ids or ())}
+    record(ctx, "scim-group", group.id, action, meta)
+
+
 # ----- Users -----------------------------------------------------------------------------------
 
 
@@ -180,6 +205,7 @@ def create_scim_user(ctx: Ctx) -> Response:
     """Provision a user: it becomes a user of this instance."""
     base = _provisioning(ctx)
     user = users.create_user(_body(ctx))
+    _user_changed(ctx, user, "created")
     return _one(ctx, render.scim_users([user], base)[0], 201)
 
 
@@ -195,6 +221,7 @@ def replace_scim_user(ctx: Ctx, scim_id: str) -> Response:
     """Replace a user's attributes (``active: false`` deactivates it)."""
     base = _provisioning(ctx)
     user = users.replace_user(scim_id, _body(ctx))
+    _user_changed(ctx, user, "updated")
     return _one(ctx, render.scim_users([user], base)[0])
 
 
@@ -210,6 +237,7 @@ def patch_scim_user(ctx: Ctx, scim_id: str) -> Response:
     """Change some of a user's attributes (PatchOp add/replace/remove)."""
     base = _provisioning(ctx)
     user = users.patch_user(scim_id, _body(ctx))
+    _user_changed(ctx, user, "updated")
     return _one(ctx, render.scim_users([user], base)[0])
 
 
@@ -217,7 +245,9 @@ def patch_scim_user(ctx: Ctx, scim_id: str) -> Response:
 def delete_scim_user(ctx: Ctx, scim_id: str) -> Response:
     """Deprovision a user: its API tokens are deleted, it leaves linked teams."""
     _provisioning(ctx)
+    user = users.get_user(scim_id)
     users.delete_user(scim_id)
+    _user_changed(ctx, user, "deleted")
     return _deleted()
 
 
@@ -250,6 +280,7 @@ def create_scim_group(ctx: Ctx) -> Response:
     """Provision a group (with members)."""
     base = _provisioning(ctx)
     group = groups.create_group(_body(ctx))
+    _group_changed(ctx, group, "created")
     return _one(ctx, render.scim_groups([group], base)[0], 201)
 
 
@@ -268,6 +299,7 @@ def replace_scim_group(ctx: Ctx, scim_id: str) -> Response:
     """Replace a group's name and members; linked teams follow."""
     base = _provisioning(ctx)
     group = groups.replace_group(scim_id, _body(ctx))
+    _group_changed(ctx, group, "updated")
     return _one(ctx, render.scim_groups([group], base)[0])
 
 
@@ -284,6 +316,7 @@ def patch_scim_group(ctx: Ctx, scim_id: str) -> Response:
     base = _provisioning(ctx)
     group = groups.patch_group(scim_id, _body(ctx))
     fresh = groups.get_group(group.id)
+    _group_changed(ctx, fresh, "updated")
     return _one(ctx, render.scim_groups([fresh], base, members=_wants_members(ctx))[0])
 
 
@@ -291,7 +324,9 @@ def patch_scim_group(ctx: Ctx, scim_id: str) -> Response:
 def delete_scim_group(ctx: Ctx, scim_id: str) -> Response:
     """Delete a group: linked teams are unlinked and keep their members."""
     _provisioning(ctx)
+    group = groups.get_group(scim_id)
     groups.delete_group(scim_id)
+    _group_changed(ctx, group, "deleted")
     return _deleted()
 
 

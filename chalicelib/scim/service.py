@@ -9,6 +9,10 @@ and what follows their groups ``scim.sync``.
 * The site keeps an active site admin: taking the flag SCIM gave the last one (changing the
   site-admin group, disabling SCIM) is a 422 (``accounts.users.service``'s setters keep the rule),
   made before SCIM writes anything of that request.
+* Every change records its audit event (``core.audit``, the site's partition) after its
+  writes: the settings (``setting`` ``scim``: the names changed), a SCIM token created or
+  deleted (``scim-token``, never its value), and what the identity provider provisions
+  (``scim-user``, ``scim-group``: the actor is the SCIM token, ``actor``).
 * A SCIM token authenticates ``/scim/v2`` requests only (the ``Scim`` caller those routes
   declare), never an API request; it expires 29 to 365 days after it is made.
 """
@@ -16,20 +20,46 @@ and what follows their groups ``scim.sync``.
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from chalicelib.accounts.teams import service as teams_service
 from chalicelib.core.api.access import Access
 from chalicelib.core.api.errors import NotFound, Unprocessable, attribute_pointer
-from chalicelib.core.auth import TokenModel, generate_token
+from chalicelib.core.audit import events, trail
+from chalicelib.core.auth import Principal, TokenModel, generate_token
 from chalicelib.core.data.ids import new_id, now
 from chalicelib.core.settings import get_settings
 from chalicelib.scim import store, sync
 from chalicelib.scim.errors import ScimError, not_found
 from chalicelib.scim.store import ScimGroupModel, ScimSettingsModel
 
+if TYPE_CHECKING:
+    from chalicelib.core.audit.events import Event
+
 TOKEN_MIN_DAYS = 29
 TOKEN_MAX_DAYS = 365
+SETTINGS_AREA = "scim"
+SCIM_TOKEN = "scim-token"
+
+
+def change_event(
+    principal: Principal | None,
+    resource_type: str,
+    resource_id: str,
+    action: str,
+    meta: dict[str, Any] | None = None,
+    description: str | None = None,
+) -> Event:
+    """The event of a change to SCIM provisioning (site-wide)."""
+    return events.event(
+        principal,
+        organization=None,
+        resource_type=resource_type,
+        resource_id=resource_id,
+        action=action,
+        meta=meta,
+        description=description,
+    )
 
 
 def _invalid(name: str, message: str) -> Unprocessable:
@@ -55,10 +85,20 @@ def _saml_enabled() -> bool:
     return bool(values.get("enabled"))
 
 
-def update_settings(changes: dict[str, Any]) -> ScimSettingsModel:
+def _settings_values(item: ScimSettingsModel) -> dict[str, Any]:
+    return {
+        "enabled": bool(item.enabled),
+        "paused": bool(item.paused),
+        "link-existing-users": bool(item.link_existing_users),
+        "site-admin-group-scim-id": item.site_admin_group_id,
+    }
+
+
+def update_settings(principal: Principal, changes: dict[str, Any]) -> ScimSettingsModel:
     """``changes``: the attributes sent (``site-admin-group-scim-id`` may be None: unlink).
     Everything is checked before anything is written."""
     item = store.load_settings()
+    before = _settings_values(item)
     enabled = changes.get("enabled")
     paused = changes.get("paused")
     enabled_after = item.enabled if enabled is None else enabled
@@ -96,10 +136,12 @@ def update_settings(changes: dict[str, Any]) -> ScimSettingsModel:
     if group_changed:
         for user in store.all_users():
             sync.site_admin_flag(user, item)
+    changed = trail.changed(before, _settings_values(item))
+    trail.record(change_event(principal, "setting", SETTINGS_AREA, "updated", {"changed": changed}))
     return item
 
 
-def disable() -> ScimSettingsModel:
+def disable(principal: Principal) -> ScimSettingsModel:
     """Turn provisioning off (idempotent). As TFE (pausing keeps SCIM's data, disabling does
     not): SCIM tokens, groups (their teams are unlinked and keep their members, the
     site-admin group is forgotten and the flags it gave are taken back) and SCIM users go;
@@ -107,6 +149,7 @@ def disable() -> ScimSettingsModel:
     users = store.all_users()
     sync.take_back_grants(users)  # first: the last active site admin's is a 422
     item = store.load_settings()
+    before = _settings_values(item)
     item.enabled, item.paused, item.site_admin_group_id = False, False, None
     store.save_versioned(item)
     for user in users:
@@ -116,8 +159,15 @@ def disable() -> ScimSettingsModel:
             mapping.delete()
             teams_service.set_team_scim_link(mapping.team_id, None)
         group.delete()
-    for token in store.all_tokens():
+    tokens = store.all_tokens()
+    for token in tokens:
         token.delete()
+    meta = {
+        "changed": trail.changed(before, _settings_values(item)),
+        "scim-users-deleted": len(users),
+        "scim-tokens-deleted": len(tokens),
+    }
+    trail.record(change_event(principal, "setting", SETTINGS_AREA, "deleted", meta))
     return item
 
 
@@ -152,7 +202,8 @@ def _admit(request: Any) -> None:
     before the token is read)."""
     if get_settings().hosted:
         raise not_found("SCIM is served by the self-hosted edition only")
-    _authenticate(request.headers.get("authorization"))
+    # Kept on the request: the actor of the changes the request makes (``actor``).
+    request.scim_token = _authenticate(request.headers.get("authorization"))
 
 
 # What every ``/scim/v2`` route declares (``scim.routes.scim_route``): the route wrapper admits
@@ -165,8 +216,14 @@ Scim = Access(
 )
 
 
+def actor(token: TokenModel) -> Principal:
+    """The SCIM token as the actor of an audit event (``accessor_id``: its id; described as
+    a SCIM token). Not a caller of anything else: no route admits it but ``/scim/v2``."""
+    return Principal("organization", token.id, token.id)
+
+
 def create_token(
-    description: str | None, expired_at: datetime | None, created_by: str
+    principal: Principal, description: str | None, expired_at: datetime | None
 ) -> tuple[TokenModel, str]:
     moment = now()
     if expired_at is None:
@@ -185,11 +242,13 @@ def create_token(
         kind=store.TOKEN_KIND,
         owner_id=store.TOKEN_OWNER,
         description=description,
-        created_by=created_by,
+        created_by=principal.id,
         created_at=moment,
         expired_at=expired_at,
     )
     token.save(condition=TokenModel.token_hash.does_not_exist())
+    meta = {"description": description, "expired-at": expired_at.isoformat()}
+    trail.record(change_event(principal, SCIM_TOKEN, token.id, "created", meta))
     return token, secret
 
 
@@ -204,5 +263,8 @@ def get_token(token_id: str) -> TokenModel:
     return token
 
 
-def delete_token(token_id: str) -> None:
-    get_token(token_id).delete()
+def delete_token(principal: Principal, token_id: str) -> None:
+    token = get_token(token_id)
+    token.delete()
+    meta = {"description": token.description}
+    trail.record(change_event(principal, SCIM_TOKEN, token.id, "deleted", meta))

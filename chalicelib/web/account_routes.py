@@ -161,7 +161,7 @@ def second_step(ctx: WebCtx) -> Response:
         return ctx.render("two_factor_step.html", 401, error=WRONG_CODE)
     if not session.take_second_step(step):
         return _expired_step(ctx)
-    _, secret = session.start_for_user(user.id)
+    _, secret = session.start_for_user(user.id, method=signin.PASSWORD, meta={"two-factor": True})
     answer = open_session(ctx, step.next, secret)
     return add_cookie(answer, session.clear_cookie(session.STEP_COOKIE))
 

@@ -23,6 +23,7 @@ from urllib.parse import quote, unquote, urlencode
 
 from chalice import Blueprint, Response
 
+from chalicelib.accounts import signin
 from chalicelib.accounts.users import service as users_service
 from chalicelib.core.api.access import Public
 from chalicelib.core.api.errors import ApiError
@@ -202,5 +203,7 @@ def token(ctx: Ctx) -> Response:
         basic = _basic_client_id(ctx.request.headers.get("authorization"))
         secret = oauth.exchange(form, basic)
     except oauth.OAuthError as refused:
+        meta = {**oauth.TERRAFORM_LOGIN, "error": refused.error}
+        signin.record_refused("", None, signin.TOKEN, meta=meta)
         return _json(refused.status, refused.to_dict())
     return _json(200, {"access_token": secret, "token_type": "bearer"})

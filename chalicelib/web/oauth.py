@@ -41,9 +41,11 @@ from urllib.parse import urlencode
 
 from pynamodb.exceptions import PynamoDBException, UpdateError
 
+from chalicelib.accounts import signin
 from chalicelib.accounts.tokens import service as tokens_service
 from chalicelib.core.api.errors import NotFound
-from chalicelib.core.auth import Principal, hash_token
+from chalicelib.core.audit.events import Event
+from chalicelib.core.auth import Principal, TokenModel, hash_token
 from chalicelib.core.data import db
 from chalicelib.core.data.ids import now
 from chalicelib.web import store
@@ -52,6 +54,8 @@ from chalicelib.web.store import LoginCodeModel
 log = logging.getLogger("registry.web")
 
 CLIENT_ID = "terraform-cli"
+# What a terraform login's sign-in event (and a refused one's) says of its client.
+TERRAFORM_LOGIN = {"client": "terraform-login"}
 AUTHZ_PATH = "/app/oauth/authorize"
 TOKEN_PATH = "/oauth/token"
 PORTS = (10000, 10010)
@@ -255,9 +259,16 @@ def exchange(form: Mapping[str, str], basic_client_id: str | None = None) -> str
     if not pkce_matches(verifier, item.code_challenge):
         raise OAuthError("invalid_grant", "code_verifier does not match the code_challenge")
     owner = Principal(kind="user", id=item.user_id, token_id=item.approved_with)
+
+    def signed_in(token: TokenModel) -> Event:
+        """The token is the sign-in's outcome: one event, the sign-in, naming it."""
+        who = Principal(kind="user", id=item.user_id, token_id=token.id)
+        meta = {**TERRAFORM_LOGIN, "token-id": token.id}
+        return signin.sign_in_event(who, signin.SIGNED_IN, signin.TOKEN, meta)
+
     try:
         token, secret = tokens_service.create_user_token(
-            owner, item.user_id, token_description(), None
+            owner, item.user_id, token_description(), None, recorded_as=signed_in
         )
     except NotFound:
         raise OAuthError("invalid_grant", "the user who approved no longer exists") from None

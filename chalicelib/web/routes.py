@@ -79,8 +79,9 @@ def sign_in(ctx: WebCtx) -> Response:
     if not session.check_csrf(ctx.request, form.get(session.CSRF_FIELD)):
         return csrf_refused(ctx.request)
     try:
-        _, secret = session.start(form.get("token") or "")
+        _, secret = session.start(form.get("token") or "", meta={"client": "web"})
     except Unauthorized as refused:
+        signin.record_refused("", None, signin.TOKEN, meta={"client": "web"})
         return ctx.render("sign_in.html", 401, next=target, error=refused.detail)
     return open_session(ctx, target, secret)
 
@@ -131,7 +132,7 @@ def sign_in_with_password(ctx: WebCtx) -> Response:
         step = session.start_second_step(user.id, target)
         cookie = session.set_cookie(session.STEP_COOKIE, step, session.STEP_SECONDS)
         return redirect("/app/sign-in/two-factor", cookies=[cookie])
-    _, secret = session.start_for_user(user.id)
+    _, secret = session.start_for_user(user.id, method=signin.PASSWORD)
     return open_session(ctx, target, secret)
 
 
@@ -294,7 +295,8 @@ def accept_invitation(ctx: WebCtx, token: str) -> Response:
     target = f"/app/{found.item.organization}/registry/modules"
     if found.user is not None:  # accepted in the invited user's own session
         return redirect(target)
-    _, secret = session.start_for_user(user.id)  # the new person's new account
+    # the new person's new account
+    _, secret = session.start_for_user(user.id, method="invitation")
     return open_session(ctx, target, secret)
 
 

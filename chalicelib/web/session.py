@@ -19,6 +19,11 @@ How it works (for other pages of the UI, e.g. ``terraform login``'s authorize pa
   single logout started by the identity provider). A credential change ends the user's other
   sessions through the same tokens (``accounts.tokens.service.end_sessions``, called by the
   accounts services that change a password or two-factor: accounts may not import web).
+* Every sign-in records its audit event (``signed-in``, with its method: ``password``,
+  ``sso``, ``token``: ``accounts.signin.sign_in_event``) in the session's own transaction,
+  and every sign-out (``signed-out``) in the transaction that deletes the session. A
+  session whose token was revoked meanwhile ended already: deleting its item is no one's
+  change.
 * Two-factor sign-in: after the password, ``start_second_step`` stores a short-lived item
   (``store.SecondStepModel``) bound to a random secret in the cookie ``STEP_COOKIE``;
   ``take_second_step`` deletes it (once: a conditional delete) when the code is right.
@@ -49,9 +54,13 @@ from http.cookies import CookieError, SimpleCookie
 from typing import Any
 
 from pynamodb.exceptions import DeleteError
+from pynamodb.transactions import TransactWrite
 
+from chalicelib.accounts import signin
 from chalicelib.accounts.tokens.service import SESSION_TOKEN
+from chalicelib.core import observe
 from chalicelib.core.api.errors import Unauthorized
+from chalicelib.core.audit import trail
 from chalicelib.core.auth import (
     Principal,
     TokenModel,
@@ -59,6 +68,7 @@ from chalicelib.core.auth import (
     hash_token,
     mint_token,
     principal_for_hash,
+    verified,
 )
 from chalicelib.core.data import db
 from chalicelib.core.data.ids import now
@@ -96,39 +106,55 @@ def clear_cookie(name: str) -> str:
 
 
 def start(
-    token: str, seconds: int = SESSION_SECONDS, *, minted: bool = False
+    token: str,
+    seconds: int = SESSION_SECONDS,
+    *,
+    minted: bool = False,
+    method: str = signin.TOKEN,
+    meta: dict[str, Any] | None = None,
 ) -> tuple[Principal, str]:
     """Open a session for a pasted token: (its principal, the cookie value). A token the API
     would refuse raises ``Unauthorized``; organization tokens cannot sign in (as in TFE).
-    ``minted``: the token was made for this session, and ends with it."""
+    ``minted``: the token was made for this session, and ends with it. The sign-in's event
+    (``method``, ``meta``) is written with the session."""
     token = token.strip()
     principal = authenticate(f"Bearer {token}")
     if principal.kind == "organization":
         raise Unauthorized("sign in with a user or team token, not an organization token")
     secret = secrets.token_urlsafe(_SECRET_BYTES)
     moment = now()
-    store.WebSessionModel(
+    item = store.WebSessionModel(
         hash_token(secret),
         token_hash=hash_token(token),
         csrf=secrets.token_urlsafe(_SECRET_BYTES),
         created_at=moment,
         expires=moment + timedelta(seconds=seconds),
         minted=minted or None,
-    ).save(condition=store.WebSessionModel.session_hash.does_not_exist())
+    )
+    event = signin.sign_in_event(principal, signin.SIGNED_IN, method, meta)
+    with TransactWrite(connection=db.connection()) as tx:
+        tx.save(item, condition=store.WebSessionModel.session_hash.does_not_exist())
+        trail.record_in(tx, event)
     return principal, secret
 
 
-def start_for_user(user_id: str, seconds: int = SESSION_SECONDS) -> tuple[Principal, str]:
-    """Open a session for a user who proved who they are another way (a password, an
-    invitation link, SAML: which sets its own ``seconds``): a user token of their own,
-    expiring with the session, opens it."""
+def start_for_user(
+    user_id: str,
+    seconds: int = SESSION_SECONDS,
+    *,
+    method: str,
+    meta: dict[str, Any] | None = None,
+) -> tuple[Principal, str]:
+    """Open a session for a user who proved who they are another way (``method``: a
+    password, an invitation link, SAML: which sets its own ``seconds``): a user token of
+    their own, expiring with the session, opens it."""
     _, token = mint_token(
         "user",
         user_id,
         description=SESSION_TOKEN,
         expired_at=now() + timedelta(seconds=seconds),
     )
-    return start(token, seconds, minted=True)
+    return start(token, seconds, minted=True, method=method, meta=meta)
 
 
 def _session(request: Any) -> store.WebSessionModel | None:
@@ -161,15 +187,27 @@ def end(request: Any) -> None:
     for it (a pasted token is the caller's own and stays)."""
     item = _session(request)
     if item is not None:
-        _delete(item)
+        _delete(item, signed_in(request), "browser")
     request._web_session = None
     request._web_principal = None
 
 
-def _delete(item: store.WebSessionModel) -> None:
-    item.delete()
+def _delete(item: store.WebSessionModel, principal: Principal | None, method: str) -> None:
+    """Delete a session and its minted token with the sign-out's event (``principal``: the
+    session's, None when its token was revoked or expired: it ended then already)."""
+    if principal is None:
+        with observe.bookkeeping():
+            item.delete()
+            if item.minted:
+                TokenModel(item.token_hash).delete()
+        return
+    with TransactWrite(connection=db.connection()) as tx:
+        tx.delete(item)
+        if item.minted:
+            tx.delete(TokenModel(item.token_hash))
+        trail.record_in(tx, signin.sign_in_event(principal, signin.SIGNED_OUT, method))
     if item.minted:
-        TokenModel(item.token_hash).delete()
+        verified.forget(item.token_hash)  # as ``TokenModel.delete`` does: at once, here
 
 
 def end_session(session_hash: str) -> bool:
@@ -179,7 +217,7 @@ def end_session(session_hash: str) -> bool:
     item = store.get(session_hash)
     if item is None:
         return False
-    _delete(item)
+    _delete(item, principal_for_hash(item.token_hash), signin.SSO)
     return True
 
 
@@ -250,12 +288,13 @@ def start_second_step(user_id: str, target: str) -> str:
     """A password was right for a user with two-factor on: the value of ``STEP_COOKIE``
     that lets this browser, and only for ``STEP_SECONDS``, finish with a code."""
     secret = secrets.token_urlsafe(_SECRET_BYTES)
-    store.SecondStepModel(
-        "step:" + hash_token(secret),
-        user_id=user_id,
-        next=target,
-        expires=now() + timedelta(seconds=STEP_SECONDS),
-    ).save()
+    with observe.bookkeeping():  # one-time sign-in state: the sign-in is recorded, not this
+        store.SecondStepModel(
+            "step:" + hash_token(secret),
+            user_id=user_id,
+            next=target,
+            expires=now() + timedelta(seconds=STEP_SECONDS),
+        ).save()
     return secret
 
 

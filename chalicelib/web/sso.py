@@ -36,6 +36,7 @@ from collections.abc import Mapping
 
 from chalice import Blueprint, Response
 
+from chalicelib.accounts import signin
 from chalicelib.core.api.links import NoPublicAddress, link_base_url
 from chalicelib.core.api.openapi import Param, Reply
 from chalicelib.core.auth import hash_token
@@ -146,8 +147,9 @@ def assertion_consumer(ctx: WebCtx) -> Response:
             form.get("RelayState") or "",
         )
     except SamlRefused as refusal:
+        signin.record_refused("", None, signin.SSO, meta={"reason": refusal.message})
         return refused(ctx, refusal)
-    _, secret = session.start_for_user(signed.user_id, signed.session_seconds)
+    _, secret = session.start_for_user(signed.user_id, signed.session_seconds, method=signin.SSO)
     session.end(ctx.request)
     target = safe_next(signed.return_to)
     posted = form.get("SAMLResponse") or ""

@@ -142,9 +142,7 @@ def _create_signing_key() -> WebKeyModel:
     sealed = secrets.seal(key, purpose=SIGNING_KEY_PURPOSE)
     item = WebKeyModel(SIGNING_KEY_ID, sealed=json.dumps(sealed), created_at=now())
     try:
-        # The site's own key, made once by the first page that needs it: no one's change
-        # (no audit event).
-        with observe.bookkeeping():
+        with observe.bookkeeping():  # the server's own key, made on first use: no one's change
             item.save(condition=WebKeyModel.session_hash.does_not_exist())
     except PutError as failed:  # another instance created it first: use theirs
         if not db.conditional_failure(failed):

@@ -5,6 +5,7 @@ it holds), the pre-sign-in CSRF token and ``next`` as the token form has them.""
 
 from __future__ import annotations
 
+import json
 import logging
 from types import SimpleNamespace
 
@@ -22,6 +23,7 @@ from tests.accounts.helpers import (
     items,
     make_user,
 )
+from tests.admin.helpers import events_of
 from tests.conftest import ADMIN_TOKEN, Api
 from tests.support.web_browser import Browser
 
@@ -82,7 +84,15 @@ def test_every_refusal_is_the_same_page_and_writes_only_the_counters(
     assert WRONG in refused.text and 'value="' + login + '"' in refused.text
     assert "suspended" not in refused.text and password not in refused.text
     assert not any(c.startswith("tfe_registry_session=") for c in browser.last_set_cookies)
-    assert items() == before  # no session, no token, nothing but the failure counters
+    assert items() == before  # no session, no token: the failure counters and its event
+    [event] = events_of("sign-in-failed")
+    assert event["resource"]["meta"] == {
+        "method": "password",
+        "username": login,
+        "outcome": "failed",
+    }
+    assert event["resource"]["id"] == ("" if "unknown" in case else user_id)
+    assert password not in json.dumps(event)
     assert sorted(counters().values()) == [1, 1]  # this address, this account
     assert password not in caplog.text and f"{login}:{password}" not in caplog.text
     assert browser.get("/app/organizations").headers["Location"].startswith("/app/sign-in")

@@ -941,7 +941,7 @@ def test_the_scheduled_function_rotates_when_due(api: Api) -> None:
     [first] = kids(api)
     item = store.load("oidc")
     item.values = {**item.values, "next-rotation-at": "2000-01-01T00:00:00.000Z"}
-    store.save(item)
+    store.save(item, store.settings_event(None, "oidc", ["next-rotation-at"]))
     event = api.client.events.generate_cw_event(
         source="aws.events", detail_type="Scheduled Event", detail={}, resources=[]
     )

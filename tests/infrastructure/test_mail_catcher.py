@@ -87,7 +87,7 @@ def test_settings_saved_before_the_catcher_kept_a_record_are_an_operators(
     aws: None, catcher: tuple[MailCatcher, list[str]], tmp_path: Path
 ) -> None:
     running, _ = catcher
-    service.update_smtp({"enabled": False, "host": "smtp.example.com", "port": 587})
+    service.update_smtp(None, {"enabled": False, "host": "smtp.example.com", "port": 587})
     said = adopt_smtp_settings(running, tmp_path)  # no record in this data dir
     assert said.startswith("  mail: not sent (SMTP is switched off in the settings")
     assert service.smtp().values["host"] == "smtp.example.com"

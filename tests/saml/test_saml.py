@@ -526,3 +526,37 @@ def test_the_owners_team_follows_groups_only_by_its_sso_team_id(saml: Api) -> No
     TeamModel(owners.id).update(actions=[TeamModel.sso_team_id.set("grp-owners")])
     assert post(Browser(saml.client), Claims(groups=["grp-owners"]).posted()).status_code == 303
     assert jane.id in (teams_service.find_team(owners.id).user_ids or set())
+
+
+# ----- the audit trail ------------------------------------------------------------------------
+
+
+def test_an_sso_sign_in_its_account_and_a_refused_one_are_recorded(saml: Api) -> None:
+    from tests.admin.helpers import events_of, trail_events
+
+    posted = Claims().posted()
+    before = len(trail_events())
+    assert post(Browser(saml.client), posted).status_code == 303
+    made, signed_in = trail_events()[before:]  # the account at the first sign-in, then it
+    from chalicelib.accounts.users import service as users_service
+
+    jane = users_service.find_user_by_name("jane")
+    assert jane is not None
+    assert made["resource"] == {
+        "id": jane.id,
+        "type": "user",
+        "action": "created",
+        "meta": {"username": "jane", "via": "sso", "outcome": "succeeded"},
+    }
+    assert made["auth"]["type"] == "System"  # on the identity provider's word
+    assert signed_in["resource"]["action"] == "signed-in"
+    assert signed_in["resource"]["meta"] == {"method": "sso", "outcome": "succeeded"}
+    assert signed_in["auth"]["accessor_id"] == jane.id
+
+    before = len(trail_events())
+    assert post(Browser(saml.client), posted).status_code == 403  # replayed
+    assert len(trail_events()) == before + 1
+    [refused] = events_of("sign-in-failed")
+    assert refused["resource"]["meta"]["method"] == "sso"
+    assert refused["resource"]["meta"]["outcome"] == "failed"
+    assert posted not in str(refused)

@@ -217,7 +217,7 @@ def test_someone_elses_token_cannot_be_seen_or_revoked(org: Api) -> None:
 def test_terraform_login_tokens_are_marked_and_browser_sessions_not_listed(org: Api) -> None:
     user_id, token = person(org, "jane")
     mint_token("user", user_id, description=token_description())
-    _, cookie = session.start_for_user(user_id)  # a password sign-in's session
+    _, cookie = session.start_for_user(user_id, method="password")  # a password sign-in
     browser = Browser(org.client)
     browser.cookies[session.COOKIE_NAME] = cookie
     page = browser.get("/app/account")

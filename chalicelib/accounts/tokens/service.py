@@ -9,6 +9,7 @@ that writes it.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
@@ -223,10 +224,15 @@ def years_later(moment: datetime, years: int) -> datetime:
 
 
 def create_user_token(
-    principal: Principal, user_id: str, description: str | None, expired_at: datetime | None
+    principal: Principal,
+    user_id: str,
+    description: str | None,
+    expired_at: datetime | None,
+    recorded_as: Callable[[TokenModel], events.Event] | None = None,
 ) -> tuple[TokenModel, str]:
     """A token of the user's own. Without ``expired_at`` it expires
-    ``USER_TOKEN_DEFAULT_YEARS`` years from now."""
+    ``USER_TOKEN_DEFAULT_YEARS`` years from now. Its event is ``created``, or
+    ``recorded_as(token)`` where the token is the outcome of another change (a sign-in)."""
     user = _own_user(principal, user_id)
     if expired_at is None:
         expired_at = years_later(now(), USER_TOKEN_DEFAULT_YEARS)
@@ -235,7 +241,8 @@ def create_user_token(
     )
     if user.suspended:  # a site admin minting for a suspended user: refused until unsuspended
         token.suspended = True
-    store.insert_token(token, token_event(principal, token, "created"))
+    event = recorded_as(token) if recorded_as else token_event(principal, token, "created")
+    store.insert_token(token, event)
     return token, secret
 
 

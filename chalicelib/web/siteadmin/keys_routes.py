@@ -66,7 +66,7 @@ def scim_save(ctx: WebCtx, _admin: Any, form: dict[str, str]) -> Response:
 
     sent = {name: form.get(name) == "on" for name in ("enabled", "paused", "link-existing-users")}
     try:
-        scim.update_settings(validated(schemas.ScimSettings, sent))
+        scim.update_settings(_admin, validated(schemas.ScimSettings, sent))
     except Unprocessable as refused:
         return _scim_page(ctx, 422, error=refused.detail)
     return redirect(SCIM + "?saved=settings")
@@ -86,9 +86,7 @@ def scim_token_create(ctx: WebCtx, admin: Principal, form: dict[str, str]) -> Re
                 raise Unprocessable("expired-at: the expiry must be a whole number of days")
             attributes["expired-at"] = iso(now() + timedelta(days=int(days)))
         given = validated(schemas.ScimTokenCreate, attributes)
-        token, secret = scim.create_token(
-            given.get("description"), given.get("expired-at"), admin.id
-        )
+        token, secret = scim.create_token(admin, given.get("description"), given.get("expired-at"))
     except Unprocessable as refused:
         return _scim_page(ctx, 422, token_error=refused.detail)
     return _scim_page(ctx, 201, new_token=token, new_secret=secret)
@@ -99,7 +97,7 @@ def scim_token_revoke(ctx: WebCtx, _admin: Any, form: dict[str, str], token_id: 
     """Revoke a SCIM token: the identity provider's requests with it stop working."""
     from chalicelib.scim import service as scim  # the SCIM pages' own, not the cold start's
 
-    scim.delete_token(token_id)
+    scim.delete_token(_admin, token_id)
     return redirect(SCIM + "?saved=revoked")
 
 
@@ -121,12 +119,12 @@ def oidc_keys(ctx: WebCtx) -> Response:
 @admin_post(bp, OIDC + "/rotate")
 def oidc_rotate(ctx: WebCtx, _admin: Any, form: dict[str, str]) -> Response:
     """A new signing key now (the old ones stay published until trimmed)."""
-    oidc.rotate()
+    oidc.rotate(_admin)
     return redirect(OIDC + "?saved=rotated")
 
 
 @admin_post(bp, OIDC + "/trim")
 def oidc_trim(ctx: WebCtx, _admin: Any, form: dict[str, str]) -> Response:
     """Keep only the newest signing key."""
-    oidc.trim()
+    oidc.trim(_admin)
     return redirect(OIDC + "?saved=trimmed")

@@ -189,7 +189,7 @@ def user_action(
     about = _action(action)
     user = users_service.get_user(user_id)
     try:
-        about["do"](user.id)
+        about["do"](_admin, user.id)
     except Unprocessable as refused:
         return _confirm(ctx, user, action, 422, refused.detail)
     name = quote(user.username)
@@ -258,8 +258,8 @@ def module_sharing(ctx: WebCtx, _admin: Any, form: dict[str, str], name: str) ->
             type_="organizations",
             max_items=MAX_MODULE_CONSUMERS,
         )
-        people.set_module_consumers(name, data)
+        people.set_module_consumers(_admin, name, data)
     except Unprocessable as refused:
         return _organization_page(ctx, name, 422, error=refused.detail, sent=" ".join(unique))
-    people.update_organization(name, sharing)
+    people.update_organization(_admin, name, sharing)
     return redirect(f"{ORGANIZATIONS}/{quote(name)}?saved=1")

@@ -48,7 +48,7 @@ class Area:
     fields: tuple[Field, ...]
     shown: Callable[[WebCtx], dict[str, Any]]  # what the API shows
     sealed: Callable[[], set[str]]  # the secret fields that hold a value
-    save: Callable[[dict[str, Any]], Any]
+    save: Callable[[Any, dict[str, Any]], Any]  # (the site admin, the changes)
     button: str  # the save button's label
 
 
@@ -302,7 +302,7 @@ def settings_save(ctx: WebCtx, _admin: Any, form: dict[str, str], area: str) -> 
     found = _area(area)
     sent = form_attributes(found.fields, form)
     try:
-        found.save(validated(getattr(schemas, found.model), dict(sent)))
+        found.save(_admin, validated(getattr(schemas, found.model), dict(sent)))
     except ApiError as refused:
         return _form(ctx, found, _status(refused), sent, error=refused.detail)
     return redirect(f"{SETTINGS}/{found.slug}?saved=1")
@@ -347,5 +347,5 @@ def sms_test_message(ctx: WebCtx, _admin: Any, form: dict[str, str]) -> Response
 @admin_post(bp, SETTINGS + "/saml/revoke-old-certificate")
 def saml_revoke_old_certificate(ctx: WebCtx, _admin: Any, form: dict[str, str]) -> Response:
     """Forget the IdP certificate a newer one replaced."""
-    service.revoke_old_idp_certificate()
+    service.revoke_old_idp_certificate(_admin)
     return redirect(f"{SETTINGS}/saml?saved=1")
