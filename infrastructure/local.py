@@ -50,6 +50,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from infrastructure import moto_transactions
+
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_DATA_DIR = ROOT / ".data"
 # Where the local stack exports the audit trail (the local S3 and CloudWatch Logs).
@@ -198,6 +200,9 @@ def make_moto_dynamodb_atomic() -> None:
             return original(self)
 
     DynamoHandler.call_action = call_action  # type: ignore[method-assign]  # serialised
+    # A transaction's undo copy holds what it touches, not whole tables (every change is a
+    # transaction with its audit event: whole-table copies made each cost the table's size).
+    moto_transactions.install()
 
 
 def handle_ingest(body: str, receives: int) -> None:

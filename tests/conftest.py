@@ -217,8 +217,10 @@ def aws_resources() -> Iterator[Provisioned]:
     """Tables, bucket, queues and KMS key created once per session (creating the tables is
     most of a test's setup); moto's mock is switched on only while a test uses ``aws``."""
     from chalicelib.core.data.aws import client
+    from infrastructure import moto_transactions
     from infrastructure.resources import provision
 
+    moto_transactions.install()  # a transaction's undo copy costs what it touches
     mock = mock_aws()
     mock.start()
     reset_clients()
