@@ -86,9 +86,13 @@ def test_every_refusal_is_the_same_page_and_writes_only_the_counters(
     assert not any(c.startswith("tfe_registry_session=") for c in browser.last_set_cookies)
     assert items() == before  # no session, no token: the failure counters and its event
     [event] = events_of("sign-in-failed")
+    # The user the login named; a login naming no one only as a fingerprint (never as typed).
+    named = "Jane" if login == "jane" else event["resource"]["meta"]["username"]
+    assert login not in json.dumps(event) or login == "jane"
+    assert named == "Jane" or named.startswith("unknown login ")
     assert event["resource"]["meta"] == {
         "method": "password",
-        "username": login,
+        "username": named,
         "outcome": "failed",
     }
     assert event["resource"]["id"] == ("" if "unknown" in case else user_id)

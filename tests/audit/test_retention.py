@@ -36,7 +36,7 @@ def _set(days: int) -> None:
     from chalicelib.admin import service
     from chalicelib.admin.store import forget_cached_settings
 
-    service.update_general({"audit-retention-days": days})
+    service.update_general(None, {"audit-retention-days": days})  # type: ignore[arg-type]
     forget_cached_settings()
 
 

@@ -367,4 +367,5 @@ def test_each_table_has_a_throttle_alarm_and_each_function_an_errors_alarm(templ
         assert watched(alarm) == [
             ("AWS/Lambda", "Errors", {"FunctionName": {"Ref": function.logical_id}})
         ]
-    assert len(found) == 3 + len(tables) + len(ALL_FUNCTIONS)  # 2 dead-letter queues, 5xx
+    # the dead-letter queues of ingest, scans and the audit export, and the 5xx alarm
+    assert len(found) == 4 + len(tables) + len(ALL_FUNCTIONS)

@@ -61,7 +61,8 @@ def test_an_owner_reads_and_filters_the_organizations_trail(page: Page) -> None:
     table = page.locator(".audit-table")
     expect(table).to_contain_text("registry-policy")
     expect(table).to_contain_text("updated")
-    expect(table.get_by_role("link", name=ORG)).to_have_attribute("href", f"/app/{ORG}/settings")
+    policy = table.locator("tr", has_text="registry-policy")  # beside its creation's events
+    expect(policy.get_by_role("link", name=ORG)).to_have_attribute("href", f"/app/{ORG}/settings")
     check_page(page)
     screenshots(page, "audit-trail", "#trail-filters")
 

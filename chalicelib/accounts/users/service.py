@@ -201,7 +201,8 @@ def set_site_auditor(principal: Principal, user_id: str, flag: bool) -> UserMode
         action="auditor-granted" if flag else "auditor-revoked",
         meta={"username": user.username},
     )
-    if not store.set_site_auditor(user.id, flag, event):
+    flagged = store.UserModel.is_site_auditor
+    if not store.change_user(user, [flagged.set(True) if flag else flagged.remove()], None, event):
         raise NotFound(f"user {user_id} not found")
     return get_user(user.id)
 

@@ -377,27 +377,6 @@ def user_id_of_name(username: str) -> str | None:
         return None
 
 
-def set_site_auditor(user_id: str, flag: bool, event: Event) -> bool:
-    """Set (or clear) an existing user's site-auditor flag, in one transaction with
-    ``event``; False when there is no such user (nothing written)."""
-    flagged = UserModel.is_site_auditor
-    try:
-        with TransactWrite(connection=db.connection()) as tx:
-            tx.update(
-                UserModel(user_id),
-                actions=[flagged.set(True) if flag else flagged.remove()],
-                condition=UserModel.id.exists(),
-            )
-            trail.record_in(tx, event)
-    except TransactWriteError as exc:
-        if db.cancellation_codes(exc)[:1] == [db.TRANSACTION_CONDITION_FAILED]:
-            return False
-        raise
-    finally:
-        _users.forget(user_id)
-    return True
-
-
 def read_user(user_id: str, *, consistent: bool = False) -> UserModel | None:
     """The user of that id (None: none). The caller checks ``is_user_key`` first where the
     id comes from a request."""

@@ -8,7 +8,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from chalicelib.modules.audit import history
-from chalicelib.modules.store import ModuleVersionModel
 from chalicelib.web.audit.rows import Row, row
 
 
@@ -18,7 +17,7 @@ class History:
     complete: bool  # False: the trail was too busy to read it all here
 
 
-def version_history(version: ModuleVersionModel) -> History:
+def version_history(version: history.ModuleVersionModel) -> History:
     """The events of ``version`` (one the caller has read), oldest first."""
     found, complete = history.documents(version)
     return History([row(d, version.organization) for d in found], complete)

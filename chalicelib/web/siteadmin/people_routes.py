@@ -243,7 +243,7 @@ def organization(ctx: WebCtx, name: str) -> Response:
 def module_sharing(ctx: WebCtx, _admin: Any, form: dict[str, str], name: str) -> Response:
     """Global module sharing and the consumer organizations (names, one list replacing the
     previous one; an empty list stops sharing with anyone in particular)."""
-    people.get_organization(name)
+    org = people.get_organization(name)
     names = [n for n in re.split(r"[\s,]+", form.get("consumers", "")) if n]
     unique = list(dict.fromkeys(names))
     from chalicelib.admin.schemas import AdminOrganization  # with the first form posted
@@ -261,5 +261,6 @@ def module_sharing(ctx: WebCtx, _admin: Any, form: dict[str, str], name: str) ->
         people.set_module_consumers(_admin, name, data)
     except Unprocessable as refused:
         return _organization_page(ctx, name, 422, error=refused.detail, sent=" ".join(unique))
-    people.update_organization(_admin, name, sharing)
+    if bool(sharing.get("global-module-sharing")) != bool(org.global_module_sharing):
+        people.update_organization(_admin, name, sharing)  # a second change: its own event
     return redirect(f"{ORGANIZATIONS}/{quote(name)}?saved=1")
