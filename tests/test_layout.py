@@ -54,6 +54,10 @@ LAYERS: dict[str, set[str]] = {
     # The private provider registry: beside modules, on the same artifacts plumbing.
     "providers": {"core", "artifacts", "accounts", "trust"},
     "meta": {"core"},
+    # Notifications: what the audit trail recorded, told to an organization's destinations
+    # and to the consumers of a deprecated version (their teams' members through accounts,
+    # mail through admin, the downloads through modules).
+    "notifications": {"core", "accounts", "admin", "audit", "modules", "providers"},
     # SCIM provisioning drives users, teams and the site-admin flag through accounts, and
     # reads the SAML settings (SCIM needs SAML) through admin.
     "scim": {"core", "accounts", "admin"},
@@ -76,6 +80,7 @@ LAYERS: dict[str, set[str]] = {
         "saml",
         "scim",
         "trust",
+        "notifications",
     },
     "lifecycle": {
         "core",
@@ -90,6 +95,7 @@ LAYERS: dict[str, set[str]] = {
         # Deleting an organization deletes its providers and GPG keys, and its policy.
         "providers",
         "trust",
+        "notifications",
     },
     "entry": {
         "core",
@@ -109,10 +115,11 @@ LAYERS: dict[str, set[str]] = {
         "saml",
         "trust",
         "audit",
+        "notifications",
     },
 }
 DOMAINS = {"accounts", "admin", "projects", "workspaces", "vcs", "tags", "modules", "meta", "web"}
-DOMAINS |= {"scim", "saml", "providers", "trust", "audit"}
+DOMAINS |= {"scim", "saml", "providers", "trust", "audit", "notifications"}
 MODULE_SUB_ROOMS = ("chalicelib.modules.protocol", "chalicelib.modules.ingest")
 MODULE_SUB_ROOMS += ("chalicelib.modules.publishing", "chalicelib.modules.nocode")
 MODULE_SUB_ROOMS += ("chalicelib.modules.downloads", "chalicelib.modules.scanning")

@@ -35,7 +35,7 @@ from chalicelib.artifacts.statuses import VersionStatus
 from chalicelib.core.data import db, lists
 from chalicelib.core.tagbindings import TagBindingsAttribute
 from chalicelib.modules import keys
-from chalicelib.modules.statuses import ModuleStatus, latest_servable
+from chalicelib.modules.statuses import ModuleStatus, is_deprecated, is_revoked, latest_servable
 
 log = logging.getLogger("registry.store")
 
@@ -112,6 +112,55 @@ class ModuleList(GlobalSecondaryIndex):
 
     organization = UnicodeAttribute(hash_key=True)
     key = UnicodeAttribute(range_key=True)
+
+
+class VersionsByDeprecation(GlobalSecondaryIndex):
+    """Sparse: an organization's deprecated versions (revoked ones too), most urgent first,
+    for the organization's upgrade campaigns (``deprecated_versions``). Written with the
+    version's lifecycle (``writes.record_version_lifecycle``): ``deprecated_in`` is the
+    organization while the version is deprecated, removed when it is undeprecated;
+    ``deprecation_order`` is ``deprecation_order(deprecation, revocation)``."""
+
+    class Meta:
+        index_name = "by-deprecation"
+        projection = AllProjection()
+
+    deprecated_in = UnicodeAttribute(hash_key=True)
+    deprecation_order = UnicodeAttribute(range_key=True)
+
+
+class VersionsByDeadline(GlobalSecondaryIndex):
+    """Sparse: the versions whose deprecation deadline (``revoke-at``) the scheduled sweep
+    must look at, by when (``due_at``, ISO UTC: a notice 7 days and 1 day before, then the
+    revocation itself). ``due`` is always ``DUE`` (one partition: deadlines are few, and
+    the sweep reads only what is due). Removed once the version is revoked, undeprecated or
+    its deadline removed."""
+
+    class Meta:
+        index_name = "by-deadline"
+        projection = AllProjection()
+
+    due = UnicodeAttribute(hash_key=True)
+    due_at = UnicodeAttribute(range_key=True)
+
+
+DUE = "due"
+
+
+def deprecation_order(
+    deprecation: dict[str, Any] | None, revocation: dict[str, Any] | None
+) -> str | None:
+    """Where a version sorts among its organization's deprecations (None: it is not
+    deprecated): revoked first (``0#``), then by deadline, soonest first (``1#<revoke-at>``),
+    then those without one (``2#<deprecation id>``)."""
+    if not is_deprecated(deprecation):
+        return None
+    assert deprecation is not None
+    if is_revoked(revocation):
+        return "0#"
+    if deprecation.get("revoke-at"):
+        return f"1#{deprecation['revoke-at']}"
+    return f"2#{deprecation.get('id', '')}"
 
 
 @db.register
@@ -233,6 +282,13 @@ class ModuleVersionModel(db.Model):
     # {"id", "deprecated-status", "reason"?, "link"?} and {"status", "message"?, "link"?}.
     deprecation = JSONAttribute(null=True)
     revocation = JSONAttribute(null=True)
+    # The sparse indexes of deprecations (``VersionsByDeprecation``, ``VersionsByDeadline``).
+    deprecated_in = UnicodeAttribute(null=True)
+    deprecation_order = UnicodeAttribute(null=True)
+    due = UnicodeAttribute(null=True)
+    due_at = UnicodeAttribute(null=True)
+    by_deprecation = VersionsByDeprecation()
+    by_deadline = VersionsByDeadline()
     # Its README's first paragraph (``chalicelib.modules.describe``), set when it is ingested
     # (None: ingested before descriptions were kept).
     description = UnicodeAttribute(null=True)
@@ -279,6 +335,19 @@ class ModuleVersionModel(db.Model):
 def module_by_id(module_id: str) -> ModuleModel | None:
     """The module with this id (one Query of the ``by-id`` index), None when there is none."""
     return next(iter(ModuleModel.by_id.query(module_id)), None)
+
+
+def deprecated_versions(
+    organization: str, limit: int, after: dict[str, Any] | None = None
+) -> tuple[list[ModuleVersionModel], dict[str, Any] | None]:
+    """A page of the organization's deprecated versions, most urgent first (``limit`` of
+    them: one Query of the sparse ``by-deprecation`` index), and where the next page starts
+    (None: the last page)."""
+    found = ModuleVersionModel.by_deprecation.query(
+        organization, limit=limit, last_evaluated_key=after
+    )
+    page = list(itertools.islice(found, limit))
+    return page, found.last_evaluated_key if len(page) == limit else None
 
 
 def module_by_webhook(webhook_id: str) -> ModuleModel | None:

@@ -34,6 +34,7 @@ from chalicelib.modules.store import (
     ModuleModel,
     ModuleVersionModel,
     count_module,
+    deprecation_order,
     protocol_entry,
     protocol_item,
     refresh_listing,
@@ -310,16 +311,20 @@ def record_version_lifecycle(
     unchanged since (``VersionChanged``: read it again and decide again), and the module still
     lists it (``ModuleGone``)."""
 
-    def assign(path: Any, value: dict[str, str] | None) -> Any:
+    def assign(path: Any, value: dict[str, str] | str | None) -> Any:
         return path.set(value) if value else path.remove()
 
     entry = ModuleModel.version_statuses[version.version]
+    order = deprecation_order(deprecation, revocation)
+    deprecated_in = version.organization if order else None
     _change_ok_entry(
         version,
         VersionStatus.OK,
         [
             assign(ModuleVersionModel.deprecation, deprecation),
             assign(ModuleVersionModel.revocation, revocation),
+            assign(ModuleVersionModel.deprecated_in, deprecated_in),
+            assign(ModuleVersionModel.deprecation_order, order),
         ],
         [assign(entry["deprecation"], deprecation), assign(entry["revocation"], revocation)],
         moment,
