@@ -195,3 +195,21 @@ def _deliver(config: SmtpConfig, message: EmailMessage) -> None:
         raise SmtpServerError(f"the SMTP server {where} refused the recipient") from None
     except (smtplib.SMTPException, ssl.SSLError, OSError) as exc:
         raise SmtpServerError(f"could not deliver through {where}: {type(exc).__name__}") from None
+
+
+def send_notice(recipients: list[str], subject: str, text: str) -> bool:
+    """Mail a notification (``chalicelib.notifications``) to each recipient, one message
+    each (no one sees the others' addresses): False when SMTP is not configured. A
+    delivery failure is the ApiError ``send_test_message`` describes, at the first
+    recipient that fails."""
+    config = configured()
+    if config is None:
+        return False
+    for recipient in recipients:
+        message = EmailMessage()
+        message["From"] = config.sender
+        message["To"] = recipient
+        message["Subject"] = subject
+        message.set_content(text)
+        _deliver(config, message)
+    return True
