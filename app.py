@@ -24,6 +24,7 @@ from chalicelib.modules.publishing.webhook_routes import bp as webhook_routes
 from chalicelib.modules.routes import bp as registry_routes
 from chalicelib.modules.scanning.evidence_routes import bp as evidence_routes
 from chalicelib.modules.scanning.routes import bp as scanning_routes
+from chalicelib.notifications.routes import bp as notification_routes
 from chalicelib.projects.routes import bp as project_routes
 from chalicelib.providers.gpg_routes import bp as gpg_key_routes
 from chalicelib.providers.mirror.routes import bp as mirror_routes
@@ -62,7 +63,7 @@ app = create_app(
     + [provider_routes, gpg_key_routes, provider_protocol_routes, mirror_routes]
     + [siteadmin_people_routes, siteadmin_settings_routes, siteadmin_keys_routes]
     + [policy_routes, signing_key_routes, evidence_routes, scanning_routes, audit_routes]
-    + [audit_pages],
+    + [audit_pages, notification_routes],
     Uses(mail=True, scim=True),
 )
 

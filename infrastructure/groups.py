@@ -121,6 +121,8 @@ ROUTE_GROUPS: tuple[Function, ...] = (
             **WORKSPACE_TABLES,
             **VCS_TABLES,
             "registry-policies": WRITE,
+            # Deleting an organization deletes its notification configurations.
+            "notification-configurations": WRITE,
             # The audit trail's API (chalicelib.audit.routes) reads it; every change records
             # its event (chalicelib.core.audit), never a delete.
             "audit-events": APPEND,
@@ -139,7 +141,12 @@ ROUTE_GROUPS: tuple[Function, ...] = (
             **NO_CODE_TABLES,
             **VCS_READ,
             "registry-policies": WRITE,
-            # The policy's changes, releases and lifecycle changes record their events.
+            # The organization's notification configurations (chalicelib.notifications.routes;
+            # their kept count is in list-counts); an email one's users are read to check
+            # they are members, and mailed on verify (the SMTP settings: settings, READ).
+            "notification-configurations": WRITE,
+            # The policy's changes, releases and lifecycle changes, and the notification
+            # configurations' changes, record their events.
             "audit-events": APPEND,
         },
         # GetObject: a version's parsed metadata (a no-code module's module-variables).

@@ -213,6 +213,20 @@ def resolve(where: Origin, destinations: Destinations) -> list[tuple[Any, ...]]:
     return found
 
 
+def check(url: str) -> None:
+    """Refused unless a fetch of ``url`` (its own origin) may reach it as things stand:
+    http(s) without credentials, every address its host resolves to public or allowed by
+    ``REGISTRY_OUTBOUND_ALLOW``. For a URL a person saves (a notification destination),
+    so a refused one is refused when it is saved; every fetch still checks again when it
+    connects (the name may resolve elsewhere later). A name that does not resolve now
+    passes: the fetch will judge what it resolves to then."""
+    where = origin(url)
+    try:
+        resolve(where, Destinations(own=frozenset({where})))
+    except Failed:
+        return
+
+
 def _refused(where: Origin, why: str) -> Refused:
     log.warning("outbound fetch of %s refused: %s", _described(where), why)
     return Refused(

@@ -6,8 +6,8 @@
   connections still exist (each job carries the host and the sealed token it needs), deletes
   its providers (versions, platforms, their files in S3) and GPG keys, then the connections,
   the workspaces (a tag goes with its last workspace), leftover tags, the projects, and last
-  the publishing policy, and last the organization's own teams, tokens and record, the record
-  with the deletion's audit event.
+  the publishing policy and the notification configurations, and last the organization's own
+  teams, tokens and record, the record with the deletion's audit event.
 
 Every step is idempotent, so a delete interrupted half-way can be repeated.
 """
@@ -38,6 +38,7 @@ def delete_organization(principal: Principal, name: str) -> None:
     from chalicelib.lifecycle.workspaces import destroy_workspace
     from chalicelib.modules import composed as registry
     from chalicelib.modules.nocode import service as nocode
+    from chalicelib.notifications import service as notifications
     from chalicelib.providers import service as providers
     from chalicelib.tags import service as tags
     from chalicelib.trust import policy
@@ -58,4 +59,5 @@ def delete_organization(principal: Principal, name: str) -> None:
     tags.delete_all_for_organization(name)  # leftovers of an interrupted delete
     projects.delete_all_for_organization(name)  # empty now: their workspaces are gone
     policy.delete_for_organization(name)
+    notifications.delete_all_for_organization(name)
     organizations_service.delete_organization_records(principal, name)

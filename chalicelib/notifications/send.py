@@ -5,7 +5,8 @@ token (``X-TFE-Notification-Signature``: the hex HMAC-SHA512 of the body under t
 as TFE signs), through ``core.outbound`` (the URL's own origin only, public addresses unless
 ``REGISTRY_OUTBOUND_ALLOW`` lists it, no redirect elsewhere, ``TIMEOUT`` seconds per network
 operation, the answer read up to ``MAX_ANSWER`` bytes). An ``email`` destination gets one
-mail per address (``admin.mail.send_notice``).
+mail per address (``admin.mail.send_notice``): its ``email-addresses`` and its ``users``
+who are still members of the organization (``recipients``).
 
 Every attempt is kept on the configuration (``delivery_responses``, newest first, the last
 ``store.MAX_DELIVERIES``), as TFE shows them: the URL, status code, the answer's first
@@ -89,26 +90,42 @@ def _post(configuration: NotificationConfigurationModel, notice: Notice) -> Deli
     return delivery
 
 
+def recipients(configuration: NotificationConfigurationModel) -> list[str]:
+    """Whom an ``email`` destination mails: its ``email-addresses`` and the addresses of its
+    ``users`` who are still members of the organization and not suspended, each address
+    once (in any case)."""
+    from chalicelib.accounts.users import service as users
+
+    members = users.members_among(
+        configuration.organization, [str(u) for u in configuration.email_user_ids or []]
+    )
+    addresses = [str(a) for a in configuration.email_addresses or []]
+    addresses += [u.email for u in members if u.email and not u.suspended]
+    once: dict[str, str] = {}
+    for address in addresses:
+        once.setdefault(address.strip().lower(), address.strip())
+    return list(once.values())
+
+
 def _mail(configuration: NotificationConfigurationModel, notice: Notice) -> Delivery:
     from chalicelib.admin import mail
     from chalicelib.core.api.errors import ApiError
 
-    recipients = [str(address) for address in configuration.email_addresses]
-    delivery: Delivery = {"url": "", "sent-at": iso(now()), "successful": False}
+    delivery: Delivery = {"url": "", "sent-at": iso(now()), "code": None, "body": "", "headers": {}}
+    addresses = recipients(configuration)
+    if not addresses:
+        return {**delivery, "successful": False, "error": "no recipients"}
     subject, text = payload.mail_text(notice)
     try:
-        sent = mail.send_notice(recipients, subject, text)
+        sent = mail.send_notice(addresses, subject, text)
     except ApiError as exc:
-        return {
-            **delivery,
-            "code": None,
-            "body": "",
-            "headers": {},
-            "error": exc.detail or exc.title,
-        }
+        # The SMTP server's name and reply are the site admin's to see (the log), not the
+        # organization's: the delivery says only what kind of failure it was.
+        log.warning("notification mail of %s failed: %s", configuration.id, exc.detail)
+        return {**delivery, "successful": False, "error": f"the mail was not sent ({exc.title})"}
     if not sent:
-        return {**delivery, "code": None, "body": "", "headers": {}, "error": "SMTP is not set up"}
-    return {**delivery, "code": None, "body": "", "headers": {}, "successful": True}
+        return {**delivery, "successful": False, "error": "SMTP is not set up"}
+    return {**delivery, "successful": True}
 
 
 def keep(configuration: NotificationConfigurationModel, delivery: Delivery) -> None:

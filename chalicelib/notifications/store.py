@@ -10,6 +10,9 @@ as TFE shows them (``url``, ``code``, ``body`` (cut), ``headers``, ``sent-at``,
 
 from __future__ import annotations
 
+import contextlib
+from typing import Any
+
 from pynamodb.attributes import (
     BooleanAttribute,
     JSONAttribute,
@@ -17,9 +20,14 @@ from pynamodb.attributes import (
     UnicodeAttribute,
     UTCDateTimeAttribute,
 )
+from pynamodb.exceptions import DeleteError, TransactWriteError
+from pynamodb.expressions.update import Action
 from pynamodb.indexes import AllProjection, GlobalSecondaryIndex
+from pynamodb.transactions import TransactWrite
 
-from chalicelib.core.data import db
+from chalicelib.core.audit import trail
+from chalicelib.core.audit.events import Event
+from chalicelib.core.data import db, lists
 
 TOKEN_PURPOSE = "notification-configuration/token"
 MAX_DELIVERIES = 10
@@ -52,3 +60,105 @@ class NotificationConfigurationModel(db.Model):
     updated_at = UTCDateTimeAttribute()
 
     by_id = ConfigurationById()
+
+
+# ----- reading and writing (a person's change carries its audit event, added last) -------------
+
+
+# The kept count of an organization's configurations (``lists.CountModel``): at most
+# ``service.MAX_PER_ORGANIZATION``, enforced by the create transaction's condition on it.
+def count_scope(organization: str) -> str:
+    return f"notification-configurations#{organization}"
+
+
+class TooMany(Exception):
+    """The organization holds its most configurations already."""
+
+
+def get(configuration_id: str) -> NotificationConfigurationModel | None:
+    """The configuration of that id (the ``by-id`` index, then its item, read consistently)."""
+    found = next(iter(NotificationConfigurationModel.by_id.query(configuration_id, limit=1)), None)
+    if found is None:
+        return None
+    try:
+        return NotificationConfigurationModel.get(
+            found.organization, configuration_id, consistent_read=True
+        )
+    except NotificationConfigurationModel.DoesNotExist:
+        return None
+
+
+def in_organization(organization: str) -> list[NotificationConfigurationModel]:
+    """Every configuration of the organization, oldest id first (one Query: at most 50)."""
+    return list(NotificationConfigurationModel.query(organization, consistent_read=True))
+
+
+def insert(configuration: NotificationConfigurationModel, most: int, event: Event) -> None:
+    """Put the configuration and count it, with its event, in one transaction; ``TooMany``
+    when the organization holds ``most`` already (nothing written)."""
+    counter = lists.CountModel(count_scope(configuration.organization), lists.ALL)
+    try:
+        with TransactWrite(connection=db.connection()) as tx:
+            tx.update(
+                counter,
+                actions=[lists.CountModel.count.add(1)],
+                condition=lists.CountModel.count.does_not_exist() | (lists.CountModel.count < most),
+            )
+            tx.save(configuration, condition=NotificationConfigurationModel.id.does_not_exist())
+            trail.record_in(tx, event)
+    except TransactWriteError as exc:
+        # The put's condition holds (a new random id): a failed condition is the count's.
+        if db.TRANSACTION_CONDITION_FAILED in db.cancellation_codes(exc):
+            raise TooMany(configuration.organization) from None
+        raise
+
+
+def update(
+    configuration: NotificationConfigurationModel, values: dict[str, Any], event: Event
+) -> bool:
+    """Set ``values`` (attribute name -> value; None removes it) on the configuration with
+    the change's event, in one transaction, on the condition that it was not changed since
+    it was read (its ``updated_at``). False, nothing written, when it is gone or changed."""
+    actions: list[Action] = []
+    for name, value in values.items():
+        attribute = getattr(NotificationConfigurationModel, name)
+        actions.append(attribute.remove() if value is None else attribute.set(value))
+    condition = NotificationConfigurationModel.id.exists() & (
+        NotificationConfigurationModel.updated_at == configuration.updated_at
+    )
+    try:
+        with TransactWrite(connection=db.connection()) as tx:
+            tx.update(configuration, actions=actions, condition=condition)
+            trail.record_in(tx, event)
+    except TransactWriteError as exc:
+        if db.cancellation_codes(exc)[:1] == [db.TRANSACTION_CONDITION_FAILED]:
+            return False
+        raise
+    for name, value in values.items():
+        setattr(configuration, name, value)
+    return True
+
+
+def delete(configuration: NotificationConfigurationModel, event: Event) -> bool:
+    """Delete the configuration and count one less, with its event; False when it is gone."""
+    counter = lists.CountModel(count_scope(configuration.organization), lists.ALL)
+    try:
+        with TransactWrite(connection=db.connection()) as tx:
+            tx.delete(configuration, condition=NotificationConfigurationModel.id.exists())
+            tx.update(counter, actions=[lists.CountModel.count.add(-1)])
+            trail.record_in(tx, event)
+    except TransactWriteError as exc:  # sent as: delete, count (deletes go first)
+        if db.cancellation_codes(exc)[:1] == [db.TRANSACTION_CONDITION_FAILED]:
+            return False
+        raise
+    return True
+
+
+def purge_organization(organization: str) -> None:
+    """Every configuration of the organization and its count (deleting the organization,
+    whose deletion is the recorded change)."""
+    for configuration in in_organization(organization):
+        with contextlib.suppress(DeleteError):
+            configuration.delete()
+    with contextlib.suppress(DeleteError):
+        lists.CountModel(count_scope(organization), lists.ALL).delete()

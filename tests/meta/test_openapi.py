@@ -57,6 +57,7 @@ def test_every_route_served_is_one_operation():
         "admin",
         "audit",
         "meta",
+        "notifications",
         "projects",
         "modules",
         "providers",

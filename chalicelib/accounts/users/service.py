@@ -51,6 +51,17 @@ def find_user(user_id: str) -> UserModel | None:
         return None
 
 
+def members_among(organization: str, user_ids: list[str]) -> list[UserModel]:
+    """The users of ``user_ids`` who are members of ``organization`` (``is_member``), each
+    once, in the order given: ids of no user, or of a non-member, left out (one BatchGetItem
+    per hundred ids)."""
+    wanted = [u for u in dict.fromkeys(user_ids) if store.is_user_key(u)]
+    if not wanted:
+        return []
+    found = {u.id: u for u in store.users_by_ids(wanted)}
+    return [found[u] for u in wanted if u in found and found[u].is_member(organization)]
+
+
 def shown_as_site_admin(principal: Principal) -> bool:
     """Whether to show the caller the way to site administration: the cached user item (no
     read on a warm instance; a flag changed elsewhere shows within the token cache's window).
