@@ -456,6 +456,16 @@ def world(aws_resources: Provisioned, tmp_path_factory: pytest.TempPathFactory) 
                         doc("organization-memberships", email="new@example.com"),
                     )
                 )
+                notifications = _created(
+                    vic.post(
+                        f"{org}/notification-configurations",
+                        doc(
+                            "notification-configurations",
+                            name="hookz7",
+                            **{"destination-type": "generic", "url": "http://127.0.0.1:9/z7"},
+                        ),
+                    )
+                )
                 vic_tokens = vic.get(f"/api/v2/users/{users['vic'][0]}/authentication-tokens").data
                 values = {
                     "organization_name": VICTIM,
@@ -470,6 +480,7 @@ def world(aws_resources: Provisioned, tmp_path_factory: pytest.TempPathFactory) 
                     "workspace_id": workspace["id"],
                     "workspace_name": WORKSPACE,
                     "project_id": project_["id"],
+                    "notification_configuration_id": notifications["id"],
                     "module_ref": module["id"],
                     "provider_id": provider["id"],
                     "membership_id": invited["id"],
@@ -486,6 +497,7 @@ def world(aws_resources: Provisioned, tmp_path_factory: pytest.TempPathFactory) 
                     PROVIDER,
                     WORKSPACE,
                     "projz7",
+                    "hookz7",
                     "vic@example.com",
                     team_token["attributes"]["token"],
                 ]

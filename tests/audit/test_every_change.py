@@ -289,6 +289,19 @@ EXPECTED: dict[tuple[str, str], Expect] = {
     ),
     ("POST", f"{V2}/tags/{{tag_id}}/relationships/workspaces"): org("workspace", "tagged"),
     ("DELETE", f"{_ORGS}/tags"): org("tag", "deleted"),
+    # notification configurations (issue #38, part B); a verify sends, and keeps the attempt
+    # on the configuration (bookkeeping: no event)
+    ("POST", f"{_ORGS}/notification-configurations"): org("notification-configuration", "created"),
+    ("PATCH", f"{V2}/notification-configurations/{{notification_configuration_id}}"): org(
+        "notification-configuration", "updated"
+    ),
+    ("DELETE", f"{V2}/notification-configurations/{{notification_configuration_id}}"): org(
+        "notification-configuration", "deleted"
+    ),
+    (
+        "POST",
+        f"{V2}/notification-configurations/{{notification_configuration_id}}/actions/verify",
+    ): (NOTHING),
     # sign-ins and sign-outs (part 2), the links that carry their own secret (part 1)
     ("POST", "/app/sign-in"): site("user", "signed-in", AS_CALLER),
     ("POST", "/app/sign-in/password"): site("user", "signed-in", AS_CALLER),
@@ -1676,6 +1689,51 @@ def _(w: World) -> Call:
 @recipe("DELETE", f"{_ORGS}/tags")
 def _(w: World) -> Call:
     return Call(f"{ORG_PATH}/tags", _members("tags", _tag(w)))
+
+
+# ----- recipes: notification configurations ------------------------------------------------
+
+_NOTIFICATIONS = f"{V2}/notification-configurations"
+
+
+def _notification_configuration(world: World) -> str:
+    attributes = {
+        "name": world.name("hook"),
+        "destination-type": "generic",
+        "url": "http://127.0.0.1:9/hook",
+        "token": "hmac-key",
+    }
+    body = doc("notification-configurations", **attributes)
+    made = world.api.post(f"{ORG_PATH}/notification-configurations", body)
+    return str(world.ok(made)["id"])
+
+
+@recipe("POST", f"{_ORGS}/notification-configurations")
+def _(w: World) -> Call:
+    attributes = {"name": w.name("hook"), "destination-type": "email", "enabled": True}
+    return Call(
+        f"{ORG_PATH}/notification-configurations", doc("notification-configurations", **attributes)
+    )
+
+
+@recipe("PATCH", f"{V2}/notification-configurations/{{notification_configuration_id}}")
+def _(w: World) -> Call:
+    body = doc(
+        "notification-configurations", enabled=True, triggers=["registry-module-version:revoked"]
+    )
+    return Call(f"{_NOTIFICATIONS}/{_notification_configuration(w)}", body)
+
+
+@recipe("DELETE", f"{V2}/notification-configurations/{{notification_configuration_id}}")
+def _(w: World) -> Call:
+    return Call(f"{_NOTIFICATIONS}/{_notification_configuration(w)}")
+
+
+@recipe(
+    "POST", f"{V2}/notification-configurations/{{notification_configuration_id}}/actions/verify"
+)
+def _(w: World) -> Call:
+    return Call(f"{_NOTIFICATIONS}/{_notification_configuration(w)}/actions/verify")
 
 
 # ----- recipes: the web's pages --------------------------------------------------------------
