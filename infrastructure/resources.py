@@ -28,6 +28,7 @@ from chalicelib.modules.downloads import store as _downloads_store  # noqa: F401
 from chalicelib.modules.keys import UPLOAD_PREFIX
 from chalicelib.modules.nocode import store as _nocode_store  # noqa: F401
 from chalicelib.modules.protocol import store as _public_cache  # noqa: F401
+from chalicelib.notifications import store as _notifications_store  # noqa: F401
 from chalicelib.projects import store as _projects_store  # noqa: F401
 from chalicelib.providers import store as _providers_store  # noqa: F401
 from chalicelib.providers.keys import UPLOAD_PREFIX as PROVIDERS

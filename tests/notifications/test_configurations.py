@@ -9,10 +9,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
-import threading
 from collections.abc import Iterator
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
@@ -21,6 +18,7 @@ from chalicelib.core.audit import trail
 from chalicelib.notifications import service
 from chalicelib.notifications.triggers import Trigger
 from tests.conftest import Api, doc, make_org, make_team, moto_items
+from tests.support.notification_receiver import Receiver, receiver
 
 V2 = "/api/v2"
 ORG = "acme"
@@ -33,45 +31,10 @@ def by_id(config_id: str) -> str:
     return f"{V2}/notification-configurations/{config_id}"
 
 
-@dataclass
-class Listener:
-    """A local HTTP destination: records each request (headers, body), answers ``status``."""
-
-    status: int = 202
-    received: list[tuple[dict[str, str], bytes]] = field(default_factory=list)
-    port: int = 0
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/hook"
-
-
 @pytest.fixture
-def listener() -> Iterator[Listener]:
-    state = Listener()
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:  # noqa: N802 - http.server's name
-            body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-            state.received.append((dict(self.headers.items()), body))
-            answer = b'{"ok":true}'
-            self.send_response(state.status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(answer)))
-            self.end_headers()
-            self.wfile.write(answer)
-
-        def log_message(self, *args: Any) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    state.port = server.server_address[1]
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
+def listener() -> Iterator[Receiver]:
+    with receiver() as state:
         yield state
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 @pytest.fixture
@@ -340,9 +303,9 @@ def test_each_change_records_its_event_without_the_token_or_url(api: Api, org: s
 
 
 def test_verify_posts_a_signed_verification_and_shows_the_delivery(
-    api: Api, org: str, listener: Listener
+    api: Api, org: str, listener: Receiver
 ) -> None:
-    made = api.post(LIST, generic(url=listener.url)).data["id"]
+    made = api.post(LIST, generic(url=listener.url())).data["id"]
     verified = api.post(by_id(made) + "/actions/verify")
     assert verified.status == 200, verified.json
     (headers, body), *_ = listener.received
@@ -356,17 +319,17 @@ def test_verify_posts_a_signed_verification_and_shows_the_delivery(
     delivery = verified.data["attributes"]["delivery-responses"][0]
     # go-tfe's DeliveryResponse: code and successful are strings
     assert delivery["code"] == "202" and delivery["successful"] == "true"
-    assert delivery["url"] == listener.url and delivery["body"] == '{"ok":true}'
+    assert delivery["url"] == listener.url() and delivery["body"] == '{"ok":true}'
     assert delivery["headers"]["Content-Type"] == ["application/json"]
     assert delivery["sent-at"].endswith("Z")
     assert api.get(by_id(made)).data["attributes"]["delivery-responses"] == [delivery]
 
 
 def test_verify_answers_200_when_the_destination_fails(
-    api: Api, org: str, listener: Listener
+    api: Api, org: str, listener: Receiver
 ) -> None:
     listener.status = 500
-    made = api.post(LIST, generic(url=listener.url, token=None)).data["id"]
+    made = api.post(LIST, generic(url=listener.url(), token=None)).data["id"]
     verified = api.post(by_id(made) + "/actions/verify")
     assert verified.status == 200
     (headers, _), *_ = listener.received
@@ -376,9 +339,9 @@ def test_verify_answers_200_when_the_destination_fails(
 
 
 def test_verify_of_an_unreachable_destination_keeps_its_error(
-    api: Api, org: str, listener: Listener
+    api: Api, org: str, listener: Receiver
 ) -> None:
-    made = api.post(LIST, generic(url=listener.url)).data["id"]
+    made = api.post(LIST, generic(url=listener.url())).data["id"]
     listener.status = 204
     api.post(by_id(made) + "/actions/verify")
     gone = f"http://127.0.0.1:{listener.port}/hook"
@@ -440,3 +403,23 @@ def test_outbound_check_refuses_what_a_fetch_would_and_passes_an_unresolved_name
     outbound.check("http://127.0.0.1:9/")  # listed by the suite (REGISTRY_OUTBOUND_ALLOW)
     outbound.check("https://8.8.8.8/hook")  # public
     outbound.check("https://no-such-host.invalid/hook")  # judged when it is fetched
+
+
+def test_the_registry_functions_own_app_serves_them(
+    api: Api, org: str, listener: Receiver, tmp_path: Any
+) -> None:
+    """As deployed: the routes are the registry group's (RegistryFunction), and that app
+    alone creates, verifies and deletes (its grants: infrastructure/groups.py)."""
+    from chalice.test import Client
+
+    from chalicelib.entry.api.registry import app
+    from tests.conftest import ADMIN_TOKEN
+
+    with Client(app, project_dir=str(tmp_path)) as client:
+        own = Api(client, ADMIN_TOKEN)
+        made = own.post(LIST, generic(url=listener.url()))
+        assert made.status == 201, made.json
+        verified = own.post(by_id(made.data["id"]) + "/actions/verify")
+        assert verified.data["attributes"]["delivery-responses"][0]["successful"] == "true"
+        assert len(listener.received) == 1
+        assert own.delete(by_id(made.data["id"])).status == 204
