@@ -423,3 +423,36 @@ def test_the_registry_functions_own_app_serves_them(
         assert verified.data["attributes"]["delivery-responses"][0]["successful"] == "true"
         assert len(listener.received) == 1
         assert own.delete(by_id(made.data["id"])).status == 204
+
+
+def test_a_user_who_left_the_organization_is_not_mailed(api: Api, org: str, smtp: Any) -> None:
+    ann = member(api, "ann")
+    made = api.post(LIST, email([ann])).data["id"]
+    team = api.get(f"{V2}/organizations/{ORG}/teams?filter[names]=t-ann").data[0]["id"]
+    left = api.delete(
+        f"{V2}/teams/{team}/relationships/users", {"data": [{"type": "users", "id": "ann"}]}
+    )
+    assert left.status == 204, left.json
+    delivery = api.post(by_id(made) + "/actions/verify").data["attributes"]["delivery-responses"]
+    assert delivery[0]["successful"] == "false" and delivery[0]["error"] == "no recipients"
+    assert smtp.messages == []
+
+
+def test_a_destination_no_longer_allowed_is_refused_at_delivery(
+    api: Api, org: str, listener: Receiver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Saved while the operator allowed 127.0.0.1; the operator stops allowing it: the
+    delivery is refused before any connection, and says so."""
+    from chalicelib.core.settings import get_settings
+
+    made = api.post(LIST, generic(url=listener.url())).data["id"]
+    monkeypatch.setenv("REGISTRY_OUTBOUND_ALLOW", "")
+    get_settings.cache_clear()
+    try:
+        verified = api.post(by_id(made) + "/actions/verify")
+    finally:
+        monkeypatch.undo()
+        get_settings.cache_clear()
+    delivery = verified.data["attributes"]["delivery-responses"][0]
+    assert delivery["successful"] == "false" and "refused" in delivery["error"]
+    assert listener.received == []
