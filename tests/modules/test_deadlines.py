@@ -3,8 +3,9 @@ index written with the deprecation, and the sweep (``modules.deadlines``, run by
 scheduled function ``entry.deadlines``) that records the 7-day and 1-day notices once each
 and revokes the version on its deadline as the registry itself.
 
-The sweep takes the moment it runs at, so these tests step time by passing later moments:
-nothing here waits for the clock."""
+The sweep (the entry's ``sweep``: each version in its own audit-checked scope) takes the
+moment it runs at, so these tests step time by passing later moments: nothing here waits for
+the clock."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import pytest
 
 from chalicelib.core.audit.store import AuditEventModel, partition_of
 from chalicelib.core.data.ids import now
+from chalicelib.entry.deadlines import sweep
 from chalicelib.modules import store
 from chalicelib.modules.deadlines import backfill
 from chalicelib.modules.deadlines import sweep as deadlines
@@ -130,24 +132,24 @@ def test_notices_once_each_then_the_sweep_revokes_as_the_registry(acme: Api):
     revoke_at = start + timedelta(days=10)
     link = "https://x.io/upgrade"
     assert deprecate(acme, reason="Move to 2.x", link=link, **{"revoke-at": stamp(revoke_at)})
-    assert deadlines.run_due(start) == {}  # nothing due yet
-    assert deadlines.run_due(revoke_at - timedelta(days=7, seconds=1)) == {}
+    assert sweep(start) == {}  # nothing due yet
+    assert sweep(revoke_at - timedelta(days=7, seconds=1)) == {}
 
     seven = revoke_at - timedelta(days=7) + timedelta(seconds=30)
-    assert deadlines.run_due(seven) == {"noticed": 1}
-    assert deadlines.run_due(seven + timedelta(minutes=1)) == {}  # once
+    assert sweep(seven) == {"noticed": 1}
+    assert sweep(seven + timedelta(minutes=1)) == {}  # once
     assert item().due_at == stamp(revoke_at - timedelta(days=1))
     one = revoke_at - timedelta(hours=23)
-    assert deadlines.run_due(one) == {"noticed": 1}
-    assert deadlines.run_due(one + timedelta(minutes=1)) == {}
+    assert sweep(one) == {"noticed": 1}
+    assert sweep(one + timedelta(minutes=1)) == {}
     notices = events("deadline-approaching")
     assert [n["resource"]["meta"]["days-left"] for n in notices] == [7, 1]
     assert {n["auth"]["type"] for n in notices} == {"System"}
     assert notices[0]["resource"]["meta"]["revoke-at"] == stamp(revoke_at)
     assert protocol_versions(acme) == ["2.0.0", "1.0.0"]  # still served
 
-    assert deadlines.run_due(revoke_at + timedelta(seconds=5)) == {"revoked": 1}
-    assert deadlines.run_due(revoke_at + timedelta(minutes=1)) == {}  # once
+    assert sweep(revoke_at + timedelta(seconds=5)) == {"revoked": 1}
+    assert sweep(revoke_at + timedelta(minutes=1)) == {}  # once
     (revoked,) = events("revoked")
     assert revoked["auth"]["type"] == "System"
     assert revoked["resource"]["meta"] == {
@@ -174,7 +176,7 @@ def test_without_a_reason_the_revocation_says_it_was_the_deadline(acme: Api):
     revoke_at = now() + timedelta(hours=2)  # under a day: no notice, the revocation itself
     assert deprecate(acme, **{"revoke-at": stamp(revoke_at)}).status == 200
     assert item().due_at == stamp(revoke_at)
-    assert deadlines.run_due(revoke_at) == {"revoked": 1}
+    assert sweep(revoke_at) == {"revoked": 1}
     assert events("deadline-approaching") == []
     revocation = item().revocation
     assert revocation["message"] == (
@@ -187,8 +189,8 @@ def test_a_notice_already_passed_when_set_is_skipped(acme: Api):
     revoke_at = now() + timedelta(days=3)  # the 7-day notice is behind: the 1-day one is next
     assert deprecate(acme, **{"revoke-at": stamp(revoke_at)}).status == 200
     assert item().due_at == stamp(revoke_at - timedelta(days=1))
-    assert deadlines.run_due(revoke_at - timedelta(days=2)) == {}
-    assert deadlines.run_due(revoke_at - timedelta(hours=1)) == {"noticed": 1}
+    assert sweep(revoke_at - timedelta(days=2)) == {}
+    assert sweep(revoke_at - timedelta(hours=1)) == {"noticed": 1}
     assert [n["resource"]["meta"]["days-left"] for n in events("deadline-approaching")] == [1]
 
 
@@ -198,7 +200,7 @@ def test_moving_or_removing_the_deadline(acme: Api):
     moved = now() + timedelta(days=20)
     assert deprecate(acme, reason="old", **{"revoke-at": stamp(moved)}).status == 200
     assert item().due_at == stamp(moved - timedelta(days=7))
-    assert deadlines.run_due(first + timedelta(minutes=1)) == {}  # the old date means nothing
+    assert sweep(first + timedelta(minutes=1)) == {}  # the old date means nothing
     assert item().revocation is None
     # deprecating again without it removes it: out of the index, nothing ever due
     reply = deprecate(acme, reason="old")
@@ -206,7 +208,7 @@ def test_moving_or_removing_the_deadline(acme: Api):
     version = item()
     assert (version.due, version.due_at) == (None, None)
     assert version.deprecation_order.startswith("2#")
-    assert deadlines.run_due(moved + timedelta(days=1)) == {}
+    assert sweep(moved + timedelta(days=1)) == {}
     assert item().revocation is None
     assert "revoke-at" not in events("deprecated")[-1]["resource"]["meta"]
     assert events("deprecated")[-2]["resource"]["meta"]["revoke-at"] == stamp(moved)
@@ -220,11 +222,11 @@ def test_moving_or_removing_the_deadline(acme: Api):
 def test_un_revoking_forgets_the_deadline(acme: Api):
     revoke_at = now() + timedelta(hours=1)
     assert deprecate(acme, **{"revoke-at": stamp(revoke_at)}).status == 200
-    assert deadlines.run_due(revoke_at) == {"revoked": 1}
+    assert sweep(revoke_at) == {"revoked": 1}
     assert change(acme, {"revocation": {"status": "Unrevoked"}}).status == 200
     version = item()
     assert "revoke-at" not in version.deprecation and version.due_at is None
-    assert deadlines.run_due(revoke_at + timedelta(days=1)) == {}
+    assert sweep(revoke_at + timedelta(days=1)) == {}
     assert protocol_versions(acme) == ["2.0.0", "1.0.0"]
 
 
@@ -275,15 +277,13 @@ def test_the_scheduled_function_revokes_what_is_due(acme: Api):
     """The entry app's own handler, invoked as the schedule invokes it: it sweeps at its own
     now, so the deadline is set a moment ago (within the 5 minutes a deadline may be past)."""
     assert deprecate(acme, **{"revoke-at": stamp(now() - timedelta(seconds=30))}).status == 200
-    from chalicelib.entry import deadlines as entry
-
     event = acme.client.events.generate_cw_event(
         source="aws.events", detail_type="Scheduled Event", detail={}, resources=[]
     )
     acme.client.lambda_.invoke("deprecation_deadlines", event)
     assert item().revocation["status"] == "Revoked"
     assert protocol_versions(acme) == ["2.0.0"]
-    assert entry.sweep() == {}  # nothing left due
+    assert sweep() == {}  # nothing left due
 
 
 def test_the_backfill_indexes_versions_deprecated_before(acme: Api):
@@ -298,3 +298,21 @@ def test_the_backfill_indexes_versions_deprecated_before(acme: Api):
     assert backfill.backfill_deprecation_index() == {"versions indexed": 1}
     assert item().deprecated_in == "acme" and item().deprecation_order.startswith("2#")
     assert backfill.backfill_deprecation_index() == {}
+
+
+def test_two_sweeps_that_read_at_once_give_a_notice_once(
+    acme: Api, monkeypatch: pytest.MonkeyPatch
+):
+    """Both sweeps read the version before either writes: the second's write is refused (the
+    version's ``due_at`` moved on), it reads again, finds nothing due: one notice."""
+    revoke_at = now() + timedelta(days=10)
+    assert deprecate(acme, **{"revoke-at": stamp(revoke_at)}).status == 200
+    moment = revoke_at - timedelta(days=7) + timedelta(seconds=30)
+    (seen,) = deadlines.due(moment)
+    stale = store.find_version(seen.module_id, seen.order_key, consistent=True)
+    assert deadlines.settle(seen, moment) == "noticed"
+    reads = iter([stale])
+    real = store.find_version
+    monkeypatch.setattr(store, "find_version", lambda *a, **k: next(reads, None) or real(*a, **k))
+    assert deadlines.settle(seen, moment) == "skipped"
+    assert len(events("deadline-approaching")) == 1

@@ -4,7 +4,7 @@
 A deprecation may carry ``revoke-at`` (``versions.change_version_lifecycle``); the same write
 puts the version in the sparse ``by-deadline`` index with ``due_at``, the next moment the
 sweep must look at it (``deadline_due``: 7 days before, 1 day before, then
-``revoke-at`` itself). The sweep (``run_due``, every minute: ``chalicelib.entry.deadlines``;
+``revoke-at`` itself). The sweep (``chalicelib.entry.deadlines.sweep``, every minute;
 locally a thread of the stack) reads what is due (``store.due_versions``: every page of the
 sparse index), and for each version (``sweep.settle``):
 

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import logging
-from collections import Counter
 from datetime import datetime, timedelta
 
 from chalicelib.modules import store, writes
@@ -32,14 +31,6 @@ ATTEMPTS = 3
 def due(moment: datetime) -> list[ModuleVersionModel]:
     """The versions whose deadline the sweep must look at by ``moment``."""
     return due_versions(moment)
-
-
-def run_due(moment: datetime) -> dict[str, int]:
-    """Settle every version due by ``moment``; how many were revoked, noticed or skipped."""
-    outcomes: Counter[str] = Counter()
-    for item in due(moment):
-        outcomes[settle(item, moment)] += 1
-    return dict(outcomes)
 
 
 def settle(item: ModuleVersionModel, moment: datetime) -> str:
