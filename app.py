@@ -10,7 +10,7 @@ from chalicelib.accounts.teams.routes import bp as team_routes
 from chalicelib.admin.people_routes import bp as admin_people_routes
 from chalicelib.admin.routes import bp as admin_routes
 from chalicelib.audit.routes import bp as audit_routes
-from chalicelib.entry import ingest, oidc
+from chalicelib.entry import deadlines, ingest, oidc
 from chalicelib.entry.factory import create_app
 from chalicelib.entry.wiring import Uses
 from chalicelib.lifecycle.admin_routes import bp as admin_organization_lifecycle
@@ -70,3 +70,4 @@ app = create_app(
 
 app.on_sqs_message(**ingest.QUEUE)(ingest.handle_messages)
 app.schedule(**oidc.SCHEDULE)(oidc.maintain_keys)
+app.schedule(**deadlines.SCHEDULE)(deadlines.handle_schedule)

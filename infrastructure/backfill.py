@@ -35,6 +35,7 @@ def backfill_all() -> dict[str, dict[str, int]]:
     from chalicelib.accounts.users import store as users_store
     from chalicelib.modules import describe
     from chalicelib.modules import store as registry
+    from chalicelib.modules.deadlines import backfill as deprecations
     from chalicelib.modules.downloads import totals
     from chalicelib.modules.scanning import backfill as scans
     from chalicelib.projects import store as projects
@@ -47,6 +48,9 @@ def backfill_all() -> dict[str, dict[str, int]]:
         "module descriptions": describe.backfill_descriptions(),
         # The web UI's module list shows the download totals kept on each module item.
         "download totals": totals.backfill(),
+        # The organization's deprecations, most urgent first (upgrade campaigns), read an
+        # index written with each deprecation: versions deprecated before it get its keys.
+        "deprecations": deprecations.backfill_deprecation_index(),
         # Versions ingested before scanning (or whose scan job was dead-lettered) get one.
         "module scans": scans.request_missing_scans(),
         "tags": tags.backfill_counts(),

@@ -388,8 +388,24 @@ OIDC_KEYS = Function(
     timeout=60,
 )
 
+# The deprecation deadline sweep (chalicelib.entry.deadlines, every minute): reads the due
+# versions (the by-deadline index), revokes them as the registry (the version and its module's
+# entry; the protocol's list follows) or records their notices, each with its audit event.
+DEPRECATION_DEADLINES = Function(
+    "DeprecationDeadlines",
+    "chalicelib.entry.deadlines.deprecation_deadlines",
+    {
+        "registry-modules": WRITE,
+        "registry-module-versions": WRITE,
+        "registry-protocol-list": WRITE,
+        "audit-events": APPEND,
+    },
+    memory=256,
+    timeout=60,
+)
+
 # Functions Chalice generates for event handlers in app.py, and where they really live.
-EVENT_FUNCTIONS: tuple[Function, ...] = (INGEST, OIDC_KEYS)
+EVENT_FUNCTIONS: tuple[Function, ...] = (INGEST, OIDC_KEYS, DEPRECATION_DEADLINES)
 
 # The module-downloads stream into each module's kept totals (chalicelib.modules.downloads
 # .totals): finds the module by id (its by-id index), sets its map and its protocol list

@@ -6,7 +6,8 @@ the Lambda runs, another handing each scan job to the scan function's handler, a
 Stream poller keeping the modules' download totals (as the
 ``DownloadTotals`` function does), another exporting each audit event to the local S3
 bucket ``registry-dev-audit`` and log group ``/registry-dev/audit-events`` (as the
-``AuditExport`` function does), and the API on Chalice's local server.
+``AuditExport`` function does), a thread sweeping deprecation deadlines (as the scheduled
+``DeprecationDeadlines`` function does), and the API on Chalice's local server.
 
 Environment: HOST (the address both servers listen on and that upload and download links
 name, default 127.0.0.1; a LAN address lets a team try it from other machines; 0.0.0.0
@@ -21,7 +22,9 @@ token; one is minted and printed when unset), REGISTRY_DATA_DIR (where the state
 across restarts, default ``.data/`` in the checkout; empty: in memory only),
 REGISTRY_SNAPSHOT_SECONDS (how often changes are saved, default 5), REGISTRY_TTL_SWEEP_SECONDS
 (how often expired DynamoDB items are deleted, as DynamoDB's TTL does and moto does not,
-default 60; also before each snapshot).
+default 60; also before each snapshot), REGISTRY_DEADLINE_SWEEP_SECONDS (how often deprecation
+deadlines are swept: versions revoked on their ``revoke-at``, their notices recorded; default
+30).
 REGISTRY_OUTBOUND_ALLOW has no local default, as deployed: a VCS host or mirror link on this
 machine's loopback is refused until it is listed (``chalicelib.core.outbound``; e.g.
 ``REGISTRY_OUTBOUND_ALLOW=localhost:3000``).
@@ -257,6 +260,25 @@ class Poller(threading.Thread):
                     log.exception("%s failed; the message will be retried", self.queue)
                     continue
                 sqs.delete_message(QueueUrl=self.queue_url, ReceiptHandle=message["ReceiptHandle"])
+
+
+class DeadlineSweeper(threading.Thread):
+    """Runs the deprecation deadline sweep (``chalicelib.entry.deadlines.sweep``, the
+    scheduled function's handler) every ``interval`` seconds until ``stopping`` is set."""
+
+    def __init__(self, interval: float) -> None:
+        super().__init__(name="deadline-sweeper", daemon=True)
+        self.interval = interval
+        self.stopping = threading.Event()
+
+    def run(self) -> None:
+        from chalicelib.entry.deadlines import sweep
+
+        while not self.stopping.wait(self.interval):
+            try:
+                sweep()
+            except Exception:  # noqa: BLE001 - the stack keeps serving; the next round retries
+                logging.getLogger("registry.deadlines").exception("the deadline sweep failed")
 
 
 class MotoServer:
@@ -619,6 +641,10 @@ def main() -> int:
         saver.start()
     sweeper = Sweeper(float(os.environ.get("REGISTRY_TTL_SWEEP_SECONDS") or 60))
     sweeper.start()
+    deadline_sweeper = DeadlineSweeper(
+        float(os.environ.get("REGISTRY_DEADLINE_SWEEP_SECONDS") or 30)
+    )
+    deadline_sweeper.start()
     poller = Poller(queue_url, "ingest", handle_ingest)
     poller.start()
     # Scan jobs, as the ScanFunction in AWS (the scanner: Trivy, found beside the venv's
@@ -726,6 +752,7 @@ def main() -> int:
         totals_poller.stopping.set()
         audit_poller.stopping.set()
         sweeper.stopping.set()
+        deadline_sweeper.stopping.set()
         server.server.server_close()
         if secure is not None and secure_thread is not None:
             secure.server.shutdown()
@@ -744,6 +771,7 @@ def main() -> int:
         except Exception:  # noqa: BLE001 - report, and still stop (they go at the next start)
             logging.getLogger("registry.streams").exception("exporting audit events failed")
         sweeper.join(timeout=10)
+        deadline_sweeper.join(timeout=10)
         if saver is not None:
             try:
                 saver.stop()  # the last changes, before moto goes away

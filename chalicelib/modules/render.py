@@ -23,14 +23,22 @@ VERSION_STATUS_KEYS = ("status", "error")
 
 
 def render_deprecation(deprecation: dict[str, Any] | None) -> dict[str, Any] | None:
-    """A version's ``deprecation`` attribute: ``null`` unless it is deprecated."""
+    """A version's ``deprecation`` attribute: ``null`` unless it is deprecated; with
+    ``revoke-at`` (when the registry revokes it) only when it has a deadline, as TFE's
+    clients know the object without it."""
     if not deprecation:
         return None
     return {
         "deprecated-status": deprecation.get("deprecated-status"),
         "reason": deprecation.get("reason"),
         "link": deprecation.get("link"),
+        **_deadline(deprecation),
     }
+
+
+def _deadline(deprecation: dict[str, Any]) -> dict[str, Any]:
+    """``{"revoke-at"}`` of a deprecation with a deadline, else nothing."""
+    return {"revoke-at": deprecation["revoke-at"]} if deprecation.get("revoke-at") else {}
 
 
 def render_revocation(revocation: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -216,9 +224,13 @@ def render_quarantine(quarantine: dict[str, Any]) -> dict[str, Any]:
 
 def render_deprecation_included(version: ModuleVersionModel) -> list[dict[str, Any]]:
     """The ``deprecations`` resource a deprecated version's ``deprecation`` relationship
-    names, for ``included`` (TFE answers a deprecation with it): reason and link."""
+    names, for ``included`` (TFE answers a deprecation with it): reason, link and deadline."""
     deprecation = version.deprecation
     if not deprecation or not deprecation.get("id"):
         return []
-    attributes = {"reason": deprecation.get("reason"), "link": deprecation.get("link")}
+    attributes = {
+        "reason": deprecation.get("reason"),
+        "link": deprecation.get("link"),
+        **_deadline(deprecation),
+    }
     return [resource("deprecations", deprecation["id"], attributes)]

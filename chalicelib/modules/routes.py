@@ -348,7 +348,7 @@ def update_version(
     deprecation = revocation = None
     if attrs.deprecation is not None:
         d = attrs.deprecation
-        deprecation = versions.LifecycleChange(d.deprecated_status, d.reason, d.link)
+        deprecation = versions.LifecycleChange(d.deprecated_status, d.reason, d.link, d.revoke_at)
     if attrs.revocation is not None:
         r = attrs.revocation
         revocation = versions.LifecycleChange(r.status, r.message, r.link)

@@ -3,7 +3,15 @@
 
 from __future__ import annotations
 
-from chalicelib.core.api.attributes import Attributes, Description, Identifier, Name, Url, Version
+from chalicelib.core.api.attributes import (
+    Attributes,
+    Description,
+    Identifier,
+    Name,
+    Timestamp,
+    Url,
+    Version,
+)
 from chalicelib.modules.publishing.schemas import TestConfigAttributes, VcsRepoAttributes
 
 
@@ -30,6 +38,8 @@ class VersionDeprecation(Attributes):
     deprecated_status: Identifier | None = None
     reason: Description | None = None
     link: Url | None = None
+    # When the registry revokes the version (ISO 8601 with its zone; ``versions._revoke_at``).
+    revoke_at: Timestamp | None = None
 
 
 class VersionRevocation(Attributes):

@@ -10,6 +10,7 @@ them keep working. They are ``StrEnum``s: equal to their text, and stored as tha
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from typing import Any
 
@@ -186,3 +187,44 @@ def lifecycle_moves(state: Lifecycle) -> list[VersionAction]:
     """The lifecycle changes that move a version from ``state`` elsewhere, in the order a
     page offers them."""
     return [a for a in LIFECYCLE_ACTIONS if TRANSITIONS.get((state, a), state) != state]
+
+
+# ----- deprecation deadlines (the sweep: ``chalicelib.modules.deadlines``) --------------------
+
+# A deadline's notices, in days before its ``revoke-at`` (``deadline_due``): the sweep records
+# a ``deadline-approaching`` event at each (``chalicelib.modules.deadlines``).
+DEADLINE_NOTICES = (7, 1)
+# How a deadline (``revoke-at``) and ``due_at`` are kept: UTC to the second, so that they
+# sort as text in the index as they do in time.
+DEADLINE_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
+
+
+def deadline_text(moment: datetime) -> str:
+    """``moment`` as a deadline is kept (``DEADLINE_FORMAT``)."""
+    return moment.astimezone(UTC).strftime(DEADLINE_FORMAT)
+
+
+def deadline_time(text: str) -> datetime:
+    """A kept deadline (``DEADLINE_FORMAT``) as an aware time."""
+    return datetime.strptime(text, DEADLINE_FORMAT).replace(tzinfo=UTC)
+
+
+def deadline_due(
+    deprecation: Mapping[str, Any] | None, revocation: Mapping[str, Any] | None, moment: datetime
+) -> str | None:
+    """When the sweep must next look at a version (its ``due_at``; None: never, it has no
+    deadline, or is revoked or not deprecated): the first of its notices (7 days, 1 day
+    before ``revoke-at``) still ahead of ``moment``, else ``revoke-at`` itself (a notice
+    already passed is skipped; the revocation never is)."""
+    if not is_deprecated(deprecation) or is_revoked(revocation):
+        return None
+    assert deprecation is not None
+    revoke_at = deprecation.get("revoke-at")
+    if not revoke_at:
+        return None
+    deadline = deadline_time(revoke_at)
+    for days in DEADLINE_NOTICES:
+        notice = deadline - timedelta(days=days)
+        if notice > moment:
+            return deadline_text(notice)
+    return revoke_at

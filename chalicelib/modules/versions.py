@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import TypeVar
 from urllib.parse import urlsplit
 
@@ -34,6 +34,7 @@ from chalicelib.modules.statuses import (
     RevocationStatus,
     VersionAction,
     VersionStatus,
+    deadline_text,
     is_revoked,
     lifecycle,
     lifecycle_moves,
@@ -198,14 +199,24 @@ DEPRECATION = "/data/attributes/deprecation"
 REVOCATION = "/data/attributes/revocation"
 
 
+# How far a deprecation's deadline (``revoke-at``) may be: a little in the past (a clock
+# behind, a form sent a minute late: the sweep revokes it at its next run), at most ten years
+# ahead.
+DEADLINE_PAST_GRACE = timedelta(minutes=5)
+DEADLINE_HORIZON = timedelta(days=3653)
+REVOKE_AT = f"{DEPRECATION}/revoke-at"
+
+
 @dataclass(frozen=True)
 class LifecycleChange:
-    """``attributes.deprecation`` (``deprecated-status``, ``reason``, ``link``) or
-    ``attributes.revocation`` (``status``, ``message``, ``link``) of a version PATCH."""
+    """``attributes.deprecation`` (``deprecated-status``, ``reason``, ``link``, ``revoke-at``:
+    when the registry revokes it, an aware time) or ``attributes.revocation`` (``status``,
+    ``message``, ``link``) of a version PATCH."""
 
     status: str | None
     text: str | None
     link: str | None
+    revoke_at: datetime | None = None
 
 
 S = TypeVar("S", DeprecationStatus, RevocationStatus)
@@ -257,11 +268,34 @@ def _compact(values: dict[str, str | None]) -> dict[str, str]:
     return {key: value for key, value in values.items() if value}
 
 
+def _revoke_at(value: datetime | None, status: DeprecationStatus) -> str | None:
+    """A deprecation's deadline as it is kept (UTC, to the second: ``statuses.deadline_text``):
+    with a zone, not more than 5 minutes past, at most 10 years ahead, and only on a
+    deprecation (422 otherwise)."""
+    if value is None:
+        return None
+    if status != DeprecationStatus.DEPRECATED:
+        raise Unprocessable(
+            "revoke-at is only for a deprecation (status Deprecated)", pointer=REVOKE_AT
+        )
+    if value.tzinfo is None or value.utcoffset() is None:
+        raise Unprocessable(
+            "revoke-at must name its time zone (e.g. Z or +02:00)", pointer=REVOKE_AT
+        )
+    moment = now()
+    if value < moment - DEADLINE_PAST_GRACE:
+        raise Unprocessable("revoke-at must not be in the past", pointer=REVOKE_AT)
+    if value > moment + DEADLINE_HORIZON:
+        raise Unprocessable("revoke-at must be at most 10 years ahead", pointer=REVOKE_AT)
+    return deadline_text(value)
+
+
 def _deprecation(change: LifecycleChange) -> tuple[DeprecationStatus, dict[str, str]]:
     status = _lifecycle_status(change.status, DeprecationStatus, f"{DEPRECATION}/deprecated-status")
     fields = {
         "reason": _lifecycle_text(change.text, f"{DEPRECATION}/reason"),
         "link": _lifecycle_link(change.link, f"{DEPRECATION}/link"),
+        "revoke-at": _revoke_at(change.revoke_at, status),
     }
     return status, _compact(fields)
 
@@ -308,7 +342,11 @@ def change_version_lifecycle(
     and manage-modules teams; 404 for everyone else). A version is deprecated before it can be
     revoked; un-revoking leaves it deprecated (``Unrevoked``); undeprecating a revoked version
     is refused; undeprecating clears both. Everything is checked before the one conditional
-    write, which is decided again on the fresh item if the version changed meanwhile."""
+    write, which is decided again on the fresh item if the version changed meanwhile.
+
+    A deprecation may carry a deadline (``revoke-at``): the sweep revokes the version then
+    (``chalicelib.modules.deadlines``). Deprecating again replaces it (sent: moved; left
+    out: removed), as it replaces the reason and link; a revoked version takes none."""
     module, rights = get_module(principal, ref)
     require_rights(rights, "deprecating or revoking a version")
     if module.registry_name != "private":
@@ -317,6 +355,11 @@ def change_version_lifecycle(
     action, fields = _wanted(deprecation, revocation)
     for _ in range(3):
         _check_transition(item, action)
+        if "revoke-at" in fields and is_revoked(item.revocation):
+            raise Unprocessable(
+                f"version {item.version} is revoked already: it takes no deadline",
+                pointer=REVOKE_AT,
+            )
         new_deprecation, new_revocation = _changed(item, action, fields)
         moment = now()
         recorded = _event(principal, item, action, moment, fields)
@@ -382,9 +425,10 @@ def _changed(
     item: ModuleVersionModel, action: VersionAction, fields: dict[str, str]
 ) -> tuple[dict[str, str] | None, dict[str, str] | None]:
     """The (deprecation, revocation) after an allowed ``action``: deprecating again replaces
-    the reason and link (a revoked version stays revoked), revoking again the message and
-    link; undeprecating clears both; un-revoking a version that is not revoked changes
-    nothing."""
+    the reason, link and deadline (a revoked version stays revoked), revoking again the
+    message and link; undeprecating clears both; un-revoking a version that is not revoked
+    changes nothing. Un-revoking forgets the deadline (whoever un-revokes wants it served:
+    a new deadline is a new deprecation)."""
     if action == VersionAction.DEPRECATE:
         kept_id = (item.deprecation or {}).get("id") or new_id("dep")
         status = str(DeprecationStatus.DEPRECATED)
@@ -394,7 +438,8 @@ def _changed(
     if action == VersionAction.REVOKE:
         return item.deprecation, {"status": str(RevocationStatus.REVOKED), **fields}
     if is_revoked(item.revocation):
-        return item.deprecation, {"status": str(RevocationStatus.UNREVOKED)}
+        kept = {k: v for k, v in (item.deprecation or {}).items() if k != "revoke-at"}
+        return kept or None, {"status": str(RevocationStatus.UNREVOKED)}
     return item.deprecation, item.revocation
 
 

@@ -25,12 +25,14 @@ from pynamodb.expressions.update import Action
 from pynamodb.transactions import TransactWrite
 
 from chalicelib.artifacts.statuses import VersionStatus
+from chalicelib.core import observe
 from chalicelib.core.audit import trail
 from chalicelib.core.audit.events import Event
 from chalicelib.core.data import db
 from chalicelib.core.data.ids import iso
-from chalicelib.modules.statuses import ModuleStatus
+from chalicelib.modules.statuses import ModuleStatus, deadline_due
 from chalicelib.modules.store import (
+    DUE,
     ModuleModel,
     ModuleVersionModel,
     count_module,
@@ -309,7 +311,9 @@ def record_version_lifecycle(
     entry of the module's statuses (per key: the entry's status is left alone), and its audit
     ``event``, in one transaction, only while the version is the ``ok`` one that was read,
     unchanged since (``VersionChanged``: read it again and decide again), and the module still
-    lists it (``ModuleGone``)."""
+    lists it (``ModuleGone``). The sparse indexes follow in the same write: ``by-deprecation``
+    (``deprecation_order``) and, while a deprecation's deadline is ahead, ``by-deadline``
+    (``deadline_due``: the sweep's next look, from ``moment``)."""
 
     def assign(path: Any, value: dict[str, str] | str | None) -> Any:
         return path.set(value) if value else path.remove()
@@ -317,6 +321,7 @@ def record_version_lifecycle(
     entry = ModuleModel.version_statuses[version.version]
     order = deprecation_order(deprecation, revocation)
     deprecated_in = version.organization if order else None
+    due_at = deadline_due(deprecation, revocation, moment)
     _change_ok_entry(
         version,
         VersionStatus.OK,
@@ -325,11 +330,62 @@ def record_version_lifecycle(
             assign(ModuleVersionModel.revocation, revocation),
             assign(ModuleVersionModel.deprecated_in, deprecated_in),
             assign(ModuleVersionModel.deprecation_order, order),
+            assign(ModuleVersionModel.due, DUE if due_at else None),
+            assign(ModuleVersionModel.due_at, due_at),
         ],
         [assign(entry["deprecation"], deprecation), assign(entry["revocation"], revocation)],
         moment,
         event,
     )
+
+
+def record_deadline_notice(version: ModuleVersionModel, due_at: str, event: Event) -> bool:
+    """A deadline's notice (the sweep's ``deadline-approaching`` ``event``) and the version's
+    next ``due_at``, in one transaction, only while the version is unchanged since it was
+    read (``updated_at``) and still due where it was read (``due_at``): False when another
+    sweep gave this notice, or a person changed the version meanwhile (read it again). The
+    version's ``updated_at`` is left alone: a notice changes nothing a person set."""
+    try:
+        with TransactWrite(connection=db.connection()) as tx:
+            tx.update(
+                version,
+                actions=[ModuleVersionModel.due_at.set(due_at)],
+                condition=(ModuleVersionModel.id == version.id)
+                & (ModuleVersionModel.updated_at == version.updated_at)
+                & (ModuleVersionModel.due_at == version.due_at),
+            )
+            trail.record_in(tx, event)
+    except TransactWriteError as exc:
+        if db.cancellation_codes(exc)[:1] == [db.TRANSACTION_CONDITION_FAILED]:
+            return False
+        raise
+    return True
+
+
+def record_deprecation_order(version: ModuleVersionModel, order: str | None) -> bool:
+    """Set the version's ``by-deprecation`` keys (``order``: ``deprecation_order`` of its
+    deprecation and revocation) for a version deprecated before the index existed (the
+    backfill), only while it is unchanged since it was read; False otherwise. Derived keys:
+    no one's change, so no event. (No deadline was set before ``by-deadline`` existed: its
+    keys are written with each deadline, and advanced by the sweep alone.)"""
+    kept_in, kept_order = ModuleVersionModel.deprecated_in, ModuleVersionModel.deprecation_order
+    actions: list[Action] = (
+        [kept_in.set(version.organization), kept_order.set(order)]
+        if order
+        else [kept_in.remove(), kept_order.remove()]
+    )
+    try:
+        with observe.bookkeeping():
+            version.update(
+                actions=actions,
+                condition=(ModuleVersionModel.id == version.id)
+                & (ModuleVersionModel.updated_at == version.updated_at),
+            )
+    except UpdateError as exc:
+        if db.conditional_failure(exc):
+            return False
+        raise
+    return True
 
 
 # ----- the publishing policy's quarantine (chalicelib.trust.policy) ---------------------------

@@ -74,6 +74,8 @@ def stack(mirror_upstream: Upstream) -> Iterator[Stack]:
         # fetches refuse unless listed; 127.0.0.1 stays refused, as deployed (the mirror's
         # upstream, configured, is allowed as such).
         REGISTRY_OUTBOUND_ALLOW=VCS_HOST,
+        # The deprecation deadline sweep (test_deadlines_e2e) every 2 s rather than 30.
+        REGISTRY_DEADLINE_SWEEP_SECONDS="2",
     )
     yield Stack(
         running.url,

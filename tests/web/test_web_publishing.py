@@ -409,3 +409,43 @@ def test_a_publisher_publishes_from_a_connected_repository(
     assert "1.0.0" in ok
     page = publisher.get(net)
     assert "version for every version tag" in page.text and 'id="version-form"' not in page.text
+
+
+def test_a_deprecation_deadline_through_the_form_is_shown_moved_and_refused(
+    org: Api, publisher: Browser
+) -> None:
+    """The deprecate form's "Revoke on (UTC)" field (a ``datetime-local`` value, read as UTC)
+    sets ``revoke-at``; the version page and the module page say when; the form comes back
+    filled with it (deprecating again keeps it unless it is cleared); a bad or past one is
+    refused on the form and changes nothing."""
+    from datetime import UTC, datetime, timedelta
+
+    upload_and_ingest(upload_link(published_version(publisher)), tar_gz({"main.tf": MAIN_TF}))
+    version = f"{MODULE}/1.0.0"
+    ask = publisher.get(version + "/deprecate")
+    assert 'name="revoke-at" type="datetime-local"' in ask.text
+    when = (datetime.now(UTC) + timedelta(days=40)).replace(second=0, microsecond=0)
+    local = when.strftime("%Y-%m-%dT%H:%M")
+    done = submit(publisher, version + "/deprecate", version + "/deprecate", **{"revoke-at": local})
+    assert done.status_code == 303
+    kept = when.strftime("%Y-%m-%dT%H:%M:%SZ")
+    assert api_version(org, "1.0.0")["deprecation"]["revoke-at"] == kept
+    page = publisher.get(version).text
+    assert 'id="deadline"' in page and f'datetime="{kept}"' in page
+    module_page = publisher.get(f"/app/{ORG}/registry/modules/private/{ORG}/vpc/aws/1.0.0").text
+    assert 'id="deprecation-deadline"' in module_page and f'datetime="{kept}"' in module_page
+    again = publisher.get(version + "/deprecate").text
+    assert f'value="{kept.removesuffix("Z")}"' in again
+
+    past = (datetime.now(UTC) - timedelta(days=1)).strftime("%Y-%m-%dT%H:%M")
+    for bad, message in ((past, "must not be in the past"), ("soon", "must be a date and time")):
+        refused = submit(
+            publisher, version + "/deprecate", version + "/deprecate", **{"revoke-at": bad}
+        )
+        assert refused.status_code == 422 and message in refused.text, refused.text
+        assert api_version(org, "1.0.0")["deprecation"]["revoke-at"] == kept
+
+    cleared = submit(publisher, version + "/deprecate", version + "/deprecate", **{"revoke-at": ""})
+    assert cleared.status_code == 303
+    assert "revoke-at" not in api_version(org, "1.0.0")["deprecation"]
+    assert 'id="no-deadline"' in publisher.get(version).text

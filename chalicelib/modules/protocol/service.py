@@ -6,9 +6,10 @@ with nothing but pre-releases falls back to the highest of those. Lists return o
 module: its latest version.
 
 A deprecated version is served as any other, with its ``deprecation`` (``{reason, link}``,
-``null`` for the others) on its ``versions`` entry and its detail, as HCP Terraform returns
-it. A revoked version is left out of ``versions`` and ``latest`` (so Terraform never picks
-it) and its detail and download answer 404 with the revocation message.
+and ``revoke-at`` when it has a deadline; ``null`` for the others) on its ``versions`` entry
+and its detail, as HCP Terraform returns it. A revoked version is left out of ``versions``
+and ``latest`` (so Terraform never picks it) and its detail and download answer 404 with
+the revocation message.
 
 The hot path (``versions``, ``download``) reads the module item and, for a download, the one
 version item: the number of reads never grows with the number of versions or modules. A
@@ -63,11 +64,15 @@ class Published:
         return self.statuses.get(version, {}).get("published-at")
 
     def deprecation(self, version: str) -> dict[str, Any] | None:
-        """``{"reason", "link"}`` of a deprecated version, else ``None``."""
+        """``{"reason", "link"}`` of a deprecated version (and ``revoke-at``, when the registry
+        revokes it, if it has a deadline), else ``None``."""
         deprecation = self.statuses.get(version, {}).get("deprecation")
         if not deprecation:
             return None
-        return {"reason": deprecation.get("reason"), "link": deprecation.get("link")}
+        shown = {"reason": deprecation.get("reason"), "link": deprecation.get("link")}
+        if deprecation.get("revoke-at"):
+            shown["revoke-at"] = deprecation["revoke-at"]
+        return shown
 
 
 def _revocation(entry: dict[str, Any]) -> dict[str, Any] | None:

@@ -9,7 +9,7 @@ The upload goes from the browser straight to the version's presigned S3 link
 origin and nothing else more. Without JavaScript the page gives the curl command instead.
 
 Actions go through the API's services: ``change_version_lifecycle`` (deprecate with a
-reason and link, undeprecate, revoke with a message and link, un-revoke: ``PATCH
+reason, link and deadline, undeprecate, revoke with a message and link, un-revoke: ``PATCH
 …/registry-modules/…/:version``), ``release_version`` (a quarantined version, with a
 required reason: ``POST …/versions/:version/actions/release``) and ``composed.delete``
 (``DELETE …/:version``, owners).
@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 from chalice import Response
@@ -53,6 +54,8 @@ class Field:
     help: str
     textarea: bool = False
     required: bool = False
+    # The input's type (a textarea's is ignored).
+    kind: str = "url"
 
 
 @dataclass(frozen=True)
@@ -66,6 +69,7 @@ class Action:
 
 
 LINK_HELP = "Optional: an http:// or https:// page that says more."
+REVOKE_AT = "revoke-at"
 ACTIONS = {
     "deprecate": Action(
         "Deprecate version {version}?",
@@ -74,6 +78,14 @@ ACTIONS = {
         (
             Field("reason", "Reason", "Optional: why, and what to use instead.", textarea=True),
             Field("link", "Link", LINK_HELP),
+            Field(
+                REVOKE_AT,
+                "Revoke on (UTC)",
+                "Optional: the registry revokes it then, with your reason, and records "
+                "notices 7 days and 1 day before. Leave it empty for no deadline (deprecating "
+                "again without one removes it).",
+                kind="datetime-local",
+            ),
         ),
     ),
     "undeprecate": Action(
@@ -177,6 +189,8 @@ def version_page(
             if a != VersionAction.UPLOAD
         ],
         labels={key: action.button for key, action in ACTIONS.items()},
+        deprecation=item.deprecation,
+        revocation=item.revocation,
         history=version_history(item),
         trail_url=f"/app/{organization}/audit-trail" if rights.is_owner else None,
     )
@@ -238,6 +252,13 @@ def _confirm_page(
     action = _action(name)
     module, _ = publishable(ctx, ref, owner=action.owner)
     item = versions.version_of(module, version)
+    if name == "deprecate" and "values" not in extra:  # deprecating again starts from today's
+        kept = item.deprecation or {}
+        extra["values"] = {
+            "reason": kept.get("reason") or "",
+            "link": kept.get("link") or "",
+            REVOKE_AT: (kept.get(REVOKE_AT) or "").removesuffix("Z"),
+        }
     return ctx.render(
         "publishing/confirm.html",
         status,
@@ -269,11 +290,29 @@ def confirm_action(
     return _confirm_page(ctx, ref, version, action)
 
 
+def _deadline(value: str | None) -> datetime | None:
+    """The deprecate form's ``revoke-at`` (a ``datetime-local`` value, read as UTC; one with
+    its own zone is taken as it is), None when empty; 422 when it is no time. The service
+    checks the rest (``versions.change_version_lifecycle``)."""
+    if not value or not value.strip():
+        return None
+    try:
+        moment = datetime.fromisoformat(value.strip())
+    except ValueError:
+        raise Unprocessable(
+            "Revoke on must be a date and time, e.g. 2030-01-31T12:00", pointer=REVOKE_AT
+        ) from None
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
 def _change(action: str, form: Form) -> dict[str, LifecycleChange | None]:
     """The lifecycle change an action asks of ``change_version_lifecycle``."""
     link = form.get("link")
+    if action == "deprecate":
+        deadline = _deadline(form.get(REVOKE_AT))
+        deprecation = LifecycleChange("Deprecated", form.get("reason"), link, deadline)
+        return {"deprecation": deprecation, "revocation": None}
     changes = {
-        "deprecate": {"deprecation": LifecycleChange("Deprecated", form.get("reason"), link)},
         "undeprecate": {"deprecation": LifecycleChange("Undeprecated", None, None)},
         "revoke": {"revocation": LifecycleChange("Revoked", form.get("message"), link)},
         "unrevoke": {"revocation": LifecycleChange("Unrevoked", None, None)},
