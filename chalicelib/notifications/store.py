@@ -52,3 +52,22 @@ class NotificationConfigurationModel(db.Model):
     updated_at = UTCDateTimeAttribute()
 
     by_id = ConfigurationById()
+
+
+def configurations_of(organization: str) -> list[NotificationConfigurationModel]:
+    """Every configuration of the organization: one Query of its partition (at most 50 of
+    them, far below a page of 1 MB)."""
+    return list(NotificationConfigurationModel.query(organization))
+
+
+def find_configuration(
+    organization: str, configuration_id: str
+) -> NotificationConfigurationModel | None:
+    """The organization's configuration of that id (one consistent GetItem: a queued delivery
+    sees a deletion or a disabling made just before it), None when it is gone."""
+    try:
+        return NotificationConfigurationModel.get(
+            organization, configuration_id, consistent_read=True
+        )
+    except NotificationConfigurationModel.DoesNotExist:
+        return None

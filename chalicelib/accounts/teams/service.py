@@ -223,6 +223,22 @@ def team_members(teams: Iterable[TeamModel]) -> list[UserModel]:
     return [found[i] for i in ids if i in found]
 
 
+def mail_addresses(team_ids: Iterable[str], user_ids: Iterable[str]) -> list[str]:
+    """The addresses of the members of the teams ``team_ids`` and of the users ``user_ids``,
+    each person once (and each address once), for a notice about what they use (the
+    notifications' consumer mail): one BatchGet of the teams, one of the users. A suspended
+    user, a user deleted meanwhile, and an address nobody confirmed reaches its owner
+    (``email_unconfirmed``) are left out."""
+    teams = store.teams_by_ids(sorted(set(team_ids)))
+    ids = sorted({*user_ids, *(u for team in teams for u in team.user_ids or ())})
+    found: dict[str, str] = {}
+    for user in users_store.users_by_ids(ids):
+        if user.suspended or user.email_unconfirmed or not user.email:
+            continue
+        found.setdefault(user.email.strip().lower(), user.email.strip())
+    return sorted(found.values(), key=str.lower)
+
+
 def resolve_usernames(usernames: list[str]) -> list[UserModel]:
     users = []
     for index, username in enumerate(usernames):
