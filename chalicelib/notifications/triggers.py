@@ -84,7 +84,7 @@ def read_module(organization: str, key: str) -> Module | None:
         return None
     statuses = module.statuses()
     latest = latest_servable(statuses)
-    return Module(module.id, str(latest) if latest else None, statuses)
+    return Module(module.id, latest.text if latest else None, statuses)
 
 
 def trigger_of(resource_type: str, action: str, meta: Mapping[str, Any]) -> Trigger | None:
