@@ -4,8 +4,9 @@ stream's new events, told as notices (``triggers.of_event``) and fanned out.
 A notice becomes one queued delivery per configuration of its organization that is enabled
 and subscribed to its trigger (``worker`` sends it, and retries it); a deprecation and an
 approaching deadline also queue one ``consumers`` message (``worker`` mails the version's
-recent consumers). Cost: one Query of the configurations per organization per batch, one
-GetItem per module per batch (the version's latest servable version, its id), and one
+recent consumers). Cost: one Query of the configurations per organization per batch (of the
+organizations with an event that fires a trigger), one GetItem per module per batch, only
+for a notice someone gets (the version's latest servable version, its id), and one
 SendMessageBatch per ten messages; the change that was recorded paid for none of it.
 
 At least once: a batch that fails (a queue refusing a message) fails the stream batch, and
@@ -58,9 +59,9 @@ def new_documents(records: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
     return [document for _, document in sorted(found, key=lambda pair: pair[0])]
 
 
-def subscribed(configuration: store.NotificationConfigurationModel, notice: Notice) -> bool:
-    """Whether the configuration asked for the notice (and is on)."""
-    return bool(configuration.enabled) and notice.trigger in (configuration.triggers or [])
+def subscribed(configuration: store.NotificationConfigurationModel, trigger: str) -> bool:
+    """Whether the configuration asked for notices of ``trigger`` (and is on)."""
+    return bool(configuration.enabled) and trigger in (configuration.triggers or [])
 
 
 def delivery_message(
@@ -75,32 +76,47 @@ def delivery_message(
 
 
 def messages(records: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """The queue messages a stream batch gives (``PARTS38``'s two kinds)."""
+    """The queue messages a stream batch gives (``PARTS38``'s two kinds). An event whose
+    organization has no configuration asking for its trigger (and that tells no consumers)
+    costs nothing more than its organization's Query."""
     modules = cache(triggers.read_module)  # one read of a module per batch
-    told: dict[str, list[tuple[Notice, dict[str, Any]]]] = defaultdict(list)
+    fired: dict[str, list[tuple[Trigger, dict[str, Any]]]] = defaultdict(list)
     for document in new_documents(records):
-        notice = triggers.of_event(document, modules)
-        if notice is not None:
-            told[notice.organization].append((notice, document))
-    found: list[dict[str, Any]] = []
-    for organization, notices in told.items():
+        found = triggers.fired_by(document)
+        if found is not None:
+            fired[found[0]].append((found[1], document))
+    queued: list[dict[str, Any]] = []
+    for organization, documents in fired.items():
         configurations = store.configurations_of(organization)
-        for notice, document in notices:
-            found += [delivery_message(c, notice) for c in configurations if subscribed(c, notice)]
-            if notice.trigger in TELL_CONSUMERS:
-                meta = (document.get("resource") or {}).get("meta") or {}
-                key = triggers.module_key_of(meta)
-                module = modules(organization, key) if key else None
-                if module is not None:
-                    found.append(
-                        {
-                            "kind": CONSUMERS,
-                            "notice": asdict(notice),
-                            "module-id": module.id,
-                            "version": notice.resource["version"],
-                        }
-                    )
-    return found
+        for trigger, document in documents:
+            wanted = [c for c in configurations if subscribed(c, trigger)]
+            if not wanted and trigger not in TELL_CONSUMERS:
+                continue
+            notice = triggers.of_event(document, modules)
+            if notice is None:
+                continue
+            queued += [delivery_message(c, notice) for c in wanted]
+            if trigger in TELL_CONSUMERS:
+                queued += _consumers_message(notice, document, modules)
+    return queued
+
+
+def _consumers_message(
+    notice: Notice, document: dict[str, Any], modules: triggers.ReadModule
+) -> list[dict[str, Any]]:
+    meta = (document.get("resource") or {}).get("meta") or {}
+    key = triggers.module_key_of(meta)
+    module = modules(notice.organization, key) if key else None
+    if module is None:
+        return []
+    return [
+        {
+            "kind": CONSUMERS,
+            "notice": asdict(notice),
+            "module-id": module.id,
+            "version": notice.resource["version"],
+        }
+    ]
 
 
 @cache

@@ -108,6 +108,17 @@ def trigger_of(resource_type: str, action: str, meta: Mapping[str, Any]) -> Trig
     }.get(action)
 
 
+def fired_by(document: Mapping[str, Any]) -> tuple[str, Trigger] | None:
+    """(organization, trigger) of an audit event that fires one, read from the event alone
+    (nothing is read from a table): None for every other event and for site-wide ones."""
+    resource = document.get("resource") or {}
+    organization = (document.get("auth") or {}).get("organization_id") or ""
+    trigger = trigger_of(
+        resource.get("type", ""), resource.get("action", ""), resource.get("meta") or {}
+    )
+    return (organization, trigger) if organization and trigger else None
+
+
 def module_key_of(meta: Mapping[str, Any]) -> str | None:
     """The module key (``registry#namespace#name#provider``) a module event's meta names
     (``registry``, ``module`` as ``namespace/name/provider``), None when it names none."""

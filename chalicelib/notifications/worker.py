@@ -79,7 +79,7 @@ def _again(message: dict[str, Any], attempt: int, **changes: Any) -> str:
 def deliver(message: dict[str, Any], notice: Notice, attempt: int) -> str:
     ref = message.get("configuration") or {}
     configuration = store.find_configuration(str(ref.get("organization")), str(ref.get("id")))
-    if configuration is None or not fanout.subscribed(configuration, notice):
+    if configuration is None or not fanout.subscribed(configuration, notice.trigger):
         log.info("notification dropped: configuration %s is gone, off or unsubscribed", ref)
         return "dropped"
     delivery = send.deliver(configuration, notice)

@@ -531,3 +531,39 @@ def test_consumers_without_smtp_are_not_mailed_and_nothing_fails(acme: Api, spy:
     }
     assert worker.handle_body(json.dumps(message)) == "no-smtp"
     assert spy == []
+
+
+def test_the_local_reader_keeps_its_own_place_in_the_audit_stream(acme: Api, tmp_path: Any) -> None:
+    """The local stack's second reader of the audit stream resumes after its own checkpoint:
+    a restart (the stream restored with the tables) notifies nothing twice."""
+    configure("https://hooks.example/a")
+    checkpoint = tmp_path / "notifications-checkpoint.json"
+    first = notifications_reader("LATEST", checkpoint)
+    first.open()
+    publish(acme, "1.0.0")
+    first.drain()
+    assert [m["notice"]["resource"]["version"] for m in queued()] == ["1.0.0"]
+    again = notifications_reader("TRIM_HORIZON", checkpoint)  # as after a restart
+    again.drain()
+    assert queued() == []
+    publish(acme, "1.1.0")
+    again.drain()
+    assert [m["notice"]["resource"]["version"] for m in queued()] == ["1.1.0"]
+
+
+def test_an_organization_without_a_destination_costs_its_query_only(
+    acme: Api, stream: StreamReader, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No module is read for a notice nobody asked for (a deprecation still is: its
+    consumers are told)."""
+    read: list[str] = []
+    real = triggers.read_module
+    monkeypatch.setattr(triggers, "read_module", lambda o, k: read.append(k) or real(o, k))
+    publish(acme, "1.0.0")
+    publish(acme, "1.1.0")
+    stream.drain()
+    assert read == [] and queued() == []
+    deprecate(acme, "1.0.0")
+    stream.drain()
+    assert read == ["private#acme#vpc#aws"]
+    assert [m["kind"] for m in queued()] == ["consumers"]
