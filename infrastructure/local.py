@@ -657,7 +657,13 @@ def main() -> int:
     from infrastructure.streams import notifications_reader
 
     notify_checkpoint = directory / NOTIFY_CHECKPOINT if directory is not None else None
-    notify_poller = StreamPoller(notifications_reader(checkpoint=notify_checkpoint))
+    # A restored state first read by this reader (kept before it existed) is read from now
+    # on, as the function's mapping starts at LATEST: past changes are not told again.
+    first_time = notify_checkpoint is not None and not notify_checkpoint.exists()
+    start = "LATEST" if restored is not None and first_time else "TRIM_HORIZON"
+    notify_reader = notifications_reader(start, checkpoint=notify_checkpoint)
+    notify_reader.open()  # its place taken now, before the API serves a request
+    notify_poller = StreamPoller(notify_reader)
     notify_poller.start()
     notify_url = client("sqs").get_queue_url(QueueName=get_settings().notify_queue)["QueueUrl"]
     delivery_poller = Poller(notify_url, "notify", handle_notification)

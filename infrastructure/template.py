@@ -30,6 +30,7 @@ from infrastructure.groups import (
     EVENT_FUNCTIONS,
     INGEST,
     NOTIFY_DELIVERY,
+    NOTIFY_FANOUT,
     QUEUE_FUNCTIONS,
     READ,
     ROUTE_GROUPS,
@@ -459,6 +460,11 @@ def stream_function(function: Function) -> dict[str, Any]:
     }
     if function is AUDIT_EXPORT:
         audit_export_function(resource["Properties"])
+    if function is NOTIFY_FANOUT:
+        # Its mapping starts at the stream's newest record when it is first made (a deploy
+        # adding it must not tell a day of past changes again, nor mail their consumers);
+        # from then on it keeps its own place, as every mapping does.
+        resource["Properties"]["Events"]["Stream"]["Properties"]["StartingPosition"] = "LATEST"
     return resource
 
 
