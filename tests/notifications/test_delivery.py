@@ -567,3 +567,25 @@ def test_an_organization_without_a_destination_costs_its_query_only(
     stream.drain()
     assert read == ["private#acme#vpc#aws"]
     assert [m["kind"] for m in queued()] == ["consumers"]
+
+
+def test_a_provider_version_verified_is_notified(api: Api) -> None:
+    from tests.providers import helpers as providers
+    from tests.support.provider_files import new_signing_key
+
+    signer = new_signing_key()
+    providers.provider_org(api, signer)
+    reader = notifications_reader("LATEST")
+    reader.open()
+    configure("https://hooks.example/a", [str(Trigger.PROVIDER_PUBLISHED)])
+    providers.publish(api, signer)
+    reader.drain()
+    (message,) = queued()
+    told = message["notice"]
+    assert told["trigger"] == "registry-provider-version:published"
+    assert told["resource"]["address"] == "acme/acme/mycloud"
+    assert told["resource"]["version"] == "1.0.0"
+    assert told["message"] == "Provider acme/acme/mycloud 1.0.0 was published."
+    assert (
+        told["url"] == "http://registry.test/app/acme/registry/providers/private/acme/mycloud/1.0.0"
+    )
