@@ -457,8 +457,9 @@ SCAN = Function(
 )
 # The notifications queue's messages (chalicelib.notifications.worker): one delivery to a
 # destination (core.outbound; kept on its configuration: UpdateItem), re-queued with a delay
-# when it failed; the consumers' mail: a version's downloads, the consuming teams' members
-# and users (their addresses), the SMTP settings (admin.mail). Each POST is bounded at
+# when it failed; the consumers' mail: a version's downloads, the organization (whom it
+# shares its modules with), the consuming teams' members and users (their addresses), the
+# SMTP settings (admin.mail). Each POST is bounded at
 # send.TIMEOUT a network operation and each mail at the SMTP timeout: 300 s covers a batch.
 NOTIFY_DELIVERY = Function(
     "NotificationsDelivery",
@@ -466,6 +467,7 @@ NOTIFY_DELIVERY = Function(
     {
         "notification-configurations": WRITE,
         "module-downloads": READ,
+        "organizations": READ,
         "teams": READ,
         "users": READ,
         "settings": READ,

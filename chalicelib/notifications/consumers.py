@@ -4,8 +4,9 @@ The registry knows which consumer last downloaded which version (``modules.downl
 user (their user token), a team (its token) or an organization (its token). When a version
 is deprecated, or its revocation nears, each person behind a download of it in the last
 ``RECENT_DAYS`` days gets one mail: a consuming user, and every member of a consuming team
-(``accounts``: each person once, never a suspended user, never an address nobody confirmed
-reaches its owner). An organization token is nobody to write to.
+(``accounts``: each person once, only people who may still read the organization's modules,
+never a suspended user, never an address nobody confirmed reaches its owner). An
+organization token is nobody to write to.
 """
 
 from __future__ import annotations
@@ -19,15 +20,16 @@ from chalicelib.modules.downloads.recent import RECENT_DAYS, recent_consumers
 from chalicelib.notifications.triggers import Notice, Trigger
 
 
-def addresses(module_id: str, version: str, moment: datetime) -> list[str]:
-    """Whom to mail about ``version`` of the module ``module_id``: one Query of the module's
-    downloads, one BatchGet of the consuming teams, one of the people."""
+def addresses(organization: str, module_id: str, version: str, moment: datetime) -> list[str]:
+    """Whom to mail about ``version`` of ``organization``'s module ``module_id``: one Query
+    of the module's downloads, then (when someone downloaded it) the organization, the
+    consuming teams and the people (``accounts``: only those who may still read it)."""
     found = recent_consumers(module_id, version, moment, RECENT_DAYS)
     team_ids = [consumer for kind, consumer in found if kind == "team"]
     user_ids = [consumer for kind, consumer in found if kind == "user"]
     if not team_ids and not user_ids:
         return []
-    return teams.mail_addresses(team_ids, user_ids)
+    return teams.mail_addresses(organization, team_ids, user_ids)
 
 
 def mail(notice: Notice) -> tuple[str, str]:

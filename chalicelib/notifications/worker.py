@@ -107,7 +107,7 @@ def mail_consumers(message: dict[str, Any], notice: Notice, attempt: int) -> str
     recipients = message.get("recipients")
     if not isinstance(recipients, list):
         found = consumers.addresses(
-            str(message.get("module-id")), str(message.get("version")), now()
+            notice.organization, str(message.get("module-id")), str(message.get("version")), now()
         )
         chunks = [found[i : i + MAIL_BATCH] for i in range(0, len(found), MAIL_BATCH)]
         fanout.enqueue([{**message, "recipients": chunk, "attempt": 1} for chunk in chunks])

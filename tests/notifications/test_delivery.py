@@ -490,10 +490,22 @@ def test_a_deprecated_versions_recent_consumers_are_mailed_once_each(
     person(acme, "ivan", [platform])
     person(acme, "sam", [platform], suspended=True)
     person(acme, "una", [platform], email_unconfirmed=True)
-    lone = person(acme, "lone", [])
-    old = person(acme, "old", [])
+    readers, _ = make_team(acme, "acme", "readers")  # a team that downloaded nothing
+    lone = person(acme, "lone", [readers])
+    old = person(acme, "old", [readers])
+    left = person(acme, "left", [])  # downloaded it, then left acme: may no longer read it
+    make_org(acme, "elsewhere")  # acme shares no module with it
+    stranger_team, _ = make_team(acme, "elsewhere", "ops")
+    person(acme, "stranger", [stranger_team])
     moment = now()
-    for kind, principal in (("team", platform), ("team", network), ("user", lone), ("user", olga)):
+    for kind, principal in (
+        ("team", platform),
+        ("team", network),
+        ("user", lone),
+        ("user", olga),
+        ("user", left),
+        ("team", stranger_team),
+    ):
         downloads.record(module_id, "1.0.0", kind, principal, moment - timedelta(days=3))
     downloads.record(module_id, "1.0.0", "organization", "acme", moment)
     downloads.record(module_id, "1.0.0", "user", old, moment - timedelta(days=91))
@@ -589,3 +601,17 @@ def test_a_provider_version_verified_is_notified(api: Api) -> None:
     assert (
         told["url"] == "http://registry.test/app/acme/registry/providers/private/acme/mycloud/1.0.0"
     )
+
+
+def test_a_team_of_an_organization_shared_with_is_mailed_while_it_is_shared(acme: Api) -> None:
+    from chalicelib.accounts.organizations.store import OrganizationModel
+    from chalicelib.accounts.teams import service as teams_service
+
+    make_org(acme, "elsewhere")
+    ops, _ = make_team(acme, "elsewhere", "ops")
+    person(acme, "stranger", [ops])
+    assert teams_service.mail_addresses("acme", [ops], []) == []
+    shared = [OrganizationModel.module_consumers.set({"elsewhere"})]
+    OrganizationModel("acme").update(actions=shared)
+    assert teams_service.mail_addresses("acme", [ops], []) == ["stranger@example.com"]
+    assert teams_service.mail_addresses("gone", [ops], []) == []

@@ -61,6 +61,7 @@ def test_the_delivery_function_takes_its_queue_and_reports_failed_messages() -> 
     assert _tables("NotificationsDelivery") == {
         "notification-configurations",
         "module-downloads",
+        "organizations",
         "teams",
         "users",
         "settings",
