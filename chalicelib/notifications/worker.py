@@ -101,6 +101,7 @@ def deliver(message: dict[str, Any], notice: Notice, attempt: int) -> str:
 
 
 def mail_consumers(message: dict[str, Any], notice: Notice, attempt: int) -> str:
+    # Mail (smtplib) loads with the first consumers' message: deliveries never need it.
     from chalicelib.admin import mail
     from chalicelib.core.api.errors import ApiError
 

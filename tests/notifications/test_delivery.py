@@ -615,3 +615,23 @@ def test_a_team_of_an_organization_shared_with_is_mailed_while_it_is_shared(acme
     OrganizationModel("acme").update(actions=shared)
     assert teams_service.mail_addresses("acme", [ops], []) == ["stranger@example.com"]
     assert teams_service.mail_addresses("gone", [ops], []) == []
+
+
+def test_a_consumer_whose_mail_failed_is_retried_alone(
+    aws: None, smtp: Any, spy: list[tuple[list[dict[str, Any]], int]]
+) -> None:
+    message = {
+        "kind": "consumers",
+        "notice": asdict(notice()),
+        "module-id": "mod-x",
+        "version": "1.0.0",
+        "recipients": ["a@example.com"],
+        "attempt": 1,
+    }
+    smtp.reject_data = True
+    assert worker.handle_body(json.dumps(message)) == "retrying"
+    ((again,), delay) = spy[-1]
+    assert delay == 30 and again["attempt"] == 2 and again["recipients"] == ["a@example.com"]
+    smtp.reject_data = False
+    assert worker.handle_body(json.dumps(again)) == "mailed"
+    assert [m["To"] for m in smtp.messages] == ["a@example.com"]
