@@ -15,6 +15,9 @@ from typing import Any
 
 from chalicelib.core.audit.events import SYSTEM
 from chalicelib.core.settings import get_settings
+from chalicelib.modules.audit import events as module_events
+from chalicelib.modules.statuses import VersionStatus
+from chalicelib.providers import audited as provider_events
 
 
 class Trigger(StrEnum):
@@ -55,9 +58,12 @@ class Notice:
 
 # ----- from audit events (the ``audit-events`` stream's new items) --------------------------
 
-MODULE_VERSION = "registry-module-version"  # chalicelib.modules.audit.events.VERSION
-PROVIDER_VERSION = "registry-provider-version"  # chalicelib.providers.audited.VERSION
-OK = "ok"
+MODULE_VERSION = module_events.VERSION
+PROVIDER_VERSION = provider_events.VERSION
+OK = str(VersionStatus.OK)
+# A version's lifecycle changes, as its events name them (``versions._event``).
+RELEASED, DEPRECATED, REVOKED = "released", "deprecated", "revoked"
+DEADLINE_APPROACHING = "deadline-approaching"  # the deadline sweep's
 
 
 @dataclass(frozen=True)
@@ -76,6 +82,8 @@ ReadModule = Callable[[str, str], "Module | None"]  # (organization, module key)
 
 def read_module(organization: str, key: str) -> Module | None:
     """The module of that key, as a notice needs it (one GetItem), None when it is gone."""
+    # The modules' service loads where events are read (the fan-out), not wherever a Notice
+    # is (the configurations API's payloads).
     from chalicelib.modules import service
     from chalicelib.modules.statuses import latest_servable
 
@@ -93,18 +101,18 @@ def trigger_of(resource_type: str, action: str, meta: Mapping[str, Any]) -> Trig
     (by ingest, or held back by the publishing policy), deprecated, revoked, its deadline
     approaching; a provider version whose checksums and signature were verified."""
     if resource_type == PROVIDER_VERSION:
-        return Trigger.PROVIDER_PUBLISHED if action == "uploaded" else None
+        return Trigger.PROVIDER_PUBLISHED if action == provider_events.UPLOADED else None
     if resource_type != MODULE_VERSION:
         return None
-    if action in ("uploaded", "scanned"):
+    if action in (module_events.UPLOADED, module_events.SCANNED):
         return Trigger.MODULE_PUBLISHED if meta.get("status") == OK else None
     return {
-        "released": Trigger.MODULE_PUBLISHED,
-        "refused": Trigger.MODULE_REFUSED,
-        "quarantined": Trigger.MODULE_REFUSED,
-        "deprecated": Trigger.MODULE_DEPRECATED,
-        "revoked": Trigger.MODULE_REVOKED,
-        "deadline-approaching": Trigger.MODULE_DEADLINE,
+        RELEASED: Trigger.MODULE_PUBLISHED,
+        module_events.REFUSED: Trigger.MODULE_REFUSED,
+        module_events.QUARANTINED: Trigger.MODULE_REFUSED,
+        DEPRECATED: Trigger.MODULE_DEPRECATED,
+        REVOKED: Trigger.MODULE_REVOKED,
+        DEADLINE_APPROACHING: Trigger.MODULE_DEADLINE,
     }.get(action)
 
 
