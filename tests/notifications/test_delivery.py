@@ -635,3 +635,24 @@ def test_a_consumer_whose_mail_failed_is_retried_alone(
     smtp.reject_data = False
     assert worker.handle_body(json.dumps(again)) == "mailed"
     assert [m["To"] for m in smtp.messages] == ["a@example.com"]
+
+
+def test_the_consumers_mail_of_an_approaching_deadline_says_by_when() -> None:
+    from chalicelib.notifications import consumers
+
+    approaching = triggers.of_event(
+        event(
+            "registry-module-version",
+            "deadline-approaching",
+            **MODULE_META,
+            **{"days-left": 7, "revoke-at": "2027-01-01T00:00:00Z"},
+        ),
+        one_module,
+    )
+    assert approaching is not None
+    subject, text = consumers.mail(approaching)
+    assert subject == "acme/acme/vpc/aws 1.0.0 will be revoked on 2027-01-01T00:00:00Z"
+    assert "(7 days left)" in text
+    assert "Move to: 1.2.0" in text
+    assert "By: 2027-01-01T00:00:00Z (then the registry stops serving 1.0.0)" in text
+    assert "From the owners: https://x.io/why" in text
