@@ -89,6 +89,8 @@ class Function:
     reads_public_keys: bool = False
     # Puts scan jobs on the scan queue (chalicelib.artifacts.queue.request_scan).
     sends_scans: bool = False
+    # Puts notices on the notifications queue (chalicelib.notifications.fanout.enqueue).
+    sends_notices: bool = False
     # The table (short name) whose DynamoDB Stream invokes the function, if any.
     stream: str | None = None
     # A stack parameter capping the function's concurrent instances (its reserved
@@ -429,8 +431,21 @@ AUDIT_EXPORT = Function(
     timeout=60,
     stream="audit-events",
 )
+# The audit-events stream read a second time (its own event source mapping, its own place
+# in the stream): each new event that a trigger names, fanned out to the notifications queue
+# (chalicelib.notifications.fanout): the organization's configurations (one Query each), the
+# version's module (its latest servable version, its id).
+NOTIFY_FANOUT = Function(
+    "NotificationsFanOut",
+    "chalicelib.entry.notify.stream",
+    {"notification-configurations": READ, "registry-modules": READ},
+    memory=256,
+    timeout=60,
+    stream="audit-events",
+    sends_notices=True,
+)
 # Functions the template makes whole (Chalice knows nothing of them), invoked by a stream.
-STREAM_FUNCTIONS: tuple[Function, ...] = (DOWNLOAD_TOTALS, AUDIT_EXPORT)
+STREAM_FUNCTIONS: tuple[Function, ...] = (DOWNLOAD_TOTALS, AUDIT_EXPORT, NOTIFY_FANOUT)
 
 # Scan jobs from the scan queue (chalicelib.entry.scan, chalicelib.modules.scanning.worker):
 # the only function with the scanner (Trivy, from its layer: template.SCANNER_LAYER). It
@@ -463,8 +478,29 @@ SCAN = Function(
     ephemeral_storage=1024,
     signs=True,  # a module version's provenance (chalicelib.modules.scanning.attest)
 )
+# The notifications queue's messages (chalicelib.notifications.worker): one delivery to a
+# destination (core.outbound; kept on its configuration: UpdateItem), re-queued with a delay
+# when it failed; the consumers' mail: a version's downloads, the organization (whom it
+# shares its modules with), the consuming teams' members and users (their addresses), the
+# SMTP settings (admin.mail). Each POST is bounded at
+# send.TIMEOUT a network operation and each mail at the SMTP timeout: 300 s covers a batch.
+NOTIFY_DELIVERY = Function(
+    "NotificationsDelivery",
+    "chalicelib.entry.notify.deliveries",
+    {
+        "notification-configurations": WRITE,
+        "module-downloads": READ,
+        "organizations": READ,
+        "teams": READ,
+        "users": READ,
+        "settings": READ,
+    },
+    memory=256,
+    timeout=300,
+    sends_notices=True,
+)
 # Functions the template makes whole, invoked by a queue of their own.
-QUEUE_FUNCTIONS: tuple[Function, ...] = (SCAN,)
+QUEUE_FUNCTIONS: tuple[Function, ...] = (SCAN, NOTIFY_DELIVERY)
 
 # Every function of the stack.
 ALL_FUNCTIONS: tuple[Function, ...] = (

@@ -6,8 +6,10 @@ the Lambda runs, another handing each scan job to the scan function's handler, a
 Stream poller keeping the modules' download totals (as the
 ``DownloadTotals`` function does), another exporting each audit event to the local S3
 bucket ``registry-dev-audit`` and log group ``/registry-dev/audit-events`` (as the
-``AuditExport`` function does), a thread sweeping deprecation deadlines (as the scheduled
-``DeprecationDeadlines`` function does), and the API on Chalice's local server.
+``AuditExport`` function does), a second reader of that stream fanning notices out to the
+notifications queue and a poller delivering them (as the ``NotificationsFanOut`` and
+``NotificationsDelivery`` functions do), a thread sweeping deprecation deadlines (as the
+scheduled ``DeprecationDeadlines`` function does), and the API on Chalice's local server.
 
 Environment: HOST (the address both servers listen on and that upload and download links
 name, default 127.0.0.1; a LAN address lets a team try it from other machines; 0.0.0.0
@@ -62,6 +64,8 @@ LOCAL_AUDIT_BUCKET = "registry-dev-audit"
 LOCAL_AUDIT_LOG_GROUP = "/registry-dev/audit-events"
 # Where the audit export's stream reader keeps its place, in the data directory.
 AUDIT_CHECKPOINT = "audit-export-checkpoint.json"
+# Where the notifications' reader of the same stream keeps its own place.
+NOTIFY_CHECKPOINT = "notifications-checkpoint.json"
 # Listen backlog of both servers: a burst of clients (50 parallel `terraform init`s) must
 # queue, not be reset (socketserver's default is 5; the kernel caps it at somaxconn).
 BACKLOG = 1024
@@ -211,6 +215,13 @@ def make_moto_dynamodb_atomic() -> None:
 def handle_ingest(body: str, receives: int) -> None:
     """An ingest queue message, as the Ingest function takes it."""
     from chalicelib.entry.ingest import handle_body
+
+    handle_body(body)
+
+
+def handle_notification(body: str, receives: int) -> None:
+    """A notifications queue message, as the NotificationsDelivery function takes it."""
+    from chalicelib.entry.notify import handle_body
 
     handle_body(body)
 
@@ -666,6 +677,23 @@ def main() -> int:
     checkpoint = directory / AUDIT_CHECKPOINT if directory is not None else None
     audit_poller = StreamPoller(audit_export_reader(checkpoint=checkpoint))
     audit_poller.start()
+    # The same stream read a second time, with its own place, into the notifications queue
+    # (as the NotificationsFanOut function in AWS), and that queue's deliveries and mail (as
+    # the NotificationsDelivery function).
+    from infrastructure.streams import notifications_reader
+
+    notify_checkpoint = directory / NOTIFY_CHECKPOINT if directory is not None else None
+    # A restored state first read by this reader (kept before it existed) is read from now
+    # on, as the function's mapping starts at LATEST: past changes are not told again.
+    first_time = notify_checkpoint is not None and not notify_checkpoint.exists()
+    start = "LATEST" if restored is not None and first_time else "TRIM_HORIZON"
+    notify_reader = notifications_reader(start, checkpoint=notify_checkpoint)
+    notify_reader.open()  # its place taken now, before the API serves a request
+    notify_poller = StreamPoller(notify_reader)
+    notify_poller.start()
+    notify_url = client("sqs").get_queue_url(QueueName=get_settings().notify_queue)["QueueUrl"]
+    delivery_poller = Poller(notify_url, "notify", handle_notification)
+    delivery_poller.start()
 
     class ApiServer(ThreadedHTTPServer):
         request_queue_size = BACKLOG
@@ -751,6 +779,8 @@ def main() -> int:
         scan_poller.stopping.set()
         totals_poller.stopping.set()
         audit_poller.stopping.set()
+        notify_poller.stopping.set()
+        delivery_poller.stopping.set()
         sweeper.stopping.set()
         deadline_sweeper.stopping.set()
         server.server.server_close()
@@ -766,6 +796,8 @@ def main() -> int:
         scan_poller.join(timeout=3)
         totals_poller.join(timeout=3)
         audit_poller.join(timeout=3)
+        notify_poller.join(timeout=3)
+        delivery_poller.join(timeout=3)
         try:
             audit_poller.reader.drain()  # the events of the last moments, before moto goes
         except Exception:  # noqa: BLE001 - report, and still stop (they go at the next start)

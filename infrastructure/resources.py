@@ -87,8 +87,8 @@ def notification_configuration(queue_arn: str) -> dict[str, Any]:
 
 
 def provision() -> str:
-    """Create tables, KMS key, bucket, the ingest and scan queues with their dead-letter
-    queues, bucket -> ingest queue wiring.
+    """Create tables, KMS key, bucket, the ingest, scan and notifications queues with their
+    dead-letter queues, bucket -> ingest queue wiring.
 
     Idempotent. Returns the ingest queue URL.
     """
@@ -101,6 +101,8 @@ def provision() -> str:
         s3.create_bucket(Bucket=settings.bucket)
     queue_url = _queue_with_dead_letters(settings.ingest_queue)
     _queue_with_dead_letters(settings.scan_queue)  # scan jobs (artifacts.queue.request_scan)
+    # Notices' deliveries and consumers' mail (chalicelib.notifications.fanout and worker).
+    _queue_with_dead_letters(settings.notify_queue)
     queue_arn = _queue_arn(queue_url)
     client("sqs").set_queue_attributes(
         QueueUrl=queue_url,

@@ -8,7 +8,8 @@ In AWS the ``DownloadTotals`` function is subscribed to the ``module-downloads``
 stream, ``audit-events``, is read the same way into ``chalicelib.audit.export``; its reader
 keeps where it stopped in a checkpoint file (the local stack's data directory), as Lambda's
 event source mapping does, so that a restart (which brings the stream's records back with
-the tables) exports nothing twice.
+the tables) exports nothing twice. The notifications' fan-out reads the same stream a second
+time, with a checkpoint of its own (``notifications_reader``), as its function does in AWS.
 """
 
 from __future__ import annotations
@@ -156,3 +157,18 @@ def audit_export_reader(
     from chalicelib.core.audit.store import AuditEventModel
 
     return StreamReader(AuditEventModel.Meta.table_name, handle_batch, start, checkpoint)
+
+
+def notifications_reader(
+    start: str = "TRIM_HORIZON", checkpoint: Path | None = None
+) -> StreamReader:
+    """A second reader of the ``audit-events`` stream, with its own place in it (as the
+    ``NotificationsFanOut`` function's own event source mapping): each new event told to
+    the notifications queue (``chalicelib.entry.notify``)."""
+    from chalicelib.core.audit.store import AuditEventModel
+    from chalicelib.entry.notify import handle_records
+
+    def handle(records: list[Mapping[str, Any]]) -> None:
+        handle_records(records)
+
+    return StreamReader(AuditEventModel.Meta.table_name, handle, start, checkpoint)

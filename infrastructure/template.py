@@ -2,7 +2,7 @@
 
 ``python -m infrastructure.template out/merge.json`` writes it. It adds everything Chalice
 does not know about: parameters, the DynamoDB tables (from the PynamoDB models), the archive
-bucket, the ingest and scan queues and their dead-letter queues, the KMS key, gateway
+bucket, the ingest, scan and notifications queues and their dead-letter queues, the KMS key, gateway
 responses, one function and one least-privilege role per route group, the scan function with
 the scanner's layer, and it re-points every route's API Gateway integration at its group's
 function.
@@ -29,6 +29,8 @@ from infrastructure.groups import (
     AUDIT_EXPORT,
     EVENT_FUNCTIONS,
     INGEST,
+    NOTIFY_DELIVERY,
+    NOTIFY_FANOUT,
     QUEUE_FUNCTIONS,
     READ,
     ROUTE_GROUPS,
@@ -252,6 +254,7 @@ def environment() -> dict[str, Any]:
             "REGISTRY_BUCKET": sub(BUCKET),
             "REGISTRY_INGEST_QUEUE": {"Fn::GetAtt": ["IngestQueue", "QueueName"]},
             "REGISTRY_SCAN_QUEUE": {"Fn::GetAtt": ["ScanQueue", "QueueName"]},
+            "REGISTRY_NOTIFY_QUEUE": {"Fn::GetAtt": ["NotifyQueue", "QueueName"]},
             "REGISTRY_KMS_KEY": SECRETS_KEY_ARN,
             "REGISTRY_OUTBOUND_ALLOW": {"Ref": "OutboundAllow"},
             "REGISTRY_SIGNING_KEY": SIGNING_KEY_ARN,
@@ -298,7 +301,11 @@ def role(function: Function) -> dict[str, Any]:
                 "Resource": sub(f"arn:${{AWS::Partition}}:s3:::{BUCKET}/{prefix}*"),
             }
         )
-    consumed = {INGEST.logical_id: "IngestQueue", SCAN.logical_id: "ScanQueue"}
+    consumed = {
+        INGEST.logical_id: "IngestQueue",
+        SCAN.logical_id: "ScanQueue",
+        NOTIFY_DELIVERY.logical_id: "NotifyQueue",
+    }
     if function.logical_id in consumed:
         statements.append(
             {
@@ -325,7 +332,11 @@ def role(function: Function) -> dict[str, Any]:
                 "Resource": {"Fn::GetAtt": [f"{camel(function.stream)}Table", "StreamArn"]},
             }
         )
-    for sends, queue in ((function.sends_jobs, "IngestQueue"), (function.sends_scans, "ScanQueue")):
+    for sends, queue in (
+        (function.sends_jobs, "IngestQueue"),
+        (function.sends_scans, "ScanQueue"),
+        (function.sends_notices, "NotifyQueue"),
+    ):
         if sends:
             statements.append(
                 {
@@ -449,6 +460,11 @@ def stream_function(function: Function) -> dict[str, Any]:
     }
     if function is AUDIT_EXPORT:
         audit_export_function(resource["Properties"])
+    if function is NOTIFY_FANOUT:
+        # Its mapping starts at the stream's newest record when it is first made (a deploy
+        # adding it must not tell a day of past changes again, nor mail their consumers);
+        # from then on it keeps its own place, as every mapping does.
+        resource["Properties"]["Events"]["Stream"]["Properties"]["StartingPosition"] = "LATEST"
     return resource
 
 
@@ -674,6 +690,58 @@ def scan_resources() -> dict[str, Any]:
     }
 
 
+# ----- notifications (chalicelib.notifications) ---------------------------------------------
+
+# Messages the delivery function takes at once; each failed one is reported on its own
+# (ReportBatchItemFailures) and comes again alone. A message is delivered again after
+# 6 x the function's timeout (AWS's advice for a queue feeding a function), and moved to
+# the dead-letter queue after resources.MAX_RECEIVES failed receives (a delivery that got an
+# answer is never a failed receive: the worker re-queues it with its backoff itself).
+NOTIFY_BATCH = 5
+
+
+def notify_function() -> dict[str, Any]:
+    """The notifications delivery function, subscribed to its queue."""
+    resource = new_function(NOTIFY_DELIVERY)
+    resource["Properties"]["Events"] = {
+        "Notices": {
+            "Type": "SQS",
+            "Properties": {
+                "Queue": {"Fn::GetAtt": ["NotifyQueue", "Arn"]},
+                "BatchSize": NOTIFY_BATCH,
+                "FunctionResponseTypes": ["ReportBatchItemFailures"],
+            },
+        }
+    }
+    return resource
+
+
+def notify_resources() -> dict[str, Any]:
+    """The notifications queue and its dead-letter queue."""
+    return {
+        "NotifyDeadLetterQueue": {
+            "Type": "AWS::SQS::Queue",
+            "Properties": {
+                "QueueName": sub("${AWS::StackName}-notify-dlq"),
+                "MessageRetentionPeriod": 1209600,
+                "SqsManagedSseEnabled": True,
+            },
+        },
+        "NotifyQueue": {
+            "Type": "AWS::SQS::Queue",
+            "Properties": {
+                "QueueName": sub("${AWS::StackName}-notify"),
+                "VisibilityTimeout": 6 * NOTIFY_DELIVERY.timeout,
+                "SqsManagedSseEnabled": True,
+                "RedrivePolicy": {
+                    "deadLetterTargetArn": {"Fn::GetAtt": ["NotifyDeadLetterQueue", "Arn"]},
+                    "maxReceiveCount": resources.MAX_RECEIVES,
+                },
+            },
+        },
+    }
+
+
 def invoke_permission(logical_id: str) -> dict[str, Any]:
     return {
         "Type": "AWS::Lambda::Permission",
@@ -768,6 +836,12 @@ def alarm_resources() -> dict[str, Any]:
             Statistic="Maximum",
             Period=ALARM_PERIOD,
             Threshold=0,
+        ),
+        "NotifyDeadLetterAlarm": _dead_letter_alarm(
+            "notify",
+            "Notification messages failed every delivery (the worker itself failed, not a "
+            "destination: those are retried with backoff and given up) and wait in the "
+            "dead-letter queue",
         ),
         "ScanDeadLetterAlarm": _dead_letter_alarm(
             "scan",
@@ -1179,6 +1253,7 @@ def merge_template() -> dict[str, Any]:
         resources_out[f"{camel(short)}Table"] = table_resource(short, model)
     resources_out.update(storage_resources())
     resources_out.update(scan_resources())
+    resources_out.update(notify_resources())
     resources_out.update(gateway_responses())
     for function in STREAM_FUNCTIONS:
         resources_out[f"{function.logical_id}Role"] = role(function)
@@ -1188,7 +1263,8 @@ def merge_template() -> dict[str, Any]:
     audit_role["Policies"][0]["PolicyDocument"]["Statement"] += audit_export_statements()
     for function in QUEUE_FUNCTIONS:
         resources_out[f"{function.logical_id}Role"] = role(function)
-        resources_out[function.logical_id] = scan_function()
+        made = scan_function() if function is SCAN else notify_function()
+        resources_out[function.logical_id] = made
     for function in ROUTE_GROUPS + EVENT_FUNCTIONS:
         resources_out[f"{function.logical_id}Role"] = role(function)
         if function.logical_id in ("APIHandler", *(f.logical_id for f in EVENT_FUNCTIONS)):

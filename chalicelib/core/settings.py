@@ -133,6 +133,9 @@ class Settings:
     previous_signing_keys: tuple[str, ...] = ()
     # The scan jobs' queue (chalicelib.artifacts.queue.request_scan): the scan function's.
     scan_queue: str = "registry-dev-scan"
+    # The notifications' queue (chalicelib.notifications.fanout and worker): one delivery of
+    # one notice to one destination, or one mail to a deprecated version's consumers.
+    notify_queue: str = "registry-dev-notify"
     # How long an audit event is kept (chalicelib.audit; its item's TTL), in days: never
     # fewer than 400 (the site's general settings may say more: ``audit-retention-days``).
     audit_retention_days: int = 400
@@ -226,6 +229,7 @@ def get_settings() -> Settings:
             if k.strip()
         ),
         scan_queue=os.environ.get("REGISTRY_SCAN_QUEUE", "registry-dev-scan"),
+        notify_queue=os.environ.get("REGISTRY_NOTIFY_QUEUE", "registry-dev-notify"),
         audit_retention_days=max(400, _int("REGISTRY_AUDIT_RETENTION_DAYS", 400)),
         audit_bucket=os.environ.get("REGISTRY_AUDIT_BUCKET", "").strip(),
         audit_log_group=os.environ.get("REGISTRY_AUDIT_LOG_GROUP", "").strip(),

@@ -416,6 +416,12 @@ def modules_of(organization: str) -> list[ModuleModel]:
     return store.modules_of(organization)
 
 
+def module_at(organization: str, key: str) -> ModuleModel | None:
+    """The module of that key (``ModuleRef.key``), for the registry's own workers (the
+    notifications' fan-out): no caller, so no access check. None when there is none."""
+    return store.find_module(organization, key)
+
+
 def delete_module_record(module: ModuleModel, principal: Principal | None) -> list[str]:
     """Delete the module, its versions and their objects; returns the versions deleted.
     ``principal``: who deletes it, recorded (``deleted``) with the module's delete; None

@@ -323,7 +323,7 @@ def test_every_alarm_notifies_the_optional_topic(template):
 
 def test_the_dead_letter_queues_and_the_api_5xx_rate_alarm(template):
     found = alarms(template)
-    for queue in ("Ingest", "Scan"):
+    for queue in ("Ingest", "Scan", "Notify"):
         dlq = found[f"{queue}DeadLetterAlarm"]
         assert watched(dlq) == [
             (
@@ -367,5 +367,6 @@ def test_each_table_has_a_throttle_alarm_and_each_function_an_errors_alarm(templ
         assert watched(alarm) == [
             ("AWS/Lambda", "Errors", {"FunctionName": {"Ref": function.logical_id}})
         ]
-    # the dead-letter queues of ingest, scans and the audit export, and the 5xx alarm
-    assert len(found) == 4 + len(tables) + len(ALL_FUNCTIONS)
+    # the dead-letter queues of ingest, scans, notifications and the audit export, and the
+    # 5xx alarm
+    assert len(found) == 5 + len(tables) + len(ALL_FUNCTIONS)

@@ -21,6 +21,7 @@ from chalicelib.accounts.authorization import (
     owned_organization,
     readable_organization,
 )
+from chalicelib.accounts.organizations import store as organizations_store
 from chalicelib.accounts.teams import store
 from chalicelib.accounts.teams.store import TeamModel
 from chalicelib.accounts.tokens import store as tokens_store
@@ -221,6 +222,40 @@ def team_members(teams: Iterable[TeamModel]) -> list[UserModel]:
     ids = list(dict.fromkeys(u for team in teams for u in sorted(team.user_ids or ())))
     found = {user.id: user for user in users_store.users_by_ids(ids)}
     return [found[i] for i in ids if i in found]
+
+
+def mail_addresses(
+    organization: str, team_ids: Iterable[str], user_ids: Iterable[str]
+) -> list[str]:
+    """The addresses of the members of the teams ``team_ids`` and of the users ``user_ids``,
+    each person once, for a notice about one of ``organization``'s modules that they use (the
+    notifications' consumer mail): one GetItem of the organization, one BatchGet of the
+    teams, one of the users. Only people who may still read its private modules are kept:
+    its members, site admins, and members of the organizations it shares its modules with
+    (``consumer_roles``' rule); a team of another organization only while it is shared with.
+    A suspended user, a user deleted meanwhile, and an address nobody confirmed reaches its
+    owner (``email_unconfirmed``) are left out. A disabled organization mails no one."""
+    producer = organizations_store.get_organization(organization)
+    if producer is None or organizations_store.note_disabled(organization, producer):
+        return []
+
+    def reads(organizations: set[str]) -> bool:
+        if organization in organizations:
+            return True
+        if producer.global_module_sharing:
+            return bool(organizations)
+        return bool(set(producer.module_consumers or ()) & organizations)
+
+    teams = [t for t in store.teams_by_ids(sorted(set(team_ids))) if reads({t.organization})]
+    ids = sorted({*user_ids, *(u for team in teams for u in team.user_ids or ())})
+    found: dict[str, str] = {}
+    for user in users_store.users_by_ids(ids):
+        if user.suspended or user.email_unconfirmed or not user.email:
+            continue
+        if not user.is_site_admin and not reads(set(user.organizations())):
+            continue
+        found.setdefault(user.email.strip().lower(), user.email.strip())
+    return sorted(found.values(), key=str.lower)
 
 
 def resolve_usernames(usernames: list[str]) -> list[UserModel]:

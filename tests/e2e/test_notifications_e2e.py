@@ -1,0 +1,248 @@
+"""Notifications through the real local stack: each registry change's audit event is read a
+second time from the audit stream (the stack's notifications reader, with its own place),
+fanned out to the organization's destinations through the notifications queue and delivered
+by its poller, as the NotificationsFanOut and NotificationsDelivery functions do in AWS.
+
+A ``generic`` destination on a local HTTP listener receives the signed payload of each
+trigger (a version published, an upload refused, a deprecation, a revocation), a failing
+one keeps its errors in its delivery responses, and a consuming team's member (the one who
+downloaded the deprecated version with the team's token) receives the mail at a local SMTP
+server.
+
+The configurations are written into the stack's own DynamoDB with the store's model (the
+token sealed with the stack's KMS key) until the configurations API is merged.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+from collections.abc import Iterator
+from typing import Any
+from uuid import uuid4
+
+import boto3
+import pytest
+import requests
+
+from chalicelib.core import secrets
+from chalicelib.core.data.ids import new_id, now
+from chalicelib.notifications.store import TOKEN_PURPOSE, NotificationConfigurationModel
+from chalicelib.notifications.triggers import Trigger
+from tests.conftest import doc, tar_gz
+from tests.e2e.conftest import VCS_HOST, Stack, wait_for
+from tests.notifications.listener import Listener, listener
+from tests.support.admin_servers import Mailbox, smtp_server, text_of
+
+pytestmark = pytest.mark.e2e
+
+ORG = f"told-{uuid4().hex[:8]}"
+TOKEN = "e2e-destination-token"
+LOCAL = {"region_name": "us-east-1", "aws_access_key_id": "local", "aws_secret_access_key": "local"}
+# The stack's tables carry its default prefix (the tests' own process uses another).
+TABLE = "registry-dev-notification-configurations"
+MODULE = f"/organizations/{ORG}/registry-modules/private/{ORG}/vpc/aws"
+TIMEOUT = 90.0  # a generous cap: the pollers run every second or so
+
+
+def _aws(stack: Stack, service: str) -> Any:
+    return boto3.client(service, endpoint_url=stack.moto_url, **LOCAL)
+
+
+def configure(
+    stack: Stack, url: str, monkeypatch: pytest.MonkeyPatch
+) -> NotificationConfigurationModel:
+    """A generic configuration of ORG subscribed to every trigger, in the stack's table."""
+    with monkeypatch.context() as patched:
+        patched.setattr(secrets, "client", lambda service: _aws(stack, service))
+        token = secrets.seal(TOKEN, purpose=TOKEN_PURPOSE)
+    moment = now()
+    item = NotificationConfigurationModel(
+        organization=ORG,
+        id=new_id("nc"),
+        name="e2e",
+        destination_type="generic",
+        url=url,
+        token=token,
+        enabled=True,
+        triggers=[str(t) for t in Trigger],
+        created_at=moment,
+        updated_at=moment,
+    )
+    _aws(stack, "dynamodb").put_item(TableName=TABLE, Item=item.serialize())
+    return item
+
+
+def delivery_responses(stack: Stack, item: NotificationConfigurationModel) -> list[dict[str, Any]]:
+    found = _aws(stack, "dynamodb").get_item(
+        TableName=TABLE, Key={"organization": {"S": ORG}, "id": {"S": item.id}}
+    )
+    return json.loads(found["Item"].get("delivery_responses", {}).get("S") or "[]")
+
+
+def upload(stack: Stack, version: str, archive: bytes) -> None:
+    admin = stack.session()
+    made = admin.post(
+        stack.api(f"/registry-modules/{ORG}/vpc/aws/versions"),
+        json=doc("registry-module-versions", version=version),
+    )
+    assert made.status_code == 201, made.text
+    put = requests.put(
+        made.json()["data"]["links"]["upload"],
+        data=archive,
+        headers={"Content-Type": "application/octet-stream"},
+        timeout=30,
+    )
+    assert put.status_code == 200
+
+
+def statuses(stack: Stack) -> dict[str, str]:
+    reply = stack.session().get(stack.api(MODULE))
+    return {
+        s["version"]: s["status"] for s in reply.json()["data"]["attributes"]["version-statuses"]
+    }
+
+
+def change(stack: Stack, version: str, **attributes: Any) -> None:
+    reply = stack.session().patch(
+        stack.api(f"{MODULE}/{version}"), json=doc("module-versions", **attributes)
+    )
+    assert reply.status_code == 200, reply.text
+
+
+@pytest.fixture(scope="module")
+def mailbox(stack: Stack) -> Iterator[Mailbox]:
+    """The stack's SMTP settings pointed at a local SMTP server while this module runs."""
+    admin = stack.session()
+    with smtp_server() as (port, box):
+        smtp = {
+            "enabled": True,
+            "host": "127.0.0.1",
+            "port": port,
+            "sender": "registry@example.test",
+            "auth": "none",
+            "test-email-address": "ops@example.test",
+        }
+        saved = admin.patch(
+            stack.api("/admin/smtp-settings"),
+            json={"data": {"type": "smtp-settings", "attributes": smtp}},
+        )
+        assert saved.status_code == 200, saved.text
+        box.messages.clear()
+        try:
+            yield box
+        finally:
+            off = {"data": {"type": "smtp-settings", "attributes": {"enabled": False}}}
+            assert admin.patch(stack.api("/admin/smtp-settings"), json=off).status_code == 200
+
+
+def received(destination: Listener) -> dict[str, dict[str, Any]]:
+    """What the destination got, by trigger and version (each signature checked)."""
+    found = {}
+    for request in list(destination.received):
+        expected = hmac.new(TOKEN.encode(), request.body, hashlib.sha512).hexdigest()
+        assert request.headers["X-TFE-Notification-Signature"] == expected
+        payload = json.loads(request.body)
+        (entry,) = payload["notifications"]
+        found[f"{entry['trigger']} {entry['resource']['version']}"] = payload
+    return found
+
+
+def test_each_trigger_reaches_a_signed_destination_and_the_consumers_mailbox(
+    stack: Stack, mailbox: Mailbox, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    admin = stack.session()
+    made = admin.post(
+        stack.api("/organizations"), json=doc("organizations", name=ORG, email="o@x.io")
+    )
+    assert made.status_code == 201, made.text
+    created = admin.post(
+        stack.api(f"/organizations/{ORG}/registry-modules"),
+        json=doc("registry-modules", name="vpc", provider="aws"),
+    )
+    assert created.status_code == 201, created.text
+    with listener(202, name=VCS_HOST) as destination, listener(500, name=VCS_HOST) as failing:
+        hook = configure(stack, destination.url, monkeypatch)
+        broken = configure(stack, failing.url, monkeypatch)
+
+        main_tf = 'output "id" {\n  value = "vpc"\n}\n'
+        upload(stack, "1.0.0", tar_gz({"main.tf": main_tf}))
+        upload(stack, "1.1.0", tar_gz({"main.tf": main_tf}))
+        upload(stack, "0.9.0", b"this is no gzipped tarball")
+        settled = wait_for(
+            lambda: statuses(stack), lambda s: s.get("1.0.0") == s.get("1.1.0") == "ok", TIMEOUT
+        )
+        assert settled["1.0.0"] == settled["1.1.0"] == "ok" and settled["0.9.0"] != "ok"
+
+        # A consuming team: its token downloads 1.0.0; its member is mailed.
+        team = admin.post(
+            stack.api(f"/organizations/{ORG}/teams"), json=doc("teams", name="platform")
+        )
+        assert team.status_code == 201, team.text
+        team_id = team.json()["data"]["id"]
+        me = admin.get(stack.api("/account/details")).json()["data"]["attributes"]
+        members = admin.post(
+            stack.api(f"/teams/{team_id}/relationships/users"),
+            json={"data": [{"type": "users", "id": me["username"]}]},
+        )
+        assert members.status_code == 204, members.text
+        team_token = admin.post(stack.api(f"/teams/{team_id}/authentication-token"), json=None)
+        secret = team_token.json()["data"]["attributes"]["token"]
+        download = requests.get(
+            f"{stack.url}/api/registry/v1/modules/{ORG}/vpc/aws/1.0.0/download",
+            headers={"Authorization": f"Bearer {secret}"},
+            timeout=30,
+        )
+        assert download.status_code == 204, download.text
+
+        deprecation = {
+            "deprecated-status": "Deprecated",
+            "reason": "1.0.0 leaks its flow logs",
+            "link": "https://wiki.example/vpc-1.1",
+        }
+        change(stack, "1.0.0", deprecation=deprecation)
+        change(stack, "1.0.0", revocation={"status": "Revoked", "message": "CVE-2026-7"})
+
+        wanted = {
+            "registry-module-version:published 1.0.0",
+            "registry-module-version:published 1.1.0",
+            "registry-module-version:refused 0.9.0",
+            "registry-module-version:deprecated 1.0.0",
+            "registry-module-version:revoked 1.0.0",
+        }
+        got = wait_for(lambda: received(destination), lambda r: wanted <= set(r), TIMEOUT)
+        assert wanted <= set(got), sorted(got)
+        deprecated = got["registry-module-version:deprecated 1.0.0"]
+        assert deprecated["payload_version"] == 1
+        assert deprecated["notification_configuration_id"] == hook.id
+        assert deprecated["organization_name"] == ORG
+        entry = deprecated["notifications"][0]
+        assert entry["resource"]["address"] == f"{ORG}/{ORG}/vpc/aws"
+        assert entry["details"]["latest-version"] == "1.1.0"
+        assert entry["details"]["link"] == "https://wiki.example/vpc-1.1"
+        assert entry["url"].endswith(f"/app/{ORG}/registry/modules/private/{ORG}/vpc/aws/1.0.0")
+        revoked = got["registry-module-version:revoked 1.0.0"]["notifications"][0]
+        assert revoked["details"]["message"] == "CVE-2026-7"
+
+        # The destination's deliveries are kept; the failing one's show their errors.
+        kept = wait_for(lambda: delivery_responses(stack, hook), lambda d: len(d) >= 5, TIMEOUT)
+        assert len(kept) >= 5 and all(d["successful"] and d["code"] == 202 for d in kept)
+        errors = wait_for(lambda: delivery_responses(stack, broken), bool, TIMEOUT)
+        assert errors and not any(d["successful"] for d in errors)
+        assert {d["code"] for d in errors} == {500}
+        assert failing.received  # it was tried, and will be again after its backoff
+
+    mails = wait_for(
+        lambda: [m for m in mailbox.messages if "1.0.0 is deprecated" in m["Subject"]],
+        bool,
+        TIMEOUT,
+    )
+    assert len(mails) == 1, [m["Subject"] for m in mailbox.messages]
+    (mail,) = mails
+    assert mail["To"] == me["email"]
+    text = text_of(mail)
+    assert "Why: 1.0.0 leaks its flow logs" in text
+    assert "Move to: 1.1.0" in text
+    assert "From the owners: https://wiki.example/vpc-1.1" in text
+    assert TOKEN not in stack.log()
