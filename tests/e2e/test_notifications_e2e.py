@@ -9,8 +9,8 @@ one keeps its errors in its delivery responses, and a consuming team's member (t
 downloaded the deprecated version with the team's token) receives the mail at a local SMTP
 server.
 
-The configurations are written into the stack's own DynamoDB with the store's model (the
-token sealed with the stack's KMS key) until the configurations API is merged.
+The configurations are made and read through the API, as an owner would. A deprecation whose
+deadline passed is revoked by the stack's sweep, and that revocation is notified too.
 """
 
 from __future__ import annotations
@@ -19,16 +19,13 @@ import hashlib
 import hmac
 import json
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from typing import Any
 from uuid import uuid4
 
-import boto3
 import pytest
 import requests
 
-from chalicelib.core import secrets
-from chalicelib.core.data.ids import new_id, now
-from chalicelib.notifications.store import TOKEN_PURPOSE, NotificationConfigurationModel
 from chalicelib.notifications.triggers import Trigger
 from tests.conftest import doc, tar_gz
 from tests.e2e.conftest import VCS_HOST, Stack, wait_for
@@ -39,46 +36,33 @@ pytestmark = pytest.mark.e2e
 
 ORG = f"told-{uuid4().hex[:8]}"
 TOKEN = "e2e-destination-token"
-LOCAL = {"region_name": "us-east-1", "aws_access_key_id": "local", "aws_secret_access_key": "local"}
-# The stack's tables carry its default prefix (the tests' own process uses another).
-TABLE = "registry-dev-notification-configurations"
 MODULE = f"/organizations/{ORG}/registry-modules/private/{ORG}/vpc/aws"
 TIMEOUT = 90.0  # a generous cap: the pollers run every second or so
 
 
-def _aws(stack: Stack, service: str) -> Any:
-    return boto3.client(service, endpoint_url=stack.moto_url, **LOCAL)
-
-
-def configure(
-    stack: Stack, url: str, monkeypatch: pytest.MonkeyPatch
-) -> NotificationConfigurationModel:
-    """A generic configuration of ORG subscribed to every trigger, in the stack's table."""
-    with monkeypatch.context() as patched:
-        patched.setattr(secrets, "client", lambda service: _aws(stack, service))
-        token = secrets.seal(TOKEN, purpose=TOKEN_PURPOSE)
-    moment = now()
-    item = NotificationConfigurationModel(
-        organization=ORG,
-        id=new_id("nc"),
-        name="e2e",
-        destination_type="generic",
-        url=url,
-        token=token,
-        enabled=True,
-        triggers=[str(t) for t in Trigger],
-        created_at=moment,
-        updated_at=moment,
+def configure(stack: Stack, url: str) -> str:
+    """A generic configuration of ORG subscribed to every trigger, made through the API; its
+    id."""
+    attributes = {
+        "name": "e2e",
+        "destination-type": "generic",
+        "enabled": True,
+        "url": url,
+        "token": TOKEN,
+        "triggers": [str(t) for t in Trigger],
+    }
+    made = stack.session().post(
+        stack.api(f"/organizations/{ORG}/notification-configurations"),
+        json=doc("notification-configurations", **attributes),
     )
-    _aws(stack, "dynamodb").put_item(TableName=TABLE, Item=item.serialize())
-    return item
+    assert made.status_code == 201, made.text
+    return str(made.json()["data"]["id"])
 
 
-def delivery_responses(stack: Stack, item: NotificationConfigurationModel) -> list[dict[str, Any]]:
-    found = _aws(stack, "dynamodb").get_item(
-        TableName=TABLE, Key={"organization": {"S": ORG}, "id": {"S": item.id}}
-    )
-    return json.loads(found["Item"].get("delivery_responses", {}).get("S") or "[]")
+def delivery_responses(stack: Stack, configuration: str) -> list[dict[str, Any]]:
+    read = stack.session().get(stack.api(f"/notification-configurations/{configuration}"))
+    assert read.status_code == 200, read.text
+    return list(read.json()["data"]["attributes"]["delivery-responses"])
 
 
 def upload(stack: Stack, version: str, archive: bytes) -> None:
@@ -150,7 +134,7 @@ def received(destination: Listener) -> dict[str, dict[str, Any]]:
 
 
 def test_each_trigger_reaches_a_signed_destination_and_the_consumers_mailbox(
-    stack: Stack, mailbox: Mailbox, monkeypatch: pytest.MonkeyPatch
+    stack: Stack, mailbox: Mailbox
 ) -> None:
     admin = stack.session()
     made = admin.post(
@@ -163,17 +147,21 @@ def test_each_trigger_reaches_a_signed_destination_and_the_consumers_mailbox(
     )
     assert created.status_code == 201, created.text
     with listener(202, name=VCS_HOST) as destination, listener(500, name=VCS_HOST) as failing:
-        hook = configure(stack, destination.url, monkeypatch)
-        broken = configure(stack, failing.url, monkeypatch)
+        hook = configure(stack, destination.url)
+        broken = configure(stack, failing.url)
 
         main_tf = 'output "id" {\n  value = "vpc"\n}\n'
         upload(stack, "1.0.0", tar_gz({"main.tf": main_tf}))
         upload(stack, "1.1.0", tar_gz({"main.tf": main_tf}))
+        upload(stack, "0.8.0", tar_gz({"main.tf": main_tf}))
         upload(stack, "0.9.0", b"this is no gzipped tarball")
         settled = wait_for(
-            lambda: statuses(stack), lambda s: s.get("1.0.0") == s.get("1.1.0") == "ok", TIMEOUT
+            lambda: statuses(stack),
+            lambda s: s.get("1.0.0") == s.get("1.1.0") == s.get("0.8.0") == "ok",
+            TIMEOUT,
         )
-        assert settled["1.0.0"] == settled["1.1.0"] == "ok" and settled["0.9.0"] != "ok"
+        assert settled["1.0.0"] == settled["1.1.0"] == settled["0.8.0"] == "ok"
+        assert settled["0.9.0"] != "ok"
 
         # A consuming team: its token downloads 1.0.0; its member is mailed.
         team = admin.post(
@@ -203,6 +191,10 @@ def test_each_trigger_reaches_a_signed_destination_and_the_consumers_mailbox(
         }
         change(stack, "1.0.0", deprecation=deprecation)
         change(stack, "1.0.0", revocation={"status": "Revoked", "message": "CVE-2026-7"})
+        # A deadline that passed half a minute ago: the stack's sweep revokes 0.8.0.
+        passed = (datetime.now(UTC) - timedelta(seconds=30)).strftime("%Y-%m-%dT%H:%M:%SZ")
+        due = {"deprecated-status": "Deprecated", "reason": "too old", "revoke-at": passed}
+        change(stack, "0.8.0", deprecation=due)
 
         wanted = {
             "registry-module-version:published 1.0.0",
@@ -210,12 +202,14 @@ def test_each_trigger_reaches_a_signed_destination_and_the_consumers_mailbox(
             "registry-module-version:refused 0.9.0",
             "registry-module-version:deprecated 1.0.0",
             "registry-module-version:revoked 1.0.0",
+            "registry-module-version:deprecated 0.8.0",
+            "registry-module-version:revoked 0.8.0",
         }
         got = wait_for(lambda: received(destination), lambda r: wanted <= set(r), TIMEOUT)
         assert wanted <= set(got), sorted(got)
         deprecated = got["registry-module-version:deprecated 1.0.0"]
         assert deprecated["payload_version"] == 1
-        assert deprecated["notification_configuration_id"] == hook.id
+        assert deprecated["notification_configuration_id"] == hook
         assert deprecated["organization_name"] == ORG
         entry = deprecated["notifications"][0]
         assert entry["resource"]["address"] == f"{ORG}/{ORG}/vpc/aws"
@@ -224,13 +218,18 @@ def test_each_trigger_reaches_a_signed_destination_and_the_consumers_mailbox(
         assert entry["url"].endswith(f"/app/{ORG}/registry/modules/private/{ORG}/vpc/aws/1.0.0")
         revoked = got["registry-module-version:revoked 1.0.0"]["notifications"][0]
         assert revoked["details"]["message"] == "CVE-2026-7"
+        assert revoked["actor"] and "by" not in revoked["details"]
+        on_deadline = got["registry-module-version:revoked 0.8.0"]["notifications"][0]
+        assert on_deadline["actor"] is None  # the registry itself
+        assert on_deadline["details"]["by"] == "deadline"
+        assert on_deadline["details"]["revoke-at"] == passed
 
         # The destination's deliveries are kept; the failing one's show their errors.
-        kept = wait_for(lambda: delivery_responses(stack, hook), lambda d: len(d) >= 5, TIMEOUT)
-        assert len(kept) >= 5 and all(d["successful"] and d["code"] == 202 for d in kept)
+        kept = wait_for(lambda: delivery_responses(stack, hook), lambda d: len(d) >= 7, TIMEOUT)
+        assert len(kept) >= 7 and all(d["successful"] == "true" for d in kept), kept
+        assert {d["code"] for d in kept} == {"202"}
         errors = wait_for(lambda: delivery_responses(stack, broken), bool, TIMEOUT)
-        assert errors and not any(d["successful"] for d in errors)
-        assert {d["code"] for d in errors} == {500}
+        assert errors and {(d["code"], d["successful"]) for d in errors} == {("500", "false")}
         assert failing.received  # it was tried, and will be again after its backoff
 
     mails = wait_for(
