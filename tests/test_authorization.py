@@ -103,6 +103,7 @@ ALLOWED_FOR_OTHERS: dict[tuple[str, str], str] = {
 # skipped): what a module's owners and manage-modules teams alone see of who consumes it.
 MANAGERS_READ = {
     ("GET", "/api/v2/organizations/{organization_name}/registry-module-campaigns"),
+    ("GET", "/app/{organization}/registry/campaigns"),
     *(
         (
             "GET",

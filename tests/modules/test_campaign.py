@@ -18,9 +18,10 @@ from chalicelib.modules import store as modules_store
 from chalicelib.modules.downloads import campaign, counter
 from chalicelib.modules.downloads import store as downloads_store
 from chalicelib.modules.store import ModuleModel, ModuleVersionModel
-from tests.conftest import Api, doc, make_org, make_team
+from tests.conftest import ADMIN_TOKEN, Api, doc, make_org, make_team
 from tests.modules.helpers import V1, create_module, publish
 from tests.modules.test_downloads import user_in_team
+from tests.support.web_browser import Browser
 
 MODULES = "/api/v2/organizations/acme/registry-modules/private/acme"
 CONSUMERS = f"{MODULES}/vpc/aws/consumers"
@@ -29,11 +30,17 @@ DAY_ONE = datetime(2026, 11, 23, 9, 30, tzinfo=UTC)
 
 
 class Clock:
-    """The counter's ``now()``, moved by the test (each download a minute after the last)."""
+    """The counter's ``now()``, moved by the test (each download a minute after the last),
+    and the reports' ``now()``."""
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        from chalicelib.modules.downloads import service
+
         self.moment = DAY_ONE
         monkeypatch.setattr(counter, "now", self.tick)
+        # The reports' today: two days on (never the machine's clock).
+        for reader in (campaign, service):
+            monkeypatch.setattr(reader, "now", lambda: DAY_ONE + timedelta(days=2))
 
     def tick(self) -> datetime:
         self.moment += timedelta(minutes=1)
@@ -393,3 +400,91 @@ def _all_pages(api: Api, reply: Any) -> list[str]:
             return seen
         reply = api.get(f"{urlparse(following).path}?{urlparse(following).query}")
     raise AssertionError(f"more than 10 pages: {seen}")
+
+
+# ----- the web UI --------------------------------------------------------------------------
+
+
+def test_the_module_pages_downloads_tab_is_its_campaign(acme: Api, campaign_world: dict[str, str]):
+    page = "/app/acme/registry/modules/private/acme/vpc/aws"
+    owner = Browser(acme.client)
+    owner.sign_in(ADMIN_TOKEN)
+    text = owner.get(page).text
+    tab = text.split('id="downloads"')[1]
+    assert "Who is on what" in tab
+    assert (
+        "5 consumers: 1 on a revoked version, 2 on a deprecated one, 3 behind the latest "
+        "(1.3.0), 2 current." in tab
+    )
+    rows = tab.split('<table class="consumers"')[1].split("</table>")[0].split("<tr>")[2:]
+    assert [row.split("</th>")[0].rsplit(">", 1)[1] for row in rows] == [
+        "acme/legacy",
+        "acme/slow",
+        "alice",
+        "organization token",
+        "acme/fresh",
+    ]
+    assert '<span class="badge bad">revoked</span>' in rows[0]
+    assert "revoked at" in rows[1] and "2026-12-24 00:00 UTC" in rows[1]
+    # Downloads per version per week: the week of Monday 2026-11-23, one download each.
+    weekly = tab.split('<table class="weekly"')[1].split("</table>")[0]
+    assert ">1.3.0</th>" in weekly and ">1.0.0</th>" in weekly
+    assert '<time datetime="2026-11-23">' in weekly
+    assert "1.3.0: 2 downloads, 2 consumers on it" in tab
+    reader = Browser(acme.client)
+    reader.sign_in(campaign_world["legacy-token"])
+    other = reader.get(page)
+    assert other.status_code == 200 and "Who is on what" not in other.text
+
+
+def test_the_organizations_campaign_page(many: Api, monkeypatch: pytest.MonkeyPatch):
+    from chalicelib.web import pages
+
+    owner = Browser(many.client)
+    owner.sign_in(ADMIN_TOKEN)
+    modules = owner.get("/app/acme/registry/modules").text
+    assert 'href="/app/acme/registry/campaigns" id="campaigns-link"' in modules
+    monkeypatch.setattr(pages, "PAGE_SIZE", 2)
+    seen: list[str] = []
+    path = "/app/acme/registry/campaigns"
+    for _ in range(5):
+        answer = owner.get(path)
+        assert answer.status_code == 200, answer.text
+        body = (
+            answer.text.split("<tbody>")[1].split("</tbody>")[0] if "<tbody>" in answer.text else ""
+        )
+        seen += [
+            cell.split("</a>")[0].rsplit(">", 1)[1].split("/")[0]
+            for cell in body.split('<th scope="row">')[1:]
+        ]
+        if 'id="next-page"' not in answer.text:
+            break
+        path = answer.text.split('id="next-page"')[0].rsplit('href="', 1)[1].split('"')[0]
+        path = path.replace("&amp;", "&")
+    assert seen == ["cut", "soon", "mixed", "later", "plain"]
+    _, reader_token = make_team(many, "acme", "readers")
+    reader = Browser(many.client)
+    reader.sign_in(reader_token)
+    assert reader.get("/app/acme/registry/campaigns").status_code == 404
+    assert 'id="campaigns-link"' not in reader.get("/app/acme/registry/modules").text
+
+
+def test_downloads_per_version_per_week():
+    """Weeks from Monday (UTC), the newest first, from the oldest week with a download kept;
+    days older than the kept ones are left out."""
+    items = [
+        downloads_store.VersionDownloads(
+            "1.0.0", 9, {"2026-11-02": 2, "2026-11-08": 1, "2026-11-24": 1, "2025-01-01": 5}, {}
+        ),
+        downloads_store.VersionDownloads("1.1.0", 3, {"2026-11-23": 3}, {}),
+        downloads_store.VersionDownloads("0.9.0", 0, {}, {}),
+    ]
+    found = campaign.weekly(items, datetime(2026, 11, 28).date())
+    assert found.versions == ["1.1.0", "1.0.0"]
+    assert found.weeks == [
+        ("2026-11-23", [3, 1]),
+        ("2026-11-16", [0, 0]),
+        ("2026-11-09", [0, 0]),
+        ("2026-11-02", [0, 3]),
+    ]
+    assert campaign.weekly([], datetime(2026, 11, 28).date()) == campaign.Weekly([], [])

@@ -40,9 +40,10 @@ from chalicelib.accounts import authorization
 from chalicelib.artifacts import semver
 from chalicelib.core.api.errors import Unprocessable
 from chalicelib.core.auth import Principal
+from chalicelib.core.data.ids import now
 from chalicelib.modules import service as registry
 from chalicelib.modules import store as modules_store
-from chalicelib.modules.downloads import store
+from chalicelib.modules.downloads import service, store
 from chalicelib.modules.statuses import is_deprecated, is_revoked, latest_servable
 
 # Index entries of deprecated versions one organization request looks at, at most.
@@ -212,6 +213,30 @@ def weekly(found: Iterable[store.VersionDownloads], today: date) -> Weekly:
         weeks.append((week.isoformat(), [counts[v][week] for v in versions]))
         week -= timedelta(days=7)
     return Weekly(versions, weeks)
+
+
+# ----- the module page's view (its Downloads tab) ------------------------------------------
+
+
+@dataclass(frozen=True)
+class ModuleView:
+    """Everything the module page's Downloads tab shows, from one Query of its items."""
+
+    report: service.Report
+    campaign: Campaign
+    weekly: Weekly
+    names: dict[tuple[str, str], str]
+
+
+def module_view(module: Any) -> ModuleView:
+    """The Downloads tab of a module already read and allowed (``service.may_see``): one
+    Query, and the names of every consumer (one BatchGet per kind, per hundred)."""
+    items = store.module_downloads(module.id)
+    report = service.module_report(module, service.DEFAULT_DAYS, items)
+    names = {
+        (c.kind, c.id): c.name for v in report.versions for c in v.consumers if c.name is not None
+    }
+    return ModuleView(report, campaign_of(module, items), weekly(items, now().date()), names)
 
 
 # ----- the organization's campaigns -----------------------------------------------------
