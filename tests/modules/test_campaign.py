@@ -4,6 +4,8 @@ on deprecated versions (most urgent first), their cost, their refusals and their
 
 from __future__ import annotations
 
+import base64
+import json
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -374,7 +376,19 @@ def test_the_organizations_campaigns_page_with_a_cursor(many: Api):
     first = many.get(f"{CAMPAIGNS}?page[size]=2")
     assert [e["attributes"]["name"] for e in first.data] == ["cut", "soon"]
     assert _all_pages(many, first) == ["cut", "soon", "mixed", "later", "plain"]
-    for bad in ("not-a-cursor", "W10=", "x" * 1025):
+    made_up = [
+        base64.urlsafe_b64encode(json.dumps(parts).encode()).decode()
+        for parts in (["", "", ""], ["1#", "mod-x", "0"], [1, 2, 3], {"a": 1})
+    ]
+    # A well-formed cursor of no entry reads on from where it would sort: no error.
+    after_the_revoked = many.get(f"{CAMPAIGNS}?page[after]={made_up[1]}")
+    assert [e["attributes"]["name"] for e in after_the_revoked.data] == [
+        "soon",
+        "mixed",
+        "later",
+        "plain",
+    ]
+    for bad in ("not-a-cursor", "W10=", "x" * 1025, "é", *made_up[:1], *made_up[2:]):
         refused = many.get(f"{CAMPAIGNS}?page[after]={bad}")
         assert refused.status == 422, bad
         assert refused.json["errors"][0]["source"] == {"parameter": "page[after]"}

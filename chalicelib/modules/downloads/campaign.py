@@ -318,7 +318,9 @@ def _cursor_key(organization: str, after: str | None) -> dict[str, Any] | None:
         parts = json.loads(base64.urlsafe_b64decode(after.encode("ascii")))
     except (ValueError, UnicodeError, binascii.Error):
         raise refusal from None
-    if not (isinstance(parts, list) and len(parts) == 3 and all(isinstance(p, str) for p in parts)):
+    if not (isinstance(parts, list) and len(parts) == 3):
+        raise refusal
+    if not all(isinstance(part, str) and part for part in parts):  # DynamoDB keys: not empty
         raise refusal
     order, module_id, order_key = parts
     return {
