@@ -9,9 +9,11 @@ from typing import Any
 
 import pytest
 import requests
+from playwright.sync_api import Browser, expect
 
 from tests.conftest import doc, tar_gz
 from tests.e2e.conftest import Stack, wait_for
+from tests.e2e.pages import TIMEOUT_MS, check_page, screenshots
 from tests.support.renovate import Renovate
 
 pytestmark = pytest.mark.e2e
@@ -26,7 +28,7 @@ def http_get(url: str, token: str | None) -> tuple[int, Any]:
     return reply.status_code, reply.json() if reply.content else None
 
 
-def test_who_is_behind_through_the_local_stack(stack: Stack):
+def test_who_is_behind_through_the_local_stack(stack: Stack, browser: Browser):
     admin = stack.session()
     created = admin.post(
         stack.api("/organizations"), json=doc("organizations", name=ORG, email="o@x.io")
@@ -102,3 +104,30 @@ def test_who_is_behind_through_the_local_stack(stack: Stack):
     assert app.get(f"{module}/consumers").status_code == 404
     assert app.get(stack.api(f"/organizations/{ORG}/registry-module-campaigns")).status_code == 404
     assert app_token not in stack.log()
+
+    # The module's Downloads tab and the organization's page, in a browser, as the publisher.
+    context = browser.new_context(base_url=stack.url, viewport={"width": 1280, "height": 900})
+    context.set_default_timeout(TIMEOUT_MS)
+    page = context.new_page()
+    try:
+        page.goto("/app/sign-in")
+        page.get_by_label("API token").fill(publisher.headers["Authorization"].split()[1])
+        page.get_by_role("button", name="Sign in with the token").click()
+        expect(page.get_by_role("heading", name="Organizations", level=1)).to_be_visible()
+        page.goto(f"/app/{ORG}/registry/modules/private/{ORG}/net/aws")
+        page.get_by_role("tab", name="Downloads (1)").click()
+        panel = page.get_by_role("tabpanel")
+        expect(panel).to_contain_text("1 consumer: 0 on a revoked version, 1 on a deprecated one")
+        row = panel.locator("table.consumers tbody tr")
+        expect(row).to_contain_text(f"{ORG}/app")
+        expect(row).to_contain_text("deprecated")
+        check_page(page)
+        screenshots(page, "campaign-tab", "#consumers-h")
+        page.goto(f"/app/{ORG}/registry/modules")
+        page.get_by_role("link", name="Upgrade campaigns").click()
+        expect(page.get_by_role("heading", level=1)).to_have_text(f"Upgrade campaigns in {ORG}")
+        expect(page.locator("table.campaigns tbody tr")).to_contain_text("net/aws")
+        check_page(page)
+        screenshots(page, "campaigns")
+    finally:
+        context.close()

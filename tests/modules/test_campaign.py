@@ -430,7 +430,7 @@ def test_the_module_pages_downloads_tab_is_its_campaign(acme: Api, campaign_worl
         "5 consumers: 1 on a revoked version, 2 on a deprecated one, 3 behind the latest "
         "(1.3.0), 2 current." in tab
     )
-    rows = tab.split('<table class="consumers"')[1].split("</table>")[0].split("<tr>")[2:]
+    rows = tab.split('<table class="consumers stack"')[1].split("</table>")[0].split("<tr>")[2:]
     assert [row.split("</th>")[0].rsplit(">", 1)[1] for row in rows] == [
         "acme/legacy",
         "acme/slow",
