@@ -502,3 +502,29 @@ def test_downloads_per_version_per_week():
         ("2026-11-02", [0, 3]),
     ]
     assert campaign.weekly([], datetime(2026, 11, 28).date()) == campaign.Weekly([], [])
+
+
+def test_the_functions_that_serve_campaigns_may_read_what_they_read():
+    """The deployed roles: the registry API (the consumers and campaigns routes) and the web
+    UI (the tab, the page) Query the download items and the versions' indexes, and read
+    modules; neither is granted more on them by this (the registry writes them anyway)."""
+    import json as json_
+
+    from infrastructure import template
+    from infrastructure.groups import ROUTE_GROUPS
+
+    def allowed(logical_id: str, table: str, index: bool = False) -> set[str]:
+        function = next(f for f in ROUTE_GROUPS if f.logical_id == logical_id)
+        actions: set[str] = set()
+        statements = template.role(function)["Properties"]["Policies"][0]["PolicyDocument"]
+        for statement in statements["Statement"]:
+            resources = json_.dumps(statement.get("Resource"))
+            if table in resources and (not index or "/index/*" in resources):
+                actions |= set(statement["Action"])
+        return actions
+
+    for function in ("RegistryFunction", "WebFunction"):
+        assert "dynamodb:Query" in allowed(function, "registry-module-versions", index=True)
+        assert "dynamodb:Query" in allowed(function, "module-downloads")
+        assert "dynamodb:GetItem" in allowed(function, "registry-modules")
+    assert "dynamodb:UpdateItem" not in allowed("WebFunction", "module-downloads")
