@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from types import ModuleType
 from typing import TYPE_CHECKING, Annotated, Any
+from urllib.parse import urlencode
 
 from chalice import Blueprint
 
@@ -20,11 +21,16 @@ from chalicelib.core.api.errors import NotFound, Unprocessable
 from chalicelib.core.api.http import Ctx, route
 from chalicelib.core.api.jsonapi import document, no_content
 from chalicelib.core.api.openapi import PAGE, JsonApi, Param
-from chalicelib.core.api.pagination import int_param
+from chalicelib.core.api.pagination import MAX_PAGE_SIZE, int_param
 from chalicelib.modules import composed, service, versions
 from chalicelib.modules.composed import version_from_vcs
+from chalicelib.modules.downloads import campaign
 from chalicelib.modules.downloads import service as downloads
-from chalicelib.modules.downloads.render import render_report
+from chalicelib.modules.downloads.render import (
+    render_consumer,
+    render_module_campaign,
+    render_report,
+)
 from chalicelib.modules.nocode import service as nocode
 from chalicelib.modules.nocode.render import render_no_code_module
 from chalicelib.modules.paths import MODULE, ORG_MODULES
@@ -231,6 +237,72 @@ def module_downloads(
     ref = ModuleRef(organization_name, registry_name, namespace, name, provider)
     data, meta = render_report(downloads.report(ctx.user, ref, days))
     return document(data, meta=meta)
+
+
+@route(
+    bp,
+    MODULE + "/consumers",
+    auth=Bearer,
+    query=(
+        *PAGE,
+        Param(
+            "filter[status]",
+            "only consumers on a version of these kinds, comma-separated: "
+            + ", ".join(campaign.Standing),
+            {"type": "string", "maxLength": 64},
+        ),
+    ),
+)
+def module_consumers(
+    ctx: Ctx, organization_name: str, registry_name: str, namespace: str, name: str, provider: str
+):
+    """Each consumer and the version it downloaded last: deprecated, revoked, behind the
+    latest servable version, or current (owners and manage-modules teams; 404 else)."""
+    wanted = campaign.parse_statuses(ctx.query.get("filter[status]"))
+    ref = ModuleRef(organization_name, registry_name, namespace, name, provider)
+    found = campaign.module_campaign(ctx.user, ref)
+    page = ctx.paginate(found.matching(wanted))
+    names = downloads.consumer_names((c.kind, c.id) for c in page.items)
+    meta = {**page.meta, "status-counts": found.counts(), "latest-version": found.latest}
+    data = [render_consumer(found, consumer, names) for consumer in page.items]
+    return document(data, links=page.links, meta=meta)
+
+
+@route(
+    bp,
+    "/api/v2/organizations/{organization_name}/registry-module-campaigns",
+    auth=Bearer,
+    query=(
+        Param(
+            "page[size]",
+            f"modules per page (default 20, at most {MAX_PAGE_SIZE})",
+            {"type": "integer", "minimum": 1, "maximum": MAX_PAGE_SIZE},
+        ),
+        Param(
+            "page[after]",
+            "the cursor of the next page (links.next gives it)",
+            {"type": "string", "maxLength": campaign.MAX_CURSOR},
+        ),
+    ),
+)
+def module_campaigns(ctx: Ctx, organization_name: str):
+    """The organization's modules with consumers on deprecated or revoked versions, most
+    urgent first (revoked, then the soonest revoke-at); owners and manage-modules teams."""
+    size = ctx.page().size
+    found, after = campaign.organization_campaigns(
+        ctx.user, organization_name, size, ctx.query.get("page[after]")
+    )
+    url = ctx.url(ctx.path)
+
+    def link(cursor: str | None) -> str:
+        query: dict[str, Any] = {"page[size]": size}
+        if cursor:
+            query["page[after]"] = cursor
+        return f"{url}?{urlencode(query)}"
+
+    links = {"self": link(ctx.query.get("page[after]")), "next": link(after) if after else None}
+    data = [render_module_campaign(entry, ctx.base_url) for entry in found]
+    return document(data, links=links)
 
 
 # ----- versions -----------------------------------------------------------------------------

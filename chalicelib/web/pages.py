@@ -22,6 +22,7 @@ from chalicelib.core.api.pagination import Page
 from chalicelib.core.auth import Principal
 from chalicelib.modules import describe, versions
 from chalicelib.modules import service as registry
+from chalicelib.modules.downloads import campaign
 from chalicelib.modules.downloads import service as downloads
 from chalicelib.modules.scanning import findings as scans
 from chalicelib.modules.statuses import is_deprecated, is_revoked
@@ -174,6 +175,26 @@ def module_list(
     )
 
 
+# ----- the organization's upgrade campaigns -------------------------------------------------
+
+
+@dataclass
+class CampaignList:
+    """A page of the organization's modules with consumers on deprecated versions, most
+    urgent first (``campaign.organization_campaigns``), each with its page's URL."""
+
+    organization: str
+    rows: list[tuple[campaign.ModuleCampaign, str]]
+    after: str | None  # the next page's cursor (None: the last page)
+    first: bool  # the first page (no cursor given)
+
+
+def campaign_list(principal: Principal, organization: str, after: str | None) -> CampaignList:
+    found, following = campaign.organization_campaigns(principal, organization, PAGE_SIZE, after)
+    rows = [(entry, module_path(entry.module) + "#downloads") for entry in found]
+    return CampaignList(organization, rows, following, not after)
+
+
 def page_window(current: int, pages: int, around: int = 2) -> list[int | None]:
     """The page numbers the pager links: the first, the last and ``around`` either side of
     the current one; ``None`` stands for a gap (an ellipsis)."""
@@ -300,6 +321,8 @@ class ModulePage:
     # Owners and manage-modules teams only (``downloads.may_see``); None for the others.
     downloads: downloads.Report | None = None
     chart: Chart | None = None
+    # The same readers: who is on what, downloads per version per week (``campaign``).
+    campaign_view: campaign.ModuleView | None = None
     security: Security | None = None  # the selected version's scan
 
 
@@ -452,7 +475,8 @@ def module_page(
             "sync": module.vcs_sync or {},
             "webhook": module.webhook_registration or {},
         }
-    report = downloads.module_report(module) if downloads.may_see(rights) else None
+    tab = campaign.module_view(module) if downloads.may_see(rights) else None
+    report = tab.report if tab else None
     return ModulePage(
         module=module,
         versions=[_entry(module, v) for v in stored],
@@ -471,5 +495,6 @@ def module_page(
         may_publish=rights.manage_modules and module.registry_name == "private",
         downloads=report,
         chart=download_chart(report) if report else None,
+        campaign_view=tab,
         security=security(chosen) if chosen else None,
     )

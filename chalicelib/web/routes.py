@@ -4,7 +4,8 @@ URLs (TFE's own UI uses the same shapes): ``/`` sends the browser to the organiz
 the sign-in page; ``/app/sign-in``, ``/app/sign-out`` (POST), ``/app/organizations``,
 ``/app/<org>/registry/modules`` (search, provider filter, pages) and the module page at the
 module's address, ``/app/<org>/registry/modules/<registry>/<namespace>/<name>/<provider>``
-and ``…/<version>``. Assets: ``/app/static/<name>.<content hash>.<ext>``.
+and ``…/<version>``, ``/app/<org>/registry/campaigns`` (the upgrade campaigns). Assets:
+``/app/static/<name>.<content hash>.<ext>``.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from chalice import Blueprint, Response
 from chalicelib.accounts import memberships, signin, twofactor
 from chalicelib.core.api.errors import NotFound, Unauthorized, Unprocessable
 from chalicelib.core.api.openapi import Param, Reply
+from chalicelib.modules.downloads import campaign
 from chalicelib.modules.service import ModuleRef
 from chalicelib.saml import config as saml_config
 from chalicelib.web import pages, session, sso
@@ -39,6 +41,7 @@ bp = Blueprint(__name__)
 
 MODULES = "/app/{organization}/registry/modules"
 MODULE = MODULES + "/{registry}/{namespace}/{name}/{provider}"
+CAMPAIGNS = "/app/{organization}/registry/campaigns"
 SEE_OTHER = (Reply(303, description="to the page asked for or the sign-in page"),)
 LIST_QUERY = (
     Param("q", "search in name, provider and namespace"),
@@ -178,6 +181,26 @@ def modules(ctx: WebCtx, organization: str) -> Response:
         page_number(query.get("page")),
     )
     return ctx.render("modules.html", listing=listing)
+
+
+@page(
+    bp,
+    CAMPAIGNS,
+    auth=SignedIn,
+    query=(
+        Param(
+            "after",
+            "the next page's cursor (the page's link gives it)",
+            {"type": "string", "maxLength": campaign.MAX_CURSOR},
+        ),
+    ),
+)
+def campaigns(ctx: WebCtx, organization: str) -> Response:
+    """The organization's upgrade campaigns: its modules with consumers on deprecated or
+    revoked versions, the most urgent first (owners and manage-modules teams; 404 else)."""
+    principal = ctx.principal_or_sign_in()
+    listing = pages.campaign_list(principal, organization, ctx.query.get("after") or None)
+    return ctx.render("campaigns.html", listing=listing)
 
 
 @page(bp, MODULE, auth=SignedIn, query=(Param("version", "open this version"),), success=None)

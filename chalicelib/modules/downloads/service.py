@@ -3,6 +3,7 @@ the total, the daily counts and who downloaded it (``counter`` counts them)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -58,20 +59,20 @@ def may_see(rights: authorization.OrgAccess) -> bool:
     return authorization.allows(rights, "manage-modules")
 
 
-def module_report(module: Any, days: int = DEFAULT_DAYS) -> Report:
-    """The report of a module already read and allowed: one Query, and one BatchGet per
-    kind of consumer for the names."""
-    found = {item.version: item for item in store.module_downloads(module.id)}
+def module_report(
+    module: Any, days: int = DEFAULT_DAYS, items: list[store.VersionDownloads] | None = None
+) -> Report:
+    """The report of a module already read and allowed: one Query (none when its download
+    ``items`` were read already), and one BatchGet per kind of consumer for the names."""
+    if items is None:
+        items = store.module_downloads(module.id)
+    found = {item.version: item for item in items}
     published = {
         v for v, entry in module.statuses().items() if entry.get("status") == VersionStatus.OK
     }
     texts = [v for v in published | set(found) if semver.is_valid(v)]
     texts.sort(key=lambda v: semver.parse(v).order_key, reverse=True)
-    wanted: dict[str, set[str]] = {"team": set(), "user": set()}
-    for item in found.values():
-        for kind, principal_id in item.consumers:
-            wanted.get(kind, set()).add(principal_id)
-    names = teams_service.display_names(wanted["team"], wanted["user"])
+    names = consumer_names(key for item in found.values() for key in item.consumers)
     today = now().date()
     window = [(today - timedelta(days=back)).isoformat() for back in range(days - 1, -1, -1)]
     versions = []
@@ -79,7 +80,7 @@ def module_report(module: Any, days: int = DEFAULT_DAYS) -> Report:
         counted = found.get(text) or store.VersionDownloads(text, 0, {}, {})
         consumers = sorted(
             (
-                Consumer(kind, pid, _name(names, kind, pid), last)
+                Consumer(kind, pid, names.get((kind, pid)), last)
                 for (kind, pid), last in counted.consumers.items()
             ),
             key=lambda c: c.last_download,
@@ -90,7 +91,12 @@ def module_report(module: Any, days: int = DEFAULT_DAYS) -> Report:
     return Report(module, sum(v.total for v in versions), days, versions)
 
 
-def _name(names: dict[tuple[str, str], str], kind: str, principal_id: str) -> str | None:
-    if kind == "organization":
-        return ORGANIZATION_TOKEN
-    return names.get((kind, principal_id))
+def consumer_names(consumers: Iterable[tuple[str, str]]) -> dict[tuple[str, str], str]:
+    """(kind, id) -> what a report calls the consumer: ``organization/team``, the username,
+    or "organization token"; one BatchGet per kind (per hundred), deleted ones left out."""
+    wanted: dict[str, set[str]] = {"team": set(), "user": set(), "organization": set()}
+    for kind, principal_id in consumers:
+        wanted.get(kind, set()).add(principal_id)
+    names = teams_service.display_names(wanted["team"], wanted["user"])
+    names.update({("organization", org): ORGANIZATION_TOKEN for org in wanted["organization"]})
+    return names
