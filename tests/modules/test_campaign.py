@@ -15,11 +15,9 @@ from urllib.parse import urlparse
 
 import pytest
 
-from chalicelib.artifacts import semver
-from chalicelib.modules import store as modules_store
 from chalicelib.modules.downloads import campaign, counter
 from chalicelib.modules.downloads import store as downloads_store
-from chalicelib.modules.store import ModuleModel, ModuleVersionModel
+from chalicelib.modules.store import ModuleVersionModel
 from tests.conftest import ADMIN_TOKEN, Api, doc, make_org, make_team
 from tests.modules.helpers import V1, create_module, publish
 from tests.modules.test_downloads import user_in_team
@@ -68,21 +66,25 @@ def revoke(api: Api, version: str, name: str = "vpc") -> None:
     change(api, version, name, revocation={"status": "Revoked", "message": "CVE-2026-7"})
 
 
-def set_deadline(version: str, revoke_at: str, name: str = "vpc") -> None:
-    """The deprecation's ``revoke-at`` written as the deadline's PATCH (part A of #38, built
-    beside this) writes it: in the deprecation map on the version item, with the index's
-    order, and in the module's statuses."""
-    module = ModuleModel.get("acme", modules_store.module_key("private", "acme", name, "aws"))
-    item = ModuleVersionModel.get(module.id, semver.parse(version).order_key)
-    deprecation = {**item.deprecation, "revoke-at": revoke_at}
-    order = modules_store.deprecation_order(deprecation, item.revocation)
-    item.update(
-        actions=[
-            ModuleVersionModel.deprecation.set(deprecation),
-            ModuleVersionModel.deprecation_order.set(order),
-        ]
-    )
-    module.update(actions=[ModuleModel.version_statuses[version]["deprecation"].set(deprecation)])
+def ahead(days: int) -> str:
+    """A deadline ``days`` from now, as the PATCH stores it (the deadline's checks read the
+    machine's clock: the tests' deadlines stay ahead of it, whatever the date)."""
+    moment = datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
+    return f"{moment + timedelta(days=days):%Y-%m-%dT%H:%M:%SZ}"
+
+
+SOON, MIDDLE, LATER = ahead(30), ahead(60), ahead(120)
+
+
+def set_deadline(api: Api, version: str, revoke_at: str, name: str = "vpc") -> None:
+    """Deprecate the version again with a ``revoke-at`` deadline (the PATCH)."""
+    deprecation = {
+        "deprecated-status": "Deprecated",
+        "reason": "move to 1.3",
+        "link": "https://x.io/m",
+        "revoke-at": revoke_at,
+    }
+    change(api, version, name, deprecation=deprecation)
 
 
 @pytest.fixture
@@ -114,7 +116,7 @@ def campaign_world(acme: Api, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]
     deprecate(acme, "1.0.0")
     revoke(acme, "1.0.0")
     deprecate(acme, "1.1.0")
-    set_deadline("1.1.0", "2026-12-24T00:00:00Z")
+    set_deadline(acme, "1.1.0", SOON)
     return ids
 
 
@@ -139,7 +141,7 @@ def test_the_consumers_api_says_who_is_on_what(acme: Api, campaign_world: dict[s
     assert legacy["kind"] == "team" and legacy["consumer-id"] == campaign_world["legacy"]
     assert (legacy["revoked"], legacy["deprecated"], legacy["behind"]) == (True, True, True)
     assert legacy["revoke-at"] is None and legacy["latest-version"] == "1.3.0"
-    assert slow["revoke-at"] == "2026-12-24T00:00:00Z"
+    assert slow["revoke-at"] == SOON
     assert (slow["revoked"], slow["deprecated"], slow["behind"]) == (False, True, True)
     assert alice["kind"] == "user" and alice["consumer-id"] == campaign_world["alice"]
     assert (alice["revoked"], alice["deprecated"], alice["behind"]) == (False, False, True)
@@ -299,11 +301,11 @@ def many(api: Api, monkeypatch: pytest.MonkeyPatch) -> Api:
     """Six modules, each with 1.0.0 and 2.0.0, one team on 1.0.0 of each but ``quiet``:
 
     * ``cut``: 1.0.0 revoked;
-    * ``soon``: 1.0.0 deprecated, revoked on 2026-12-01;
-    * ``later``: 1.0.0 deprecated, revoked on 2027-03-01;
+    * ``soon``: 1.0.0 deprecated, revoked on SOON;
+    * ``later``: 1.0.0 deprecated, revoked on LATER;
     * ``plain``: 1.0.0 deprecated, no deadline;
     * ``quiet``: 1.0.0 revoked, nobody on it (not listed);
-    * ``mixed``: 2.0.0 revoked with nobody on it, 1.0.0 deprecated for 2027-01-01 with the
+    * ``mixed``: 2.0.0 revoked with nobody on it, 1.0.0 deprecated for MIDDLE with the
       team on it (listed at its deadline, not among the revoked)."""
     Clock(monkeypatch)
     make_org(api, "acme")
@@ -319,9 +321,9 @@ def many(api: Api, monkeypatch: pytest.MonkeyPatch) -> Api:
         deprecate(api, "1.0.0", name)
     for name in ("cut", "quiet"):
         revoke(api, "1.0.0", name)
-    set_deadline("1.0.0", "2026-12-01T00:00:00Z", "soon")
-    set_deadline("1.0.0", "2027-03-01T00:00:00Z", "later")
-    set_deadline("1.0.0", "2027-01-01T00:00:00Z", "mixed")
+    set_deadline(api, "1.0.0", SOON, "soon")
+    set_deadline(api, "1.0.0", LATER, "later")
+    set_deadline(api, "1.0.0", MIDDLE, "mixed")
     deprecate(api, "2.0.0", "mixed")
     revoke(api, "2.0.0", "mixed")
     return api
@@ -339,7 +341,7 @@ def test_the_organizations_campaigns_come_most_urgent_first(many: Api):
     ]
     assert reply.json["links"]["next"] is None
     mixed = reply.data[2]["attributes"]
-    assert mixed["soonest-revoke-at"] == "2027-01-01T00:00:00Z"
+    assert mixed["soonest-revoke-at"] == MIDDLE
     assert mixed["latest-version"] == "1.0.0"  # 2.0.0 is revoked
     assert mixed["deprecated-versions"] == [
         {
@@ -353,7 +355,7 @@ def test_the_organizations_campaigns_come_most_urgent_first(many: Api):
         {
             "version": "1.0.0",
             "revoked": False,
-            "revoke-at": "2027-01-01T00:00:00Z",
+            "revoke-at": MIDDLE,
             "reason": "move to 1.3",
             "link": "https://x.io/m",
             "consumers": 1,
@@ -439,7 +441,7 @@ def test_the_module_pages_downloads_tab_is_its_campaign(acme: Api, campaign_worl
         "acme/fresh",
     ]
     assert '<span class="badge bad">revoked</span>' in rows[0]
-    assert "revoked at" in rows[1] and "2026-12-24 00:00 UTC" in rows[1]
+    assert "revoked at" in rows[1] and SOON[:10] + " 00:00 UTC" in rows[1]
     # Downloads per version per week: the week of Monday 2026-11-23, one download each.
     weekly = tab.split('<table class="weekly"')[1].split("</table>")[0]
     assert ">1.3.0</th>" in weekly and ">1.0.0</th>" in weekly
