@@ -62,6 +62,7 @@ package: $(STAMP)
 	AWS_DEFAULT_REGION=$${AWS_DEFAULT_REGION:-us-east-1} $(PY) -m infrastructure.template build/merge.json
 	AWS_DEFAULT_REGION=$${AWS_DEFAULT_REGION:-us-east-1} $(VENV)/bin/chalice package \
 		--stage prod --merge-template build/merge.json out/
+	$(PY) -m infrastructure.template --compact out/sam.json
 	$(PY) -m infrastructure.slim out/deployment.zip
 	$(PY) -m infrastructure.scanner_layer
 	$(VENV)/bin/cfn-lint out/sam.json

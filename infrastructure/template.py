@@ -1334,7 +1334,22 @@ def merge_template() -> dict[str, Any]:
     }
 
 
+def compact(path: Path) -> int:
+    """Rewrite Chalice's packaged template without indentation; its size in bytes.
+
+    Chalice writes ``out/sam.json`` indented, which doubles it: with every route in the REST
+    API's definition, the indented file passed the 1,000,000 bytes cfn-lint allows a
+    template (0.10.0: 1.0 MB indented, 0.47 MB compact; ``aws cloudformation package``
+    writes it again as YAML, about 0.66 MB, the file CloudFormation reads)."""
+    text = json.dumps(json.loads(path.read_text()), separators=(",", ":")) + "\n"
+    path.write_text(text)
+    return len(text.encode())
+
+
 def main(argv: list[str]) -> int:
+    if len(argv) > 2 and argv[1] == "--compact":
+        print(f"compacted {argv[2]}: {compact(Path(argv[2])) / 1e6:.2f} MB")
+        return 0
     target = Path(argv[1] if len(argv) > 1 else "out/merge.json")
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(json.dumps(merge_template(), indent=2) + "\n")
