@@ -29,8 +29,8 @@ import requests
 from chalicelib.notifications.triggers import Trigger
 from tests.conftest import doc, tar_gz
 from tests.e2e.conftest import VCS_HOST, Stack, wait_for
-from tests.notifications.listener import Listener, listener
 from tests.support.admin_servers import Mailbox, smtp_server, text_of
+from tests.support.notification_receiver import Receiver, receiver
 
 pytestmark = pytest.mark.e2e
 
@@ -121,7 +121,7 @@ def mailbox(stack: Stack) -> Iterator[Mailbox]:
             assert admin.patch(stack.api("/admin/smtp-settings"), json=off).status_code == 200
 
 
-def received(destination: Listener) -> dict[str, dict[str, Any]]:
+def received(destination: Receiver) -> dict[str, dict[str, Any]]:
     """What the destination got, by trigger and version (each signature checked)."""
     found = {}
     for request in list(destination.received):
@@ -146,9 +146,9 @@ def test_each_trigger_reaches_a_signed_destination_and_the_consumers_mailbox(
         json=doc("registry-modules", name="vpc", provider="aws"),
     )
     assert created.status_code == 201, created.text
-    with listener(202, name=VCS_HOST) as destination, listener(500, name=VCS_HOST) as failing:
-        hook = configure(stack, destination.url)
-        broken = configure(stack, failing.url)
+    with receiver(202) as destination, receiver(500) as failing:
+        hook = configure(stack, destination.url(VCS_HOST))
+        broken = configure(stack, failing.url(VCS_HOST))
 
         main_tf = 'output "id" {\n  value = "vpc"\n}\n'
         upload(stack, "1.0.0", tar_gz({"main.tf": main_tf}))

@@ -32,8 +32,8 @@ from chalicelib.notifications.triggers import Notice, Trigger
 from infrastructure.streams import StreamReader, notifications_reader
 from tests.conftest import Api, make_org, make_team
 from tests.modules.helpers import create_module, create_version, publish, upload_and_ingest
-from tests.notifications.listener import listener
 from tests.support.admin_servers import text_of
+from tests.support.notification_receiver import receiver
 
 MODULE = "/api/v2/organizations/acme/registry-modules/private/acme/vpc/aws"
 TOKEN = "destination-hmac-token"
@@ -361,8 +361,8 @@ def kept(configuration: NotificationConfigurationModel) -> list[dict[str, Any]]:
 def test_a_failed_delivery_is_retried_after_its_backoff_and_then_succeeds(
     aws: None, spy: list[tuple[list[dict[str, Any]], int]]
 ) -> None:
-    with listener(500, 202) as destination:
-        configuration = configure(destination.url)
+    with receiver(500, 202) as destination:
+        configuration = configure(destination.url())
         assert worker.handle_body(delivery(configuration)) == "retrying"
         ((again,), delay) = spy[-1]
         assert delay == worker.BACKOFF[0] == 30 and again["attempt"] == 2
@@ -385,8 +385,8 @@ def test_a_failed_delivery_is_retried_after_its_backoff_and_then_succeeds(
 def test_a_delivery_that_keeps_failing_is_given_up_after_five_attempts(
     aws: None, spy: list[tuple[list[dict[str, Any]], int]]
 ) -> None:
-    with listener(500) as destination:
-        configuration = configure(destination.url)
+    with receiver(500) as destination:
+        configuration = configure(destination.url())
         body, outcomes = delivery(configuration), []
         for _ in range(worker.MAX_ATTEMPTS):
             outcomes.append(worker.handle_body(body))
@@ -410,16 +410,16 @@ def test_an_unreachable_destination_shows_its_error(aws: None, spy: list[Any]) -
 
 
 def test_a_configuration_deleted_disabled_or_unsubscribed_meanwhile_drops_it(aws: None) -> None:
-    with listener(202) as destination:
-        deleted = configure(destination.url)
+    with receiver(202) as destination:
+        deleted = configure(destination.url())
         body = delivery(deleted)
         deleted.delete()
         assert worker.handle_body(body) == "dropped"
-        disabled = configure(destination.url)
+        disabled = configure(destination.url())
         body = delivery(disabled)
         disabled.update(actions=[NotificationConfigurationModel.enabled.set(False)])
         assert worker.handle_body(body) == "dropped"
-        unsubscribed = configure(destination.url, [str(Trigger.MODULE_PUBLISHED)])
+        unsubscribed = configure(destination.url(), [str(Trigger.MODULE_PUBLISHED)])
         assert worker.handle_body(delivery(unsubscribed)) == "dropped"
     assert destination.received == []
 
@@ -432,15 +432,15 @@ def test_a_message_that_is_no_notice_is_ignored(aws: None) -> None:
 def test_the_queue_function_reports_only_its_failed_messages(
     aws: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    with listener(202) as destination:
-        configuration = configure(destination.url)
+    with receiver(202) as destination:
+        configuration = configure(destination.url())
         good = {"messageId": "m1", "body": delivery(configuration)}
 
         def broken(*_: Any, **__: Any) -> None:
             raise RuntimeError("the queue is down")
 
-        with listener(500) as failing:
-            bad = {"messageId": "m2", "body": delivery(configure(failing.url))}
+        with receiver(500) as failing:
+            bad = {"messageId": "m2", "body": delivery(configure(failing.url()))}
             monkeypatch.setattr(fanout, "enqueue", broken)  # putting it back fails
             answer = notify.deliveries({"Records": [good, bad]}, None)
     assert answer == {"batchItemFailures": [{"itemIdentifier": "m2"}]}
