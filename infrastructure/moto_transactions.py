@@ -10,7 +10,17 @@ number (measured: 40 of a test file's 110 s went to ``copy.deepcopy``).
 level deep, sharing the items the transaction does not name, with deep copies of those it
 names (the only ones its updates change in place) and of the stream's records. A cancelled
 transaction then puts back exactly what was there, as before. Used by the tests and the local
-stack (``infrastructure.local``); nothing else of moto changes.
+stack (``infrastructure.local``).
+
+moto puts a cancelled transaction's tables back whole, as they were when it began: a write
+another thread made meanwhile (the local stack serves requests and runs its workers in
+threads) was lost with it. So every single-item write and every transaction takes one lock
+(``WRITES``): a transaction's tables change only under it, and putting them back loses
+nothing. And moto put back other table objects, with other stream shards: a stream reader's
+iterator, which holds the shard it was made from, then read nothing more, ever (seen: both
+readers of ``audit-events`` stopped when a transaction naming it was cancelled). The tables
+are put back in place instead (``_put_back_in_place``). DynamoDB does both itself; this only
+gives moto the same.
 """
 
 from __future__ import annotations
@@ -21,6 +31,18 @@ from collections.abc import Callable
 from typing import Any
 
 _prepared = threading.local()
+# Held by each write of moto's DynamoDB backend (a transaction from start to rollback).
+WRITES = threading.RLock()
+SINGLE_WRITES = ("put_item", "update_item", "delete_item")
+
+
+def _serialized(method: Callable[..., Any]) -> Callable[..., Any]:
+    def write(self: Any, *args: Any, **kwargs: Any) -> Any:
+        with WRITES:
+            return method(self, *args, **kwargs)
+
+    write._serialized = True  # type: ignore[attr-defined]
+    return write
 
 
 def _key_of(table: Any, op_type: str, op: dict[str, Any]) -> tuple[Any, Any]:
@@ -55,6 +77,21 @@ def _undo_copy(table: Any, keys: list[tuple[Any, Any]]) -> Any:
         shard.table = undo
         undo.stream_shard = shard
     return undo
+
+
+def _put_back_in_place(tables: dict[str, Any], live: dict[str, Any]) -> None:
+    """After a cancellation moto puts the undo copies in place of the tables; put the
+    tables back, holding the copies' items and stream records. A stream reader's shard
+    iterator holds the table's shard object: a new one would leave it reading a shard that
+    no write reaches any more."""
+    for name, table in live.items():
+        restored = tables.get(name)
+        if restored is None or restored is table:
+            continue
+        table.items = restored.items
+        if table.stream_shard is not None and restored.stream_shard is not None:
+            table.stream_shard.items = restored.stream_shard.items
+        tables[name] = table
 
 
 class _CopyModule:
@@ -93,15 +130,19 @@ def install() -> None:
                 keys.setdefault(table.name, []).append(_key_of(table, op_type, op))
             except (KeyError, TypeError):
                 keys.setdefault(table.name, [])  # moto answers the malformed key itself
+        live = {name: self.tables[name] for name in keys}
         _prepared.tables = {
-            id(self.tables[name]): _undo_copy(self.tables[name], held)
-            for name, held in keys.items()
+            id(table): _undo_copy(table, keys[name]) for name, table in live.items()
         }
         try:
             original(self, transact_items)
         finally:
             _prepared.tables = None
+            _put_back_in_place(self.tables, live)
 
     transact_write_items._light_undo = True  # type: ignore[attr-defined]
-    backend.transact_write_items = transact_write_items  # type: ignore[method-assign]
+    backend.transact_write_items = _serialized(transact_write_items)  # type: ignore[method-assign]
+    backend.transact_write_items._light_undo = True  # type: ignore[attr-defined]
+    for name in SINGLE_WRITES:
+        setattr(backend, name, _serialized(getattr(backend, name)))
     models.copy = _CopyModule  # type: ignore[assignment]
