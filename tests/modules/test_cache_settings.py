@@ -115,6 +115,7 @@ REFUSED: dict[str, tuple[dict[str, Any], str]] = {
     "a namespace too long": ({NS: ["n" * 65]}, NS),
     "a namespace with a slash": ({NS: ["hashicorp/aws"]}, NS),
     "a namespace with a space": ({NS: ["hashi corp"]}, NS),
+    "a namespace with a newline": ({NS: ["hashicorp\n"]}, NS),
     "an empty namespace": ({NS: [""]}, NS),
     "a namespace that is not text": ({NS: [7]}, NS),
     "namespaces that are not a list": ({NS: "hashicorp"}, NS),
@@ -126,6 +127,8 @@ REFUSED: dict[str, tuple[dict[str, Any], str]] = {
     "port zero": ({HOSTS: ["github.com:0"]}, HOSTS),
     "a host too long": ({HOSTS: [LONG_HOST]}, HOSTS),
     "a wildcard": ({HOSTS: ["*.github.com"]}, HOSTS),
+    "a host with a newline": ({HOSTS: ["github.com\n"]}, HOSTS),
+    "a host with spaces": ({HOSTS: [" github.com"]}, HOSTS),
     "an IPv6 literal": ({HOSTS: ["[::1]:8080"]}, HOSTS),
     "a host that is not text": ({HOSTS: [{"host": "github.com"}]}, HOSTS),
 }
@@ -220,19 +223,23 @@ def test_an_allowed_namespace_cannot_become_an_organization(
     make_org(accounts, "hashicorp")
 
 
-def test_a_namespace_already_allowed_does_not_block_other_changes(api: Api) -> None:
+def test_a_namespace_already_allowed_does_not_block_other_changes(
+    api: Api, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Only a namespace a change adds is checked against the organizations (one read of
     the directory, only then): changing the hosts reads no organization."""
     assert api.patch(PATH, body(**{NS: ["hashicorp"]})).status == 200
-    called: list[list[str]] = []
+    asked: list[list[str]] = []
     real = settings._organizations_named
-    settings._organizations_named = lambda names: called.append(names) or real(names)  # type: ignore[assignment, func-returns-value]
-    try:
-        assert api.patch(PATH, body(**{HOSTS: ["gitlab.example.test"]})).status == 200
-        assert api.patch(PATH, body(**{NS: ["hashicorp", "azure"]})).status == 200
-    finally:
-        settings._organizations_named = real  # type: ignore[assignment]
-    assert called == [["azure"]]
+
+    def counted(names: list[str]) -> list[str]:
+        asked.append(names)
+        return real(names)
+
+    monkeypatch.setattr(settings, "_organizations_named", counted)
+    assert api.patch(PATH, body(**{HOSTS: ["gitlab.example.test"]})).status == 200
+    assert api.patch(PATH, body(**{NS: ["HashiCorp", "azure"]})).status == 200
+    assert asked == [["azure"]]
 
 
 def test_every_app_that_creates_organizations_checks_the_namespaces() -> None:

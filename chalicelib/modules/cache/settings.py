@@ -51,16 +51,17 @@ MAX_SOURCE_HOST = MAX_HOST + len(":65535")
 NAMESPACES = "allowed-namespaces"
 SOURCE_HOSTS = "allowed-source-hosts"
 
-# A registry namespace: letters, digits, ``-`` and ``_`` (the registry protocol's).
-_NAMESPACE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+# A registry namespace: letters, digits, ``-`` and ``_`` (the registry protocol's). Both
+# patterns are matched whole (``fullmatch``: ``$`` would let a trailing newline through).
+_NAMESPACE = re.compile(r"[A-Za-z0-9_-]{1,64}")
 # A host name (or an IPv4 address: digits are labels too), lowercased, and an optional port.
 _LABEL = r"[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?"
-_HOST = re.compile(rf"^(?P<host>{_LABEL}(?:\.{_LABEL})*)(?::(?P<port>[1-9][0-9]{{0,4}}))?$")
+_HOST = re.compile(rf"(?P<host>{_LABEL}(?:\.{_LABEL})*)(?::(?P<port>[1-9][0-9]{{0,4}}))?")
 
 
 def namespace(value: str) -> str:
     """``value`` as an allowed namespace (as written); ValueError when it is not one."""
-    if not _NAMESPACE.match(value):
+    if not _NAMESPACE.fullmatch(value):
         raise ValueError(
             f"{value[:MAX_NAMESPACE]!r} is not a registry namespace: 1 to {MAX_NAMESPACE} "
             "letters, digits, - or _"
@@ -71,8 +72,8 @@ def namespace(value: str) -> str:
 def source_host(value: str) -> str:
     """``value`` as an allowed source host: a host name, with ``:port`` where not the
     default, lowercased; ValueError for anything else (a scheme, a path, credentials)."""
-    host = value.strip().lower()
-    found = _HOST.match(host)
+    host = value.lower()
+    found = _HOST.fullmatch(host)
     if not found or len(found["host"]) > MAX_HOST or int(found["port"] or 1) > 65535:
         raise ValueError(
             f"{value[:MAX_SOURCE_HOST]!r} is not a host: a host name or host:port, with no "
