@@ -117,6 +117,8 @@ ROUTE_GROUPS: tuple[Function, ...] = (
             "tokens": WRITE,
             # Invitations and the memberships they became.
             "organization-memberships": WRITE,
+            # Creating an organization: is its name a namespace the module cache serves?
+            "module-cache-settings": READ,
             **REGISTRY_TABLES,
             **NO_CODE_TABLES,
             **PROVIDER_TABLES,
@@ -243,7 +245,19 @@ ROUTE_GROUPS: tuple[Function, ...] = (
     ),
     # VCS connections; their secrets are sealed with KMS (see chalicelib/core/secrets.py).
     Function("VcsFunction", "chalicelib.entry.api.vcs.app", {**AUTH_TABLES, **VCS_TABLES}),
-    Function("AdminFunction", "chalicelib.entry.api.admin.app", {**AUTH_TABLES, "settings": WRITE}),
+    # Site-admin settings; the module cache's settings (chalicelib.modules.cache.settings):
+    # allowing a namespace reads the organizations (AUTH_TABLES) to refuse one's name. Every
+    # change records its event in its transaction.
+    Function(
+        "AdminFunction",
+        "chalicelib.entry.api.admin.app",
+        {
+            **AUTH_TABLES,
+            "settings": WRITE,
+            "module-cache-settings": WRITE,
+            "audit-events": APPEND,
+        },
+    ),
     # SCIM: identity providers provision users and groups (tokens in the tokens table); the
     # instance's users and team memberships follow, and the site-admin flag; enabling reads
     # the SAML settings.
@@ -340,6 +354,8 @@ ROUTE_GROUPS: tuple[Function, ...] = (
             "scim-users": WRITE,
             "scim-groups": WRITE,
             "scim-mappings": WRITE,
+            # The module cache's settings page (chalicelib.web.siteadmin.cache_routes).
+            "module-cache-settings": WRITE,
             # The organization settings page shows and changes the publishing policy.
             "registry-policies": WRITE,
             # The policy's changes and the version pages' releases and lifecycle changes

@@ -123,6 +123,7 @@ DOMAINS |= {"scim", "saml", "providers", "trust", "audit", "notifications"}
 MODULE_SUB_ROOMS = ("chalicelib.modules.protocol", "chalicelib.modules.ingest")
 MODULE_SUB_ROOMS += ("chalicelib.modules.publishing", "chalicelib.modules.nocode")
 MODULE_SUB_ROOMS += ("chalicelib.modules.downloads", "chalicelib.modules.scanning")
+MODULE_SUB_ROOMS += ("chalicelib.modules.cache",)
 MODULE_SUB_ROOMS += ("chalicelib.modules.deadlines",)
 # The request bodies of the registry routes nest publishing's vcs-repo body, as the routes do.
 MODULE_COMPOSERS = {

@@ -153,6 +153,7 @@ EXPECTED: dict[tuple[str, str], Expect] = {
     ("POST", f"{ADMIN}/twilio-settings/verify"): NOTHING,
     ("PATCH", f"{ADMIN}/twilio-settings/verify"): NOTHING,
     ("POST", f"{ADMIN}/data-retention-policy-settings"): site("setting", "created"),
+    ("PATCH", f"{ADMIN}/module-cache-settings"): site("module-cache-settings", "updated"),
     ("DELETE", f"{ADMIN}/data-retention-policy-settings"): site("setting", "deleted"),
     # the OIDC keys, the SAML certificates: the settings of ``oidc``/``saml`` updated
     ("POST", f"{ADMIN}/oidc-settings/actions/rotate-key"): site("setting", "updated"),
@@ -335,6 +336,7 @@ EXPECTED: dict[tuple[str, str], Expect] = {
     ("POST", "/app/admin/oidc/trim"): site("setting", "updated"),
     ("POST", "/app/admin/organizations/{name}/module-sharing"): org("organization", "updated"),
     ("POST", "/app/admin/scim"): site("setting", "updated"),
+    ("POST", "/app/admin/module-cache"): site("module-cache-settings", "updated"),
     ("POST", "/app/admin/scim/tokens"): site("scim-token", "created"),
     ("POST", "/app/admin/scim/tokens/{token_id}/revoke"): site("scim-token", "deleted"),
     ("POST", "/app/admin/settings/saml/revoke-old-certificate"): site("setting", "updated"),
@@ -992,6 +994,12 @@ for _method, _path in (
     ("PATCH", "twilio-settings/verify"),
 ):
     recipe(_method, f"{ADMIN}/{_path}")(_admin_setting(_path, **{"test-number": "+15550123"}))
+
+
+@recipe("PATCH", f"{ADMIN}/module-cache-settings")
+def _(w: World) -> Call:
+    namespaces = {"allowed-namespaces": [w.name("upstream")]}
+    return Call(f"{ADMIN}/module-cache-settings", _settings(**namespaces))
 
 
 @recipe("PATCH", f"{ADMIN}/saml-settings")
@@ -1768,6 +1776,14 @@ recipe("POST", "/app/admin/settings/sms/test-message")(
 recipe("POST", _APP_ORG + "/settings/token")(_page(f"/app/{ORG}/settings/token", description="ci"))
 recipe("POST", _APP_ORG + "/members/invite")(
     _page(f"/app/{ORG}/members/invite", email="invitee@example.com")
+)
+
+
+recipe("POST", "/app/admin/module-cache")(
+    _page(
+        "/app/admin/module-cache",
+        **{"allowed-namespaces": "terraform-aws-modules", "allowed-source-hosts": "github.com"},
+    )
 )
 
 
