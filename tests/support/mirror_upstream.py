@@ -109,8 +109,12 @@ class Upstream:
                 with contextlib.suppress(OSError):
                     self.wfile.write(body)
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._handler = Handler
+        self._serve(0)
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def _serve(self, port: int) -> None:
+        self.server = ThreadingHTTPServer(("127.0.0.1", port), self._handler)
         threading.Thread(
             target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
         ).start()
@@ -119,6 +123,16 @@ class Upstream:
         self.released.set()
         self.server.shutdown()
         self.server.server_close()
+
+    def stop(self) -> None:
+        """Stop listening (a connection is refused, as to a registry that is down) until
+        ``start``."""
+        self.server.shutdown()
+        self.server.server_close()
+
+    def start(self) -> None:
+        """Listen again, on the same port (the stack keeps the same upstream URL)."""
+        self._serve(int(self.url.rsplit(":", 1)[1]))
 
     def module_location(self, path: str) -> str | None:
         """Where a module version's ``download`` answer points; None for any other path."""
