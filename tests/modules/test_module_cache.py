@@ -390,3 +390,142 @@ def test_last_use_is_written_at_most_once_an_hour_per_instance(
     assert api.get(f"{V1}/{MODULE}/5.0.0/download").status == 204
     third = store.cached_version("terraform-aws-modules/vpc/aws", "5.0.0")
     assert third is not None and third.last_used == marked  # within the hour: not written
+
+
+# ----- the site admins' list and seed -------------------------------------------------------
+
+ADMIN_CACHE = "/api/v2/admin/module-cache"
+
+
+def seed_body(constraint: str, **names: str) -> dict[str, Any]:
+    attributes = {
+        "namespace": "terraform-aws-modules",
+        "name": "vpc",
+        "provider": "aws",
+        "version-constraint": constraint,
+        **names,
+    }
+    return {"data": {"type": "module-cache-seeds", "attributes": attributes}}
+
+
+def test_a_seed_fetches_the_versions_a_constraint_allows(api: Api, upstream: Upstream) -> None:
+    upstream.files["/archives/vpc-4.0.0.tar.gz"] = tar_gz({"main.tf": MAIN_TF})
+    upstream.modules[MODULE]["5.1.0-beta.1"] = "/archives/vpc-5.0.0.tar.gz"
+    reply = api.post(f"{ADMIN_CACHE}/actions/seed", seed_body(">= 4.0, < 6"))
+    assert reply.status == 200, reply.json
+    outcomes = {v["version"]: v["outcome"] for v in reply.data["attributes"]["versions"]}
+    assert outcomes == {"5.0.0": "cached", "4.0.0": "cached"}  # no pre-release
+    (event,) = site_events("seeded")
+    assert event["auth"]["type"] != "System"
+    assert event["resource"]["id"] == "terraform-aws-modules/vpc/aws"
+    assert site_events("cached") == []  # the seed's one event, not one per version
+    # Installs are served from the cache with no fetch.
+    before = len(upstream.requests)
+    assert api.get(f"{V1}/{MODULE}/4.0.0/download").status == 204
+    assert len(upstream.requests) == before
+
+    # Seeding again re-fetches, finds them unchanged, records nothing.
+    again = api.post(f"{ADMIN_CACHE}/actions/seed", seed_body("~> 5.0"))
+    assert [v["outcome"] for v in again.data["attributes"]["versions"]] == ["unchanged"]
+    assert len(site_events("seeded")) == 1
+
+
+def test_a_seed_reports_a_version_changed_in_place(api: Api, upstream: Upstream) -> None:
+    assert api.get(f"{V1}/{MODULE}/5.0.0/download").status == 204
+    upstream.files["/archives/vpc-5.0.0.tar.gz"] = tar_gz({"main.tf": MAIN_TF + "# other\n"})
+    reply = api.post(f"{ADMIN_CACHE}/actions/seed", seed_body("= 5.0.0"))
+    assert reply.status == 200, reply.json
+    (outcome,) = reply.data["attributes"]["versions"]
+    assert outcome["outcome"] == "conflict"
+    listed = api.get(ADMIN_CACHE)
+    (row,) = listed.data
+    assert row["attributes"]["conflict"]["sha256"] != row["attributes"]["sha256"]
+    assert row["attributes"]["sha256"] == hashlib.sha256(ARCHIVE).hexdigest()
+
+
+def test_the_list_shows_what_is_cached_page_by_page(api: Api, upstream: Upstream) -> None:
+    upstream.files["/archives/vpc-4.0.0.tar.gz"] = tar_gz({"main.tf": MAIN_TF})
+    for version in ("4.0.0", "5.0.0"):
+        assert api.get(f"{V1}/{MODULE}/{version}/download").status == 204
+    seen: list[str] = []
+    page = api.get(f"{ADMIN_CACHE}?page%5Bsize%5D=1")
+    while True:
+        assert page.status == 200, page.json
+        seen += [row["id"] for row in page.data]
+        for row in page.data:
+            attributes = row["attributes"]
+            assert attributes["size"] > 0 and attributes["fetched-at"].endswith("Z")
+            assert attributes["last-used-at"] and attributes["source-host"]
+        following = page.json["links"]["next"]
+        if not following:
+            break
+        page = api.get(following[following.index("/api/") :])
+    assert sorted(seen) == [f"{MODULE}/4.0.0", f"{MODULE}/5.0.0"]
+    bad = api.get(f"{ADMIN_CACHE}?page%5Bafter%5D=not-a-cursor")
+    assert bad.status == 422
+
+
+@pytest.mark.parametrize(
+    ("body", "status"),
+    [
+        (seed_body("~> 5.0", namespace="hashicorp"), 422),  # not an allowed namespace
+        (seed_body("not a constraint"), 422),
+        (seed_body(""), 422),
+        (seed_body("~> 5.0", name="../x"), 422),
+        (seed_body("~> 5.0", name="x" * 65), 422),
+        (seed_body("> 99"), 404),  # nothing matches
+    ],
+)
+def test_a_seed_is_refused_before_any_fetch(
+    api: Api, upstream: Upstream, body: dict[str, Any], status: int
+) -> None:
+    reply = api.post(f"{ADMIN_CACHE}/actions/seed", body)
+    assert reply.status == status, reply.json
+    assert cached_objects() == [] and site_events("seeded") == []
+    assert not any("/download" in r or "/archives/" in r for r in upstream.requests)
+
+
+def test_too_many_versions_at_once_are_refused(api: Api, upstream: Upstream) -> None:
+    upstream.modules[MODULE] = {f"1.0.{n}": "/x.tar.gz" for n in range(11)}
+    reply = api.post(f"{ADMIN_CACHE}/actions/seed", seed_body(">= 1.0.0"))
+    assert reply.status == 422 and "at most 10" in reply.json["errors"][0]["detail"]
+    assert cached_objects() == []
+
+
+def test_only_site_admins_see_and_seed_the_cache(api: Api, upstream: Upstream) -> None:
+    from tests.conftest import make_org, make_team
+
+    make_org(api, "acme")
+    _, token = make_team(api, "acme", "owners-ish", manage_modules=True)
+    outsider = api.as_(token)
+    assert outsider.get(ADMIN_CACHE).status == 404
+    assert outsider.post(f"{ADMIN_CACHE}/actions/seed", seed_body("~> 5.0")).status == 404
+    assert api.as_(None).get(ADMIN_CACHE).status in (401, 404)
+    assert upstream.requests == [] and cached_objects() == []
+
+
+@pytest.mark.parametrize(
+    ("constraint", "allowed"),
+    [
+        ("~> 5.0", ["5.0.0", "5.1.0"]),
+        ("~> 5.0.0", ["5.0.0"]),
+        (">= 4.0.0, < 5.1.0", ["4.0.0", "5.0.0"]),
+        ("4.0.0", ["4.0.0"]),
+        ("!= 5.0.0", ["4.0.0", "5.1.0", "6.0.0"]),
+        ("= 6.0.0-rc.1", ["6.0.0-rc.1"]),
+        (">= 6.0.0-rc.1", None),  # a pre-release only with '='
+    ],
+)
+def test_version_constraints_as_terraform_reads_them(
+    constraint: str, allowed: list[str] | None
+) -> None:
+    from chalicelib.artifacts import semver
+    from chalicelib.modules.cache import constraints
+
+    versions = ["4.0.0", "5.0.0", "5.1.0", "6.0.0", "6.0.0-rc.1"]
+    if allowed is None:
+        with pytest.raises(constraints.InvalidConstraint):
+            constraints.parse(constraint)
+        return
+    parsed = constraints.parse(constraint)
+    assert [v for v in versions if parsed.allows(semver.parse(v))] == allowed

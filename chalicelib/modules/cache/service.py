@@ -27,10 +27,12 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from concurrent import futures
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any, TypeVar
 
 from chalicelib.artifacts import objects, semver
@@ -69,15 +71,22 @@ _running: dict[tuple[str, ...], Future[Any]] = {}
 _used: dict[tuple[str, str], float] = {}
 
 
-def _bounded(key: tuple[str, ...], work: Callable[[], T]) -> T:
-    """``work``'s result, waiting at most ``FETCH_SECONDS``; a try while the same ``key``
-    runs joins it. Past the bound: a 504, the work running on for the next try."""
+def _started(key: tuple[str, ...], work: Callable[[], T]) -> Future[T]:
+    """``work`` running in the pool; the one already running for ``key`` when there is
+    one (a try while it runs joins it)."""
     with _lock:
         running = _running.get(key)
         if running is None:
             running = _pool.submit(work)
             _running[key] = running
             running.add_done_callback(lambda _: _forget_running(key))
+    return running
+
+
+def _bounded(key: tuple[str, ...], work: Callable[[], T]) -> T:
+    """``work``'s result, waiting at most ``FETCH_SECONDS``. Past the bound: a 504, the
+    work running on for the next try."""
+    running = _started(key, work)
     try:
         return running.result(timeout=FETCH_SECONDS)
     except FutureTimeout:
@@ -192,7 +201,8 @@ def cache_version(
 ) -> store.CachedModel:
     """Fetch the version from the upstream into the cache; the cached version (the one
     recorded before, when there is one: a different one is a conflict, never kept).
-    ``principal``: the site admin who seeds it; None: an install (the registry's own)."""
+    ``principal``: the site admin who seeds it (``seed`` records the event); None: an
+    install (the registry's own, recorded here as ``cached``)."""
     where = store.address(namespace, name, provider)
     label = f"{where} {version}"
     try:
@@ -246,9 +256,9 @@ def _keep(
         raced = store.cached_version(where, version)
         assert raced is not None
         return _compared(raced, fetched, principal)
-    action = "seeded" if principal is not None else "cached"
-    meta = {"sha256": fetched.sha256, "size": fetched.size, "source-host": fetched.host}
-    trail.record(_event(principal, where, version, action, meta))
+    if principal is None:  # an install's fetch; a seed records its own event
+        meta = {"sha256": fetched.sha256, "size": fetched.size, "source-host": fetched.host}
+        trail.record(_event(None, where, version, "cached", meta))
     log.info("module cache: cached %s (%d bytes from %s)", label, fetched.size, fetched.host)
     found = store.cached_version(where, version)
     assert found is not None
@@ -298,8 +308,102 @@ def _event(
         principal,
         organization=None,
         resource_type=RESOURCE,
-        resource_id=f"{where}/{version}",
+        resource_id=f"{where}/{version}" if version else where,
         action=action,
         meta=meta,
         outcome="refused" if refused else events.SUCCEEDED,
     )
+
+
+# ----- the site admins' seed and list -------------------------------------------------------
+
+MAX_SEED_VERSIONS = 10
+SEED_SECONDS = 20.0
+
+
+@dataclass(frozen=True)
+class Seeded:
+    version: str
+    outcome: str  # cached, unchanged, conflict, failed, pending
+    detail: str = ""
+
+
+def seed(
+    principal: Principal, namespace: str, name: str, provider: str, constraint: str
+) -> list[Seeded]:
+    """Fetch now the versions of an allowed namespace's module that ``constraint`` allows
+    (at most ``MAX_SEED_VERSIONS``; 422 for more), even those cached already (a changed one
+    is a conflict). Waits at most ``SEED_SECONDS``: the rest go on (``pending``). One
+    event (``seeded``, by the site admin) when anything was fetched or found changed."""
+    from chalicelib.core.api.errors import Unprocessable
+    from chalicelib.modules.cache import constraints
+
+    namespace, name, provider = namespace.lower(), name.lower(), provider.lower()
+    if not allows(namespace):
+        raise Unprocessable(
+            f"{namespace} is not an allowed namespace of the module cache",
+            pointer="/data/attributes/namespace",
+        )
+    try:
+        wanted = constraints.parse(constraint)
+    except constraints.InvalidConstraint as exc:
+        raise Unprocessable(str(exc), pointer="/data/attributes/version-constraint") from None
+    where = store.address(namespace, name, provider)
+    try:
+        listed = _bounded(("versions", where), lambda: upstream.versions(namespace, name, provider))
+    except upstream.Unavailable as exc:
+        raise _gateway(exc) from None
+    matching = []
+    for text in listed:
+        try:
+            parsed = semver.parse(text)
+        except semver.InvalidVersion:
+            continue
+        if wanted.allows(parsed):
+            matching.append(parsed)
+    matching.sort(key=lambda v: v.order_key, reverse=True)
+    if not matching:
+        raise NotFound(f"the upstream has no version of {where} that {constraint!r} allows")
+    if len(matching) > MAX_SEED_VERSIONS:
+        raise Unprocessable(
+            f"{len(matching)} versions of {where} match: seed at most {MAX_SEED_VERSIONS} at "
+            "once (narrow the constraint)",
+            pointer="/data/attributes/version-constraint",
+        )
+    before = {v.version: v for v in store.cached_versions(where)}
+    runs = {
+        v.text: _started(
+            ("seed", where, v.text),
+            partial(cache_version, namespace, name, provider, v.text, principal),
+        )
+        for v in matching
+    }
+    futures.wait(runs.values(), timeout=SEED_SECONDS)
+    outcomes = [_outcome(text, run, before.get(text)) for text, run in runs.items()]
+    if any(o.outcome in ("cached", "conflict") for o in outcomes):
+        meta = {
+            "constraint": constraint,
+            "versions": [f"{o.version} {o.outcome}" for o in outcomes],
+        }
+        trail.record(_event(principal, where, "", "seeded", meta))
+    return outcomes
+
+
+def _outcome(
+    version: str, run: Future[store.CachedModel], before: store.CachedModel | None
+) -> Seeded:
+    if not run.done():
+        return Seeded(version, "pending", "still fetching: it lands in the cache when done")
+    error = run.exception()
+    if error is not None:
+        detail = error.detail or "" if isinstance(error, ApiError) else "the fetch failed"
+        return Seeded(version, "failed", detail)
+    item = run.result()
+    if item.conflict and (before is None or before.conflict != item.conflict):
+        return Seeded(version, "conflict", "the upstream changed it in place: kept as cached")
+    return Seeded(version, "unchanged" if before is not None else "cached")
+
+
+def cached_page(size: int, after: dict[str, Any] | None) -> tuple[list[store.CachedModel], Any]:
+    """A page of the cached versions (site admins), and where the next one starts."""
+    return store.every_version(after, size)
