@@ -318,7 +318,7 @@ def _event(
 # ----- the site admins' seed and list -------------------------------------------------------
 
 MAX_SEED_VERSIONS = 10
-SEED_SECONDS = 20.0
+SEED_SECONDS = 15.0
 
 
 @dataclass(frozen=True)
