@@ -17,6 +17,7 @@ from chalicelib.lifecycle.admin_routes import bp as admin_organization_lifecycle
 from chalicelib.lifecycle.organization_routes import bp as organization_lifecycle
 from chalicelib.lifecycle.workspace_routes import bp as workspace_lifecycle
 from chalicelib.meta.routes import bp as meta_routes
+from chalicelib.modules.cache.routes import bp as module_cache_routes
 from chalicelib.modules.cache.settings_routes import bp as module_cache_settings_routes
 from chalicelib.modules.nocode.routes import bp as nocode_routes
 from chalicelib.modules.protocol.routes import bp as protocol_routes
@@ -65,7 +66,7 @@ app = create_app(
     + [provider_routes, gpg_key_routes, provider_protocol_routes, mirror_routes]
     + [siteadmin_people_routes, siteadmin_settings_routes, siteadmin_keys_routes]
     + [policy_routes, signing_key_routes, evidence_routes, scanning_routes, audit_routes]
-    + [audit_pages, notification_routes]
+    + [audit_pages, notification_routes, module_cache_routes]
     + [module_cache_settings_routes, siteadmin_cache_routes],
     Uses(mail=True, scim=True, namespaces=True),
 )

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from chalicelib.modules.cache.store import PREFIX as MODULE_CACHE_OBJECTS
 from chalicelib.providers.keys import PROVENANCE_PREFIX as PROVIDER_PROVENANCE
 from chalicelib.providers.keys import UPLOAD_PREFIX as PROVIDER_OBJECTS
 from chalicelib.providers.mirror.store import PREFIX as MIRROR_OBJECTS
@@ -189,9 +190,20 @@ ROUTE_GROUPS: tuple[Function, ...] = (
             "gpg-keys": READ,
             # A download counts itself (one UpdateItem); a module's detail reads the counts.
             "module-downloads": WRITE,
+            # The module cache (chalicelib.modules.cache): which namespaces it serves, what
+            # it keeps, and the event of each version it caches.
+            "module-cache-settings": READ,
+            "module-cache": WRITE,
+            "audit-events": APPEND,
         },
-        # Presigned downloads of module archives and of providers' files.
-        s3={MODULE_OBJECTS: (GET,), PROVIDER_OBJECTS: (GET,)},
+        # Presigned downloads of module archives and of providers' files; the module
+        # cache's archives and metadata, put by digest (AbortMultipartUpload: boto3's
+        # upload of a large archive goes in parts).
+        s3={
+            MODULE_OBJECTS: (GET,),
+            PROVIDER_OBJECTS: (GET,),
+            MODULE_CACHE_OBJECTS: (GET, PUT, "s3:AbortMultipartUpload"),
+        },
         # GET /api/registry/v1/signing-keys (chalicelib.trust.keys_routes).
         reads_public_keys=True,
     ),

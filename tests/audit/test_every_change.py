@@ -262,6 +262,7 @@ EXPECTED: dict[tuple[str, str], Expect] = {
     ("PATCH", _KEY): org("gpg-key", "updated"),
     ("DELETE", _KEY): org("gpg-key", "deleted"),
     ("PUT", "/api/registry/mirror/v1/seed"): site("provider-mirror", "seeded"),
+    ("POST", f"{ADMIN}/module-cache/actions/seed"): site("cached-module", "seeded"),
     # VCS connections, projects, workspaces, tags (part 4)
     ("POST", f"{_ORGS}/oauth-clients"): org("oauth-client", "created"),
     ("PATCH", f"{V2}/oauth-clients/{{client_id}}"): org("oauth-client", "updated"),
@@ -1548,6 +1549,37 @@ def _(w: World) -> Call:
     return Call(
         "/api/registry/mirror/v1/seed", raw=tar_gz(files), content_type="application/octet-stream"
     )
+
+
+@recipe("POST", f"{ADMIN}/module-cache/actions/seed")
+def _(w: World) -> Call:
+    import os
+
+    from chalicelib.core.settings import get_settings
+    from chalicelib.modules.cache import settings as cache_settings
+    from tests.support.mirror_upstream import Upstream
+
+    def upstream() -> Upstream:
+        server = Upstream({})
+        server.files["/m.tar.gz"] = tar_gz({"main.tf": 'variable "x" {}\n'})
+        server.modules["seeded-upstream/net/aws"] = {"1.0.0": "/m.tar.gz"}
+        return server
+
+    server = w.once("module-cache-upstream", upstream)
+    # The world's setting (a dead port) is put back when the world ends.
+    os.environ["REGISTRY_MIRROR_UPSTREAM_URL"] = server.url
+    get_settings.cache_clear()
+    cache_settings.CacheSettingsModel(
+        cache_settings.KEY, allowed_namespaces=["seeded-upstream"]
+    ).save()
+    cache_settings.forget()
+    attributes = {
+        "namespace": "seeded-upstream",
+        "name": "net",
+        "provider": "aws",
+        "version-constraint": "1.0.0",
+    }
+    return Call(f"{ADMIN}/module-cache/actions/seed", doc("module-cache-seeds", **attributes))
 
 
 # ----- recipes: VCS connections, projects, workspaces, tags ---------------------------------

@@ -420,3 +420,18 @@ def test_the_slimmed_zip_keeps_every_service_the_code_calls(tmp_path):
         f"chalicelib/core/data/__pycache__/aws.{tag}.pyc",
     }
     assert all(int.from_bytes(pyc[4:8], "little") == 1 for pyc in pycs.values())
+
+
+def test_the_protocol_function_keeps_the_module_cache_and_only_it():
+    """The module cache runs in the protocol's function: it puts archives by digest under
+    v1/cache/ and writes its own table, never a private module's objects or items."""
+    from chalicelib.modules.cache.store import archive_key
+
+    cached = archive_key("0" * 64)
+    assert _allows("ProtocolFunction", "s3:PutObject", cached)
+    assert _allows("ProtocolFunction", "s3:GetObject", cached)
+    assert not _allows("ProtocolFunction", "s3:PutObject", "v1/archives/m/v.tar.gz")
+    assert not _allows("ProtocolFunction", "s3:PutObject", "v1/object/m/1.0.0/v.tar.gz")
+    tables = _tables("ProtocolFunction")
+    assert {"module-cache", "module-cache-settings"} <= tables
+    assert "module-cache" not in _tables("RegistryFunction")
