@@ -29,13 +29,12 @@ def test_a_cancelled_transaction_leaves_the_stream_readable(aws: None) -> None:
         StreamArn=arn, ShardId=shard["ShardId"], ShardIteratorType="LATEST"
     )["ShardIterator"]
     DownloadsModel("m-1", "1.0.0", total=1).save()
-    with pytest.raises(TransactWriteError):
-        with TransactWrite(connection=db.connection()) as tx:
-            tx.save(DownloadsModel("m-1", "2.0.0", total=1))
-            tx.save(
-                DownloadsModel("m-1", "1.0.0", total=2),
-                condition=DownloadsModel.module_id.does_not_exist(),
-            )
+    with pytest.raises(TransactWriteError), TransactWrite(connection=db.connection()) as tx:
+        tx.save(DownloadsModel("m-1", "2.0.0", total=1))
+        tx.save(
+            DownloadsModel("m-1", "1.0.0", total=2),
+            condition=DownloadsModel.module_id.does_not_exist(),
+        )
     # put back as it was: 1.0.0 unchanged, 2.0.0 never written
     assert DownloadsModel.get("m-1", "1.0.0").total == 1
     assert DownloadsModel.count("m-1") == 1
