@@ -62,16 +62,13 @@ def table(stack: Stack, short: str) -> str:
 
 
 def put_settings(stack: Stack, namespaces: list[str], hosts: list[str]) -> None:
-    """The site settings, written as ``modules.cache.settings.CacheSettingsModel`` keeps
-    them (Part E's API sets them; the lead switches this to it)."""
-    aws(stack, "dynamodb").put_item(
-        TableName=table(stack, "module-cache-settings"),
-        Item={
-            "id": {"S": "module-cache-settings"},
-            "allowed_namespaces": {"L": [{"S": n} for n in namespaces]},
-            "allowed_source_hosts": {"L": [{"S": h} for h in hosts]},
-        },
+    """The site settings, as a site admin sets them (the API)."""
+    attributes = {"allowed-namespaces": namespaces, "allowed-source-hosts": hosts}
+    saved = stack.session().patch(
+        stack.api("/admin/module-cache-settings"),
+        json={"data": {"type": "module-cache-settings", "attributes": attributes}},
     )
+    assert saved.status_code == 200, saved.text
 
 
 def terraform_init(workdir: Path, cli_config: Path) -> Path:
@@ -156,7 +153,4 @@ def test_terraform_installs_a_cached_module_and_still_does_with_the_upstream_dow
     finally:
         mirror_upstream.start()
         mirror_upstream.modules.pop(MODULE, None)
-        aws(stack, "dynamodb").delete_item(
-            TableName=table(stack, "module-cache-settings"),
-            Key={"id": {"S": "module-cache-settings"}},
-        )
+        put_settings(stack, [], ["github.com"])
