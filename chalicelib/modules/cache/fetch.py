@@ -34,7 +34,7 @@ from chalicelib.modules.cache import upstream
 
 CHUNK = 1 << 20
 TARBALL_SUFFIXES = (".tar.gz", ".tgz")
-SHA = re.compile(r"^[0-9a-f]{40}$")
+SHA = re.compile(r"^[0-9a-f]{40}\Z")
 
 
 class SourceRefused(Exception):
