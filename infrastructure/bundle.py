@@ -101,6 +101,8 @@ def _upload(url: str, source: Path) -> None:
     with source.open("rb") as body:
         request = urllib.request.Request(url, data=body, method="PUT")
         request.add_header("Content-Length", str(size))
+        # Not urllib's default (a form): a server would try to parse the bundle as one.
+        request.add_header("Content-Type", "application/x-tar")
         with urllib.request.urlopen(request, timeout=600) as answer:  # noqa: S310
             answer.read()
     say(f"  uploaded {size} bytes")
