@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -34,6 +35,7 @@ from chalicelib.core.data.ids import iso, new_id, now
 log = logging.getLogger("registry.bundles")
 
 PREFIX = "bundles/"
+JOB_ID = re.compile(r"^b(?:exp|imp)-[0-9A-Za-z]{16}$")
 EXPORT, IMPORT = queue.BUNDLE_EXPORT, queue.BUNDLE_IMPORT
 AWAITING_UPLOAD, QUEUED, RUNNING, FINISHED, FAILED = (
     "awaiting-upload",
@@ -80,8 +82,8 @@ def save(job: Job) -> Job:
 
 def load(job_id: str, kind: str) -> Job:
     """The job; 404 when there is none of that kind with that id."""
-    missing = NotFound(f"{kind} {job_id!r} not found")
-    if not job_id.startswith(("bexp-", "bimp-")) or len(job_id) > 64:
+    missing = NotFound(f"{kind} {job_id[:64]!r} not found")
+    if not JOB_ID.match(job_id):
         raise missing
     try:
         with objects.fetch(_key(job_id), 1024 * 1024) as fetched:

@@ -317,3 +317,38 @@ def test_jobs_are_not_found_by_the_other_kind_or_a_made_up_id(api: Api) -> None:
     assert api.get(f"{EXPORTS}/{job}").status == 404
     assert api.get(f"{IMPORTS}/bimp-nothere").status == 404
     assert api.get(f"{IMPORTS}/..%2Fjobs").status == 404
+
+
+def test_the_sink_sends_parts_and_holds_at_most_one(
+    api: Api, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An export's bundle goes to S3 a part at a time: never more than one part held."""
+    from chalicelib.bundles import tarstream
+
+    monkeypatch.setattr(tarstream, "PART", 5 * 1024 * 1024)  # S3's smallest part
+    sink = tarstream.S3Sink("bundles/files/sink-test.tar")
+    held = 0
+    data = bytes(range(256)) * 4096  # 1 MiB
+    for _ in range(12):
+        sink.write(data)
+        held = max(held, len(sink._buffer))
+    sink.finish()
+    assert held < tarstream.PART
+    stored = client("s3").get_object(Bucket=get_settings().bucket, Key=sink.key)["Body"].read()
+    assert stored == data * 12 and sink.size == len(stored)
+
+
+def test_a_job_whose_admin_lost_the_flag_fails(api: Api, signer: SigningKey) -> None:
+    """The job runs as the site admin who started it, checked again when it runs."""
+    from chalicelib.accounts.users import store as users
+
+    _published(api, signer)
+    reply = api.post(EXPORTS, {"data": {"type": "bundle-exports", "attributes": SELECTION}})
+    assert reply.status == 202
+    (admin,) = [u for u in users.UserModel.scan() if u.is_site_admin]
+    admin.update(actions=[users.UserModel.is_site_admin.set(False)])
+    _run_queue()
+    admin.update(actions=[users.UserModel.is_site_admin.set(True)])
+    shown = api.get(f"{EXPORTS}/{reply.data['id']}").data["attributes"]
+    assert shown["status"] == "failed"
+    assert "no longer a site admin" in shown["error"]
