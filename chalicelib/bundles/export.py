@@ -203,7 +203,10 @@ def plan(principal: Principal, selection: Selection) -> Plan:
             )
         modules += found
     providers = [files for choice in selection.providers for files in _providers(principal, choice)]
-    return Plan(modules, providers)
+    # A version chosen twice (two overlapping constraints) is written once.
+    unique_modules = {(m.address, m.version): m for m in modules}
+    unique_providers = {(p.address, p.version): p for p in providers}
+    return Plan(list(unique_modules.values()), list(unique_providers.values()))
 
 
 class Changed(Exception):
@@ -213,8 +216,14 @@ class Changed(Exception):
 def _add(
     writer: TarWriter, path: str, key: str, role: str, recorded: str | None, **extra: str
 ) -> File:
-    """Copy the object ``key`` into the bundle at ``path`` (spooled: one at a time)."""
-    limit = get_settings().provider_max_archive_bytes + get_settings().max_archive_bytes
+    """Copy the object ``key`` into the bundle at ``path`` (spooled: one at a time), at
+    most as large as its kind's upload may be."""
+    settings = get_settings()
+    limit = (
+        settings.max_archive_bytes
+        if role == manifest.ARCHIVE
+        else settings.provider_max_archive_bytes
+    )
     with objects.fetch(key, limit) as fetched:
         if recorded and fetched.sha256 != recorded.lower():
             raise Changed(f"{path}: the stored file's sha256 is not the one recorded")

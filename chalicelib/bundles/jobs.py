@@ -27,7 +27,7 @@ from chalicelib.accounts import authorization
 from chalicelib.artifacts import objects, queue
 from chalicelib.bundles import export
 from chalicelib.bundles.manifest import BadBundle
-from chalicelib.core.api.errors import NotFound, Unprocessable
+from chalicelib.core.api.errors import ApiError, NotFound, Unprocessable
 from chalicelib.core.audit import events, trail
 from chalicelib.core.auth import Principal
 from chalicelib.core.data.ids import iso, new_id, now
@@ -225,8 +225,8 @@ def run(message: dict[str, Any]) -> str:
         job.status, job.error = FAILED, str(exc)[:4000]
         if isinstance(exc, verify.Refused):
             job.report = [{"result": "refused", "reason": p} for p in exc.problems]
-    except NotFound as exc:
-        job.status, job.error = FAILED, str(exc)[:4000]
+    except ApiError as exc:  # a service's refusal (a 404, a 403): the job's answer, no retry
+        job.status, job.error = FAILED, (str(exc) or exc.title)[:4000]
     else:
         job.status = FINISHED
     save(job)

@@ -352,3 +352,16 @@ def test_a_job_whose_admin_lost_the_flag_fails(api: Api, signer: SigningKey) -> 
     shown = api.get(f"{EXPORTS}/{reply.data['id']}").data["attributes"]
     assert shown["status"] == "failed"
     assert "no longer a site admin" in shown["error"]
+
+
+def test_a_version_chosen_twice_is_written_once(api: Api, signer: SigningKey) -> None:
+    _published(api, signer)
+    twice = {
+        "modules": [
+            {"address": "acme/acme/vpc/aws", "version": ">= 1.0"},
+            {"address": "acme/acme/vpc/aws", "version": "1.0.0"},
+        ]
+    }
+    _, bundle = _export(api, twice)
+    manifest = json.loads(_members(bundle)["manifest.json"])
+    assert [(e["kind"], e["version"]) for e in manifest["entries"]] == [("module", "1.0.0")]
