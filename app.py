@@ -10,6 +10,7 @@ from chalicelib.accounts.teams.routes import bp as team_routes
 from chalicelib.admin.people_routes import bp as admin_people_routes
 from chalicelib.admin.routes import bp as admin_routes
 from chalicelib.audit.routes import bp as audit_routes
+from chalicelib.bundles.routes import bp as bundle_routes
 from chalicelib.entry import deadlines, ingest, oidc
 from chalicelib.entry.factory import create_app
 from chalicelib.entry.wiring import Uses
@@ -66,7 +67,7 @@ app = create_app(
     + [provider_routes, gpg_key_routes, provider_protocol_routes, mirror_routes]
     + [siteadmin_people_routes, siteadmin_settings_routes, siteadmin_keys_routes]
     + [policy_routes, signing_key_routes, evidence_routes, scanning_routes, audit_routes]
-    + [audit_pages, notification_routes, module_cache_routes]
+    + [audit_pages, notification_routes, module_cache_routes, bundle_routes]
     + [module_cache_settings_routes, siteadmin_cache_routes],
     Uses(mail=True, scim=True, namespaces=True),
 )

@@ -25,6 +25,8 @@ APPEND = "append"
 # SHA256SUMS, signature and platform archives (chalicelib.providers.keys); the mirror's cache
 # of public providers' archives (chalicelib.providers.mirror.store).
 MODULE_OBJECTS = "v1/"
+# Air-gapped bundles: their jobs' state and the bundles themselves (chalicelib.bundles.jobs).
+BUNDLE_OBJECTS = "bundles/"
 GET, PUT, DELETE = "s3:GetObject", "s3:PutObject", "s3:DeleteObject"
 
 # What every API request touches: the rate limiter's counter (one conditional UpdateItem)
@@ -259,7 +261,9 @@ ROUTE_GROUPS: tuple[Function, ...] = (
     Function("VcsFunction", "chalicelib.entry.api.vcs.app", {**AUTH_TABLES, **VCS_TABLES}),
     # Site-admin settings; the module cache's settings (chalicelib.modules.cache.settings):
     # allowing a namespace reads the organizations (AUTH_TABLES) to refuse one's name. Every
-    # change records its event in its transaction.
+    # change records its event in its transaction. Air-gapped bundles' jobs
+    # (chalicelib.bundles): each job's state and bundle under bundles/ (presigned links to
+    # upload and download a bundle), queued for the Ingest function, which runs it.
     Function(
         "AdminFunction",
         "chalicelib.entry.api.admin.app",
@@ -269,6 +273,8 @@ ROUTE_GROUPS: tuple[Function, ...] = (
             "module-cache-settings": WRITE,
             "audit-events": APPEND,
         },
+        s3={BUNDLE_OBJECTS: (GET, PUT)},
+        sends_jobs=True,
     ),
     # SCIM: identity providers provision users and groups (tokens in the tokens table); the
     # instance's users and team memberships follow, and the site-admin flag; enabling reads
@@ -402,7 +408,14 @@ INGEST = Function(
     },
     # Providers' files are only read: their checks (chalicelib.providers.ingest.verify); a
     # verified version's provenance is written and signed (chalicelib.providers.provenance).
-    s3={MODULE_OBJECTS: (GET, PUT, DELETE), PROVIDER_OBJECTS: (GET,), PROVIDER_PROVENANCE: (PUT,)},
+    # A bundle's export reads the archives and provider files it takes and writes the bundle
+    # (multipart: AbortMultipartUpload); its import writes what it creates where uploads go.
+    s3={
+        MODULE_OBJECTS: (GET, PUT, DELETE),
+        PROVIDER_OBJECTS: (GET, PUT),
+        PROVIDER_PROVENANCE: (PUT,),
+        BUNDLE_OBJECTS: (GET, PUT, "s3:AbortMultipartUpload"),
+    },
     memory=1024,
     timeout=120,
     sends_jobs=True,

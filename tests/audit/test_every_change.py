@@ -154,6 +154,10 @@ EXPECTED: dict[tuple[str, str], Expect] = {
     ("PATCH", f"{ADMIN}/twilio-settings/verify"): NOTHING,
     ("POST", f"{ADMIN}/data-retention-policy-settings"): site("setting", "created"),
     ("PATCH", f"{ADMIN}/module-cache-settings"): site("module-cache-settings", "updated"),
+    # air-gapped bundles: the jobs (their end is the registry's, when the job runs)
+    ("POST", f"{ADMIN}/bundle-exports"): site("bundle-export", "started"),
+    ("POST", f"{ADMIN}/bundle-imports"): site("bundle-import", "created"),
+    ("POST", f"{ADMIN}/bundle-imports/{{job_id}}/actions/start"): site("bundle-import", "started"),
     ("DELETE", f"{ADMIN}/data-retention-policy-settings"): site("setting", "deleted"),
     # the OIDC keys, the SAML certificates: the settings of ``oidc``/``saml`` updated
     ("POST", f"{ADMIN}/oidc-settings/actions/rotate-key"): site("setting", "updated"),
@@ -1006,6 +1010,30 @@ def _(w: World) -> Call:
 @recipe("PATCH", f"{ADMIN}/saml-settings")
 def _(w: World) -> Call:
     return Call(f"{ADMIN}/saml-settings", _settings(debug=True))
+
+
+@recipe("POST", f"{ADMIN}/bundle-exports")
+def _(w: World) -> Call:
+    selection = {"modules": [{"address": f"{ORG}/{ORG}/walk/aws", "version": ">= 1.0"}]}
+    return Call(
+        f"{ADMIN}/bundle-exports", {"data": {"type": "bundle-exports", "attributes": selection}}
+    )
+
+
+@recipe("POST", f"{ADMIN}/bundle-imports")
+def _(w: World) -> Call:
+    return Call(f"{ADMIN}/bundle-imports")
+
+
+@recipe("POST", f"{ADMIN}/bundle-imports/{{job_id}}/actions/start")
+def _(w: World) -> Call:
+    from chalicelib.core.data.aws import client
+    from chalicelib.core.settings import get_settings
+
+    job = w.ok(w.api.post(f"{ADMIN}/bundle-imports"))["id"]
+    key = f"bundles/files/{job}.tar"
+    client("s3").put_object(Bucket=get_settings().bucket, Key=key, Body=b"a bundle")
+    return Call(f"{ADMIN}/bundle-imports/{job}/actions/start")
 
 
 @recipe("POST", f"{ADMIN}/saml-settings/actions/revoke-old-certificate")
