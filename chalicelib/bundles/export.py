@@ -19,9 +19,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from chalicelib.artifacts import objects
+from chalicelib.artifacts import constraints, objects
 from chalicelib.artifacts.statuses import VersionStatus
-from chalicelib.bundles import constraints, manifest
+from chalicelib.bundles import manifest
 from chalicelib.bundles.manifest import Entry, File, Manifest
 from chalicelib.core.api.errors import NotFound
 from chalicelib.core.auth import Principal
@@ -172,8 +172,8 @@ def _providers(principal: Principal, choice: ProviderChoice) -> list[ProviderVer
 
 def _matcher(constraint: str, address: str) -> Callable[[str], bool]:
     try:
-        return constraints.parse(constraint)
-    except constraints.BadConstraint as exc:
+        return constraints.parse(constraint).allows_text
+    except constraints.InvalidConstraint as exc:
         raise BadSelection(f"{address}: {exc}") from None
 
 

@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 from chalice import Blueprint, Response
 
 from chalicelib.accounts.authorization import SiteAdmin
-from chalicelib.bundles import constraints, export, jobs
+from chalicelib.artifacts import constraints
+from chalicelib.bundles import export, jobs
 from chalicelib.core.api.errors import Unprocessable
 from chalicelib.core.api.http import Ctx, route
 from chalicelib.core.api.jsonapi import document, resource
@@ -65,7 +66,7 @@ def _selection(attrs: StartExport) -> export.Selection:
     for version in versions:
         try:
             constraints.parse(version)
-        except constraints.BadConstraint as exc:
+        except constraints.InvalidConstraint as exc:
             raise Unprocessable(str(exc), pointer="/data/attributes") from None
     for choice, parts, what in [(m, 4, "modules") for m in attrs.modules] + [
         (p, 3, "providers") for p in attrs.providers

@@ -298,6 +298,15 @@ def test_an_export_request_is_checked_before_any_write(
     assert listed.get("KeyCount", 0) == 0
 
 
+@pytest.mark.parametrize("version", [">>> 1", "~> 1.0,", "1.0.0-"])
+def test_a_bad_version_constraint_is_refused_at_the_attributes(api: Api, version: str) -> None:
+    body = {"providers": [{"address": "acme/acme/aws", "version": version}]}
+    reply = api.post(EXPORTS, {"data": {"type": "bundle-exports", "attributes": body}})
+    assert reply.status == 422, reply.json
+    assert reply.error["source"]["pointer"] == "/data/attributes"
+    assert repr(version.split(",")[-1].strip()) in reply.error["detail"]
+
+
 def test_an_export_of_nothing_published_fails_with_its_reason(api: Api) -> None:
     from tests.conftest import make_org
 

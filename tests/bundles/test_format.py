@@ -1,4 +1,4 @@
-"""The bundle's manifest as the import reads it, and version constraints."""
+"""The bundle's manifest as the import reads it."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from chalicelib.bundles import constraints, manifest
+from chalicelib.bundles import manifest
 
 DIGEST = "a" * 64
 
@@ -63,29 +63,3 @@ def test_another_format_version_is_refused() -> None:
     raw["format-version"] = 2
     with pytest.raises(manifest.BadBundle, match="format-version"):
         manifest.parse(json.dumps(raw).encode())
-
-
-@pytest.mark.parametrize(
-    ("constraint", "taken"),
-    [
-        ("", ["1.0.0", "1.4.2", "2.0.0"]),
-        ("*", ["1.0.0", "1.4.2", "2.0.0"]),
-        ("1.4.2", ["1.4.2"]),
-        (">= 1.0, < 2.0", ["1.0.0", "1.4.2"]),
-        ("~> 1.4", ["1.4.2"]),
-        ("~> 1.0", ["1.0.0", "1.4.2"]),
-        ("~> 1.4.0", ["1.4.2"]),
-        ("!= 1.4.2", ["1.0.0", "2.0.0"]),
-        ("2.0.0-rc1", ["2.0.0-rc1"]),
-    ],
-)
-def test_constraints_choose_versions(constraint: str, taken: list[str]) -> None:
-    versions = ["1.0.0", "1.4.2", "2.0.0-rc1", "2.0.0"]
-    matches = constraints.parse(constraint)
-    assert [v for v in versions if matches(v)] == taken
-
-
-@pytest.mark.parametrize("constraint", [">>> 1", "~> x", "1.0.0 2.0.0", "a" * 300])
-def test_a_bad_constraint_is_refused(constraint: str) -> None:
-    with pytest.raises(constraints.BadConstraint):
-        constraints.parse(constraint)

@@ -335,8 +335,8 @@ def seed(
     (at most ``MAX_SEED_VERSIONS``; 422 for more), even those cached already (a changed one
     is a conflict). Waits at most ``SEED_SECONDS``: the rest go on (``pending``). One
     event (``seeded``, by the site admin) when anything was fetched or found changed."""
+    from chalicelib.artifacts import constraints
     from chalicelib.core.api.errors import Unprocessable
-    from chalicelib.modules.cache import constraints
 
     namespace, name, provider = namespace.lower(), name.lower(), provider.lower()
     if not allows(namespace):
@@ -348,6 +348,11 @@ def seed(
         wanted = constraints.parse(constraint)
     except constraints.InvalidConstraint as exc:
         raise Unprocessable(str(exc), pointer="/data/attributes/version-constraint") from None
+    if wanted.allows_every_release:
+        raise Unprocessable(
+            "name the versions to seed (a version constraint, not empty or '*')",
+            pointer="/data/attributes/version-constraint",
+        )
     where = store.address(namespace, name, provider)
     try:
         listed = _bounded(("versions", where), lambda: upstream.versions(namespace, name, provider))
