@@ -10,6 +10,7 @@ from chalicelib.accounts.teams.routes import bp as team_routes
 from chalicelib.admin.people_routes import bp as admin_people_routes
 from chalicelib.admin.routes import bp as admin_routes
 from chalicelib.audit.routes import bp as audit_routes
+from chalicelib.bundles.routes import bp as bundle_routes
 from chalicelib.entry import deadlines, ingest, oidc
 from chalicelib.entry.factory import create_app
 from chalicelib.entry.wiring import Uses
@@ -17,6 +18,8 @@ from chalicelib.lifecycle.admin_routes import bp as admin_organization_lifecycle
 from chalicelib.lifecycle.organization_routes import bp as organization_lifecycle
 from chalicelib.lifecycle.workspace_routes import bp as workspace_lifecycle
 from chalicelib.meta.routes import bp as meta_routes
+from chalicelib.modules.cache.routes import bp as module_cache_routes
+from chalicelib.modules.cache.settings_routes import bp as module_cache_settings_routes
 from chalicelib.modules.nocode.routes import bp as nocode_routes
 from chalicelib.modules.protocol.routes import bp as protocol_routes
 from chalicelib.modules.publishing.routes import bp as publishing_routes
@@ -45,6 +48,7 @@ from chalicelib.web.people.common import bp as people_routes
 from chalicelib.web.providers import bp as provider_pages
 from chalicelib.web.publishing import bp as web_publishing_routes
 from chalicelib.web.routes import bp as web_routes
+from chalicelib.web.siteadmin.cache_routes import bp as siteadmin_cache_routes
 from chalicelib.web.siteadmin.keys_routes import bp as siteadmin_keys_routes
 from chalicelib.web.siteadmin.people_routes import bp as siteadmin_people_routes
 from chalicelib.web.siteadmin.settings_routes import bp as siteadmin_settings_routes
@@ -63,8 +67,9 @@ app = create_app(
     + [provider_routes, gpg_key_routes, provider_protocol_routes, mirror_routes]
     + [siteadmin_people_routes, siteadmin_settings_routes, siteadmin_keys_routes]
     + [policy_routes, signing_key_routes, evidence_routes, scanning_routes, audit_routes]
-    + [audit_pages, notification_routes],
-    Uses(mail=True, scim=True),
+    + [audit_pages, notification_routes, module_cache_routes, bundle_routes]
+    + [module_cache_settings_routes, siteadmin_cache_routes],
+    Uses(mail=True, scim=True, namespaces=True),
 )
 
 

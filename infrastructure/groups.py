@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from chalicelib.modules.cache.store import PREFIX as MODULE_CACHE_OBJECTS
 from chalicelib.providers.keys import PROVENANCE_PREFIX as PROVIDER_PROVENANCE
 from chalicelib.providers.keys import UPLOAD_PREFIX as PROVIDER_OBJECTS
 from chalicelib.providers.mirror.store import PREFIX as MIRROR_OBJECTS
@@ -24,6 +25,8 @@ APPEND = "append"
 # SHA256SUMS, signature and platform archives (chalicelib.providers.keys); the mirror's cache
 # of public providers' archives (chalicelib.providers.mirror.store).
 MODULE_OBJECTS = "v1/"
+# Air-gapped bundles: their jobs' state and the bundles themselves (chalicelib.bundles.jobs).
+BUNDLE_OBJECTS = "bundles/"
 GET, PUT, DELETE = "s3:GetObject", "s3:PutObject", "s3:DeleteObject"
 
 # What every API request touches: the rate limiter's counter (one conditional UpdateItem)
@@ -117,6 +120,8 @@ ROUTE_GROUPS: tuple[Function, ...] = (
             "tokens": WRITE,
             # Invitations and the memberships they became.
             "organization-memberships": WRITE,
+            # Creating an organization: is its name a namespace the module cache serves?
+            "module-cache-settings": READ,
             **REGISTRY_TABLES,
             **NO_CODE_TABLES,
             **PROVIDER_TABLES,
@@ -187,9 +192,20 @@ ROUTE_GROUPS: tuple[Function, ...] = (
             "gpg-keys": READ,
             # A download counts itself (one UpdateItem); a module's detail reads the counts.
             "module-downloads": WRITE,
+            # The module cache (chalicelib.modules.cache): which namespaces it serves, what
+            # it keeps, and the event of each version it caches.
+            "module-cache-settings": READ,
+            "module-cache": WRITE,
+            "audit-events": APPEND,
         },
-        # Presigned downloads of module archives and of providers' files.
-        s3={MODULE_OBJECTS: (GET,), PROVIDER_OBJECTS: (GET,)},
+        # Presigned downloads of module archives and of providers' files; the module
+        # cache's archives and metadata, put by digest (AbortMultipartUpload: boto3's
+        # upload of a large archive goes in parts).
+        s3={
+            MODULE_OBJECTS: (GET,),
+            PROVIDER_OBJECTS: (GET,),
+            MODULE_CACHE_OBJECTS: (GET, PUT, "s3:AbortMultipartUpload"),
+        },
         # GET /api/registry/v1/signing-keys (chalicelib.trust.keys_routes).
         reads_public_keys=True,
     ),
@@ -243,7 +259,23 @@ ROUTE_GROUPS: tuple[Function, ...] = (
     ),
     # VCS connections; their secrets are sealed with KMS (see chalicelib/core/secrets.py).
     Function("VcsFunction", "chalicelib.entry.api.vcs.app", {**AUTH_TABLES, **VCS_TABLES}),
-    Function("AdminFunction", "chalicelib.entry.api.admin.app", {**AUTH_TABLES, "settings": WRITE}),
+    # Site-admin settings; the module cache's settings (chalicelib.modules.cache.settings):
+    # allowing a namespace reads the organizations (AUTH_TABLES) to refuse one's name. Every
+    # change records its event in its transaction. Air-gapped bundles' jobs
+    # (chalicelib.bundles): each job's state and bundle under bundles/ (presigned links to
+    # upload and download a bundle), queued for the Ingest function, which runs it.
+    Function(
+        "AdminFunction",
+        "chalicelib.entry.api.admin.app",
+        {
+            **AUTH_TABLES,
+            "settings": WRITE,
+            "module-cache-settings": WRITE,
+            "audit-events": APPEND,
+        },
+        s3={BUNDLE_OBJECTS: (GET, PUT)},
+        sends_jobs=True,
+    ),
     # SCIM: identity providers provision users and groups (tokens in the tokens table); the
     # instance's users and team memberships follow, and the site-admin flag; enabling reads
     # the SAML settings.
@@ -340,6 +372,8 @@ ROUTE_GROUPS: tuple[Function, ...] = (
             "scim-users": WRITE,
             "scim-groups": WRITE,
             "scim-mappings": WRITE,
+            # The module cache's settings page (chalicelib.web.siteadmin.cache_routes).
+            "module-cache-settings": WRITE,
             # The organization settings page shows and changes the publishing policy.
             "registry-policies": WRITE,
             # The policy's changes and the version pages' releases and lifecycle changes
@@ -374,7 +408,14 @@ INGEST = Function(
     },
     # Providers' files are only read: their checks (chalicelib.providers.ingest.verify); a
     # verified version's provenance is written and signed (chalicelib.providers.provenance).
-    s3={MODULE_OBJECTS: (GET, PUT, DELETE), PROVIDER_OBJECTS: (GET,), PROVIDER_PROVENANCE: (PUT,)},
+    # A bundle's export reads the archives and provider files it takes and writes the bundle
+    # (multipart: AbortMultipartUpload); its import writes what it creates where uploads go.
+    s3={
+        MODULE_OBJECTS: (GET, PUT, DELETE),
+        PROVIDER_OBJECTS: (GET, PUT),
+        PROVIDER_PROVENANCE: (PUT,),
+        BUNDLE_OBJECTS: (GET, PUT, "s3:AbortMultipartUpload"),
+    },
     memory=1024,
     timeout=120,
     sends_jobs=True,

@@ -24,6 +24,8 @@ from chalicelib.core.data import lists as _lists  # noqa: F401 - the kept counts
 from chalicelib.core.data.aws import client
 from chalicelib.core.settings import get_settings
 from chalicelib.modules import store as _registry_store  # noqa: F401
+from chalicelib.modules.cache import settings as _module_cache_settings  # noqa: F401
+from chalicelib.modules.cache import store as _module_cache_store  # noqa: F401
 from chalicelib.modules.downloads import store as _downloads_store  # noqa: F401
 from chalicelib.modules.keys import UPLOAD_PREFIX
 from chalicelib.modules.nocode import store as _nocode_store  # noqa: F401

@@ -65,6 +65,8 @@ def forget_cached_state() -> None:
     from chalicelib.accounts.users.store import _users
     from chalicelib.admin.store import forget_cached_settings
     from chalicelib.core.auth import verified
+    from chalicelib.modules.cache import service as module_cache
+    from chalicelib.modules.cache import settings as module_cache_settings
     from chalicelib.modules.downloads.store import pruning
     from chalicelib.trust.provenance import forget_public_keys
     from chalicelib.web.pages import _metadata
@@ -76,6 +78,8 @@ def forget_cached_state() -> None:
     pruning.clear()
     _scim_enabled.clear()
     forget_cached_settings()
+    module_cache_settings.forget()
+    module_cache.forget()  # its last-use bookkeeping
     _metadata.cache_clear()
     signing_key.cache_clear()  # the pre-sign-in CSRF key: its item goes with the tables
     forget_public_keys()  # provenance signing keys' public halves

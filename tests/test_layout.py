@@ -54,6 +54,8 @@ LAYERS: dict[str, set[str]] = {
     # The private provider registry: beside modules, on the same artifacts plumbing.
     "providers": {"core", "artifacts", "accounts", "trust"},
     "meta": {"core"},
+    # Air-gapped bundles: modules and providers exported and imported through their services.
+    "bundles": {"core", "artifacts", "accounts", "modules", "providers"},
     # Notifications: what the audit trail recorded, told to an organization's destinations
     # and to the consumers of a deprecated version (their teams' members through accounts,
     # mail through admin, the downloads through modules).
@@ -116,6 +118,7 @@ LAYERS: dict[str, set[str]] = {
         "trust",
         "audit",
         "notifications",
+        "bundles",
     },
 }
 DOMAINS = {"accounts", "admin", "projects", "workspaces", "vcs", "tags", "modules", "meta", "web"}
@@ -123,6 +126,7 @@ DOMAINS |= {"scim", "saml", "providers", "trust", "audit", "notifications"}
 MODULE_SUB_ROOMS = ("chalicelib.modules.protocol", "chalicelib.modules.ingest")
 MODULE_SUB_ROOMS += ("chalicelib.modules.publishing", "chalicelib.modules.nocode")
 MODULE_SUB_ROOMS += ("chalicelib.modules.downloads", "chalicelib.modules.scanning")
+MODULE_SUB_ROOMS += ("chalicelib.modules.cache",)
 MODULE_SUB_ROOMS += ("chalicelib.modules.deadlines",)
 # The request bodies of the registry routes nest publishing's vcs-repo body, as the routes do.
 MODULE_COMPOSERS = {

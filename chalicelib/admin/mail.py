@@ -139,16 +139,16 @@ def send_password_reset(recipient: str, link: str) -> bool:
 
 
 def _send_link(recipient: str, subject: str, text: str) -> bool:
-    config = configured()
-    if config is None:
-        return False
+    return send_notice([recipient], subject, text)
+
+
+def _text_message(config: SmtpConfig, recipient: str, subject: str, text: str) -> EmailMessage:
     message = EmailMessage()
     message["From"] = config.sender
     message["To"] = recipient
     message["Subject"] = subject
     message.set_content(text)
-    _deliver(config, message)
-    return True
+    return message
 
 
 def _deliver(config: SmtpConfig, message: EmailMessage) -> None:
@@ -206,10 +206,5 @@ def send_notice(recipients: list[str], subject: str, text: str) -> bool:
     if config is None:
         return False
     for recipient in recipients:
-        message = EmailMessage()
-        message["From"] = config.sender
-        message["To"] = recipient
-        message["Subject"] = subject
-        message.set_content(text)
-        _deliver(config, message)
+        _deliver(config, _text_message(config, recipient, subject, text))
     return True

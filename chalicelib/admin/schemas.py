@@ -17,7 +17,7 @@ from chalicelib.core.api.attributes import Attributes, Identifier, Secret, Text
 from chalicelib.core.api.names import kebab
 
 # Go-style durations: one or more decimal numbers each followed by a unit ("2h", "1.5h", "1h30m").
-_DURATION = re.compile(r"^(?:\d+(?:\.\d+)?(?:ns|us|µs|ms|s|m|h))+$")
+_DURATION = re.compile(r"^(?:\d+(?:\.\d+)?(?:ns|us|µs|ms|s|m|h))+\Z")
 
 
 def _duration(value: str) -> str:

@@ -23,8 +23,8 @@ from chalicelib.core.data.ids import new_id
 if TYPE_CHECKING:
     from chalicelib.core.auth import Principal
 
-_EMAIL = re.compile(r"^[^@\s<>]+@[^@\s<>]+\.[^@\s<>]+$")
-_PHONE = re.compile(r"^\+?[0-9][0-9 ().-]{2,30}$")
+_EMAIL = re.compile(r"^[^@\s<>]+@[^@\s<>]+\.[^@\s<>]+\Z")
+_PHONE = re.compile(r"^\+?[0-9][0-9 ().-]{2,30}\Z")
 
 
 def _invalid(name: str, message: str) -> Unprocessable:

@@ -40,7 +40,10 @@ FETCH = "vcs-fetch"
 HOOK = "vcs-hook"
 UNHOOK = "vcs-unhook"
 PASSWORD_RESET = "password-reset"
-KINDS = (SYNC, FETCH, HOOK, UNHOOK, PASSWORD_RESET)
+# Air-gapped bundles' jobs (``bundles.jobs``): write an export, check and import a bundle.
+BUNDLE_EXPORT = "bundle-export"
+BUNDLE_IMPORT = "bundle-import"
+KINDS = (SYNC, FETCH, HOOK, UNHOOK, PASSWORD_RESET, BUNDLE_EXPORT, BUNDLE_IMPORT)
 MODULE_SCAN = "module-scan"
 SCAN_KINDS = (MODULE_SCAN,)
 

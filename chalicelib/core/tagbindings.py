@@ -215,7 +215,7 @@ def effective(
 
 # ----- the list filter ``filter[tagged][i][key]`` / ``filter[tagged][i][value]`` -------------
 
-_TAGGED = re.compile(r"^filter\[tagged\]\[(\d{1,4})\]\[(key|value)\]$")
+_TAGGED = re.compile(r"^filter\[tagged\]\[(\d{1,4})\]\[(key|value)\]\Z")
 
 
 def tagged_filters(query: Mapping[str, str]) -> list[tuple[str, str | None]]:

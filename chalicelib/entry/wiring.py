@@ -1,9 +1,11 @@
 """What accounts calls but may not import, given once per function by what it declares.
 
-Accounts sits below admin and scim, yet it mails links (invitations, password resets, email
-confirmations: through admin's SMTP) and shows whether SCIM provisioned a user (while
-scim's service says provisioning is on). It declares what it needs as typed interfaces
-(``memberships.Mailer``, ``render.use_scim_probe``'s probe); here, above every room, they
+Accounts sits below admin, scim and modules, yet it mails links (invitations, password
+resets, email confirmations: through admin's SMTP), shows whether SCIM provisioned a user
+(while scim's service says provisioning is on) and refuses an organization named like a
+namespace the module cache serves (modules' cache settings say which). It declares what it
+needs as typed interfaces (``memberships.Mailer``, ``render.use_scim_probe``'s probe,
+``organizations.service.use_reserved_names``'s check); here, above every room, they
 are given their implementations. Each entry app declares what it uses (``Uses``, through
 ``factory.create_app``; ``entry.ingest`` through ``wire``): an app that declares nothing
 loads none of it. The implementations load with their first use, not with the cold start.
@@ -30,6 +32,8 @@ class Uses:
     mail: bool = False
     # Users rendered with ``is-scim-managed`` and its kin while SCIM is on.
     scim: bool = False
+    # Organizations created: a name the module cache serves as a namespace is refused.
+    namespaces: bool = False
 
 
 def site_mail() -> Mailer:
@@ -44,6 +48,14 @@ def scim_enabled() -> bool:
     from chalicelib.scim import service
 
     return bool(service.settings().enabled)
+
+
+def cached_namespace(name: str) -> bool:
+    """Whether ``name`` is an upstream namespace the module cache serves (its settings as
+    stored now: one consistent read, made only when an organization is created)."""
+    from chalicelib.modules.cache import settings
+
+    return settings.reserved(name)
 
 
 def describe_user(principal: Principal) -> str | None:
@@ -75,3 +87,7 @@ def wire(uses: Uses) -> None:
         from chalicelib.accounts import render
 
         render.use_scim_probe(scim_enabled)
+    if uses.namespaces:
+        from chalicelib.accounts.organizations import service as organizations
+
+        organizations.use_reserved_names(cached_namespace)

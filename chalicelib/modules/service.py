@@ -31,8 +31,8 @@ from chalicelib.modules.audit import events as audit_events
 from chalicelib.modules.statuses import ModuleStatus
 from chalicelib.modules.store import ModuleModel, ModuleVersionModel, module_key
 
-NAME = re.compile(r"^[0-9A-Za-z](?:[0-9A-Za-z_-]*[0-9A-Za-z])?$")
-PROVIDER = re.compile(r"^[0-9a-z]+$")
+NAME = re.compile(r"^[0-9A-Za-z](?:[0-9A-Za-z_-]*[0-9A-Za-z])?\Z")
+PROVIDER = re.compile(r"^[0-9a-z]+\Z")
 MAX_LENGTH = 64
 REGISTRIES = ("private", "public")
 

@@ -38,11 +38,11 @@ from chalicelib.projects.store import ProjectModel
 
 DEFAULT_NAME = "Default Project"
 # TFE: letters, numbers, spaces, - and _, not starting or ending with a space, 3 to 40 long.
-NAME = re.compile(r"^(?! )[A-Za-z0-9 _-]{3,40}(?<! )$")
+NAME = re.compile(r"^(?! )[A-Za-z0-9 _-]{3,40}(?<! )\Z")
 MAX_DESCRIPTION = 256
 EXECUTION_MODES = ("remote", "local")
 # Up to four digits greater than 0, then d(ays) or h(ours): "14d", "36h".
-DURATION = re.compile(r"^(?!0+[dh]$)[0-9]{1,4}[dh]$")
+DURATION = re.compile(r"^(?!0+[dh]$)[0-9]{1,4}[dh]\Z")
 # Optimistic read-modify-write (PATCH …/tag-bindings) gives up after this many collisions.
 MERGE_ATTEMPTS = 5
 

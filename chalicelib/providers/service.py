@@ -35,14 +35,14 @@ from chalicelib.providers.store import (
 # (Terraform lowercases what it reads, so an upper-case name could never be installed). TFE
 # accepts the underscore: go-tfe's TestRegistryProvidersCreate makes ``provider_name`` in
 # ``public_namespace``.
-NAME = re.compile(r"^[0-9a-z](?:[0-9a-z_-]{0,62}[0-9a-z])?$")
+NAME = re.compile(r"^[0-9a-z](?:[0-9a-z_-]{0,62}[0-9a-z])?\Z")
 # Platforms: go-tfe's tests send random UUIDs; no underscore, which separates the two in
 # the binary's object key.
-PLATFORM_PART = re.compile(r"^[0-9A-Za-z-]{1,64}$")
-FILENAME = re.compile(r"^[0-9A-Za-z+-][0-9A-Za-z._+-]{0,254}$")
-SHASUM = re.compile(r"^[0-9A-Za-z]{1,128}$")
-KEY_ID = re.compile(r"^[0-9A-Za-z]{1,64}$")
-PROTOCOL = re.compile(r"^[0-9]{1,3}\.[0-9]{1,3}$")
+PLATFORM_PART = re.compile(r"^[0-9A-Za-z-]{1,64}\Z")
+FILENAME = re.compile(r"^[0-9A-Za-z+-][0-9A-Za-z._+-]{0,254}\Z")
+SHASUM = re.compile(r"^[0-9A-Za-z]{1,128}\Z")
+KEY_ID = re.compile(r"^[0-9A-Za-z]{1,64}\Z")
+PROTOCOL = re.compile(r"^[0-9]{1,3}\.[0-9]{1,3}\Z")
 MAX_PROTOCOLS = 10
 REGISTRIES = ("private", "public")
 

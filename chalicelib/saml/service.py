@@ -51,7 +51,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("registry.saml")
 
-_EMAIL = re.compile(r"^[^@\s<>]+@[^@\s<>]+\.[^@\s<>]+$")
+_EMAIL = re.compile(r"^[^@\s<>]+@[^@\s<>]+\.[^@\s<>]+\Z")
 EMAIL_ATTRIBUTES = ("email", "Email", "mail", "emailAddress")
 _TRUE = {"true", "1", "yes"}
 _REPLAY_FALLBACK_SECONDS = 10 * 60  # an assertion without NotOnOrAfter is still refused a while

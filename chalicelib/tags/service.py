@@ -34,7 +34,7 @@ from chalicelib.tags.store import TagModel
 from chalicelib.workspaces import service as workspaces
 from chalicelib.workspaces.service import WorkspaceRef, tag_entries
 
-TAG_NAME = re.compile(r"^[A-Za-z0-9:_-]{1,255}$")
+TAG_NAME = re.compile(r"^[A-Za-z0-9:_-]{1,255}\Z")
 MAX_ATTEMPTS = 12
 # The bounds of one request's arrays (a 422 naming them, before any write): every tag or
 # workspace named is one transaction of its own (``attach``/``detach``), and a deleted tag

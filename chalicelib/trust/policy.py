@@ -114,7 +114,7 @@ BLOCK_SEVERITIES = (NONE, *(str(s) for s in Severity if s != Severity.UNKNOWN))
 # ``AWS-0086``, checkov's ``CKV_AWS_20``).
 MAX_IGNORED_RULES = 100
 MAX_RULE_ID = 128
-RULE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]*$")
+RULE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]*\Z")
 ATTRIBUTES = "/data/attributes"
 
 

@@ -42,7 +42,7 @@ PEELED = b"^{}"
 BASIC_AUTH_USERNAMES: dict[str, str] = {p.name: p.git_username for p in providers.ALL}
 DEFAULT_USERNAME = providers.get("github").git_username
 
-_PART = re.compile(r"^[A-Za-z0-9._~-]+$")
+_PART = re.compile(r"^[A-Za-z0-9._~-]+\Z")
 
 
 class GitError(Exception):

@@ -35,7 +35,7 @@ from chalicelib.projects import service as projects
 from chalicelib.workspaces import store
 from chalicelib.workspaces.store import WorkspaceModel, WorkspaceNameModel
 
-NAME = re.compile(r"^[A-Za-z0-9_-]{1,90}$")
+NAME = re.compile(r"^[A-Za-z0-9_-]{1,90}\Z")
 PROJECT_POINTER = "/data/relationships/project/data/id"
 # Optimistic read-modify-write (PATCH …/tag-bindings) gives up after this many collisions.
 MERGE_ATTEMPTS = 5

@@ -153,6 +153,11 @@ EXPECTED: dict[tuple[str, str], Expect] = {
     ("POST", f"{ADMIN}/twilio-settings/verify"): NOTHING,
     ("PATCH", f"{ADMIN}/twilio-settings/verify"): NOTHING,
     ("POST", f"{ADMIN}/data-retention-policy-settings"): site("setting", "created"),
+    ("PATCH", f"{ADMIN}/module-cache-settings"): site("module-cache-settings", "updated"),
+    # air-gapped bundles: the jobs (their end is the registry's, when the job runs)
+    ("POST", f"{ADMIN}/bundle-exports"): site("bundle-export", "started"),
+    ("POST", f"{ADMIN}/bundle-imports"): site("bundle-import", "created"),
+    ("POST", f"{ADMIN}/bundle-imports/{{job_id}}/actions/start"): site("bundle-import", "started"),
     ("DELETE", f"{ADMIN}/data-retention-policy-settings"): site("setting", "deleted"),
     # the OIDC keys, the SAML certificates: the settings of ``oidc``/``saml`` updated
     ("POST", f"{ADMIN}/oidc-settings/actions/rotate-key"): site("setting", "updated"),
@@ -261,6 +266,7 @@ EXPECTED: dict[tuple[str, str], Expect] = {
     ("PATCH", _KEY): org("gpg-key", "updated"),
     ("DELETE", _KEY): org("gpg-key", "deleted"),
     ("PUT", "/api/registry/mirror/v1/seed"): site("provider-mirror", "seeded"),
+    ("POST", f"{ADMIN}/module-cache/actions/seed"): site("cached-module", "seeded"),
     # VCS connections, projects, workspaces, tags (part 4)
     ("POST", f"{_ORGS}/oauth-clients"): org("oauth-client", "created"),
     ("PATCH", f"{V2}/oauth-clients/{{client_id}}"): org("oauth-client", "updated"),
@@ -335,6 +341,7 @@ EXPECTED: dict[tuple[str, str], Expect] = {
     ("POST", "/app/admin/oidc/trim"): site("setting", "updated"),
     ("POST", "/app/admin/organizations/{name}/module-sharing"): org("organization", "updated"),
     ("POST", "/app/admin/scim"): site("setting", "updated"),
+    ("POST", "/app/admin/module-cache"): site("module-cache-settings", "updated"),
     ("POST", "/app/admin/scim/tokens"): site("scim-token", "created"),
     ("POST", "/app/admin/scim/tokens/{token_id}/revoke"): site("scim-token", "deleted"),
     ("POST", "/app/admin/settings/saml/revoke-old-certificate"): site("setting", "updated"),
@@ -994,9 +1001,39 @@ for _method, _path in (
     recipe(_method, f"{ADMIN}/{_path}")(_admin_setting(_path, **{"test-number": "+15550123"}))
 
 
+@recipe("PATCH", f"{ADMIN}/module-cache-settings")
+def _(w: World) -> Call:
+    namespaces = {"allowed-namespaces": [w.name("upstream")]}
+    return Call(f"{ADMIN}/module-cache-settings", _settings(**namespaces))
+
+
 @recipe("PATCH", f"{ADMIN}/saml-settings")
 def _(w: World) -> Call:
     return Call(f"{ADMIN}/saml-settings", _settings(debug=True))
+
+
+@recipe("POST", f"{ADMIN}/bundle-exports")
+def _(w: World) -> Call:
+    selection = {"modules": [{"address": f"{ORG}/{ORG}/walk/aws", "version": ">= 1.0"}]}
+    return Call(
+        f"{ADMIN}/bundle-exports", {"data": {"type": "bundle-exports", "attributes": selection}}
+    )
+
+
+@recipe("POST", f"{ADMIN}/bundle-imports")
+def _(w: World) -> Call:
+    return Call(f"{ADMIN}/bundle-imports")
+
+
+@recipe("POST", f"{ADMIN}/bundle-imports/{{job_id}}/actions/start")
+def _(w: World) -> Call:
+    from chalicelib.core.data.aws import client
+    from chalicelib.core.settings import get_settings
+
+    job = w.ok(w.api.post(f"{ADMIN}/bundle-imports"))["id"]
+    key = f"bundles/files/{job}.tar"
+    client("s3").put_object(Bucket=get_settings().bucket, Key=key, Body=b"a bundle")
+    return Call(f"{ADMIN}/bundle-imports/{job}/actions/start")
 
 
 @recipe("POST", f"{ADMIN}/saml-settings/actions/revoke-old-certificate")
@@ -1542,6 +1579,37 @@ def _(w: World) -> Call:
     )
 
 
+@recipe("POST", f"{ADMIN}/module-cache/actions/seed")
+def _(w: World) -> Call:
+    import os
+
+    from chalicelib.core.settings import get_settings
+    from chalicelib.modules.cache import settings as cache_settings
+    from tests.support.mirror_upstream import Upstream
+
+    def upstream() -> Upstream:
+        server = Upstream({})
+        server.files["/m.tar.gz"] = tar_gz({"main.tf": 'variable "x" {}\n'})
+        server.modules["seeded-upstream/net/aws"] = {"1.0.0": "/m.tar.gz"}
+        return server
+
+    server = w.once("module-cache-upstream", upstream)
+    # The world's setting (a dead port) is put back when the world ends.
+    os.environ["REGISTRY_MIRROR_UPSTREAM_URL"] = server.url
+    get_settings.cache_clear()
+    cache_settings.CacheSettingsModel(
+        cache_settings.KEY, allowed_namespaces=["seeded-upstream"]
+    ).save()
+    cache_settings.forget()
+    attributes = {
+        "namespace": "seeded-upstream",
+        "name": "net",
+        "provider": "aws",
+        "version-constraint": "1.0.0",
+    }
+    return Call(f"{ADMIN}/module-cache/actions/seed", doc("module-cache-seeds", **attributes))
+
+
 # ----- recipes: VCS connections, projects, workspaces, tags ---------------------------------
 
 
@@ -1768,6 +1836,14 @@ recipe("POST", "/app/admin/settings/sms/test-message")(
 recipe("POST", _APP_ORG + "/settings/token")(_page(f"/app/{ORG}/settings/token", description="ci"))
 recipe("POST", _APP_ORG + "/members/invite")(
     _page(f"/app/{ORG}/members/invite", email="invitee@example.com")
+)
+
+
+recipe("POST", "/app/admin/module-cache")(
+    _page(
+        "/app/admin/module-cache",
+        **{"allowed-namespaces": "terraform-aws-modules", "allowed-source-hosts": "github.com"},
+    )
 )
 
 

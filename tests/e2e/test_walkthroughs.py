@@ -329,7 +329,7 @@ def outcome_of(
 
 def test_the_docs_mark_their_walkthroughs() -> None:
     expected = {"modules", "providers", "people", "jane", "projects", "mail", "https", "findings"}
-    expected |= {"terraform-login", "audit", "deadline", "notifications", "campaigns"}
+    expected |= {"terraform-login", "audit", "deadline", "notifications", "campaigns", "cache"}
     assert expected == set(FOUND), sorted(FOUND)
     for walk in FOUND.values():
         assert not walk.after or walk.after in FOUND, f"{walk.name} after unknown {walk.after}"

@@ -255,7 +255,10 @@ def test_each_function_may_touch_the_objects_its_code_keeps():
         ("APIHandler", "s3:DeleteObject", provenance_key("prov-1", "1.0.0")),
     ]:
         assert _allows(logical_id, action, key), (logical_id, action, key)
-    assert not _allows("Ingest", "s3:PutObject", archive)
+    # The Ingest function writes providers' files only for a bundle's import (its jobs run
+    # there: chalicelib.bundles.jobs); nothing else of the API may write them.
+    assert _allows("Ingest", "s3:PutObject", archive)
+    assert not _allows("ProtocolFunction", "s3:PutObject", archive)
     assert not _allows("ProvidersFunction", "s3:GetObject", module)
     statements = _statements("ProvidersFunction")
     assert any("sqs:SendMessage" in s["Action"] for s in statements)  # a retry queues events
@@ -420,3 +423,18 @@ def test_the_slimmed_zip_keeps_every_service_the_code_calls(tmp_path):
         f"chalicelib/core/data/__pycache__/aws.{tag}.pyc",
     }
     assert all(int.from_bytes(pyc[4:8], "little") == 1 for pyc in pycs.values())
+
+
+def test_the_protocol_function_keeps_the_module_cache_and_only_it():
+    """The module cache runs in the protocol's function: it puts archives by digest under
+    v1/cache/ and writes its own table, never a private module's objects or items."""
+    from chalicelib.modules.cache.store import archive_key
+
+    cached = archive_key("0" * 64)
+    assert _allows("ProtocolFunction", "s3:PutObject", cached)
+    assert _allows("ProtocolFunction", "s3:GetObject", cached)
+    assert not _allows("ProtocolFunction", "s3:PutObject", "v1/archives/m/v.tar.gz")
+    assert not _allows("ProtocolFunction", "s3:PutObject", "v1/object/m/1.0.0/v.tar.gz")
+    tables = _tables("ProtocolFunction")
+    assert {"module-cache", "module-cache-settings"} <= tables
+    assert "module-cache" not in _tables("RegistryFunction")

@@ -66,6 +66,13 @@ class Upstream:
         # timeout however fast or loaded the machine.
         self.released = threading.Event()
         self.signer = signing_key()
+        # modules.v1 (the module cache's upstream): "namespace/name/provider" -> {version:
+        # where its download answer points}, with ``files`` (path -> bytes) served as they
+        # are (tarballs the answers point to); ``json_locations``: download answers as a
+        # JSON ``location`` rather than ``X-Terraform-Get``.
+        self.modules: dict[str, dict[str, str]] = {}
+        self.files: dict[str, bytes] = {}
+        self.json_locations = False
         self.zips = {
             (v, p): provider_zip(v, *p.split("_", 1), binary=binary)
             for v, platforms in versions.items()
@@ -85,6 +92,11 @@ class Upstream:
                     return self._send(500, b'{"errors":["boom"]}')
                 if self.path in upstream.redirects:
                     return self._send(302, b"", Location=upstream.redirects[self.path])
+                if upstream.module_location(self.path) is not None:
+                    location = upstream.module_location(self.path) or ""
+                    if upstream.json_locations:
+                        return self._send(200, json.dumps({"location": location}).encode())
+                    return self._send(204, b"", **{"X-Terraform-Get": location})
                 status, body = upstream.answer(self.path)
                 self._send(status, body)
 
@@ -97,8 +109,12 @@ class Upstream:
                 with contextlib.suppress(OSError):
                     self.wfile.write(body)
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._handler = Handler
+        self._serve(0)
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def _serve(self, port: int) -> None:
+        self.server = ThreadingHTTPServer(("127.0.0.1", port), self._handler)
         threading.Thread(
             target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
         ).start()
@@ -108,7 +124,38 @@ class Upstream:
         self.server.shutdown()
         self.server.server_close()
 
+    def stop(self) -> None:
+        """Stop listening (a connection is refused, as to a registry that is down) until
+        ``start``."""
+        self.server.shutdown()
+        self.server.server_close()
+
+    def start(self) -> None:
+        """Listen again, on the same port (the stack keeps the same upstream URL)."""
+        self._serve(int(self.url.rsplit(":", 1)[1]))
+
+    def module_location(self, path: str) -> str | None:
+        """Where a module version's ``download`` answer points; None for any other path."""
+        parts = path.split("/")
+        if len(parts) != 8 or parts[:3] != ["", "v1", "modules"] or parts[7] != "download":
+            return None
+        return self.modules.get("/".join(parts[3:6]), {}).get(parts[6])
+
+    def module_versions(self, path: str) -> tuple[int, bytes] | None:
+        parts = path.split("/")
+        if len(parts) != 7 or parts[:3] != ["", "v1", "modules"] or parts[6] != "versions":
+            return None
+        found = self.modules.get("/".join(parts[3:6]))
+        if found is None:
+            return 404, b'{"errors":["not found"]}'
+        listed = [{"version": v} for v in found]
+        return 200, json.dumps({"modules": [{"versions": listed}]}).encode()
+
     def answer(self, path: str) -> tuple[int, bytes]:
+        if (versions := self.module_versions(path)) is not None:
+            return versions
+        if path in self.files:
+            return 200, self.files[path]
         base = f"/v1/providers/{NAMESPACE}/{TYPE}/"
         if path == base + "versions":
             listed = [

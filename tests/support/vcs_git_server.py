@@ -111,8 +111,12 @@ class _Quiet(WSGIRequestHandler):
 
 
 class GitServer:
-    def __init__(self, repos: dict[str, MemoryRepo]) -> None:
+    """``anonymous``: no credentials asked (a public host's repositories, as the module
+    cache clones them)."""
+
+    def __init__(self, repos: dict[str, MemoryRepo], *, anonymous: bool = False) -> None:
         self.repos = repos
+        self.anonymous = anonymous
         self.requests = 0
         git_app = make_wsgi_chain(DictBackend({f"/{k}.git": v for k, v in repos.items()}))
         expected = "Basic "
@@ -134,7 +138,7 @@ class GitServer:
                 password = decoded.split(":", 1)[1]
             except (ValueError, IndexError):
                 password = None
-        if password != TOKEN:
+        if password != TOKEN and not self.anonymous:
             start_response(
                 "401 Unauthorized",
                 [("WWW-Authenticate", 'Basic realm="git"'), ("Content-Type", "text/plain")],

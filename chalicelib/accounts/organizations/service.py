@@ -6,6 +6,10 @@ Permissions follow SPEC.md's Authentication section: a caller without a permissi
 404, as if the thing did not exist; the roles are read, and each action decided, in
 ``accounts.authorization`` (this file asks it).
 
+An organization cannot take the name of a namespace the module cache serves (in any case):
+modules sits above accounts, so the check is given by the app factory (``use_reserved_names``,
+``entry.wiring``), as the mailer is.
+
 Creating, updating and deleting one records its audit event (``organization``, in its own
 partition) in the transaction that writes its item; the site admin's changes
 (``set_organization_admin_values``, ``set_module_consumers``) are recorded by their callers.
@@ -13,6 +17,7 @@ partition) in the transaction that writes its item; the site admin's changes
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from pynamodb.expressions.update import Action
@@ -37,6 +42,28 @@ def get_organization(name: str) -> OrganizationModel | None:
     return store.get_organization(name)
 
 
+# Whether a name is reserved by the module cache (an allowed upstream namespace): modules'
+# answer, given by the app factory to the apps that create organizations.
+_reserved: list[Callable[[str], bool]] = []
+
+
+def use_reserved_names(reserved: Callable[[str], bool]) -> None:
+    """``reserved(name)`` says whether ``name`` is an allowed upstream namespace of the module
+    cache (called by the app factory for the apps that create organizations)."""
+    _reserved[:] = [reserved]
+
+
+def refuse_reserved_name(name: str) -> None:
+    """422 when ``name`` is a namespace the module cache serves: an organization of that
+    name would share its module addresses with the upstream's."""
+    if _reserved and _reserved[0](name):
+        raise Unprocessable(
+            f"name {name!r} is reserved: it is a public registry namespace that this "
+            "registry's module cache serves",
+            pointer="/data/attributes/name",
+        )
+
+
 def validate_org_name(name: str | None) -> str:
     if not name:
         raise Unprocessable("name is required", pointer="/data/attributes/name")
@@ -59,6 +86,7 @@ def create_organization(
         raise NotFound("only site administrators may create organizations on this instance")
     name = validate_org_name(name)
     email = validate_email(email)
+    refuse_reserved_name(name)
     moment = now()
     org = OrganizationModel(
         name, external_id=new_id("org"), email=email, created_at=moment, updated_at=moment

@@ -28,8 +28,8 @@ from chalicelib.core.data import db, lists
 from chalicelib.core.data.ids import new_id, now
 
 # The names of organizations, users and teams: letters, numbers, - and _.
-NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]*$")
-EMAIL = re.compile(r"^[^@\s]+@[^@\s]+$")
+NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]*\Z")
+EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\Z")
 MAX_USERNAME = 64
 MAX_EMAIL = 254
 

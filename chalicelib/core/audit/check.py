@@ -35,6 +35,8 @@ BOOKKEEPING = frozenset(
         "module-downloads",
         "public-registry-cache",
         "provider-mirror",
+        # the module cache's lists and last uses; a version's arrival records ``cached``
+        "module-cache",
         "saml-state",
         "login-codes",
     }

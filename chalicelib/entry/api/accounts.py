@@ -12,9 +12,10 @@ from chalicelib.lifecycle.admin_routes import bp as admin_organization_lifecycle
 from chalicelib.lifecycle.organization_routes import bp as organization_lifecycle
 
 # Invitations, password resets and email confirmations are mailed; users show
-# ``is-scim-managed`` while SCIM is on.
+# ``is-scim-managed`` while SCIM is on; an organization cannot take a namespace the module
+# cache serves.
 app = create_app(
     "registry-accounts",
     [bp, teams, organization_lifecycle, admin_people, admin_organization_lifecycle, audit_trail],
-    Uses(mail=True, scim=True),
+    Uses(mail=True, scim=True, namespaces=True),
 )

@@ -10,6 +10,7 @@ from chalicelib.web.audit.pages import bp as audit_bp
 from chalicelib.web.people import members, teams  # noqa: F401 - register their pages on bp
 from chalicelib.web.people.common import bp as people_bp
 from chalicelib.web.publishing import bp as publishing_bp
+from chalicelib.web.siteadmin.cache_routes import bp as siteadmin_cache_bp
 from chalicelib.web.siteadmin.keys_routes import bp as siteadmin_keys_bp
 from chalicelib.web.siteadmin.people_routes import bp as siteadmin_people_bp
 from chalicelib.web.siteadmin.settings_routes import bp as siteadmin_settings_bp
@@ -18,6 +19,7 @@ from chalicelib.web.siteadmin.settings_routes import bp as siteadmin_settings_bp
 app = create_app(
     "registry-webadmin",
     [people_bp, publishing_bp, siteadmin_people_bp, siteadmin_settings_bp, siteadmin_keys_bp]
-    + [audit_bp],
+    + [audit_bp]
+    + [siteadmin_cache_bp],
     Uses(mail=True),
 )

@@ -119,6 +119,33 @@ class Ingested:
     etag: str  # of the object checked: only those bytes are published
 
 
+def parse_archive(file: Any, name: str, etag: str = "") -> Ingested:
+    """A module archive read (``archive``), parsed (``hcl``) and fitted (``limits``): what a
+    version keeps of it; Refused with the reason when it is not a module archive.
+    ``name``: the module's name (its root's). The upload's ingest and the module cache's
+    (``modules.cache``) both read archives here."""
+    from chalicelib.modules.describe import summary
+    from chalicelib.modules.ingest.archive import ArchiveError, read_archive
+    from chalicelib.modules.ingest.hcl import HclError, parse_module
+    from chalicelib.modules.ingest.limits import Limits, MetadataTooLarge, fit_metadata
+
+    settings = get_settings()
+    try:
+        contents = read_archive(
+            file,
+            max_compressed=settings.max_archive_bytes,
+            max_unpacked=settings.max_unpacked_bytes,
+        )
+        metadata = parse_module(contents.files, Limits.from_settings(settings))
+        metadata["root"]["name"] = name
+        metadata["sha256"] = contents.sha256
+        fit_metadata(metadata, settings.max_metadata_bytes)
+    except (ArchiveError, HclError, MetadataTooLarge) as exc:
+        raise Refused(exc.message) from None
+    description = summary(metadata["root"].get("readme"))
+    return Ingested(metadata, contents.sha256, contents.compressed_size, description, etag)
+
+
 @dataclass(frozen=True)
 class ModuleArchive:
     """A module version's uploaded archive, as the pipeline takes it (``reg_ingressing``)."""
@@ -146,29 +173,7 @@ class ModuleArchive:
             raise failed.error from None  # reading the fetched bytes broke off: retried
 
     def _parsed(self, archive: Fetched) -> Ingested:
-        """The archive read (``archive``), parsed (``hcl``) and fitted (``limits``)."""
-        from chalicelib.modules.describe import summary
-        from chalicelib.modules.ingest.archive import ArchiveError, read_archive
-        from chalicelib.modules.ingest.hcl import HclError, parse_module
-        from chalicelib.modules.ingest.limits import Limits, MetadataTooLarge, fit_metadata
-
-        settings = get_settings()
-        try:
-            contents = read_archive(
-                archive.file,
-                max_compressed=settings.max_archive_bytes,
-                max_unpacked=settings.max_unpacked_bytes,
-            )
-            metadata = parse_module(contents.files, Limits.from_settings(settings))
-            metadata["root"]["name"] = self.version.module_key.split("#")[2]
-            metadata["sha256"] = contents.sha256
-            fit_metadata(metadata, settings.max_metadata_bytes)
-        except (ArchiveError, HclError, MetadataTooLarge) as exc:
-            raise Refused(exc.message) from None
-        description = summary(metadata["root"].get("readme"))
-        return Ingested(
-            metadata, contents.sha256, contents.compressed_size, description, archive.etag
-        )
+        return parse_archive(archive.file, self.version.module_key.split("#")[2], archive.etag)
 
     def accept(self, result: Ingested) -> str:
         """Store the archive and its metadata, publish the version (or, when its

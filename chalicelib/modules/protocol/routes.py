@@ -22,6 +22,7 @@ from chalicelib.core.api.http import Ctx, HandlerT, route
 from chalicelib.core.api.openapi import Param, Reply
 from chalicelib.core.api.pagination import int_param
 from chalicelib.core.settings import get_settings
+from chalicelib.modules.cache import service as cache
 from chalicelib.modules.downloads import counter as downloads
 from chalicelib.modules.protocol import service as protocol
 
@@ -239,10 +240,37 @@ def latest_for_provider(ctx: Ctx, namespace: str, name: str, provider: str):
     return reply(protocol.detail(found, protocol.find_version(found, None)))
 
 
-@protocol_route(MODULE + "/versions", Reply(200, VERSIONS))
+CACHE_ERRORS = {
+    502: "a cached namespace's upstream registry or source host failed, or was refused",
+    504: "a cached namespace's upstream did not answer in time (the fetch runs on: try again)",
+}
+
+
+@protocol_route(MODULE + "/versions", Reply(200, VERSIONS), errors=CACHE_ERRORS)
 def versions(ctx: Ctx, namespace: str, name: str, provider: str):
+    if cache.allows(namespace):
+        return _cached_versions(namespace, name, provider)
     found = protocol.find_module(ctx.user, namespace, name, provider)
     return reply(protocol.versions_document(found))
+
+
+def _cached_versions(namespace: str, name: str, provider: str) -> Response:
+    """An allowed upstream namespace's versions (``modules.cache``); a stale list says so
+    (a ``Warning`` header and ``meta.stale``)."""
+    found = cache.versions(namespace, name, provider)
+    body: dict[str, Any] = {
+        "modules": [
+            {
+                "source": f"{namespace}/{name}/{provider}",
+                "versions": [{"version": v} for v in found.versions],
+            }
+        ]
+    }
+    if not found.stale:
+        return reply(body)
+    response = reply({**body, "meta": {"stale": True}})
+    response.headers["Warning"] = '110 - "the upstream registry could not be reached"'
+    return response
 
 
 @protocol_route(
@@ -265,8 +293,12 @@ def one_version(ctx: Ctx, namespace: str, name: str, provider: str, version: str
 @protocol_route(
     MODULE + "/{version}/download",
     Reply(204, headers={"X-Terraform-Get": "a short-lived presigned URL of the archive"}),
+    errors=CACHE_ERRORS,
 )
 def download(ctx: Ctx, namespace: str, name: str, provider: str, version: str):
+    if cache.allows(namespace):
+        location = cache.download_url(namespace, name, provider, version)
+        return Response(body="", status_code=204, headers={"X-Terraform-Get": location})
     found = protocol.find_module(ctx.user, namespace, name, provider)
     location = protocol.download_url(found, version)
     # Counted here only: the latest's /download redirects to this route.

@@ -54,11 +54,11 @@ if TYPE_CHECKING:
     from chalicelib.modules.publishing.schemas import PublishAttributes, VcsRepoAttributes
 
 POINTER = "/data/attributes/vcs-repo/"
-REPOSITORY_NAME = re.compile(r"^terraform-([0-9a-z]+)-(.+)$")
+REPOSITORY_NAME = re.compile(r"^terraform-([0-9a-z]+)-(.+)\Z")
 # git check-ref-format, roughly: no whitespace, control or special characters, no "..",
 # no leading "-" or "/", no trailing "/", "." or ".lock".
-BRANCH = re.compile(r"^(?![-/])(?!.*\.\.)(?!.*//)(?!.*@\{)[^\s~^:?*\[\\\x00-\x1f\x7f]+(?<![/.])$")
-COMMIT_SHA = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})$")
+BRANCH = re.compile(r"^(?![-/])(?!.*\.\.)(?!.*//)(?!.*@\{)[^\s~^:?*\[\\\x00-\x1f\x7f]+(?<![/.])\Z")
+COMMIT_SHA = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})\Z")
 MAX_BRANCH = 255
 MAX_TAG_PREFIX = 128
 GITHUB_APP_UNAVAILABLE = (

@@ -34,7 +34,7 @@ MAX_SIGNATURE_BYTES = 64 * 1024
 MAX_UNPACKED_BYTES = 2 * 1024 * 1024 * 1024
 MAX_ENTRIES = 1000
 _CHUNK = 1024 * 1024
-_SHASUM_LINE = re.compile(r"^([0-9a-fA-F]{64}) [ *]?(\S(?:.*\S)?)$")
+_SHASUM_LINE = re.compile(r"^([0-9a-fA-F]{64}) [ *]?(\S(?:.*\S)?)\Z")
 
 
 def _pgpy() -> Any:

@@ -37,7 +37,7 @@ ARCHIVE = re.compile(
     r"^(?P<host>[^/]+)/(?P<ns>[^/]+)/(?P<type>[^/]+)/"
     r"terraform-provider-(?P=type)_(?P<version>[^_/]+)_(?P<os>[0-9a-z]+)_(?P<arch>[0-9a-z]+)\.zip$"
 )
-VERSION_DOC = re.compile(r"^(?P<dir>[^/]+/[^/]+/[^/]+)/(?P<version>[^/]+)\.json$")
+VERSION_DOC = re.compile(r"^(?P<dir>[^/]+/[^/]+/[^/]+)/(?P<version>[^/]+)\.json\Z")
 MAX_JSON_BYTES = 1024 * 1024
 MAX_ENTRIES = 10_000
 

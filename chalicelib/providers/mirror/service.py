@@ -36,9 +36,9 @@ from chalicelib.providers.protocol import service as protocol
 log = logging.getLogger("registry.mirror")
 
 PUBLIC_HOSTS = ("registry.terraform.io", "registry.opentofu.org")
-HOSTNAME = re.compile(r"^[0-9a-z](?:[0-9a-z.-]{0,251}[0-9a-z])?(?::[0-9]{1,5})?$")
-NAME = re.compile(r"^[0-9a-z](?:[0-9a-z_-]{0,62}[0-9a-z])?$")
-PLATFORM = re.compile(r"^[0-9a-z]{1,32}_[0-9a-z]{1,32}$")
+HOSTNAME = re.compile(r"^[0-9a-z](?:[0-9a-z.-]{0,251}[0-9a-z])?(?::[0-9]{1,5})?\Z")
+NAME = re.compile(r"^[0-9a-z](?:[0-9a-z_-]{0,62}[0-9a-z])?\Z")
+PLATFORM = re.compile(r"^[0-9a-z]{1,32}_[0-9a-z]{1,32}\Z")
 OFF = "off"
 FETCH_THREADS = 4
 

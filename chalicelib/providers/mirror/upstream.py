@@ -29,7 +29,7 @@ log = logging.getLogger("registry.mirror")
 PROVIDERS_PATH = "/v1/providers/"
 MAX_JSON_BYTES = 4 * 1024 * 1024
 CHUNK = 1 << 20
-FILENAME = re.compile(r"^[0-9A-Za-z+-][0-9A-Za-z._+-]{0,254}$")
+FILENAME = re.compile(r"^[0-9A-Za-z+-][0-9A-Za-z._+-]{0,254}\Z")
 # Where the public registries' download answers send archives and SHA256SUMS: HashiCorp's
 # release site, and GitHub's release downloads (and the hosts GitHub redirects those to) for
 # partner and community providers. Used only when no REGISTRY_MIRROR_UPSTREAM_URL is set;

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from chalicelib.core.api.attributes import Attributes
 
 ADMIN = "/app/admin"
-_INTEGER = re.compile(r"^-?[0-9]{1,12}$")
+_INTEGER = re.compile(r"^-?[0-9]{1,12}\Z")
 SAVED = (
     Reply(303, description="done: back to the page, which says so"),
     Reply(422, description="refused: the form again, with the reason"),
