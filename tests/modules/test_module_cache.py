@@ -18,6 +18,7 @@ from chalicelib.core.data.aws import client
 from chalicelib.core.settings import get_settings
 from chalicelib.modules.cache import service, store
 from chalicelib.modules.cache import settings as cache_settings
+from chalicelib.modules.cache import upstream as cache_upstream
 from tests.conftest import Api, tar_gz
 from tests.support import vcs_git_server
 from tests.support.mirror_upstream import Listener, Upstream
@@ -55,6 +56,7 @@ def configure(monkeypatch: pytest.MonkeyPatch, **env: str) -> None:
 @pytest.fixture
 def upstream(monkeypatch: pytest.MonkeyPatch) -> Iterator[Upstream]:
     server = Upstream({})
+    cache_upstream.forget()
     server.files["/archives/vpc-5.0.0.tar.gz"] = ARCHIVE
     server.modules[MODULE] = {
         "5.0.0": "/archives/vpc-5.0.0.tar.gz",
@@ -125,6 +127,7 @@ def test_first_install_fetches_once_then_the_cache_answers(api: Api, upstream: U
 
     fetched = list(upstream.requests)
     assert fetched == [
+        "/.well-known/terraform.json",  # 404 here: the modules under /v1/modules/
         f"/v1/modules/{MODULE}/versions",
         f"/v1/modules/{MODULE}/5.0.0/download",
         "/archives/vpc-5.0.0.tar.gz",
@@ -515,3 +518,57 @@ def test_only_site_admins_see_and_seed_the_cache(api: Api, upstream: Upstream) -
     assert outsider.post(f"{ADMIN_CACHE}/actions/seed", seed_body("~> 5.0")).status == 404
     assert api.as_(None).get(ADMIN_CACHE).status in (401, 404)
     assert upstream.requests == [] and cached_objects() == []
+
+
+# ----- service discovery: where the upstream serves modules --------------------------------
+
+DISCOVERY = "/.well-known/terraform.json"
+TFE_MODULES = "/api/registry/v1/modules/"
+
+
+def test_modules_are_read_where_the_discovery_document_says(api: Api, upstream: Upstream) -> None:
+    upstream.discovery = {"modules.v1": TFE_MODULES, "providers.v1": "/api/registry/v1/providers/"}
+    versions = api.get(f"{V1}/{MODULE}/versions")
+    assert versions.status == 200, versions.json
+    assert [v["version"] for v in versions.json["modules"][0]["versions"]] == ["5.0.0", "4.0.0"]
+    download = api.get(f"{V1}/{MODULE}/5.0.0/download")
+    assert download.status == 204, download.json
+    assert served(download.headers["X-Terraform-Get"]) == ARCHIVE
+    # The document read once, kept for the next reads.
+    assert upstream.requests == [
+        DISCOVERY,
+        f"{TFE_MODULES}{MODULE}/versions",
+        f"{TFE_MODULES}{MODULE}/5.0.0/download",
+        "/archives/vpc-5.0.0.tar.gz",
+    ]
+
+
+def test_an_absolute_modules_url_on_the_upstreams_origin_is_followed(
+    api: Api, upstream: Upstream
+) -> None:
+    upstream.discovery = {"modules.v1": upstream.url + TFE_MODULES}
+    assert api.get(f"{V1}/{MODULE}/versions").status == 200
+    assert upstream.requests == [DISCOVERY, f"{TFE_MODULES}{MODULE}/versions"]
+
+
+@pytest.mark.parametrize(
+    "where", ["http://localhost:{port}/v1/modules/", "http://127.0.0.1:1/v1/modules/"]
+)
+def test_a_modules_url_on_another_origin_is_refused_unfetched(
+    api: Api, upstream: Upstream, where: str
+) -> None:
+    port = upstream.url.rsplit(":", 1)[1]
+    upstream.discovery = {"modules.v1": where.format(port=port)}
+    reply = api.get(f"{V1}/{MODULE}/versions")
+    assert reply.status == 502
+    assert reply.json == {"errors": ["the upstream's modules.v1 is on another origin: refused"]}
+    assert upstream.requests == [DISCOVERY]
+    assert cached_objects() == []
+
+
+def test_a_failing_discovery_is_a_502_not_a_guess(api: Api, upstream: Upstream) -> None:
+    upstream.mode = "error"
+    reply = api.get(f"{V1}/{MODULE}/versions")
+    assert reply.status == 502
+    assert reply.json == {"errors": ["the upstream registry answered 500"]}
+    assert upstream.requests == [DISCOVERY]

@@ -26,6 +26,7 @@ import threading
 import zipfile
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+from urllib.parse import urlsplit
 
 from tests.support.provider_files import SigningKey, new_signing_key, shasums
 
@@ -73,6 +74,10 @@ class Upstream:
         self.modules: dict[str, dict[str, str]] = {}
         self.files: dict[str, bytes] = {}
         self.json_locations = False
+        # ``/.well-known/terraform.json``: None answers 404 (the modules under
+        # ``/v1/modules/``); else the document, and the modules served under its
+        # ``modules.v1`` path (a TFE's, a GitLab's: ``/api/registry/v1/modules/``).
+        self.discovery: dict[str, Any] | None = None
         self.zips = {
             (v, p): provider_zip(v, *p.split("_", 1), binary=binary)
             for v, platforms in versions.items()
@@ -90,6 +95,8 @@ class Upstream:
                     upstream.released.wait(30)
                 if upstream.mode == "error":
                     return self._send(500, b'{"errors":["boom"]}')
+                if self.path == "/.well-known/terraform.json" and upstream.discovery:
+                    return self._send(200, json.dumps(upstream.discovery).encode())
                 if self.path in upstream.redirects:
                     return self._send(302, b"", Location=upstream.redirects[self.path])
                 if upstream.module_location(self.path) is not None:
@@ -134,18 +141,23 @@ class Upstream:
         """Listen again, on the same port (the stack keeps the same upstream URL)."""
         self._serve(int(self.url.rsplit(":", 1)[1]))
 
+    def _module_parts(self, path: str) -> list[str]:
+        """The path's parts under the modules.v1 prefix; [] outside it."""
+        prefix = urlsplit(str((self.discovery or {}).get("modules.v1", "/v1/modules/"))).path
+        return path[len(prefix) :].split("/") if path.startswith(prefix) else []
+
     def module_location(self, path: str) -> str | None:
         """Where a module version's ``download`` answer points; None for any other path."""
-        parts = path.split("/")
-        if len(parts) != 8 or parts[:3] != ["", "v1", "modules"] or parts[7] != "download":
+        parts = self._module_parts(path)
+        if len(parts) != 5 or parts[4] != "download":
             return None
-        return self.modules.get("/".join(parts[3:6]), {}).get(parts[6])
+        return self.modules.get("/".join(parts[:3]), {}).get(parts[3])
 
     def module_versions(self, path: str) -> tuple[int, bytes] | None:
-        parts = path.split("/")
-        if len(parts) != 7 or parts[:3] != ["", "v1", "modules"] or parts[6] != "versions":
+        parts = self._module_parts(path)
+        if len(parts) != 4 or parts[3] != "versions":
             return None
-        found = self.modules.get("/".join(parts[3:6]))
+        found = self.modules.get("/".join(parts[:3]))
         if found is None:
             return 404, b'{"errors":["not found"]}'
         listed = [{"version": v} for v in found]

@@ -2,7 +2,11 @@
 
 The upstream is ``REGISTRY_MIRROR_UPSTREAM_URL`` (the provider mirror's: one setting names
 the registry both caches read; ``off`` for none, an air-gapped site), the public registry
-by default. Its modules are read under ``<base>/v1/modules/``.
+by default. Where it serves modules is what its ``/.well-known/terraform.json`` says
+(Terraform's remote service discovery: ``modules.v1``, relative to the document or an
+absolute URL on the upstream's own origin; a TFE or a GitLab answers
+``/api/registry/v1/modules/``), read once and kept per instance for ``DISCOVERY_TTL``
+seconds; ``/v1/modules/`` when the upstream has no such document (404).
 
 Bounded: ``REGISTRY_MIRROR_TIMEOUT`` seconds per network operation, JSON answers at most
 ``MAX_JSON_BYTES``. Every fetch goes through ``core.outbound`` to the configured upstream's
@@ -14,8 +18,9 @@ decides: a stale answer, or a 502/504); its 404 is ``NotFound``.
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
-from urllib.parse import quote, urljoin
+from urllib.parse import quote, urljoin, urlsplit
 
 from chalicelib.core import outbound
 from chalicelib.core.api.errors import NotFound
@@ -25,6 +30,11 @@ PUBLIC_REGISTRY = "https://registry.terraform.io"
 MODULES_PATH = "/v1/modules/"
 MAX_JSON_BYTES = 4 * 1024 * 1024
 OFF = "off"
+DISCOVERY_PATH = "/.well-known/terraform.json"
+DISCOVERY_TTL = 3600.0
+
+# base URL -> (its modules.v1 URL, until when it is kept: time.monotonic())
+_discovered: dict[str, tuple[str, float]] = {}
 
 
 class Unavailable(Exception):
@@ -53,11 +63,44 @@ def destinations() -> outbound.Destinations:
     return outbound.Destinations.of(base)
 
 
+def forget() -> None:
+    """Drop the discovered ``modules.v1`` URLs (tests; a changed upstream)."""
+    _discovered.clear()
+
+
+def modules_url(base: str) -> str:
+    """The upstream's ``modules.v1`` URL (ending in ``/``), as its discovery document says."""
+    kept = _discovered.get(base)
+    if kept is not None and kept[1] > time.monotonic():
+        return kept[0]
+    parts = urlsplit(base)
+    document = f"{parts.scheme}://{parts.netloc}{DISCOVERY_PATH}"
+    try:
+        _, body = _answer(document)
+    except NotFound:
+        found = urljoin(document, MODULES_PATH)
+    else:
+        value = _json(body).get("modules.v1")
+        if not isinstance(value, str) or not value:
+            raise Unavailable("the upstream's discovery document names no modules.v1")
+        found = urljoin(document, value)
+        try:
+            same_origin = outbound.origin(found) == outbound.origin(base)
+        except outbound.Refused:
+            same_origin = False
+        if not same_origin:
+            raise Unavailable("the upstream's modules.v1 is on another origin: refused")
+        if not found.endswith("/"):
+            found += "/"
+    _discovered[base] = (found, time.monotonic() + DISCOVERY_TTL)
+    return found
+
+
 def _url(*parts: str) -> str:
     base = base_url()
     if base is None:
         raise Unavailable("no upstream registry is configured")
-    return base + MODULES_PATH + "/".join(quote(p, safe="") for p in parts)
+    return modules_url(base) + "/".join(quote(p, safe="") for p in parts)
 
 
 def _open(url: str) -> outbound.Response:
