@@ -19,6 +19,7 @@ from chalicelib.core.settings import get_settings
 from chalicelib.modules.cache import service, store
 from chalicelib.modules.cache import settings as cache_settings
 from chalicelib.modules.cache import upstream as cache_upstream
+from infrastructure import expiry
 from tests.conftest import Api, tar_gz
 from tests.support import vcs_git_server
 from tests.support.mirror_upstream import Listener, Upstream
@@ -188,6 +189,26 @@ def test_unknown_modules_and_versions_are_404(api: Api, upstream: Upstream) -> N
     assert api.get(f"{V1}/{MODULE}/9.9.9/download").status == 404
     assert api.get(f"{V1}/{MODULE}/not-a-version/download").status == 404
     assert cached_objects() == []
+
+
+def test_a_negative_entry_expires_and_is_fetched_again(api: Api, upstream: Upstream) -> None:
+    """A name the upstream does not have is kept as such while fresh, then DynamoDB's TTL
+    deletes it (expiry.sweep does locally what DynamoDB does): such names never pile up."""
+    nope = "terraform-aws-modules/nope/aws"
+    assert api.get(f"{V1}/{nope}/versions").status == 404
+    kept = store.kept_versions(nope)
+    assert kept is not None and kept.expires is not None
+    assert kept.expires.timestamp() == kept.fresh_until
+    upstream.modules[nope] = {"1.0.0": "/archives/vpc-5.0.0.tar.gz"}
+    assert api.get(f"{V1}/{nope}/versions").status == 404  # fresh: not asked again
+    assert expiry.sweep(now=kept.fresh_until + 1) == {store.CachedModel.Meta.table_name: 1}
+    assert store.kept_versions(nope) is None
+    listed = api.get(f"{V1}/{nope}/versions")
+    assert listed.status == 200, listed.json
+    assert upstream.requests.count(f"/v1/modules/{nope}/versions") == 2
+    # A list with versions is kept for good (the TTL is only for negative entries).
+    kept = store.kept_versions(nope)
+    assert kept is not None and kept.expires is None
 
 
 def test_any_valid_token_may_install_none_may_not(api: Api, upstream: Upstream) -> None:

@@ -1,7 +1,9 @@
 """What the module cache keeps: one table, ``module-cache``, and objects under ``v1/cache/``.
 
 * ``<namespace>/<name>/<provider>`` (lower case) + ``versions``: the upstream's version
-  list as last fetched (``body``: the version strings), fresh until ``fresh_until``;
+  list as last fetched (``body``: the version strings), fresh until ``fresh_until``; an
+  empty list (a name the upstream does not have, written whichever token asked) also
+  ``expires`` then, so DynamoDB's TTL deletes it rather than letting such names pile up;
 * the same address + ``v#<version>``: a cached version: its archive's SHA-256 and size,
   the S3 keys of the archive and of its parsed metadata, when it was fetched and from
   which source host, its last use (bookkeeping, written at most once an hour per
@@ -21,6 +23,7 @@ from typing import Any
 from pynamodb.attributes import (
     JSONAttribute,
     NumberAttribute,
+    TTLAttribute,
     UnicodeAttribute,
     UTCDateTimeAttribute,
 )
@@ -54,6 +57,8 @@ class CachedModel(db.Model):
     # versions: ``{"versions": [...], "stale": bool}``; a version: nothing
     body = JSONAttribute(null=True)
     fresh_until = NumberAttribute(default=0)
+    # a negative versions entry: DynamoDB's TTL deletes it (fresh_until decides what is read)
+    expires = TTLAttribute(null=True)
     # a cached version
     sha256 = UnicodeAttribute(null=True)
     # what names the content at its source: the archive's SHA-256, or ``git:<commit>``
@@ -83,8 +88,12 @@ def kept_versions(address_: str) -> CachedModel | None:
 
 
 def keep_versions(address_: str, versions: dict[str, Any], fresh_until: float) -> None:
-    """Keep the upstream's list (``{"versions": [...], "stale": bool}``)."""
-    CachedModel(address_, VERSIONS, body=versions, fresh_until=int(fresh_until)).save()
+    """Keep the upstream's list (``{"versions": [...], "stale": bool}``); an empty one is
+    deleted by DynamoDB once no longer fresh."""
+    item = CachedModel(address_, VERSIONS, body=versions, fresh_until=int(fresh_until))
+    if not versions.get("versions"):
+        item.expires = datetime.fromtimestamp(int(fresh_until), UTC)
+    item.save()
 
 
 def cached_version(address_: str, version: str) -> CachedModel | None:
