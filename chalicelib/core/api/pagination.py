@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import base64
+import binascii
+import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -93,3 +96,28 @@ def paged(items: Sequence[T], total: int, page: Page, url: str, query: dict[str,
             }
         },
     )
+
+
+# ----- opaque cursors (``page[after]``): a key position, for lists that page with keys -------
+
+
+def cursor(parts: Sequence[str]) -> str:
+    """An opaque ``page[after]`` cursor holding ``parts`` (a DynamoDB key's string values)."""
+    return base64.urlsafe_b64encode(json.dumps(list(parts)).encode()).decode("ascii")
+
+
+def cursor_parts(after: str, count: int, most: int) -> list[str]:
+    """The ``count`` non-empty strings a cursor this API gave holds; a 422 (``page[after]``)
+    for anything else, or one longer than ``most`` characters."""
+    refusal = Unprocessable("page[after] is not a cursor this list gave", parameter="page[after]")
+    if len(after) > most:
+        raise refusal
+    try:
+        parts = json.loads(base64.urlsafe_b64decode(after.encode("ascii")))
+    except (ValueError, UnicodeError, binascii.Error):
+        raise refusal from None
+    if not (isinstance(parts, list) and len(parts) == count):
+        raise refusal
+    if not all(isinstance(part, str) and part for part in parts):  # DynamoDB keys: not empty
+        raise refusal
+    return parts

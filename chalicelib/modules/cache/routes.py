@@ -5,16 +5,13 @@ Site admins only (``SiteAdmin``: 404 for anyone else)."""
 
 from __future__ import annotations
 
-import base64
-import binascii
-import json
 from typing import TYPE_CHECKING, Annotated, Any
 from urllib.parse import urlencode
 
 from chalice import Blueprint, Response
 
 from chalicelib.accounts.authorization import SiteAdmin
-from chalicelib.core.api.errors import Unprocessable
+from chalicelib.core.api import pagination
 from chalicelib.core.api.http import Ctx, route
 from chalicelib.core.api.jsonapi import document, resource
 from chalicelib.core.api.openapi import JsonApi, Param
@@ -63,27 +60,14 @@ def render(item: CachedModel) -> dict[str, Any]:
 
 
 def _cursor(key: Any) -> str | None:
-    if not key:
-        return None
-    parts = [key["address"]["S"], key["item"]["S"]]
-    return base64.urlsafe_b64encode(json.dumps(parts).encode()).decode("ascii")
+    return pagination.cursor([key["address"]["S"], key["item"]["S"]]) if key else None
 
 
 def _start(after: str | None) -> dict[str, Any] | None:
     if not after:
         return None
-    refusal = Unprocessable("page[after] is not a cursor this list gave", parameter="page[after]")
-    if len(after) > MAX_CURSOR:
-        raise refusal
-    try:
-        parts = json.loads(base64.urlsafe_b64decode(after.encode("ascii")))
-    except (ValueError, UnicodeError, binascii.Error):
-        raise refusal from None
-    if not (isinstance(parts, list) and len(parts) == 2):
-        raise refusal
-    if not all(isinstance(p, str) and p for p in parts):
-        raise refusal
-    return {"address": {"S": parts[0]}, "item": {"S": parts[1]}}
+    address, item = pagination.cursor_parts(after, 2, MAX_CURSOR)
+    return {"address": {"S": address}, "item": {"S": item}}
 
 
 @route(

@@ -26,9 +26,6 @@ entries than asked while ``links.next`` still leads on.
 
 from __future__ import annotations
 
-import base64
-import binascii
-import json
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -38,6 +35,7 @@ from typing import Any
 
 from chalicelib.accounts import authorization
 from chalicelib.artifacts import semver
+from chalicelib.core.api import pagination
 from chalicelib.core.api.errors import Unprocessable
 from chalicelib.core.auth import Principal
 from chalicelib.core.data.ids import now
@@ -311,17 +309,7 @@ def _cursor_key(organization: str, after: str | None) -> dict[str, Any] | None:
     """The index position a ``page[after]`` cursor names (422 when it is not one)."""
     if not after:
         return None
-    refusal = Unprocessable("page[after] is not a cursor this list gave", parameter="page[after]")
-    if len(after) > MAX_CURSOR:
-        raise refusal
-    try:
-        parts = json.loads(base64.urlsafe_b64decode(after.encode("ascii")))
-    except (ValueError, UnicodeError, binascii.Error):
-        raise refusal from None
-    if not (isinstance(parts, list) and len(parts) == 3):
-        raise refusal
-    if not all(isinstance(part, str) and part for part in parts):  # DynamoDB keys: not empty
-        raise refusal
+    parts = pagination.cursor_parts(after, 3, MAX_CURSOR)
     order, module_id, order_key = parts
     return {
         "deprecated_in": {"S": organization},
@@ -332,8 +320,7 @@ def _cursor_key(organization: str, after: str | None) -> dict[str, Any] | None:
 
 
 def _cursor(version: Any) -> str:
-    parts = [version.deprecation_order, version.module_id, version.order_key]
-    return base64.urlsafe_b64encode(json.dumps(parts).encode()).decode("ascii")
+    return pagination.cursor([version.deprecation_order, version.module_id, version.order_key])
 
 
 def organization_campaigns(
