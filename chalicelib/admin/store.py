@@ -11,8 +11,6 @@ Rate limits: one item per client and one-second window in the ``rate-limits`` ta
 
 from __future__ import annotations
 
-import threading
-import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -27,7 +25,7 @@ from pynamodb.transactions import TransactWrite
 from chalicelib.core.api.errors import Conflict
 from chalicelib.core.audit import events, trail
 from chalicelib.core.audit.events import Event
-from chalicelib.core.data import db
+from chalicelib.core.data import db, instance_cache
 from chalicelib.core.data.counters import RateLimitModel as RateLimitModel
 from chalicelib.core.data.counters import count_request as count_request
 from chalicelib.core.settings import get_settings
@@ -136,23 +134,11 @@ def general_settings() -> dict[str, Any]:
 
 # ----- per-instance cache of settings areas (the rate limiter's and the UI's view) ------------
 
-_cache_lock = threading.Lock()
-_cached: dict[str, tuple[float, dict[str, Any]]] = {}
-
 
 def cached_settings(area: str, read: Callable[[], dict[str, Any]]) -> dict[str, Any]:
     """``read()``'s answer for a settings area, re-read at most every
     REGISTRY_SETTINGS_CACHE_SECONDS per instance (a save on this instance forgets it)."""
-    ttl = get_settings().admin_settings_cache_ttl
-    moment = time.monotonic()
-    with _cache_lock:
-        held = _cached.get(area)
-        if held is not None and moment - held[0] < ttl:
-            return held[1]
-    values = read()
-    with _cache_lock:
-        _cached[area] = (moment, values)
-    return values
+    return instance_cache.held(f"settings:{area}", read)
 
 
 def cached_general_settings() -> dict[str, Any]:
@@ -161,9 +147,5 @@ def cached_general_settings() -> dict[str, Any]:
 
 
 def forget_cached_settings(area: str | None = None) -> None:
-    """Forget one area's cached copy, or every area's."""
-    with _cache_lock:
-        if area is None:
-            _cached.clear()
-        else:
-            _cached.pop(area, None)
+    """Forget one area's cached copy, or every copy this instance holds (``None``)."""
+    instance_cache.forget(None if area is None else f"settings:{area}")

@@ -18,8 +18,6 @@ already an organization's name cannot be allowed (``save`` refuses it, naming it
 from __future__ import annotations
 
 import re
-import threading
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -30,9 +28,8 @@ from pynamodb.transactions import TransactWrite
 
 from chalicelib.core.api.errors import Conflict, Unprocessable
 from chalicelib.core.audit import events, trail
-from chalicelib.core.data import db
+from chalicelib.core.data import db, instance_cache
 from chalicelib.core.data.ids import now
-from chalicelib.core.settings import get_settings
 
 if TYPE_CHECKING:
     from pynamodb.expressions.condition import Condition
@@ -133,29 +130,15 @@ def reserved(name: str) -> bool:
     return stored().allows(name)
 
 
-_lock = threading.Lock()
-_held: tuple[float, CacheSettings] | None = None
-
-
 def current() -> CacheSettings:
     """The settings, re-read at most every ``REGISTRY_SETTINGS_CACHE_SECONDS`` per instance
     (the protocol asks on every module request: most answers come from this copy)."""
-    global _held
-    moment = time.monotonic()
-    with _lock:
-        if _held is not None and moment - _held[0] < get_settings().admin_settings_cache_ttl:
-            return _held[1]
-    found = stored()
-    with _lock:
-        _held = (moment, found)
-    return found
+    return instance_cache.held(KEY, stored)
 
 
 def forget() -> None:
     """Forget this instance's copy (after a save here; the tests between cases)."""
-    global _held
-    with _lock:
-        _held = None
+    instance_cache.forget(KEY)
 
 
 def _entries(name: str, values: list[str], bound: int, check: Callable[[str], str]) -> list[str]:
