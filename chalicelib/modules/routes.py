@@ -20,8 +20,8 @@ from chalicelib.core.api.access import Bearer
 from chalicelib.core.api.errors import NotFound, Unprocessable
 from chalicelib.core.api.http import Ctx, route
 from chalicelib.core.api.jsonapi import document, no_content
-from chalicelib.core.api.openapi import PAGE, JsonApi, Param
-from chalicelib.core.api.pagination import MAX_PAGE_SIZE, int_param
+from chalicelib.core.api.openapi import PAGE, JsonApi, Param, cursor_paging
+from chalicelib.core.api.pagination import int_param
 from chalicelib.modules import composed, service, versions
 from chalicelib.modules.composed import version_from_vcs
 from chalicelib.modules.downloads import campaign
@@ -272,18 +272,7 @@ def module_consumers(
     bp,
     "/api/v2/organizations/{organization_name}/registry-module-campaigns",
     auth=Bearer,
-    query=(
-        Param(
-            "page[size]",
-            f"modules per page (default 20, at most {MAX_PAGE_SIZE})",
-            {"type": "integer", "minimum": 1, "maximum": MAX_PAGE_SIZE},
-        ),
-        Param(
-            "page[after]",
-            "the cursor of the next page (links.next gives it)",
-            {"type": "string", "maxLength": campaign.MAX_CURSOR},
-        ),
-    ),
+    query=cursor_paging("modules", campaign.MAX_CURSOR),
 )
 def module_campaigns(ctx: Ctx, organization_name: str):
     """The organization's modules with consumers on deprecated or revoked versions, most

@@ -152,6 +152,22 @@ class Param:
         return dict(self.schema) if bound is None else {**self.schema, "maxLength": bound}
 
 
+def cursor_paging(items: str, most_cursor: int) -> tuple[Param, Param]:
+    """``page[size]`` and ``page[after]`` of a list that pages with key cursors
+    (``pagination.cursor``): ``items`` says what a page holds."""
+    size = Param(
+        "page[size]",
+        f"{items} per page (default 20, at most {MAX_PAGE_SIZE})",
+        {"type": "integer", "minimum": 1, "maximum": MAX_PAGE_SIZE},
+    )
+    after = Param(
+        "page[after]",
+        "the cursor of the next page (links.next gives it)",
+        {"type": "string", "maxLength": most_cursor},
+    )
+    return size, after
+
+
 # Every paginated list (``Ctx.paginate``): out-of-range values are clamped, non-integers 422.
 PAGE = (
     Param("page[number]", "page number (from 1)", {"type": "integer", "minimum": 1}),

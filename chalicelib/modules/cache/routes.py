@@ -14,8 +14,7 @@ from chalicelib.accounts.authorization import SiteAdmin
 from chalicelib.core.api import pagination
 from chalicelib.core.api.http import Ctx, route
 from chalicelib.core.api.jsonapi import document, resource
-from chalicelib.core.api.openapi import JsonApi, Param
-from chalicelib.core.api.pagination import MAX_PAGE_SIZE
+from chalicelib.core.api.openapi import JsonApi, cursor_paging
 from chalicelib.modules.cache import service
 
 if TYPE_CHECKING:
@@ -75,18 +74,7 @@ def _start(after: str | None) -> dict[str, Any] | None:
     BASE,
     auth=SiteAdmin,
     tag="admin",
-    query=(
-        Param(
-            "page[size]",
-            f"items read per page (default 20, at most {MAX_PAGE_SIZE}); a page may hold fewer",
-            {"type": "integer", "minimum": 1, "maximum": MAX_PAGE_SIZE},
-        ),
-        Param(
-            "page[after]",
-            "the cursor of the next page (links.next gives it)",
-            {"type": "string", "maxLength": MAX_CURSOR},
-        ),
-    ),
+    query=cursor_paging("cached versions read", MAX_CURSOR),
 )
 def list_cached(ctx: Ctx) -> Response:
     """Every cached version: its module, digest, size, source host, when it was fetched,
