@@ -300,12 +300,13 @@ class Clock:
 def rate_limited(monkeypatch: pytest.MonkeyPatch) -> Iterator[Clock]:
     """API rate limiting on by default, as in production, and the limiter's clock held still
     a quarter into a second (``advance`` moves it): a burst stays in one window however slow
-    the machine."""
+    the machine. The instance's local counts start empty."""
     from chalicelib.admin import ratelimit
     from chalicelib.admin.store import forget_cached_settings
 
     monkeypatch.setenv("REGISTRY_RATE_LIMITING", "on")
     monkeypatch.setattr(ratelimit, "clock", Clock(1_800_000_000.25))
+    monkeypatch.setattr(ratelimit, "instance_counts", ratelimit.LocalCounts())  # a fresh instance
     get_settings.cache_clear()
     forget_cached_settings()
     yield ratelimit.clock

@@ -6,7 +6,8 @@ core/secrets.py) and is never rendered. Writes are optimistic: a version attribu
 concurrent update fail with 409 instead of silently losing one of the two.
 
 Rate limits: one item per client and one-second window in the ``rate-limits`` table
-(``core.data.counters``, shared with the password sign-in throttle).
+(``core.data.counters``, shared with the password sign-in throttle), written only by an
+instance whose client passed its share of the limit (``admin.ratelimit``).
 """
 
 from __future__ import annotations

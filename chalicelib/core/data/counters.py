@@ -1,6 +1,6 @@
 """Windowed counters in the ``rate-limits`` table, shared by every Lambda instance: one item
-per ``<who>#<window start>``, bumped by a single conditional UpdateItem (ADD 1 only while the
-count is below the limit) and expired by DynamoDB's TTL. The API's rate limiter
+per ``<who>#<window start>``, bumped by a single conditional UpdateItem (ADD n only while the
+count stays within the limit) and expired by DynamoDB's TTL. The API's rate limiter
 (``admin.ratelimit``) and the password sign-in throttle (``accounts.signin``) count here."""
 
 from __future__ import annotations
@@ -24,19 +24,21 @@ class RateLimitModel(db.Model):
     expires = TTLAttribute(null=True)
 
 
-def count_request(key: str, limit: int, expires_at: int) -> int | None:
-    """Count one request in the window ``key`` if fewer than ``limit`` were counted.
+def count_request(key: str, limit: int, expires_at: int, amount: int = 1) -> int | None:
+    """Count ``amount`` requests in the window ``key`` if the count stays within ``limit``.
 
-    One conditional UpdateItem. Returns the new count, or ``None`` when the window is full.
+    One conditional UpdateItem. Returns the new count, or ``None`` (nothing counted) when
+    ``amount`` more would pass the limit.
     """
     item = RateLimitModel(key)
+    fits = RateLimitModel.hits <= limit - amount
     try:
         item.update(
             actions=[
-                RateLimitModel.hits.add(1),
+                RateLimitModel.hits.add(amount),
                 RateLimitModel.expires.set(datetime.fromtimestamp(expires_at, tz=UTC)),
             ],
-            condition=RateLimitModel.hits.does_not_exist() | (RateLimitModel.hits < limit),
+            condition=RateLimitModel.hits.does_not_exist() | fits,
         )
     except UpdateError as exc:
         if db.conditional_failure(exc):
