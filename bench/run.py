@@ -194,6 +194,7 @@ def main() -> None:
     scripts = (
         "ingest_bench.py",
         "protocol_bench.py",
+        "ratelimit_bench.py",
         "vcs_bench.py",
         "tags_bench.py",
         "audit_bench.py",
