@@ -590,3 +590,15 @@ def test_a_kept_table_without_its_stream_gets_it(aws: None):
         db._add_missing_stream(Before, described())  # a second start changes nothing
     finally:
         dynamodb.delete_table(TableName="test-downloads-before-streams")
+
+
+def test_keys_a_0_11_function_kept_during_the_update_go(module: Api, stream: StreamReader):
+    """A 0.11 DownloadTotals function reading 0.12's day items kept their keys as versions
+    (with 0): the next batch that touches the module removes them."""
+    _, token = make_team(module, "acme", "ci")
+    download(module, token)
+    stream.drain()
+    _module_item().update(actions=[ModuleModel.version_downloads["1.0.0#d#2026-11-23"].set(0)])
+    download(module, token, "1.1.0")
+    stream.drain()
+    assert _module_item().version_downloads.as_dict() == {"1.0.0": 1, "1.1.0": 1}

@@ -75,7 +75,10 @@ def keep(module: ModuleModel, versions: Mapping[str, int | None]) -> int:
     ``VERSIONS_PER_UPDATE`` versions; 1 when written, 0 when the module is gone."""
     if module.version_downloads is None:
         return fill_module(module)
-    items = sorted(versions.items())
+    # A 0.11 function that read 0.12's items during the update kept their keys as versions
+    # (with 0): they go with this update.
+    stray = {key: None for key in module.version_downloads.as_dict() if "#" in key}
+    items = sorted({**stray, **versions}.items())
     for start in range(0, len(items), VERSIONS_PER_UPDATE):
         actions = [
             ModuleModel.version_downloads[version].remove()
