@@ -144,9 +144,11 @@ def cold_instance() -> None:
     """Forget what a warm instance remembers (verified tokens, users): a new instance."""
     from chalicelib.accounts.users import store as users_store
     from chalicelib.core.auth import verified
+    from chalicelib.modules.downloads import store as downloads_store
 
     verified.clear()
     users_store._users.clear()
+    downloads_store.written.clear()  # a new instance writes each consumer's item once more
 
 
 def measure(
@@ -199,6 +201,124 @@ def totals_of_downloads(app: Any, token: str) -> None:
     )
 
 
+# DynamoDB on-demand, us-east-1 list prices: per million write / read request units since
+# November 2024, and before (the prices the issue's table used).
+WRU_PRICE, RRU_PRICE = 0.625, 0.125
+WRU_PRICE_BEFORE, RRU_PRICE_BEFORE = 1.25, 0.25
+
+
+def download_counter(app: Any, token: str) -> None:
+    """What a download's count costs, for a version downloaded daily by 100 consumers for a
+    year (365 day items and 100 consumer items, seeded): the calls and the size of each item
+    the download writes (WRU = ceil(size / 1 KB)), what the stream's total reads, and the
+    0.11 design's single item of the same history, sized from its shape."""
+    import math
+    from datetime import timedelta
+
+    from chalice.test import Client
+    from pynamodb.connection.base import Connection
+
+    from bench.reads import counting_reads, item_size
+    from chalicelib.core.data import db
+    from chalicelib.core.data.ids import iso, now
+    from chalicelib.modules import store as modules_store
+    from chalicelib.modules.downloads import store
+
+    module = modules_store.find_module(
+        "big-org", modules_store.module_key("private", "big-org", "big", "aws")
+    )
+    assert module is not None
+    today = now()
+    days = [today.replace(hour=0) - timedelta(days=d) for d in range(1, 366)]
+    consumers = [f"team-{index:016d}" for index in range(100)]
+    table = store.DownloadsModel.Meta.table_name
+    requests = [
+        {
+            "module_id": {"S": module.id},
+            "version": {"S": store.day_key("1.1.0", day)},
+            "n": {"N": "100"},
+        }
+        for day in days
+    ] + [
+        {
+            "module_id": {"S": module.id},
+            "version": {"S": store.consumer_key("1.1.0", "team", team)},
+            "at": {"S": iso(days[0])},
+        }
+        for team in consumers
+    ]
+    for start in range(0, len(requests), 25):
+        db.connection().dispatch(
+            "BatchWriteItem",
+            {
+                "RequestItems": {
+                    table: [{"PutRequest": {"Item": i}} for i in requests[start : start + 25]]
+                }
+            },
+        )
+    sent: list[dict[str, Any]] = []
+    original = Connection._make_api_call
+
+    def spied(self: Any, operation: str, kwargs: dict[str, Any]) -> Any:
+        if operation == "UpdateItem" and kwargs.get("TableName") == table:
+            sent.append(kwargs)
+        return original(self, operation, kwargs)
+
+    path = "/api/registry/v1/modules/big-org/big/aws/1.1.0/download"
+    headers = {"Authorization": f"Bearer {token}"}
+    rows = []
+    Connection._make_api_call = spied  # type: ignore[method-assign]
+    try:
+        with Client(app, project_dir=tempfile.mkdtemp()) as client:
+            store.written.clear()  # a new instance
+            for label in ("first of the day on the instance", "later that day"):
+                sent.clear()
+                assert client.http.get(path, headers=headers).status_code == 204
+                sizes = []
+                for request in sent:
+                    item = db.connection().dispatch(
+                        "GetItem", {"TableName": table, "Key": request["Key"]}
+                    )["Item"]
+                    sizes.append(item_size(item))
+                units = sum(math.ceil(size / 1024) for size in sizes)
+                rows.append((label, len(sent), sizes, units))
+    finally:
+        Connection._make_api_call = original  # type: ignore[method-assign]
+    with counting_reads() as reads:
+        total = store.version_total(module.id, "1.1.0")
+    read_units = math.ceil(reads.bytes / 4096)
+    old_item = {
+        "module_id": {"S": module.id},
+        "version": {"S": "1.1.0"},
+        "total": {"N": str(total)},
+        **{store.BASE_DAY_PREFIX + f"{day:%Y-%m-%d}": {"N": "100"} for day in days},
+        **{f"c#team#{team}": {"S": iso(today)} for team in consumers},
+    }
+    old_units = math.ceil(item_size(old_item) / 1024)
+    print(
+        "Download counter, a version downloaded daily by 100 consumers for a year "
+        "(365 day items, 100 consumer items):"
+    )
+    for label, calls, sizes, units in rows:
+        print(
+            f"  download, {label:<33} module-downloads UpdateItem {calls}, items written "
+            f"{sizes} bytes: {units} WRU"
+        )
+    warm = rows[-1][3]
+    print(
+        f"  0.11's one item per version for the same history: {item_size(old_item):,} bytes: "
+        f"{old_units} WRU per download\n"
+        f"  per million downloads (later in the day): ${warm * WRU_PRICE:.3f} now "
+        f"(${warm * WRU_PRICE_BEFORE:.2f} at $1.25/M WRU), 0.11 ${old_units * WRU_PRICE:.2f} "
+        f"(${old_units * WRU_PRICE_BEFORE:.2f}); plus 1 WRU per consumer, version, day and "
+        "instance\n"
+        f"  the stream's total of that version (DownloadTotals, per batch that touches it): "
+        f"1 Query, {reads.bytes:,} bytes, {read_units} RRU consistent "
+        f"(${read_units * RRU_PRICE:.3f} per million batches; days older than 400 are folded "
+        "by the backfill)"
+    )
+
+
 def main() -> None:
     from chalice.test import Client
     from moto import mock_aws
@@ -238,6 +358,7 @@ def main() -> None:
                         f"{latency:.1f} ms"
                     )
         totals_of_downloads(app, big_token)
+        download_counter(app, big_token)
         seed_provider("small-org", versions=1, platforms=1)
         seed_provider("big-org", versions=200, platforms=10)
         print("Provider registry protocol (providers.v1), the same way:")

@@ -33,9 +33,11 @@ def backfill_all() -> dict[str, dict[str, int]]:
     """Every list's backfill; what each did (also run by ``make run`` on restored state)."""
     from chalicelib.accounts.users import backfill as users_backfill
     from chalicelib.accounts.users import store as users_store
+    from chalicelib.core.data.ids import now
     from chalicelib.modules import describe
     from chalicelib.modules import store as registry
     from chalicelib.modules.deadlines import backfill as deprecations
+    from chalicelib.modules.downloads import store as downloads
     from chalicelib.modules.downloads import totals
     from chalicelib.modules.scanning import backfill as scans
     from chalicelib.projects import store as projects
@@ -48,6 +50,9 @@ def backfill_all() -> dict[str, dict[str, int]]:
         "module descriptions": describe.backfill_descriptions(),
         # The web UI's module list shows the download totals kept on each module item.
         "download totals": totals.backfill(),
+        # Downloads counted by 0.11 in one item per version: its consumers moved to their
+        # own items; day items older than the kept days folded into the version's total.
+        "download items": downloads.fold_old_days(now()),
         # The organization's deprecations, most urgent first (upgrade campaigns), read an
         # index written with each deprecation: versions deprecated before it get its keys.
         "deprecations": deprecations.backfill_deprecation_index(),

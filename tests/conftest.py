@@ -67,7 +67,7 @@ def forget_cached_state() -> None:
     from chalicelib.core.auth import verified
     from chalicelib.modules.cache import service as module_cache
     from chalicelib.modules.cache import settings as module_cache_settings
-    from chalicelib.modules.downloads.store import pruning
+    from chalicelib.modules.downloads.store import written as downloads_written
     from chalicelib.trust.provenance import forget_public_keys
     from chalicelib.web.pages import _metadata
     from chalicelib.web.store import signing_key
@@ -75,7 +75,7 @@ def forget_cached_state() -> None:
     verified.clear()
     _users.clear()
     _disabled.clear()
-    pruning.clear()
+    downloads_written.clear()
     _scim_enabled.clear()
     forget_cached_settings()
     module_cache_settings.forget()

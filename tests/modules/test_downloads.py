@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -14,6 +16,8 @@ import pytest
 from chalicelib.accounts.teams import service as teams_service
 from chalicelib.accounts.tokens import service as tokens_service
 from chalicelib.accounts.users import service as users_service
+from chalicelib.artifacts import semver
+from chalicelib.core.api import bounds
 from chalicelib.core.auth import Principal
 from chalicelib.modules.downloads import counter, store
 from chalicelib.modules.store import ModuleModel
@@ -191,40 +195,179 @@ def test_the_warm_download_path_costs_one_update_more(module: Api, rate_limited:
     assert reads.total_calls <= 1, reads.detail()  # versions counts nothing
 
 
-def test_old_days_and_silent_consumers_are_pruned_on_a_later_write(
-    module: Api, monkeypatch: pytest.MonkeyPatch
-):
-    """Past DAYS_KEPT days a day's count and a consumer silent since are removed, riding on
-    a later update of the item (no call more); the total is kept."""
+@contextmanager
+def sent() -> Iterator[list[tuple[str, dict[str, Any]]]]:
+    """Every DynamoDB call PynamoDB sends, (operation, request), in order."""
+    from pynamodb.connection.base import Connection
+
+    calls: list[tuple[str, dict[str, Any]]] = []
+    original = Connection._make_api_call
+
+    def spied(self: Any, operation: str, kwargs: dict[str, Any]) -> Any:
+        calls.append((operation, kwargs))
+        return original(self, operation, kwargs)
+
+    Connection._make_api_call = spied  # type: ignore[method-assign]
+    try:
+        yield calls
+    finally:
+        Connection._make_api_call = original  # type: ignore[method-assign]
+
+
+def _written_size(request: dict[str, Any]) -> int:
+    """The size DynamoDB bills an UpdateItem on: the item it leaves (read back)."""
+    from bench.reads import item_size
+    from chalicelib.core.data import db
+
+    answer = db.connection().dispatch(
+        "GetItem", {"TableName": request["TableName"], "Key": request["Key"]}
+    )
+    return item_size(answer["Item"])
+
+
+# The longest names a download can carry: a version of the bound's length, an organization
+# token's consumer of the longest organization name, a module id.
+LONG_VERSION = "1.0.0-" + "a" * (bounds.VERSION - 6)
+LONG_ORG = "o" * bounds.NAME
+
+
+def test_a_download_writes_one_small_item_however_many_consumers_and_days(aws: None):
+    """The budget of the download path: a download is ONE UpdateItem of an item under 1 KB
+    (1 WRU), however many consumers and days the version has; a consumer's first download
+    of the day on this instance writes its own small item too, its later ones do not."""
+    assert semver.is_valid(LONG_VERSION)
+    start = DAY_ONE - timedelta(days=9)
+    for day in range(10):
+        for index in range(30):
+            moment = start + timedelta(days=day, minutes=index)
+            store.record("mod-0123456789abcdef", LONG_VERSION, "team", f"team-{index:04d}", moment)
+    store.record("mod-0123456789abcdef", LONG_VERSION, "organization", LONG_ORG, DAY_ONE)
+
+    with sent() as calls:  # the same consumer again that day
+        store.record("mod-0123456789abcdef", LONG_VERSION, "organization", LONG_ORG, DAY_ONE)
+    assert [op for op, _ in calls] == ["UpdateItem"]
+    ((_, request),) = calls
+    assert request.get("ReturnValues", "NONE") == "NONE"  # nothing read back either
+    assert _written_size(request) <= store.MAX_ITEM_BYTES
+
+    later = DAY_ONE + timedelta(days=1)
+    with sent() as calls:  # its first download of the next day: its own item as well
+        store.record("mod-0123456789abcdef", LONG_VERSION, "organization", LONG_ORG, later)
+    assert [op for op, _ in calls] == ["UpdateItem", "UpdateItem"]
+    sizes = [_written_size(request) for _, request in calls]
+    assert max(sizes) <= store.MAX_ITEM_BYTES, sizes
+
+    (found,) = store.module_downloads("mod-0123456789abcdef")
+    assert found.total == 10 * 30 + 3 and len(found.consumers) == 31
+    assert found.days[f"{DAY_ONE:%Y-%m-%d}"] == 32 and len(found.days) == 11
+
+
+def test_the_warm_download_route_writes_one_item(module: Api, monkeypatch: pytest.MonkeyPatch):
+    """Through the protocol's route: the module-downloads table gets one UpdateItem per
+    download, two on a consumer's first download of the day on this instance."""
     clock = Clock(monkeypatch, DAY_ONE)
-    _, old_token = make_team(module, "acme", "old")
-    _, new_token = make_team(module, "acme", "new")
-    download(module, old_token)
-    clock.moment = DAY_ONE + timedelta(days=store.DAYS_KEPT + 1)
-    download(module, new_token)  # sees the old day and consumer: to remove
-    download(module, new_token)  # removes them
-    (item,) = [i for i in store.module_downloads(_module_id(module)) if i.version == "1.0.0"]
-    assert item.total == 3
-    assert item.days == {clock.moment.strftime("%Y-%m-%d"): 2}
-    assert [kind for kind, _ in item.consumers] == ["team"] and len(item.consumers) == 1
+    _, token = make_team(module, "acme", "ci")
+    download(module, token)  # warms the instance, writes the consumer's item
+
+    def on_downloads(calls: list[tuple[str, dict[str, Any]]]) -> list[str]:
+        table = store.DownloadsModel.Meta.table_name
+        return [op for op, request in calls if request.get("TableName") == table]
+
+    with sent() as calls:
+        download(module, token)
+        download(module, token, "1.1.0")
+        download(module, token, "1.1.0")
+    assert on_downloads(calls) == ["UpdateItem"] * 4  # 1.1.0's consumer item once
+    clock.moment = DAY_ONE + timedelta(days=1)
+    with sent() as calls:
+        download(module, token)
+        download(module, token)
+    assert on_downloads(calls) == ["UpdateItem"] * 3
 
 
-def test_prunable_keeps_at_most_the_most_recent_consumers():
-    moment = DAY_ONE
-    item = {
-        store.consumer_name("user", f"u{i:04d}"): {"S": f"2026-11-{1 + i % 20:02d}T00:00:00Z"}
-        for i in range(store.MAX_CONSUMERS + 5)
+def test_items_of_0_11_are_read_and_moved_by_the_backfill(
+    module: Api, stream: StreamReader, monkeypatch: pytest.MonkeyPatch
+):
+    """A version counted by 0.11 (one item holding its total, days and consumers) keeps all
+    of it: read beside the new items, in the report and the kept totals; the backfill moves
+    its consumers to their own items, and a second run changes nothing."""
+    Clock(monkeypatch, DAY_ONE)
+    team_id, token = make_team(module, "acme", "ci")
+    module_id = _module_id(module)
+    base = store.DownloadsModel.Meta.table_name
+    from chalicelib.core.data import db
+
+    db.connection().dispatch(
+        "PutItem",
+        {
+            "TableName": base,
+            "Item": {
+                "module_id": {"S": module_id},
+                "version": {"S": "1.0.0"},
+                "total": {"N": "7"},
+                "d2026-11-22": {"N": "4"},
+                "d2026-11-23": {"N": "3"},
+                f"c#team#{team_id}": {"S": "2026-11-23T08:00:00.000Z"},
+                "c#user#usr-old": {"S": "2026-11-22T08:00:00.000Z"},
+            },
+        },
+    )
+    download(module, token)
+    reply = module.get(REPORT + "?days=2")
+    old = {r["attributes"]["version"]: r["attributes"] for r in reply.data}["1.0.0"]
+    assert old["total"] == 8
+    assert [d["downloads"] for d in old["daily"]] == [4, 4]
+    assert [(c["id"], c["last-download-at"]) for c in old["consumers"]] == [
+        (team_id, "2026-11-23T09:30:00.000Z"),
+        ("usr-old", "2026-11-22T08:00:00.000Z"),
+    ]
+    stream.drain()
+    assert _module_item().version_downloads.as_dict() == {"1.0.0": 8}
+
+    from infrastructure.backfill import backfill_all
+
+    assert backfill_all()["download items"]["base items moved"] == 1
+    again = backfill_all()["download items"]
+    assert again == {"days folded": 0, "consumers removed": 0, "base items moved": 0}
+    raw = store.DownloadsModel.get(module_id, "1.0.0").attribute_values
+    assert raw["total"] == 7 and not [name for name in raw if name.startswith("c#")]
+    assert module.get(REPORT + "?days=2").data == reply.data
+
+
+def test_old_days_fold_into_the_total_and_silent_consumers_go(aws: None):
+    """Bounds: a read leaves out consumers silent for DAYS_KEPT days and keeps the
+    MAX_CONSUMERS most recent; the backfill folds older day items into the version's base
+    total (the total unchanged) and deletes silent consumers' items."""
+    old = DAY_ONE - timedelta(days=store.DAYS_KEPT + 3)
+    store.record("mod-x", "1.0.0", "team", "team-old", old)
+    store.record("mod-x", "1.0.0", "team", "team-old", old)
+    for index in range(3):
+        store.record("mod-x", "1.0.0", "user", f"usr-{index}", DAY_ONE + timedelta(minutes=index))
+    (found,) = store.module_downloads("mod-x")
+    assert found.total == 5 and set(found.consumers) == {("user", f"usr-{i}") for i in range(3)}
+    assert store.version_total("mod-x", "1.0.0") == 5
+
+    import chalicelib.modules.downloads.store as module_store
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(module_store, "MAX_CONSUMERS", 2)
+        (found,) = store.module_downloads("mod-x")
+    assert list(found.consumers) == [("user", "usr-2"), ("user", "usr-1")]
+
+    assert store.fold_old_days(DAY_ONE) == {
+        "days folded": 1,
+        "consumers removed": 1,
+        "base items moved": 0,
     }
-    item["total"] = {"N": "9"}
-    item["d2020-01-01"] = {"N": "1"}
-    item[store.day_name(moment)] = {"N": "1"}
-    removed = store.prunable(item, moment)
-    assert "d2020-01-01" in removed and store.day_name(moment) not in removed
-    assert "total" not in removed
-    consumers = [n for n in removed if n.startswith("c#")]
-    assert len(consumers) == 5
-    kept_oldest = min(v["S"] for n, v in item.items() if n.startswith("c#") and n not in removed)
-    assert all(item[n]["S"] <= kept_oldest for n in consumers)
+    assert store.fold_old_days(DAY_ONE) == {
+        "days folded": 0,
+        "consumers removed": 0,
+        "base items moved": 0,
+    }
+    (found,) = store.module_downloads("mod-x")
+    assert found.total == 5 and set(found.days) == {f"{DAY_ONE:%Y-%m-%d}"}
+    assert store.version_total("mod-x", "1.0.0") == 5
+    assert store.version_total("mod-x", "1.0.1") is None
 
 
 def test_deleting_a_module_deletes_its_download_items(module: Api):
@@ -292,26 +435,6 @@ def test_the_functions_that_count_report_and_delete_may_use_the_table():
     assert {"dynamodb:Query", "dynamodb:BatchWriteItem"} <= allowed("RegistryFunction")
     assert {"dynamodb:BatchWriteItem"} <= allowed("APIHandler")  # organization deletes
     assert "dynamodb:Query" in allowed("WebFunction")
-
-
-def test_a_large_backlog_is_removed_over_several_updates(aws: None):
-    """An item with more stale attributes than one expression may name (a version silent for
-    400 days that had many consumers) loses them MAX_REMOVED at a time; no update fails."""
-    moment = DAY_ONE
-    old = moment - timedelta(days=store.DAYS_KEPT + 5)
-    count = store.MAX_REMOVED + 7
-    for index in range(count):
-        store.record("mod-x", "1.0.0", "user", f"user-{index:04d}", old)
-    rounds = 0
-    while True:
-        store.record("mod-x", "1.0.0", "team", "team-now", moment)
-        rounds += 1
-        (item,) = store.module_downloads("mod-x")
-        if len(item.consumers) == 1:
-            break
-        assert rounds < 10
-    assert rounds == 1 + 2  # the look, then 50 and 8 (the old day too) removed
-    assert item.total == count + rounds and set(item.days) == {"2026-11-23"}
 
 
 # ----- each module's total, kept from the table's stream ----------------------------------
@@ -467,3 +590,15 @@ def test_a_kept_table_without_its_stream_gets_it(aws: None):
         db._add_missing_stream(Before, described())  # a second start changes nothing
     finally:
         dynamodb.delete_table(TableName="test-downloads-before-streams")
+
+
+def test_keys_a_0_11_function_kept_during_the_update_go(module: Api, stream: StreamReader):
+    """A 0.11 DownloadTotals function reading 0.12's day items kept their keys as versions
+    (with 0): the next batch that touches the module removes them."""
+    _, token = make_team(module, "acme", "ci")
+    download(module, token)
+    stream.drain()
+    _module_item().update(actions=[ModuleModel.version_downloads["1.0.0#d#2026-11-23"].set(0)])
+    download(module, token, "1.1.0")
+    stream.drain()
+    assert _module_item().version_downloads.as_dict() == {"1.0.0": 1, "1.1.0": 1}

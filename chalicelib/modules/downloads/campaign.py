@@ -1,7 +1,7 @@
 """Upgrade campaigns: who must move off which version.
 
 A module's consumers are the principals its download items name (``store``: each version's
-item keeps every consumer's last download of it). A consumer's *version* is the one it
+consumer items keep every consumer's last download of it). A consumer's *version* is the one it
 downloaded last, across the module's items, and it stands on it as:
 
 * ``revoked``: that version is revoked (a revoked version is deprecated too);

@@ -1,5 +1,6 @@
-"""Counting downloads on the registry protocol's download (``store.record``: one UpdateItem),
-and the totals its detail endpoints report.
+"""Counting downloads on the registry protocol's download (``store.record``: one UpdateItem of
+an item under 1 KB; a second the first time that day the instance sees the consumer), and the
+totals its detail endpoints report.
 
 Counting never fails a download: a failed UpdateItem (throttled, the table missing) is
 logged and counted in the ``DownloadsNotCounted`` metric, and the download answers as
@@ -19,7 +20,7 @@ log = logging.getLogger("registry.downloads")
 
 
 def count(module_id: str, version: str, principal: Principal) -> None:
-    """Count one download (one UpdateItem); a failure is logged, never raised."""
+    """Count one download (``store.record``); a failure is logged, never raised."""
     try:
         store.record(module_id, version, principal.kind, principal.id, now())
     except Exception as exc:  # noqa: BLE001 - whatever failed, the download goes on

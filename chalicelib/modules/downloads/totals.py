@@ -1,18 +1,22 @@
 """Each module's downloads per version, kept on the module item for its lists.
 
-The download path writes one item of ``module-downloads`` and nothing else
+The download path writes small items of ``module-downloads`` and nothing else
 (``store.record``); the table's DynamoDB Stream (``NEW_IMAGE``) then hands every changed item
-here (the ``DownloadTotals`` function in AWS, a poller in the local stack), and its new
-``total`` is copied into the module's ``version_downloads`` map. A module list reads the
-module items it shows anyway, so each row's total (``ModuleModel.total_downloads``) costs no
-call, and the download path gains none. The module's entry in the registry protocol's list
-gets the new total too (``list_total``), for the protocol's lists and search.
+here (the ``DownloadTotals`` function in AWS, a poller in the local stack): each version whose
+day item (or base item) changed gets its total read again (``store.version_total``: one
+strongly consistent Query of its base and day items, never its consumers) and copied into the
+module's ``version_downloads`` map. A module list reads the module items it shows anyway, so
+each row's total (``ModuleModel.total_downloads``) costs no call, and the download path gains
+none. The module's entry in the registry protocol's list gets the new total too
+(``list_total``), for the protocol's lists and search.
 
 Exact, and late by the stream's delay (usually under a second, at most the batching window
-set in the template): the stream carries every change of an item in order, and what is
-written is the item's absolute total, never an increment, so a batch that Lambda delivers
-again (after a failure) writes the same values and counts nothing twice. A deleted version's
-item (its ``REMOVE``) takes the version out of the map.
+set in the template): what is written is the version's absolute total as its items hold it,
+never an increment, so a batch that Lambda delivers again (after a failure) writes the same
+values and counts nothing twice. A deleted version (its items' ``REMOVE``) has no item left
+and leaves the map. The Query reads the version's day items: about 40 bytes per day with
+downloads (one read unit per 100 days), until the backfill folds days older than
+``store.DAYS_KEPT`` into the base item.
 
 A module without the map (its downloads counted before this existed) gets the whole map
 from one strongly consistent Query of its download items on the first batch that touches
@@ -38,28 +42,18 @@ log = logging.getLogger("registry.downloads")
 VERSIONS_PER_UPDATE = 50
 CONDITION_FAILED = "ConditionalCheckFailedException"
 
-# module id -> version -> its total, or None when its item was deleted.
-Changes = dict[str, dict[str, int | None]]
 
-
-def changes(records: Iterable[Mapping[str, Any]]) -> Changes:
-    """What a batch of stream records says: each touched version's latest total (the
-    records come in order; totals never decrease, so the highest is the latest)."""
-    found: Changes = {}
+def touched(records: Iterable[Mapping[str, Any]]) -> dict[str, set[str]]:
+    """What a batch of stream records says: module id -> the versions whose total may have
+    changed (a day item's or a base item's change; a consumer item's changes no total)."""
+    found: dict[str, set[str]] = {}
     for record in records:
-        data = record.get("dynamodb") or {}
-        keys = data.get("Keys") or {}
+        keys = (record.get("dynamodb") or {}).get("Keys") or {}
         module_id = keys.get("module_id", {}).get("S")
-        version = keys.get("version", {}).get("S")
-        if not module_id or not version:
+        key = keys.get("version", {}).get("S")
+        if not module_id or not key or store.is_consumer_key(key):
             continue
-        versions = found.setdefault(module_id, {})
-        if record.get("eventName") == "REMOVE":
-            versions[version] = None
-            continue
-        total = int((data.get("NewImage") or {}).get("total", {}).get("N", "0"))
-        known = versions.get(version)
-        versions[version] = total if known is None else max(known, total)
+        found.setdefault(module_id, set()).add(store.version_of(key))
     return found
 
 
@@ -67,11 +61,12 @@ def apply(records: Iterable[Mapping[str, Any]]) -> int:
     """Copy a stream batch's totals into their modules; how many modules were written. An
     exception propagates, so that Lambda delivers the batch again."""
     written = 0
-    for module_id, versions in changes(records).items():
+    for module_id, versions in touched(records).items():
         module = store_of_modules.module_by_id(module_id)
         if module is None:  # deleted since: nothing to keep
             continue
-        written += keep(module, versions)
+        totals = {version: store.version_total(module_id, version) for version in versions}
+        written += keep(module, totals)
     return written
 
 
@@ -80,7 +75,10 @@ def keep(module: ModuleModel, versions: Mapping[str, int | None]) -> int:
     ``VERSIONS_PER_UPDATE`` versions; 1 when written, 0 when the module is gone."""
     if module.version_downloads is None:
         return fill_module(module)
-    items = sorted(versions.items())
+    # A 0.11 function that read 0.12's items during the update kept their keys as versions
+    # (with 0): they go with this update.
+    stray = {key: None for key in module.version_downloads.as_dict() if "#" in key}
+    items = sorted({**stray, **versions}.items())
     for start in range(0, len(items), VERSIONS_PER_UPDATE):
         actions = [
             ModuleModel.version_downloads[version].remove()
