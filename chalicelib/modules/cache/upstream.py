@@ -154,6 +154,12 @@ def versions(namespace: str, name: str, provider: str) -> list[str]:
     ]
 
 
+def detail(namespace: str, name: str, provider: str, version: str) -> dict[str, Any]:
+    """The upstream's detail document of a version (a JSON object, as it answered it)."""
+    _, body = _answer(_url(namespace, name, provider, version))
+    return _json(body)
+
+
 def source(namespace: str, name: str, provider: str, version: str) -> str:
     """Where the upstream says the version's archive is (``X-Terraform-Get``, or a JSON
     ``location``), resolved against the download URL as terraform resolves it."""
