@@ -532,3 +532,55 @@ def _outcome(
 def cached_page(size: int, after: dict[str, Any] | None) -> tuple[list[store.CachedModel], Any]:
     """A page of the cached versions (site admins), and where the next one starts."""
     return store.every_version(after, size)
+
+
+# ----- bundles: the cached versions they carry ---------------------------------------------
+
+
+class ImportRefused(Exception):
+    """A bundle's cached version that this cache does not take (the message says why)."""
+
+
+def cached_archives(namespace: str, name: str, provider: str) -> list[store.CachedModel]:
+    """Every cached version of an upstream module (a bundle's export reads their archives)."""
+    return store.cached_versions(store.address(namespace, name, provider))
+
+
+def cached_digest(namespace: str, name: str, provider: str, version: str) -> str | None:
+    """The SHA-256 of the version's cached archive; None when it is not cached."""
+    item = store.cached_version(store.address(namespace, name, provider), version)
+    return item.sha256 if item is not None else None
+
+
+def import_archive(
+    principal: Principal,
+    namespace: str,
+    name: str,
+    provider: str,
+    version: str,
+    fetched: fetch.Fetched,
+) -> str:
+    """Cache a version a bundle brought (its archive's digest checked by the caller), as a
+    fetch caches it (object under its digest, metadata ingested, the version's item);
+    ``skipped`` when the same archive is cached, ``ImportRefused`` when another is (never
+    replaced) or the archive is no module. Recorded as ``imported``."""
+    namespace, name, provider = namespace.lower(), name.lower(), provider.lower()
+    where = store.address(namespace, name, provider)
+    try:
+        semver.parse(version)
+    except semver.InvalidVersion:
+        raise ImportRefused(f"{version!r} is not a version") from None
+    there = store.cached_version(where, version)
+    if there is not None and there.sha256 != fetched.sha256:
+        raise ImportRefused(f"version {version} is cached here with other content")
+    if there is not None:
+        return "skipped"
+    try:
+        item = _keep(where, name, version, fetched, principal)
+    except BadGateway as exc:
+        raise ImportRefused(exc.detail or "the archive is refused") from None
+    if item.sha256 != fetched.sha256:  # another one was cached meanwhile
+        raise ImportRefused(f"version {version} is cached here with other content")
+    meta = {"sha256": fetched.sha256, "size": fetched.size, "source-host": fetched.host}
+    trail.record(_event(principal, where, version, "imported", meta))
+    return "created"
