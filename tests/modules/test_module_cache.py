@@ -730,3 +730,53 @@ def test_a_failing_discovery_is_a_502_not_a_guess(api: Api, upstream: Upstream) 
     assert reply.status == 502
     assert reply.json == {"errors": ["the upstream registry answered 500"]}
     assert upstream.requests == [DISCOVERY]
+
+
+def test_a_fetch_done_before_it_is_watched_does_not_hang_the_request(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A fetch that fails at once (no upstream configured: ``off``) may be done before its
+    bookkeeping callback is added; the callback then runs in the caller's thread, which
+    must not hold the lock the callback takes (it did: every such request hung)."""
+    import threading
+    from concurrent.futures import Future
+
+    class AtOnce:
+        def submit(self, work: Any) -> Future[Any]:
+            done: Future[Any] = Future()
+            try:
+                done.set_result(work())
+            except Exception as exc:  # noqa: BLE001 - the work's failure, as a pool keeps it
+                done.set_exception(exc)
+            return done
+
+    def unavailable() -> None:
+        raise cache_upstream.Unavailable("no upstream registry is configured")
+
+    monkeypatch.setattr(service, "_pool", AtOnce())
+    outcome: list[BaseException] = []
+
+    def call() -> None:
+        try:
+            service._bounded(("versions", "x"), unavailable)
+        except cache_upstream.Unavailable as exc:
+            outcome.append(exc)
+
+    caller = threading.Thread(target=call, daemon=True)
+    caller.start()
+    caller.join(timeout=60)  # a bound on a deadlock, not on speed: it ends at once or never
+    assert not caller.is_alive(), "the request hung on the module cache's lock"
+    assert len(outcome) == 1 and service._running == {}
+
+
+def test_no_upstream_at_all_serves_what_is_cached_as_stale(
+    api: Api, upstream: Upstream, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert api.get(f"{V1}/{MODULE}/5.0.0/download").status == 204
+    configure(monkeypatch, REGISTRY_MIRROR_UPSTREAM_URL="off", REGISTRY_PUBLIC_CACHE_TTL="0")
+    versions = api.get(f"{V1}/{MODULE}/versions")
+    assert versions.status == 200, versions.json
+    assert versions.json["meta"] == {"stale": True}
+    assert api.get(f"{V1}/{MODULE}/5.0.0").status == 200
+    missing = api.get(f"{V1}/terraform-aws-modules/nope/aws/versions")
+    assert missing.status == 502 and list(missing.json) == ["errors"]

@@ -79,10 +79,14 @@ def _started(key: tuple[str, ...], work: Callable[[], T]) -> Future[T]:
     one (a try while it runs joins it)."""
     with _lock:
         running = _running.get(key)
+        started = running is None
         if running is None:
             running = _pool.submit(work)
             _running[key] = running
-            running.add_done_callback(lambda _: _forget_running(key))
+    # Outside the lock: a future already done (a fast failure, such as no upstream at all)
+    # runs the callback here and now, and the callback takes the lock.
+    if started:
+        running.add_done_callback(lambda _: _forget_running(key))
     return running
 
 
