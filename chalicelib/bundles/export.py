@@ -10,6 +10,8 @@ verified and its verified platforms, with the GPG key that signed it.
 The module cache's versions come through ``MODULE_SOURCES``: a source registered under an
 address's first segment (``register_module_source("cache", ...)``) lists that address's
 versions as ``ModuleArchive``s; every other address is a private module of an organization.
+``cache/<namespace>/<name>/<provider>`` takes the cached versions of that upstream module
+(``manifest.CACHED_MODULE`` entries).
 """
 
 from __future__ import annotations
@@ -66,6 +68,9 @@ class ModuleArchive:
     version: str
     key: str
     sha256: str | None
+    kind: str = manifest.MODULE
+    identity: str | None = None  # a cached module's (``manifest.CACHED_MODULE``)
+    source_host: str | None = None
 
 
 # ``(principal, address, matches)``: the versions of ``address`` that ``matches`` accepts.
@@ -100,6 +105,34 @@ def _private_modules(
         for item in versions.list_versions(module)
         if item.accepted and item.archive_key and matches(item.version)
     ]
+
+
+def _cached_modules(
+    principal: Principal, address: str, matches: Callable[[str], bool]
+) -> list[ModuleArchive]:
+    """``cache/<namespace>/<name>/<provider>``: the module cache's versions of that
+    upstream module (any site admin may read them, as any token may install them)."""
+    from chalicelib.modules.cache import service as cache
+
+    parts = address.split("/")[1:]
+    if len(parts) != 3:
+        raise BadSelection(f"module {address!r}: write cache/<namespace>/<name>/<provider>")
+    return [
+        ModuleArchive(
+            "/".join(parts).lower(),
+            item.version,
+            str(item.archive_key),
+            item.sha256,
+            manifest.CACHED_MODULE,
+            item.identity,
+            item.source_host,
+        )
+        for item in cache.cached_archives(*parts)
+        if item.archive_key and matches(item.version)
+    ]
+
+
+register_module_source("cache", _cached_modules)
 
 
 @dataclass
@@ -186,7 +219,7 @@ class Plan:
 
     @property
     def labels(self) -> list[str]:
-        return [f"module {m.address} {m.version}" for m in self.modules] + [
+        return [f"{m.kind} {m.address} {m.version}" for m in self.modules] + [
             f"provider {p.address} {p.version}" for p in self.providers
         ]
 
@@ -204,7 +237,7 @@ def plan(principal: Principal, selection: Selection) -> Plan:
         modules += found
     providers = [files for choice in selection.providers for files in _providers(principal, choice)]
     # A version chosen twice (two overlapping constraints) is written once.
-    unique_modules = {(m.address, m.version): m for m in modules}
+    unique_modules = {(m.kind, m.address, m.version): m for m in modules}
     unique_providers = {(p.address, p.version): p for p in providers}
     return Plan(list(unique_modules.values()), list(unique_providers.values()))
 
@@ -244,9 +277,18 @@ def write(the_plan: Plan, writer: TarWriter, source: str) -> Iterator[Entry]:
     found = Manifest(source=source, created_at=iso(now()))
     keys_written: set[tuple[str, str]] = set()
     for module in the_plan.modules:
-        path = manifest.module_path(module.address, module.version)
+        cached = module.kind == manifest.CACHED_MODULE
+        where = manifest.cached_module_path if cached else manifest.module_path
+        path = where(module.address, module.version)
         file = _add(writer, path, module.key, manifest.ARCHIVE, module.sha256)
-        entry = Entry(manifest.MODULE, module.address, module.version, (file,))
+        entry = Entry(
+            module.kind,
+            module.address,
+            module.version,
+            (file,),
+            identity=module.identity,
+            source_host=module.source_host,
+        )
         found.entries.append(entry)
         yield entry
     for p in the_plan.providers:

@@ -12,6 +12,13 @@ Per entry:
   provider version's key, SHA256SUMS and platform digests; a key's armor);
 * refused: it is there with other content, or cannot be made (the reason says why);
   nothing is written for it, and a provider signed by a refused key is refused too.
+
+A cached module (``manifest.CACHED_MODULE``) goes into this registry's module cache
+(``modules.cache``), not an organization: in the second pass its archive, checked against
+the manifest's digest on the way, is stored under its digest, ingested and recorded, as
+the cache's own fetch does (so the cache serves it with no upstream at all); skipped when
+the same archive is cached, refused when another one is (a cached version is never
+replaced) or when it is no module archive.
 """
 
 from __future__ import annotations
@@ -62,6 +69,8 @@ class Importer:
         self.checked = checked
         self.uploads: dict[str, str] = {}  # bundle path -> object key to write
         self.refused_keys: set[tuple[str, str]] = set()
+        self.cached: dict[str, Entry] = {}  # bundle path -> cached module to cache
+        self.late_refusals: dict[str, str] = {}  # bundle path -> why it was refused
 
     # ----- GPG keys ------------------------------------------------------------------------
 
@@ -122,6 +131,34 @@ class Importer:
         item = versions.insert_version(self.principal, module, version, created_by=who)
         self.uploads[archive.path] = item.upload_key
         return CREATED
+
+    # ----- cached modules ------------------------------------------------------------------
+
+    def cached_module(self, entry: Entry) -> str:
+        from chalicelib.modules.cache import service as cache
+
+        archive = entry.file(manifest.ARCHIVE)
+        namespace, name, provider = entry.parts
+        there = cache.cached_digest(namespace, name, provider, entry.version or "")
+        if there == archive.sha256:
+            return SKIPPED
+        if there is not None:
+            raise _Refuse(f"version {entry.version} is cached here with other content")
+        self.cached[archive.path] = entry
+        return CREATED
+
+    def _cache(self, entry: Entry, file: IO[bytes], sha256: str, size: int) -> None:
+        from chalicelib.modules.cache import fetch
+        from chalicelib.modules.cache import service as cache
+
+        namespace, name, provider = entry.parts
+        found = fetch.Fetched(file, sha256, size, entry.source_host or "", entry.identity or "")
+        try:
+            cache.import_archive(
+                self.principal, namespace, name, provider, entry.version or "", found
+            )
+        except cache.ImportRefused as exc:
+            self.late_refusals[entry.file(manifest.ARCHIVE).path] = str(exc)
 
     # ----- providers -----------------------------------------------------------------------
 
@@ -184,10 +221,12 @@ class Importer:
 
     def entries(self) -> list[Outcome]:
         """Each entry decided and its records made (keys first: providers need them)."""
-        order = {manifest.GPG_KEY: 0, manifest.MODULE: 1, manifest.PROVIDER: 2}
+        order = {manifest.GPG_KEY: 0, manifest.MODULE: 1, manifest.CACHED_MODULE: 1}
+        order[manifest.PROVIDER] = 2
         actions: dict[str, Callable[[Entry], str]] = {
             manifest.GPG_KEY: self.key,
             manifest.MODULE: self.module,
+            manifest.CACHED_MODULE: self.cached_module,
             manifest.PROVIDER: self.provider,
         }
         outcomes = []
@@ -210,12 +249,16 @@ class Importer:
         wanted = {f.path: f for e in self.checked.manifest.entries for f in e.files}
         for member in members(stream):
             key = self.uploads.get(member.path)
-            if key is None:
+            cached = self.cached.get(member.path)
+            if key is None and cached is None:
                 continue
             with spooled(member.file) as (file, sha256, size):
                 if (sha256, size) != (wanted[member.path].sha256, wanted[member.path].size):
                     raise manifest.BadBundle(f"{member.path} changed since it was checked")
-                objects.upload(file, key, "application/octet-stream")
+                if cached is not None:
+                    self._cache(cached, file, sha256, size)
+                else:
+                    objects.upload(file, str(key), "application/octet-stream")
             written += 1
         return written
 
@@ -224,6 +267,10 @@ def run(principal: Principal, checked: Checked, reopen: Callable[[], IO[bytes]])
     """Import a checked bundle; ``reopen`` gives its bytes again for the second pass."""
     importer = Importer(principal, checked)
     outcomes = importer.entries()
-    if importer.uploads:
+    if importer.uploads or importer.cached:
         importer.write_files(reopen())
+    for outcome in outcomes:  # a cached module refused once its archive was read
+        reason = importer.late_refusals.get(outcome.entry.files[0].path)
+        if reason is not None:
+            outcome.result, outcome.reason = REFUSED, reason
     return outcomes

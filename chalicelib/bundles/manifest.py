@@ -12,6 +12,12 @@ each ``{"path", "sha256", "size", "role"}`` (the path of its tar member):
   ``gpg-keys/<namespace>/<key id>.asc``);
 * ``module``: address ``<organization>/<namespace>/<name>/<provider>``, one file (role
   ``archive``, ``modules/<address>/<version>.tar.gz``);
+* ``cached-module``: a version of the module cache (``modules.cache``): address
+  ``<namespace>/<name>/<provider>`` (the upstream's), one file (role ``archive``,
+  ``cached-modules/<address>/<version>.tar.gz``), with ``identity`` (what names the
+  content at its source: the archive's SHA-256 or ``git:<commit>``) and ``source-host``
+  when known. Additive: the format stays 1, and a reader without this kind refuses the
+  whole bundle as one with an unknown kind;
 * ``provider``: address ``<organization>/<namespace>/<name>``, with ``key-id`` and
   ``protocols``; files ``SHA256SUMS`` (role ``shasums``), ``SHA256SUMS.sig`` (``signature``)
   and one per platform (role ``platform``, with ``os``, ``arch``, ``filename``), under
@@ -39,7 +45,8 @@ MAX_ENTRIES = 5000
 MAX_SMALL_FILE = 1024 * 1024
 
 GPG_KEY, MODULE, PROVIDER = "gpg-key", "module", "provider"
-KINDS = (GPG_KEY, MODULE, PROVIDER)
+CACHED_MODULE = "cached-module"
+KINDS = (GPG_KEY, MODULE, PROVIDER, CACHED_MODULE)
 ARMOR, ARCHIVE, SHASUMS, SIGNATURE, PLATFORM = (
     "armor",
     "archive",
@@ -87,6 +94,9 @@ class Entry:
     files: tuple[File, ...]
     key_id: str | None = None
     protocols: tuple[str, ...] = ()
+    # a cached module's: what names its content at the source, and the host it came from
+    identity: str | None = None
+    source_host: str | None = None
 
     @property
     def parts(self) -> list[str]:
@@ -106,6 +116,9 @@ class Entry:
         if self.kind == PROVIDER:
             out["key-id"] = self.key_id
             out["protocols"] = list(self.protocols)
+        if self.kind == CACHED_MODULE:
+            cached = {"identity": self.identity, "source-host": self.source_host}
+            out.update({k: v for k, v in cached.items() if v})
         out["files"] = [f.document() for f in self.files]
         return out
 
@@ -147,6 +160,10 @@ def module_path(address: str, version: str) -> str:
     return _segments("modules", *address.split("/"), version + ".tar.gz")
 
 
+def cached_module_path(address: str, version: str) -> str:
+    return _segments("cached-modules", *address.split("/"), version + ".tar.gz")
+
+
 def provider_path(address: str, version: str, *rest: str) -> str:
     return _segments("providers", *address.split("/"), version, *rest)
 
@@ -157,6 +174,8 @@ def expected_path(entry: Entry, file: File) -> str:
         return key_path(*entry.parts)
     if entry.kind == MODULE:
         return module_path(entry.address, entry.version or "")
+    if entry.kind == CACHED_MODULE:
+        return cached_module_path(entry.address, entry.version or "")
     if file.role == PLATFORM:
         platform = f"{file.os}_{file.arch}"
         return provider_path(entry.address, entry.version or "", platform, file.filename or "")
@@ -167,13 +186,19 @@ def expected_path(entry: Entry, file: File) -> str:
 # ----- reading ----------------------------------------------------------------------------------
 
 ROLES = {GPG_KEY: {ARMOR}, MODULE: {ARCHIVE}, PROVIDER: {SHASUMS, SIGNATURE, PLATFORM}}
-ADDRESS_PARTS = {GPG_KEY: 2, MODULE: 4, PROVIDER: 3}
+ROLES[CACHED_MODULE] = {ARCHIVE}
+ADDRESS_PARTS = {GPG_KEY: 2, MODULE: 4, PROVIDER: 3, CACHED_MODULE: 3}
 
 
 def _text(value: Any, what: str) -> str:
     if not isinstance(value, str) or not value or len(value) > 255:
         raise BadBundle(f"manifest: {what} must be a non-empty string")
     return value
+
+
+def _optional(raw: dict[str, Any], name: str) -> str | None:
+    value = raw.get(name)
+    return None if value is None else _text(value, f"an entry's {name}")
 
 
 def _file(raw: Any, kind: str) -> File:
@@ -225,9 +250,11 @@ def _entry(raw: Any) -> Entry:
         files=tuple(_file(f, kind) for f in files),
         key_id=_text(raw.get("key-id"), "a provider's key-id") if kind == PROVIDER else None,
         protocols=tuple(protocols) if kind == PROVIDER else (),
+        identity=_optional(raw, "identity") if kind == CACHED_MODULE else None,
+        source_host=_optional(raw, "source-host") if kind == CACHED_MODULE else None,
     )
     roles = [f.role for f in entry.files]
-    single = {GPG_KEY: [ARMOR], MODULE: [ARCHIVE]}.get(kind)
+    single = {GPG_KEY: [ARMOR], MODULE: [ARCHIVE], CACHED_MODULE: [ARCHIVE]}.get(kind)
     if single is not None and roles != single:
         raise BadBundle(f"manifest: {entry.label} must have exactly one {single[0]} file")
     if kind == PROVIDER and (roles.count(SHASUMS) != 1 or roles.count(SIGNATURE) != 1):

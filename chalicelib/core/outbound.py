@@ -45,9 +45,10 @@ network operation (the caller's ``timeout``); the size of an answer is bounded w
 from __future__ import annotations
 
 import ipaddress
+import json
 import logging
 import socket
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
@@ -330,6 +331,20 @@ class Response:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def json_object(body: bytes, error: Callable[[str], Exception]) -> dict[str, Any]:
+    """An upstream's answer (read within its bound) decoded as a JSON object: the one
+    reader of the caches' upstreams (the provider mirror's, the module cache's). Anything
+    else raises ``error(message)``, the caller's own error class (a 502, an ``Unavailable``);
+    the message is safe to show."""
+    try:
+        found = json.loads(body)
+    except ValueError:
+        raise error("the upstream registry answered with invalid JSON") from None
+    if not isinstance(found, dict):
+        raise error("the upstream registry answered with something else than an object")
+    return found
 
 
 def fetch(

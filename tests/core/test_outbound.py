@@ -366,3 +366,31 @@ def test_the_urllib3_pool_manager_checks_every_connection(
     with pytest.raises(outbound.Refused):
         manager.request("GET", f"{server.url}/to?{elsewhere}")
     assert listener.connections == []
+
+
+# ----- the one JSON reader of upstream answers ---------------------------------------------
+
+
+class CallersError(Exception):
+    pass
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        (b"{not json", "the upstream registry answered with invalid JSON"),
+        (b"\xff\xfe", "the upstream registry answered with invalid JSON"),
+        (b'["a", "list"]', "the upstream registry answered with something else than an object"),
+        (b"null", "the upstream registry answered with something else than an object"),
+    ],
+)
+def test_json_object_raises_the_callers_error(body: bytes, message: str) -> None:
+    with pytest.raises(CallersError) as raised:
+        outbound.json_object(body, CallersError)
+    assert str(raised.value) == message
+
+
+def test_json_object_decodes_an_object() -> None:
+    assert outbound.json_object(b'{"modules.v1": "/v1/modules/"}', CallersError) == {
+        "modules.v1": "/v1/modules/"
+    }

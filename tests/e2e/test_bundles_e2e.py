@@ -2,7 +2,9 @@
 and a signed provider published on the shared stack (the source), exported with
 ``python -m infrastructure.bundle export``, imported into a second stack of its own (other
 ports, other tables, nothing shared) with ``... import``; ``terraform init`` against the
-second stack installs the module and the signed provider. A second import skips both."""
+second stack installs the module and the signed provider. A second import skips both.
+A module cached on the first stack (its upstream, the shared stand-in) travels as a
+``cached-module``; the second stack, with no upstream at all, installs it."""
 
 from __future__ import annotations
 
@@ -19,8 +21,9 @@ import requests
 
 from infrastructure import spawn
 from tests.conftest import doc, tar_gz
-from tests.e2e.conftest import Stack, wait_for
+from tests.e2e.conftest import ADMIN_TOKEN, Stack, wait_for
 from tests.e2e.test_terraform_providers import machine
+from tests.support.mirror_upstream import Upstream
 from tests.support.provider_files import new_signing_key, provider_zip, sha256, shasums
 
 pytestmark = [
@@ -38,7 +41,10 @@ ROOT = Path(__file__).resolve().parents[2]
 @pytest.fixture(scope="module")
 def target() -> Iterator[Stack]:
     """The second registry: its own stack, nothing shared with the first."""
-    running = spawn.start(TARGET_TOKEN, REGISTRY_RATE_LIMITING="off")
+    # No upstream: what its module cache serves comes from bundles only.
+    running = spawn.start(
+        TARGET_TOKEN, REGISTRY_RATE_LIMITING="off", REGISTRY_MIRROR_UPSTREAM_URL="off"
+    )
     yield Stack(running.url, running.moto_url, running.startup_seconds, running.later_output)
     assert "stopped" in spawn.stop(running)
 
@@ -217,3 +223,100 @@ def test_a_bundle_moves_a_module_and_a_signed_provider_to_another_registry(
     again = command("import", "--url", target.url, str(bundle), token=TARGET_TOKEN)
     assert again.returncode == 0, again.stdout
     assert "created:" not in again.stdout and again.stdout.count("skipped:") == 3
+
+
+CACHED = "terraform-aws-modules/s3-bucket/aws"
+CACHED_VERSION = "4.1.0"
+
+
+def cache_settings(stack: Stack, token: str, namespaces: list[str]) -> None:
+    attributes = {"allowed-namespaces": namespaces, "allowed-source-hosts": ["github.com"]}
+    saved = stack.session(token).patch(
+        stack.api("/admin/module-cache-settings"),
+        json={"data": {"type": "module-cache-settings", "attributes": attributes}},
+    )
+    assert saved.status_code == 200, saved.text
+
+
+def protocol(stack: Stack, token: str, path: str) -> requests.Response:
+    return requests.get(
+        f"{stack.url}/api/registry/v1/modules/{CACHED}{path}",
+        headers={"Authorization": f"Bearer {token}"},
+        allow_redirects=False,
+        timeout=30,
+    )
+
+
+def test_a_bundle_moves_a_cached_module_to_a_registry_without_upstream(
+    stack: Stack, target: Stack, mirror_upstream: Upstream, tmp_path: Path
+) -> None:
+    archive = tar_gz({"main.tf": 'output "from" {\n  value = "the cache, bundled"\n}\n'})
+    mirror_upstream.files["/archives/s3-bucket-4.1.0.tar.gz"] = archive
+    mirror_upstream.modules[CACHED] = {CACHED_VERSION: "/archives/s3-bucket-4.1.0.tar.gz"}
+    cache_settings(stack, ADMIN_TOKEN, ["terraform-aws-modules"])
+    try:
+        # Cached on the first stack, as a first install caches it.
+        listed = wait_for(
+            lambda: protocol(stack, ADMIN_TOKEN, "/versions"), lambda r: r.status_code == 200
+        )
+        assert listed.status_code == 200, listed.text
+        fetched = protocol(stack, ADMIN_TOKEN, f"/{CACHED_VERSION}/download")
+        assert fetched.status_code == 204, fetched.text
+
+        bundle = tmp_path / "cached.tar"
+        exported = command(
+            "export",
+            "--url",
+            stack.url,
+            "--module",
+            f"cache/{CACHED}@>= 4.0",
+            "-o",
+            str(bundle),
+            token=ADMIN_TOKEN,
+        )
+        assert exported.returncode == 0, exported.stdout + exported.stderr
+        assert f"cached-module {CACHED} {CACHED_VERSION}" in exported.stdout
+
+        mirror_upstream.stop()  # gone, and the second stack has no upstream configured
+        imported = command("import", "--url", target.url, str(bundle), token=TARGET_TOKEN)
+        assert imported.returncode == 0, imported.stdout + imported.stderr
+        assert f"created: cached-module {CACHED} {CACHED_VERSION}" in imported.stdout
+        cache_settings(target, TARGET_TOKEN, ["terraform-aws-modules"])
+        served = wait_for(
+            lambda: protocol(target, TARGET_TOKEN, "/versions"), lambda r: r.status_code == 200
+        )
+        assert served.status_code == 200, served.text
+        assert served.json()["meta"] == {"stale": True}  # no upstream to ask
+
+        workdir = tmp_path / "work"
+        workdir.mkdir()
+        config = workdir / "cli.tfrc"
+        config.write_text(
+            f'host "{HOST}" {{\n  services = {{\n'
+            f'    "modules.v1" = "{target.url}/api/registry/v1/modules/"\n  }}\n}}\n'
+            f'credentials "{HOST}" {{\n  token = "{TARGET_TOKEN}"\n}}\n'
+        )
+        (workdir / "main.tf").write_text(
+            f'module "bucket" {{\n  source  = "{HOST}/{CACHED}"\n'
+            f'  version = "{CACHED_VERSION}"\n}}\n'
+        )
+        env = {**os.environ, "TF_CLI_CONFIG_FILE": str(config), "CHECKPOINT_DISABLE": "1"}
+        result = subprocess.run(
+            ["terraform", "init", "-no-color", "-input=false", "-backend=false"],
+            cwd=workdir,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=180,
+        )
+        assert result.returncode == 0, result.stdout + result.stderr
+        installed = workdir / ".terraform/modules/bucket/main.tf"
+        assert "the cache, bundled" in installed.read_text()
+
+        again = command("import", "--url", target.url, str(bundle), token=TARGET_TOKEN)
+        assert again.returncode == 0, again.stdout
+        assert f"skipped: cached-module {CACHED} {CACHED_VERSION}" in again.stdout
+    finally:
+        mirror_upstream.start()
+        mirror_upstream.modules.pop(CACHED, None)
+        cache_settings(stack, ADMIN_TOKEN, [])

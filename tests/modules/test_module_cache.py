@@ -231,6 +231,143 @@ def test_namespaces_compare_case_insensitively(api: Api, upstream: Upstream) -> 
     assert store.cached_version("terraform-aws-modules/vpc/aws", "5.0.0") is not None
 
 
+# ----- the detail routes -------------------------------------------------------------------
+
+UPSTREAM_DETAIL = {
+    "id": f"{MODULE}/4.0.0",
+    "version": "4.0.0",
+    "root": {
+        "path": "",
+        "name": "vpc",
+        "readme": "# VPC 4\n",
+        "empty": False,
+        "inputs": [{"name": "name", "type": "string", "required": True}],
+        "outputs": [{"name": "arn"}],
+        "dependencies": [],
+        "provider_dependencies": [],
+        "resources": [],
+        "unknown": "dropped",
+    },
+    "submodules": [{"path": "modules/a", "name": "a", "readme": 7}, "not a directory"],
+    "examples": "not a list",
+}
+
+
+def test_a_cached_versions_detail_is_what_its_ingest_found(api: Api, upstream: Upstream) -> None:
+    assert api.get(f"{V1}/{MODULE}/versions").status == 200
+    assert api.get(f"{V1}/{MODULE}/5.0.0/download").status == 204
+    before = list(upstream.requests)
+    for path in (f"{V1}/{MODULE}/5.0.0", f"{V1}/{MODULE}"):  # the version, the latest
+        reply = api.get(path)
+        assert reply.status == 200, reply.json
+        body = reply.json
+        assert (body["id"], body["version"], body["versions"]) == (
+            f"{MODULE}/5.0.0",
+            "5.0.0",
+            ["4.0.0", "5.0.0"],
+        )
+        assert [i["name"] for i in body["root"]["inputs"]] == ["cidr"]
+        assert [o["name"] for o in body["root"]["outputs"]] == ["vpc_id"]
+        assert "A cached VPC." in body["root"]["readme"]
+        assert "meta" not in body and "Warning" not in reply.headers
+    assert upstream.requests == before  # the list within its TTL, the detail from S3
+
+
+def test_a_detail_not_cached_is_the_upstreams_kept_for_the_ttl_then_stale(
+    api: Api, upstream: Upstream
+) -> None:
+    upstream.module_details[f"{MODULE}/4.0.0"] = UPSTREAM_DETAIL
+    reply = api.get(f"{V1}/{MODULE}/4.0.0")
+    assert reply.status == 200, reply.json
+    root = reply.json["root"]
+    assert [i["name"] for i in root["inputs"]] == ["name"] and root["readme"] == "# VPC 4\n"
+    assert "unknown" not in root
+    # Only directories are kept, a README that is no string is empty.
+    assert reply.json["submodules"] == [{"path": "modules/a", "name": "a", "readme": ""}]
+    assert reply.json["examples"] == []
+    assert reply.json["versions"] == ["4.0.0", "5.0.0"]
+    detail_path = f"/v1/modules/{MODULE}/4.0.0"
+    assert upstream.requests.count(detail_path) == 1
+    assert api.get(f"{V1}/{MODULE}/4.0.0").json == reply.json
+    assert upstream.requests.count(detail_path) == 1  # kept for the TTL
+    assert cached_objects() == []  # a detail caches no archive
+
+    for item in store.CachedModel.query(MODULE):  # the list and the detail past their TTL
+        item.update(actions=[store.CachedModel.fresh_until.set(0)])
+    upstream.close()
+    stale = api.get(f"{V1}/{MODULE}/4.0.0")
+    assert stale.status == 200, stale.json
+    assert stale.json["meta"] == {"stale": True} and stale.headers["Warning"].startswith("110 ")
+    assert stale.json["root"] == reply.json["root"]
+
+
+def test_a_detail_with_nothing_kept_and_the_upstream_failing_is_a_clean_error(
+    api: Api, upstream: Upstream, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert api.get(f"{V1}/{MODULE}/versions").status == 200
+    # Listed, but the upstream has no detail for it: 404.
+    missing = api.get(f"{V1}/{MODULE}/4.0.0")
+    assert missing.status == 404 and list(missing.json) == ["errors"]
+    upstream.mode = "error"
+    failed = api.get(f"{V1}/{MODULE}/4.0.0")
+    assert failed.status == 502 and list(failed.json) == ["errors"]
+    upstream.mode = "slow"
+    monkeypatch.setattr(service, "FETCH_SECONDS", 0.1)
+    slow = api.get(f"{V1}/{MODULE}/4.0.0")
+    assert slow.status == 504 and list(slow.json) == ["errors"]
+    upstream.released.set()
+
+
+def test_a_large_upstream_readme_is_cut_to_the_kept_bound(api: Api, upstream: Upstream) -> None:
+    big = {**UPSTREAM_DETAIL, "root": {**UPSTREAM_DETAIL["root"], "readme": "x" * 400_000}}
+    upstream.module_details[f"{MODULE}/4.0.0"] = big
+    reply = api.get(f"{V1}/{MODULE}/4.0.0")
+    assert reply.status == 200, reply.json
+    readme = reply.json["root"]["readme"]
+    assert readme.startswith("xxx") and len(readme) < service.DETAIL_BYTES
+    kept = store.kept_detail(MODULE, "4.0.0")
+    assert kept is not None and len(json.dumps(kept.body)) <= service.DETAIL_BYTES
+
+
+def test_the_latest_download_redirects_to_the_latest_versions_download(
+    api: Api, upstream: Upstream
+) -> None:
+    upstream.modules[MODULE]["6.0.0-rc1"] = "/archives/vpc-6.0.0-rc1.tar.gz"
+    reply = api.get(f"{V1}/{MODULE}/download")
+    assert reply.status == 302, reply.json
+    assert reply.headers["Location"].endswith(f"{V1}/{MODULE}/5.0.0/download")
+    assert cached_objects() == []  # the redirect's target fetches, not the redirect
+    # Only pre-releases: the highest of those, as for a private module.
+    upstream.modules["terraform-aws-modules/beta/aws"] = {"1.0.0-a": "", "1.0.0-b": ""}
+    beta = api.get(f"{V1}/terraform-aws-modules/beta/aws/download")
+    assert beta.headers["Location"].endswith("/terraform-aws-modules/beta/aws/1.0.0-b/download")
+
+
+def test_unknown_modules_and_versions_are_404_on_every_detail_route(
+    api: Api, upstream: Upstream
+) -> None:
+    nope = "terraform-aws-modules/nope/aws"
+    for path in (f"{V1}/{nope}", f"{V1}/{nope}/1.0.0", f"{V1}/{nope}/download"):
+        reply = api.get(path)
+        assert reply.status == 404 and list(reply.json) == ["errors"], path
+    assert api.get(f"{V1}/{MODULE}/9.9.9").status == 404
+    assert api.get(f"{V1}/{MODULE}/not-a-version").status == 404
+    assert not any(p.endswith("/9.9.9") or "not-a-version" in p for p in upstream.requests)
+
+
+def test_the_detail_routes_want_a_token_and_an_allowed_namespace(
+    api: Api, upstream: Upstream
+) -> None:
+    paths = (f"{V1}/{MODULE}", f"{V1}/{MODULE}/5.0.0", f"{V1}/{MODULE}/download")
+    for path in paths:
+        assert api.as_(None).get(path).status == 401
+        assert api.as_("not-a-token").get(path).status == 401
+    allow([])
+    for path in paths:
+        assert api.get(path).status == 404  # a private namespace that does not exist
+    assert upstream.requests == []
+
+
 # ----- what the cache may fetch ------------------------------------------------------------
 
 
@@ -593,3 +730,53 @@ def test_a_failing_discovery_is_a_502_not_a_guess(api: Api, upstream: Upstream) 
     assert reply.status == 502
     assert reply.json == {"errors": ["the upstream registry answered 500"]}
     assert upstream.requests == [DISCOVERY]
+
+
+def test_a_fetch_done_before_it_is_watched_does_not_hang_the_request(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A fetch that fails at once (no upstream configured: ``off``) may be done before its
+    bookkeeping callback is added; the callback then runs in the caller's thread, which
+    must not hold the lock the callback takes (it did: every such request hung)."""
+    import threading
+    from concurrent.futures import Future
+
+    class AtOnce:
+        def submit(self, work: Any) -> Future[Any]:
+            done: Future[Any] = Future()
+            try:
+                done.set_result(work())
+            except Exception as exc:  # noqa: BLE001 - the work's failure, as a pool keeps it
+                done.set_exception(exc)
+            return done
+
+    def unavailable() -> None:
+        raise cache_upstream.Unavailable("no upstream registry is configured")
+
+    monkeypatch.setattr(service, "_pool", AtOnce())
+    outcome: list[BaseException] = []
+
+    def call() -> None:
+        try:
+            service._bounded(("versions", "x"), unavailable)
+        except cache_upstream.Unavailable as exc:
+            outcome.append(exc)
+
+    caller = threading.Thread(target=call, daemon=True)
+    caller.start()
+    caller.join(timeout=60)  # a bound on a deadlock, not on speed: it ends at once or never
+    assert not caller.is_alive(), "the request hung on the module cache's lock"
+    assert len(outcome) == 1 and service._running == {}
+
+
+def test_no_upstream_at_all_serves_what_is_cached_as_stale(
+    api: Api, upstream: Upstream, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert api.get(f"{V1}/{MODULE}/5.0.0/download").status == 204
+    configure(monkeypatch, REGISTRY_MIRROR_UPSTREAM_URL="off", REGISTRY_PUBLIC_CACHE_TTL="0")
+    versions = api.get(f"{V1}/{MODULE}/versions")
+    assert versions.status == 200, versions.json
+    assert versions.json["meta"] == {"stale": True}
+    assert api.get(f"{V1}/{MODULE}/5.0.0").status == 200
+    missing = api.get(f"{V1}/terraform-aws-modules/nope/aws/versions")
+    assert missing.status == 502 and list(missing.json) == ["errors"]

@@ -72,6 +72,8 @@ class Upstream:
         # are (tarballs the answers point to); ``json_locations``: download answers as a
         # JSON ``location`` rather than ``X-Terraform-Get``.
         self.modules: dict[str, dict[str, str]] = {}
+        # a version's detail document: "namespace/name/provider/version" -> what it answers
+        self.module_details: dict[str, Any] = {}
         self.files: dict[str, bytes] = {}
         self.json_locations = False
         # ``/.well-known/terraform.json``: None answers 404 (the modules under
@@ -163,9 +165,16 @@ class Upstream:
         listed = [{"version": v} for v in found]
         return 200, json.dumps({"modules": [{"versions": listed}]}).encode()
 
+    def module_detail(self, path: str) -> tuple[int, bytes] | None:
+        parts = self._module_parts(path)
+        found = self.module_details.get("/".join(parts)) if len(parts) == 4 else None
+        return None if found is None else (200, json.dumps(found).encode())
+
     def answer(self, path: str) -> tuple[int, bytes]:
         if (versions := self.module_versions(path)) is not None:
             return versions
+        if (detail := self.module_detail(path)) is not None:
+            return detail
         if path in self.files:
             return 200, self.files[path]
         base = f"/v1/providers/{NAMESPACE}/{TYPE}/"

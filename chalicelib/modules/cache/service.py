@@ -11,6 +11,9 @@ archives, fetched once and served from then on.
   (``fetch``: an allowed source host only), read and parsed as an upload is
   (``modules.ingest.handler.parse_archive``: inputs, outputs, README), stored under its
   SHA-256 (``store``) and recorded, in that order (a record always names stored objects).
+* ``detail``: a listed version's inputs, outputs and READMEs (the protocol's detail
+  routes): what the cached archive's ingest found, else the upstream's detail, kept as
+  the list is kept (fresh for the TTL, served stale when the upstream fails).
 * A first install waits at most ``FETCH_SECONDS`` (below terraform's 10 s registry timeout)
   and then answers a clean 504; the fetch runs on, in this instance, and its result is
   served to the next try (a try while it runs joins it rather than starting another).
@@ -76,10 +79,14 @@ def _started(key: tuple[str, ...], work: Callable[[], T]) -> Future[T]:
     one (a try while it runs joins it)."""
     with _lock:
         running = _running.get(key)
+        started = running is None
         if running is None:
             running = _pool.submit(work)
             _running[key] = running
-            running.add_done_callback(lambda _: _forget_running(key))
+    # Outside the lock: a future already done (a fast failure, such as no upstream at all)
+    # runs the callback here and now, and the callback takes the lock.
+    if started:
+        running.add_done_callback(lambda _: _forget_running(key))
     return running
 
 
@@ -155,6 +162,123 @@ def _refreshed(
         return previous, True
     store.keep_versions(where, {"versions": listed, "stale": False}, now + ttl)
     return listed, False
+
+
+# ----- a version's detail ------------------------------------------------------------------
+
+# A kept upstream detail (a table item) is at most this, as JSON: READMEs are cut to fit.
+DETAIL_BYTES = 256 * 1024
+DIRECTORY_KEYS = (
+    "path",
+    "name",
+    "readme",
+    "empty",
+    "inputs",
+    "outputs",
+    "dependencies",
+    "provider_dependencies",
+    "resources",
+)
+
+
+@dataclass(frozen=True)
+class Detail:
+    """A version of an allowed namespace's module, as the protocol's detail shows it."""
+
+    version: str
+    versions: list[str]  # every version listed, newest first
+    metadata: dict[str, Any]  # root, submodules, examples (parse_archive's shape)
+    stale: bool  # the list or the upstream's detail could not be fetched again
+
+
+def latest(namespace: str, name: str, provider: str) -> str:
+    """The latest of the module's versions (``semver.latest_of``: a release, else the
+    highest pre-release), as ``versions`` lists them."""
+    found = latest_of(versions(namespace, name, provider).versions)
+    assert found is not None  # ``versions`` is never empty
+    return found
+
+
+def latest_of(listed: list[str]) -> str | None:
+    found = semver.latest_of(semver.parse(v) for v in listed)
+    return found.text if found is not None else None
+
+
+def detail(namespace: str, name: str, provider: str, version: str | None) -> Detail:
+    """A listed version's detail (``None``: the latest): what the cached archive's ingest
+    found, or, for a version not cached yet, the upstream's detail kept for
+    ``REGISTRY_PUBLIC_CACHE_TTL`` (served stale when the upstream cannot answer again; 502
+    or 504 with nothing kept). A version the list does not have is a 404."""
+    namespace, name, provider = namespace.lower(), name.lower(), provider.lower()
+    where = store.address(namespace, name, provider)
+    listed = versions(namespace, name, provider)
+    wanted = version if version is not None else latest_of(listed.versions)
+    if wanted is None or wanted not in listed.versions:
+        raise NotFound(f"version {version} of {where} not found")
+    item = store.cached_version(where, wanted)
+    if item is not None and item.metadata_key:
+        try:
+            metadata = objects.get_metadata(item.metadata_key)
+        except objects.Gone:
+            metadata = {}
+        return Detail(wanted, listed.versions, metadata, listed.stale)
+    metadata, stale = _upstream_detail(where, (namespace, name, provider), wanted)
+    return Detail(wanted, listed.versions, metadata, listed.stale or stale)
+
+
+def _upstream_detail(
+    where: str, address: tuple[str, str, str], version: str
+) -> tuple[dict[str, Any], bool]:
+    now = time.time()
+    kept = store.kept_detail(where, version)
+    if kept is not None and kept.fresh_until > now:
+        return dict(kept.body or {}), False
+    ttl = get_settings().public_cache_ttl
+    try:
+        answer = _bounded(("detail", where, version), lambda: upstream.detail(*address, version))
+    except (upstream.Unavailable, GatewayTimeout) as exc:
+        if kept is None:
+            if isinstance(exc, upstream.Unavailable):
+                raise _gateway(exc) from None
+            raise
+        log.warning("module cache: upstream failed for %s %s (%s): kept", where, version, exc)
+        store.keep_detail(where, version, dict(kept.body or {}), now + ttl)
+        return dict(kept.body or {}), True
+    metadata = _directories(answer)
+    store.keep_detail(where, version, metadata, now + ttl)
+    return metadata, False
+
+
+def _directories(answer: dict[str, Any]) -> dict[str, Any]:
+    """The upstream detail's root, submodules and examples, as ``parse_archive`` shapes
+    them (anything else dropped), cut to ``DETAIL_BYTES`` (READMEs first; nothing when
+    even that is not enough)."""
+    from chalicelib.modules.ingest.limits import MetadataTooLarge, fit_metadata
+
+    def directory(found: Any) -> dict[str, Any] | None:
+        if not isinstance(found, dict):
+            return None
+        kept = {key: found[key] for key in DIRECTORY_KEYS if key in found}
+        if not isinstance(kept.get("readme", ""), str):
+            kept["readme"] = ""
+        return kept
+
+    def directories(found: Any) -> list[dict[str, Any]]:
+        listed = found if isinstance(found, list) else []
+        return [d for d in map(directory, listed) if d is not None]
+
+    metadata: dict[str, Any] = {
+        "submodules": directories(answer.get("submodules")),
+        "examples": directories(answer.get("examples")),
+    }
+    root = directory(answer.get("root"))
+    if root is not None:
+        metadata["root"] = root
+    try:
+        fit_metadata(metadata, DETAIL_BYTES)
+    except MetadataTooLarge:
+        return {}
+    return metadata
 
 
 # ----- downloads ----------------------------------------------------------------------------
@@ -412,3 +536,55 @@ def _outcome(
 def cached_page(size: int, after: dict[str, Any] | None) -> tuple[list[store.CachedModel], Any]:
     """A page of the cached versions (site admins), and where the next one starts."""
     return store.every_version(after, size)
+
+
+# ----- bundles: the cached versions they carry ---------------------------------------------
+
+
+class ImportRefused(Exception):
+    """A bundle's cached version that this cache does not take (the message says why)."""
+
+
+def cached_archives(namespace: str, name: str, provider: str) -> list[store.CachedModel]:
+    """Every cached version of an upstream module (a bundle's export reads their archives)."""
+    return store.cached_versions(store.address(namespace, name, provider))
+
+
+def cached_digest(namespace: str, name: str, provider: str, version: str) -> str | None:
+    """The SHA-256 of the version's cached archive; None when it is not cached."""
+    item = store.cached_version(store.address(namespace, name, provider), version)
+    return item.sha256 if item is not None else None
+
+
+def import_archive(
+    principal: Principal,
+    namespace: str,
+    name: str,
+    provider: str,
+    version: str,
+    fetched: fetch.Fetched,
+) -> str:
+    """Cache a version a bundle brought (its archive's digest checked by the caller), as a
+    fetch caches it (object under its digest, metadata ingested, the version's item);
+    ``skipped`` when the same archive is cached, ``ImportRefused`` when another is (never
+    replaced) or the archive is no module. Recorded as ``imported``."""
+    namespace, name, provider = namespace.lower(), name.lower(), provider.lower()
+    where = store.address(namespace, name, provider)
+    try:
+        semver.parse(version)
+    except semver.InvalidVersion:
+        raise ImportRefused(f"{version!r} is not a version") from None
+    there = store.cached_version(where, version)
+    if there is not None and there.sha256 != fetched.sha256:
+        raise ImportRefused(f"version {version} is cached here with other content")
+    if there is not None:
+        return "skipped"
+    try:
+        item = _keep(where, name, version, fetched, principal)
+    except BadGateway as exc:
+        raise ImportRefused(exc.detail or "the archive is refused") from None
+    if item.sha256 != fetched.sha256:  # another one was cached meanwhile
+        raise ImportRefused(f"version {version} is cached here with other content")
+    meta = {"sha256": fetched.sha256, "size": fetched.size, "source-host": fetched.host}
+    trail.record(_event(principal, where, version, "imported", meta))
+    return "created"

@@ -8,7 +8,11 @@
   the S3 keys of the archive and of its parsed metadata, when it was fetched and from
   which source host, its last use (bookkeeping, written at most once an hour per
   instance), and ``conflict`` when the upstream later served other bytes for it (the
-  cached archive is kept and served; the conflict is for a site admin to see).
+  cached archive is kept and served; the conflict is for a site admin to see);
+* the same address + ``d#<version>``: the upstream's detail of a version not cached yet
+  (``body``: its root, submodules and examples, READMEs cut to ``DETAIL_BYTES``), fresh
+  until ``fresh_until`` and served stale after that when the upstream cannot answer; a
+  cached version's detail is what its own archive's ingest found.
 
 Archives live in S3 under their digest (``v1/cache/<sha256>.tar.gz``, metadata beside
 them): the same bytes are stored once whatever serves them (a second protocol, a bundle),
@@ -34,6 +38,7 @@ from chalicelib.core.data import db
 PREFIX = "v1/cache/"
 VERSIONS = "versions"
 VERSION = "v#"
+DETAIL = "d#"
 
 
 def address(namespace: str, name: str, provider: str) -> str:
@@ -94,6 +99,14 @@ def keep_versions(address_: str, versions: dict[str, Any], fresh_until: float) -
     if not versions.get("versions"):
         item.expires = datetime.fromtimestamp(int(fresh_until), UTC)
     item.save()
+
+
+def kept_detail(address_: str, version: str) -> CachedModel | None:
+    return _get(address_, DETAIL + version)
+
+
+def keep_detail(address_: str, version: str, detail: dict[str, Any], fresh_until: float) -> None:
+    CachedModel(address_, DETAIL + version, body=detail, fresh_until=int(fresh_until)).save()
 
 
 def cached_version(address_: str, version: str) -> CachedModel | None:

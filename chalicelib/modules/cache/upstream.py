@@ -17,7 +17,6 @@ decides: a stale answer, or a 502/504); its 404 is ``NotFound``.
 
 from __future__ import annotations
 
-import json
 import time
 from typing import Any
 from urllib.parse import quote, urljoin, urlsplit
@@ -132,13 +131,7 @@ def _answer(url: str) -> tuple[outbound.Response, bytes]:
 
 
 def _json(body: bytes) -> dict[str, Any]:
-    try:
-        found = json.loads(body)
-    except ValueError:
-        raise Unavailable("the upstream registry answered with invalid JSON") from None
-    if not isinstance(found, dict):
-        raise Unavailable("the upstream registry answered something else than an object")
-    return found
+    return outbound.json_object(body, Unavailable)
 
 
 def versions(namespace: str, name: str, provider: str) -> list[str]:
@@ -152,6 +145,12 @@ def versions(namespace: str, name: str, provider: str) -> list[str]:
         for entry in (listed if isinstance(listed, list) else [])
         if isinstance(entry, dict) and isinstance(entry.get("version"), str)
     ]
+
+
+def detail(namespace: str, name: str, provider: str, version: str) -> dict[str, Any]:
+    """The upstream's detail document of a version (a JSON object, as it answered it)."""
+    _, body = _answer(_url(namespace, name, provider, version))
+    return _json(body)
 
 
 def source(namespace: str, name: str, provider: str, version: str) -> str:

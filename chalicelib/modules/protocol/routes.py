@@ -234,16 +234,18 @@ def latest_all_providers(ctx: Ctx, namespace: str, name: str):
     return paged_modules(ctx, found, missing=f"module {namespace}/{name} not found")
 
 
-@protocol_route(MODULE, Reply(200, MODULE_DETAIL))
-def latest_for_provider(ctx: Ctx, namespace: str, name: str, provider: str):
-    found = protocol.find_module(ctx.user, namespace, name, provider)
-    return reply(protocol.detail(found, protocol.find_version(found, None)))
-
-
 CACHE_ERRORS = {
     502: "a cached namespace's upstream registry or source host failed, or was refused",
     504: "a cached namespace's upstream did not answer in time (the fetch runs on: try again)",
 }
+
+
+@protocol_route(MODULE, Reply(200, MODULE_DETAIL), errors=CACHE_ERRORS)
+def latest_for_provider(ctx: Ctx, namespace: str, name: str, provider: str):
+    if cache.allows(namespace):
+        return _cached_detail(namespace, name, provider, None)
+    found = protocol.find_module(ctx.user, namespace, name, provider)
+    return reply(protocol.detail(found, protocol.find_version(found, None)))
 
 
 @protocol_route(MODULE + "/versions", Reply(200, VERSIONS), errors=CACHE_ERRORS)
@@ -266,7 +268,22 @@ def _cached_versions(namespace: str, name: str, provider: str) -> Response:
             }
         ]
     }
-    if not found.stale:
+    return _maybe_stale(body, found.stale)
+
+
+def _cached_detail(namespace: str, name: str, provider: str, version: str | None) -> Response:
+    """A version's detail (``None``: the latest) of an allowed upstream namespace's module;
+    stale as the versions list is."""
+    found = cache.detail(namespace, name, provider, version)
+    body = protocol.cached_detail(
+        namespace, name, provider, found.version, found.versions, found.metadata
+    )
+    return _maybe_stale(body, found.stale)
+
+
+def _maybe_stale(body: dict[str, Any], stale: bool) -> Response:
+    """``body``, said to be stale when it is (a ``Warning`` header and ``meta.stale``)."""
+    if not stale:
         return reply(body)
     response = reply({**body, "meta": {"stale": True}})
     response.headers["Warning"] = '110 - "the upstream registry could not be reached"'
@@ -276,16 +293,22 @@ def _cached_versions(namespace: str, name: str, provider: str) -> Response:
 @protocol_route(
     MODULE + "/download",
     Reply(302, headers={"Location": "the latest version's download URL"}),
+    errors=CACHE_ERRORS,
 )
 def download_latest(ctx: Ctx, namespace: str, name: str, provider: str):
-    found = protocol.find_module(ctx.user, namespace, name, provider)
-    version = protocol.find_version(found, None)
-    location = ctx.url(f"{BASE}/{namespace}/{name}/{provider}/{version.version}/download")
+    if cache.allows(namespace):
+        latest = cache.latest(namespace, name, provider)
+    else:
+        found = protocol.find_module(ctx.user, namespace, name, provider)
+        latest = protocol.find_version(found, None).version
+    location = ctx.url(f"{BASE}/{namespace}/{name}/{provider}/{latest}/download")
     return Response(body="", status_code=302, headers={"Location": location})
 
 
-@protocol_route(MODULE + "/{version}", Reply(200, MODULE_DETAIL))
+@protocol_route(MODULE + "/{version}", Reply(200, MODULE_DETAIL), errors=CACHE_ERRORS)
 def one_version(ctx: Ctx, namespace: str, name: str, provider: str, version: str):
+    if cache.allows(namespace):
+        return _cached_detail(namespace, name, provider, version)
     found = protocol.find_module(ctx.user, namespace, name, provider)
     return reply(protocol.detail(found, protocol.find_version(found, version)))
 

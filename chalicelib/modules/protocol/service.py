@@ -197,6 +197,36 @@ def detail(found: Published, version: ModuleVersionModel) -> dict[str, Any]:
     }
 
 
+def cached_detail(
+    namespace: str, name: str, provider: str, version: str, versions: list[str], metadata: Any
+) -> dict[str, Any]:
+    """The detail of a version of an allowed upstream namespace's module (``modules.cache``:
+    ``versions`` newest first, ``metadata`` as ingest shapes it), as ``detail`` shows a
+    private module's."""
+    metadata = _fitted(dict(metadata))
+    return {
+        "id": f"{namespace}/{name}/{provider}/{version}",
+        "owner": "",
+        "namespace": namespace,
+        "name": name,
+        "version": version,
+        "provider": provider,
+        "provider_logo_url": "",
+        "description": "",
+        "source": "",
+        "tag": "",
+        "published_at": None,
+        "downloads": 0,
+        "verified": False,
+        "root": metadata.get("root") or _empty_directory("", name),
+        "submodules": metadata.get("submodules", []),
+        "examples": metadata.get("examples", []),
+        "providers": [provider],
+        "versions": list(reversed(versions)),
+        "deprecation": None,
+    }
+
+
 def _fitted(metadata: dict[str, Any]) -> dict[str, Any]:
     """The metadata cut to ``max_metadata_bytes`` as ingest does (READMEs truncated with a
     note), so the response stays far below Lambda's 6 MB even for versions ingested before

@@ -13,7 +13,6 @@ REGISTRY_OUTBOUND_ALLOW lists it, never a non-public address the operator did no
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import re
 from dataclasses import dataclass
@@ -129,13 +128,7 @@ def _read(
 def _json(url: str, hostname: str) -> dict[str, Any]:
     with _open(url, "application/json", hostname) as response:
         body, _ = _read(response, MAX_JSON_BYTES)
-    try:
-        found = json.loads(body)
-    except ValueError:
-        raise BadGateway("the upstream registry answered with invalid JSON") from None
-    if not isinstance(found, dict):
-        raise BadGateway("the upstream registry answered with something else than an object")
-    return found
+    return outbound.json_object(body, BadGateway)
 
 
 def versions(hostname: str, namespace: str, type_: str) -> dict[str, list[str]]:
