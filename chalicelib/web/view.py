@@ -28,10 +28,11 @@ from dataclasses import dataclass
 from functools import cache, lru_cache
 from pathlib import Path
 from types import SimpleNamespace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import parse_qs, quote, unquote
 
 from chalice import Blueprint, Response
+from jinja2 import Environment, FileSystemLoader, select_autoescape
 
 from chalicelib.core.api import bounds
 from chalicelib.core.api.access import Access
@@ -41,9 +42,6 @@ from chalicelib.core.api.openapi import Param, Payload, Reply, record
 from chalicelib.core.auth import Principal
 from chalicelib.core.settings import get_settings
 from chalicelib.web import session
-
-if TYPE_CHECKING:
-    from jinja2 import Environment
 
 log = logging.getLogger("registry.web")
 
@@ -122,10 +120,6 @@ def static_url(name: str) -> str:
 
 @cache
 def templates() -> Environment:
-    """The pages' templates. Jinja2 (with MarkupSafe: about a fifth of the web functions'
-    cold import) loads with the first page rendered, not with the function."""
-    from jinja2 import Environment, FileSystemLoader, select_autoescape
-
     env = Environment(
         loader=FileSystemLoader(HERE / "templates"),
         autoescape=select_autoescape(default=True, default_for_string=True),

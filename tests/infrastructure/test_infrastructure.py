@@ -297,7 +297,6 @@ HEAVY = {
     "chalicelib.modules.ingest.hcl": "the HCL parser (ingest only)",
     "chalicelib.modules.ingest.archive": "reading module archives (ingest only)",
     "cyclonedx": "building an SBOM (the function that attests versions only)",
-    "jinja2": "rendering a page (web.view.templates): about a fifth of the web functions' import",
 }
 # pyOpenSSL is a test-only package here (pysaml2's, the tests' SAML identity provider): the
 # Lambda package has none, and botocore loads it (with cryptography) whenever it can. Hidden
