@@ -275,9 +275,35 @@ def slim(archive: Path) -> tuple[int, int]:
     return before, archive.stat().st_size
 
 
+# What the stripped extensions and the trimmed libraries still do, run from the unpacked zip:
+# an SBOM of a module parsed with tree-sitter (cyclonedx without its schemas), a password
+# hash (argon2 through _cffi_backend), AES-GCM (cryptography), a sanitized README (nh3), an
+# XML document (lxml).
+_FIRST_USES = """
+import sys
+sys.path.insert(0, sys.argv[1])
+from datetime import UTC, datetime
+import argon2, nh3
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+from lxml import etree
+from chalicelib.modules.ingest.hcl import parse_module
+from chalicelib.trust.sbom import ModuleSubject, Tool, build_sbom
+module = parse_module({"main.tf": b'terraform {\\n required_version = ">= 1.5"\\n}\\n'})
+subject = ModuleSubject("registry.test/acme/vpc/aws", "1.0.0", "ab" * 32)
+when = datetime(2026, 1, 1, tzinfo=UTC)
+assert '"specVersion": "1.6"' in build_sbom(subject, module, tool=Tool("t", "1"), timestamp=when)
+hasher = argon2.PasswordHasher()
+assert hasher.verify(hasher.hash("secret"), "secret")
+key = AESGCM.generate_key(128)
+assert AESGCM(key).decrypt(b"n" * 12, AESGCM(key).encrypt(b"n" * 12, b"x", None), None) == b"x"
+assert nh3.clean("<b>a</b><script>b</script>") == "<b>a</b>"
+assert etree.fromstring(b"<a><b/></a>").find("b").tag == "b"
+"""
+
+
 def verify(archive: Path) -> None:
-    """Create a client of every kept service, and import every function's entry module,
-    from the unpacked zip (not from this venv)."""
+    """Create a client of every kept service, import every function's entry module and run
+    the libraries' first uses (``_FIRST_USES``), from the unpacked zip (not from this venv)."""
     from infrastructure.groups import ALL_FUNCTIONS
 
     unpacked = Path(tempfile.mkdtemp())
@@ -312,6 +338,14 @@ def verify(archive: Path) -> None:
         )
         if imported.returncode:
             raise SystemExit(f"the entry modules do not import from the zip:\n{imported.stderr}")
+        used = subprocess.run(
+            [sys.executable, "-I", "-B", "-c", _FIRST_USES, str(unpacked)],
+            capture_output=True,
+            text=True,
+            env={"AWS_DEFAULT_REGION": "us-east-1"},
+        )
+        if used.returncode:
+            raise SystemExit(f"the libraries' first uses fail from the zip:\n{used.stderr}")
     finally:
         shutil.rmtree(unpacked, ignore_errors=True)
 
