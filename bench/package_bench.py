@@ -9,10 +9,8 @@ the libraries (interleaved rounds, medians) and prints each one's ratio to bare 
 from __future__ import annotations
 
 import collections
-import compileall
 import math
 import os
-import py_compile
 import shutil
 import statistics
 import subprocess
@@ -26,43 +24,29 @@ sys.path.insert(0, str(ROOT))
 
 from infrastructure.groups import ALL_FUNCTIONS  # noqa: E402
 
+# Issue #40's budget for the deployment zip (tests/infrastructure checks it too).
+ZIP_BUDGET_MB = 15.0
+
 
 def package_size() -> None:
-    out = Path(tempfile.mkdtemp())
-    env = {**os.environ, "AWS_DEFAULT_REGION": os.environ.get("AWS_DEFAULT_REGION", "us-east-1")}
-    subprocess.run(
-        [sys.executable, "-m", "infrastructure.template", str(out / "merge.json")],
-        cwd=ROOT,
-        env=env,
-        check=True,
-        capture_output=True,
-    )
-    chalice = Path(sys.executable).with_name("chalice")
-    subprocess.run(
-        [
-            str(chalice),
-            "package",
-            "--stage",
-            "prod",
-            "--merge-template",
-            str(out / "merge.json"),
-            str(out / "pkg"),
-        ],
-        cwd=ROOT,
-        env=env,
-        check=True,
-        capture_output=True,
-    )
-    archive = out / "pkg" / "deployment.zip"
-    from infrastructure.slim import slim  # what `make package` does after chalice package
+    from infrastructure.slim import package  # what `make package` does
 
-    slim(archive)
-    sizes: collections.Counter[str] = collections.Counter()
-    with zipfile.ZipFile(archive) as zipped:
-        for info in zipped.infolist():
-            sizes[info.filename.split("/")[0]] += info.compress_size
-    top = ", ".join(f"{name} {size / 1e6:.1f} MB" for name, size in sizes.most_common(4))
-    print(f"Deployment zip: {archive.stat().st_size / 1e6:.1f} MB (largest: {top})")
+    out = Path(tempfile.mkdtemp())
+    try:
+        archive = package(out)
+        sizes: collections.Counter[str] = collections.Counter()
+        with zipfile.ZipFile(archive) as zipped:
+            for info in zipped.infolist():
+                sizes[info.filename.split("/")[0]] += info.compress_size
+        top = ", ".join(f"{name} {size / 1e6:.1f} MB" for name, size in sizes.most_common(4))
+        size = archive.stat().st_size / 1e6
+        verdict = "ok" if size <= ZIP_BUDGET_MB else "over"
+        print(
+            f"Deployment zip: {size:.1f} MB, budget {ZIP_BUDGET_MB:.0f} MB: {verdict} "
+            f"(largest: {top})"
+        )
+    finally:
+        shutil.rmtree(out, ignore_errors=True)
 
 
 BARE = "import chalice, boto3, pynamodb.models, pydantic"
@@ -108,14 +92,17 @@ def _cold_import_ms(statement: str, cwd: Path, depth: int = 0) -> float:
 
 
 def _compiled_copy() -> Path:
-    """A copy of chalicelib with the bytecode the zip ships (infrastructure/slim.py)."""
+    """A copy of chalicelib as the zip ships it (infrastructure/slim.py): bytecode alone."""
+    from infrastructure.slim import bytecodes
+
     copy = Path(tempfile.mkdtemp())
     shutil.copytree(ROOT / "chalicelib", copy / "chalicelib", ignore=_no_caches)
-    compileall.compile_dir(
-        copy / "chalicelib",
-        quiet=1,
-        invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH,
-    )
+    sources = {str(path.relative_to(copy)): path for path in (copy / "chalicelib").rglob("*.py")}
+    compiled = bytecodes({name: path.read_bytes() for name, path in sources.items()})
+    for name, pyc in compiled.items():
+        Path(copy, name).write_bytes(pyc)
+    for path in sources.values():
+        path.unlink()
     return copy
 
 
