@@ -212,7 +212,7 @@ ROUTE_GROUPS: tuple[Function, ...] = (
         # GET /api/registry/v1/signing-keys (chalicelib.trust.keys_routes).
         reads_public_keys=True,
         # Discovery names its URL for modules.v1 (versions, download: two of the three
-        # requests of a module's install), unless the stack's ProtocolFunctionUrl is false.
+        # requests of a module's install), unless the stack's ProtocolUrlEnabled is false.
         url=True,
     ),
     Function(

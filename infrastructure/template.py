@@ -267,7 +267,7 @@ def environment() -> dict[str, Any]:
 
 HAS_PROTOCOL_URL = "HasProtocolFunctionUrl"
 URL_PARAMETERS: dict[str, Any] = {
-    "ProtocolFunctionUrl": {
+    "ProtocolUrlEnabled": {
         "Type": "String",
         "Default": "true",
         "AllowedValues": ["true", "false"],
@@ -278,7 +278,7 @@ URL_PARAMETERS: dict[str, Any] = {
     },
 }
 URL_CONDITIONS: dict[str, Any] = {
-    HAS_PROTOCOL_URL: {"Fn::Equals": [{"Ref": "ProtocolFunctionUrl"}, "true"]},
+    HAS_PROTOCOL_URL: {"Fn::Equals": [{"Ref": "ProtocolUrlEnabled"}, "true"]},
 }
 # The functions whose environment names the protocol's URL: discovery's (never the
 # protocol function's own: its URL depends on it).
@@ -1409,7 +1409,7 @@ def merge_template() -> dict[str, Any]:
             "RegistryVersion": {"Description": "The release deployed", "Value": __version__},
             "ProtocolFunctionUrl": {
                 "Description": "The protocol function's URL, which discovery names for "
-                "modules.v1 (empty: ProtocolFunctionUrl is false)",
+                "modules.v1 (empty: ProtocolUrlEnabled is false)",
                 "Value": protocol_url_variable()["REGISTRY_PROTOCOL_URL"],
             },
         },

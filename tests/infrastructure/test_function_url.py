@@ -206,5 +206,5 @@ def test_only_the_protocol_function_has_a_url_and_only_discovery_names_it() -> N
         in r.get("Properties", {}).get("Environment", {}).get("Variables", {})
     }
     assert told == {"MetaFunction"}
-    assert template["Parameters"]["ProtocolFunctionUrl"]["Default"] == "true"
+    assert template["Parameters"]["ProtocolUrlEnabled"]["Default"] == "true"
     assert "ProtocolFunctionUrl" in template["Outputs"]
