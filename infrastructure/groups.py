@@ -214,6 +214,9 @@ ROUTE_GROUPS: tuple[Function, ...] = (
         # Discovery names its URL for modules.v1 (versions, download: two of the three
         # requests of a module's install), unless the stack's ProtocolUrlEnabled is false.
         url=True,
+        # The URL has no API Gateway throttling or WAF in front of it: a cap on the
+        # function's instances bounds what a flood can cost (opt-in, as the mirror's).
+        concurrency_parameter="ProtocolConcurrency",
     ),
     Function(
         "WorkspacesFunction",

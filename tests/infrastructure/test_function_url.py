@@ -207,4 +207,8 @@ def test_only_the_protocol_function_has_a_url_and_only_discovery_names_it() -> N
     }
     assert told == {"MetaFunction"}
     assert template["Parameters"]["ProtocolUrlEnabled"]["Default"] == "true"
+    # No API Gateway throttling in front of the URL: the function's instances can be capped.
+    assert template["Parameters"]["ProtocolConcurrency"]["Default"] == 0
+    capped = resources["ProtocolFunction"]["Properties"]["ReservedConcurrentExecutions"]
+    assert capped["Fn::If"][:2] == ["HasProtocolConcurrency", {"Ref": "ProtocolConcurrency"}]
     assert "ProtocolFunctionUrl" in template["Outputs"]
