@@ -317,7 +317,7 @@ def main() -> None:
             )
     print(
         f"  a download of a version 100 consumers downloaded before: {crowded_wru:.0f} WRU "
-        f"(its counter item: {crowded_bytes:,} bytes)"
+        f"in all (the largest item it wrote: {crowded_bytes:,} bytes)"
     )
     print(f"  log bytes per install (registry lines): {today_logs} today, {edge_logs} edge")
     rest_api = {step: REST_API for step in DURATION_MS}
