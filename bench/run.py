@@ -202,6 +202,7 @@ def main() -> None:
         "web_bench.py",
         "terraform_bench.py",
         "package_bench.py",
+        "cost_bench.py",
     )
     for script in scripts:
         subprocess.run([sys.executable, str(ROOT / "bench" / script)], check=True)

@@ -99,6 +99,9 @@ class Function:
     # A stack parameter capping the function's concurrent instances (its reserved
     # concurrency), if it has one; 0, its default, is no cap.
     concurrency_parameter: str | None = None
+    # Served by a Lambda function URL too (template.function_url_resources), besides the
+    # REST API: no API Gateway request (chalicelib.entry.function_url).
+    url: bool = False
 
     @property
     def entry_module(self) -> str:
@@ -208,6 +211,12 @@ ROUTE_GROUPS: tuple[Function, ...] = (
         },
         # GET /api/registry/v1/signing-keys (chalicelib.trust.keys_routes).
         reads_public_keys=True,
+        # Discovery names its URL for modules.v1 (versions, download: two of the three
+        # requests of a module's install), unless the stack's ProtocolUrlEnabled is false.
+        url=True,
+        # The URL has no API Gateway throttling or WAF in front of it: a cap on the
+        # function's instances bounds what a flood can cost (opt-in, as the mirror's).
+        concurrency_parameter="ProtocolConcurrency",
     ),
     Function(
         "WorkspacesFunction",

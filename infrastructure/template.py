@@ -263,6 +263,77 @@ def environment() -> dict[str, Any]:
     }
 
 
+# ----- the protocol's function URL (chalicelib.entry.function_url) --------------------------
+
+HAS_PROTOCOL_URL = "HasProtocolFunctionUrl"
+URL_PARAMETERS: dict[str, Any] = {
+    "ProtocolUrlEnabled": {
+        "Type": "String",
+        "Default": "true",
+        "AllowedValues": ["true", "false"],
+        "Description": "Serve the module registry protocol (versions, download) from the "
+        "protocol function's URL too, named by discovery: no API Gateway request for them "
+        "(but no WAF, API Gateway throttling or custom domain on that URL); false = through "
+        "the REST API only",
+    },
+}
+URL_CONDITIONS: dict[str, Any] = {
+    HAS_PROTOCOL_URL: {"Fn::Equals": [{"Ref": "ProtocolUrlEnabled"}, "true"]},
+}
+# The functions whose environment names the protocol's URL: discovery's (never the
+# protocol function's own: its URL depends on it).
+NAMES_PROTOCOL_URL = ("MetaFunction",)
+
+
+def url_function() -> Function:
+    (function,) = (f for f in ROUTE_GROUPS if f.url)
+    return function
+
+
+def function_url_resources(function: Function) -> dict[str, Any]:
+    """A public function URL (the app authenticates each request itself, as behind the REST
+    API) and the two permissions AWS asks of a URL without IAM auth (InvokeFunctionUrl, and
+    InvokeFunction through the URL only)."""
+    name = function.logical_id
+    return {
+        f"{name}Url": {
+            "Type": "AWS::Lambda::Url",
+            "Condition": HAS_PROTOCOL_URL,
+            "Properties": {
+                "TargetFunctionArn": {"Fn::GetAtt": [name, "Arn"]},
+                "AuthType": "NONE",
+                "InvokeMode": "BUFFERED",
+            },
+        },
+        f"{name}UrlPermission": {
+            "Type": "AWS::Lambda::Permission",
+            "Condition": HAS_PROTOCOL_URL,
+            "Properties": {
+                "FunctionName": {"Ref": name},
+                "Action": "lambda:InvokeFunctionUrl",
+                "Principal": "*",
+                "FunctionUrlAuthType": "NONE",
+            },
+        },
+        f"{name}UrlInvokePermission": {
+            "Type": "AWS::Lambda::Permission",
+            "Condition": HAS_PROTOCOL_URL,
+            "Properties": {
+                "FunctionName": {"Ref": name},
+                "Action": "lambda:InvokeFunction",
+                "Principal": "*",
+                "InvokedViaFunctionUrl": True,
+            },
+        },
+    }
+
+
+def protocol_url_variable() -> dict[str, Any]:
+    """REGISTRY_PROTOCOL_URL: the protocol function's URL, or empty without one."""
+    url = {"Fn::GetAtt": [f"{url_function().logical_id}Url", "FunctionUrl"]}
+    return {"REGISTRY_PROTOCOL_URL": {"Fn::If": [HAS_PROTOCOL_URL, url, ""]}}
+
+
 def role(function: Function) -> dict[str, Any]:
     statements: list[dict[str, Any]] = [
         {
@@ -390,6 +461,8 @@ def function_properties(function: Function) -> dict[str, Any]:
         "EphemeralStorage": {"Size": function.ephemeral_storage},
         "Environment": environment(),
     }
+    if function.logical_id in NAMES_PROTOCOL_URL:
+        properties["Environment"]["Variables"].update(protocol_url_variable())
     if function.concurrency_parameter:
         properties["ReservedConcurrentExecutions"] = {
             "Fn::If": [
@@ -1274,6 +1347,8 @@ def merge_template() -> dict[str, Any]:
             resources_out[f"{function.logical_id}InvokePermission"] = invoke_permission(
                 function.logical_id
             )
+        if function.url:
+            resources_out.update(function_url_resources(function))
     # Chalice writes the SQS event source as Fn::Sub over the queue name it saw at packaging
     # time; the prod stage in .chalice/config.json sets that name to QUEUE_NAME, so it
     # resolves to IngestQueue (created first: the function's environment refers to it).
@@ -1309,12 +1384,14 @@ def merge_template() -> dict[str, Any]:
             **PARAMETERS,
             **AUDIT_PARAMETERS,
             **ALARM_PARAMETERS,
+            **URL_PARAMETERS,
             **concurrency_parameters()[0],
         },
         "Conditions": {
             **CONDITIONS,
             **AUDIT_CONDITIONS,
             **ALARM_CONDITIONS,
+            **URL_CONDITIONS,
             **concurrency_parameters()[1],
         },
         "Resources": resources_out,
@@ -1330,6 +1407,11 @@ def merge_template() -> dict[str, Any]:
                 "Value": {"Ref": "AuditLogGroup"},
             },
             "RegistryVersion": {"Description": "The release deployed", "Value": __version__},
+            "ProtocolFunctionUrl": {
+                "Description": "The protocol function's URL, which discovery names for "
+                "modules.v1 (empty: ProtocolUrlEnabled is false)",
+                "Value": protocol_url_variable()["REGISTRY_PROTOCOL_URL"],
+            },
         },
     }
 

@@ -143,6 +143,9 @@ class Settings:
     # the bucket (empty: no S3 export) and the CloudWatch Logs group (empty: none).
     audit_bucket: str = ""
     audit_log_group: str = ""
+    # The protocol function's URL (infrastructure.template: ProtocolFunctionUrl), which
+    # discovery names for modules.v1 when set (empty: the API's own path).
+    protocol_url: str | None = None
 
     @property
     def hosted(self) -> bool:
@@ -219,6 +222,7 @@ def get_settings() -> Settings:
         mirror_max_seed_bytes=_int("REGISTRY_MIRROR_MAX_SEED_BYTES", 5 * 1024 * 1024),
         outbound_allow=outbound_allow(os.environ.get("REGISTRY_OUTBOUND_ALLOW", "")),
         trivy_path=os.environ.get("REGISTRY_TRIVY_PATH") or None,
+        protocol_url=(os.environ.get("REGISTRY_PROTOCOL_URL") or "").rstrip("/") or None,
         scan_seconds=_float("REGISTRY_SCAN_SECONDS", 60.0),
         scan_memory_mb=_int("REGISTRY_SCAN_MEMORY_MB", 1024),
         scan_max_findings=_int("REGISTRY_SCAN_MAX_FINDINGS", 500),

@@ -10,6 +10,7 @@ from chalice import Blueprint, Chalice
 
 from chalicelib.admin.ratelimit import rate_limit
 from chalicelib.core.api.http import install_middleware, install_request_log
+from chalicelib.entry import function_url
 from chalicelib.entry.wiring import Uses, wire
 
 
@@ -31,6 +32,16 @@ class RegistryApp(Chalice):
     @current_request.setter
     def current_request(self, value: Any) -> None:
         self._requests.request = value
+
+    def __call__(self, event: Any, context: Any) -> Any:
+        """REST's proxy events as Chalice reads them; a function URL's (payload 2.0)
+        rewritten to one and its answer back (``entry.function_url``)."""
+        if not function_url.is_url_event(event):
+            return super().__call__(event, context)
+        rest = function_url.rest_event(event, self.routes)
+        if rest is None:
+            return dict(function_url.NOT_FOUND)
+        return function_url.url_response(super().__call__(rest, context))
 
     def _register_route(self, name: str, user_handler: Any, kwargs: Any, **unused: Any) -> None:
         """Chalice pops ``methods`` (and more) out of a blueprint's recorded arguments as it

@@ -26,7 +26,7 @@ from chalicelib.core.settings import get_settings
 
 bp = Blueprint(__name__)
 
-DISCOVERY = {
+DISCOVERY: dict[str, object] = {
     "modules.v1": "/api/registry/v1/modules/",
     "providers.v1": "/api/registry/v1/providers/",
     "tfe.v2": "/api/v2/",
@@ -42,6 +42,18 @@ DISCOVERY = {
         "ports": [10000, 10010],
     },
 }
+
+
+def discovery_document() -> dict[str, object]:
+    """DISCOVERY, with ``modules.v1`` at the protocol function's URL when it has one:
+    terraform resolves the services against this document's URL and sends the module host's
+    token to whatever URL ``modules.v1`` names (hashicorp/terraform internal/registry
+    client.go, ``addRequestCreds(host, ...)``), so ``versions`` and ``download`` can skip
+    API Gateway (chalicelib.entry.function_url)."""
+    protocol_url = get_settings().protocol_url
+    if not protocol_url:
+        return DISCOVERY
+    return {**DISCOVERY, "modules.v1": protocol_url + str(DISCOVERY["modules.v1"])}
 
 
 def api_headers() -> dict[str, str]:
@@ -95,7 +107,9 @@ def ping(ctx: Ctx) -> Response:
 )
 def discovery(ctx: Ctx) -> Response:
     return Response(
-        body=json.dumps(DISCOVERY), status_code=200, headers={"Content-Type": "application/json"}
+        body=json.dumps(discovery_document()),
+        status_code=200,
+        headers={"Content-Type": "application/json"},
     )
 
 
