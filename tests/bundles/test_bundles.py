@@ -1,4 +1,4 @@
-"""Air-gapped bundles through the site-admin API and the ingest queue's jobs: an export's
+"""Air-gapped bundles through the site-admin API and the transfers queue's jobs: an export's
 manifest and digests, an import that creates what is missing, skips what is identical,
 refuses a conflicting version per entry, and refuses a tampered or badly signed bundle as a
 whole before creating anything.
@@ -12,6 +12,7 @@ import hashlib
 import io
 import json
 import tarfile
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import quote_plus
 
@@ -40,13 +41,34 @@ def signer() -> SigningKey:
     return new_signing_key()
 
 
+def drain_transfers(stop: Callable[[int], bool] | None = None) -> list[str]:
+    """Run every message on the transfers queue through the Transfers function's handler
+    (``stop``: its time budget, told the parts sent by the run); the kinds seen."""
+    from chalicelib.entry.transfers import handle_body, never
+
+    sqs = client("sqs")
+    url = sqs.get_queue_url(QueueName=get_settings().transfers_queue)["QueueUrl"]
+    seen: list[str] = []
+    for _ in range(100):
+        messages = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=1).get("Messages", [])
+        if not messages:
+            return seen
+        (message,) = messages
+        seen.append(json.loads(message["Body"])["kind"])
+        handle_body(message["Body"], stop or never)
+        sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
+    raise AssertionError("the transfers queue never emptied")
+
+
 def _run_queue() -> None:
-    """The ingest function's work: jobs, and the S3 events of what they wrote (moto sends
-    none: each object a job wrote under an upload prefix is delivered as S3 would)."""
+    """The Transfers function's jobs, then the ingest function's work: the S3 events of what
+    they wrote (moto sends none: each object a job wrote under an upload prefix is delivered
+    as S3 would)."""
     from chalicelib.entry.ingest import handle_body
 
     bucket = get_settings().bucket
     seen = set()
+    drain_transfers()
     while True:
         drain()
         new = []
