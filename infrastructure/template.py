@@ -65,6 +65,8 @@ QUEUE_NAME = "${AWS::StackName}-ingest"
 # (`make package`); only the scan function has it.
 SCANNER_LAYER = "./scanner-layer.zip"
 ABANDONED_UPLOAD_DAYS = 7
+# How long a bundle export's multipart upload may wait for its job to resume it.
+BUNDLE_UPLOAD_DAYS = 7
 # The key that seals stored secrets: the stack's own, or the retained key of an earlier stack
 # (parameter ExistingSecretsKeyArn) whose secrets a restore brought back.
 CREATE_SECRETS_KEY = "CreateSecretsKey"
@@ -1009,6 +1011,16 @@ def storage_resources() -> dict[str, Any]:
                             "Prefix": UPLOAD_PREFIX,
                             "ExpirationInDays": ABANDONED_UPLOAD_DAYS,
                             "AbortIncompleteMultipartUpload": {"DaysAfterInitiation": 1},
+                        },
+                        # A bundle export's upload, kept while its job may resume it
+                        # (chalicelib.bundles.jobs); one whose job died is dropped.
+                        {
+                            "Id": "abandoned-bundle-exports",
+                            "Status": "Enabled",
+                            "Prefix": "bundles/files/",
+                            "AbortIncompleteMultipartUpload": {
+                                "DaysAfterInitiation": BUNDLE_UPLOAD_DAYS
+                            },
                         },
                         {
                             "Id": "noncurrent-versions",

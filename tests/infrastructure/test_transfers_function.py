@@ -112,3 +112,12 @@ def test_the_budget_stops_a_job_only_when_its_time_is_nearly_spent():
 def test_a_message_that_is_no_transfers_job_is_ignored(aws: Any) -> None:
     for body in ("not json", "[]", '{"kind": "vcs-sync"}', '{"kind": "module-scan"}'):
         assert transfers.handle_body(body) is None
+
+
+def test_an_export_upload_its_job_never_resumed_is_dropped_after_a_week():
+    bucket = template.merge_template()["Resources"]["ArchiveBucket"]["Properties"]
+    rules = {rule["Id"]: rule for rule in bucket["LifecycleConfiguration"]["Rules"]}
+    rule = rules["abandoned-bundle-exports"]
+    assert rule["Prefix"] == "bundles/files/" and rule["Status"] == "Enabled"
+    assert rule["AbortIncompleteMultipartUpload"] == {"DaysAfterInitiation": 7}
+    assert "ExpirationInDays" not in rule  # finished bundles stay until deleted
