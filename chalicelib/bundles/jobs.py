@@ -276,9 +276,15 @@ def _parts(job: Job) -> int:
 
 
 def _abort(job: Job) -> None:
+    """Drop the export's upload and its parts (gone already: nothing to drop)."""
+    from botocore.exceptions import ClientError
+
     from chalicelib.bundles.tarstream import S3Sink
 
-    S3Sink(job.bundle_key, job.progress["upload"], job.progress.get("parts") or ()).abort()
+    try:
+        S3Sink(job.bundle_key, job.progress["upload"], job.progress.get("parts") or ()).abort()
+    except ClientError as exc:
+        log.warning("export %s: its upload could not be aborted: %s", job.id, exc)
 
 
 def _export(job: Job, stop: Callable[[int], bool]) -> None:
