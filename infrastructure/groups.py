@@ -94,6 +94,8 @@ class Function:
     sends_scans: bool = False
     # Puts notices on the notifications queue (chalicelib.notifications.fanout.enqueue).
     sends_notices: bool = False
+    # Puts jobs on the transfers queue (chalicelib.artifacts.queue.transfer).
+    sends_transfers: bool = False
     # The table (short name) whose DynamoDB Stream invokes the function, if any.
     stream: str | None = None
     # A stack parameter capping the function's concurrent instances (its reserved
@@ -217,6 +219,8 @@ ROUTE_GROUPS: tuple[Function, ...] = (
         # The URL has no API Gateway throttling or WAF in front of it: a cap on the
         # function's instances bounds what a flood can cost (opt-in, as the mirror's).
         concurrency_parameter="ProtocolConcurrency",
+        # A first install whose fetch outlived its bound queues it for the Transfers function.
+        sends_transfers=True,
     ),
     Function(
         "WorkspacesFunction",
@@ -272,7 +276,7 @@ ROUTE_GROUPS: tuple[Function, ...] = (
     # allowing a namespace reads the organizations (AUTH_TABLES) to refuse one's name. Every
     # change records its event in its transaction. Air-gapped bundles' jobs
     # (chalicelib.bundles): each job's state and bundle under bundles/ (presigned links to
-    # upload and download a bundle), queued for the Ingest function, which runs it.
+    # upload and download a bundle), queued for the Transfers function, which runs it.
     Function(
         "AdminFunction",
         "chalicelib.entry.api.admin.app",
@@ -283,7 +287,7 @@ ROUTE_GROUPS: tuple[Function, ...] = (
             "audit-events": APPEND,
         },
         s3={BUNDLE_OBJECTS: (GET, PUT)},
-        sends_jobs=True,
+        sends_transfers=True,
     ),
     # SCIM: identity providers provision users and groups (tokens in the tokens table); the
     # instance's users and team memberships follow, and the site-admin flag; enabling reads
@@ -417,13 +421,10 @@ INGEST = Function(
     },
     # Providers' files are only read: their checks (chalicelib.providers.ingest.verify); a
     # verified version's provenance is written and signed (chalicelib.providers.provenance).
-    # A bundle's export reads the archives and provider files it takes and writes the bundle
-    # (multipart: AbortMultipartUpload); its import writes what it creates where uploads go.
     s3={
         MODULE_OBJECTS: (GET, PUT, DELETE),
-        PROVIDER_OBJECTS: (GET, PUT),
+        PROVIDER_OBJECTS: (GET,),
         PROVIDER_PROVENANCE: (PUT,),
-        BUNDLE_OBJECTS: (GET, PUT, "s3:AbortMultipartUpload"),
     },
     memory=1024,
     timeout=120,
@@ -549,8 +550,44 @@ NOTIFY_DELIVERY = Function(
     timeout=300,
     sends_notices=True,
 )
+# The transfers queue's jobs (chalicelib.entry.transfers), one at a time: bundle exports and
+# imports (chalicelib.bundles.jobs) and the module cache's background fetches
+# (chalicelib.modules.cache.service.fetch_queued). An export reads what it takes (module
+# archives, providers' files, cached archives) through the modules' and providers' services
+# as the site admin who started it, and writes the bundle under bundles/ (multipart: parts,
+# AbortMultipartUpload); an import creates modules, providers and keys and writes their files
+# where uploads go (their S3 events run Ingest's checks); a cache fetch stores an archive and
+# its metadata under their digest and records the cached version. 900 s: Lambda's most; an
+# export near it stops after a part and queues itself again. /tmp: one object spooled at a
+# time (up to the larger archive limit) and an import's members (the same).
+TRANSFERS = Function(
+    "Transfers",
+    "chalicelib.entry.transfers.handler",
+    {
+        **REGISTRY_TABLES,
+        **PROVIDER_TABLES,
+        # The job's site admin, checked again when it runs, and the rights it reads with.
+        "users": READ,
+        "teams": READ,
+        "organizations": READ,
+        "settings": READ,
+        "module-cache-settings": READ,
+        "module-cache": WRITE,
+        "audit-events": APPEND,
+    },
+    s3={
+        MODULE_OBJECTS: (GET, PUT),
+        PROVIDER_OBJECTS: (GET, PUT),
+        BUNDLE_OBJECTS: (GET, PUT, "s3:AbortMultipartUpload"),
+        MODULE_CACHE_OBJECTS: (GET, PUT, "s3:AbortMultipartUpload"),
+    },
+    memory=1024,
+    timeout=900,
+    ephemeral_storage=2048,
+    sends_transfers=True,  # an export near its time budget queues itself again
+)
 # Functions the template makes whole, invoked by a queue of their own.
-QUEUE_FUNCTIONS: tuple[Function, ...] = (SCAN, NOTIFY_DELIVERY)
+QUEUE_FUNCTIONS: tuple[Function, ...] = (SCAN, NOTIFY_DELIVERY, TRANSFERS)
 
 # Every function of the stack.
 ALL_FUNCTIONS: tuple[Function, ...] = (

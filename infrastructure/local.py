@@ -2,7 +2,8 @@
 
 One process: an embedded moto server (S3, DynamoDB, SQS, KMS, CloudWatch Logs), the resources from
 ``infrastructure.resources``, an SQS poller handing each S3 event to the same ingest handler
-the Lambda runs, another handing each scan job to the scan function's handler, a DynamoDB
+the Lambda runs, another handing each scan job to the scan function's handler, another each
+transfers job (bundle jobs, module cache fetches) to the Transfers function's, a DynamoDB
 Stream poller keeping the modules' download totals (as the
 ``DownloadTotals`` function does), another exporting each audit event to the local S3
 bucket ``registry-dev-audit`` and log group ``/registry-dev/audit-events`` (as the
@@ -231,6 +232,14 @@ def handle_scan(body: str, receives: int) -> None:
     from chalicelib.entry.scan import handle_body
 
     handle_body(body, receives)
+
+
+def handle_transfer(body: str, receives: int) -> None:
+    """A transfers job (a bundle job, a module cache fetch), as the Transfers function takes
+    it (no time budget here: a job runs to its end)."""
+    from chalicelib.entry.transfers import handle_body
+
+    handle_body(body)
 
 
 class Poller(threading.Thread):
@@ -663,6 +672,12 @@ def main() -> int:
     scan_url = client("sqs").get_queue_url(QueueName=get_settings().scan_queue)["QueueUrl"]
     scan_poller = Poller(scan_url, "scan", handle_scan)
     scan_poller.start()
+    # Bundle jobs and the module cache's background fetches, as the Transfers function.
+    transfers_url = client("sqs").get_queue_url(QueueName=get_settings().transfers_queue)[
+        "QueueUrl"
+    ]
+    transfers_poller = Poller(transfers_url, "transfers", handle_transfer)
+    transfers_poller.start()
     # The module-downloads stream into the modules' kept totals, as the DownloadTotals
     # function in AWS.
     from infrastructure.streams import StreamPoller, download_totals_reader
@@ -777,6 +792,7 @@ def main() -> int:
     finally:
         poller.stopping.set()
         scan_poller.stopping.set()
+        transfers_poller.stopping.set()
         totals_poller.stopping.set()
         audit_poller.stopping.set()
         notify_poller.stopping.set()
@@ -794,6 +810,7 @@ def main() -> int:
             scratch.cleanup()
         poller.join(timeout=3)
         scan_poller.join(timeout=3)
+        transfers_poller.join(timeout=3)
         totals_poller.join(timeout=3)
         audit_poller.join(timeout=3)
         notify_poller.join(timeout=3)

@@ -89,8 +89,8 @@ def notification_configuration(queue_arn: str) -> dict[str, Any]:
 
 
 def provision() -> str:
-    """Create tables, KMS key, bucket, the ingest, scan and notifications queues with their
-    dead-letter queues, bucket -> ingest queue wiring.
+    """Create tables, KMS key, bucket, the ingest, scan, notifications and transfers queues
+    with their dead-letter queues, bucket -> ingest queue wiring.
 
     Idempotent. Returns the ingest queue URL.
     """
@@ -105,6 +105,8 @@ def provision() -> str:
     _queue_with_dead_letters(settings.scan_queue)  # scan jobs (artifacts.queue.request_scan)
     # Notices' deliveries and consumers' mail (chalicelib.notifications.fanout and worker).
     _queue_with_dead_letters(settings.notify_queue)
+    # Bundle jobs and the module cache's fetches (chalicelib.artifacts.queue.transfer).
+    _queue_with_dead_letters(settings.transfers_queue)
     queue_arn = _queue_arn(queue_url)
     client("sqs").set_queue_attributes(
         QueueUrl=queue_url,

@@ -2,10 +2,10 @@
 
 ``python -m infrastructure.template out/merge.json`` writes it. It adds everything Chalice
 does not know about: parameters, the DynamoDB tables (from the PynamoDB models), the archive
-bucket, the ingest, scan and notifications queues and their dead-letter queues, the KMS key, gateway
-responses, one function and one least-privilege role per route group, the scan function with
-the scanner's layer, and it re-points every route's API Gateway integration at its group's
-function.
+bucket, the ingest, scan, notifications and transfers queues and their dead-letter queues, the
+KMS key, gateway responses, one function and one least-privilege role per route group, the scan
+function with the scanner's layer, the Transfers function, and it re-points every route's API
+Gateway integration at its group's function.
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ from infrastructure.groups import (
     ROUTE_GROUPS,
     SCAN,
     STREAM_FUNCTIONS,
+    TRANSFERS,
     Function,
 )
 
@@ -64,6 +65,8 @@ QUEUE_NAME = "${AWS::StackName}-ingest"
 # (`make package`); only the scan function has it.
 SCANNER_LAYER = "./scanner-layer.zip"
 ABANDONED_UPLOAD_DAYS = 7
+# How long a bundle export's multipart upload may wait for its job to resume it.
+BUNDLE_UPLOAD_DAYS = 7
 # The key that seals stored secrets: the stack's own, or the retained key of an earlier stack
 # (parameter ExistingSecretsKeyArn) whose secrets a restore brought back.
 CREATE_SECRETS_KEY = "CreateSecretsKey"
@@ -255,6 +258,7 @@ def environment() -> dict[str, Any]:
             "REGISTRY_INGEST_QUEUE": {"Fn::GetAtt": ["IngestQueue", "QueueName"]},
             "REGISTRY_SCAN_QUEUE": {"Fn::GetAtt": ["ScanQueue", "QueueName"]},
             "REGISTRY_NOTIFY_QUEUE": {"Fn::GetAtt": ["NotifyQueue", "QueueName"]},
+            "REGISTRY_TRANSFERS_QUEUE": {"Fn::GetAtt": ["TransfersQueue", "QueueName"]},
             "REGISTRY_KMS_KEY": SECRETS_KEY_ARN,
             "REGISTRY_OUTBOUND_ALLOW": {"Ref": "OutboundAllow"},
             "REGISTRY_SIGNING_KEY": SIGNING_KEY_ARN,
@@ -376,6 +380,7 @@ def role(function: Function) -> dict[str, Any]:
         INGEST.logical_id: "IngestQueue",
         SCAN.logical_id: "ScanQueue",
         NOTIFY_DELIVERY.logical_id: "NotifyQueue",
+        TRANSFERS.logical_id: "TransfersQueue",
     }
     if function.logical_id in consumed:
         statements.append(
@@ -407,6 +412,7 @@ def role(function: Function) -> dict[str, Any]:
         (function.sends_jobs, "IngestQueue"),
         (function.sends_scans, "ScanQueue"),
         (function.sends_notices, "NotifyQueue"),
+        (function.sends_transfers, "TransfersQueue"),
     ):
         if sends:
             statements.append(
@@ -815,6 +821,50 @@ def notify_resources() -> dict[str, Any]:
     }
 
 
+# ----- transfers (chalicelib.entry.transfers) -----------------------------------------------
+
+
+def transfers_function() -> dict[str, Any]:
+    """The Transfers function, subscribed to its queue, one job at a time."""
+    resource = new_function(TRANSFERS)
+    resource["Properties"]["Events"] = {
+        "Transfers": {
+            "Type": "SQS",
+            "Properties": {"Queue": {"Fn::GetAtt": ["TransfersQueue", "Arn"]}, "BatchSize": 1},
+        }
+    }
+    return resource
+
+
+def transfers_resources() -> dict[str, Any]:
+    """The transfers queue and its dead-letter queue. A job is delivered again after six times
+    the function's timeout (AWS's advice for a queue feeding a function; a job that stopped
+    near its budget queues itself again at once), and dead-lettered after
+    resources.MAX_RECEIVES failed receives."""
+    return {
+        "TransfersDeadLetterQueue": {
+            "Type": "AWS::SQS::Queue",
+            "Properties": {
+                "QueueName": sub("${AWS::StackName}-transfers-dlq"),
+                "MessageRetentionPeriod": 1209600,
+                "SqsManagedSseEnabled": True,
+            },
+        },
+        "TransfersQueue": {
+            "Type": "AWS::SQS::Queue",
+            "Properties": {
+                "QueueName": sub("${AWS::StackName}-transfers"),
+                "VisibilityTimeout": 6 * TRANSFERS.timeout,
+                "SqsManagedSseEnabled": True,
+                "RedrivePolicy": {
+                    "deadLetterTargetArn": {"Fn::GetAtt": ["TransfersDeadLetterQueue", "Arn"]},
+                    "maxReceiveCount": resources.MAX_RECEIVES,
+                },
+            },
+        },
+    }
+
+
 def invoke_permission(logical_id: str) -> dict[str, Any]:
     return {
         "Type": "AWS::Lambda::Permission",
@@ -920,6 +970,11 @@ def alarm_resources() -> dict[str, Any]:
             "scan",
             "Scan jobs failed every delivery (recording the scan failed) and wait in the "
             "dead-letter queue; their versions' scans stay pending",
+        ),
+        "TransfersDeadLetterAlarm": _dead_letter_alarm(
+            "transfers",
+            "Transfers jobs (bundle exports and imports, module cache fetches) failed every "
+            "delivery and wait in the dead-letter queue; their bundle jobs stay running",
         ),
         "Api5xxAlarm": _alarm(
             "api-5xx-rate",
@@ -1029,6 +1084,16 @@ def storage_resources() -> dict[str, Any]:
                             "Prefix": UPLOAD_PREFIX,
                             "ExpirationInDays": ABANDONED_UPLOAD_DAYS,
                             "AbortIncompleteMultipartUpload": {"DaysAfterInitiation": 1},
+                        },
+                        # A bundle export's upload, kept while its job may resume it
+                        # (chalicelib.bundles.jobs); one whose job died is dropped.
+                        {
+                            "Id": "abandoned-bundle-exports",
+                            "Status": "Enabled",
+                            "Prefix": "bundles/files/",
+                            "AbortIncompleteMultipartUpload": {
+                                "DaysAfterInitiation": BUNDLE_UPLOAD_DAYS
+                            },
                         },
                         {
                             "Id": "noncurrent-versions",
@@ -1327,6 +1392,7 @@ def merge_template() -> dict[str, Any]:
     resources_out.update(storage_resources())
     resources_out.update(scan_resources())
     resources_out.update(notify_resources())
+    resources_out.update(transfers_resources())
     resources_out.update(gateway_responses())
     for function in STREAM_FUNCTIONS:
         resources_out[f"{function.logical_id}Role"] = role(function)
@@ -1336,8 +1402,8 @@ def merge_template() -> dict[str, Any]:
     audit_role["Policies"][0]["PolicyDocument"]["Statement"] += audit_export_statements()
     for function in QUEUE_FUNCTIONS:
         resources_out[f"{function.logical_id}Role"] = role(function)
-        made = scan_function() if function is SCAN else notify_function()
-        resources_out[function.logical_id] = made
+        makers = {SCAN.logical_id: scan_function, NOTIFY_DELIVERY.logical_id: notify_function}
+        resources_out[function.logical_id] = makers.get(function.logical_id, transfers_function)()
     for function in ROUTE_GROUPS + EVENT_FUNCTIONS:
         resources_out[f"{function.logical_id}Role"] = role(function)
         if function.logical_id in ("APIHandler", *(f.logical_id for f in EVENT_FUNCTIONS)):

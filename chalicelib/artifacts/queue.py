@@ -23,6 +23,14 @@ function, the one that carries the scanner, reads it.
 
 * ``module-scan`` (version): scan a module version's accepted archive and record the result
   (``modules.scanning.worker``).
+
+Long transfers go to the transfers queue (``transfer``): only the Transfers function
+(``entry.transfers``; 15 minutes, disk for what it moves) reads it.
+
+* ``bundle-export`` / ``bundle-import`` (job): write an export, check and import a bundle
+  (``bundles.jobs``; an export near its time budget queues itself again and resumes);
+* ``module-cache-fetch`` (address, version): fetch a version into the module cache, queued
+  when a first install's fetch outlived its bound (``modules.cache.service``).
 """
 
 from __future__ import annotations
@@ -40,12 +48,14 @@ FETCH = "vcs-fetch"
 HOOK = "vcs-hook"
 UNHOOK = "vcs-unhook"
 PASSWORD_RESET = "password-reset"
-# Air-gapped bundles' jobs (``bundles.jobs``): write an export, check and import a bundle.
-BUNDLE_EXPORT = "bundle-export"
-BUNDLE_IMPORT = "bundle-import"
-KINDS = (SYNC, FETCH, HOOK, UNHOOK, PASSWORD_RESET, BUNDLE_EXPORT, BUNDLE_IMPORT)
+KINDS = (SYNC, FETCH, HOOK, UNHOOK, PASSWORD_RESET)
 MODULE_SCAN = "module-scan"
 SCAN_KINDS = (MODULE_SCAN,)
+# Air-gapped bundles' jobs (``bundles.jobs``) and the module cache's background fetches.
+BUNDLE_EXPORT = "bundle-export"
+BUNDLE_IMPORT = "bundle-import"
+MODULE_CACHE_FETCH = "module-cache-fetch"
+TRANSFER_KINDS = (BUNDLE_EXPORT, BUNDLE_IMPORT, MODULE_CACHE_FETCH)
 
 
 BATCH = 10  # SendMessageBatch's limit
@@ -89,6 +99,12 @@ def request_scan(kind: str, **fields: Any) -> None:
     safe to run twice)."""
     assert kind in SCAN_KINDS, kind
     _send([{"kind": kind, **fields}], get_settings().scan_queue)
+
+
+def transfer(kind: str, **fields: Any) -> None:
+    """One ``kind`` job on the transfers queue (delivered at least once: safe to run twice)."""
+    assert kind in TRANSFER_KINDS, kind
+    _send([{"kind": kind, **fields}], get_settings().transfers_queue)
 
 
 def _send(messages: Iterable[dict[str, Any]], queue_name: str | None = None) -> None:

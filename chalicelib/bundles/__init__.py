@@ -10,6 +10,6 @@ manifest of digests, and imported into another with no network between them.
 * ``verify``: the import's first pass, every digest and every provider signature checked
   before anything is created;
 * ``imports``: the second pass, per entry created, skipped (identical) or refused;
-* ``jobs``: exports and imports as jobs on the ingest queue, their state in S3;
+* ``jobs``: exports and imports as jobs on the transfers queue, their state in S3;
 * ``routes``: the site-admin API (``/api/v2/admin/bundle-exports``, ``.../bundle-imports``).
 """

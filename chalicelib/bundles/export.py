@@ -17,8 +17,9 @@ versions as ``ModuleArchive``s; every other address is a private module of an or
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING
 
 from chalicelib.artifacts import constraints, objects
@@ -271,65 +272,90 @@ def _small(writer: TarWriter, path: str, data: bytes, role: str) -> File:
     return File(path, hashlib.sha256(data).hexdigest(), len(data), role)
 
 
-def write(the_plan: Plan, writer: TarWriter, source: str) -> Iterator[Entry]:
-    """Write every file of ``the_plan`` and, last, the manifest; yields each entry once
-    written (progress)."""
-    found = Manifest(source=source, created_at=iso(now()))
-    keys_written: set[tuple[str, str]] = set()
+def _steps(the_plan: Plan) -> Iterator[Callable[[TarWriter], Entry]]:
+    """What ``write`` writes, one entry a step, in the same order for the same plan (each
+    signing key once, before the first provider it signed)."""
     for module in the_plan.modules:
-        cached = module.kind == manifest.CACHED_MODULE
-        where = manifest.cached_module_path if cached else manifest.module_path
-        path = where(module.address, module.version)
-        file = _add(writer, path, module.key, manifest.ARCHIVE, module.sha256)
-        entry = Entry(
-            module.kind,
-            module.address,
-            module.version,
-            (file,),
-            identity=module.identity,
-            source_host=module.source_host,
-        )
-        found.entries.append(entry)
-        yield entry
+        yield partial(_module, module)
+    keys_written: set[tuple[str, str]] = set()
     for p in the_plan.providers:
         if (p.namespace, p.key_id) not in keys_written:
             keys_written.add((p.namespace, p.key_id))
-            path = manifest.key_path(p.namespace, p.key_id)
-            armor = _small(writer, path, p.armor.encode(), manifest.ARMOR)
-            key_entry = Entry(manifest.GPG_KEY, f"{p.namespace}/{p.key_id}", None, (armor,))
-            found.entries.append(key_entry)
-            yield key_entry
-        files = [
+            yield partial(_key, p)
+        yield partial(_provider, p)
+
+
+def _module(module: ModuleArchive, writer: TarWriter) -> Entry:
+    cached = module.kind == manifest.CACHED_MODULE
+    where = manifest.cached_module_path if cached else manifest.module_path
+    path = where(module.address, module.version)
+    file = _add(writer, path, module.key, manifest.ARCHIVE, module.sha256)
+    return Entry(
+        module.kind,
+        module.address,
+        module.version,
+        (file,),
+        identity=module.identity,
+        source_host=module.source_host,
+    )
+
+
+def _key(p: ProviderVersionFiles, writer: TarWriter) -> Entry:
+    path = manifest.key_path(p.namespace, p.key_id)
+    armor = _small(writer, path, p.armor.encode(), manifest.ARMOR)
+    return Entry(manifest.GPG_KEY, f"{p.namespace}/{p.key_id}", None, (armor,))
+
+
+def _provider(p: ProviderVersionFiles, writer: TarWriter) -> Entry:
+    files = [
+        _add(
+            writer,
+            manifest.provider_path(p.address, p.version, "SHA256SUMS"),
+            p.shasums,
+            manifest.SHASUMS,
+            None,
+        ),
+        _add(
+            writer,
+            manifest.provider_path(p.address, p.version, "SHA256SUMS.sig"),
+            p.signature,
+            manifest.SIGNATURE,
+            None,
+        ),
+    ]
+    for os_, arch, filename, key, shasum in p.platforms:
+        path = manifest.provider_path(p.address, p.version, f"{os_}_{arch}", filename)
+        files.append(
             _add(
                 writer,
-                manifest.provider_path(p.address, p.version, "SHA256SUMS"),
-                p.shasums,
-                manifest.SHASUMS,
-                None,
-            ),
-            _add(
-                writer,
-                manifest.provider_path(p.address, p.version, "SHA256SUMS.sig"),
-                p.signature,
-                manifest.SIGNATURE,
-                None,
-            ),
-        ]
-        for os_, arch, filename, key, shasum in p.platforms:
-            path = manifest.provider_path(p.address, p.version, f"{os_}_{arch}", filename)
-            files.append(
-                _add(
-                    writer,
-                    path,
-                    key,
-                    manifest.PLATFORM,
-                    shasum,
-                    os=os_,
-                    arch=arch,
-                    filename=filename,
-                )
+                path,
+                key,
+                manifest.PLATFORM,
+                shasum,
+                os=os_,
+                arch=arch,
+                filename=filename,
             )
-        entry = Entry(manifest.PROVIDER, p.address, p.version, tuple(files), p.key_id, p.protocols)
+        )
+    return Entry(manifest.PROVIDER, p.address, p.version, tuple(files), p.key_id, p.protocols)
+
+
+def write(
+    the_plan: Plan,
+    writer: TarWriter,
+    source: str,
+    created_at: str | None = None,
+    written: Sequence[Entry] = (),
+) -> Iterator[Entry]:
+    """Write every file of ``the_plan`` and, last, the manifest; yields each entry once
+    written (progress). ``written``: the entries an earlier run of the same plan wrote
+    already (the writer continues after them: they are listed, not written again)."""
+    found = Manifest(source=source, created_at=created_at or iso(now()))
+    found.entries += written
+    for index, step in enumerate(_steps(the_plan)):
+        if index < len(written):
+            continue
+        entry = step(writer)
         found.entries.append(entry)
         yield entry
     writer.add_bytes(manifest.MANIFEST, found.encode())

@@ -1,18 +1,28 @@
-"""Exports and imports as jobs: the route records the job and queues it (``artifacts.queue``,
-kinds ``bundle-export`` and ``bundle-import``); the ingest function runs it (``run``),
-writing the bundle to, or reading it from, ``bundles/files/<job id>.tar``.
+"""Exports and imports as jobs: the route records the job and queues it on the transfers
+queue (``artifacts.queue.transfer``, kinds ``bundle-export`` and ``bundle-import``); the
+Transfers function runs it (``run``), writing the bundle to, or reading it from,
+``bundles/files/<job id>.tar``.
 
 A job's state is one small JSON object, ``bundles/jobs/<job id>.json`` (a job is written by
 one runner at a time: its route, then its queue message): ``status`` (``awaiting-upload``,
-``queued``, ``running``, ``finished``, ``failed``), what it was asked, its per-entry report
-and its error. SQS delivers a message at least once: a finished or failed job is not run
-again, and a job found ``running`` (its runner crashed) runs again from the start (an
-export rewrites its object; an import skips what it created, and resumes a module version
-it created whose archive it had not yet written).
+``queued``, ``running``, ``finished``, ``failed``), what it was asked, its per-entry report,
+its error, and an export's ``progress``: its multipart upload's id, the parts sent (number,
+ETag, bytes), the entries written (each with where it ends in the bundle) and the plan they
+came from. SQS delivers a message at least once: a finished or failed job is not run again.
+
+An export resumes: a job found ``running`` (its runner crashed or timed out, or the message
+came twice) lists the entries that end within the parts already sent, writes the bundle
+again from the end of the last of them, dropping the bytes those parts hold, and sends the
+next part on; only when its plan changed since (a version published or removed) does it
+start over. A run that ``stop`` tells to stop (the Transfers function: its time nearly
+spent) stops after a part and queues the job again. An import found ``running`` runs again
+from the start: it skips what it created, and resumes a module version it created whose
+archive it had not yet written.
 
 Audit events (site-wide): the site admin makes an import (``created``) and starts an
-export or import (``started``), the registry finishes
-(``finished`` / ``failed``, as System, naming the job).
+export or import (``started``), the registry finishes (``finished`` / ``failed``, as System,
+naming the job). What an import creates is recorded as System too, naming the job (and, in
+each event's meta, the site admin who started it): the registry makes it, from a bundle.
 """
 
 from __future__ import annotations
@@ -20,12 +30,13 @@ from __future__ import annotations
 import json
 import logging
 import re
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from chalicelib.accounts import authorization
 from chalicelib.artifacts import objects, queue
-from chalicelib.bundles import export
+from chalicelib.bundles import export, manifest
 from chalicelib.bundles.manifest import BadBundle
 from chalicelib.core.api.errors import ApiError, NotFound, Unprocessable
 from chalicelib.core.audit import events, trail
@@ -60,6 +71,8 @@ class Job:
     report: list[dict[str, Any]] = field(default_factory=list)
     error: str | None = None
     size: int | None = None
+    # A running export's multipart upload, its parts and the entries written (``_export``).
+    progress: dict[str, Any] = field(default_factory=dict)
 
     @property
     def bundle_key(self) -> str:
@@ -153,7 +166,7 @@ def start_export(principal: Principal, selection: export.Selection, source: str)
         selection=selection_document(selection),
     )
     save(job)
-    queue.enqueue(EXPORT, job=job.id)
+    queue.transfer(EXPORT, job=job.id)
     trail.record(_event(principal, job, "started", **_counts(selection)))
     return job
 
@@ -181,7 +194,7 @@ def start_import(principal: Principal, job_id: str) -> Job:
     job.status = QUEUED
     job.user_id, job.token_id = principal.id, principal.token_id
     save(job)
-    queue.enqueue(IMPORT, job=job.id)
+    queue.transfer(IMPORT, job=job.id)
     trail.record(_event(principal, job, "started"))
     return job
 
@@ -199,8 +212,17 @@ def download_link(job: Job) -> str | None:
 # ----- running ----------------------------------------------------------------------------------
 
 
-def run(message: dict[str, Any]) -> str:
-    """Run the queued job a message names; its final status."""
+class Stopped(Exception):
+    """An export stopped after a part (its time budget): queued again, it goes on from there."""
+
+
+def never(parts: int) -> bool:
+    return False
+
+
+def run(message: dict[str, Any], stop: Callable[[int], bool] = never) -> str:
+    """Run the queued job a message names; its status when this run ends. ``stop``: told how
+    many parts this run has sent, whether an export stops there (and is queued again)."""
     kind = str(message.get("kind"))
     try:
         job = load(str(message.get("job") or ""), kind)
@@ -218,9 +240,14 @@ def run(message: dict[str, Any]) -> str:
         if not authorization.is_site_admin(job.principal):
             raise Unprocessable("the job's site admin is no longer a site admin")
         if kind == EXPORT:
-            _export(job)
+            _export(job, stop)
         else:
             _import(job)
+    except Stopped:
+        save(job)
+        queue.transfer(kind, job=job.id)
+        log.info("%s %s stopped after part %s: queued again", kind, job.id, _parts(job))
+        return job.status
     except (export.BadSelection, export.Changed, BadBundle, verify.Refused, Unprocessable) as exc:
         job.status, job.error = FAILED, str(exc)[:4000]
         if isinstance(exc, verify.Refused):
@@ -229,6 +256,9 @@ def run(message: dict[str, Any]) -> str:
         job.status, job.error = FAILED, (str(exc) or exc.title)[:4000]
     else:
         job.status = FINISHED
+    if job.status == FAILED and job.progress.get("upload"):
+        _abort(job)
+    job.progress = {}
     save(job)
     meta = {"status": job.status, "error": job.error, **_tally(job.report)}
     trail.record(_event(None, job, job.status, **meta))
@@ -241,20 +271,65 @@ def _tally(report: list[dict[str, Any]]) -> dict[str, int]:
     return {name: results.count(name) for name in ("created", "skipped", "refused", "exported")}
 
 
-def _export(job: Job) -> None:
+def _parts(job: Job) -> int:
+    return len(job.progress.get("parts") or [])
+
+
+def _abort(job: Job) -> None:
+    """Drop the export's upload and its parts (gone already: nothing to drop)."""
+    from botocore.exceptions import ClientError
+
+    from chalicelib.bundles.tarstream import S3Sink
+
+    try:
+        S3Sink(job.bundle_key, job.progress["upload"], job.progress.get("parts") or ()).abort()
+    except ClientError as exc:
+        log.warning("export %s: its upload could not be aborted: %s", job.id, exc)
+
+
+def _export(job: Job, stop: Callable[[int], bool]) -> None:
+    """Write the job's bundle, from where an earlier run stopped when it did (``progress``);
+    ``Stopped`` when ``stop`` says so after a part."""
     from chalicelib.bundles.tarstream import S3Sink, TarWriter
 
     the_plan = export.plan(job.principal, _selection(job.selection))
-    sink = S3Sink(job.bundle_key)
-    try:
-        writer = TarWriter(sink)
-        for entry in export.write(the_plan, writer, job.source):
-            job.report.append({**_entry_document(entry), "result": "exported"})
-        writer.close()
-        sink.finish()
-    except BaseException:
-        sink.abort()
-        raise
+    progress = job.progress
+    if progress.get("upload") and progress.get("plan") != the_plan.labels:
+        log.info("export %s: its plan changed since it started; starting over", job.id)
+        _abort(job)
+        progress = {}
+    if not progress.get("upload"):
+        progress = {"upload": None, "parts": [], "entries": [], "plan": the_plan.labels}
+        progress["created-at"] = iso(now())
+    sent = sum(int(p["size"]) for p in progress["parts"])
+    kept = [e for e in progress["entries"] if int(e["end"]) <= sent]
+    written = [manifest.entry_from_document(e["entry"]) for e in kept]
+    position = int(kept[-1]["end"]) if kept else 0
+    job.progress = progress
+    job.report = [{**_entry_document(entry), "result": "exported"} for entry in written]
+    sent_here = 0
+
+    def part_sent(sink: S3Sink) -> None:
+        nonlocal sent_here
+        sent_here += 1
+        progress["upload"], progress["parts"] = sink.upload_id, list(sink.parts)
+        save(job)
+        if stop(sent_here):
+            raise Stopped
+
+    sink = S3Sink(
+        job.bundle_key, progress["upload"], progress["parts"], position, on_part=part_sent
+    )
+    progress["upload"] = sink.upload_id
+    progress["entries"] = kept
+    save(job)  # the upload's id, before its first part: a crash leaves nothing unnamed
+    writer = TarWriter(sink)
+    entries = export.write(the_plan, writer, job.source, progress["created-at"], written)
+    for entry in entries:
+        progress["entries"].append({"entry": entry.document(), "end": sink.tell()})
+        job.report.append({**_entry_document(entry), "result": "exported"})
+    writer.close()
+    sink.finish()
     job.size = sink.size
 
 
@@ -271,7 +346,10 @@ def _import(job: Job) -> None:
 
     etag = objects_etag(job.bundle_key)
     checked = verify.check(verify.read(open_body(job.bundle_key, etag)))
-    outcomes = imports.run(job.principal, checked, lambda: open_body(job.bundle_key, etag))
+    # What it creates, the registry creates from the bundle: System, naming the job.
+    acting = {"bundle-job": job.id, "started-by": job.user_id}
+    with events.as_system(job.id, f"bundle import {job.id}", **acting):
+        outcomes = imports.run(job.principal, checked, lambda: open_body(job.bundle_key, etag))
     job.report = [o.document() for o in outcomes]
 
 

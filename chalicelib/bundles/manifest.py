@@ -289,3 +289,9 @@ def parse(data: bytes) -> Manifest:
     if len(paths) != len(set(paths)):
         raise BadBundle("manifest: a file is listed twice")
     return manifest
+
+
+def entry_from_document(raw: Any) -> Entry:
+    """An entry from its ``document()`` (an export's progress keeps those it wrote), checked
+    as a manifest's are."""
+    return _entry(raw)

@@ -13,7 +13,7 @@ import hashlib
 import io
 import tarfile
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import IO, Any, BinaryIO, cast
@@ -29,65 +29,97 @@ MAX_MEMBERS = 20_000
 
 
 class S3Sink(io.RawIOBase):
-    """A write-only file whose bytes become the object ``key`` (multipart; aborted when
-    ``abort`` is called or the ``with`` block raises)."""
+    """A write-only file whose bytes become the object ``key`` (multipart; ``abort`` drops
+    what was sent).
 
-    def __init__(self, key: str) -> None:
+    Resumable: made again with an earlier sink's ``upload_id`` and ``parts`` (each part's
+    number, ETag and size) and a ``position`` at or before the end of those parts, it takes
+    the same bytes written again from ``position`` and drops those the parts hold already,
+    sending from the next part on. ``on_part`` is called after each part is sent (its job
+    keeps the parts; it may stop the export there by raising)."""
+
+    def __init__(
+        self,
+        key: str,
+        upload_id: str | None = None,
+        parts: Iterable[Mapping[str, Any]] = (),
+        position: int = 0,
+        on_part: Callable[[S3Sink], None] | None = None,
+    ) -> None:
         super().__init__()
         self.key = key
-        self.size = 0
+        self.parts: list[dict[str, Any]] = [dict(p) for p in parts]
+        self._sent_before = sum(int(p["size"]) for p in self.parts)
+        if not 0 <= position <= self._sent_before:
+            raise ValueError("a sink resumes at or before the end of its parts")
+        self.size = position  # the bundle's bytes so far
         self._s3 = client("s3")
         self._buffer = bytearray()
-        self._parts: list[dict[str, Any]] = []
-        started = self._s3.create_multipart_upload(Bucket=objects.bucket(), Key=key)
-        self._upload_id = started["UploadId"]
+        self._on_part = on_part
+        if upload_id is None:
+            started = self._s3.create_multipart_upload(Bucket=objects.bucket(), Key=key)
+            upload_id = str(started["UploadId"])
+        self.upload_id = upload_id
 
     def writable(self) -> bool:
         return True
 
+    def tell(self) -> int:
+        return self.size
+
     def write(self, data: Any) -> int:
         view = bytes(data)
-        self._buffer += view
+        start = self.size
         self.size += len(view)
+        if self.size <= self._sent_before:  # written again: an earlier run sent it
+            return len(view)
+        self._buffer += view[max(0, self._sent_before - start) :]
         while len(self._buffer) >= PART:
             self._send(bytes(self._buffer[:PART]))
             del self._buffer[:PART]
         return len(view)
 
     def _send(self, body: bytes) -> None:
-        number = len(self._parts) + 1
+        number = len(self.parts) + 1
         answer = self._s3.upload_part(
             Bucket=objects.bucket(),
             Key=self.key,
-            UploadId=self._upload_id,
+            UploadId=self.upload_id,
             PartNumber=number,
             Body=body,
         )
-        self._parts.append({"PartNumber": number, "ETag": answer["ETag"]})
+        self.parts.append({"number": number, "etag": answer["ETag"], "size": len(body)})
+        if self._on_part is not None:
+            self._on_part(self)
 
     def finish(self) -> None:
-        if self._buffer or not self._parts:
-            self._send(bytes(self._buffer))
+        if self._buffer or not self.parts:
+            body = bytes(self._buffer)
             self._buffer.clear()
+            self._send(body)
         self._s3.complete_multipart_upload(
             Bucket=objects.bucket(),
             Key=self.key,
-            UploadId=self._upload_id,
-            MultipartUpload={"Parts": self._parts},
+            UploadId=self.upload_id,
+            MultipartUpload={
+                "Parts": [{"PartNumber": p["number"], "ETag": p["etag"]} for p in self.parts]
+            },
         )
 
     def abort(self) -> None:
         self._s3.abort_multipart_upload(
-            Bucket=objects.bucket(), Key=self.key, UploadId=self._upload_id
+            Bucket=objects.bucket(), Key=self.key, UploadId=self.upload_id
         )
 
 
 class TarWriter:
-    """Members added one at a time to a tar stream written to ``sink``."""
+    """Members added one at a time to a tar stream written to ``sink``, from the sink's
+    position on (``tell``): tar's own bytes go straight to the sink, so after each member the
+    sink's position is where the next one starts (an export resumes there)."""
 
     def __init__(self, sink: IO[bytes] | io.RawIOBase) -> None:
         stream = cast(IO[bytes], sink)
-        self._tar = tarfile.open(fileobj=stream, mode="w|", format=tarfile.PAX_FORMAT)  # noqa: SIM115
+        self._tar = tarfile.open(fileobj=stream, mode="w", format=tarfile.PAX_FORMAT)  # noqa: SIM115
 
     def add(self, path: str, file: IO[bytes], size: int) -> None:
         info = tarfile.TarInfo(path)

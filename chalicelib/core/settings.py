@@ -136,6 +136,9 @@ class Settings:
     # The notifications' queue (chalicelib.notifications.fanout and worker): one delivery of
     # one notice to one destination, or one mail to a deprecated version's consumers.
     notify_queue: str = "registry-dev-notify"
+    # The transfers' queue (chalicelib.artifacts.queue.transfer): bundle jobs and the module
+    # cache's background fetches, the Transfers function's (chalicelib.entry.transfers).
+    transfers_queue: str = "registry-dev-transfers"
     # How long an audit event is kept (chalicelib.audit; its item's TTL), in days: never
     # fewer than 400 (the site's general settings may say more: ``audit-retention-days``).
     audit_retention_days: int = 400
@@ -234,6 +237,7 @@ def get_settings() -> Settings:
         ),
         scan_queue=os.environ.get("REGISTRY_SCAN_QUEUE", "registry-dev-scan"),
         notify_queue=os.environ.get("REGISTRY_NOTIFY_QUEUE", "registry-dev-notify"),
+        transfers_queue=os.environ.get("REGISTRY_TRANSFERS_QUEUE", "registry-dev-transfers"),
         audit_retention_days=max(400, _int("REGISTRY_AUDIT_RETENTION_DAYS", 400)),
         audit_bucket=os.environ.get("REGISTRY_AUDIT_BUCKET", "").strip(),
         audit_log_group=os.environ.get("REGISTRY_AUDIT_LOG_GROUP", "").strip(),

@@ -47,10 +47,6 @@ def _run_job(job: dict[str, Any]) -> object:
 
         resets.deliver(job)  # logs its outcome
         return None
-    if job.get("kind") in (queue.BUNDLE_EXPORT, queue.BUNDLE_IMPORT):
-        from chalicelib.bundles import jobs
-
-        return jobs.run(job)  # logs its outcome
     from chalicelib.modules.publishing import worker
 
     return worker.run(job)  # logs its outcome

@@ -1,4 +1,4 @@
-"""Air-gapped bundles through the site-admin API and the ingest queue's jobs: an export's
+"""Air-gapped bundles through the site-admin API and the transfers queue's jobs: an export's
 manifest and digests, an import that creates what is missing, skips what is identical,
 refuses a conflicting version per entry, and refuses a tampered or badly signed bundle as a
 whole before creating anything.
@@ -12,6 +12,8 @@ import hashlib
 import io
 import json
 import tarfile
+from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import quote_plus
 
@@ -40,13 +42,37 @@ def signer() -> SigningKey:
     return new_signing_key()
 
 
+def drain_transfers(stop: Callable[[int], bool] | None = None, limit: int = 100) -> list[str]:
+    """Run every message on the transfers queue (at most ``limit``) through the Transfers
+    function's handler (``stop``: its time budget, told the parts sent by the run); the kinds
+    seen."""
+    from chalicelib.entry.transfers import handle_body, never
+
+    sqs = client("sqs")
+    url = sqs.get_queue_url(QueueName=get_settings().transfers_queue)["QueueUrl"]
+    seen: list[str] = []
+    for _ in range(limit):
+        messages = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=1).get("Messages", [])
+        if not messages:
+            return seen
+        (message,) = messages
+        seen.append(json.loads(message["Body"])["kind"])
+        handle_body(message["Body"], stop or never)
+        sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
+    if limit < 100:
+        return seen
+    raise AssertionError("the transfers queue never emptied")
+
+
 def _run_queue() -> None:
-    """The ingest function's work: jobs, and the S3 events of what they wrote (moto sends
-    none: each object a job wrote under an upload prefix is delivered as S3 would)."""
+    """The Transfers function's jobs, then the ingest function's work: the S3 events of what
+    they wrote (moto sends none: each object a job wrote under an upload prefix is delivered
+    as S3 would)."""
     from chalicelib.entry.ingest import handle_body
 
     bucket = get_settings().bucket
     seen = set()
+    drain_transfers()
     while True:
         drain()
         new = []
@@ -374,3 +400,167 @@ def test_a_version_chosen_twice_is_written_once(api: Api, signer: SigningKey) ->
     _, bundle = _export(api, twice)
     manifest = json.loads(_members(bundle)["manifest.json"])
     assert [(e["kind"], e["version"]) for e in manifest["entries"]] == [("module", "1.0.0")]
+
+
+# ----- resumable exports ------------------------------------------------------------------------
+
+SMALL_PART = 1024
+
+
+@pytest.fixture
+def small_parts(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Parts of 1 KiB (moto told to take them), one moment for every job (their manifests'
+    ``created-at``), and the size of each part sent, in order."""
+    from moto.s3 import models as s3_models
+
+    from chalicelib.bundles import jobs, tarstream
+
+    monkeypatch.setattr(tarstream, "PART", SMALL_PART)
+    monkeypatch.setattr(s3_models, "S3_UPLOAD_PART_MIN_SIZE", SMALL_PART)
+    moment = datetime(2026, 11, 28, 12, 0, tzinfo=UTC)
+    monkeypatch.setattr(jobs, "now", lambda: moment)
+    sent: list[int] = []
+    send = tarstream.S3Sink._send
+
+    def counted(sink: tarstream.S3Sink, body: bytes) -> None:
+        sent.append(len(body))
+        send(sink, body)
+
+    monkeypatch.setattr(tarstream.S3Sink, "_send", counted)
+    return sent
+
+
+def _bundle_of(job: str) -> bytes:
+    key = f"bundles/files/{job}.tar"
+    return client("s3").get_object(Bucket=get_settings().bucket, Key=key)["Body"].read()
+
+
+def _state(job: str) -> dict[str, Any]:
+    key = f"bundles/jobs/{job}.json"
+    body = client("s3").get_object(Bucket=get_settings().bucket, Key=key)["Body"].read()
+    return dict(json.loads(body))
+
+
+def test_an_export_stopped_after_each_two_parts_resumes_to_the_same_bytes(
+    api: Api, signer: SigningKey, small_parts: list[int]
+) -> None:
+    """A run told to stop (its time budget) stops after a part and queues the job again; the
+    next run goes on from the next part: no part is sent twice, and the bundle is the same,
+    byte for byte, as one written in a single run."""
+    _published(api, signer)
+    _, whole = _export(api)
+    parts = len(small_parts)
+    assert parts >= 6, parts  # several entries, several parts each
+    small_parts.clear()
+
+    job = api.post(EXPORTS, {"data": {"type": "bundle-exports", "attributes": SELECTION}})
+    job_id = job.data["id"]
+    assert drain_transfers(stop=lambda sent: sent >= 2, limit=1) == ["bundle-export"]
+    state = _state(job_id)
+    assert state["status"] == "running" and len(state["progress"]["parts"]) == 2
+    assert [p["number"] for p in state["progress"]["parts"]] == [1, 2]
+    assert api.get(f"{EXPORTS}/{job_id}").data["attributes"]["status"] == "running"
+    assert "download" not in api.get(f"{EXPORTS}/{job_id}").data["links"]
+
+    runs = drain_transfers(stop=lambda sent: sent >= 2)  # each run: two more parts
+    assert len(runs) == (parts - 2) // 2 + 1 and set(runs) == {"bundle-export"}
+    shown = api.get(f"{EXPORTS}/{job_id}").data["attributes"]
+    assert shown["status"] == "finished", shown
+    assert small_parts == [SMALL_PART] * (parts - 1) + small_parts[-1:]  # each part once
+    assert _bundle_of(job_id) == whole and shown["size"] == len(whole)
+    assert [r["result"] for r in shown["report"]] == ["exported"] * 3
+    assert "progress" not in api.get(f"{EXPORTS}/{job_id}").data["attributes"]
+    assert _state(job_id)["progress"] == {}
+
+
+def test_an_export_whose_run_crashed_resumes_at_its_next_delivery(
+    api: Api, signer: SigningKey, small_parts: list[int]
+) -> None:
+    """A run that dies after three parts (a crash, a timeout) leaves the job running; SQS's
+    next delivery of the same message goes on from the fourth part."""
+    from chalicelib.entry.transfers import handle_body
+
+    _published(api, signer)
+    _, whole = _export(api)
+    parts = len(small_parts)
+    small_parts.clear()
+    job = api.post(EXPORTS, {"data": {"type": "bundle-exports", "attributes": SELECTION}})
+    job_id = job.data["id"]
+    sqs = client("sqs")
+    url = sqs.get_queue_url(QueueName=get_settings().transfers_queue)["QueueUrl"]
+    (message,) = sqs.receive_message(QueueUrl=url).get("Messages", [])
+    sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
+
+    def crash(sent: int) -> bool:
+        if sent == 3:
+            raise RuntimeError("the function ran out of time")
+        return False
+
+    with pytest.raises(RuntimeError):
+        handle_body(message["Body"], crash)
+    assert _state(job_id)["status"] == "running"
+    assert len(_state(job_id)["progress"]["parts"]) == 3
+    handle_body(message["Body"])  # SQS delivers it again
+    assert _state(job_id)["status"] == "finished"
+    assert len(small_parts) == parts  # parts 1-3 were not sent again
+    assert _bundle_of(job_id) == whole
+    assert drain_transfers() == []  # nothing queued again: it finished
+
+
+def test_an_export_whose_plan_changed_while_stopped_starts_over(
+    api: Api, signer: SigningKey, small_parts: list[int]
+) -> None:
+    """A version published between two runs changes what the export takes: the parts sent
+    are dropped (the upload aborted) and the bundle is written again, whole."""
+    _published(api, signer)
+    job = api.post(EXPORTS, {"data": {"type": "bundle-exports", "attributes": SELECTION}})
+    job_id = job.data["id"]
+    drain_transfers(stop=lambda sent: sent >= 2, limit=1)
+    first_upload = _state(job_id)["progress"]["upload"]
+    publish_module(api, "1.1.0")
+    _run_queue()
+    shown = api.get(f"{EXPORTS}/{job_id}").data["attributes"]
+    assert shown["status"] == "finished", shown
+    manifest = json.loads(_members(_bundle_of(job_id))["manifest.json"])
+    versions = [e.get("version") for e in manifest["entries"] if e["kind"] == "module"]
+    assert sorted(versions) == ["1.0.0", "1.1.0"]
+    uploads = client("s3").list_multipart_uploads(Bucket=get_settings().bucket)
+    assert first_upload not in [u["UploadId"] for u in uploads.get("Uploads", [])]
+
+
+def test_an_import_creates_as_the_registry_naming_its_job_and_its_admin(
+    api: Api, signer: SigningKey
+) -> None:
+    """What an import creates is the registry's doing, from a bundle: its events are System,
+    naming the job, with the site admin who started it in their meta."""
+    from chalicelib.accounts.users import store as users
+    from chalicelib.core.audit import trail
+
+    def trail_of(organization: str | None) -> list[dict[str, Any]]:
+        return list(trail.read_page(organization, None, 1, 1000)[0])
+
+    _published(api, signer)
+    _, bundle = _export(api)
+    _delete_both(api)
+    seen_org, seen_site = len(trail_of("acme")), len(trail_of(None))
+    job = api.post(IMPORTS).data["id"]
+    client("s3").put_object(
+        Bucket=get_settings().bucket, Key=f"bundles/files/{job}.tar", Body=bundle
+    )
+    assert api.post(f"{IMPORTS}/{job}/actions/start").status == 202
+    _run_queue()
+    assert api.get(f"{IMPORTS}/{job}").data["attributes"]["status"] == "finished"
+    (admin,) = [u for u in users.UserModel.scan() if u.is_site_admin]
+    created = [e for e in trail_of("acme")[seen_org:] if e["resource"]["action"] == "created"]
+    made = {e["resource"]["type"] for e in created}
+    assert made >= {"registry-module", "registry-provider-version"}
+    for event in created:
+        assert event["auth"]["type"] == "System", event["resource"]["type"]
+        assert event["auth"]["accessor_id"] == job
+        assert event["auth"]["description"] == f"bundle import {job}"
+        assert event["resource"]["meta"]["bundle-job"] == job
+        assert event["resource"]["meta"]["started-by"] == admin.id
+    # The site admin's own act stays theirs: starting the job.
+    site = trail_of(None)[seen_site:]
+    (started,) = [e for e in site if e["resource"]["action"] == "started"]
+    assert (started["auth"]["type"], started["auth"]["accessor_id"]) == ("Client", admin.id)

@@ -255,9 +255,11 @@ def test_each_function_may_touch_the_objects_its_code_keeps():
         ("APIHandler", "s3:DeleteObject", provenance_key("prov-1", "1.0.0")),
     ]:
         assert _allows(logical_id, action, key), (logical_id, action, key)
-    # The Ingest function writes providers' files only for a bundle's import (its jobs run
-    # there: chalicelib.bundles.jobs); nothing else of the API may write them.
-    assert _allows("Ingest", "s3:PutObject", archive)
+    # Only the Transfers function writes providers' files: a bundle's import (its jobs run
+    # there: chalicelib.bundles.jobs); the Ingest function only reads them, and nothing else
+    # of the API may write them.
+    assert _allows("Transfers", "s3:PutObject", archive)
+    assert not _allows("Ingest", "s3:PutObject", archive)
     assert not _allows("ProtocolFunction", "s3:PutObject", archive)
     assert not _allows("ProvidersFunction", "s3:GetObject", module)
     statements = _statements("ProvidersFunction")

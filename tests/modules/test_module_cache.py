@@ -464,6 +464,71 @@ def test_a_slow_first_fetch_answers_504_in_time_and_serves_the_next_try(
     assert upstream.requests.count("/archives/vpc-5.0.0.tar.gz") == 1
 
 
+def _transfers() -> list[dict[str, Any]]:
+    """The transfers queue's messages, taken off it."""
+    sqs = client("sqs")
+    url = sqs.get_queue_url(QueueName=get_settings().transfers_queue)["QueueUrl"]
+    found = []
+    while messages := sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10).get("Messages"):
+        for message in messages:
+            found.append(json.loads(message["Body"]))
+            sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
+    return found
+
+
+def test_a_fetch_past_the_bound_is_queued_for_the_transfers_function(
+    api: Api, upstream: Upstream, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The instance that answered 504 may be frozen before its fetch ends (here: it never
+    ends): the fetch was queued, the Transfers function caches the version, and the next try
+    is served from the cache. A second delivery finds it cached and fetches nothing."""
+    from concurrent.futures import Future
+
+    from chalicelib.entry import transfers
+
+    assert api.get(f"{V1}/{MODULE}/versions").status == 200
+    monkeypatch.setattr(service, "FETCH_SECONDS", 0.1)
+    with monkeypatch.context() as frozen:
+        frozen.setattr(service, "_started", lambda key, work: Future())
+        reply = api.get(f"{V1}/{MODULE}/5.0.0/download")
+    assert reply.status == 504
+    (queued,) = _transfers()
+    assert queued == {
+        "kind": "module-cache-fetch",
+        "address": "terraform-aws-modules/vpc/aws",
+        "version": "5.0.0",
+    }
+    assert upstream.requests.count("/archives/vpc-5.0.0.tar.gz") == 0
+    assert transfers.handle_body(json.dumps(queued)) == "fetched"
+    assert transfers.handle_body(json.dumps(queued)) == "cached"  # delivered twice
+    assert upstream.requests.count("/archives/vpc-5.0.0.tar.gz") == 1
+    again = api.get(f"{V1}/{MODULE}/5.0.0/download")
+    assert again.status == 204, again.json
+    assert served(again.headers["X-Terraform-Get"]) == ARCHIVE
+    assert upstream.requests.count("/archives/vpc-5.0.0.tar.gz") == 1
+    assert _transfers() == []  # served from the cache: nothing queued
+    assert len(site_events("cached")) == 1
+
+
+@pytest.mark.parametrize(
+    ("address", "version", "outcome"),
+    [
+        ("hashicorp/consul/aws", "1.0.0", "not-allowed"),  # no longer (or never) allowed
+        ("terraform-aws-modules/vpc", "5.0.0", "dropped"),
+        ("terraform-aws-modules/vpc/aws", "../5.0.0", "dropped"),
+        ("terraform-aws-modules/vpc/aws", "4.0.0", "failed"),  # listed, no archive upstream
+    ],
+)
+def test_a_queued_fetch_that_cannot_be_done_is_dropped_not_retried(
+    api: Api, upstream: Upstream, address: str, version: str, outcome: str
+) -> None:
+    from chalicelib.entry import transfers
+
+    body = {"kind": "module-cache-fetch", "address": address, "version": version}
+    assert transfers.handle_body(json.dumps(body)) == outcome
+    assert cached_objects() == []
+
+
 # ----- git sources --------------------------------------------------------------------------
 
 

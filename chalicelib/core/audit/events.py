@@ -13,7 +13,9 @@ lengths: nothing a caller sends can make the item pass DynamoDB's 400 KB.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -166,6 +168,28 @@ class Event:
         }
 
 
+@dataclass(frozen=True)
+class _Acting:
+    accessor_id: str
+    description: str
+    meta: dict[str, Any]
+
+
+_acting: ContextVar[_Acting | None] = ContextVar("audit_acting", default=None)
+
+
+@contextmanager
+def as_system(accessor_id: str, description: str, **meta: Any) -> Iterator[None]:
+    """Within: the events of changes made for a principal are the registry's own (``auth``
+    type System, ``accessor_id`` and ``description`` naming what acts: a bundle import's job),
+    with ``meta`` added (who started it). The principal still decides what may be done."""
+    token = _acting.set(_Acting(accessor_id, description, meta))
+    try:
+        yield
+    finally:
+        _acting.reset(token)
+
+
 def event(
     principal: Principal | None,
     *,
@@ -188,8 +212,17 @@ def event(
         source_address=cut(scope.source_address if scope else None, MAX_ADDRESS),
         user_agent=cut(scope.user_agent if scope else None, MAX_USER_AGENT),
     )
+    acting = _acting.get()
     if principal is None:
         auth = Auth("registry", "the registry", SYSTEM, organization_id=organization or "")
+    elif acting is not None:
+        auth = Auth(
+            accessor_id=cut(acting.accessor_id, MAX_ID) or "",
+            description=cut(acting.description, MAX_DESCRIPTION) or "",
+            type=SYSTEM,
+            organization_id=cut(organization or "", MAX_ID) or "",
+        )
+        meta = {**acting.meta, **(meta or {})}
     else:
         if description is None and principal.is_user:
             description = _describe(principal)

@@ -15,8 +15,12 @@ archives, fetched once and served from then on.
   routes): what the cached archive's ingest found, else the upstream's detail, kept as
   the list is kept (fresh for the TTL, served stale when the upstream fails).
 * A first install waits at most ``FETCH_SECONDS`` (below terraform's 10 s registry timeout)
-  and then answers a clean 504; the fetch runs on, in this instance, and its result is
-  served to the next try (a try while it runs joins it rather than starting another).
+  and then answers a clean 504; the fetch runs on, in this instance (a try while it runs
+  joins it rather than starting another), and is queued for the Transfers function too
+  (``module-cache-fetch``: ``fetch_queued``), since a Lambda instance that answered may be
+  frozen before its fetch ends. Whichever ends first caches the version, the other finds it
+  cached (by its digest: the same content is the same version, another is a conflict); the
+  next try is served from the cache.
 * A version recorded already is never replaced: an upstream that serves other content for
   it (another digest; another commit of a git source) is refused, kept as ``conflict`` on
   the cached version, logged and recorded in the audit trail. Seeding fetches even cached
@@ -38,7 +42,7 @@ from datetime import UTC, datetime
 from functools import partial
 from typing import Any, TypeVar
 
-from chalicelib.artifacts import objects, semver
+from chalicelib.artifacts import objects, queue, semver
 from chalicelib.core.api.errors import ApiError, BadGateway, GatewayTimeout, NotFound
 from chalicelib.core.audit import events, trail
 from chalicelib.core.auth import Principal
@@ -90,14 +94,18 @@ def _started(key: tuple[str, ...], work: Callable[[], T]) -> Future[T]:
     return running
 
 
+class StillFetching(GatewayTimeout):
+    """The 504 of a fetch that outlived the request's bound (it runs on)."""
+
+
 def _bounded(key: tuple[str, ...], work: Callable[[], T]) -> T:
-    """``work``'s result, waiting at most ``FETCH_SECONDS``. Past the bound: a 504, the
-    work running on for the next try."""
+    """``work``'s result, waiting at most ``FETCH_SECONDS``. Past the bound: a 504
+    (``StillFetching``), the work running on for the next try."""
     running = _started(key, work)
     try:
         return running.result(timeout=FETCH_SECONDS)
     except FutureTimeout:
-        raise GatewayTimeout(
+        raise StillFetching(
             "the upstream registry is slow to answer; the module is being cached, try again"
         ) from None
 
@@ -293,13 +301,45 @@ def download_url(namespace: str, name: str, provider: str, version: str) -> str:
     item = store.cached_version(where, version)
     if item is None:
         _checked(version)
-        item = _bounded(
-            ("version", where, version),
-            lambda: cache_version(namespace, name, provider, version, None),
-        )
+        try:
+            item = _bounded(
+                ("version", where, version),
+                lambda: cache_version(namespace, name, provider, version, None),
+            )
+        except StillFetching:
+            queue.transfer(queue.MODULE_CACHE_FETCH, address=where, version=version)
+            raise
     else:
         _mark_used(item)
     return objects.presigned_download_url(str(item.archive_key)) + "&archive=tar.gz"
+
+
+def fetch_queued(address_: str, version: str) -> str:
+    """A first install's fetch that outlived its request (``download_url`` queued it), run by
+    the Transfers function; what came of it. Nothing to do when the version is cached already
+    (the instance that queued it got there first, or the message came twice) or its
+    namespace is no longer allowed; an upstream that fails or refuses is logged (``failed``:
+    the next install tries again), never retried from here."""
+    parts = address_.lower().split("/")
+    if len(parts) != 3 or not all(parts):
+        log.warning("module cache: a queued fetch names no module (%r): dropped", address_[:300])
+        return "dropped"
+    namespace, name, provider = parts
+    if not allows(namespace):
+        return "not-allowed"
+    try:
+        _checked(version)
+    except NotFound:
+        log.warning("module cache: a queued fetch names no version (%r): dropped", version[:64])
+        return "dropped"
+    if store.cached_version(store.address(namespace, name, provider), version) is not None:
+        return "cached"
+    try:
+        cache_version(namespace, name, provider, version, None)
+    except ApiError as exc:
+        log.warning("module cache: the queued fetch of %s %s failed: %s", address_, version, exc)
+        return "failed"
+    return "fetched"
 
 
 def _checked(version: str) -> None:
