@@ -35,7 +35,8 @@ from bench.reads import counting_reads  # noqa: E402
 # seconds, longer than the default 5 s, and re-verifying the token is not what is measured.
 os.environ["REGISTRY_TOKEN_CACHE_SECONDS"] = "3600"
 
-SIZES = (20, 2_000, 20_000)
+# The sizes measured; ``python bench/lists_bench.py 20 2000`` measures only those.
+SIZES = tuple(int(a) for a in sys.argv[1:]) or (20, 2_000, 20_000)
 VERSIONS = 30
 LEAN = 128  # the target: bytes per lean entry before a page
 PROVIDERS = ("aws", "google", "azurerm")
@@ -81,8 +82,8 @@ def _put(model: Any, items: Any) -> None:
 
 
 def seed_modules(org: str, count: int) -> None:
-    """``count`` private modules of 30 ok versions, their protocol list entries and kept
-    count, as the writes leave them."""
+    """``count`` private modules of 30 ok versions, their protocol list entries, kept count
+    and key sets, as the writes leave them."""
     from chalicelib.core.data import lists
     from chalicelib.core.data.ids import iso, new_id, now
     from chalicelib.modules import store
@@ -121,6 +122,8 @@ def seed_modules(org: str, count: int) -> None:
     _put(ProtocolEntryModel, entries)
     providers = {f"provider:{p}": len(range(i, count, 3)) for i, p in enumerate(PROVIDERS)}
     lists.set_counts(store.count_scope(org), {"private": count, **providers})
+    keys = [module_key("private", org, f"mod{i:05d}", PROVIDERS[i % 3]) for i in range(count)]
+    lists.set_key_sets(store.count_scope(org), keys)
 
 
 def seed_tags(org: str, count: int) -> None:

@@ -63,9 +63,26 @@ def provider_part(provider: str) -> str:
 
 
 def count_module(tx: TransactWrite, module: ModuleModel, delta: int) -> None:
+    """Count the module in (``delta`` 1) or out (-1) of its organization's kept counts and
+    its kept key sets (what a search reads: ``kept_keys``), in the transaction that puts or
+    deletes it."""
     scope = count_scope(module.organization)
     lists.count_update(tx, scope, module.registry_name, delta)
     lists.count_update(tx, scope, provider_part(module.provider), delta)
+    lists.key_set_update(tx, scope, module.key, delta)
+
+
+def kept_keys(organization: str, counts: dict[str, int] | None = None) -> list[str] | None:
+    """Every module key of the organization, sorted, from its kept key sets (one Query of at
+    most ``lists.KEY_SHARDS`` small items), checked against its kept ``counts`` (read here
+    unless given: one Query of a few tiny items); None before they are kept for every
+    module (the backfill)."""
+    if counts is None:
+        counts = lists.counts(count_scope(organization))
+    if not counts:
+        return None
+    total = sum(counts.get(part, 0) for part in REGISTRY_PARTS)
+    return lists.kept_keys(count_scope(organization), total)
 
 
 def protocol_key(registry: str, namespace: str, name: str, provider: str) -> str:
@@ -441,6 +458,24 @@ def protocol_entries(
             return
 
 
+def protocol_entries_of(
+    organization: str, protocol_keys: list[str], want: int
+) -> Iterator[ProtocolEntryModel]:
+    """The organization's protocol list entries of ``protocol_keys`` (sorted), in their
+    order, read by key in batches of ``want`` (what the caller expects to consume), then 4,
+    16... times more (BatchGetItem, 100 keys a call); a key without an entry (a module
+    without a servable version) is left out."""
+    start, size = 0, max(1, want)
+    while start < len(protocol_keys):
+        batch = protocol_keys[start : start + size]
+        found = {
+            entry.protocol_key: entry
+            for entry in ProtocolEntryModel.batch_get([(organization, key) for key in batch])
+        }
+        yield from (found[key] for key in batch if key in found)
+        start, size = start + size, min(MAX_ENTRIES_READ, size * 4)
+
+
 def protocol_entry(module: ModuleModel) -> tuple[str | None, str | None] | None:
     """(latest version, its publication time) of the module's protocol list entry, None
     when the protocol does not list it (a curated public module: no version of its own)."""
@@ -560,8 +595,10 @@ def backfill_lists() -> dict[str, int]:
     organization's count off by one, which the next run corrects; run it when the stack is
     quiet, or twice."""
     counted: dict[str, Counter[str]] = defaultdict(Counter)
+    keys: dict[str, list[str]] = defaultdict(list)
     wanted: dict[tuple[str, str], tuple[str, tuple[str | None, str | None]]] = {}
     for module in ModuleModel.scan():
+        keys[module.organization].append(module.key)
         counted[module.organization][module.registry_name] += 1
         counted[module.organization][provider_part(module.provider)] += 1
         entry = protocol_entry(module)
@@ -592,5 +629,14 @@ def backfill_lists() -> dict[str, int]:
         if target != kept.get(scope, {}):
             lists.set_counts(scope, target)
             report["counts written"] += 1
+    kept_sets = {
+        s.scope.removeprefix(lists.key_set_scope(""))
+        for s in lists.KeySetModel.scan()
+        if s.scope.startswith(lists.key_set_scope("registry-modules#"))
+    }
+    for scope in kept_sets | scopes.keys():
+        organization = scope.removeprefix("registry-modules#")
+        if lists.set_key_sets(scope, keys.get(organization, [])):
+            report["key sets written"] += 1
     report["organizations"] = len(counted)
     return dict(report)

@@ -23,7 +23,7 @@ a second late), so they read nothing more.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -260,13 +260,36 @@ def listing(
 
     streams = []
     for rank, organization in enumerate(organizations):
-        prefix = f"{organization}#{name}#" if name is not None else None
-        entries = store.protocol_entries(organization, prefix, want)
+        entries = _searched(organization, wanted, want) if terms else None
+        if entries is None:
+            prefix = f"{organization}#{name}#" if name is not None else None
+            entries = store.protocol_entries(organization, prefix, want)
         streams.append(((entry.protocol_key, rank), entry) for entry in entries if wanted(entry))
     for _, entry in heapq.merge(*streams, key=lambda pair: pair[0]):
         found = _entry_summary(entry)
         if found is not None:
             yield found
+
+
+def _searched(
+    organization: str, wanted: Callable[[ProtocolEntryModel], bool], want: int
+) -> Iterator[ProtocolEntryModel] | None:
+    """A search's entries of one organization: the modules' kept keys (``store.kept_keys``:
+    two Queries of small items, however many modules it holds) matched by address, then
+    only the matching entries, by key; None before the keys are kept (the backfill), when
+    the caller reads the entries themselves."""
+    keys = store.kept_keys(organization)
+    if keys is None:
+        return None
+    matched = []
+    for key in keys:
+        registry, namespace, name, provider = store.parse_key(key)
+        entry = ProtocolEntryModel(
+            organization, store.protocol_key(registry, namespace, name, provider)
+        )
+        if wanted(entry):
+            matched.append(entry.protocol_key)
+    return store.protocol_entries_of(organization, sorted(matched), want)
 
 
 def _entry_summary(entry: ProtocolEntryModel) -> dict[str, Any] | None:
