@@ -249,8 +249,8 @@ def listing(
         organizations = authorization.readable_organization_names(principal)
     terms = [t for t in (query or "").lower().split() if t]
 
-    def wanted(entry: ProtocolEntryModel) -> bool:
-        registry, ns, module_name, module_provider = entry.address
+    def wanted(address: tuple[str, str, str, str]) -> bool:
+        registry, ns, module_name, module_provider = address
         if name is not None and (registry != "private" or module_name != name):
             return False
         if provider and module_provider != provider:
@@ -264,7 +264,9 @@ def listing(
         if entries is None:
             prefix = f"{organization}#{name}#" if name is not None else None
             entries = store.protocol_entries(organization, prefix, want)
-        streams.append(((entry.protocol_key, rank), entry) for entry in entries if wanted(entry))
+        streams.append(
+            ((entry.protocol_key, rank), entry) for entry in entries if wanted(entry.address)
+        )
     for _, entry in heapq.merge(*streams, key=lambda pair: pair[0]):
         found = _entry_summary(entry)
         if found is not None:
@@ -272,7 +274,7 @@ def listing(
 
 
 def _searched(
-    organization: str, wanted: Callable[[ProtocolEntryModel], bool], want: int
+    organization: str, wanted: Callable[[tuple[str, str, str, str]], bool], want: int
 ) -> Iterator[ProtocolEntryModel] | None:
     """A search's entries of one organization: the modules' kept keys (``store.kept_keys``:
     two Queries of small items, however many modules it holds) matched by address, then
@@ -281,15 +283,9 @@ def _searched(
     keys = store.kept_keys(organization)
     if keys is None:
         return None
-    matched = []
-    for key in keys:
-        registry, namespace, name, provider = store.parse_key(key)
-        entry = ProtocolEntryModel(
-            organization, store.protocol_key(registry, namespace, name, provider)
-        )
-        if wanted(entry):
-            matched.append(entry.protocol_key)
-    return store.protocol_entries_of(organization, sorted(matched), want)
+    addresses = (store.parse_key(key) for key in keys)
+    matched = sorted(store.protocol_key(*address) for address in addresses if wanted(address))
+    return store.protocol_entries_of(organization, matched, want)
 
 
 def _entry_summary(entry: ProtocolEntryModel) -> dict[str, Any] | None:
