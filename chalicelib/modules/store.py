@@ -49,9 +49,10 @@ def name_prefix(registry: str, namespace: str, name: str) -> str:
 
 
 def count_scope(organization: str) -> str:
-    """The kept count of an organization's modules (``chalicelib.core.data.lists``), one part per
-    registry (``private``, ``public``: their sum is the total) and one per provider
-    (``provider:aws``: the providers in use, for the web UI's menu)."""
+    """The kept counts of an organization's modules (``chalicelib.core.data.lists``): one part
+    per registry (their sum is the total), one per provider (``provider:aws``: the web UI's
+    menu); and the kept sets of their keys (``lists.key_set_update``), which a search reads
+    (``kept_keys``)."""
     return f"registry-modules#{organization}"
 
 
@@ -63,9 +64,6 @@ def provider_part(provider: str) -> str:
 
 
 def count_module(tx: TransactWrite, module: ModuleModel, delta: int) -> None:
-    """Count the module in (``delta`` 1) or out (-1) of its organization's kept counts and
-    its kept key sets (what a search reads: ``kept_keys``), in the transaction that puts or
-    deletes it."""
     scope = count_scope(module.organization)
     lists.count_update(tx, scope, module.registry_name, delta)
     lists.count_update(tx, scope, provider_part(module.provider), delta)
@@ -433,48 +431,6 @@ def versions_after(module_id: str, order_key: str | None, size: int) -> list[Mod
 
 # ----- the protocol list's entry ------------------------------------------------------------
 
-# The most protocol list entries (about 75 bytes each) one Query of a listing asks for.
-MAX_ENTRIES_READ = 10_000
-
-
-def protocol_entries(
-    organization: str, key_prefix: str | None, want: int
-) -> Iterator[ProtocolEntryModel]:
-    """An organization's protocol list entries in order (those whose ``protocol_key`` starts
-    with ``key_prefix``, when given), read in Queries of ``want`` entries (what the caller
-    expects to consume), then 4, 16, 64 times more, at most 10,000 (about 750 KB): a page
-    costs one Query of what it shows, a search that skips most entries a few."""
-    condition = ProtocolEntryModel.protocol_key.startswith(key_prefix) if key_prefix else None
-    start = None
-    first = max(1, min(want, MAX_ENTRIES_READ))
-    sizes = (min(MAX_ENTRIES_READ, first * 4**n) for n in itertools.count())
-    for size in sizes:
-        result = ProtocolEntryModel.query(
-            organization, condition, limit=size, last_evaluated_key=start
-        )
-        yield from result
-        start = result.last_evaluated_key
-        if start is None:
-            return
-
-
-def protocol_entries_of(
-    organization: str, protocol_keys: list[str], want: int
-) -> Iterator[ProtocolEntryModel]:
-    """The organization's protocol list entries of ``protocol_keys`` (sorted), in their
-    order, read by key in batches of ``want`` (what the caller expects to consume), then 4,
-    16... times more (BatchGetItem, 100 keys a call); a key without an entry (a module
-    without a servable version) is left out."""
-    start, size = 0, max(1, want)
-    while start < len(protocol_keys):
-        batch = protocol_keys[start : start + size]
-        found = {
-            entry.protocol_key: entry
-            for entry in ProtocolEntryModel.batch_get([(organization, key) for key in batch])
-        }
-        yield from (found[key] for key in batch if key in found)
-        start, size = start + size, min(MAX_ENTRIES_READ, size * 4)
-
 
 def protocol_entry(module: ModuleModel) -> tuple[str | None, str | None] | None:
     """(latest version, its publication time) of the module's protocol list entry, None
@@ -595,10 +551,10 @@ def backfill_lists() -> dict[str, int]:
     organization's count off by one, which the next run corrects; run it when the stack is
     quiet, or twice."""
     counted: dict[str, Counter[str]] = defaultdict(Counter)
-    keys: dict[str, list[str]] = defaultdict(list)
+    keys: dict[str, list[str]] = defaultdict(list)  # count scope -> every module key
     wanted: dict[tuple[str, str], tuple[str, tuple[str | None, str | None]]] = {}
     for module in ModuleModel.scan():
-        keys[module.organization].append(module.key)
+        keys[count_scope(module.organization)].append(module.key)
         counted[module.organization][module.registry_name] += 1
         counted[module.organization][provider_part(module.provider)] += 1
         entry = protocol_entry(module)
@@ -629,14 +585,7 @@ def backfill_lists() -> dict[str, int]:
         if target != kept.get(scope, {}):
             lists.set_counts(scope, target)
             report["counts written"] += 1
-    kept_sets = {
-        s.scope.removeprefix(lists.key_set_scope(""))
-        for s in lists.KeySetModel.scan()
-        if s.scope.startswith(lists.key_set_scope("registry-modules#"))
-    }
-    for scope in kept_sets | scopes.keys():
-        organization = scope.removeprefix("registry-modules#")
-        if lists.set_key_sets(scope, keys.get(organization, [])):
-            report["key sets written"] += 1
+    if written := lists.backfill_key_sets(count_scope(""), keys):
+        report["key sets written"] = written
     report["organizations"] = len(counted)
     return dict(report)

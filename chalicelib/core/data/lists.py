@@ -148,6 +148,16 @@ def set_key_sets(scope: str, keys: Iterable[str]) -> bool:
     return changed
 
 
+def backfill_key_sets(scope_prefix: str, wanted: dict[str, list[str]]) -> int:
+    """Make the kept sets of every list whose count scope starts with ``scope_prefix`` hold
+    ``wanted`` (count scope -> every key; a scope left out: none), from a Scan of the sets
+    (the backfill); how many lists' sets were written."""
+    prefix = key_set_scope(scope_prefix)
+    kept = {s.scope for s in KeySetModel.scan() if s.scope.startswith(prefix)}
+    scopes = {scope.removeprefix(key_set_scope("")) for scope in kept} | wanted.keys()
+    return sum(set_key_sets(scope, wanted.get(scope, [])) for scope in scopes)
+
+
 @dataclass(frozen=True)
 class KeyedList:
     """One partition of ``model`` in key order (``forward``), optionally narrowed by a range

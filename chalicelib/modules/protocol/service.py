@@ -36,6 +36,7 @@ from chalicelib.core.settings import get_settings
 from chalicelib.modules import store
 from chalicelib.modules.downloads import counter as downloads
 from chalicelib.modules.ingest.limits import MetadataTooLarge, fit_metadata
+from chalicelib.modules.protocol import store as entries_store
 from chalicelib.modules.statuses import (
     VersionStatus,
     is_revoked,
@@ -239,7 +240,8 @@ def listing(
     so no module item is read. Each organization's entries are read only as far as the
     caller consumes them (``want``: an offset and a page, plus one to know whether there is
     a next one; more in growing Queries when filters skip entries), and merged across
-    organizations. A curated public
+    organizations. A search (``query``) matches the organization's kept module keys
+    instead, then reads only the matching entries (``_searched``). A curated public
     module's summary is the upstream's (cached); one the upstream does not answer for is
     left out, as before."""
     if namespace is not None:
@@ -263,7 +265,7 @@ def listing(
         entries = _searched(organization, wanted, want) if terms else None
         if entries is None:
             prefix = f"{organization}#{name}#" if name is not None else None
-            entries = store.protocol_entries(organization, prefix, want)
+            entries = entries_store.protocol_entries(organization, prefix, want)
         streams.append(
             ((entry.protocol_key, rank), entry) for entry in entries if wanted(entry.address)
         )
@@ -285,7 +287,7 @@ def _searched(
         return None
     addresses = (store.parse_key(key) for key in keys)
     matched = sorted(store.protocol_key(*address) for address in addresses if wanted(address))
-    return store.protocol_entries_of(organization, matched, want)
+    return entries_store.protocol_entries_of(organization, matched, want)
 
 
 def _entry_summary(entry: ProtocolEntryModel) -> dict[str, Any] | None:
