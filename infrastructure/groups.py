@@ -190,6 +190,8 @@ ROUTE_GROUPS: tuple[Function, ...] = (
             "registry-modules": READ,
             "registry-module-versions": READ,
             "registry-protocol-list": READ,
+            # A search reads the modules' kept counts and key sets (chalicelib.core.data.lists).
+            "list-counts": READ,
             "public-registry-cache": WRITE,
             # providers.v1: the provider item, then a platform and its signing key.
             "registry-providers": READ,

@@ -137,9 +137,11 @@ def page_modules(
     """One page of the organization's modules (key order: registry, namespace, name,
     provider) and how many match, reading only what the page needs
     (``chalicelib.core.data.lists``): the kept count and the page; the lean index before a later
-    page; the lean index for ``q`` and ``filter[provider]`` (a key holds everything they
-    match), then the page's modules by key. ``counts``: ``module_counts`` when the caller
-    has read them already."""
+    page. ``q`` and ``filter[provider]`` match on the key (it holds everything they match):
+    the kept counts and key sets (``store.kept_keys``: two Queries of small items, however
+    many modules the organization holds), then the page's modules by key; the lean index
+    instead before the key sets are kept. ``counts``: ``module_counts`` when the caller has
+    read them already."""
     rights = _readable(principal, organization)
     wanted_org = filters.get("organization_name")
     if wanted_org and wanted_org != organization:
@@ -148,27 +150,34 @@ def page_modules(
     source = store.module_list(organization, registry)
     provider = filters.get("provider")
     needle = q.lower() if q else None
-    matches = None
-    if provider or needle:
-
-        def matches(entry: ModuleModel) -> bool:
-            _, namespace, name, module_provider = store.parse_key(entry.key)
-            if provider and module_provider != provider:
-                return False
-            return not needle or any(
-                needle in part.lower() for part in (name, namespace, module_provider)
-            )
-
-    total = None
     # No count at all: an organization without modules, or data written before counts were
     # kept and not backfilled yet; the lean index is counted instead.
-    if matches is None and counts is None:
+    if counts is None:
         counts = module_counts(organization)
-    if matches is None and counts:
-        parts = [registry] if registry else store.REGISTRY_PARTS
-        total = sum(counts.get(part, 0) for part in parts)
-    modules, total = lists.read_page(source, page, total=total, matches=matches)
-    return modules, total, rights
+    if not provider and not needle:
+        total = None
+        if counts:
+            parts = [registry] if registry else store.REGISTRY_PARTS
+            total = sum(counts.get(part, 0) for part in parts)
+        return *lists.read_page(source, page, total=total), rights
+
+    def matches(key: str) -> bool:
+        key_registry, namespace, name, module_provider = store.parse_key(key)
+        if registry and key_registry != registry:
+            return False
+        if provider and module_provider != provider:
+            return False
+        return not needle or any(
+            needle in part.lower() for part in (name, namespace, module_provider)
+        )
+
+    keys = store.kept_keys(organization, counts)
+    if keys is None:
+        found, total = lists.read_page(source, page, total=None, matches=lambda e: matches(e.key))
+        return found, total, rights
+    matched = [key for key in keys if matches(key)]
+    window = matched[page.offset : page.offset + page.size]
+    return source.full([ModuleModel(organization, key) for key in window]), len(matched), rights
 
 
 def module_counts(organization: str) -> dict[str, int]:

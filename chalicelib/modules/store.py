@@ -49,9 +49,10 @@ def name_prefix(registry: str, namespace: str, name: str) -> str:
 
 
 def count_scope(organization: str) -> str:
-    """The kept count of an organization's modules (``chalicelib.core.data.lists``), one part per
-    registry (``private``, ``public``: their sum is the total) and one per provider
-    (``provider:aws``: the providers in use, for the web UI's menu)."""
+    """The kept counts of an organization's modules (``chalicelib.core.data.lists``): one part
+    per registry (their sum is the total), one per provider (``provider:aws``: the web UI's
+    menu); and the kept sets of their keys (``lists.key_set_update``), which a search reads
+    (``kept_keys``)."""
     return f"registry-modules#{organization}"
 
 
@@ -66,6 +67,20 @@ def count_module(tx: TransactWrite, module: ModuleModel, delta: int) -> None:
     scope = count_scope(module.organization)
     lists.count_update(tx, scope, module.registry_name, delta)
     lists.count_update(tx, scope, provider_part(module.provider), delta)
+    lists.key_set_update(tx, scope, module.key, delta)
+
+
+def kept_keys(organization: str, counts: dict[str, int] | None = None) -> list[str] | None:
+    """Every module key of the organization, sorted, from its kept key sets (one Query of at
+    most ``lists.KEY_SHARDS`` small items), checked against its kept ``counts`` (read here
+    unless given: one Query of a few tiny items); None before they are kept for every
+    module (the backfill)."""
+    if counts is None:
+        counts = lists.counts(count_scope(organization))
+    if not counts:
+        return None
+    total = sum(counts.get(part, 0) for part in REGISTRY_PARTS)
+    return lists.kept_keys(count_scope(organization), total)
 
 
 def protocol_key(registry: str, namespace: str, name: str, provider: str) -> str:
@@ -416,30 +431,6 @@ def versions_after(module_id: str, order_key: str | None, size: int) -> list[Mod
 
 # ----- the protocol list's entry ------------------------------------------------------------
 
-# The most protocol list entries (about 75 bytes each) one Query of a listing asks for.
-MAX_ENTRIES_READ = 10_000
-
-
-def protocol_entries(
-    organization: str, key_prefix: str | None, want: int
-) -> Iterator[ProtocolEntryModel]:
-    """An organization's protocol list entries in order (those whose ``protocol_key`` starts
-    with ``key_prefix``, when given), read in Queries of ``want`` entries (what the caller
-    expects to consume), then 4, 16, 64 times more, at most 10,000 (about 750 KB): a page
-    costs one Query of what it shows, a search that skips most entries a few."""
-    condition = ProtocolEntryModel.protocol_key.startswith(key_prefix) if key_prefix else None
-    start = None
-    first = max(1, min(want, MAX_ENTRIES_READ))
-    sizes = (min(MAX_ENTRIES_READ, first * 4**n) for n in itertools.count())
-    for size in sizes:
-        result = ProtocolEntryModel.query(
-            organization, condition, limit=size, last_evaluated_key=start
-        )
-        yield from result
-        start = result.last_evaluated_key
-        if start is None:
-            return
-
 
 def protocol_entry(module: ModuleModel) -> tuple[str | None, str | None] | None:
     """(latest version, its publication time) of the module's protocol list entry, None
@@ -560,8 +551,10 @@ def backfill_lists() -> dict[str, int]:
     organization's count off by one, which the next run corrects; run it when the stack is
     quiet, or twice."""
     counted: dict[str, Counter[str]] = defaultdict(Counter)
+    keys: dict[str, list[str]] = defaultdict(list)  # count scope -> every module key
     wanted: dict[tuple[str, str], tuple[str, tuple[str | None, str | None]]] = {}
     for module in ModuleModel.scan():
+        keys[count_scope(module.organization)].append(module.key)
         counted[module.organization][module.registry_name] += 1
         counted[module.organization][provider_part(module.provider)] += 1
         entry = protocol_entry(module)
@@ -592,5 +585,7 @@ def backfill_lists() -> dict[str, int]:
         if target != kept.get(scope, {}):
             lists.set_counts(scope, target)
             report["counts written"] += 1
+    if written := lists.backfill_key_sets(count_scope(""), keys):
+        report["key sets written"] = written
     report["organizations"] = len(counted)
     return dict(report)

@@ -11,7 +11,7 @@ VERSIONS = 30
 
 def seed(org: str, count: int, *, kept: bool = True, versions: int = VERSIONS) -> None:
     """``count`` private modules of ``versions`` ok versions each (30: about 2.6 KB an item),
-    written straight to the table; ``kept``: with their protocol list entries and count as
+    written straight to the table; ``kept``: with their protocol list entries, count and key sets as
     the writes keep them, else as a stack deployed before the lists has them (the backfill
     makes those)."""
     from chalicelib.core.data import lists
@@ -52,3 +52,8 @@ def seed(org: str, count: int, *, kept: bool = True, versions: int = VERSIONS) -
     if kept:
         providers = {"provider:aws": (count + 1) // 2, "provider:google": count // 2}
         lists.set_counts(store.count_scope(org), {"private": count, **providers})
+        keys = [
+            module_key("private", org, f"mod{i:05d}", ("aws", "google")[i % 2])
+            for i in range(count)
+        ]
+        lists.set_key_sets(store.count_scope(org), keys)

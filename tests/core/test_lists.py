@@ -68,15 +68,34 @@ def test_a_page_reads_its_own_items_whatever_the_organization_size(orgs: Api):
     assert page10_bytes <= large_bytes + 180 * LEAN
 
 
-def test_a_search_and_a_filter_read_the_lean_index_not_the_modules(orgs: Api):
+def searched(api: Api, path: str) -> tuple[Any, tuple[dict[str, int], int]]:
+    """The reply, and the Queries and BatchGetItems it made and the items they returned
+    (GetItems, one item each, are authentication's: its caches may expire between calls)."""
+    with counting_reads() as reads:
+        reply = api.get(path)
+    assert reply.status == 200, reply.json
+    listed = {op: n for op, n in reads.calls.items() if op in ("Query", "BatchGetItem")}
+    return reply.json, (listed, reads.items - reads.calls["GetItem"])
+
+
+def test_a_search_and_a_filter_read_the_kept_keys_not_the_modules(orgs: Api):
+    from chalicelib.core.data import lists
+
     page, page_bytes = read(orgs, modules_url("large"))
-    found, found_bytes = read(orgs, modules_url("large") + "?q=MOD0019")
+    found_bytes = read(orgs, modules_url("large") + "?q=MOD0019")[1]
+    found, (calls, items) = searched(orgs, modules_url("large") + "?q=MOD0019")
     assert [m["attributes"]["name"] for m in found["data"]] == [
         f"mod{i:05d}" for i in range(190, 200)
     ]
     assert found["meta"]["pagination"]["total-count"] == 10
-    # The page's 10 modules, and a lean entry per module of the organization.
+    # The page's 10 modules, and a key per module of the organization.
     assert found_bytes <= page_bytes + 400 * LEAN
+    # A search costs what it returns: the same calls at 20 modules and at 400, and at most
+    # one item more per key set (the lean index: one entry more per module).
+    small, (small_calls, small_items) = searched(orgs, modules_url("small") + "?q=MOD0001")
+    assert small["meta"]["pagination"]["total-count"] == 10
+    assert calls == small_calls
+    assert items <= small_items + lists.KEY_SHARDS
 
     google, google_bytes = read(orgs, modules_url("large") + "?filter[provider]=google")
     assert google["meta"]["pagination"]["total-count"] == 200
@@ -85,6 +104,8 @@ def test_a_search_and_a_filter_read_the_lean_index_not_the_modules(orgs: Api):
 
 
 def test_the_protocol_list_and_search_read_only_lean_entries(orgs: Api):
+    from chalicelib.core.data import lists
+
     listed, listed_bytes = read(orgs, f"{V1}/large?limit=10&offset=20")
     assert [m["id"] for m in listed["modules"]] == [
         f"large/mod{i:05d}/{'aws' if i % 2 == 0 else 'google'}/1.29.0" for i in range(20, 30)
@@ -98,6 +119,15 @@ def test_the_protocol_list_and_search_read_only_lean_entries(orgs: Api):
     assert [m["name"] for m in found["modules"]] == [f"mod{i:05d}" for i in range(390, 400)]
     assert "next_offset" not in found["meta"]
     assert found_bytes <= small_bytes + 400 * LEAN
+    # A search costs what it returns: the kept keys, then only the matching entries.
+    _, (calls, items) = searched(orgs, f"{V1}/search?q=mod0039&namespace=large")
+    few, (few_calls, few_items) = searched(orgs, f"{V1}/search?q=mod0001&namespace=small")
+    assert [m["name"] for m in few["modules"]] == [f"mod{i:05d}" for i in range(10, 20)]
+    assert calls == few_calls
+    assert items <= few_items + lists.KEY_SHARDS
+    paged, _ = read(orgs, f"{V1}/search?q=MOD00&namespace=large&limit=5&offset=397")
+    assert [m["name"] for m in paged["modules"]] == ["mod00397", "mod00398", "mod00399"]
+    assert paged["meta"]["prev_offset"] == 392 and "next_offset" not in paged["meta"]
 
     # Across organizations (a site admin reads both), in the protocol's order.
     both, _ = read(orgs, f"{V1}?limit=100&offset=390")
@@ -194,6 +224,38 @@ def test_counts_and_protocol_entries_follow_every_write(api: Api):
     assert total() == 0 and listed() == []
     create_module(api, "vpc", "aws")
     assert total() == 1
+
+
+def test_the_key_sets_follow_every_write_and_the_lean_index_stands_in_for_them(api: Api):
+    from chalicelib.core.data import lists
+    from chalicelib.modules import service, store
+
+    def kept() -> list[str] | None:
+        return store.kept_keys("acme", service.module_counts("acme"))
+
+    def found(q: str) -> list[str]:
+        reply = api.get(modules_url("acme") + f"?q={q}").json
+        assert reply["meta"]["pagination"]["total-count"] == len(reply["data"])
+        return [f"{m['attributes']['name']}/{m['attributes']['provider']}" for m in reply["data"]]
+
+    make_org(api, "acme")
+    assert kept() is None  # no module, no count: the lean index is read (and is empty)
+    for name, provider in itertools.product(("vpc", "db"), ("aws", "google")):
+        create_module(api, name, provider)
+    assert kept() == sorted(m.key for m in store.modules_of("acme"))
+    assert api.delete(modules_url("acme") + "/private/acme/db").status == 204
+    assert kept() == ["private#acme#vpc#aws", "private#acme#vpc#google"]
+    assert found("VPC") == ["vpc/aws", "vpc/google"] and found("db") == []
+
+    # A key lost (or sets written before they were kept): the sets no longer hold the whole
+    # list, so a search reads the lean index, and answers the same, until the backfill.
+    scope = lists.key_set_scope(store.count_scope("acme"))
+    lists.KeySetModel(scope, lists.key_shard("private#acme#vpc#google")).delete()
+    assert kept() is None
+    assert found("goo") == ["vpc/google"]
+    assert store.backfill_lists()["key sets written"] == 1
+    assert kept() == ["private#acme#vpc#aws", "private#acme#vpc#google"]
+    assert "key sets written" not in store.backfill_lists()
 
 
 def test_the_backfill_creates_what_the_lists_read_and_is_safe_to_rerun(api: Api):

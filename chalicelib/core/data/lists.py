@@ -21,6 +21,13 @@ Reading a page must cost what the page returns, not what the partition holds, so
 * **Filters and searches read the lean index only.** A ``q`` search or a filter on what the
   key holds reads every lean entry of the partition (the total must be exact), keeps the
   matching ones and fetches just the page's full items with one BatchGetItem.
+* **A search can read kept key sets instead.** A list that keeps ``KeySetModel`` items
+  (``key_set_update`` in the transaction that puts or deletes an item, beside its count)
+  holds every range key of the partition in ``KEY_SHARDS`` string sets: one Query of a few
+  dozen items, however many items the list holds (DynamoDB bills the same bytes as the lean
+  entries' keys, but a search makes one call of that, not a Query paging through thousands
+  of index entries). ``kept_keys`` answers None when the sets do not hold the whole list
+  (written before they were kept, until the backfill): the caller reads the lean index.
 
 Why an index and not cursors cached per query: ``page[number]`` links are stateless and any
 page can be asked first (go-tfe walks ``next-page``, the web UI and pytfe jump), cursors
@@ -35,11 +42,12 @@ infrastructure.backfill`` runs), callers pass ``total=None`` and the lean entrie
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+import zlib
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from pynamodb.attributes import NumberAttribute, UnicodeAttribute
+from pynamodb.attributes import NumberAttribute, UnicodeAttribute, UnicodeSetAttribute
 from pynamodb.indexes import GlobalSecondaryIndex
 from pynamodb.transactions import TransactWrite
 
@@ -79,6 +87,75 @@ def set_counts(scope: str, values: dict[str, int]) -> None:
     """Overwrite a list's counts (the backfill, which counts the lean index)."""
     for part, value in values.items():
         CountModel(scope, part, count=value).save()
+
+
+# How many string sets hold a list's keys: a key's set is the CRC-32 of the key modulo this.
+# 64 sets of 20,000 module keys (about 30 bytes each) are about 9 KB each: a write of one
+# costs up to 9 WRU, the search reads them in one Query of about 600 KB.
+KEY_SHARDS = 64
+
+
+class KeySetModel(db.Model):
+    """A kept set of a list's range keys, in the counts' table (``CountModel``'s, which
+    creates it: not registered again): ``scope`` is ``key_set_scope`` of the list's count
+    scope, ``part`` the shard (``00`` to ``63``), ``members`` the keys, unordered."""
+
+    Meta = db.table("list-counts")
+
+    scope = UnicodeAttribute(hash_key=True)
+    part = UnicodeAttribute(range_key=True)
+    members = UnicodeSetAttribute(null=True, attr_name="keys")
+
+
+def key_set_scope(scope: str) -> str:
+    return f"keys#{scope}"
+
+
+def key_shard(key: str) -> str:
+    return f"{zlib.crc32(key.encode()) % KEY_SHARDS:02d}"
+
+
+def key_set_update(tx: TransactWrite, scope: str, key: str, delta: int) -> None:
+    """Add the key to its set (``delta`` > 0) or take it out, inside the transaction that
+    puts or deletes the item (and counts it: ``count_update``). DynamoDB's ADD and DELETE
+    of a set's element commute, so concurrent writers of one shard lose nothing."""
+    item = KeySetModel(key_set_scope(scope), key_shard(key))
+    members = KeySetModel.members
+    tx.update(item, actions=[members.add({key}) if delta > 0 else members.delete({key})])
+
+
+def kept_keys(scope: str, total: int) -> list[str] | None:
+    """Every key of the list, sorted as DynamoDB sorts them (code points: UTF-8 bytes), from
+    its kept sets (one Query); None when they do not hold ``total`` keys (the kept count of
+    the whole list), i.e. they were not kept for all its items yet."""
+    keys: list[str] = []
+    for shard in KeySetModel.query(key_set_scope(scope)):
+        keys.extend(shard.members or ())
+    return sorted(keys) if len(keys) == total else None
+
+
+def set_key_sets(scope: str, keys: Iterable[str]) -> bool:
+    """Overwrite a list's kept sets with ``keys`` (the backfill); True when one changed."""
+    wanted: dict[str, set[str]] = {}
+    for key in keys:
+        wanted.setdefault(key_shard(key), set()).add(key)
+    kept = {s.part: set(s.members or ()) for s in KeySetModel.query(key_set_scope(scope))}
+    changed = False
+    for part in wanted.keys() | kept.keys():
+        if wanted.get(part, set()) != kept.get(part, set()):
+            KeySetModel(key_set_scope(scope), part, members=wanted.get(part) or None).save()
+            changed = True
+    return changed
+
+
+def backfill_key_sets(scope_prefix: str, wanted: dict[str, list[str]]) -> int:
+    """Make the kept sets of every list whose count scope starts with ``scope_prefix`` hold
+    ``wanted`` (count scope -> every key; a scope left out: none), from a Scan of the sets
+    (the backfill); how many lists' sets were written."""
+    prefix = key_set_scope(scope_prefix)
+    kept = {s.scope for s in KeySetModel.scan() if s.scope.startswith(prefix)}
+    scopes = {scope.removeprefix(key_set_scope("")) for scope in kept} | wanted.keys()
+    return sum(set_key_sets(scope, wanted.get(scope, [])) for scope in scopes)
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ a second late), so they read nothing more.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,6 +36,7 @@ from chalicelib.core.settings import get_settings
 from chalicelib.modules import store
 from chalicelib.modules.downloads import counter as downloads
 from chalicelib.modules.ingest.limits import MetadataTooLarge, fit_metadata
+from chalicelib.modules.protocol import store as entries_store
 from chalicelib.modules.statuses import (
     VersionStatus,
     is_revoked,
@@ -269,7 +270,8 @@ def listing(
     so no module item is read. Each organization's entries are read only as far as the
     caller consumes them (``want``: an offset and a page, plus one to know whether there is
     a next one; more in growing Queries when filters skip entries), and merged across
-    organizations. A curated public
+    organizations. A search (``query``) matches the organization's kept module keys
+    instead, then reads only the matching entries (``_searched``). A curated public
     module's summary is the upstream's (cached); one the upstream does not answer for is
     left out, as before."""
     if namespace is not None:
@@ -279,8 +281,8 @@ def listing(
         organizations = authorization.readable_organization_names(principal)
     terms = [t for t in (query or "").lower().split() if t]
 
-    def wanted(entry: ProtocolEntryModel) -> bool:
-        registry, ns, module_name, module_provider = entry.address
+    def wanted(address: tuple[str, str, str, str]) -> bool:
+        registry, ns, module_name, module_provider = address
         if name is not None and (registry != "private" or module_name != name):
             return False
         if provider and module_provider != provider:
@@ -290,13 +292,32 @@ def listing(
 
     streams = []
     for rank, organization in enumerate(organizations):
-        prefix = f"{organization}#{name}#" if name is not None else None
-        entries = store.protocol_entries(organization, prefix, want)
-        streams.append(((entry.protocol_key, rank), entry) for entry in entries if wanted(entry))
+        entries = _searched(organization, wanted, want) if terms else None
+        if entries is None:
+            prefix = f"{organization}#{name}#" if name is not None else None
+            entries = entries_store.protocol_entries(organization, prefix, want)
+        streams.append(
+            ((entry.protocol_key, rank), entry) for entry in entries if wanted(entry.address)
+        )
     for _, entry in heapq.merge(*streams, key=lambda pair: pair[0]):
         found = _entry_summary(entry)
         if found is not None:
             yield found
+
+
+def _searched(
+    organization: str, wanted: Callable[[tuple[str, str, str, str]], bool], want: int
+) -> Iterator[ProtocolEntryModel] | None:
+    """A search's entries of one organization: the modules' kept keys (``store.kept_keys``:
+    two Queries of small items, however many modules it holds) matched by address, then
+    only the matching entries, by key; None before the keys are kept (the backfill), when
+    the caller reads the entries themselves."""
+    keys = store.kept_keys(organization)
+    if keys is None:
+        return None
+    addresses = (store.parse_key(key) for key in keys)
+    matched = sorted(store.protocol_key(*address) for address in addresses if wanted(address))
+    return entries_store.protocol_entries_of(organization, matched, want)
 
 
 def _entry_summary(entry: ProtocolEntryModel) -> dict[str, Any] | None:
