@@ -373,6 +373,21 @@ def package(out: Path) -> Path:
     return archive
 
 
+# The deployment zip's budget (issue #40): `make package` fails past it, so `make test`
+# (which packages before the suite) and CI do.
+BUDGET_BYTES = 15_000_000
+
+
+def within_budget(archive: Path, budget: int = BUDGET_BYTES) -> None:
+    """Stop the build when the slimmed zip is larger than its budget."""
+    size = archive.stat().st_size
+    if size > budget:
+        raise SystemExit(
+            f"{archive} is {size / 1e6:.2f} MB, past its budget of {budget / 1e6:.0f} MB: "
+            "see bench/package_bench.py for what it holds"
+        )
+
+
 def main(argv: list[str]) -> None:
     missing = called_services() - set(SERVICES)
     if missing:
@@ -380,6 +395,7 @@ def main(argv: list[str]) -> None:
     archive = Path(argv[0])
     before, after = slim(archive)
     verify(archive)
+    within_budget(archive)
     print(f"slimmed {archive}: {before / 1e6:.1f} MB -> {after / 1e6:.1f} MB")
 
 
