@@ -24,7 +24,7 @@ from chalicelib.core.api.openapi import PAGE, JsonApi, Param, cursor_paging
 from chalicelib.core.api.pagination import int_param
 from chalicelib.modules import composed, service, versions
 from chalicelib.modules.composed import version_from_vcs
-from chalicelib.modules.downloads import campaign
+from chalicelib.modules.downloads import bounds, campaign
 from chalicelib.modules.downloads import service as downloads
 from chalicelib.modules.downloads.render import (
     render_consumer,
@@ -272,7 +272,7 @@ def module_consumers(
     bp,
     "/api/v2/organizations/{organization_name}/registry-module-campaigns",
     auth=Bearer,
-    query=cursor_paging("modules", campaign.MAX_CURSOR),
+    query=cursor_paging("modules", bounds.MAX_CURSOR),
 )
 def module_campaigns(ctx: Ctx, organization_name: str):
     """The organization's modules with consumers on deprecated or revoked versions, most

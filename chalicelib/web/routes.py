@@ -17,10 +17,9 @@ from chalice import Blueprint, Response
 from chalicelib.accounts import memberships, signin, twofactor
 from chalicelib.core.api.errors import NotFound, Unauthorized, Unprocessable
 from chalicelib.core.api.openapi import Param, Reply
-from chalicelib.modules.downloads import campaign
-from chalicelib.modules.service import ModuleRef
+from chalicelib.modules.downloads.bounds import MAX_CURSOR
 from chalicelib.saml import config as saml_config
-from chalicelib.web import pages, session, sso
+from chalicelib.web import session, sso
 from chalicelib.web.view import (
     NEXT,
     THROTTLED,
@@ -164,6 +163,8 @@ def sign_out(ctx: WebCtx) -> Response:
 @page(bp, "/app/organizations", auth=SignedIn)
 def organizations(ctx: WebCtx) -> Response:
     """The organizations the caller can read."""
+    from chalicelib.web import pages  # the module pages' gathering: at first use
+
     principal = ctx.principal_or_sign_in()
     return ctx.render("organizations.html", organizations=pages.organizations(principal))
 
@@ -171,6 +172,8 @@ def organizations(ctx: WebCtx) -> Response:
 @page(bp, MODULES, auth=SignedIn, query=LIST_QUERY)
 def modules(ctx: WebCtx, organization: str) -> Response:
     """An organization's modules: search, provider filter, pages."""
+    from chalicelib.web import pages  # the module pages' gathering: at first use
+
     principal = ctx.principal_or_sign_in()
     query = ctx.query
     listing = pages.module_list(
@@ -191,13 +194,15 @@ def modules(ctx: WebCtx, organization: str) -> Response:
         Param(
             "after",
             "the next page's cursor (the page's link gives it)",
-            {"type": "string", "maxLength": campaign.MAX_CURSOR},
+            {"type": "string", "maxLength": MAX_CURSOR},
         ),
     ),
 )
 def campaigns(ctx: WebCtx, organization: str) -> Response:
     """The organization's upgrade campaigns: its modules with consumers on deprecated or
     revoked versions, the most urgent first (owners and manage-modules teams; 404 else)."""
+    from chalicelib.web import pages  # the module pages' gathering: at first use
+
     principal = ctx.principal_or_sign_in()
     listing = pages.campaign_list(principal, organization, ctx.query.get("after") or None)
     return ctx.render("campaigns.html", listing=listing)
@@ -208,6 +213,9 @@ def module(
     ctx: WebCtx, organization: str, registry: str, namespace: str, name: str, provider: str
 ) -> Response:
     """A module's page at its latest version (``?version=`` opens another)."""
+    from chalicelib.modules.service import ModuleRef
+    from chalicelib.web import pages  # the module pages' gathering: at first use
+
     principal = ctx.principal_or_sign_in()
     ref = ModuleRef(organization, registry, namespace, name, provider)
     if ctx.query.get("version"):
@@ -227,6 +235,9 @@ def module_version(
     version: str,
 ) -> Response:
     """A module's page at one version."""
+    from chalicelib.modules.service import ModuleRef
+    from chalicelib.web import pages  # the module pages' gathering: at first use
+
     principal = ctx.principal_or_sign_in()
     ref = ModuleRef(organization, registry, namespace, name, provider)
     return ctx.render("module.html", view=pages.module_page(principal, ref, version, ctx.base_url))

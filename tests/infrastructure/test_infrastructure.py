@@ -348,10 +348,20 @@ WEB_FIRST_USE = (
 @pytest.mark.parametrize(
     ("entry", "also"),
     [
-        # The provider pages' services and gathering load with the first provider page.
+        # The provider pages' services and gathering load with the first provider page; the
+        # module pages' gathering (web.pages), the modules' services and the campaigns (whose
+        # cursor bound the campaigns page declares from downloads.bounds) with the first
+        # module page.
         (
             "chalicelib.entry.api.web",
-            ("chalicelib.providers.service", "chalicelib.web.providers.pages"),
+            (
+                "chalicelib.providers.service",
+                "chalicelib.web.providers.pages",
+                "chalicelib.web.pages",
+                "chalicelib.modules.service",
+                "chalicelib.modules.store",
+                "chalicelib.modules.downloads.campaign",
+            ),
         ),
         # The module pages' gathering (web.pages): its status labels are web.labels'; the
         # composer and the no-code service: the pages that create or delete modules.

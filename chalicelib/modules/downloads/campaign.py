@@ -42,12 +42,11 @@ from chalicelib.core.data.ids import now
 from chalicelib.modules import service as registry
 from chalicelib.modules import store as modules_store
 from chalicelib.modules.downloads import service, store
+from chalicelib.modules.downloads.bounds import MAX_CURSOR
 from chalicelib.modules.statuses import is_deprecated, is_revoked, latest_servable
 
 # Index entries of deprecated versions one organization request looks at, at most.
 MAX_EXAMINED = 100
-# The longest ``page[after]`` cursor accepted (three keys of at most a few hundred bytes).
-MAX_CURSOR = 1024
 
 
 class Standing(StrEnum):
