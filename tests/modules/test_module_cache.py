@@ -16,6 +16,7 @@ import pytest
 
 from chalicelib.core.data.aws import client
 from chalicelib.core.settings import get_settings
+from chalicelib.modules.cache import detail as cache_detail
 from chalicelib.modules.cache import service, store
 from chalicelib.modules.cache import settings as cache_settings
 from chalicelib.modules.cache import upstream as cache_upstream
@@ -324,9 +325,9 @@ def test_a_large_upstream_readme_is_cut_to_the_kept_bound(api: Api, upstream: Up
     reply = api.get(f"{V1}/{MODULE}/4.0.0")
     assert reply.status == 200, reply.json
     readme = reply.json["root"]["readme"]
-    assert readme.startswith("xxx") and len(readme) < service.DETAIL_BYTES
+    assert readme.startswith("xxx") and len(readme) < cache_detail.DETAIL_BYTES
     kept = store.kept_detail(MODULE, "4.0.0")
-    assert kept is not None and len(json.dumps(kept.body)) <= service.DETAIL_BYTES
+    assert kept is not None and len(json.dumps(kept.body)) <= cache_detail.DETAIL_BYTES
 
 
 def test_the_latest_download_redirects_to_the_latest_versions_download(
@@ -823,7 +824,7 @@ def test_a_fetch_done_before_it_is_watched_does_not_hang_the_request(
 
     def call() -> None:
         try:
-            service._bounded(("versions", "x"), unavailable)
+            service.bounded(("versions", "x"), unavailable)
         except cache_upstream.Unavailable as exc:
             outcome.append(exc)
 

@@ -22,6 +22,7 @@ from chalicelib.core.api.http import Ctx, HandlerT, route
 from chalicelib.core.api.openapi import Param, Reply
 from chalicelib.core.api.pagination import int_param
 from chalicelib.core.settings import get_settings
+from chalicelib.modules.cache import detail as cache_detail
 from chalicelib.modules.cache import service as cache
 from chalicelib.modules.downloads import counter as downloads
 from chalicelib.modules.protocol import service as protocol
@@ -274,7 +275,7 @@ def _cached_versions(namespace: str, name: str, provider: str) -> Response:
 def _cached_detail(namespace: str, name: str, provider: str, version: str | None) -> Response:
     """A version's detail (``None``: the latest) of an allowed upstream namespace's module;
     stale as the versions list is."""
-    found = cache.detail(namespace, name, provider, version)
+    found = cache_detail.detail(namespace, name, provider, version)
     body = protocol.cached_detail(
         namespace, name, provider, found.version, found.versions, found.metadata
     )
@@ -297,7 +298,7 @@ def _maybe_stale(body: dict[str, Any], stale: bool) -> Response:
 )
 def download_latest(ctx: Ctx, namespace: str, name: str, provider: str):
     if cache.allows(namespace):
-        latest = cache.latest(namespace, name, provider)
+        latest = cache_detail.latest(namespace, name, provider)
     else:
         found = protocol.find_module(ctx.user, namespace, name, provider)
         latest = protocol.find_version(found, None).version
