@@ -39,7 +39,7 @@ def files_seconds(junit: Path) -> dict[str, float]:
     """Seconds per test file (setup, call and teardown of its tests) from pytest's junit XML."""
     per_file: dict[str, float] = collections.defaultdict(float)
     for case in ElementTree.parse(junit).iter("testcase"):
-        per_file[case.get("classname", "").rsplit(".", 1)[0]] += float(case.get("time", 0))
+        per_file[case.get("classname", "")] += float(case.get("time", 0))  # the module (or class)
     return dict(per_file)
 
 
