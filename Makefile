@@ -47,9 +47,15 @@ browser:
 		$$SUDO apt-get update && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y chromium xmlsec1; }
 
 # Lint, type-check, package (template + cfn-lint), then the suite, whose summary closes the output.
+# The suite runs in TEST_WORKERS processes (pytest-xdist; `auto`: one per core), a test file's
+# tests together on one worker (its module fixtures built once), the end-to-end files handed
+# out first (tests/conftest.py orders them); each worker starts its own e2e stack and browser.
+# `make test TEST_WORKERS=0` runs it in this one process, as before.
+TEST_WORKERS ?= auto
+PYTEST_ARGS ?=
 test: lint typecheck browser
 	$(MAKE) package
-	$(PY) -m pytest
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder $(PYTEST_ARGS)
 
 # out/: the CloudFormation template (Chalice's, merged with infrastructure/template.py's)
 # and the deployment zip (without the botocore models of services no function calls, with

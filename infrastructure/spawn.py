@@ -103,7 +103,9 @@ def stop(spawned: Spawned) -> str:
     """Ctrl-C, as a person would; returns the output. Raises if it does not exit cleanly."""
     spawned.process.send_signal(signal.SIGINT)
     try:
-        spawned.process.wait(timeout=20)
+        # Generous: on a loaded machine (two test workers' stacks, other jobs) a clean stop
+        # took more than 20 s; a hung stack still fails, a minute later.
+        spawned.process.wait(timeout=60)
     except subprocess.TimeoutExpired:
         spawned.process.kill()
         raise

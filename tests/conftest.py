@@ -162,6 +162,15 @@ def forget_moto_bookkeeping() -> None:
         reset_model_data()
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The end-to-end files first (each test file's own order kept): `make test` hands whole
+    files to its workers in this order (pytest-xdist, ``--dist loadfile
+    --no-loadscope-reorder``), so the long ones (a stack of their own, the OpenAPI fuzz, the
+    browser) start early and the many short files fill in at the end, rather than one long
+    file left running alone on one core."""
+    items.sort(key=lambda item: not item.nodeid.startswith("tests/e2e/"))
+
+
 @pytest.fixture(autouse=True)
 def every_change_explained(request: pytest.FixtureRequest) -> Iterator[None]:
     """Fail a test in which a request or a worker's message changed the registry's state and
