@@ -367,6 +367,6 @@ def test_each_table_has_a_throttle_alarm_and_each_function_an_errors_alarm(templ
         assert watched(alarm) == [
             ("AWS/Lambda", "Errors", {"FunctionName": {"Ref": function.logical_id}})
         ]
-    # the dead-letter queues of ingest, scans, notifications and the audit export, and the
-    # 5xx alarm
-    assert len(found) == 5 + len(tables) + len(ALL_FUNCTIONS)
+    # the dead-letter queues of ingest, scans, notifications, transfers and the audit export,
+    # and the 5xx alarm
+    assert len(found) == 6 + len(tables) + len(ALL_FUNCTIONS)
