@@ -21,6 +21,7 @@ import contextlib
 import hashlib
 import io
 import json
+import re
 import socket
 import threading
 import zipfile
@@ -289,6 +290,14 @@ class Listener:
                 conn.settimeout(2)
                 conn.recv(65536)
                 conn.sendall(self.ANSWER)
+
+    @staticmethod
+    def told(text: str) -> bool:
+        """Whether ``text`` holds anything of ``ANSWER``: its status as a number of its own
+        (a random port such as 34187 may hold the digits), its reason or its body."""
+        return bool(re.search(r"\b418\b", text)) or any(
+            said in text for said in ("internal-secret-banner", "AKIA-INTERNAL-SECRET")
+        )
 
     def close(self) -> None:
         with contextlib.suppress(OSError):
