@@ -40,6 +40,7 @@ is saved and restored by ``infrastructure.persistence``.
 from __future__ import annotations
 
 import errno
+import functools
 import gc
 import logging
 import os
@@ -316,7 +317,14 @@ class MotoServer:
         class Server(ThreadedWSGIServer):
             request_queue_size = BACKLOG
 
-        application = wrap(DomainDispatcherApplication(create_backend_app))
+        dispatcher = DomainDispatcherApplication(create_backend_app)
+        # moto looks for each request's backend anew: it lists its package's folders and
+        # tries its services' URL patterns (0.3 ms of CPU a request, about a sixth of the
+        # stack's work under the suite); a host's backend never changes, so it is kept.
+        dispatcher.get_backend_for_host = functools.lru_cache(maxsize=256)(  # type: ignore[method-assign]
+            dispatcher.get_backend_for_host
+        )
+        application = wrap(dispatcher)
         self.server = Server(host, port, application, handler=MotoRequestHandler)
         self.thread = threading.Thread(
             target=self.server.serve_forever, name="moto-server", daemon=True
