@@ -159,23 +159,37 @@ def address(module: ModuleModel) -> str:
     return f"{module.namespace}/{module.name}/{module.provider}"
 
 
-def summary(found: Published, version: semver.Version) -> dict[str, Any]:
-    module = found.module
+def summary_of(
+    namespace: str,
+    name: str,
+    provider: str,
+    version: str,
+    published_at: Any = None,
+    downloads: int = 0,
+) -> dict[str, Any]:
+    """A module version's summary as the protocol shows it (the fields a private registry
+    has no value for are empty, as TFE's are)."""
     return {
-        "id": f"{address(module)}/{version.text}",
+        "id": f"{namespace}/{name}/{provider}/{version}",
         "owner": "",
-        "namespace": module.namespace,
-        "name": module.name,
-        "version": version.text,
-        "provider": module.provider,
+        "namespace": namespace,
+        "name": name,
+        "version": version,
+        "provider": provider,
         "provider_logo_url": "",
         "description": "",
         "source": "",
         "tag": "",
-        "published_at": found.published_at(version.text),
-        "downloads": 0,
+        "published_at": published_at,
+        "downloads": downloads,
         "verified": False,
     }
+
+
+def summary(found: Published, version: semver.Version) -> dict[str, Any]:
+    module = found.module
+    published_at = found.published_at(version.text)
+    return summary_of(module.namespace, module.name, module.provider, version.text, published_at)
 
 
 def detail(found: Published, version: ModuleVersionModel) -> dict[str, Any]:
@@ -206,19 +220,7 @@ def cached_detail(
     private module's."""
     metadata = _fitted(dict(metadata))
     return {
-        "id": f"{namespace}/{name}/{provider}/{version}",
-        "owner": "",
-        "namespace": namespace,
-        "name": name,
-        "version": version,
-        "provider": provider,
-        "provider_logo_url": "",
-        "description": "",
-        "source": "",
-        "tag": "",
-        "published_at": None,
-        "downloads": 0,
-        "verified": False,
+        **summary_of(namespace, name, provider, version),
         "root": metadata.get("root") or _empty_directory("", name),
         "submodules": metadata.get("submodules", []),
         "examples": metadata.get("examples", []),
@@ -324,22 +326,8 @@ def _entry_summary(entry: ProtocolEntryModel) -> dict[str, Any] | None:
     registry, namespace, name, provider = entry.address
     if registry == "public":
         return _curated_summary(namespace, name, provider)
-    version = entry.version
-    return {
-        "id": f"{namespace}/{name}/{provider}/{version}",
-        "owner": "",
-        "namespace": namespace,
-        "name": name,
-        "version": version,
-        "provider": provider,
-        "provider_logo_url": "",
-        "description": "",
-        "source": "",
-        "tag": "",
-        "published_at": entry.published_at,
-        "downloads": int(entry.downloads or 0),
-        "verified": False,
-    }
+    downloads = int(entry.downloads or 0)
+    return summary_of(namespace, name, provider, entry.version, entry.published_at, downloads)
 
 
 SUMMARY_KEYS = (
