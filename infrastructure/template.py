@@ -735,26 +735,7 @@ def scan_function() -> dict[str, Any]:
 def scan_resources() -> dict[str, Any]:
     """The scan queue, its dead-letter queue, and the scanner's layer."""
     return {
-        "ScanDeadLetterQueue": {
-            "Type": "AWS::SQS::Queue",
-            "Properties": {
-                "QueueName": sub("${AWS::StackName}-scan-dlq"),
-                "MessageRetentionPeriod": 1209600,
-                "SqsManagedSseEnabled": True,
-            },
-        },
-        "ScanQueue": {
-            "Type": "AWS::SQS::Queue",
-            "Properties": {
-                "QueueName": sub("${AWS::StackName}-scan"),
-                "VisibilityTimeout": 6 * SCAN.timeout,
-                "SqsManagedSseEnabled": True,
-                "RedrivePolicy": {
-                    "deadLetterTargetArn": {"Fn::GetAtt": ["ScanDeadLetterQueue", "Arn"]},
-                    "maxReceiveCount": resources.MAX_RECEIVES,
-                },
-            },
-        },
+        **queue_with_dead_letters("Scan", "${AWS::StackName}-scan", SCAN),
         "ScannerLayer": {
             "Type": "AWS::Serverless::LayerVersion",
             "Properties": {
@@ -797,28 +778,7 @@ def notify_function() -> dict[str, Any]:
 
 def notify_resources() -> dict[str, Any]:
     """The notifications queue and its dead-letter queue."""
-    return {
-        "NotifyDeadLetterQueue": {
-            "Type": "AWS::SQS::Queue",
-            "Properties": {
-                "QueueName": sub("${AWS::StackName}-notify-dlq"),
-                "MessageRetentionPeriod": 1209600,
-                "SqsManagedSseEnabled": True,
-            },
-        },
-        "NotifyQueue": {
-            "Type": "AWS::SQS::Queue",
-            "Properties": {
-                "QueueName": sub("${AWS::StackName}-notify"),
-                "VisibilityTimeout": 6 * NOTIFY_DELIVERY.timeout,
-                "SqsManagedSseEnabled": True,
-                "RedrivePolicy": {
-                    "deadLetterTargetArn": {"Fn::GetAtt": ["NotifyDeadLetterQueue", "Arn"]},
-                    "maxReceiveCount": resources.MAX_RECEIVES,
-                },
-            },
-        },
-    }
+    return queue_with_dead_letters("Notify", "${AWS::StackName}-notify", NOTIFY_DELIVERY)
 
 
 # ----- transfers (chalicelib.entry.transfers) -----------------------------------------------
@@ -841,23 +801,31 @@ def transfers_resources() -> dict[str, Any]:
     the function's timeout (AWS's advice for a queue feeding a function; a job that stopped
     near its budget queues itself again at once), and dead-lettered after
     resources.MAX_RECEIVES failed receives."""
+    return queue_with_dead_letters("Transfers", "${AWS::StackName}-transfers", TRANSFERS)
+
+
+def queue_with_dead_letters(prefix: str, name: str, consumer: Function) -> dict[str, Any]:
+    """``<prefix>Queue`` (named ``name``) and ``<prefix>DeadLetterQueue``, where a message goes
+    after resources.MAX_RECEIVES failed receives: the queue's visibility is six times its
+    consumer's timeout, as AWS advises for an event source mapping."""
+    dead_letters = f"{prefix}DeadLetterQueue"
     return {
-        "TransfersDeadLetterQueue": {
+        dead_letters: {
             "Type": "AWS::SQS::Queue",
             "Properties": {
-                "QueueName": sub("${AWS::StackName}-transfers-dlq"),
+                "QueueName": sub(f"${{AWS::StackName}}-{prefix.lower()}-dlq"),
                 "MessageRetentionPeriod": 1209600,
                 "SqsManagedSseEnabled": True,
             },
         },
-        "TransfersQueue": {
+        f"{prefix}Queue": {
             "Type": "AWS::SQS::Queue",
             "Properties": {
-                "QueueName": sub("${AWS::StackName}-transfers"),
-                "VisibilityTimeout": 6 * TRANSFERS.timeout,
+                "QueueName": sub(name),
+                "VisibilityTimeout": 6 * consumer.timeout,
                 "SqsManagedSseEnabled": True,
                 "RedrivePolicy": {
-                    "deadLetterTargetArn": {"Fn::GetAtt": ["TransfersDeadLetterQueue", "Arn"]},
+                    "deadLetterTargetArn": {"Fn::GetAtt": [dead_letters, "Arn"]},
                     "maxReceiveCount": resources.MAX_RECEIVES,
                 },
             },
@@ -1152,26 +1120,7 @@ def storage_resources() -> dict[str, Any]:
                 },
             },
         },
-        "IngestDeadLetterQueue": {
-            "Type": "AWS::SQS::Queue",
-            "Properties": {
-                "QueueName": sub("${AWS::StackName}-ingest-dlq"),
-                "MessageRetentionPeriod": 1209600,
-                "SqsManagedSseEnabled": True,
-            },
-        },
-        "IngestQueue": {
-            "Type": "AWS::SQS::Queue",
-            "Properties": {
-                "QueueName": sub(QUEUE_NAME),
-                "VisibilityTimeout": 6 * INGEST.timeout,
-                "SqsManagedSseEnabled": True,
-                "RedrivePolicy": {
-                    "deadLetterTargetArn": {"Fn::GetAtt": ["IngestDeadLetterQueue", "Arn"]},
-                    "maxReceiveCount": resources.MAX_RECEIVES,
-                },
-            },
-        },
+        **queue_with_dead_letters("Ingest", QUEUE_NAME, INGEST),
         "IngestQueuePolicy": {
             "Type": "AWS::SQS::QueuePolicy",
             "Properties": {
