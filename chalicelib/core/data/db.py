@@ -151,9 +151,21 @@ def _connection(region: str, host: str | None) -> Connection:
     return Connection(region=region, host=host)
 
 
+def error_code(exc: Exception) -> str | None:
+    """A failed DynamoDB call's error code: PynamoDB's errors carry it as
+    ``cause_response_code``; the low-level calls (``connection().dispatch``) raise botocore's
+    ``ClientError``, which carries it in its response."""
+    code = getattr(exc, "cause_response_code", None)
+    if code is None:
+        response = getattr(exc, "response", None)
+        if isinstance(response, dict):
+            code = response.get("Error", {}).get("Code")
+    return str(code) if code is not None else None
+
+
 def conditional_failure(exc: Exception) -> bool:
     """Whether a PutItem/UpdateItem/DeleteItem failed only because its condition was false."""
-    return getattr(exc, "cause_response_code", None) == "ConditionalCheckFailedException"
+    return error_code(exc) == "ConditionalCheckFailedException"
 
 
 def cancellation_codes(exc: TransactWriteError) -> list[str | None]:

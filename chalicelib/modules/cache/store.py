@@ -126,7 +126,7 @@ def add_version(address_: str, version: str, **fields: Any) -> bool:
     try:
         item.save(condition=CachedModel.item.does_not_exist())
     except PutError as exc:
-        if exc.cause_response_code == "ConditionalCheckFailedException":
+        if db.conditional_failure(exc):
             return False
         raise
     return True

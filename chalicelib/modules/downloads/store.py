@@ -55,7 +55,6 @@ MAX_WRITTEN = 10_000
 # The base items' attribute prefixes (items counted before 0.12).
 BASE_DAY_PREFIX = "d"
 BASE_CONSUMER_PREFIX = "c#"
-CONDITION_FAILED = "ConditionalCheckFailedException"
 
 
 @db.register
@@ -125,7 +124,7 @@ def record(module_id: str, version: str, kind: str, principal_id: str, moment: d
             "UpdateItem", consumer_update(table, module_id, version, kind, principal_id, moment)
         )
     except ClientError as exc:  # a later download of it was written first: nothing to do
-        if exc.response.get("Error", {}).get("Code") != CONDITION_FAILED:
+        if not db.conditional_failure(exc):
             raise
     with written.lock:
         if len(written.days) >= MAX_WRITTEN:
@@ -354,7 +353,7 @@ def _fold(connection: Any, table: str, item: dict[str, Any]) -> int:
             },
         )
     except ClientError as exc:  # counted again meanwhile (a late download): the next run
-        if exc.response.get("Error", {}).get("Code") != "TransactionCanceledException":
+        if db.error_code(exc) != "TransactionCanceledException":
             raise
         return 0
     return 1
@@ -373,7 +372,7 @@ def _delete_if(connection: Any, table: str, item: dict[str, Any], name: str) -> 
             },
         )
     except ClientError as exc:  # downloaded again meanwhile: kept
-        if exc.response.get("Error", {}).get("Code") != CONDITION_FAILED:
+        if not db.conditional_failure(exc):
             raise
         return 0
     return 1
@@ -401,7 +400,7 @@ def _move_base(
                 try:
                     connection.dispatch("UpdateItem", update)
                 except ClientError as exc:  # a later download is kept there already
-                    if exc.response.get("Error", {}).get("Code") != CONDITION_FAILED:
+                    if not db.conditional_failure(exc):
                         raise
             removed.append(name)
         elif name.startswith(BASE_DAY_PREFIX) and name[1:2].isdigit() and name[1:] < oldest_day:

@@ -32,6 +32,7 @@ from typing import Any
 from pynamodb.exceptions import UpdateError
 
 from chalicelib.core import observe
+from chalicelib.core.data import db
 from chalicelib.modules import store as store_of_modules
 from chalicelib.modules.downloads import store
 from chalicelib.modules.store import ModuleModel, ProtocolEntryModel
@@ -40,7 +41,6 @@ log = logging.getLogger("registry.downloads")
 
 # Versions one UpdateItem sets at most: keeps the expression far below DynamoDB's 4 KB.
 VERSIONS_PER_UPDATE = 50
-CONDITION_FAILED = "ConditionalCheckFailedException"
 
 
 def touched(records: Iterable[Mapping[str, Any]]) -> dict[str, set[str]]:
@@ -92,7 +92,7 @@ def keep(module: ModuleModel, versions: Mapping[str, int | None]) -> int:
                 condition=(ModuleModel.id == module.id) & ModuleModel.version_downloads.exists(),
             )
         except UpdateError as exc:
-            if exc.cause_response_code != CONDITION_FAILED:
+            if not db.conditional_failure(exc):
                 raise
             return fill_module(module)  # gone, or the map with it: read the truth
     list_total(module)
@@ -111,7 +111,7 @@ def fill_module(module: ModuleModel) -> int:
             condition=ModuleModel.id == module.id,
         )
     except UpdateError as exc:
-        if exc.cause_response_code != CONDITION_FAILED:
+        if not db.conditional_failure(exc):
             raise
         return 0
     list_total(module)
@@ -132,7 +132,7 @@ def list_total(module: ModuleModel) -> None:
             condition=ProtocolEntryModel.protocol_key.exists(),
         )
     except UpdateError as exc:
-        if exc.cause_response_code != CONDITION_FAILED:
+        if not db.conditional_failure(exc):
             raise
 
 
