@@ -217,6 +217,7 @@ class Stopped(Exception):
 
 
 def never(parts: int) -> bool:
+    """No time bound: the job runs to its end (the local stack, the command)."""
     return False
 
 

@@ -31,20 +31,16 @@ log = logging.getLogger("registry.consumer")
 RESERVE_MS = 120_000
 
 
-def never(parts: int) -> bool:
-    """The local stack's budget: no time bound, a job runs to its end."""
-    return False
-
-
 def budget(context: Any) -> Callable[[int], bool]:
     """Whether a job should stop after a part: less than ``RESERVE_MS`` left to this call."""
     return lambda parts: int(context.get_remaining_time_in_millis()) < RESERVE_MS
 
 
-def handle_body(body: str, stop: Callable[[int], bool] = never) -> object:
+def handle_body(body: str, stop: Callable[[int], bool] | None = None) -> object:
     """One transfers job in its own scope (``stop``: told the parts written so far by this
-    run, whether to stop now). An exception is logged with its trace and raised again, so
-    that SQS delivers the job again (an export found running resumes)."""
+    run, whether to stop now; None, as the local stack runs it: the job runs to its end). An
+    exception is logged with its trace and raised again, so that SQS delivers the job again
+    (an export found running resumes)."""
     observe.configure()
     with observe.scope() as state:
         try:
@@ -56,7 +52,7 @@ def handle_body(body: str, stop: Callable[[int], bool] = never) -> object:
             check.hold(state, "transfers job")
 
 
-def _run(body: str, stop: Callable[[int], bool]) -> object:
+def _run(body: str, stop: Callable[[int], bool] | None) -> object:
     try:
         job = json.loads(body)
     except ValueError:
@@ -70,7 +66,7 @@ def _run(body: str, stop: Callable[[int], bool]) -> object:
         return service.fetch_queued(str(job.get("address") or ""), str(job.get("version") or ""))
     from chalicelib.bundles import jobs
 
-    return jobs.run(job, stop)  # logs its outcome
+    return jobs.run(job, stop or jobs.never)  # logs its outcome
 
 
 def handler(event: dict[str, Any], context: Any) -> None:

@@ -46,7 +46,7 @@ def drain_transfers(stop: Callable[[int], bool] | None = None, limit: int = 100)
     """Run every message on the transfers queue (at most ``limit``) through the Transfers
     function's handler (``stop``: its time budget, told the parts sent by the run); the kinds
     seen."""
-    from chalicelib.entry.transfers import handle_body, never
+    from chalicelib.entry.transfers import handle_body
 
     sqs = client("sqs")
     url = sqs.get_queue_url(QueueName=get_settings().transfers_queue)["QueueUrl"]
@@ -57,7 +57,7 @@ def drain_transfers(stop: Callable[[int], bool] | None = None, limit: int = 100)
             return seen
         (message,) = messages
         seen.append(json.loads(message["Body"])["kind"])
-        handle_body(message["Body"], stop or never)
+        handle_body(message["Body"], stop)
         sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
     if limit < 100:
         return seen
