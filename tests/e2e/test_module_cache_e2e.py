@@ -150,6 +150,19 @@ def test_terraform_installs_a_cached_module_and_still_does_with_the_upstream_dow
 
         second = terraform_init(tmp_path / "second", config)
         assert (second / "main.tf").read_text() == (first / "main.tf").read_text()
+
+        # The detail routes over HTTP, upstream down: what the cached archive's ingest found.
+        admin = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
+        base = f"{stack.url}/api/registry/v1/modules/{MODULE}"
+        detail = requests.get(base, headers=admin, timeout=30)
+        assert detail.status_code == 200, detail.text
+        assert detail.json()["version"] == "5.0.0"
+        assert [i["name"] for i in detail.json()["root"]["inputs"]] == ["cidr"]
+        assert detail.json()["meta"] == {"stale": True}
+        latest = requests.get(f"{base}/download", headers=admin, timeout=30, allow_redirects=False)
+        assert latest.status_code == 302, latest.text
+        assert latest.headers["Location"].endswith(f"/{MODULE}/5.0.0/download")
+        assert requests.get(base, timeout=30).status_code == 401
     finally:
         mirror_upstream.start()
         mirror_upstream.modules.pop(MODULE, None)
